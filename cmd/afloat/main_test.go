@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/afloat/afloat/sim"
+)
+
+// call runs the command line and returns its status and output.
+func call(t *testing.T, stdin string, args ...string) (status int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	status = run(args, strings.NewReader(stdin), &out, &errOut)
+	return status, out.String(), errOut.String()
+}
+
+func TestOpeningMinuteFromTheCommandLine(t *testing.T) {
+	status, out, errOut := call(t, "", "sim", "run", "--scenario", "steady", "--seed", "1", "--minutes", "1", "--noise=false", "--format", "jsonl")
+	if status != 0 || errOut != "" {
+		t.Fatalf("status %d, stderr %q", status, errOut)
+	}
+	var f map[string]any
+	if err := json.Unmarshal([]byte(out), &f); err != nil {
+		t.Fatalf("output %q: %v", out, err)
+	}
+	want := map[string]float64{
+		"requests_per_s": 1125, "serving": 10, "booting": 0, "shed_share": 0,
+		"fleet_cost_per_h": 4, "cost_so_far": 0, "mean_age_s": 30, "bad_build_share": 0,
+		"recommendations_available": 1, "burn": 0, "burn_1h": 0,
+	}
+	for k, v := range want {
+		if f[k] != v {
+			t.Errorf("%s = %v, want %v", k, f[k], v)
+		}
+	}
+	if hit := f["cache_hit"].(float64); hit < 0.7714 || hit >= 0.7715 {
+		t.Errorf("cache_hit = %v, want 0.7714…", hit)
+	}
+	if db := f["db_utilization"].(float64); db < 0.19285 || db >= 0.19295 {
+		t.Errorf("db_utilization = %v, want 0.1929 (771.4 of 4,000 queries/s)", db)
+	}
+	// The jsonl frame carries every field the specification lists.
+	for _, k := range strings.Fields(`minute clock requests_per_s admitted_per_s shed_share serving booting
+		cache_hit cache_warm mean_age_s db_queries_per_s db_utilization query_time_ms service_time_ms
+		utilization p99_ms timeout_share failed_share error_rate burn burn_1h budget_remaining paged
+		fleet_cost_per_h cost_so_far bad_build_share recommendations_available`) {
+		if _, ok := f[k]; !ok {
+			t.Errorf("frame has no %q", k)
+		}
+	}
+}
+
+func TestCommandLineMatchesPackage(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "sim", "testdata", "actions", "bad-deploy-rollback.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"table", "csv", "jsonl"} {
+		status, out, errOut := call(t, string(raw), "sim", "run", "--scenario", "bad-deploy", "--seed", "7", "--actions", "-", "--format", format)
+		if status != 0 {
+			t.Fatalf("status %d: %s", status, errOut)
+		}
+		actions, _ := sim.ParseActions(bytes.NewReader(raw), 0)
+		frames, _ := sim.Run(sim.Config{Scenario: "bad-deploy", Seed: 7, Noise: true, Actions: actions})
+		var want bytes.Buffer
+		sim.WriteFrames(&want, frames, sim.Format(format))
+		if out != want.String() {
+			t.Errorf("%s: the command line printed something else than the package writes", format)
+		}
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{nil, {"--help"}, {"help"}, {"-h"}} {
+		status, out, errOut := call(t, "", args...)
+		if status != 0 || !strings.Contains(out, "sim run") || errOut != "" {
+			t.Errorf("afloat %v: status %d, stdout %q, stderr %q", args, status, out, errOut)
+		}
+	}
+	for _, args := range [][]string{{"sim", "--help"}, {"sim", "run", "--help"}, {"sim", "scenarios", "-h"}} {
+		status, out, errOut := call(t, "", args...)
+		if status != 0 || !strings.Contains(out, "Usage:") || errOut != "" {
+			t.Errorf("afloat %v: status %d, stdout %q, stderr %q", args, status, out, errOut)
+		}
+	}
+	_, out, _ := call(t, "", "sim", "run", "--help")
+	for _, w := range []string{"--scenario", "-seed N", "rollback", "fleet_floor", "integer 0–40"} {
+		if !strings.Contains(out, strings.TrimPrefix(w, "--")) {
+			t.Errorf("sim run --help does not mention %q", w)
+		}
+	}
+}
+
+func TestScenarios(t *testing.T) {
+	status, out, _ := call(t, "", "sim", "scenarios")
+	if status != 0 {
+		t.Fatal(status)
+	}
+	for _, name := range []string{"steady", "bad-deploy", "surge", "cache-flush", "09:10", "8 minutes"} {
+		if !strings.Contains(out, name) {
+			t.Errorf("scenarios table does not mention %q", name)
+		}
+	}
+	status, out, _ = call(t, "", "sim", "scenarios", "--format", "jsonl")
+	if status != 0 || strings.Count(out, "\n") != 4 {
+		t.Fatalf("jsonl: status %d, %q", status, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var sc map[string]any
+		if err := json.Unmarshal([]byte(line), &sc); err != nil || sc["name"] == nil || sc["briefing"] == nil {
+			t.Errorf("line %q: %v", line, err)
+		}
+	}
+}
+
+// TestUsageErrors: every refused command line exits 2, prints nothing on
+// stdout and names the problem on stderr.
+func TestUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	file := func(content string) string {
+		f, err := os.CreateTemp(dir, "actions")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(content)
+		f.Close()
+		return f.Name()
+	}
+	for i, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"simulate"}, []string{`unknown command "simulate"`}},
+		{[]string{"sim"}, []string{"missing subcommand"}},
+		{[]string{"sim", "walk"}, []string{`unknown subcommand "walk"`}},
+		{[]string{"sim", "run"}, []string{"--scenario is required", "steady, bad-deploy, surge, cache-flush"}},
+		{[]string{"sim", "run", "--scenario", "calm"}, []string{`scenario "calm"`, "want one of steady"}},
+		{[]string{"sim", "run", "--scenario", "steady", "--seed", "4294967296"}, []string{"-seed", "from 0 to 4294967295"}},
+		{[]string{"sim", "run", "--scenario", "steady", "--seed", "x"}, []string{"-seed", "from 0 to 4294967295"}},
+		{[]string{"sim", "run", "--scenario", "steady", "--minutes", "0x"}, []string{"-minutes"}},
+		{[]string{"sim", "run", "--scenario", "steady", "--minutes", "-5"}, []string{"minutes -5", "from 1 to 10080"}},
+		{[]string{"sim", "run", "--scenario", "steady", "--minutes", "20000"}, []string{"from 1 to 10080"}},
+		{[]string{"sim", "run", "--scenario", "steady", "--format", "xml"}, []string{`format "xml"`, "table, csv or jsonl"}},
+		{[]string{"sim", "run", "--scenario", "steady", "--noise=maybe"}, []string{"-noise"}},
+		{[]string{"sim", "run", "--scenario", "steady", "extra"}, []string{`unexpected argument "extra"`}},
+		{[]string{"sim", "run", "--scenario", "steady", "--bogus"}, []string{"-bogus"}},
+		{[]string{"sim", "run", "--scenario", "steady", "--actions", filepath.Join(dir, "missing")}, []string{"--actions", "no such file"}},
+		{[]string{"sim", "run", "--scenario", "steady", "--actions", file(`{"minute": 3, "control": "scale_up", "value": 2}`)},
+			[]string{"line 1", `field "control"`, `unknown control "scale_up"`, "fleet_floor"}},
+		{[]string{"sim", "run", "--scenario", "steady", "--actions", file(`{"minute": 3, "control": "target_utilization", "value": 1.5}`)},
+			[]string{"line 1", `field "value"`, "from 0.2 to 0.95"}},
+		{[]string{"sim", "run", "--scenario", "steady", "--minutes", "30", "--actions", file(`{"minute": 30, "control": "warmup"}`)},
+			[]string{"line 1", `field "minute"`, "from 0 to 29"}},
+		{[]string{"sim", "run", "--scenario", "surge", "--actions", file("{\"minute\": 3, \"control\": \"warmup\"}\n{\"minute\": 4, \"control\": \n")},
+			[]string{"line 2", "malformed JSON"}},
+		{[]string{"sim", "scenarios", "--format", "csv"}, []string{`format "csv"`}},
+	} {
+		status, out, errOut := call(t, "", tc.args...)
+		if status != 2 || out != "" {
+			t.Errorf("step %d: afloat %v: status %d, stdout %q; want 2 and nothing printed", i, tc.args, status, out)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("step %d: afloat %v: stderr %q does not mention %q", i, tc.args, errOut, w)
+			}
+		}
+	}
+}

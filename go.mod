@@ -1,0 +1,3 @@
+module github.com/afloat/afloat
+
+go 1.26
