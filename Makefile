@@ -1,17 +1,25 @@
 # make test is the whole suite, as CI runs it (.ci/run): it installs what
-# the tests need when missing, then runs vet, the gofmt check and every
-# test with the race detector.
+# the tests need when it is missing, then runs vet, the gofmt check and
+# every test with the race detector.
 
 GO ?= go
+
+# apt-get needs root: use sudo when we are not root.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_INSTALL := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends
 
 .PHONY: test deps vet fmt-check unit fuzz bench
 
 test: deps vet fmt-check unit
 
-# deps installs and starts what the tests need when it is missing. Today
-# that is only Go itself, which must be on PATH.
+# deps installs what the tests need when it is missing: Debian's chromium
+# for the console's browser test.
 deps:
 	@command -v $(GO) >/dev/null || { echo "make test: Go is not on PATH (https://go.dev/dl/)"; exit 1; }
+	@if ! command -v chromium >/dev/null 2>&1; then \
+		echo "make test: installing chromium for the browser test"; \
+		$(SUDO) apt-get update -q && $(APT_INSTALL) chromium; \
+	fi
 
 vet:
 	$(GO) vet ./...
@@ -19,17 +27,26 @@ vet:
 fmt-check:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
+# AFLOAT_REQUIRE_BROWSER turns the browser test's skip (no chromium) into a
+# failure, so that this suite cannot pass without it.
 unit:
-	$(GO) test -race -count=1 ./...
+	AFLOAT_REQUIRE_BROWSER=1 $(GO) test -race -count=1 ./...
 
 # fuzz runs each fuzz target for FUZZTIME (default 60s); it is not part of
 # make test, which must not depend on what a random search finds that day.
 FUZZTIME ?= 60s
 fuzz:
 	$(GO) test ./sim -run '^$$' -fuzz '^FuzzParseActions$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./sim -run '^$$' -fuzz '^FuzzParseQuery$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./web -run '^$$' -fuzz '^FuzzRunQuery$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./web -run '^$$' -fuzz '^FuzzRunBody$$' -fuzztime $(FUZZTIME)
 
-# bench runs the benchmarks docs/benchmarks.md quotes, -count=10, and
-# summarises them with benchstat (go install golang.org/x/perf/cmd/benchstat@latest).
+# bench runs the benchmarks docs/benchmarks.md quotes and summarises them
+# with benchstat (go install golang.org/x/perf/cmd/benchstat@latest).
 bench:
 	$(GO) test -run '^$$' -bench 'Step$$|Scenario|Floor|Peer' -count 10 ./sim | tee sim.bench.txt
+	$(GO) test -run '^$$' -bench 'APIRun' -count 10 ./web | tee web.bench.txt
+	$(GO) test -run '^$$' -bench 'ConsoleTenX' -benchtime 1x -count 6 ./web | tee console.bench.txt
 	benchstat sim.bench.txt
+	benchstat web.bench.txt
+	benchstat console.bench.txt

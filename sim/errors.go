@@ -12,3 +12,17 @@ var (
 	// model knows.
 	ErrInvalidConfig = errors.New("sim: invalid run configuration")
 )
+
+// ConfigError names the field of a run's configuration that is refused and
+// says what it allows. It matches ErrInvalidConfig.
+type ConfigError struct {
+	Field string // "scenario", "seed", "noise", "minutes", "format", …
+	Msg   string // the value refused and the allowed range
+}
+
+func (e *ConfigError) Error() string {
+	return ErrInvalidConfig.Error() + ": " + e.Field + " " + e.Msg
+}
+
+// Unwrap makes every ConfigError match ErrInvalidConfig.
+func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }

@@ -26,7 +26,7 @@ func ParseFormat(name string) (Format, error) {
 	case FormatTable, FormatCSV, FormatJSONL:
 		return f, nil
 	}
-	return "", fmt.Errorf("%w: format %q: want table, csv or jsonl", ErrInvalidConfig, name)
+	return "", &ConfigError{Field: "format", Msg: fmt.Sprintf("%q: want table, csv or jsonl", name)}
 }
 
 // WriteFrames writes frames in the given format. The csv and jsonl forms

@@ -20,6 +20,7 @@ type Frame struct {
 	Minute int    `json:"minute"`
 	Clock  string `json:"clock"` // time of day, HH:MM
 
+	DemandPerS   float64 `json:"demand_per_s"`   // λ(t): the daily curve and any surge, before noise
 	RequestsPerS float64 `json:"requests_per_s"` // observed arrivals
 	AdmittedPerS float64 `json:"admitted_per_s"` // after shedding
 	ShedShare    float64 `json:"shed_share"`     // share of requests shed
@@ -36,8 +37,10 @@ type Frame struct {
 	QueryTimeMs   float64 `json:"query_time_ms"`
 
 	ServiceTimeMs float64 `json:"service_time_ms"`
-	Utilization   float64 `json:"utilization"` // of the serving workers, capped at 1
-	P99Ms         float64 `json:"p99_ms"`      // capped at the client timeout
+	OfferedLoad   float64 `json:"offered_load"`     // a = λ_a·S, in Erlangs (busy workers wanted)
+	WaitShare     float64 `json:"wait_probability"` // Erlang C: share of requests that queue; 1 when saturated
+	Utilization   float64 `json:"utilization"`      // of the serving workers, capped at 1
+	P99Ms         float64 `json:"p99_ms"`           // capped at the client timeout
 	TimeoutShare  float64 `json:"timeout_share"`
 	FailedShare   float64 `json:"failed_share"`
 	ErrorRate     float64 `json:"error_rate"` // of admitted requests

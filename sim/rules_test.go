@@ -128,8 +128,11 @@ func checkFrame(t *testing.T, name string, sc Scenario, f Frame) {
 	}
 	n := f.Serving * 16
 	a := f.AdmittedPerS * s / 1000
+	if !near(f.OfferedLoad, a, 1e-9*math.Max(1, a)) {
+		fail("offered_load", f.OfferedLoad, a)
+	}
 	var util, timeouts, failed float64
-	p99 := 2000.0
+	p99, wait := 2000.0, 1.0
 	switch {
 	case n == 0:
 		util, failed = 1, 1
@@ -138,6 +141,7 @@ func checkFrame(t *testing.T, name string, sc Scenario, f Frame) {
 	default:
 		util = a / float64(n)
 		c := erlangC(a, n)
+		wait = c
 		theta := float64(n)/(s/1000) - f.AdmittedPerS
 		timeouts = c * math.Exp(-theta*2)
 		p99 = math.Min(2000, s*math.Log(100)+1000*math.Max(0, math.Log(c/0.01))/theta)
@@ -154,6 +158,9 @@ func checkFrame(t *testing.T, name string, sc Scenario, f Frame) {
 	if !near(f.P99Ms, p99, 1e-6) {
 		fail("p99_ms", f.P99Ms, p99)
 	}
+	if !near(f.WaitShare, wait, 1e-9) {
+		fail("wait_probability", f.WaitShare, wait)
+	}
 	e := 1 - (1-timeouts)*(1-failed)*(1-0.05*f.BadBuildShare)
 	if !near(f.ErrorRate, e, 1e-9) {
 		fail("error_rate", f.ErrorRate, e)
@@ -168,7 +175,7 @@ func checkFrame(t *testing.T, name string, sc Scenario, f Frame) {
 	if want := float64(f.Serving+f.Booting) * 0.40 * mult; !near(f.FleetCostPerH, want, 1e-12) {
 		fail("fleet_cost_per_h", f.FleetCostPerH, want)
 	}
-	for _, v := range []float64{f.ShedShare, f.CacheHit, f.CacheWarm, f.DBUtilization, f.Utilization,
+	for _, v := range []float64{f.WaitShare, f.ShedShare, f.CacheHit, f.CacheWarm, f.DBUtilization, f.Utilization,
 		f.TimeoutShare, f.FailedShare, f.ErrorRate, f.BadBuildShare, f.RecommendationsAvailable} {
 		if !(v >= 0 && v <= 1) {
 			t.Fatalf("%s minute %d: a share is %v, outside [0, 1]: %+v", name, f.Minute, v, f)
@@ -176,6 +183,11 @@ func checkFrame(t *testing.T, name string, sc Scenario, f Frame) {
 	}
 	if f.Serving+f.Booting > MaxFleet {
 		t.Fatalf("%s minute %d: fleet of %d over the maximum", name, f.Minute, f.Serving+f.Booting)
+	}
+	hours := float64(sc.Start+f.Minute) / 60
+	daily := sc.BaseRate * (1 + 0.25*math.Sin(2*math.Pi*(hours-6)/24))
+	if sc.Surge == nil && !near(f.DemandPerS, daily, 1e-9) || f.DemandPerS < daily-1e-9 {
+		fail("demand_per_s", f.DemandPerS, daily)
 	}
 	if want := Clock(sc.Start + f.Minute); f.Clock != want {
 		t.Fatalf("%s minute %d: clock %s, want %s", name, f.Minute, f.Clock, want)
@@ -669,5 +681,25 @@ func TestScenarioValidate(t *testing.T) {
 		if _, err := New(sc, 1, true); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("step %d: New accepted an invalid scenario: %v", i, err)
 		}
+	}
+}
+
+func TestPlayIsAPrefixOfRun(t *testing.T) {
+	c := Config{Scenario: "bad-deploy", Seed: 7, Noise: true, Actions: []Action{Press(28, ControlRollback), Press(90, ControlWarmup)}}
+	full := mustRun(t, c)
+	for _, upTo := range []int{0, 1, 29, 120} {
+		part, err := Play(c, upTo)
+		if err != nil || !reflect.DeepEqual(part, full[:upTo]) {
+			t.Fatalf("Play(%d): %d frames, %v; want the first %d of Run", upTo, len(part), err, upTo)
+		}
+	}
+	for _, upTo := range []int{-1, 121} {
+		if _, err := Play(c, upTo); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("Play(%d): %v, want ErrInvalidConfig", upTo, err)
+		}
+	}
+	// An action past upTo but within the run is valid: it has not happened yet.
+	if _, err := Play(c, 10); err != nil {
+		t.Errorf("Play(10) with actions at 28 and 90: %v", err)
 	}
 }

@@ -30,8 +30,8 @@ func (c Config) Length() (int, error) {
 		return 0, err
 	}
 	if c.Minutes < 0 || c.Minutes > MaxMinutes {
-		return 0, fmt.Errorf("%w: minutes %d: want an integer from 1 to %d (0 for the scenario's %d)",
-			ErrInvalidConfig, c.Minutes, MaxMinutes, sc.Minutes)
+		return 0, &ConfigError{Field: "minutes", Msg: fmt.Sprintf("%d: want an integer from 1 to %d (0 for the scenario's %d)",
+			c.Minutes, MaxMinutes, sc.Minutes)}
 	}
 	if c.Minutes == 0 {
 		return sc.Minutes, nil
@@ -64,13 +64,27 @@ func (c Config) Validate() error {
 // Run validates the configuration and, if it is valid, simulates every
 // minute and returns the frames. An invalid configuration returns an error
 // wrapping ErrInvalidConfig or ErrInvalidAction and no frames: nothing is
-// half run.
+// half run. Run is safe for concurrent use.
 func Run(c Config) ([]Frame, error) {
+	minutes, err := c.Length()
+	if err != nil {
+		return nil, err
+	}
+	return Play(c, minutes)
+}
+
+// Play is Run stopped early: it validates the whole configuration, then
+// simulates minutes 0 to upTo−1 only, which is all a player who has seen
+// upTo minutes needs. upTo must be between 0 and the run's length.
+func Play(c Config, upTo int) ([]Frame, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	sc, _ := Lookup(c.Scenario)
 	minutes, _ := c.Length()
+	if upTo < 0 || upTo > minutes {
+		return nil, &ConfigError{Field: "upTo", Msg: fmt.Sprintf("%d: want an integer from 0 to %d", upTo, minutes)}
+	}
 	actions := append([]Action(nil), c.Actions...)
 	sortActions(actions)
 
@@ -78,8 +92,8 @@ func Run(c Config) ([]Frame, error) {
 	if err != nil {
 		return nil, err
 	}
-	frames := make([]Frame, 0, minutes)
-	for m := 0; m < minutes; m++ {
+	frames := make([]Frame, 0, upTo)
+	for m := 0; m < upTo; m++ {
 		n := 0
 		for n < len(actions) && actions[n].Minute == m {
 			n++

@@ -229,8 +229,7 @@ func Lookup(name string) (Scenario, error) {
 			return sc, nil
 		}
 	}
-	return Scenario{}, fmt.Errorf("%w: scenario %q: want one of %s",
-		ErrInvalidConfig, name, strings.Join(ScenarioNames(), ", "))
+	return Scenario{}, &ConfigError{Field: "scenario", Msg: fmt.Sprintf("%q: want one of %s", name, strings.Join(ScenarioNames(), ", "))}
 }
 
 // clocks holds "00:00" to "23:59" back to back, so that Clock slices it

@@ -210,7 +210,8 @@ func (s *Sim) step() Frame {
 	bad := s.badShare(m)
 
 	// Arrivals: n ≈ N(60λ, √(60λ))·(1 + N(0, 0.02)), a whole count.
-	expected := 60 * s.rate(m)
+	demand := s.rate(m)
+	expected := 60 * demand
 	count := expected
 	if s.noise {
 		z1 := s.rand.Normal(0, 1)
@@ -249,6 +250,7 @@ func (s *Sim) step() Frame {
 	queue := queueing.MMN{Lambda: admitted, S: service, N: s.serving * workersPerInstance}
 	utilization := queue.Utilization()
 	var timeouts, failed float64
+	wait := 1.0 // saturated or no server: everyone waits
 	p99 := clientTimeout
 	switch {
 	case queue.N == 0:
@@ -258,12 +260,12 @@ func (s *Sim) step() Frame {
 	case !queue.Stable():
 		failed = 1 - float64(queue.N)/queue.Load()
 	default:
-		c := queue.ErlangC()
-		timeouts = queue.WaitExceeds(c, clientTimeout)
-		p99 = math.Min(clientTimeout, queue.P99(c))
+		wait = queue.ErlangC()
+		timeouts = queue.WaitExceeds(wait, clientTimeout)
+		p99 = math.Min(clientTimeout, queue.P99(wait))
 	}
 	if admitted == 0 {
-		p99 = 0
+		p99, wait = 0, 0
 	}
 
 	// Errors and the budget.
@@ -304,6 +306,7 @@ func (s *Sim) step() Frame {
 	f := Frame{
 		Minute:                   m,
 		Clock:                    Clock(s.sc.Start + m),
+		DemandPerS:               demand,
 		RequestsPerS:             observed,
 		AdmittedPerS:             admitted,
 		ShedShare:                shedShare,
@@ -316,6 +319,8 @@ func (s *Sim) step() Frame {
 		DBUtilization:            math.Min(1, rho),
 		QueryTimeMs:              1000 * queryTime,
 		ServiceTimeMs:            1000 * service,
+		OfferedLoad:              queue.Load(),
+		WaitShare:                wait,
 		Utilization:              utilization,
 		P99Ms:                    1000 * p99,
 		TimeoutShare:             timeouts,

@@ -25,15 +25,15 @@ const (
 const usage = `afloat keeps a web service up under load.
 
 Usage:
-  afloat <command> [subcommand] [flags]
+  afloat [command] [subcommand] [flags]
 
 Commands:
+  serve           serve the web console (the default: afloat with no command
+                  serves it on 127.0.0.1:8080)
   sim run         play an on-call scenario and print one frame per simulated minute
   sim scenarios   list the scenarios and their briefings
   help            print this help
 
-With no command afloat will serve the web console on 127.0.0.1:8080; the
-console is not built yet, so for now it prints this help.
 Run 'afloat <command> --help' for a command's flags.
 `
 
@@ -41,13 +41,14 @@ Run 'afloat <command> --help' for a command's flags.
 // can call it.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stdout, usage)
-		return exitOK
+		return runServe(nil, stdout, stderr)
 	}
 	switch args[0] {
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
+	case "serve":
+		return runServe(args[1:], stdout, stderr)
 	case "sim":
 		return runSim(args[1:], stdin, stdout, stderr)
 	default:

@@ -3,10 +3,16 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/afloat/afloat/sim"
 )
@@ -76,7 +82,7 @@ func TestCommandLineMatchesPackage(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	for _, args := range [][]string{nil, {"--help"}, {"help"}, {"-h"}} {
+	for _, args := range [][]string{{"--help"}, {"help"}, {"-h"}} {
 		status, out, errOut := call(t, "", args...)
 		if status != 0 || !strings.Contains(out, "sim run") || errOut != "" {
 			t.Errorf("afloat %v: status %d, stdout %q, stderr %q", args, status, out, errOut)
@@ -170,4 +176,81 @@ func TestUsageErrors(t *testing.T) {
 			}
 		}
 	}
+}
+
+func TestServeUsageErrors(t *testing.T) {
+	for i, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--addr", "8080"}, `addr "8080": want host:port`},
+		{[]string{"serve", "--log-format", "xml"}, `--log-format "xml": want text or json`},
+		{[]string{"serve", "--log-level", "loud"}, `--log-level "loud"`},
+		{[]string{"serve", "now"}, `unexpected argument "now"`},
+	} {
+		status, out, errOut := call(t, "", tc.args...)
+		if status != 2 || out != "" || !strings.Contains(errOut, tc.want) {
+			t.Errorf("step %d: afloat %v: %d, %q, %q; want 2 and %q", i, tc.args, status, out, errOut, tc.want)
+		}
+	}
+	if status, out, _ := call(t, "", "serve", "--help"); status != 0 || !strings.Contains(out, "--addr") && !strings.Contains(out, "-addr") {
+		t.Errorf("serve --help: %d %q", status, out)
+	}
+}
+
+// TestServeRunsAndStops starts the console on a free port through the
+// command line and stops it with SIGINT, as a person does with Ctrl-C.
+func TestServeRunsAndStops(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	var errOut syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run([]string{"serve", "--addr", addr}, strings.NewReader(""), io.Discard, &errOut) }()
+	var res *http.Response
+	for i := 0; ; i++ {
+		if res, err = http.Get("http://" + addr + "/healthz"); err == nil {
+			break
+		}
+		if i == 200 {
+			t.Fatalf("the console never answered: %v; log %s", err, errOut.String())
+		}
+		time.Sleep(25 * time.Millisecond) // polling for a port, not measuring time
+	}
+	res.Body.Close()
+	syscall.Kill(os.Getpid(), syscall.SIGINT)
+	select {
+	case status := <-done:
+		if status != 0 {
+			t.Fatalf("serve exited %d; log %s", status, errOut.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop on SIGINT")
+	}
+	for _, want := range []string{"console listening", "shutting down", "stopped"} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("log lacks %q: %s", want, errOut.String())
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/afloat/afloat/web"
+)
+
+// runServe serves the console until SIGINT or SIGTERM, then shuts down
+// gracefully.
+func runServe(args []string, stdout, stderr io.Writer) int {
+	cfg := web.DefaultConfig()
+	var logFormat, logLevel string
+	fs := newCommand("serve", "afloat serve [--addr HOST:PORT] [--log-format text|json] [--log-level debug|info|warn|error]", nil)
+	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "`HOST:PORT` to listen on; keep it on loopback unless a proxy in front adds authentication")
+	fs.StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	if status, ok := fs.parse(args, stdout, stderr); !ok {
+		return status
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+		return usageError(stderr, "serve", fmt.Errorf("--log-level %q: want debug, info, warn or error", logLevel))
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch logFormat {
+	case "text":
+		cfg.Logger = slog.New(slog.NewTextHandler(stderr, opts))
+	case "json":
+		cfg.Logger = slog.New(slog.NewJSONHandler(stderr, opts))
+	default:
+		return usageError(stderr, "serve", fmt.Errorf("--log-format %q: want text or json", logFormat))
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError(stderr, "serve", err)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := web.Run(ctx, cfg); err != nil {
+		fmt.Fprintf(stderr, "afloat serve: %v\n", err)
+		return exitError
+	}
+	return exitOK
+}

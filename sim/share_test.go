@@ -1,0 +1,120 @@
+package sim
+
+import (
+	"errors"
+	"net/url"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestQueryRoundTrip(t *testing.T) {
+	for _, c := range goldenCases(t) {
+		q := c.cfg.Query()
+		back, err := ParseQuery(q)
+		if err != nil {
+			t.Fatalf("%s: ParseQuery(%s): %v", c.name, q.Encode(), err)
+		}
+		if !reflect.DeepEqual(back, c.cfg) {
+			t.Fatalf("%s: round trip gave %+v, want %+v", c.name, back, c.cfg)
+		}
+	}
+	c := Config{Scenario: "bad-deploy", Seed: 7, Noise: true, Minutes: 30, Actions: []Action{
+		Switch(16, ControlHeavyFeature, false), Press(28, ControlRollback), Set(29, ControlTargetUtilization, 0.45),
+	}}
+	want := "actions=16%3Aheavy_feature%3Afalse%2C28%3Arollback%2C29%3Atarget_utilization%3A0.45&minutes=30&noise=1&scenario=bad-deploy&seed=7"
+	if got := c.Query().Encode(); got != want {
+		t.Errorf("Query().Encode() = %s, want %s", got, want)
+	}
+}
+
+func TestParseQueryDefaults(t *testing.T) {
+	c, err := ParseQuery(url.Values{"scenario": {"surge"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Config{Scenario: "surge", Noise: true}); !reflect.DeepEqual(c, want) {
+		t.Errorf("defaults %+v, want %+v", c, want)
+	}
+}
+
+func TestParseQueryRefusesBadInput(t *testing.T) {
+	for i, tc := range []struct {
+		query string
+		is    error
+		want  []string
+	}{
+		{"", ErrInvalidConfig, []string{"scenario missing", "steady, bad-deploy"}},
+		{"scenario=calm", ErrInvalidConfig, []string{`scenario "calm"`}},
+		{"scenario=steady&scenario=surge", ErrInvalidConfig, []string{"scenario given more than once"}},
+		{"scenario=steady&seed=-1", ErrInvalidConfig, []string{`seed "-1": want an integer from 0 to 4294967295`}},
+		{"scenario=steady&seed=4294967296", ErrInvalidConfig, []string{"seed", "4294967295"}},
+		{"scenario=steady&noise=yes", ErrInvalidConfig, []string{`noise "yes": want 1 or 0`}},
+		{"scenario=steady&minutes=x", ErrInvalidConfig, []string{`minutes "x"`, "from 1 to 10080"}},
+		{"scenario=steady&minutes=99999", ErrInvalidConfig, []string{"minutes 99999", "from 1 to 10080"}},
+		{"scenario=steady&actions=28", ErrInvalidAction, []string{`"28": want minute:control`}},
+		{"scenario=steady&actions=x:rollback", ErrInvalidAction, []string{`field "minute"`}},
+		{"scenario=steady&actions=3:reboot", ErrInvalidAction, []string{`field "control"`, `unknown control "reboot"`}},
+		{"scenario=steady&actions=3:rollback:1", ErrInvalidAction, []string{`field "value"`, "no value"}},
+		{"scenario=steady&actions=3:autoscaling:yes", ErrInvalidAction, []string{`field "value"`, "true or false"}},
+		{"scenario=steady&actions=3:fleet_floor", ErrInvalidAction, []string{`field "value"`, "an integer from 0 to 40, got no value"}},
+		{"scenario=steady&actions=3:fleet_floor:NaN", ErrInvalidAction, []string{`field "value"`}},
+		{"scenario=steady&actions=3:fleet_floor:41", ErrInvalidAction, []string{"action 0", `field "value"`}},
+		{"scenario=steady&actions=1:warmup,300:rollback", ErrInvalidAction, []string{"action 1", `field "minute"`, "from 0 to 119"}},
+		{"scenario=steady&minutes=10&actions=10:rollback", ErrInvalidAction, []string{"from 0 to 9"}},
+		{"scenario=steady&actions=" + strings.Repeat("1:warmup,", MaxQueryActions) + "1:warmup", ErrInvalidAction, []string{"at most 5000"}},
+	} {
+		q, _ := url.ParseQuery(tc.query)
+		_, err := ParseQuery(q)
+		if !errors.Is(err, tc.is) {
+			t.Errorf("step %d: ParseQuery(%.80s) = %v, want %v", i, tc.query, err, tc.is)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("step %d: ParseQuery(%.80s) = %q, want it to mention %q", i, tc.query, err, w)
+			}
+		}
+	}
+}
+
+// FuzzParseQuery: no query string panics the share-link decoder; whatever
+// it accepts runs and survives a round trip.
+func FuzzParseQuery(f *testing.F) {
+	for _, s := range []string{
+		"scenario=bad-deploy&seed=7&noise=1&minutes=30&actions=16:heavy_feature:false,28:rollback",
+		"scenario=surge&actions=0:target_utilization:0.45,5:cache_ttl_s:1e2",
+		"scenario=steady&minutes=1",
+		"scenario=cache-flush&noise=0&actions=16:shed_low_priority:0x1p-1",
+		"scenario=steady&actions=,,",
+		"scenario=%zz",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		q, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		c, err := ParseQuery(q)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidConfig) && !errors.Is(err, ErrInvalidAction) {
+				t.Fatalf("error %v wraps neither sentinel", err)
+			}
+			return
+		}
+		back, err := ParseQuery(c.Query())
+		if err != nil || !reflect.DeepEqual(back, c) {
+			t.Fatalf("round trip: %+v, %v; want %+v", back, err, c)
+		}
+		if c.Minutes == 0 || c.Minutes > 240 {
+			c.Minutes = 240 // keep each run short; the length is checked above
+			for i := range c.Actions {
+				c.Actions[i].Minute %= 240
+			}
+		}
+		if _, err := Run(c); err != nil {
+			t.Fatalf("accepted query does not run: %v", err)
+		}
+	})
+}

@@ -1,0 +1,378 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/afloat/afloat/sim"
+)
+
+// maxFrames bounds the frames one response carries: a day of minutes.
+const maxFrames = 1440
+
+// api serves the console's JSON endpoints. It holds no state between
+// requests.
+type api struct {
+	maxBody int64
+	logger  *slog.Logger
+}
+
+// apiError is a refused request: the status, the field at fault (a query
+// parameter or JSON field, "" when it is the request as a whole) and a
+// message that names the allowed range.
+type apiError struct {
+	status int
+	field  string
+	msg    string
+}
+
+func badRequest(field, format string, args ...any) *apiError {
+	return &apiError{status: http.StatusBadRequest, field: field, msg: fmt.Sprintf(format, args...)}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, field, msg string) {
+	body := map[string]string{"error": msg}
+	if field != "" {
+		body["field"] = field
+	}
+	writeJSON(w, status, body)
+}
+
+func (e *apiError) write(w http.ResponseWriter) { writeError(w, e.status, e.field, e.msg) }
+
+// request is what the run endpoints read, from a query string (GET, the
+// share-link form) or a JSON body (POST).
+type request struct {
+	cfg    sim.Config
+	sc     sim.Scenario
+	length int // minutes in the run
+
+	from, to int // /api/run: frames [from, to)
+	at       int // /api/debrief: minutes played
+	minute   int // /api/explain: the minute explained
+}
+
+// extra names the parameters an endpoint takes beyond the run itself.
+type extra []string
+
+var (
+	runExtras     = extra{"from", "to"}
+	debriefExtras = extra{"at"}
+	explainExtras = extra{"minute"}
+)
+
+var runFields = []string{sim.QueryScenario, sim.QuerySeed, sim.QueryNoise, sim.QueryMinutes, sim.QueryActions}
+
+func (x extra) allowed() string {
+	return strings.Join(append(append([]string(nil), runFields...), x...), ", ")
+}
+
+func (a *api) decode(r *http.Request, x extra) (request, *apiError) {
+	var (
+		req    request
+		extras map[string]json.RawMessage
+		apiErr *apiError
+	)
+	if r.Method == http.MethodPost {
+		req.cfg, extras, apiErr = a.decodeBody(r, x)
+	} else {
+		req.cfg, extras, apiErr = decodeQuery(r.URL.Query(), x)
+	}
+	if apiErr != nil {
+		return request{}, apiErr
+	}
+	if err := req.cfg.Validate(); err != nil {
+		return request{}, simError(err)
+	}
+	req.sc, _ = sim.Lookup(req.cfg.Scenario)
+	req.length, _ = req.cfg.Length()
+
+	var err *apiError
+	intParam := func(name string, def, lo, hi int) int {
+		raw, ok := extras[name]
+		if !ok || err != nil {
+			return def
+		}
+		v, e := parseInt(raw)
+		if e != nil || v < lo || v > hi {
+			err = badRequest(name, "%s %s: want an integer from %d to %d", name, clip(raw), lo, hi)
+		}
+		return v
+	}
+	req.from = intParam("from", 0, 0, req.length)
+	req.to = intParam("to", req.length, req.from, req.length)
+	req.at = intParam("at", req.length, 1, req.length)
+	req.minute = intParam("minute", 0, 0, req.length-1)
+	if err != nil {
+		return request{}, err
+	}
+	if slices.Contains(x, "to") && req.to-req.from > maxFrames {
+		return request{}, badRequest("to", "from %d to %d is %d frames: want at most %d per request", req.from, req.to, req.to-req.from, maxFrames)
+	}
+	return req, nil
+}
+
+// decodeQuery reads a run from a query string, the form share links use.
+func decodeQuery(q url.Values, x extra) (sim.Config, map[string]json.RawMessage, *apiError) {
+	for key := range q {
+		if !slices.Contains(runFields, key) && !slices.Contains(x, key) {
+			return sim.Config{}, nil, badRequest(key, "unknown parameter %q: this endpoint takes %s", clip(json.RawMessage(key)), x.allowed())
+		}
+	}
+	cfg, err := sim.ParseQuery(q)
+	if err != nil {
+		return sim.Config{}, nil, simError(err)
+	}
+	extras := map[string]json.RawMessage{}
+	for _, key := range x {
+		if vs, ok := q[key]; ok {
+			if len(vs) > 1 {
+				return sim.Config{}, nil, badRequest(key, "%s given more than once", key)
+			}
+			extras[key] = json.RawMessage(vs[0])
+		}
+	}
+	return cfg, extras, nil
+}
+
+// decodeBody reads a run from a JSON body:
+//
+//	{"scenario": "bad-deploy", "seed": 7, "noise": true, "minutes": 120,
+//	 "actions": [{"minute": 28, "control": "rollback"}], "from": 0, "to": 30}
+func (a *api) decodeBody(r *http.Request, x extra) (sim.Config, map[string]json.RawMessage, *apiError) {
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, a.maxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return sim.Config{}, nil, &apiError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("body over %d bytes", a.maxBody)}
+		}
+		return sim.Config{}, nil, badRequest("", "reading the body: %v", err)
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		return sim.Config{}, nil, &apiError{status: http.StatusUnsupportedMediaType, field: "Content-Type", msg: fmt.Sprintf("%q: want application/json", clip(json.RawMessage(ct)))}
+	}
+	var fields map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&fields); err != nil || fields == nil {
+		return sim.Config{}, nil, badRequest("", "malformed JSON: want an object like {\"scenario\": \"steady\", \"seed\": 1}")
+	}
+	if dec.More() || dec.InputOffset() < int64(len(bytes.TrimRight(body, " \t\r\n"))) {
+		return sim.Config{}, nil, badRequest("", "malformed JSON: data after the object")
+	}
+	var cfg sim.Config
+	cfg.Noise = true
+	extras := map[string]json.RawMessage{}
+	for key, raw := range fields {
+		switch {
+		case key == "scenario":
+			if json.Unmarshal(raw, &cfg.Scenario) != nil {
+				return sim.Config{}, nil, badRequest(key, "scenario %s: want a string, one of %s", clip(raw), strings.Join(sim.ScenarioNames(), ", "))
+			}
+		case key == "seed":
+			v, err := parseInt(raw)
+			if err != nil || v < 0 || v > math.MaxUint32 {
+				return sim.Config{}, nil, badRequest(key, "seed %s: want an integer from 0 to %d", clip(raw), uint32(math.MaxUint32))
+			}
+			cfg.Seed = uint32(v)
+		case key == "noise":
+			if json.Unmarshal(raw, &cfg.Noise) != nil {
+				return sim.Config{}, nil, badRequest(key, "noise %s: want true or false", clip(raw))
+			}
+		case key == "minutes":
+			v, err := parseInt(raw)
+			if err != nil || v < 0 || v > sim.MaxMinutes {
+				return sim.Config{}, nil, badRequest(key, "minutes %s: want an integer from 1 to %d (0 for the scenario's length)", clip(raw), sim.MaxMinutes)
+			}
+			cfg.Minutes = v
+		case key == "actions":
+			var items []json.RawMessage
+			if json.Unmarshal(raw, &items) != nil {
+				return sim.Config{}, nil, badRequest(key, "want an array of actions like {\"minute\": 28, \"control\": \"rollback\"}")
+			}
+			if len(items) > sim.MaxActions {
+				return sim.Config{}, nil, badRequest(key, "%d actions: want at most %d", len(items), sim.MaxActions)
+			}
+			cfg.Actions = make([]sim.Action, len(items))
+			for i, item := range items {
+				if err := cfg.Actions[i].UnmarshalJSON(item); err != nil {
+					var ae *sim.ActionError
+					if errors.As(err, &ae) {
+						ae.Index = i
+					}
+					return sim.Config{}, nil, simError(err)
+				}
+			}
+		case slices.Contains(x, key):
+			extras[key] = raw
+		default:
+			return sim.Config{}, nil, badRequest(key, "unknown field %q: this endpoint takes %s", clip(json.RawMessage(key)), x.allowed())
+		}
+	}
+	if _, ok := fields["scenario"]; !ok {
+		return sim.Config{}, nil, badRequest("scenario", "scenario missing: want one of %s", strings.Join(sim.ScenarioNames(), ", "))
+	}
+	return cfg, extras, nil
+}
+
+// parseInt reads a JSON number or a query value that must be a whole
+// number.
+func parseInt(raw json.RawMessage) (int, error) {
+	v, err := strconv.ParseFloat(strings.TrimSpace(string(raw)), 64)
+	if err != nil || v != math.Trunc(v) || math.Abs(v) > 1<<53 {
+		return 0, errors.New("not an integer")
+	}
+	return int(v), nil
+}
+
+// clip shortens what a client sent before it is quoted back.
+func clip(b json.RawMessage) string {
+	s := string(b)
+	if r := []rune(s); len(r) > 40 {
+		s = string(r[:40]) + "…"
+	}
+	return strconv.Quote(s)[1 : len(strconv.Quote(s))-1]
+}
+
+// simError turns the model's validation error into a 400 naming the field.
+func simError(err error) *apiError {
+	var ce *sim.ConfigError
+	var ae *sim.ActionError
+	field := ""
+	switch {
+	case errors.As(err, &ce):
+		field = ce.Field
+	case errors.As(err, &ae):
+		field = fmt.Sprintf("actions[%d]", ae.Index)
+		if ae.Field == sim.QueryActions {
+			field = "actions"
+		} else if ae.Field != "" {
+			field += "." + ae.Field
+		}
+	}
+	return badRequest(field, "%s", err.Error())
+}
+
+// scenarioInfo is a scenario as the console lists it.
+type scenarioInfo struct {
+	Name      string       `json:"name"`
+	Title     string       `json:"title"`
+	Briefing  string       `json:"briefing"`
+	Start     string       `json:"start"`
+	Minutes   int          `json:"minutes"`
+	BootDelay int          `json:"boot_delay_minutes"`
+	Budget    float64      `json:"budget_remaining"`
+	BaseRate  float64      `json:"base_rate"`
+	Serving   int          `json:"serving"`
+	Controls  sim.Controls `json:"controls"`
+}
+
+// scenarios lists what the console needs to set up a game: scenarios,
+// controls, the model's constants and its sources.
+func (a *api) scenarios(w http.ResponseWriter, r *http.Request) {
+	var list []scenarioInfo
+	for _, sc := range sim.Scenarios() {
+		list = append(list, scenarioInfo{
+			Name: sc.Name, Title: sc.Title, Briefing: sc.Briefing, Start: sim.Clock(sc.Start),
+			Minutes: sc.Minutes, BootDelay: sc.BootDelay, Budget: sc.Budget, BaseRate: sc.BaseRate,
+			Serving: sc.Serving, Controls: sc.Controls,
+		})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"scenarios": list,
+		"controls":  sim.ControlSpecs(),
+		"constants": sim.Constants(),
+		"sources":   sim.Sources(),
+	})
+}
+
+// runResponse carries frames [From, To) of a run.
+type runResponse struct {
+	Scenario string      `json:"scenario"`
+	Seed     uint32      `json:"seed"`
+	Noise    bool        `json:"noise"`
+	Minutes  int         `json:"minutes"` // the run's length
+	Start    string      `json:"start"`
+	From     int         `json:"from"`
+	To       int         `json:"to"`
+	Share    string      `json:"share"` // the run as a query string
+	Frames   []sim.Frame `json:"frames"`
+}
+
+func (a *api) run(w http.ResponseWriter, r *http.Request) {
+	req, apiErr := a.decode(r, runExtras)
+	if apiErr != nil {
+		apiErr.write(w)
+		return
+	}
+	frames, err := sim.Play(req.cfg, req.to)
+	if err != nil {
+		simError(err).write(w)
+		return
+	}
+	writeJSON(w, http.StatusOK, runResponse{
+		Scenario: req.cfg.Scenario, Seed: req.cfg.Seed, Noise: req.cfg.Noise,
+		Minutes: req.length, Start: sim.Clock(req.sc.Start), From: req.from, To: req.to,
+		Share: req.cfg.Query().Encode(), Frames: frames[req.from:],
+	})
+}
+
+func (a *api) debrief(w http.ResponseWriter, r *http.Request) {
+	req, apiErr := a.decode(r, debriefExtras)
+	if apiErr != nil {
+		apiErr.write(w)
+		return
+	}
+	frames, err := sim.Play(req.cfg, req.at)
+	if err != nil {
+		simError(err).write(w)
+		return
+	}
+	out := map[string]any{"debrief": sim.Summarize(req.sc, frames, req.cfg.Actions)}
+	// The surge is the scenario's secret: it is told only once the run is
+	// over.
+	if req.at == req.length {
+		if s, err := sim.New(req.sc, req.cfg.Seed, req.cfg.Noise); err == nil {
+			if surge, ok := s.Surge(); ok {
+				out["surge"] = surge
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (a *api) explain(w http.ResponseWriter, r *http.Request) {
+	req, apiErr := a.decode(r, explainExtras)
+	if apiErr != nil {
+		apiErr.write(w)
+		return
+	}
+	frames, err := sim.Play(req.cfg, req.minute+1)
+	if err != nil {
+		simError(err).write(w)
+		return
+	}
+	f := frames[req.minute]
+	writeJSON(w, http.StatusOK, map[string]any{
+		"minute":   f.Minute,
+		"clock":    f.Clock,
+		"formulas": sim.Explain(req.sc, f),
+	})
+}

@@ -1,0 +1,235 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+var screenshotDir = flag.String("screenshots", "", "folder for the browser test's screenshots (default: a new temporary folder)")
+
+// startConsole serves the console on a free loopback port for the length
+// of the test and returns its base URL. AFLOAT_CONSOLE_URL points the test
+// at a console that already runs instead (go run ./cmd/afloat, say), to try
+// the real binary.
+func startConsole(t testing.TB) string {
+	t.Helper()
+	if u := os.Getenv("AFLOAT_CONSOLE_URL"); u != "" {
+		return strings.TrimSuffix(u, "/")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, ln, DefaultConfig()) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// findChromium returns the browser to drive. Without one, the test is
+// skipped — unless AFLOAT_REQUIRE_BROWSER is set, as make test sets it
+// after installing Debian's chromium, so that CI cannot pass by skipping.
+func findChromium(t testing.TB) string {
+	t.Helper()
+	for _, name := range []string{os.Getenv("AFLOAT_CHROMIUM"), "chromium", "chromium-browser", "google-chrome"} {
+		if name == "" {
+			continue
+		}
+		if path, err := exec.LookPath(name); err == nil {
+			return path
+		}
+	}
+	if os.Getenv("AFLOAT_REQUIRE_BROWSER") != "" {
+		t.Fatal("no chromium on PATH and AFLOAT_REQUIRE_BROWSER is set (make test installs Debian's chromium)")
+	}
+	t.Skip("no chromium on PATH: run make test, which installs it, or set AFLOAT_CHROMIUM")
+	return ""
+}
+
+// browser is a headless Chromium driven by chromedp, with the console's
+// JavaScript errors and exceptions collected.
+type browser struct {
+	t        testing.TB
+	ctx      context.Context
+	shots    string
+	mu       sync.Mutex
+	problems []string
+}
+
+func newBrowser(t testing.TB) *browser {
+	t.Helper()
+	path := findChromium(t)
+
+	// The flags keep Chromium off the network: this machine reaches only
+	// loopback, and background services would stall on refused connections.
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 1000),
+	)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(alloc)
+	t.Cleanup(func() {
+		cancelCtx()
+		cancelAlloc()
+	})
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("starting chromium: %v", err)
+	}
+	b := &browser{t: t, ctx: ctx}
+	b.watch(ctx)
+	return b
+}
+
+// watch records uncaught exceptions and console errors of a tab.
+func (b *browser) watch(ctx context.Context) {
+	messages := chromedp.Console(ctx)
+	go func() {
+		for msg, err := range messages {
+			if err != nil {
+				return
+			}
+			if msg.Type == chromedp.ConsoleError || msg.IsException() {
+				b.problem(msg.String())
+			}
+		}
+	}()
+}
+
+func (b *browser) problem(s string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.problems = append(b.problems, s)
+}
+
+// newTab opens a fresh tab in the same browser.
+func (b *browser) newTab() context.Context {
+	b.t.Helper()
+	ctx, cancel := chromedp.NewContext(b.ctx)
+	b.t.Cleanup(cancel)
+	if err := chromedp.Do(ctx); err != nil {
+		b.t.Fatalf("new tab: %v", err)
+	}
+	b.watch(ctx)
+	return ctx
+}
+
+// do runs chromedp steps with a deadline, failing the test on error.
+func (b *browser) do(ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(tctx, steps...); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			b.shot(ctx, "failure-"+strings.ReplaceAll(what, " ", "-"))
+		}
+		b.t.Fatalf("%s: %v (browser problems: %v)", what, err, b.problems)
+	}
+}
+
+// evaluate runs a JavaScript expression and decodes its value.
+func evaluate[T any](b *browser, ctx context.Context, expr string) T {
+	b.t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(tctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		b.t.Fatalf("evaluate %.60s: %v (browser problems: %v)", expr, err, b.problems)
+	}
+	return v
+}
+
+// text returns the text of the first element matching a CSS selector.
+func (b *browser) text(ctx context.Context, css string) string {
+	b.t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(tctx, chromedp.Text(chromedp.CSS(css)))
+	if err != nil {
+		b.t.Fatalf("text of %s: %v", css, err)
+	}
+	return v
+}
+
+// waitFor waits until a JavaScript expression is true.
+func waitFor(expr string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := chromedp.Poll[bool](expr)(ctx, t)
+		return err
+	})
+}
+
+// shotDir returns the screenshot folder, made on first use: -screenshots,
+// or a new temporary folder that is kept after the test and printed, so
+// that people can look at the pictures.
+func (b *browser) shotDir() string {
+	b.t.Helper()
+	if b.shots != "" {
+		return b.shots
+	}
+	dir := *screenshotDir
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "afloat-screens-"); err != nil {
+			b.t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Logf("screenshots in %s", dir)
+	fmt.Fprintf(os.Stderr, "browser test screenshots: %s\n", dir)
+	b.shots = dir
+	return dir
+}
+
+// shot saves a full-page screenshot as NAME.png.
+func (b *browser) shot(ctx context.Context, name string) {
+	b.t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100)) // 100: PNG
+	if err != nil {
+		b.t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	if err := os.WriteFile(filepath.Join(b.shotDir(), name+".png"), png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// noProblems fails the test if a page threw or logged an error.
+func (b *browser) noProblems() {
+	b.t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.problems) > 0 {
+		b.t.Fatalf("the page reported problems: %s", strings.Join(b.problems, "; "))
+	}
+}

@@ -1,0 +1,169 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/afloat/afloat/sim"
+)
+
+var languages = []string{"en", "cy", "tl"}
+
+func catalogue(t *testing.T, lang string) map[string]string {
+	t.Helper()
+	raw, err := fs.ReadFile(static, "static/i18n/"+lang+".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c map[string]string
+	if err := json.Unmarshal(raw, &c); err != nil {
+		t.Fatalf("%s.json: %v", lang, err)
+	}
+	return c
+}
+
+// usedKeys collects every message key the page can ask for: the static
+// HTML's data-i18n attributes, the scripts' t("…") calls, and the families
+// the scripts build from the model's names (scenarios, controls, formulas,
+// constants, sources) and from their own tables (dashboard, charts).
+func usedKeys(t *testing.T) []string {
+	t.Helper()
+	keys := map[string]bool{}
+	html, _ := fs.ReadFile(static, "static/index.html")
+	for _, m := range regexp.MustCompile(`data-i18n="([^"]+)"`).FindAllSubmatch(html, -1) {
+		keys[string(m[1])] = true
+	}
+	for _, m := range regexp.MustCompile(`data-i18n-attr="([^"]+)"`).FindAllSubmatch(html, -1) {
+		for _, pair := range strings.Split(string(m[1]), ";") {
+			_, key, _ := strings.Cut(pair, ":")
+			keys[strings.TrimSpace(key)] = true
+		}
+	}
+	scripts, _ := fs.Glob(static, "static/js/*.js")
+	call := regexp.MustCompile(`(?:^|[^\w.])t\("([^"]+)"`)
+	ternary := regexp.MustCompile(`t\([^()"]*\? "([^"]+)" : "([^"]+)"\)`)
+	for _, name := range scripts {
+		src, _ := fs.ReadFile(static, name)
+		for _, m := range call.FindAllSubmatch(src, -1) {
+			keys[string(m[1])] = true
+		}
+		for _, m := range ternary.FindAllSubmatch(src, -1) {
+			keys[string(m[1])] = true
+			keys[string(m[2])] = true
+		}
+	}
+	for _, sc := range sim.Scenarios() {
+		keys["scenario."+sc.Name+".title"] = true
+		keys["scenario."+sc.Name+".briefing"] = true
+	}
+	for _, c := range sim.ControlSpecs() {
+		keys["control."+string(c.Control)+".label"] = true
+		keys["control."+string(c.Control)+".help"] = true
+		if c.Kind == sim.KindPress {
+			keys["control."+string(c.Control)+".press"] = true
+			keys["control."+string(c.Control)+".running"] = true
+		}
+	}
+	for _, id := range sim.FormulaIDs() {
+		keys["formula."+id] = true
+	}
+	for _, c := range sim.Constants() {
+		keys["constant."+c.ID] = true
+	}
+	for _, s := range sim.Sources() {
+		keys[fmt.Sprintf("source.%d", s.N)] = true
+	}
+	for id := range dashboardRules {
+		keys["metric."+id] = true
+	}
+	charts := map[string][]string{
+		"requests": {"requests_per_s", "admitted_per_s"},
+		"latency":  {"p99_ms", "error_rate"},
+		"burn":     {"burn_1h", "burn_5m", "budget_remaining"},
+		"cache":    {"cache_hit", "db_utilization"},
+		"fleet":    {"serving", "booting"},
+		"cost":     {"fleet_cost_per_h", "cost_so_far"},
+	}
+	for id, series := range charts {
+		keys["chart."+id+".title"] = true
+		for _, s := range series {
+			keys["chart."+id+"."+s] = true
+		}
+	}
+	for _, id := range []string{"budget_left", "worst_burn_1h", "worst_burn", "minutes_over_slo", "minutes_p99_over_1s",
+		"paged", "total_cost", "mean_age", "shed", "no_recommendations", "bad_build"} {
+		keys["debrief."+id] = true
+	}
+	out := make([]string, 0, len(keys))
+	for k := range keys {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var placeholder = regexp.MustCompile(`\{\w+\}`)
+
+// TestCataloguesAreComplete fails when any language lacks a key another has
+// or the page uses, when a message is empty, or when a translation drops or
+// invents a {placeholder}.
+func TestCataloguesAreComplete(t *testing.T) {
+	en := catalogue(t, "en")
+	for _, key := range usedKeys(t) {
+		if _, ok := en[key]; !ok {
+			t.Errorf("en: the page uses %q, which the catalogue lacks", key)
+		}
+	}
+	for _, lang := range languages {
+		c := catalogue(t, lang)
+		for key, msg := range en {
+			tr, ok := c[key]
+			switch {
+			case !ok:
+				t.Errorf("%s: missing key %q", lang, key)
+			case strings.TrimSpace(tr) == "":
+				t.Errorf("%s: empty message for %q", lang, key)
+			default:
+				want, got := placeholder.FindAllString(msg, -1), placeholder.FindAllString(tr, -1)
+				slices.Sort(want)
+				slices.Sort(got)
+				if !slices.Equal(want, got) {
+					t.Errorf("%s: %q has placeholders %v, English has %v", lang, key, got, want)
+				}
+			}
+		}
+		for key := range c {
+			if _, ok := en[key]; !ok {
+				t.Errorf("%s: key %q is not in English", lang, key)
+			}
+		}
+	}
+}
+
+// TestEnglishMatchesTheModel keeps the English briefings and control help
+// the same as the model's own texts, so the two cannot drift apart.
+func TestEnglishMatchesTheModel(t *testing.T) {
+	en := catalogue(t, "en")
+	for _, sc := range sim.Scenarios() {
+		if got := en["scenario."+sc.Name+".briefing"]; got != sc.Briefing {
+			t.Errorf("%s briefing:\n catalogue %q\n model     %q", sc.Name, got, sc.Briefing)
+		}
+		if got := en["scenario."+sc.Name+".title"]; got != sc.Title {
+			t.Errorf("%s title: catalogue %q, model %q", sc.Name, got, sc.Title)
+		}
+	}
+	for _, c := range sim.ControlSpecs() {
+		if got := en["control."+string(c.Control)+".help"]; got != c.Help {
+			t.Errorf("%s help:\n catalogue %q\n model     %q", c.Control, got, c.Help)
+		}
+		if got := en["control."+string(c.Control)+".label"]; got != c.Label {
+			t.Errorf("%s label: catalogue %q, model %q", c.Control, got, c.Label)
+		}
+	}
+}

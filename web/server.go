@@ -1,0 +1,187 @@
+package web
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+)
+
+// static holds the console's page, scripts, styles, message catalogues and
+// the vendored uPlot, all served from the binary.
+//
+//go:embed static
+var static embed.FS
+
+// Config configures the console's HTTP server. DefaultConfig gives the
+// values `go run ./cmd/afloat` uses; the zero value is not valid.
+type Config struct {
+	Addr   string       // listen address; loopback by default
+	Logger *slog.Logger // request and lifecycle logs; nil discards them
+
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	ShutdownTimeout   time.Duration // how long in-flight requests get on shutdown
+	MaxHeaderBytes    int           // bounds the request line, so also a share link's length
+	MaxBodyBytes      int64         // bounds a POST body
+}
+
+// DefaultConfig returns the console's defaults: 127.0.0.1:8080, timeouts
+// that a slow client cannot hold open for ever, and bodies and headers big
+// enough for a run with thousands of actions.
+func DefaultConfig() Config {
+	return Config{
+		Addr:              "127.0.0.1:8080",
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ShutdownTimeout:   10 * time.Second,
+		MaxHeaderBytes:    256 << 10,
+		MaxBodyBytes:      1 << 20,
+	}
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return fmt.Errorf("%w: addr %q: want host:port, such as 127.0.0.1:8080", ErrConfig, c.Addr)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"read header timeout", c.ReadHeaderTimeout}, {"read timeout", c.ReadTimeout},
+		{"write timeout", c.WriteTimeout}, {"idle timeout", c.IdleTimeout}, {"shutdown timeout", c.ShutdownTimeout},
+	} {
+		if d.v <= 0 {
+			return fmt.Errorf("%w: %s %v: want a positive duration", ErrConfig, d.name, d.v)
+		}
+	}
+	if c.MaxHeaderBytes < 4096 || c.MaxBodyBytes < 4096 {
+		return fmt.Errorf("%w: header and body limits %d, %d: want at least 4096 bytes", ErrConfig, c.MaxHeaderBytes, c.MaxBodyBytes)
+	}
+	return nil
+}
+
+// ErrConfig is returned for a server configuration that cannot run.
+var ErrConfig = errors.New("web: invalid configuration")
+
+// Handler returns the console: the page and its assets, and the JSON API
+// (docs/api.md). It keeps no state between requests: every run is
+// recomputed from the request. It is safe for concurrent use.
+func Handler(c Config) http.Handler {
+	logger := c.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	maxBody := c.MaxBodyBytes
+	if maxBody <= 0 {
+		maxBody = DefaultConfig().MaxBodyBytes
+	}
+	assets, err := fs.Sub(static, "static")
+	if err != nil {
+		panic(err) // the embedded tree is fixed at build time
+	}
+	api := &api{maxBody: maxBody, logger: logger}
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/scenarios", api.scenarios)
+	mux.HandleFunc("GET /api/run", api.run)
+	mux.HandleFunc("POST /api/run", api.run)
+	mux.HandleFunc("GET /api/debrief", api.debrief)
+	mux.HandleFunc("POST /api/debrief", api.debrief)
+	mux.HandleFunc("GET /api/explain", api.explain)
+	mux.HandleFunc("POST /api/explain", api.explain)
+	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		if allow, ok := apiMethods[r.URL.Path]; ok {
+			w.Header().Set("Allow", allow)
+			writeError(w, http.StatusMethodNotAllowed, "", fmt.Sprintf("%s %s: want %s", r.Method, r.URL.Path, allow))
+			return
+		}
+		writeError(w, http.StatusNotFound, "", fmt.Sprintf("no API endpoint %s %s; see docs/api.md", r.Method, r.URL.Path))
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write([]byte("ok\n"))
+	})
+	files := http.FileServerFS(assets)
+	mux.Handle("GET /static/", http.StripPrefix("/static/", noDirectories(files)))
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.ServeFileFS(w, r, assets, "index.html")
+	})
+	return recoverPanics(logger, logRequests(logger, secure(mux)))
+}
+
+// apiMethods lists the methods of each endpoint, for 405 answers.
+var apiMethods = map[string]string{
+	"/api/scenarios": "GET",
+	"/api/run":       "GET, POST",
+	"/api/debrief":   "GET, POST",
+	"/api/explain":   "GET, POST",
+}
+
+// Run listens on c.Addr and serves the console until ctx is done, then
+// shuts down gracefully: in-flight requests get c.ShutdownTimeout to
+// finish.
+func Run(ctx context.Context, c Config) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", c.Addr)
+	if err != nil {
+		return fmt.Errorf("web: listen: %w", err)
+	}
+	return Serve(ctx, ln, c)
+}
+
+// Serve is Run on a listener the caller opened (tests use port 0). It
+// closes the listener.
+func Serve(ctx context.Context, ln net.Listener, c Config) error {
+	if err := c.Validate(); err != nil {
+		ln.Close()
+		return err
+	}
+	logger := c.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	srv := &http.Server{
+		Handler:           Handler(c),
+		ReadHeaderTimeout: c.ReadHeaderTimeout,
+		ReadTimeout:       c.ReadTimeout,
+		WriteTimeout:      c.WriteTimeout,
+		IdleTimeout:       c.IdleTimeout,
+		MaxHeaderBytes:    c.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	logger.Info("console listening", "url", "http://"+ln.Addr().String()+"/")
+
+	select {
+	case err := <-done:
+		return fmt.Errorf("web: serve: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down", "grace", c.ShutdownTimeout)
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		srv.Close()
+		return fmt.Errorf("web: shutdown: %w", err)
+	}
+	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("web: serve: %w", err)
+	}
+	logger.Info("stopped")
+	return nil
+}
