@@ -28,9 +28,11 @@ fmt-check:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 # AFLOAT_REQUIRE_BROWSER turns the browser test's skip (no chromium) into a
-# failure, so that this suite cannot pass without it.
+# failure, so that this suite cannot pass without it. The browser test runs
+# on its own with -v so that it prints the folder of its screenshots.
 unit:
-	AFLOAT_REQUIRE_BROWSER=1 $(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -skip '^TestConsoleEndToEnd$$' ./...
+	AFLOAT_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -run '^TestConsoleEndToEnd$$' -v ./web
 
 # fuzz runs each fuzz target for FUZZTIME (default 60s); it is not part of
 # make test, which must not depend on what a random search finds that day.

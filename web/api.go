@@ -316,15 +316,25 @@ type runResponse struct {
 	Frames   []sim.Frame `json:"frames"`
 }
 
-func (a *api) run(w http.ResponseWriter, r *http.Request) {
-	req, apiErr := a.decode(r, runExtras)
+// play decodes a run request and simulates it up to the minute upTo
+// chooses; on a refusal it answers the client and returns false.
+func (a *api) play(w http.ResponseWriter, r *http.Request, x extra, upTo func(request) int) (request, []sim.Frame, bool) {
+	req, apiErr := a.decode(r, x)
 	if apiErr != nil {
 		apiErr.write(w)
-		return
+		return request{}, nil, false
 	}
-	frames, err := sim.Play(req.cfg, req.to)
+	frames, err := sim.Play(req.cfg, upTo(req))
 	if err != nil {
 		simError(err).write(w)
+		return request{}, nil, false
+	}
+	return req, frames, true
+}
+
+func (a *api) run(w http.ResponseWriter, r *http.Request) {
+	req, frames, ok := a.play(w, r, runExtras, func(req request) int { return req.to })
+	if !ok {
 		return
 	}
 	writeJSON(w, http.StatusOK, runResponse{
@@ -335,14 +345,8 @@ func (a *api) run(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) debrief(w http.ResponseWriter, r *http.Request) {
-	req, apiErr := a.decode(r, debriefExtras)
-	if apiErr != nil {
-		apiErr.write(w)
-		return
-	}
-	frames, err := sim.Play(req.cfg, req.at)
-	if err != nil {
-		simError(err).write(w)
+	req, frames, ok := a.play(w, r, debriefExtras, func(req request) int { return req.at })
+	if !ok {
 		return
 	}
 	out := map[string]any{"debrief": sim.Summarize(req.sc, frames, req.cfg.Actions)}
@@ -359,14 +363,8 @@ func (a *api) debrief(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) explain(w http.ResponseWriter, r *http.Request) {
-	req, apiErr := a.decode(r, explainExtras)
-	if apiErr != nil {
-		apiErr.write(w)
-		return
-	}
-	frames, err := sim.Play(req.cfg, req.minute+1)
-	if err != nil {
-		simError(err).write(w)
+	req, frames, ok := a.play(w, r, explainExtras, func(req request) int { return req.minute + 1 })
+	if !ok {
 		return
 	}
 	f := frames[req.minute]

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -203,8 +202,7 @@ func (b *browser) shotDir() string {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		b.t.Fatal(err)
 	}
-	b.t.Logf("screenshots in %s", dir)
-	fmt.Fprintf(os.Stderr, "browser test screenshots: %s\n", dir)
+	b.t.Logf("screenshots in %s", dir) // make test runs the browser test with -v, so this is printed
 	b.shots = dir
 	return dir
 }
