@@ -1,0 +1,79 @@
+package bulkhead
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// collector exports a bulkhead's counts to Prometheus. It reads them at
+// scrape time from the bulkhead's own counters, so the request path pays
+// nothing for metrics.
+type collector struct {
+	b                                   *Bulkhead
+	limit, inflight, queued, baseline   *prometheus.Desc
+	admitted, completed, rejected, wait *prometheus.Desc
+}
+
+// Collector returns a prometheus.Collector for the bulkhead, its metrics
+// labelled bulkhead=name:
+//
+//	afloat_bulkhead_limit, afloat_bulkhead_inflight, afloat_bulkhead_queued (gauges)
+//	afloat_bulkhead_admitted_total, afloat_bulkhead_completed_total (counters)
+//	afloat_bulkhead_rejected_total{reason} (counter; reasons as in Reason)
+//	afloat_bulkhead_queue_wait_seconds (histogram; requests admitted at once count as 0)
+//	afloat_bulkhead_baseline_seconds (gauge; adaptive limit only)
+//
+// In-flight concurrency is the signal to watch: it keeps rising after an
+// overload while the throughput looks normal.
+func (b *Bulkhead) Collector(name string) prometheus.Collector {
+	labels := prometheus.Labels{"bulkhead": name}
+	d := func(metric, help string, variable ...string) *prometheus.Desc {
+		return prometheus.NewDesc("afloat_bulkhead_"+metric, help, variable, labels)
+	}
+	return &collector{
+		b:         b,
+		limit:     d("limit", "Concurrency limit: requests allowed inside at once."),
+		inflight:  d("inflight", "Requests inside now."),
+		queued:    d("queued", "Requests waiting in the queue now."),
+		baseline:  d("baseline_seconds", "Adaptive limit: latency inside with nobody queueing."),
+		admitted:  d("admitted_total", "Requests granted a permit, at once or after waiting."),
+		completed: d("completed_total", "Requests that released their permit."),
+		rejected:  d("rejected_total", "Requests refused, by reason.", "reason"),
+		wait:      d("queue_wait_seconds", "Time waited in the queue before admission."),
+	}
+}
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.limit, c.inflight, c.queued, c.baseline, c.admitted, c.completed, c.rejected, c.wait} {
+		ch <- d
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	st := c.b.Stats()
+	ch <- prometheus.MustNewConstMetric(c.limit, prometheus.GaugeValue, float64(st.Limit))
+	ch <- prometheus.MustNewConstMetric(c.inflight, prometheus.GaugeValue, float64(st.InFlight))
+	ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(st.Queued))
+	if base, ok := c.b.Baseline(); ok {
+		ch <- prometheus.MustNewConstMetric(c.baseline, prometheus.GaugeValue, base.Seconds())
+	}
+	ch <- prometheus.MustNewConstMetric(c.admitted, prometheus.CounterValue, float64(st.Admitted))
+	ch <- prometheus.MustNewConstMetric(c.completed, prometheus.CounterValue, float64(st.Completed))
+	for _, r := range reasons {
+		ch <- prometheus.MustNewConstMetric(c.rejected, prometheus.CounterValue, float64(st.Rejected[r]), string(r))
+	}
+
+	c.b.mu.Lock()
+	w := c.b.waits
+	c.b.mu.Unlock()
+	immediate := uint64(0)
+	if st.Admitted > w.count {
+		immediate = st.Admitted - w.count
+	}
+	buckets := make(map[float64]uint64, len(waitBuckets))
+	cum := immediate
+	for i, ub := range waitBuckets {
+		cum += w.buckets[i]
+		buckets[ub] = cum
+	}
+	ch <- prometheus.MustNewConstHistogram(c.wait, immediate+w.count, w.sum, buckets)
+}
