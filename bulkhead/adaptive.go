@@ -11,36 +11,39 @@ import (
 // AdaptiveConfig tunes the adaptive limit. The zero value takes the
 // defaults given on each field.
 //
-// The limit follows Little's law. Every window the bulkhead measures the
-// mean time a request spends inside (its latency) and how many requests
-// finish per second (its throughput), and keeps a baseline: the latency
-// with nobody queueing inside the service. Then:
+// The limit looks for the service's knee: the most requests it can hold
+// before they queue inside it. Every window the bulkhead measures the mean
+// time a request spends inside (latency) and how many finish per second
+// (throughput), averaged over recent windows, and keeps a baseline: the
+// latency with nobody queueing inside. Then, in short:
 //
-//   - latency over baseline × (1 + Tolerance) in two windows in a row (or
-//     over baseline × (1 + 2·Tolerance) in one) means requests queue inside
-//     the service: the limit drops to throughput × baseline, the
-//     concurrency that carries today's throughput at the baseline latency
-//     — under processor sharing, exactly the service's knee;
-//   - latency within baseline × (1 + Tolerance/2) while the limit turned
-//     requests away (it queued or refused some) means room to grow: the
-//     limit rises by √limit/2;
-//   - otherwise, and whenever the limit is not what holds requests back,
-//     it stays: no creep while idle, and no probe that refuses healthy
-//     traffic to measure the baseline.
+//   - latency over baseline × (1 + Tolerance) means requests queue inside:
+//     the limit drops to throughput × baseline — by Little's law the
+//     concurrency that carries today's throughput at the baseline latency,
+//     under processor sharing exactly the knee — and by 10 % at least;
+//   - while the limit turns requests away (it queued or refused some) and
+//     latency is within baseline × (1 + Tolerance/4), it grows: by a
+//     quarter far below the last knee found, by √limit/4 near it;
+//   - while the limit turns requests away anyway, it now and then steps
+//     down 10 % to see whether latency follows: if it does, it was above
+//     the knee and steps again; if not, the step is undone;
+//   - when the limit does not hold requests back, it does nothing: no
+//     creep while demand is low, and no step down that would refuse
+//     healthy traffic (only a latency over baseline × (1 + 2·Tolerance)
+//     cuts a limit that binds nobody).
 //
-// The baseline moves down smoothly with faster windows and never up with
-// slower ones — sustained overload cannot raise it and let the limit
-// creep. It is reset upwards only when the evidence says the latency is
-// not the limit's doing: after a cut, once the requests admitted under the
-// old limit have drained, a window that is not faster than before the cut
-// means the service itself got slower, and its latency becomes the
-// baseline. docs/bulkhead.md gives the reasoning and the tests that hold
-// the controller to it.
+// Every cut is checked: once the requests admitted under the old limit
+// have left, two windows show whether requests got faster. If they did
+// not, the latency is the service's own and becomes the baseline. That is
+// the only way the baseline goes up; otherwise it only follows faster
+// windows down, so sustained overload cannot raise it and let the limit
+// creep. docs/bulkhead.md gives the reasoning and the tests that hold the
+// controller to it.
 type AdaptiveConfig struct {
 	Min        int           // lowest limit; default 1
 	Max        int           // highest limit; default MaxLimit
 	Window     time.Duration // shortest measurement window; default 100ms
-	MinSamples int           // fewest requests per window; default 50
+	MinSamples int           // fewest requests per window; default 100
 	Tolerance  float64       // latency over the baseline that counts as queueing; default 0.1
 }
 
@@ -55,7 +58,7 @@ func (c AdaptiveConfig) withDefaults() AdaptiveConfig {
 		c.Window = 100 * time.Millisecond
 	}
 	if c.MinSamples == 0 {
-		c.MinSamples = 50
+		c.MinSamples = 100
 	}
 	if c.Tolerance == 0 {
 		c.Tolerance = 0.1
@@ -94,12 +97,25 @@ type window struct {
 // windows it is given: it steps on explicit time, so tests and models can
 // drive it without a clock.
 type controller struct {
-	cfg      AdaptiveConfig
-	limit    float64
-	baseline float64 // seconds; 0 until the first window
-	over     int     // consecutive windows over tolerance
-	phase    phase
-	before   float64 // latency in the window that caused the last cut
+	cfg       AdaptiveConfig
+	limit     float64
+	smooth    float64 // latency of recent windows, seconds, averaged
+	recent    [3]float64 // the last smoothed latencies, for the baseline
+	through   float64 // throughput of recent windows, requests per second, averaged
+	baseline  float64 // seconds; 0 until the first window
+	knee      float64 // the limit last found at the knee; 0 until found
+	verified  float64 // a limit shown to be at or below the knee; 0 until shown
+	over      int     // consecutive windows over tolerance
+	high      int     // consecutive binding windows in the upper half of the tolerance
+	phase     phase
+	cut       cutKind // what the current draining/checking phase follows
+	before    float64 // latency in the window before the cut
+	beforeL   float64 // limit before the cut
+	settle    float64 // seconds left to settle
+	checkSum  float64 // latency × samples of the checking windows
+	checkN    int     // samples of the checking windows
+	checkWins int     // checking windows so far
+	countdown int     // binding windows until the next probe
 }
 
 type phase int
@@ -107,62 +123,177 @@ type phase int
 const (
 	steady   phase = iota
 	draining       // after a cut: waiting for the inside to come down to the new limit
+	settling       // drained: waiting for the requests admitted under the old limit to finish
 	checking       // the next window shows whether the cut helped
 )
 
-// Smoothing of the baseline towards a faster window, and the speed-up a
-// cut must bring for the latency to count as the limit's doing.
+type cutKind int
+
 const (
-	baselineGain = 0.25
-	cutHelped    = 0.05
+	cutCongested cutKind = iota // latency over tolerance
+	cutProbe                    // a 10 % step down while the limit refuses requests anyway
 )
 
+const (
+	// cutHelped is the speed-up a cut must bring for the latency to count
+	// as the limit's doing.
+	cutHelped = 0.06
+	// probeStep is the size of a probe; probeSoon and probeLater are the
+	// binding windows before the next probe, after a cut and once the knee
+	// is confirmed.
+	probeStep  = 0.10
+	probeSoon  = 5
+	probeLater = 300
+	// checkWindows is how many windows decide whether a cut helped.
+	checkWindows = 3
+	// smoothing is the weight of the newest window in the averaged latency.
+	smoothing = 0.5
+)
+
+// step takes a window and returns the new limit.
 func (c *controller) step(w window) int {
 	if w.samples == 0 || w.duration <= 0 {
-		return int(c.limit)
+		return c.round()
 	}
 	r := w.meanRTT.Seconds()
 	x := float64(w.samples) / w.duration.Seconds()
-	switch {
-	case c.baseline == 0:
-		c.baseline = r
-	case r < c.baseline:
-		c.baseline += (r - c.baseline) * baselineGain
-	}
+
 	switch c.phase {
 	case draining:
-		if w.inflight <= int(c.limit) {
+		// The requests finishing now came in under the old limit: the
+		// latency before the cut is theirs, averaged like the rest.
+		c.smooth += (r - c.smooth) * smoothing
+		c.before = c.smooth
+		if w.inflight <= c.round() {
+			// The requests still inside were admitted under the old limit;
+			// give them the latency they were seeing, and at least two
+			// baselines, to finish, so that the window that decides holds
+			// only requests of the new limit. (A window of the requests
+			// admitted after the drain would not do: its first to finish are
+			// the short ones.)
+			c.phase, c.settle = settling, math.Max(2*c.baseline, c.before)
+		}
+		return c.round()
+	case settling:
+		if c.settle -= w.duration.Seconds(); c.settle <= 0 {
 			c.phase = checking
+			c.checkSum, c.checkN, c.checkWins = 0, 0, 0
 		}
+		return c.round()
 	case checking:
-		if r >= c.before*(1-cutHelped) {
-			c.baseline = r // the cut did not help: the service itself got slower
+		// Three windows decide: one alone is too noisy to tell a 10 % step.
+		c.checkSum += r * float64(w.samples)
+		c.checkN += w.samples
+		if c.checkWins++; c.checkWins < checkWindows {
+			return c.round()
 		}
+		r = c.checkSum / float64(c.checkN)
 		c.phase = steady
+		c.smooth = r // the first clean latency after the cut
+		c.recent = [3]float64{r, r, r}
+		if c.baseline == 0 || r < c.baseline {
+			c.baseline = r
+		}
+		if r >= c.before*(1-cutHelped) {
+			// The cut did not make requests faster. After a probe, the
+			// limit was at the knee or below: the probe is undone — it only
+			// cost throughput. After a cut for congestion, the latency is the
+			// service's own: it becomes the baseline, and growth resumes from
+			// the cut limit. (Not after a probe: a probe cannot tell a limit
+			// a few percent above the knee from one at it, and raising the
+			// baseline on it would let the limit creep.)
+			c.smooth = r
+			if c.cut == cutProbe {
+				c.limit = c.beforeL
+				c.verified = c.limit
+			} else {
+				c.baseline = r
+				c.recent = [3]float64{r, r, r}
+			}
+			c.countdown = probeLater
+			return c.round()
+		}
+		// Faster with fewer inside: the cut was right, and the knee is about
+		// here. After a probe that left latency still over the baseline, we
+		// may be above it yet: step again at once.
+		c.knee = c.limit
+		c.verified = math.Min(c.verified, c.limit)
+		if c.cut == cutProbe && r > c.baseline*(1+c.cfg.Tolerance/4) {
+			c.countdown = 0
+		}
 	}
 
+	// Decisions read the latency and throughput averaged over recent
+	// windows, which halves the noise of one window.
+	if c.smooth == 0 {
+		c.smooth, c.through = r, x
+	} else {
+		c.smooth += (r - c.smooth) * smoothing
+		c.through += (x - c.through) * smoothing
+	}
+	// The baseline follows the lowest latency that holds for three windows
+	// in a row — the least of the running maximum of three — so that one
+	// lucky window cannot drag it down. It moves only down here: overload
+	// cannot raise it.
+	c.recent = [3]float64{c.recent[1], c.recent[2], c.smooth}
+	hold := math.Max(c.smooth, math.Max(c.recent[0], c.recent[1])) // 0s of the first windows do not count
+	if c.baseline == 0 || hold < c.baseline {
+		c.baseline = hold
+	}
 	tol := c.cfg.Tolerance
-	ratio := r / c.baseline
-	switch {
-	case ratio > 1+tol:
+	ratio := c.smooth / c.baseline
+	if ratio > 1+tol {
 		c.over++
-		if c.over >= 2 || ratio > 1+2*tol {
+		// Persistent, or large; and with a limit that does not bind (the
+		// traffic may be healthy) only when large, so that noise never cuts
+		// the limit below healthy traffic.
+		if (c.over >= 2 || ratio > 1+2*tol) && (w.binding || ratio > 1+2*tol) {
 			c.over = 0
-			target := math.Max(float64(c.cfg.Min), x*c.baseline)
-			if target < c.limit*0.99 {
-				c.limit = target
-				c.phase, c.before = draining, r
-			}
+			// Down to the concurrency that carries the throughput at the
+			// baseline latency (Little's law), and by a step at least, so that
+			// the check after it can tell whether it helped.
+			target := math.Max(c.through*c.baseline, c.limit/8)
+			c.startCut(cutCongested, math.Min(target, c.limit*(1-probeStep)), r)
+			c.countdown = probeSoon
 		}
-	default:
-		c.over = 0
-		if w.binding && ratio <= 1+tol/2 && c.phase == steady {
-			c.limit += math.Max(1, math.Sqrt(c.limit)/2)
-		}
+		return c.round()
+	}
+	c.over = 0
+	if !w.binding {
+		// Demand is below the limit: nothing to learn, nothing to change.
+		return c.round()
+	}
+	// The limit binds. Now and then — soon when latency sits in the upper
+	// half of the tolerance — step down 10 % to see whether the latency
+	// follows: it finds a knee hidden by a baseline measured above it, and
+	// it refuses only requests the limit was refusing anyway.
+	if ratio > 1+tol/2 {
+		c.high++
+	} else {
+		c.high = 0
+	}
+	if c.countdown--; c.countdown <= 0 || c.high >= 2*probeSoon {
+		c.high = 0
+		c.startCut(cutProbe, c.limit*(1-probeStep), c.smooth)
+		return c.round()
+	}
+	switch {
+	case c.knee == 0 && ratio <= 1+tol/2, c.limit < 0.8*c.knee && ratio <= 1+tol/4:
+		c.limit += math.Max(1, c.limit/4) // far below any knee seen: grow fast
+	case ratio <= 1+tol/4:
+		c.limit += math.Max(1, math.Sqrt(c.limit)/4)
 	}
 	c.limit = math.Min(float64(c.cfg.Max), math.Max(float64(c.cfg.Min), c.limit))
-	return int(math.Round(c.limit))
+	return c.round()
 }
+
+func (c *controller) startCut(kind cutKind, target, r float64) {
+	c.cut, c.before, c.beforeL = kind, r, c.limit
+	c.limit = math.Max(float64(c.cfg.Min), target)
+	c.phase = draining
+}
+
+func (c *controller) round() int { return int(math.Round(c.limit)) }
 
 // The per-window latency sum and count share one word, so recording a
 // request is one atomic add: the count in the top 20 bits, the sum of the
@@ -190,7 +321,7 @@ func newAdaptive(cfg AdaptiveConfig, initial int) (*adaptive, error) {
 	if err := cfg.validate(initial); err != nil {
 		return nil, err
 	}
-	return &adaptive{cfg: cfg, ctrl: controller{cfg: cfg, limit: float64(initial)}}, nil
+	return &adaptive{cfg: cfg, ctrl: controller{cfg: cfg, limit: float64(initial), countdown: probeSoon}}, nil
 }
 
 func (a *adaptive) markBinding() {
@@ -212,9 +343,11 @@ func (a *adaptive) sample(b *Bulkhead, granted time.Duration) {
 	n := int(acc >> sumBits)
 	elapsed := now - time.Duration(a.start.Load())
 	full := n >= a.cfg.MinSamples && elapsed >= a.cfg.Window
-	// Close a window that holds too much for its counters, and one that
-	// lingers at low traffic.
-	if full || n >= maxSamples/2 || acc&sumMask >= sumMask/2 || (elapsed >= 50*a.cfg.Window && n > 0) {
+	// Close early a window that holds too much for its counters, one with
+	// few requests when they come slowly (as they do in a collapse), and one
+	// that lingers at low traffic.
+	few := elapsed >= 2*a.cfg.Window && n >= max(5, a.cfg.MinSamples/10)
+	if full || few || n >= maxSamples/2 || acc&sumMask >= sumMask/2 || (elapsed >= 50*a.cfg.Window && n > 0) {
 		a.close(b, now)
 	}
 }
