@@ -99,14 +99,14 @@ type window struct {
 type controller struct {
 	cfg       AdaptiveConfig
 	limit     float64
-	smooth    float64 // latency of recent windows, seconds, averaged
+	smooth    float64    // latency of recent windows, seconds, averaged
 	recent    [3]float64 // the last smoothed latencies, for the baseline
-	through   float64 // throughput of recent windows, requests per second, averaged
-	baseline  float64 // seconds; 0 until the first window
-	knee      float64 // the limit last found at the knee; 0 until found
-	verified  float64 // a limit shown to be at or below the knee; 0 until shown
-	over      int     // consecutive windows over tolerance
-	high      int     // consecutive binding windows in the upper half of the tolerance
+	through   float64    // throughput of recent windows, requests per second, averaged
+	baseline  float64    // seconds; 0 until the first window
+	knee      float64    // the limit last found at the knee; 0 until found
+	verified  float64    // a limit shown to be at or below the knee; 0 until shown
+	over      int        // consecutive windows over tolerance
+	high      int        // consecutive binding windows in the upper half of the tolerance
 	phase     phase
 	cut       cutKind // what the current draining/checking phase follows
 	before    float64 // latency in the window before the cut
