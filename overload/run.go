@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/afloat/afloat/bulkhead"
@@ -82,6 +83,9 @@ type Summary struct {
 	// the server is back to normal for 30 s in a row: nothing waits longer
 	// than twice the nominal and no client gives up. −1: not within the run.
 	RecoverySeconds float64 `json:"recovery_s"`
+	// Peak says whether the profile has a peak, and so whether
+	// LowestUsefulMinute and RecoverySeconds were measured.
+	Peak bool `json:"peak"`
 }
 
 // Result is a run's series and summary.
@@ -298,6 +302,7 @@ func (s *sim) summary() Summary {
 		sum.P99Response = sorted[int(0.99*float64(len(sorted)-1))] / p.Work
 	}
 	if p.PeakEnd > 0 {
+		sum.Peak = true
 		// The least useful minute from the start of the largest peak on.
 		lowest := math.Inf(1)
 		for m := int(p.PeakStart); m+60 <= len(s.series); m += 60 {
@@ -339,13 +344,19 @@ func Compare(profile string, seed uint32) ([]Result, error) {
 		{Profile: profile, Seed: seed, Alpha: nan, Inside: 100, Outside: 1000},
 		{Profile: profile, Seed: seed, Alpha: nan, Inside: 1000, Outside: 100, Adaptive: true},
 	}
+	// The runs share nothing, so they run side by side: each is a pure
+	// function of its config, and the answer does not depend on the order.
 	out := make([]Result, len(runs))
+	errs := make([]error, len(runs))
+	var wg sync.WaitGroup
 	for i, c := range runs {
-		r, err := Run(c)
+		wg.Go(func() { out[i], errs[i] = Run(c) })
+	}
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
-			return nil, err
+			return nil, err // the first: the runs differ only in the limit
 		}
-		out[i] = r
 	}
 	return out, nil
 }

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/afloat/afloat/overload"
 	"github.com/afloat/afloat/sim"
 )
 
@@ -300,6 +301,8 @@ func (a *api) scenarios(w http.ResponseWriter, r *http.Request) {
 		"controls":  sim.ControlSpecs(),
 		"constants": sim.Constants(),
 		"sources":   sim.Sources(),
+
+		"lab_profiles": overload.ProfileNames(),
 	})
 }
 

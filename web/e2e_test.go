@@ -265,16 +265,50 @@ func TestConsoleEndToEnd(t *testing.T) {
 	}
 	b.shot(ctx, "07-model")
 
+	// The overload lab: the five runs of the World Cup, the same as the
+	// API's. The test asks first, so that the page finds the answer made
+	// (under the race detector it takes a while).
+	res, err := http.Get(base + "/api/overload/compare?profile=worldcup&seed=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmp struct {
+		Runs []struct {
+			Run     string         `json:"run"`
+			Summary map[string]any `json:"summary"`
+		} `json:"runs"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&cmp); err != nil || res.StatusCode != 200 || len(cmp.Runs) != 5 {
+		t.Fatalf("GET /api/overload/compare: %d %v %d runs", res.StatusCode, err, len(cmp.Runs))
+	}
+	res.Body.Close()
+	b.do(ctx, "open the lab", chromedp.Navigate(base+"/#lab"), waitReady(),
+		waitFor(`document.querySelectorAll("#lab-summary tbody tr").length === 5 && document.querySelectorAll("#lab-charts .uplot").length === 5`))
+	rows := evaluate[[][]string](b, ctx, `[...document.querySelectorAll("#lab-summary tbody tr")].map((tr) => [...tr.cells].map((c) => c.textContent))`)
+	for i, r := range cmp.Runs {
+		want := fmt.Sprintf("%.1f %%", 100*r.Summary["goodput"].(float64))
+		if rows[i][1] != want {
+			t.Errorf("lab row %d (%s): goodput %q, want %q", i, r.Run, rows[i][1], want)
+		}
+	}
+	if rows[0][0] != "no limit" || rows[1][0] != "100/100" {
+		t.Errorf("lab rows %v, want no limit then 100/100", rows)
+	}
+	b.shot(ctx, "08-lab")
+
 	// Every view in Welsh and Tagalog: no key missing, no raw key shown.
 	rawKey := regexp.MustCompile(`^[a-z_]+(\.[a-z0-9_-]+)+$`)
 	for _, lang := range []string{"cy", "tl", "en"} {
-		for _, view := range []string{"play", "debrief", "model"} {
+		for _, view := range []string{"play", "debrief", "model", "lab"} {
 			b.do(ctx, "switch language", chromedp.Navigate(link+"#"+view), waitReady(),
 				choose("lang", lang),
 				waitFor(fmt.Sprintf(`document.documentElement.lang === %q`, lang)),
 			)
-			if view == "debrief" {
+			switch view {
+			case "debrief":
 				b.do(ctx, "debrief rendered", chromedp.WaitVisible(chromedp.CSS(`#debrief-figures div`)))
+			case "lab":
+				b.do(ctx, "lab rendered", waitFor(`document.querySelectorAll("#lab-charts .uplot").length === 5`))
 			}
 			missing := evaluate[[]string](b, ctx, `[...window.afloat.missing]`)
 			texts := evaluate[[]string](b, ctx, `(() => { const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT); const out = []; while (w.nextNode()) { const s = w.currentNode.textContent.trim(); if (s) out.push(s); } return out; })()`)
@@ -287,7 +321,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 				}
 			}
 			if lang != "en" {
-				b.shot(ctx, fmt.Sprintf("08-%s-%s", lang, view))
+				b.shot(ctx, fmt.Sprintf("09-%s-%s", lang, view))
 			}
 		}
 	}

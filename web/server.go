@@ -75,9 +75,16 @@ func (c Config) Validate() error {
 var ErrConfig = errors.New("web: invalid configuration")
 
 // Handler returns the console: the page and its assets, and the JSON API
-// (docs/api.md). It keeps no state between requests: every run is
-// recomputed from the request. It is safe for concurrent use.
+// (docs/api.md). The simulator keeps no state between requests: every run
+// is recomputed from the request. (The overload lab keeps its few
+// deterministic results, and one live comparison at a time.) It is safe
+// for concurrent use.
 func Handler(c Config) http.Handler {
+	h, _ := newHandler(c)
+	return h
+}
+
+func newHandler(c Config) (http.Handler, *lab) {
 	logger := c.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -91,6 +98,7 @@ func Handler(c Config) http.Handler {
 		panic(err) // the embedded tree is fixed at build time
 	}
 	api := &api{maxBody: maxBody, logger: logger}
+	lab := newLab(logger)
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/scenarios", api.scenarios)
@@ -100,6 +108,9 @@ func Handler(c Config) http.Handler {
 	mux.HandleFunc("POST /api/debrief", api.debrief)
 	mux.HandleFunc("GET /api/explain", api.explain)
 	mux.HandleFunc("POST /api/explain", api.explain)
+	mux.HandleFunc("GET /api/overload/compare", lab.compare)
+	mux.HandleFunc("GET /api/overload/live", lab.liveGet)
+	mux.HandleFunc("POST /api/overload/live", lab.liveStart)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		if allow, ok := apiMethods[r.URL.Path]; ok {
 			w.Header().Set("Allow", allow)
@@ -117,7 +128,7 @@ func Handler(c Config) http.Handler {
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.ServeFileFS(w, r, assets, "index.html")
 	})
-	return recoverPanics(logger, logRequests(logger, secure(mux)))
+	return recoverPanics(logger, logRequests(logger, secure(mux))), lab
 }
 
 // apiMethods lists the methods of each endpoint, for 405 answers.
@@ -126,6 +137,9 @@ var apiMethods = map[string]string{
 	"/api/run":       "GET, POST",
 	"/api/debrief":   "GET, POST",
 	"/api/explain":   "GET, POST",
+
+	"/api/overload/compare": "GET",
+	"/api/overload/live":    "GET, POST",
 }
 
 // Run listens on c.Addr and serves the console until ctx is done, then
@@ -153,8 +167,10 @@ func Serve(ctx context.Context, ln net.Listener, c Config) error {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	handler, lab := newHandler(c)
+	defer lab.stop()
 	srv := &http.Server{
-		Handler:           Handler(c),
+		Handler:           handler,
 		ReadHeaderTimeout: c.ReadHeaderTimeout,
 		ReadTimeout:       c.ReadTimeout,
 		WriteTimeout:      c.WriteTimeout,

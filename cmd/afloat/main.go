@@ -9,9 +9,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/afloat/afloat/overload"
 )
 
 func main() {
+	// afloat bench bulkhead runs its server as this same binary in a child
+	// process: become that server if asked to.
+	overload.ServeLiveIfChild()
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
@@ -32,6 +37,8 @@ Commands:
                   serves it on 127.0.0.1:8080)
   sim run         play an on-call scenario and print one frame per simulated minute
   sim scenarios   list the scenarios and their briefings
+  lab overload    the overload lab: a server's death after a peak, and the bulkhead
+  bench bulkhead  compare overload protections over real HTTP on loopback
   help            print this help
 
 Run 'afloat <command> --help' for a command's flags.
@@ -51,6 +58,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runServe(args[1:], stdout, stderr)
 	case "sim":
 		return runSim(args[1:], stdin, stdout, stderr)
+	case "lab":
+		return runLab(args[1:], stdout, stderr)
+	case "bench":
+		return runBench(args[1:], stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "afloat: unknown command %q\n\n%s", args[0], usage)
 		return exitUsage

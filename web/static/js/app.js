@@ -7,6 +7,7 @@
 import * as i18n from "./i18n.js";
 import { t } from "./i18n.js";
 import { Charts, timelineChart } from "./charts.js";
+import { setupLab, renderLab, relabelLab } from "./lab.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -702,19 +703,21 @@ async function renderModel() {
 
 function route() {
   const view = (location.hash || "#play").slice(1);
-  const known = ["play", "debrief", "model"].includes(view) ? view : "play";
+  const known = ["play", "debrief", "model", "lab"].includes(view) ? view : "play";
   const inGame = !!state.scenario;
   $("setup").hidden = !(known === "play" && !inGame);
   $("game").hidden = !(known === "play" && inGame);
   $("debrief").hidden = known !== "debrief";
   $("model").hidden = known !== "model";
-  for (const v of ["play", "debrief", "model"]) {
+  $("lab").hidden = known !== "lab";
+  for (const v of ["play", "debrief", "model", "lab"]) {
     const a = $(`nav-${v}`);
     if (v === known) a.setAttribute("aria-current", "page");
     else a.removeAttribute("aria-current");
   }
   if (known === "debrief") return renderDebrief();
   if (known === "model") return renderModel();
+  if (known === "lab") return renderLab();
   if (inGame) charts.charts.forEach((c) => c.resize());
   return Promise.resolve();
 }
@@ -732,6 +735,7 @@ async function setLanguage(lang) {
   buildDashboard();
   buildControls();
   charts.relabel();
+  relabelLab();
   if (state.scenario) {
     $("scenario-name").textContent = t(`scenario.${state.scenario.name}.title`);
     if (state.replayedTo) {
@@ -766,6 +770,7 @@ async function main() {
   buildScenarios();
   buildDashboard();
   buildControls();
+  setupLab(state.info.lab_profiles);
   $("seed").value = String(randomSeed());
 
   $("new-seed").addEventListener("click", () => ($("seed").value = String(randomSeed())));
@@ -820,7 +825,7 @@ async function main() {
   window.addEventListener("hashchange", () => {
     route();
     const view = (location.hash || "#play").slice(1);
-    const heading = { debrief: "debrief-h", model: "model-h" }[view];
+    const heading = { debrief: "debrief-h", model: "model-h", lab: "lab-h" }[view];
     if (heading) {
       $(heading).setAttribute("tabindex", "-1");
       $(heading).focus();

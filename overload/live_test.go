@@ -1,0 +1,56 @@
+package overload
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// TestSoakShort is the short version of `afloat bench bulkhead --soak 10m`:
+// twelve seconds at ten times the server's capacity through afloat's
+// adaptive bulkhead, in a real server process on loopback. The server's
+// heap stays flat and its goroutines come back to where they were.
+func TestSoakShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 12-second soak")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	samples, err := Soak(ctx, "", "afloat-adaptive", 10, 12*time.Second, 2*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range samples {
+		t.Logf("%5.1f s: heap %6.2f MB, %4d goroutines, %6d answered, %6d refused",
+			s.At.Seconds(), float64(s.HeapInuse)/1e6, s.Goroutines, s.Good, s.Rejected)
+	}
+	if err := Flat(samples, 4<<20); err != nil {
+		t.Fatal(err)
+	}
+	last := samples[len(samples)-1]
+	if last.Good == 0 || last.Rejected < 5*last.Good {
+		t.Errorf("%d answered, %d refused: want the bulkhead to answer what the server can and refuse the rest", last.Good, last.Rejected)
+	}
+}
+
+func TestLiveConfigErrors(t *testing.T) {
+	ctx := context.Background()
+	for i, c := range []LiveConfig{
+		{Work: time.Microsecond},
+		{Work: 10 * time.Millisecond, Deadline: time.Millisecond},
+		{Phases: []LivePhase{{"x", 0, time.Second}}},
+		{Phases: []LivePhase{{"x", 2, -time.Second}}},
+		{Modes: []string{"magic"}},
+	} {
+		if _, err := RunLive(ctx, c); !errors.Is(err, ErrConfig) {
+			t.Errorf("step %d: RunLive(%+v) = %v, want ErrConfig", i, c, err)
+		}
+	}
+	if _, err := Soak(ctx, "", "magic", 10, time.Second, time.Second, nil); !errors.Is(err, ErrConfig) {
+		t.Errorf("Soak with an unknown mode: %v", err)
+	}
+	if _, err := Soak(ctx, "", "none", 0, time.Second, time.Second, nil); !errors.Is(err, ErrConfig) {
+		t.Errorf("Soak at load 0: %v", err)
+	}
+}
