@@ -44,11 +44,14 @@ fuzz:
 	$(GO) test ./web -run '^$$' -fuzz '^FuzzRunBody$$' -fuzztime $(FUZZTIME)
 
 # bench runs the benchmarks docs/benchmarks.md quotes and summarises them
-# with benchstat (go install golang.org/x/perf/cmd/benchstat@latest).
+# with benchstat (go install golang.org/x/perf/cmd/benchstat@latest). The
+# end-to-end HTTP comparison is a command of its own: afloat bench bulkhead.
 bench:
 	$(GO) test -run '^$$' -bench 'Step$$|Scenario|Floor|Peer' -count 10 ./sim | tee sim.bench.txt
+	$(GO) test -run '^$$' -bench . -count 10 ./bulkhead | tee bulkhead.bench.txt
 	$(GO) test -run '^$$' -bench 'APIRun' -count 10 ./web | tee web.bench.txt
 	$(GO) test -run '^$$' -bench 'ConsoleTenX' -benchtime 1x -count 6 ./web | tee console.bench.txt
 	benchstat sim.bench.txt
+	benchstat bulkhead.bench.txt
 	benchstat web.bench.txt
 	benchstat console.bench.txt

@@ -78,6 +78,10 @@ type Bulkhead struct {
 	wraps atomic.Uint64 // times the completed field wrapped past 2^32
 	cfg   config
 	epoch time.Time // the clock at New, for since
+	// realTime: the clock is the machine's, so since can read the
+	// monotonic clock alone (time.Since), half the cost of time.Now, which
+	// reads the wall clock too. The adaptive path reads it twice a request.
+	realTime bool
 
 	mu       sync.Mutex
 	q        queue
@@ -146,7 +150,8 @@ func New(limit int, opts ...Option) (*Bulkhead, error) {
 	case cfg.clock == nil:
 		return nil, fmt.Errorf("%w: nil clock", ErrConfig)
 	}
-	b := &Bulkhead{cfg: cfg, epoch: cfg.clock.Now()}
+	_, real := cfg.clock.(realClock)
+	b := &Bulkhead{cfg: cfg, epoch: cfg.clock.Now(), realTime: real}
 	b.limit.Store(int64(limit))
 	b.q.lifoAfter = cfg.lifoAfter
 	b.pool.New = func() any { return &waiter{ready: make(chan struct{}, 1), heapIndex: -1} }
@@ -197,7 +202,12 @@ func (b *Bulkhead) timedPermit() Permit { return Permit{b: b, start: b.since()} 
 
 // since reads the clock as a duration since the bulkhead was made: a
 // monotonic reading that fits in a Permit's one word.
-func (b *Bulkhead) since() time.Duration { return b.cfg.clock.Now().Sub(b.epoch) }
+func (b *Bulkhead) since() time.Duration {
+	if b.realTime {
+		return time.Since(b.epoch)
+	}
+	return b.cfg.clock.Now().Sub(b.epoch)
+}
 
 // TryAcquire takes a permit if there is room inside and nobody waits, and
 // never waits itself.
@@ -218,6 +228,19 @@ func (b *Bulkhead) TryAcquire() (Permit, bool) {
 // context ends and with ErrMaxWait when it has waited the maximum. The
 // priority is the context's (WithPriority), PriorityNormal by default.
 func (b *Bulkhead) Acquire(ctx context.Context) (Permit, error) {
+	// Small enough to inline into the caller: a fixed limit with room and
+	// nobody queued costs one load and one compare-and-swap. Anything else
+	// — the adaptive limit, a lost race, a queue — takes acquire.
+	if b.adaptive == nil {
+		s := b.state.Load()
+		if s&queuedMask == 0 && s&inflightMask < uint64(b.limit.Load()) && b.state.CompareAndSwap(s, s+1) {
+			return Permit{b: b}, nil
+		}
+	}
+	return b.acquire(ctx)
+}
+
+func (b *Bulkhead) acquire(ctx context.Context) (Permit, error) {
 	if b.tryFast() {
 		return b.permit(), nil
 	}
@@ -401,22 +424,26 @@ func (b *Bulkhead) recycle(w *waiter) {
 // is handed on at once, under the lock, to the next waiter — a newcomer
 // cannot take it first, because arrivals do not pass a non-empty queue.
 func (p Permit) Release() {
+	// Small enough to inline into the caller: with a fixed limit and nobody
+	// queued, one atomic add and one test.
 	b := p.b
 	if b == nil {
 		return
 	}
-	if b.adaptive != nil {
-		b.adaptive.sample(b, p.start)
-	}
 	s := b.state.Add(completedOne - 1) // inflight−1, completed+1
-	// One test for the two rare cases: someone queued, or the completed
-	// field wrapped to 0.
-	if s&queuedMask != 0 || s < completedOne {
-		b.afterRelease(s)
+	// One test for the rare cases — someone queued, the completed field
+	// wrapped to 0 — and the adaptive limit's sample.
+	if s&queuedMask != 0 || s < completedOne || b.adaptive != nil {
+		p.release(s)
 	}
 }
 
-func (b *Bulkhead) afterRelease(s uint64) {
+// release is the rest of Release; s is the state word after it.
+func (p Permit) release(s uint64) {
+	b := p.b
+	if b.adaptive != nil {
+		b.adaptive.sample(b, p.start)
+	}
 	if s < completedOne {
 		b.wraps.Add(1)
 	}

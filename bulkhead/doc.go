@@ -24,8 +24,8 @@
 // WithLIFO serves the newest first under a backlog. WithAdaptive lets the
 // limit find the service's knee from the latency and throughput it sees.
 //
-// The uncontended path is one compare-and-swap to acquire and one to
-// release, with no allocation (docs/benchmarks.md). No goroutine or timer
+// The uncontended path is one compare-and-swap to acquire and one atomic
+// add to release, with no allocation (docs/benchmarks.md). No goroutine or timer
 // is created per waiter, and nothing runs while the bulkhead is idle. The
 // clock is a parameter (WithClock), so models drive the same bulkhead in
 // virtual time with Submit (package overload).
