@@ -228,9 +228,10 @@ func (b *Bulkhead) TryAcquire() (Permit, bool) {
 // context ends and with ErrMaxWait when it has waited the maximum. The
 // priority is the context's (WithPriority), PriorityNormal by default.
 func (b *Bulkhead) Acquire(ctx context.Context) (Permit, error) {
-	// Small enough to inline into the caller: a fixed limit with room and
-	// nobody queued costs one load and one compare-and-swap. Anything else
-	// — the adaptive limit, a lost race, a queue — takes acquire.
+	// The fast path first, with nothing else in the way: a fixed limit
+	// with room and nobody queued costs one load and one compare-and-swap.
+	// Anything else — the adaptive limit, a lost race, a queue — takes
+	// acquire.
 	if b.adaptive == nil {
 		s := b.state.Load()
 		if s&queuedMask == 0 && s&inflightMask < uint64(b.limit.Load()) && b.state.CompareAndSwap(s, s+1) {
@@ -424,8 +425,7 @@ func (b *Bulkhead) recycle(w *waiter) {
 // is handed on at once, under the lock, to the next waiter — a newcomer
 // cannot take it first, because arrivals do not pass a non-empty queue.
 func (p Permit) Release() {
-	// Small enough to inline into the caller: with a fixed limit and nobody
-	// queued, one atomic add and one test.
+	// With a fixed limit and nobody queued: one atomic add and one test.
 	b := p.b
 	if b == nil {
 		return

@@ -6,7 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
+	"testing/synctest"
 
 	"github.com/afloat/afloat/overload"
 )
@@ -84,60 +84,60 @@ func TestDownsample(t *testing.T) {
 }
 
 // TestLiveEndpoint: one live comparison at a time, followed by polling,
-// with the runner replaced so that the test does not load the machine.
+// with the runner replaced so that the test does not load the machine. It
+// runs in a synctest bubble on the handler itself: synctest.Wait lets the
+// background comparison finish without polling the clock.
 func TestLiveEndpoint(t *testing.T) {
-	h, lab := newHandler(DefaultConfig())
-	release := make(chan struct{})
-	started := make(chan overload.LiveConfig, 1)
-	lab.runLive = func(ctx context.Context, cfg overload.LiveConfig) (overload.LiveReport, error) {
-		started <- cfg
-		cfg.Progress("running afloat-fixed")
-		select {
-		case <-release:
-		case <-ctx.Done():
-			return overload.LiveReport{}, ctx.Err()
-		}
-		return overload.LiveReport{Cores: 1, Capacity: 98, Modes: []overload.ModeReport{{Mode: "afloat-fixed"}}}, nil
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	defer lab.stop()
-
-	if status, _, body := call(t, srv, "GET", "/api/overload/live", "", nil); status != 200 || body["running"] != false || body["report"] != nil {
-		t.Fatalf("before: %d %v", status, body)
-	}
-	if status, _, body := call(t, srv, "POST", "/api/overload/live", "", nil); status != 202 || body["running"] != true {
-		t.Fatalf("start: %d %v", status, body)
-	}
-	cfg := <-started
-	if len(cfg.Phases) != len(overload.ShortPhases) {
-		t.Errorf("phases %v, want the short ones", cfg.Phases)
-	}
-	if status, _, body := call(t, srv, "POST", "/api/overload/live", "", nil); status != 409 || !strings.Contains(body["error"].(string), "already running") {
-		t.Errorf("second start: %d %v", status, body)
-	}
-	if _, _, body := call(t, srv, "GET", "/api/overload/live", "", nil); body["running"] != true || body["progress"] != "running afloat-fixed" {
-		t.Errorf("while running: %v", body)
-	}
-	close(release)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, _, body := call(t, srv, "GET", "/api/overload/live", "", nil)
-		if body["running"] == false {
-			rep, _ := body["report"].(map[string]any)
-			if rep == nil || rep["capacity"] != 98.0 || body["progress"] != "done" {
-				t.Errorf("after: %v", body)
+	synctest.Test(t, func(t *testing.T) {
+		h, lab := newHandler(DefaultConfig())
+		defer lab.stop()
+		release := make(chan struct{})
+		started := make(chan overload.LiveConfig, 1)
+		lab.runLive = func(ctx context.Context, cfg overload.LiveConfig) (overload.LiveReport, error) {
+			started <- cfg
+			cfg.Progress("running afloat-fixed")
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return overload.LiveReport{}, ctx.Err()
 			}
-			break
+			return overload.LiveReport{Cores: 1, Capacity: 98, Modes: []overload.ModeReport{{Mode: "afloat-fixed"}}}, nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the live comparison never finished")
+		serve := func(method string) (int, map[string]any) {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(method, "/api/overload/live", nil))
+			var body map[string]any
+			json.Unmarshal(rec.Body.Bytes(), &body)
+			return rec.Code, body
 		}
-		<-time.After(5 * time.Millisecond) // polling a real goroutine, as the page does
-	}
-	if status, _, _ := call(t, srv, "DELETE", "/api/overload/live", "", nil); status != 405 {
-		t.Errorf("DELETE: %d, want 405", status)
-	}
+
+		if status, body := serve("GET"); status != 200 || body["running"] != false || body["report"] != nil {
+			t.Fatalf("before: %d %v", status, body)
+		}
+		if status, body := serve("POST"); status != 202 || body["running"] != true {
+			t.Fatalf("start: %d %v", status, body)
+		}
+		cfg := <-started
+		if len(cfg.Phases) != len(overload.ShortPhases) {
+			t.Errorf("phases %v, want the short ones", cfg.Phases)
+		}
+		synctest.Wait() // the runner has reported its progress and waits
+		if status, body := serve("POST"); status != 409 || !strings.Contains(body["error"].(string), "already running") {
+			t.Errorf("second start: %d %v", status, body)
+		}
+		if _, body := serve("GET"); body["running"] != true || body["progress"] != "running afloat-fixed" {
+			t.Errorf("while running: %v", body)
+		}
+		close(release)
+		synctest.Wait() // the comparison has finished and stored its report
+		_, body := serve("GET")
+		if rep, _ := body["report"].(map[string]any); body["running"] != false || rep == nil || rep["capacity"] != 98.0 || body["progress"] != "done" {
+			t.Errorf("after: %v", body)
+		}
+		if status, _ := serve("DELETE"); status != 405 {
+			t.Errorf("DELETE: %d, want 405", status)
+		}
+	})
 }
 
 // TestLiveStopOnShutdown: a comparison in progress is cancelled when the
