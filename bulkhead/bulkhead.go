@@ -227,7 +227,14 @@ func (b *Bulkhead) TryAcquire() (Permit, bool) {
 // the queue's current speed; a waiter leaves with ErrCanceled when its
 // context ends and with ErrMaxWait when it has waited the maximum. The
 // priority is the context's (WithPriority), PriorityNormal by default.
+//
+//go:nosplit
 func (b *Bulkhead) Acquire(ctx context.Context) (Permit, error) {
+	// Acquire and Release are nosplit: the fast path needs no stack check,
+	// and skipping it is most of what separates it from a bare
+	// compare-and-swap counter (docs/benchmarks.md). Their own frames are
+	// a few words; the slow paths they call check the stack as usual, and
+	// the linker verifies the nosplit chain.
 	// The fast path first, with nothing else in the way: a fixed limit
 	// with room and nobody queued costs one load and one compare-and-swap.
 	// Anything else — the adaptive limit, a lost race, a queue — takes
@@ -424,6 +431,7 @@ func (b *Bulkhead) recycle(w *waiter) {
 // Release returns the permit: one atomic add. If someone waits, the place
 // is handed on at once, under the lock, to the next waiter — a newcomer
 // cannot take it first, because arrivals do not pass a non-empty queue.
+//go:nosplit
 func (p Permit) Release() {
 	// With a fixed limit and nobody queued: one atomic add and one test.
 	b := p.b

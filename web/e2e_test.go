@@ -309,6 +309,10 @@ func TestConsoleEndToEnd(t *testing.T) {
 				b.do(ctx, "debrief rendered", chromedp.WaitVisible(chromedp.CSS(`#debrief-figures div`)))
 			case "lab":
 				b.do(ctx, "lab rendered", waitFor(`document.querySelectorAll("#lab-charts .uplot").length === 5`))
+				// Messages shown before the switch are said again in the new language.
+				if got, want := b.text(ctx, `#lab-status`), catalogue(t, lang)["lab.done"]; got != want {
+					t.Errorf("%s: the lab's status says %q, want %q", lang, got, want)
+				}
 			}
 			missing := evaluate[[]string](b, ctx, `[...window.afloat.missing]`)
 			texts := evaluate[[]string](b, ctx, `(() => { const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT); const out = []; while (w.nextNode()) { const s = w.currentNode.textContent.trim(); if (s) out.push(s); } return out; })()`)

@@ -20,6 +20,8 @@ const series = [
 ];
 
 let last = null; // the last compare answer, to redraw in another language
+let lastLive = null; // the last live report, likewise
+const statuses = {}; // element id → [key, params] of its message, likewise
 let plots = [];
 let polling = 0;
 
@@ -40,6 +42,13 @@ function clockOf(seconds, long) {
 
 // Axis steps in seconds: whole minutes and hours once the run is long.
 const timeSteps = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200];
+
+// say shows a status message and remembers it, so that a change of
+// language can say it again; an empty key clears it.
+function say(id, key, params) {
+  statuses[id] = key ? [key, params] : null;
+  $(id).textContent = key ? t(key, params) : "";
+}
 
 function pct(v) {
   return `${(100 * v).toFixed(1)} %`;
@@ -73,17 +82,17 @@ export async function renderLab() {
 async function runCompare() {
   const seed = Number($("lab-seed").value);
   if (!Number.isInteger(seed) || seed < 0 || seed > 4294967295) {
-    $("lab-status").textContent = t("setup.seed_error");
+    say("lab-status", "setup.seed_error");
     return;
   }
-  $("lab-status").textContent = t("lab.computing");
+  say("lab-status", "lab.computing");
   $("lab-run").disabled = true;
   try {
     last = await getJSON(`/api/overload/compare?profile=${encodeURIComponent($("lab-profile").value)}&seed=${seed}`);
     draw(last);
-    $("lab-status").textContent = t("lab.done");
+    say("lab-status", "lab.done");
   } catch (err) {
-    $("lab-status").textContent = t("error.api", { message: err.message });
+    say("lab-status", "error.api", { message: err.message });
   } finally {
     $("lab-run").disabled = false;
   }
@@ -221,13 +230,17 @@ function dataTable(r, long) {
 // relabelLab redraws the lab in the current language.
 export function relabelLab() {
   if (last && !$("lab").hidden) draw(last);
+  if (lastLive) liveTable(lastLive);
+  for (const [id, msg] of Object.entries(statuses)) {
+    if (msg) $(id).textContent = t(msg[0], msg[1]);
+  }
 }
 
 async function startLive() {
   try {
     await getJSON("/api/overload/live", { method: "POST" });
   } catch (err) {
-    $("live-status").textContent = t("error.api", { message: err.message });
+    say("live-status", "error.api", { message: err.message });
   }
   pollLive(false);
 }
@@ -239,19 +252,19 @@ async function pollLive(once) {
   try {
     st = await getJSON("/api/overload/live");
   } catch (err) {
-    $("live-status").textContent = t("error.api", { message: err.message });
+    say("live-status", "error.api", { message: err.message });
     return;
   }
   $("live-run").disabled = st.running;
   if (st.running) {
-    $("live-status").textContent = t("lab.live.running", { progress: st.progress });
+    say("live-status", "lab.live.running", { progress: st.progress });
     if (!$("lab").hidden) polling = setTimeout(() => pollLive(false), 1000);
     return;
   }
-  if (st.error) $("live-status").textContent = t("error.api", { message: st.error });
-  else if (st.report) $("live-status").textContent = t("lab.live.done");
+  if (st.error) say("live-status", "error.api", { message: st.error });
+  else if (st.report) say("live-status", "lab.live.done");
   if (st.report) liveTable(st.report);
-  else if (once) $("live-status").textContent = "";
+  else if (once) say("live-status", "");
 }
 
 function ms(ns) {
@@ -259,6 +272,7 @@ function ms(ns) {
 }
 
 function liveTable(rep) {
+  lastLive = rep;
   $("live-server").textContent = t("lab.live.server", {
     capacity: Math.round(rep.capacity),
     work: ms(rep.work_ns),
