@@ -431,6 +431,7 @@ func (b *Bulkhead) recycle(w *waiter) {
 // Release returns the permit: one atomic add. If someone waits, the place
 // is handed on at once, under the lock, to the next waiter — a newcomer
 // cannot take it first, because arrivals do not pass a non-empty queue.
+//
 //go:nosplit
 func (p Permit) Release() {
 	// With a fixed limit and nobody queued: one atomic add and one test.
