@@ -1,0 +1,5 @@
+package assign
+
+import "runtime"
+
+func testingProcs() int { return runtime.GOMAXPROCS(0) }
