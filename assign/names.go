@@ -40,8 +40,8 @@ func checkMembers(op string, members []string) error {
 	}
 	seen := make(map[string]bool, len(members))
 	for _, m := range members {
-		if err := checkMember(m); err != nil {
-			return fmt.Errorf("%s: %w", op, err)
+		if problem := memberProblem(m); problem != "" {
+			return fmt.Errorf("%w: %s: %s", ErrInvalid, op, problem)
 		}
 		if seen[m] {
 			return fmt.Errorf("%w: %s: member %q given twice", ErrInvalid, op, clip(m))
@@ -54,15 +54,22 @@ func checkMembers(op string, members []string) error {
 // checkMember refuses empty, overlong, non-UTF-8 names and control
 // characters, which would make the pool unreadable on a terminal.
 func checkMember(m string) error {
+	if problem := memberProblem(m); problem != "" {
+		return fmt.Errorf("%w: %s", ErrInvalid, problem)
+	}
+	return nil
+}
+
+func memberProblem(m string) string {
 	if m == "" || len(m) > MaxMemberName || !utf8.ValidString(m) {
-		return fmt.Errorf("%w: member name %q: want 1 to %d bytes of UTF-8", ErrInvalid, clip(m), MaxMemberName)
+		return fmt.Sprintf("member name %q: want 1 to %d bytes of UTF-8", clip(m), MaxMemberName)
 	}
 	for _, r := range m {
 		if r < ' ' || r == 0x7f {
-			return fmt.Errorf("%w: member name %q: control characters are not allowed", ErrInvalid, clip(m))
+			return fmt.Sprintf("member name %q: control characters are not allowed", clip(m))
 		}
 	}
-	return nil
+	return ""
 }
 
 func checkRequestID(id string) error {

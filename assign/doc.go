@@ -1,0 +1,38 @@
+// Package assign gives each request the least-used member of a pool shared
+// through Redis — an outbound proxy, an account, an API key — atomically
+// across every worker and process (docs/assign.md).
+//
+// A pool is a Redis sorted set: one member per item, its score the number
+// of assignments. A pick is one Lua script (lua/pick.lua), run atomically
+// by the server: the member with the lowest score (ZRANGE key 0 0; equal
+// scores go to the lowest name in byte order, as ZRANGE orders them), then
+// ZINCRBY key 1 member. No other worker's pick can fall between the read
+// and the increment.
+//
+//	c, err := assign.Dial("redis://127.0.0.1:6379") // client retries off
+//	p, err := assign.New(c, "proxies")
+//	p.Add(ctx, 0, "http://10.0.0.1:3128", "http://10.0.0.2:3128")
+//	m, err := p.Pick(ctx)
+//	if errors.Is(err, assign.ErrPoolEmpty) {
+//		return err // no eligible member: make no request
+//	}
+//
+// The score counts assignments, whatever became of them; it is not a
+// measure of work in progress. Leases is the least-in-flight variant for
+// that: Acquire returns a lease, Release ends it, and the server reclaims a
+// lease at its deadline by its own clock.
+//
+// Eligibility lives in Redis, so every worker agrees on it: Remove moves a
+// member's count aside, Restore brings it back by a RestorePolicy (the
+// current minimum by default; keeping the history or starting at zero pile
+// picks onto it until it catches up). ProxyPool health-checks proxies from
+// a list and gives an http.Transport the least-used healthy one per request.
+//
+// Scripts run by SHA-1 and fall back to EVAL when the server has lost its
+// script cache (restart, failover, SCRIPT FLUSH), resending only what the
+// server refused — on the batched path too. Client retries are off: a lost
+// connection gives ErrAmbiguous, and a request id (PickID) makes a retry
+// return the first answer instead of counting twice. Every key of a pool
+// carries its name as a hash tag ({name}), so the scripts run on Redis
+// Cluster.
+package assign

@@ -1,0 +1,162 @@
+package assign
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// Leases is the least-in-flight variant of a pool: a member's score is the
+// work in progress on it, not its assignments. Acquire leases the member
+// with the fewest leases open and returns a Lease; Release ends it; a lease
+// not released by its deadline is reclaimed on the server, by Redis's own
+// clock (TIME), on the next Acquire or Reclaim. Counts never go below zero
+// and releasing twice is harmless. It is safe for concurrent use.
+//
+// Its keys are apart from the least-used pool's of the same name.
+type Leases struct {
+	name string
+	k    keys
+	r    *runner
+}
+
+// Lease is an open lease on a member.
+type Lease struct {
+	Member   string
+	ID       string
+	Deadline time.Time // by the Redis server's clock
+}
+
+// Reclaim limits: how many expired leases one Acquire settles before it
+// picks (so that one call after a long outage stays short), and one
+// Reclaim call.
+const (
+	reclaimOnAcquire = 100
+	reclaimPerCall   = 10000
+	MinLeaseTTL      = time.Millisecond
+	MaxLeaseTTL      = 24 * time.Hour
+)
+
+// NewLeases opens the least-in-flight pool name on the Redis that c talks
+// to. It sends nothing.
+func NewLeases(c rueidis.Client, name string) (*Leases, error) {
+	if c == nil {
+		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalid)
+	}
+	if err := checkPoolName(name); err != nil {
+		return nil, err
+	}
+	return &Leases{name: name, k: poolKeys(name), r: &runner{c: c}}, nil
+}
+
+func (l *Leases) keys() []string {
+	return []string{l.k.inflight, l.k.parked, l.k.leases, l.k.leaseMembers, l.k.leaseSeq}
+}
+
+// Add makes members eligible. A member that was removed comes back with
+// the leases it still has open; a new one starts at zero; one already
+// active is unchanged. It returns how many joined.
+func (l *Leases) Add(ctx context.Context, members ...string) (int, error) {
+	if err := checkMembers("add", members); err != nil {
+		return 0, err
+	}
+	n, err := l.r.run(ctx, leaseMembersScript, l.keys(), append([]string{"add"}, members...)).AsInt64()
+	return int(n), classify("add", l.name, err)
+}
+
+// Remove makes members ineligible. Their open leases stay open and settle
+// as usual. All or nothing (ErrUnknownMember).
+func (l *Leases) Remove(ctx context.Context, members ...string) error {
+	if err := checkMembers("remove", members); err != nil {
+		return err
+	}
+	_, err := l.r.run(ctx, leaseMembersScript, l.keys(), append([]string{"remove"}, members...)).AsInt64()
+	return classify("remove", l.name, err)
+}
+
+// Acquire leases the active member with the fewest open leases (ties by
+// name) for ttl, from 1 ms to 24 h, first reclaiming up to 100 expired
+// leases. ErrPoolEmpty when no member is active. After ErrAmbiguous a
+// lease may be open that the caller never saw: it is reclaimed at its
+// deadline.
+func (l *Leases) Acquire(ctx context.Context, ttl time.Duration) (Lease, error) {
+	if err := checkDuration("lease TTL", ttl, MinLeaseTTL, MaxLeaseTTL); err != nil {
+		return Lease{}, err
+	}
+	if err := notStarted(ctx); err != nil {
+		return Lease{}, err
+	}
+	args := []string{strconv.FormatInt(ttl.Milliseconds(), 10), strconv.Itoa(reclaimOnAcquire)}
+	xs, err := l.r.run(ctx, acquireScript, l.keys(), args).AsStrSlice()
+	if err != nil {
+		return Lease{}, classify("acquire", l.name, err)
+	}
+	if len(xs) != 3 {
+		return Lease{}, fmt.Errorf("assign: acquire: unexpected answer %q", xs)
+	}
+	ms, err := strconv.ParseInt(xs[2], 10, 64)
+	if err != nil {
+		return Lease{}, fmt.Errorf("assign: acquire: deadline %q: %w", xs[2], err)
+	}
+	return Lease{Member: xs[0], ID: xs[1], Deadline: time.UnixMilli(ms)}, nil
+}
+
+// Release ends a lease. It reports whether the lease was still open:
+// false for one released already or reclaimed at its deadline, which is
+// harmless.
+func (l *Leases) Release(ctx context.Context, lease Lease) (bool, error) {
+	if _, err := strconv.ParseUint(lease.ID, 10, 64); err != nil {
+		return false, fmt.Errorf("%w: lease id %q: want the id Acquire returned", ErrInvalid, clip(lease.ID))
+	}
+	n, err := l.r.run(ctx, releaseScript, l.keys(), []string{lease.ID}).AsInt64()
+	if err != nil {
+		return false, classify("release", l.name, err)
+	}
+	return n == 1, nil
+}
+
+// Reclaim settles the leases whose deadline has passed, up to 10,000, and
+// returns how many. Acquire does this too; call Reclaim to bring the counts
+// up to date when no Acquire comes.
+func (l *Leases) Reclaim(ctx context.Context) (int, error) {
+	n, err := l.r.run(ctx, reclaimScript, l.keys(), []string{strconv.Itoa(reclaimPerCall)}).AsInt64()
+	return int(n), classify("reclaim", l.name, err)
+}
+
+// InFlight is a least-in-flight pool at one instant.
+type InFlight struct {
+	Members []Member // Count is the open leases; active ones first, in pick order
+	Open    int      // leases open, expired ones not yet reclaimed included
+}
+
+// List returns the in-flight counts.
+func (l *Leases) List(ctx context.Context) (InFlight, error) {
+	arr, err := l.r.run(ctx, leaseListScript, l.keys(), nil).ToArray()
+	if err != nil {
+		return InFlight{}, classify("list", l.name, err)
+	}
+	if len(arr) != 3 {
+		return InFlight{}, fmt.Errorf("assign: list: unexpected answer of %d parts", len(arr))
+	}
+	active, err1 := pairs(arr[0])
+	parked, err2 := pairs(arr[1])
+	open, err3 := arr[2].AsInt64()
+	if err := firstErr(err1, err2, err3); err != nil {
+		return InFlight{}, fmt.Errorf("assign: list: %w", err)
+	}
+	var out InFlight
+	out.Open = int(open)
+	for _, a := range active {
+		out.Members = append(out.Members, Member{Name: a.name, Count: a.n, Active: true})
+	}
+	slices.SortFunc(parked, func(a, b pair) int { return strings.Compare(a.name, b.name) })
+	for _, p := range parked {
+		out.Members = append(out.Members, Member{Name: p.name, Count: p.n})
+	}
+	return out, nil
+}

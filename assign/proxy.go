@@ -1,0 +1,353 @@
+package assign
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+)
+
+// ProbeConfig says how a proxy's health is checked: a GET of URL through
+// the proxy must answer 2xx within Timeout.
+type ProbeConfig struct {
+	URL         string        // http:// or https:// URL fetched through each proxy (required)
+	Timeout     time.Duration // per probe, dial to last header: 10 ms to 1 min (default 5 s)
+	Concurrency int           // probes at once: 1 to 1000 (default 16)
+}
+
+// DefaultProbeConfig returns a 5-second timeout and 16 probes at once; the
+// URL is the caller's.
+func DefaultProbeConfig(probeURL string) ProbeConfig {
+	return ProbeConfig{URL: probeURL, Timeout: 5 * time.Second, Concurrency: 16}
+}
+
+// Validate checks the probe configuration, naming the field at fault.
+func (c ProbeConfig) Validate() error {
+	u, err := url.Parse(c.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%w: probe URL %q: want an absolute http:// or https:// URL", ErrInvalid, clip(c.URL))
+	}
+	if err := checkDuration("probe timeout", c.Timeout, 10*time.Millisecond, time.Minute); err != nil {
+		return err
+	}
+	if c.Concurrency < 1 || c.Concurrency > 1000 {
+		return fmt.Errorf("%w: probe concurrency %d: want 1 to 1000", ErrInvalid, c.Concurrency)
+	}
+	return nil
+}
+
+// Health is the outcome of one probe.
+type Health struct {
+	Proxy   string        `json:"proxy"` // the member name: the URL without its password
+	Healthy bool          `json:"healthy"`
+	Status  int           `json:"status,omitempty"` // the probe's HTTP status, when one came
+	Took    time.Duration `json:"took_ns"`
+	Err     string        `json:"error,omitempty"`
+}
+
+// CheckProxies probes every proxy (at most c.Concurrency at once) and
+// returns their health in the order given.
+func CheckProxies(ctx context.Context, proxies []*url.URL, c ProbeConfig) ([]Health, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	out := make([]Health, len(proxies))
+	sem := make(chan struct{}, c.Concurrency)
+	var wg sync.WaitGroup
+	for i, u := range proxies {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			out[i] = probe(ctx, u, c)
+		})
+	}
+	wg.Wait()
+	return out, nil
+}
+
+func probe(ctx context.Context, proxy *url.URL, c ProbeConfig) Health {
+	h := Health{Proxy: memberName(proxy)}
+	start := time.Now()
+	tr := &http.Transport{
+		Proxy:                 http.ProxyURL(proxy),
+		DialContext:           (&net.Dialer{Timeout: c.Timeout}).DialContext,
+		TLSHandshakeTimeout:   c.Timeout,
+		ResponseHeaderTimeout: c.Timeout,
+		DisableKeepAlives:     true, // a probe says nothing about a pooled connection
+	}
+	defer tr.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.URL, nil)
+	if err != nil {
+		h.Err = err.Error()
+		return h
+	}
+	resp, err := tr.RoundTrip(req)
+	h.Took = time.Since(start)
+	if err != nil {
+		h.Err = err.Error()
+		return h
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	h.Status = resp.StatusCode
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		h.Err = "probe answered " + resp.Status
+		return h
+	}
+	h.Healthy = true
+	return h
+}
+
+// ProxyPool is a least-used pool of outbound HTTP proxies: candidates are
+// imported from a list, probed before they become eligible and on every
+// Check while they serve; unhealthy ones leave the pool and come back by
+// the restore policy. ProxyFunc gives an http.Transport the least-used
+// healthy proxy for each request. It is safe for concurrent use; several
+// processes may run one on the same pool, and they agree on eligibility
+// because it lives in Redis.
+type ProxyPool struct {
+	pool    *Pool
+	probe   ProbeConfig
+	restore RestorePolicy
+
+	mu     sync.Mutex
+	cands  map[string]*url.URL // member name → URL with credentials
+	order  []string
+	health map[string]Health // last probe of each candidate
+}
+
+// NewProxyPool runs a proxy pool on pool, probing by probe and restoring
+// recovered proxies by policy.
+func NewProxyPool(pool *Pool, probe ProbeConfig, policy RestorePolicy) (*ProxyPool, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("%w: nil pool", ErrInvalid)
+	}
+	if err := probe.Validate(); err != nil {
+		return nil, err
+	}
+	if policy < 0 || int(policy) >= len(policyNames) {
+		return nil, fmt.Errorf("%w: restore policy %d", ErrInvalid, int(policy))
+	}
+	return &ProxyPool{pool: pool, probe: probe, restore: policy, cands: map[string]*url.URL{}, health: map[string]Health{}}, nil
+}
+
+// Import adds candidates. They are not eligible until a Check finds them
+// healthy.
+func (pp *ProxyPool) Import(proxies ...*url.URL) {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	for _, u := range proxies {
+		name := memberName(u)
+		if _, ok := pp.cands[name]; !ok {
+			pp.order = append(pp.order, name)
+		}
+		pp.cands[name] = u
+	}
+}
+
+// CheckReport is what one Check did.
+type CheckReport struct {
+	Health   []Health // every candidate's probe
+	Joined   []string // healthy candidates that became eligible
+	Restored []string // recovered members brought back by the policy
+	Left     []string // unhealthy members removed
+}
+
+// Check probes every candidate and brings the pool in line: healthy ones
+// join (new ones at the current minimum, recovered ones by the restore
+// policy), unhealthy active ones leave with their counts kept.
+func (pp *ProxyPool) Check(ctx context.Context) (CheckReport, error) {
+	pp.mu.Lock()
+	urls := make([]*url.URL, len(pp.order))
+	for i, name := range pp.order {
+		urls[i] = pp.cands[name]
+	}
+	pp.mu.Unlock()
+
+	health, err := CheckProxies(ctx, urls, pp.probe)
+	if err != nil {
+		return CheckReport{}, err
+	}
+	rep := CheckReport{Health: health}
+	pp.mu.Lock()
+	for _, h := range health {
+		pp.health[h.Proxy] = h
+	}
+	pp.mu.Unlock()
+
+	active, removed := map[string]bool{}, map[string]bool{}
+	members, err := pp.pool.List(ctx)
+	if err != nil && !errors.Is(err, ErrUnknownPool) {
+		return rep, err
+	}
+	for _, m := range members {
+		if m.Active {
+			active[m.Name] = true
+		} else {
+			removed[m.Name] = true
+		}
+	}
+	var join, restore, leave []string
+	for _, h := range health {
+		switch {
+		case h.Healthy && removed[h.Proxy]:
+			restore = append(restore, h.Proxy)
+		case h.Healthy && !active[h.Proxy]:
+			join = append(join, h.Proxy)
+		case !h.Healthy && active[h.Proxy]:
+			leave = append(leave, h.Proxy)
+		}
+	}
+	// Another worker may change the pool between List and these calls; the
+	// calls are all or nothing, so on a conflict go one member at a time
+	// and let the other worker's change stand.
+	if len(join) > 0 {
+		if _, err := pp.pool.AddAtMinimum(ctx, join...); err != nil {
+			return rep, err
+		}
+		rep.Joined = join
+	}
+	rep.Restored, err = pp.each(ctx, restore, func(m ...string) error { return pp.pool.Restore(ctx, pp.restore, m...) })
+	if err != nil {
+		return rep, err
+	}
+	rep.Left, err = pp.each(ctx, leave, func(m ...string) error { return pp.pool.Remove(ctx, m...) })
+	return rep, err
+}
+
+func (pp *ProxyPool) each(ctx context.Context, members []string, op func(...string) error) ([]string, error) {
+	if len(members) == 0 {
+		return nil, nil
+	}
+	err := op(members...)
+	if err == nil {
+		return members, nil
+	}
+	if !errors.Is(err, ErrUnknownMember) {
+		return nil, err
+	}
+	var done []string
+	for _, m := range members {
+		switch err := op(m); {
+		case err == nil:
+			done = append(done, m)
+		case errors.Is(err, ErrUnknownMember):
+		default:
+			return done, err
+		}
+	}
+	return done, nil
+}
+
+// Run checks at once, then every interval until ctx ends. It returns the
+// first error that is not a probe's (a probe's failure is a health
+// verdict, not an error).
+func (pp *ProxyPool) Run(ctx context.Context, interval time.Duration) error {
+	if err := checkDuration("check interval", interval, 10*time.Millisecond, 24*time.Hour); err != nil {
+		return err
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if _, err := pp.Check(ctx); err != nil && ctx.Err() == nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// LastHealth returns each candidate's last probe, in import order
+// (Healthy false and no Took for one not probed yet).
+func (pp *ProxyPool) LastHealth() []Health {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	out := make([]Health, 0, len(pp.order))
+	for _, name := range pp.order {
+		h, ok := pp.health[name]
+		if !ok {
+			h = Health{Proxy: name, Err: "not checked yet"}
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+type pickSlot struct{ member string }
+type slotKey struct{}
+
+// ProxyFunc returns a function for http.Transport.Proxy: each request gets
+// the least-used healthy proxy, counted in the pool. With no eligible
+// proxy the request fails with ErrPoolEmpty before anything is dialled.
+func (pp *ProxyPool) ProxyFunc() func(*http.Request) (*url.URL, error) {
+	return func(req *http.Request) (*url.URL, error) {
+		m, err := pp.pool.Pick(req.Context())
+		if err != nil {
+			return nil, err
+		}
+		if s, ok := req.Context().Value(slotKey{}).(*pickSlot); ok {
+			s.member = m
+		}
+		pp.mu.Lock()
+		u, ok := pp.cands[m]
+		pp.mu.Unlock()
+		if ok {
+			return u, nil
+		}
+		// Imported by another worker: its name is its URL.
+		u, err = url.Parse(m)
+		if err != nil {
+			return nil, fmt.Errorf("assign: pool member %q is not a proxy URL: %w", clip(m), err)
+		}
+		return u, nil
+	}
+}
+
+// Transport returns base (cloned, or a clone of http.DefaultTransport if
+// nil) with Proxy set to ProxyFunc, wrapped so that a request that fails
+// in transport (the proxy refused the connection, reset it, timed out) is
+// counted as a failure of its proxy, apart from its assignment.
+func (pp *ProxyPool) Transport(base *http.Transport) http.RoundTripper {
+	if base == nil {
+		base = http.DefaultTransport.(*http.Transport)
+	}
+	tr := base.Clone()
+	tr.Proxy = pp.ProxyFunc()
+	return &proxyTransport{pp: pp, base: tr}
+}
+
+type proxyTransport struct {
+	pp   *ProxyPool
+	base *http.Transport
+}
+
+func (t *proxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	slot := &pickSlot{}
+	ctx := req.Context()
+	resp, err := t.base.RoundTrip(req.WithContext(context.WithValue(ctx, slotKey{}, slot)))
+	if err != nil && slot.member != "" && ctx.Err() == nil {
+		// A failure to count is not the request's error: report the
+		// request's own.
+		t.pp.pool.RecordFailure(context.WithoutCancel(ctx), slot.member)
+	}
+	return resp, err
+}
+
+// Candidates returns the imported candidates' member names, in import
+// order.
+func (pp *ProxyPool) Candidates() []string {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	return slices.Clone(pp.order)
+}

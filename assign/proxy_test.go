@@ -1,0 +1,221 @@
+package assign
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// forwardProxy is a real HTTP forward proxy on loopback that can be made
+// to fail: it answers 502 while broken, as a proxy that cannot reach the
+// target does, and counts the requests it carried.
+type forwardProxy struct {
+	*httptest.Server
+	broken  atomic.Bool
+	carried atomic.Int64
+}
+
+func newForwardProxy(t *testing.T) *forwardProxy {
+	fp := &forwardProxy{}
+	direct := &http.Transport{Proxy: nil}
+	t.Cleanup(direct.CloseIdleConnections)
+	fp.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !r.URL.IsAbs() {
+			http.Error(w, "not a proxy request", http.StatusBadRequest)
+			return
+		}
+		if fp.broken.Load() {
+			http.Error(w, "upstream unreachable", http.StatusBadGateway)
+			return
+		}
+		out, _ := http.NewRequestWithContext(r.Context(), r.Method, r.URL.String(), r.Body)
+		resp, err := direct.RoundTrip(out)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		fp.carried.Add(1)
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(fp.Close)
+	return fp
+}
+
+func (fp *forwardProxy) member() string { return "http://" + fp.Listener.Addr().String() }
+
+// closedPort returns a loopback address nothing listens on.
+func closedPort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+func TestProxyPool(t *testing.T) {
+	_, c := newClient(t)
+	ctx := ctxFor(t)
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer target.Close()
+
+	good1, good2, bad, flaky := newForwardProxy(t), newForwardProxy(t), newForwardProxy(t), newForwardProxy(t)
+	bad.broken.Store(true)
+	flaky.broken.Store(true)
+	refused := closedPort(t)
+	list := fmt.Sprintf("%s\n%s\n%s\n%s\n%s\nnot a proxy\n", good1.member(), strings.TrimPrefix(good2.member(), "http://"), bad.member(), refused, flaky.member())
+	urls, badLines, err := ParseProxyList(strings.NewReader(list))
+	if err != nil || len(urls) != 5 || len(badLines) != 1 || badLines[0].Line != 6 {
+		t.Fatalf("list: %d proxies, bad lines %v, %v", len(urls), badLines, err)
+	}
+
+	p := newPool(t, c, "proxies")
+	probe := ProbeConfig{URL: target.URL + "/health", Timeout: 2 * time.Second, Concurrency: 4}
+	pp, err := NewProxyPool(p, probe, RestoreCurrentMinimum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp.Import(urls...)
+	var dials atomic.Int64
+	base := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}}
+	client := &http.Client{Transport: pp.Transport(base), Timeout: 10 * time.Second}
+	defer base.CloseIdleConnections()
+
+	get := func(n int) (okN int, errs []error) {
+		for range n {
+			resp, err := client.Get(target.URL + "/work")
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == 200 && string(b) == "ok" {
+				okN++
+			} else {
+				errs = append(errs, fmt.Errorf("status %d", resp.StatusCode))
+			}
+		}
+		return okN, errs
+	}
+	check := func(step string, joined, restored, left []string) {
+		t.Helper()
+		rep, err := pp.Check(ctx)
+		if err != nil {
+			t.Fatalf("%s: check: %v", step, err)
+		}
+		if fmt.Sprint(rep.Joined) != fmt.Sprint(joined) || fmt.Sprint(rep.Restored) != fmt.Sprint(restored) || fmt.Sprint(rep.Left) != fmt.Sprint(left) {
+			t.Fatalf("%s: joined %v restored %v left %v; want %v %v %v (health %+v)", step, rep.Joined, rep.Restored, rep.Left, joined, restored, left, rep.Health)
+		}
+	}
+
+	// Before any check nothing is eligible: no pool at all yet.
+	if _, err := client.Get(target.URL); !errors.Is(err, ErrUnknownPool) || dials.Load() != 0 {
+		t.Fatalf("request before the first check: %v, %d dials", err, dials.Load())
+	}
+
+	// 1. The healthy two join; the broken, the refusing and the flaky one do not.
+	check("first check", []string{good1.member(), good2.member()}, nil, nil)
+	if ok, errs := get(100); ok != 100 {
+		t.Fatalf("through the pool: %d of 100 ok: %v", ok, errs)
+	}
+	cs := counts(t, p)
+	// Each proxy carried its 50 requests and the probe, which is not an
+	// assignment.
+	if cs[good1.member()] != 50 || cs[good2.member()] != 50 || good1.carried.Load() != 51 || good2.carried.Load() != 51 {
+		t.Fatalf("counts %v, carried %d %d; want 50 assignments and 51 requests (one the probe) each", cs, good1.carried.Load(), good2.carried.Load())
+	}
+	if bad.carried.Load()+flaky.carried.Load() != 0 {
+		t.Fatal("a broken proxy carried a request")
+	}
+
+	// 2. The flaky one recovers and joins at the current minimum.
+	flaky.broken.Store(false)
+	check("flaky recovers", []string{flaky.member()}, nil, nil)
+	if got := counts(t, p)[flaky.member()]; got != 50 {
+		t.Fatalf("the recovered proxy joined at %d, want the current minimum 50", got)
+	}
+
+	// 3. good2 breaks between checks: its requests fail (counted as
+	// failures apart from its assignments), then the check removes it.
+	good2.Close()
+	_, errs := get(30)
+	if len(errs) != 10 {
+		t.Fatalf("%d of 30 requests failed, want good2's 10: %v", len(errs), errs)
+	}
+	ms, _ := p.List(ctx)
+	for _, m := range ms {
+		if m.Name == good2.member() && (m.Failures != 10 || m.Count != 60) {
+			t.Fatalf("good2: %+v, want 60 assignments and 10 failures", m)
+		}
+	}
+	check("good2 breaks", nil, nil, []string{good2.member()})
+	if ok, errs := get(20); ok != 20 {
+		t.Fatalf("after good2 left: %d of 20: %v", ok, errs)
+	}
+
+	// 4. Everything breaks: the pool empties, and a request fails with
+	// ErrPoolEmpty before any dial.
+	good1.broken.Store(true)
+	flaky.broken.Store(true)
+	check("all break", nil, nil, []string{good1.member(), flaky.member()})
+	before := dials.Load()
+	_, err = client.Get(target.URL)
+	if !errors.Is(err, ErrPoolEmpty) {
+		t.Fatalf("request on an empty pool: %v, want ErrPoolEmpty", err)
+	}
+	if dials.Load() != before {
+		t.Fatalf("an empty pool dialled %d times", dials.Load()-before)
+	}
+
+	// 5. The flaky one recovers again: restored by the policy (no active
+	// member, so its own count).
+	flaky.broken.Store(false)
+	check("flaky back", nil, []string{flaky.member()}, nil)
+	if ok, errs := get(5); ok != 5 || flaky.carried.Load() == 0 {
+		t.Fatalf("after the restore: %d of 5: %v", ok, errs)
+	}
+	for _, h := range pp.LastHealth() {
+		if h.Proxy == bad.member() && (h.Healthy || h.Status != 502) {
+			t.Errorf("the broken proxy's health %+v", h)
+		}
+		if h.Proxy == "http://"+refused && (h.Healthy || h.Err == "") {
+			t.Errorf("the refusing proxy's health %+v", h)
+		}
+	}
+}
+
+// A probe that gets no answer within the timeout marks the proxy
+// unhealthy, and says so.
+func TestProbeTimeout(t *testing.T) {
+	hang := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-hang }))
+	defer slow.Close()
+	defer close(hang)
+	u, err := ParseProxy(slow.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, err := CheckProxies(context.Background(), []*url.URL{u}, ProbeConfig{URL: "http://127.0.0.1:1/", Timeout: 50 * time.Millisecond, Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hs[0].Healthy || !strings.Contains(hs[0].Err, "timeout") && !strings.Contains(hs[0].Err, "deadline") {
+		t.Fatalf("a proxy that never answers: %+v", hs[0])
+	}
+}

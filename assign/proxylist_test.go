@@ -1,0 +1,100 @@
+package assign
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestParseProxyList(t *testing.T) {
+	list := `# free proxies, checked before use
+127.0.0.1:8080
+http://127.0.0.1:8081
+
+  socks5://user:secret@[::1]:1080  
+https://proxy.example:443/
+127.0.0.1:8080
+not a proxy
+ftp://127.0.0.1:21
+127.0.0.1:0
+127.0.0.1:99999
+http://127.0.0.1:80/path
+[::1
+`
+	got, bad, err := ParseProxyList(strings.NewReader(list))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, u := range got {
+		names = append(names, memberName(u))
+	}
+	if want := "[http://127.0.0.1:8080 http://127.0.0.1:8081 socks5://user@[::1]:1080 https://proxy.example:443]"; fmt.Sprint(names) != want {
+		t.Errorf("proxies %v\nwant %s", names, want)
+	}
+	if got[2].User.String() != "user:secret" {
+		t.Errorf("the credentials were lost: %v", got[2].User)
+	}
+	wantBad := map[int]string{8: "host", 9: "scheme", 10: "port", 11: "port", 12: "path", 13: "URL"}
+	if len(bad) != len(wantBad) {
+		t.Fatalf("bad lines %v, want lines %v", bad, wantBad)
+	}
+	for _, b := range bad {
+		if w, ok := wantBad[b.Line]; !ok || !strings.Contains(b.Error(), w) || !errors.Is(b.Err, ErrInvalid) {
+			t.Errorf("line %d: %v, want an error about the %s", b.Line, b, w)
+		}
+	}
+}
+
+// FuzzParseProxyList: any input is read without panicking; every proxy it
+// accepts parses again to itself, and every refused line names its number.
+func FuzzParseProxyList(f *testing.F) {
+	seed, _ := os.ReadFile("testdata/proxies.txt")
+	f.Add(string(seed))
+	for _, s := range []string{"127.0.0.1:1", "http://a:b@h:1", "socks5://[::1]:9", "h:0", ":80", "http://[fe80::1%25eth0]:8080", "\xff:1", "# only\n\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, bad, err := ParseProxyList(strings.NewReader(s))
+		if err != nil {
+			return
+		}
+		lines := strings.Count(s, "\n") + 1
+		for _, b := range bad {
+			if b.Line < 1 || b.Line > lines || b.Err == nil {
+				t.Fatalf("bad line %+v of %d lines", b, lines)
+			}
+		}
+		for _, u := range got {
+			again, err := ParseProxy(u.String())
+			if err != nil || again.String() != u.String() {
+				t.Fatalf("%q parsed to %q, which parses to %v %v", s, u, again, err)
+			}
+			if err := checkMember(memberName(u)); err != nil {
+				t.Fatalf("%q gives the member name %q: %v", s, memberName(u), err)
+			}
+		}
+	})
+}
+
+// FuzzClientOptions: a Redis URL is accepted or refused with ErrInvalid,
+// never with a panic.
+func FuzzClientOptions(f *testing.F) {
+	for _, s := range []string{"redis://127.0.0.1:6379", "rediss://u:p@h:1/2", "redis://h", "unix:///tmp/x", "redis://[::1]:6379/0", "redis://h:1/x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		opt, err := ClientOptions(s)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("%q: %v is not ErrInvalid", s, err)
+			}
+			return
+		}
+		if len(opt.InitAddress) == 0 || !opt.DisableRetry {
+			t.Fatalf("%q: options %+v", s, opt)
+		}
+	})
+}

@@ -1,0 +1,59 @@
+package assign
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Bad input gets ErrInvalid with a message that names the field and the
+// allowed range, and nothing is sent.
+func TestBadInput(t *testing.T) {
+	_, c := newClient(t)
+	ctx := ctxFor(t)
+	p := newPool(t, c, "valid")
+	l, _ := NewLeases(c, "valid")
+	for i, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"pool name empty", func() error { _, err := New(c, ""); return err }(), "pool name \"\": want 1 to 100 characters"},
+		{"pool name with a brace", func() error { _, err := New(c, "a{b}"); return err }(), "want letters, digits and - _ . : only"},
+		{"nil client", func() error { _, err := New(nil, "x"); return err }(), "nil Redis client"},
+		{"request TTL", func() error { _, err := New(c, "x", WithRequestTTL(time.Millisecond)); return err }(), "request TTL 1ms: want 1s to 168h0m0s"},
+		{"negative count", func() error { _, err := p.Add(ctx, -1, "a"); return err }(), "initial count -1: want an integer from 0 to 9007199254740992"},
+		{"no members", func() error { _, err := p.Add(ctx, 0); return err }(), "add: 0 members: want 1 to 10000"},
+		{"member twice", func() error { _, err := p.Add(ctx, 0, "a", "a"); return err }(), `member "a" given twice`},
+		{"empty member", p.Remove(ctx, ""), `member name "": want 1 to 512 bytes of UTF-8`},
+		{"control character", p.Restore(ctx, RestoreZero, "a\nb"), "control characters are not allowed"},
+		{"policy", p.Restore(ctx, RestorePolicy(7), "a"), "restore policy 7: want current-minimum, keep-history, zero"},
+		{"batch 0", func() error { _, err := p.PickBatch(ctx, 0); return err }(), "batch of 0 picks: want 1 to 10000"},
+		{"request id", func() error { _, err := p.PickID(ctx, strings.Repeat("x", 201)); return err }(), "request id"},
+		{"lease TTL", func() error { _, err := l.Acquire(ctx, 0); return err }(), "lease TTL 0s: want 1ms to 24h0m0s"},
+		{"lease id", func() error { _, err := l.Release(ctx, Lease{ID: "x"}); return err }(), `lease id "x"`},
+		{"redis URL scheme", func() error { _, err := ClientOptions("http://127.0.0.1:1"); return err }(), "want redis://host:port[/db]"},
+		{"redis URL port", func() error { _, err := ClientOptions("redis://127.0.0.1"); return err }(), "want a port"},
+		{"redis URL query", func() error { _, err := ClientOptions("redis://127.0.0.1:6379?x=1"); return err }(), "no query"},
+		{"policy name", func() error { _, err := ParseRestorePolicy("newest"); return err }(), `restore policy "newest": want current-minimum, keep-history, zero`},
+		{"probe URL", DefaultProbeConfig("ftp://x").Validate(), "probe URL \"ftp://x\": want an absolute http:// or https:// URL"},
+		{"probe timeout", ProbeConfig{URL: "http://x/", Timeout: time.Hour, Concurrency: 1}.Validate(), "probe timeout 1h0m0s: want 10ms to 1m0s"},
+	} {
+		if !errors.Is(tc.err, ErrInvalid) || !strings.Contains(tc.err.Error(), tc.want) || !strings.HasPrefix(tc.err.Error(), "assign: ") {
+			t.Errorf("step %d (%s): error %v, want ErrInvalid saying %q", i, tc.name, tc.err, tc.want)
+		}
+	}
+	// An unknown pool is not bad input but a definite answer.
+	q := newPool(t, c, "never-made")
+	for i, err := range []error{
+		func() error { _, err := q.Pick(ctx); return err }(),
+		q.Remove(ctx, "a"),
+		q.Restore(ctx, RestoreZero, "a"),
+		func() error { _, err := q.List(ctx); return err }(),
+	} {
+		if !errors.Is(err, ErrUnknownPool) || !strings.Contains(err.Error(), `"never-made"`) {
+			t.Errorf("step %d: %v, want ErrUnknownPool naming the pool", i, err)
+		}
+	}
+}
