@@ -116,3 +116,7 @@ func poolKeys(name string) keys {
 		leaseMembers: p + "lease-members", leaseSeq: p + "lease-seq",
 	}
 }
+
+// CheckPoolName reports whether name can name a pool, so that a command
+// line can be refused before anything connects.
+func CheckPoolName(name string) error { return checkPoolName(name) }

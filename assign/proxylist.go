@@ -101,6 +101,9 @@ func ParseProxy(s string) (*url.URL, error) {
 	if strings.ContainsAny(host, " \t") || (strings.Contains(host, ":") && net.ParseIP(host) == nil) {
 		return nil, fmt.Errorf("%w: proxy: host %q is not a name or an IP address", ErrInvalid, clip(host))
 	}
+	if port == "" {
+		return nil, fmt.Errorf("%w: proxy: no port: want host:port", ErrInvalid)
+	}
 	p, err := strconv.Atoi(port)
 	if err != nil || p < 1 || p > 65535 {
 		return nil, fmt.Errorf("%w: proxy: port %q: want 1 to 65535", ErrInvalid, clip(port))

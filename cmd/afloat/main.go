@@ -39,6 +39,9 @@ Commands:
   sim scenarios   list the scenarios and their briefings
   lab overload    the overload lab: a server's death after a peak, and the bulkhead
   bench bulkhead  compare overload protections over real HTTP on loopback
+  assign          least-used assignment over Redis: add, remove, restore,
+                  list, pick, bench
+  proxy check     probe candidate proxies from a list (and update a pool)
   help            print this help
 
 Run 'afloat <command> --help' for a command's flags.
@@ -62,6 +65,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runLab(args[1:], stdout, stderr)
 	case "bench":
 		return runBench(args[1:], stdout, stderr)
+	case "assign":
+		return runAssign(args[1:], stdout, stderr)
+	case "proxy":
+		return runProxy(args[1:], stdin, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "afloat: unknown command %q\n\n%s", args[0], usage)
 		return exitUsage

@@ -1,0 +1,324 @@
+package assign
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"net/url"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+)
+
+// BenchConfig is a throughput run of afloat assign bench.
+type BenchConfig struct {
+	RedisURL string
+	Pool     string        // emptied and refilled with PoolSize members
+	PoolSize int           // 1 to 100,000
+	Workers  int           // goroutines (and redis-benchmark clients), 1 to 10,000
+	Duration time.Duration // of each afloat run, 100 ms to 1 h
+	Batches  []int         // 0: Pick per call (auto-pipelined); n: PickBatch(n); each 0 to 10,000
+	// Peer runs redis-benchmark after each afloat run: the same script by
+	// SHA on the same server and pool, with Workers clients, -P batch for a
+	// batch, and as many picks as afloat made.
+	Peer           bool
+	RedisBenchmark string // the redis-benchmark binary (default: from PATH)
+}
+
+// DefaultBenchConfig returns the issue's run: 100 members, 50 workers,
+// 10 s, unbatched, on the pool "afloat-bench".
+func DefaultBenchConfig(redisURL string) BenchConfig {
+	return BenchConfig{RedisURL: redisURL, Pool: "afloat-bench", PoolSize: 100, Workers: 50, Duration: 10 * time.Second, Batches: []int{0}}
+}
+
+// Validate checks the configuration, naming the field at fault.
+func (c BenchConfig) Validate() error {
+	if _, err := ClientOptions(c.RedisURL); err != nil {
+		return err
+	}
+	if err := checkPoolName(c.Pool); err != nil {
+		return err
+	}
+	if c.PoolSize < 1 || c.PoolSize > 100000 {
+		return fmt.Errorf("%w: pool size %d: want 1 to 100000", ErrInvalid, c.PoolSize)
+	}
+	if c.Workers < 1 || c.Workers > 10000 {
+		return fmt.Errorf("%w: workers %d: want 1 to 10000", ErrInvalid, c.Workers)
+	}
+	if err := checkDuration("duration", c.Duration, 100*time.Millisecond, time.Hour); err != nil {
+		return err
+	}
+	if len(c.Batches) == 0 {
+		return fmt.Errorf("%w: batch: want at least one batch size", ErrInvalid)
+	}
+	for _, b := range c.Batches {
+		if b < 0 || b > MaxBatch {
+			return fmt.Errorf("%w: batch %d: want 0 (no batching) to %d", ErrInvalid, b, MaxBatch)
+		}
+	}
+	return nil
+}
+
+// BenchResult is one run: afloat's or redis-benchmark's.
+type BenchResult struct {
+	Runner     string        `json:"runner"` // "afloat" or "redis-benchmark"
+	Workers    int           `json:"workers"`
+	Batch      int           `json:"batch"` // 0: one pick a call; n: n picks a round trip
+	Picks      int64         `json:"picks"`
+	Errors     int64         `json:"errors"`
+	Elapsed    time.Duration `json:"elapsed_ns"`
+	PicksPerS  float64       `json:"picks_per_s"`
+	P50        time.Duration `json:"p50_ns"` // of a call (a whole batch for a batch)
+	P99        time.Duration `json:"p99_ns"`
+	Spread     int64         `json:"max_minus_min"` // of the pool's counts after the run
+	TotalCount int64         `json:"total_count"`   // of the pool's counts after the run
+}
+
+// Bench fills the pool and runs the configured picks, each batch size for
+// Duration, and redis-benchmark after each when asked. progress, if not
+// nil, is told what runs.
+func Bench(ctx context.Context, c BenchConfig, progress func(string)) ([]BenchResult, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if progress == nil {
+		progress = func(string) {}
+	}
+	if c.Peer && c.RedisBenchmark == "" {
+		path, err := exec.LookPath("redis-benchmark")
+		if err != nil {
+			return nil, fmt.Errorf("assign: bench: --peer needs redis-benchmark on PATH (Debian: apt-get install redis-tools): %w", err)
+		}
+		c.RedisBenchmark = path
+	}
+	client, err := Dial(c.RedisURL)
+	if err != nil {
+		return nil, err
+	}
+	defer client.Close()
+	p, err := New(client, c.Pool)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Delete(ctx); err != nil {
+		return nil, err
+	}
+	names := make([]string, c.PoolSize)
+	for i := range names {
+		names[i] = fmt.Sprintf("member-%05d", i)
+	}
+	for chunk := range slices.Chunk(names, MaxMembers) {
+		if _, err := p.Add(ctx, 0, chunk...); err != nil {
+			return nil, err
+		}
+	}
+	var out []BenchResult
+	for _, batch := range c.Batches {
+		progress(fmt.Sprintf("afloat: %d workers, batch %d, %v", c.Workers, batch, c.Duration))
+		r, err := benchAfloat(ctx, p, c, batch)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+		if c.Peer {
+			progress(fmt.Sprintf("redis-benchmark: %d clients, -P %d, %d picks", c.Workers, max(batch, 1), r.Picks))
+			pr, err := benchPeer(ctx, p, c, batch, r.Picks)
+			if err != nil {
+				return out, err
+			}
+			out = append(out, pr)
+		}
+	}
+	return out, nil
+}
+
+func benchAfloat(ctx context.Context, p *Pool, c BenchConfig, batch int) (BenchResult, error) {
+	before, err := poolTotal(ctx, p)
+	if err != nil {
+		return BenchResult{}, err
+	}
+	runCtx, cancel := context.WithTimeout(ctx, c.Duration)
+	defer cancel()
+	type worker struct {
+		lat          []time.Duration
+		picks, fails int64
+	}
+	ws := make([]worker, c.Workers)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range ws {
+		w := &ws[i]
+		wg.Go(func() {
+			// Picks use ctx, not runCtx: a pick under way when the time is
+			// up finishes instead of ending ambiguous.
+			for runCtx.Err() == nil {
+				t0 := time.Now()
+				if batch == 0 {
+					if _, err := p.Pick(ctx); err != nil {
+						w.fails++
+					} else {
+						w.picks++
+					}
+				} else {
+					res, err := p.PickBatch(ctx, batch)
+					if err != nil {
+						w.fails += int64(batch)
+					}
+					for _, r := range res {
+						if r.Err != nil {
+							w.fails++
+						} else {
+							w.picks++
+						}
+					}
+				}
+				w.lat = append(w.lat, time.Since(t0))
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	r := BenchResult{Runner: "afloat", Workers: c.Workers, Batch: batch, Elapsed: elapsed}
+	var lat []time.Duration
+	for _, w := range ws {
+		r.Picks += w.picks
+		r.Errors += w.fails
+		lat = append(lat, w.lat...)
+	}
+	slices.Sort(lat)
+	if len(lat) > 0 {
+		r.P50, r.P99 = lat[len(lat)/2], lat[min(len(lat)-1, len(lat)*99/100)]
+	}
+	r.PicksPerS = float64(r.Picks) / elapsed.Seconds()
+	if err := settle(ctx, p, &r, before); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// settle reads the pool after a run: the spread of the counts, and the
+// total, which must have grown by exactly the picks counted.
+func settle(ctx context.Context, p *Pool, r *BenchResult, before int64) error {
+	ms, err := p.List(ctx)
+	if err != nil {
+		return err
+	}
+	lo, hi := int64(1<<62), int64(-1)
+	for _, m := range ms {
+		if m.Active {
+			lo, hi, r.TotalCount = min(lo, m.Count), max(hi, m.Count), r.TotalCount+m.Count
+		}
+	}
+	r.Spread = hi - lo
+	if r.Runner == "afloat" && r.TotalCount-before != r.Picks {
+		return fmt.Errorf("assign: bench: the pool's counts grew by %d, but %d picks succeeded", r.TotalCount-before, r.Picks)
+	}
+	return nil
+}
+
+func poolTotal(ctx context.Context, p *Pool) (int64, error) {
+	ms, err := p.List(ctx)
+	var sum int64
+	for _, m := range ms {
+		sum += m.Count
+	}
+	return sum, err
+}
+
+// benchPeer runs redis-benchmark with the pick script's SHA (loaded by a
+// pick before) on the same keys.
+func benchPeer(ctx context.Context, p *Pool, c BenchConfig, batch int, picks int64) (BenchResult, error) {
+	before, err := poolTotal(ctx, p)
+	if err != nil {
+		return BenchResult{}, err
+	}
+	if _, err := p.Pick(ctx); err != nil { // makes sure the server has the script
+		return BenchResult{}, err
+	}
+	before++
+	u, _ := url.Parse(c.RedisURL)
+	args := []string{"-h", u.Hostname(), "-p", u.Port(), "-c", strconv.Itoa(c.Workers),
+		"-n", strconv.FormatInt(max(picks, 1000), 10), "--csv"}
+	if batch > 0 {
+		args = append(args, "-P", strconv.Itoa(batch))
+	}
+	if u.User != nil {
+		if pw, ok := u.User.Password(); ok {
+			args = append(args, "--user", u.User.Username(), "-a", pw)
+		} else {
+			args = append(args, "-a", u.User.Username())
+		}
+	}
+	if db := strings.Trim(u.Path, "/"); db != "" {
+		args = append(args, "--dbnum", db)
+	}
+	if u.Scheme == "rediss" {
+		args = append(args, "--tls")
+	}
+	args = append(args, "EVALSHA", pickScript.sha, "2", p.k.active, p.k.removed)
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, c.RedisBenchmark, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return BenchResult{}, fmt.Errorf("assign: bench: redis-benchmark: %v: %s", err, strings.TrimSpace(stderr.String()+stdout.String()))
+	}
+	r, err := parseRedisBenchmarkCSV(stdout.Bytes())
+	if err != nil {
+		return BenchResult{}, err
+	}
+	r.Runner, r.Workers, r.Batch = "redis-benchmark", c.Workers, batch
+	r.Picks = max(picks, 1000)
+	r.Elapsed = time.Duration(float64(r.Picks) / r.PicksPerS * float64(time.Second))
+	if err := settle(ctx, p, &r, before); err != nil {
+		return r, err
+	}
+	if r.TotalCount-before != r.Picks {
+		return r, fmt.Errorf("assign: bench: redis-benchmark made %d picks, the pool's counts grew by %d", r.Picks, r.TotalCount-before)
+	}
+	return r, nil
+}
+
+// parseRedisBenchmarkCSV reads redis-benchmark --csv: a header line, then
+// "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms",
+// "p95_latency_ms","p99_latency_ms","max_latency_ms".
+func parseRedisBenchmarkCSV(b []byte) (BenchResult, error) {
+	recs, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+	if err != nil || len(recs) < 2 || len(recs[1]) < 7 {
+		return BenchResult{}, fmt.Errorf("assign: bench: unexpected redis-benchmark output %q", clip(string(b)))
+	}
+	var r BenchResult
+	num := func(s string) float64 { f, _ := strconv.ParseFloat(s, 64); return f }
+	r.PicksPerS = num(recs[1][1])
+	r.P50 = time.Duration(num(recs[1][4]) * float64(time.Millisecond))
+	r.P99 = time.Duration(num(recs[1][6]) * float64(time.Millisecond))
+	if r.PicksPerS <= 0 {
+		return BenchResult{}, fmt.Errorf("assign: bench: redis-benchmark reported %q requests per second", recs[1][1])
+	}
+	return r, nil
+}
+
+// WriteBench prints results as a table, each redis-benchmark run followed
+// by afloat's ratio to it.
+func WriteBench(w io.Writer, rs []BenchResult) error {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "runner\tworkers\tbatch\tpicks\terrors\tpicks/s\tp50\tp99\tmax−min\tafloat ÷ peer")
+	for i, r := range rs {
+		ratio := ""
+		if r.Runner == "redis-benchmark" && i > 0 && rs[i-1].Runner == "afloat" && rs[i-1].Batch == r.Batch {
+			ratio = fmt.Sprintf("%.2f×", rs[i-1].PicksPerS/r.PicksPerS)
+		}
+		batch := "none"
+		if r.Batch > 0 {
+			batch = strconv.Itoa(r.Batch)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%.0f\t%v\t%v\t%d\t%s\n", r.Runner, r.Workers, batch, r.Picks, r.Errors,
+			r.PicksPerS, r.P50.Round(time.Microsecond), r.P99.Round(time.Microsecond), r.Spread, ratio)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/afloat/afloat/assign/assigntest"
+)
+
+func TestAssignCommands(t *testing.T) {
+	srv := assigntest.Start(t)
+	r := func(args ...string) []string {
+		return append([]string{"assign", args[0], "--redis", srv.URL, "--pool", "cli"}, args[1:]...)
+	}
+	for i, step := range []struct {
+		args   []string
+		status int
+		out    string // in stdout (or stderr when the status is not 0)
+	}{
+		{r("pick"), 2, `assign: unknown pool "cli"`},
+		{r("add", "--count", "5", "b", "a"), 0, `added 2 to pool "cli"`},
+		{r("add", "a", "c"), 0, `added 1 to pool "cli"; 1 already active (counts untouched)`},
+		{r("pick"), 0, "c\n"},
+		{r("pick", "--id", "req-1"), 0, "c\n"},
+		{r("pick", "--id", "req-1"), 0, "c\n"},  // the same request again: the same member, counted once
+		{r("pick", "--n", "3"), 0, "c\nc\nc\n"}, // c catches up with a and b at 5
+		{r("remove", "a"), 0, `removed 1 from pool "cli"`},
+		{r("remove", "a"), 2, `"a" is not an active member of pool "cli"; nothing was changed`},
+		{r("restore", "--policy", "zero", "a"), 0, `restored 1 to pool "cli" at zero`},
+		{r("list"), 0, "MEMBER  COUNT  STATE   FAILURES\na       0      active  0\nb       5      active  0\nc       5      active  0\n"},
+		{r("restore", "--policy", "newest", "a"), 2, `--policy: assign: invalid argument: restore policy "newest": want current-minimum, keep-history, zero`},
+		{r("add", "--count", "-1", "x"), 2, "--count -1: want an integer from 0 to 9007199254740992"},
+		{r("add"), 2, "no members given"},
+		{r("pick", "--n", "0"), 2, "--n 0: want 1 to 10000"},
+		{r("list", "--format", "xml"), 2, `--format "xml": want table or jsonl`},
+		{[]string{"assign", "pick", "--redis", "http://" + srv.Addr, "--pool", "cli"}, 2, "want redis://host:port[/db]"},
+		{[]string{"assign", "pick", "--redis", srv.URL, "--pool", "no such"}, 2, `pool name "no such": want letters, digits and - _ . : only`},
+		{[]string{"assign", "pick", "--redis", srv.URL}, 2, "--pool is required"},
+		{[]string{"assign", "frobnicate"}, 2, `unknown subcommand "frobnicate"`},
+	} {
+		status, out, errOut := call(t, "", step.args...)
+		got := out
+		if step.status != 0 {
+			got = errOut
+		}
+		if status != step.status || !strings.Contains(got, step.out) {
+			t.Errorf("step %d: afloat %s: status %d, stdout %q, stderr %q; want %d and %q", i, strings.Join(step.args[1:], " "), status, out, errOut, step.status, step.out)
+		}
+	}
+	status, out, _ := call(t, "", r("list", "--format", "jsonl")...)
+	var m struct {
+		Member string `json:"member"`
+		Count  int    `json:"count"`
+	}
+	if status != 0 || json.Unmarshal([]byte(strings.SplitN(out, "\n", 2)[0]), &m) != nil || m.Member != "a" {
+		t.Errorf("list --format jsonl: %d %q", status, out)
+	}
+}
+
+func TestAssignBench(t *testing.T) {
+	srv := assigntest.Start(t)
+	args := []string{"assign", "bench", "--redis", srv.URL, "--pool-size", "10", "--workers", "4", "--duration", "200ms", "--batch", "0,4", "--json"}
+	if _, err := exec.LookPath("redis-benchmark"); err == nil {
+		args = append(args, "--peer")
+	} else if os.Getenv("AFLOAT_REQUIRE_REDIS") != "" {
+		t.Fatal("no redis-benchmark on PATH (Debian's redis-tools, which redis-server brings)")
+	}
+	status, out, errOut := call(t, "", args...)
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	var rs []struct {
+		Runner    string  `json:"runner"`
+		Batch     int     `json:"batch"`
+		Picks     int64   `json:"picks"`
+		Errors    int64   `json:"errors"`
+		PicksPerS float64 `json:"picks_per_s"`
+		Spread    int64   `json:"max_minus_min"`
+	}
+	if err := json.Unmarshal([]byte(out), &rs); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if r.Picks == 0 || r.Errors != 0 || r.PicksPerS <= 0 || r.Spread > 1 {
+			t.Errorf("%+v: want picks, no errors, max−min ≤ 1", r)
+		}
+	}
+	if len(rs) != 2 && len(rs) != 4 {
+		t.Fatalf("%d results", len(rs))
+	}
+	for i, step := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--workers", "0"}, "workers 0: want 1 to 10000"},
+		{[]string{"--pool-size", "-1"}, "pool size -1: want 1 to 100000"},
+		{[]string{"--duration", "1ms"}, "duration 1ms: want 100ms to 1h0m0s"},
+		{[]string{"--batch", "0,x"}, "want comma-separated batch sizes from 0 (none) to 10000"},
+	} {
+		status, _, errOut := call(t, "", append([]string{"assign", "bench", "--redis", srv.URL}, step.args...)...)
+		if status != 2 || !strings.Contains(errOut, step.want) {
+			t.Errorf("step %d: %v: status %d, %q; want 2 and %q", i, step.args, status, errOut, step.want)
+		}
+	}
+}
+
+func TestProxyCheck(t *testing.T) {
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer target.Close()
+	// The target itself acts as a proxy that answers 200 to anything: a
+	// healthy candidate.
+	list := filepath.Join(t.TempDir(), "proxies.txt")
+	os.WriteFile(list, []byte(target.Listener.Addr().String()+"\nnonsense\n127.0.0.1:1\n"), 0o644)
+	status, out, errOut := call(t, "", "proxy", "check", "--probe", "http://127.0.0.1:9/health", "--timeout", "2s", list)
+	if status != 0 || !strings.Contains(out, "1 of 2 healthy; 1 bad lines skipped") || !strings.Contains(errOut, `line 2: "nonsense"`) {
+		t.Fatalf("status %d\n%s\n%s", status, out, errOut)
+	}
+	for i, step := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{list}, "--probe is required"},
+		{[]string{"--probe", "ftp://x", list}, `probe URL "ftp://x"`},
+		{[]string{"--probe", "http://x/", "--timeout", "0s", list}, "probe timeout 0s: want 10ms to 1m0s"},
+		{[]string{"--probe", "http://x/"}, "want one FILE"},
+		{[]string{"--probe", "http://x/", "--pool", "p", "--redis", "", list}, "--pool needs --redis"},
+	} {
+		status, _, errOut := call(t, "", append([]string{"proxy", "check"}, step.args...)...)
+		if status != 2 || !strings.Contains(errOut, step.want) {
+			t.Errorf("step %d: %v: status %d, %q; want 2 and %q", i, step.args, status, errOut, step.want)
+		}
+	}
+}
