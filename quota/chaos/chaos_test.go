@@ -1,0 +1,483 @@
+package chaos
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/afloat/afloat/quota"
+	"github.com/afloat/afloat/quota/internal/breakage"
+)
+
+const s = time.Second
+
+func rates(eu, us, ap float64) map[string]float64 {
+	return map[string]float64{"eu": eu, "us": us, "ap": ap}
+}
+
+func mustRun(t *testing.T, cfg Config, opts ...Option) Summary {
+	t.Helper()
+	sum, err := Run(cfg, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum
+}
+
+func mustHold(t *testing.T, sum Summary) {
+	t.Helper()
+	if !sum.OK() {
+		t.Fatalf("%d violations: %s", sum.Violations, strings.Join(sum.Messages, "\n"))
+	}
+	if sum.WorstExcess > sum.Bound+1e-6 {
+		t.Fatalf("worst excess %v over the bound %v", sum.WorstExcess, sum.Bound)
+	}
+}
+
+// recorder keeps what tests look at beyond the checker's report.
+type recorder struct {
+	admitted map[string][]int64 // tokens by region and second
+	leases   []Event
+	events   map[string]int
+	credits  map[uint64]int
+	last     map[string]int64 // last admission by region
+}
+
+func newRecorder() *recorder {
+	return &recorder{admitted: map[string][]int64{}, events: map[string]int{}, credits: map[uint64]int{}, last: map[string]int64{}}
+}
+
+func (r *recorder) Write(e *Event) {
+	r.events[e.Ev]++
+	switch e.Ev {
+	case "admit":
+		sec := int(e.T / int64(time.Second))
+		a := r.admitted[e.Region]
+		for len(a) <= sec {
+			a = append(a, 0)
+		}
+		a[sec] += e.N
+		r.admitted[e.Region] = a
+		r.last[e.Region] = e.T
+	case "lease":
+		r.leases = append(r.leases, *e)
+	case "credit":
+		r.credits[e.ID]++
+	}
+}
+
+// sustained is the first second from which region admits at least
+// share·R every second for the next hold seconds; −1 if never.
+func (r *recorder) sustained(region string, from int, share float64, hold int) int {
+	a := r.admitted[region]
+	for t := from; t+hold <= len(a); t++ {
+		ok := true
+		for _, v := range a[t : t+hold] {
+			if float64(v) < share*500 {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return t
+		}
+	}
+	return -1
+}
+
+// TestTrafficShift: the seed's traffic shift — 60/30/10 at 1.2 R, then all
+// of it into ap. The invariants hold, and ap serves 90 % of R within two
+// lease durations (the issue's target; Doorman takes up to 2 minutes).
+func TestTrafficShift(t *testing.T) {
+	rec := newRecorder()
+	sch := &Schedule{Traffic: []Segment{
+		{At: 0, Rates: rates(360, 180, 60)},
+		{At: 60 * s, Rates: rates(0, 0, 700)},
+	}}
+	sum := mustRun(t, Config{Seed: 1, Duration: 120 * s, Schedule: sch, Log: rec})
+	mustHold(t, sum)
+	at := rec.sustained("ap", 60, 0.9, 10)
+	t.Logf("ap serves ≥ 90 %% of R every second from second %d (the shift was at 60)", at)
+	if at < 0 || at > 60+20 {
+		t.Fatalf("ap reached 90 %% of R at second %d, want within 2 lease durations (20 s) of the shift", at)
+	}
+	var shareAt int64 = -1
+	for _, l := range rec.leases {
+		if l.Region == "ap" && l.T >= int64(60*s) && l.Rate >= 450*quota.One {
+			shareAt = l.T
+			break
+		}
+	}
+	t.Logf("ap's lease reached 90 %% of R %v after the shift", time.Duration(shareAt-int64(60*s)))
+	if shareAt < 0 || shareAt > int64(80*s) {
+		t.Fatalf("ap's share never reached 90 %% of R within 20 s")
+	}
+}
+
+// TestDuplicateReturns: the seed's duplicate returns — every message
+// delivered twice, reordered, while shares move back and forth. Each
+// return is credited at most once, and the bound holds.
+func TestDuplicateReturns(t *testing.T) {
+	rec := newRecorder()
+	dup := Link{Delay: 20 * time.Millisecond, Jitter: 30 * time.Millisecond, Dup: 1}
+	sch := &Schedule{
+		Traffic: []Segment{
+			{At: 0, Rates: rates(800, 0, 0)},
+			{At: 20 * s, Rates: rates(0, 800, 0)},
+			{At: 40 * s, Rates: rates(0, 0, 800)},
+			{At: 60 * s, Rates: rates(800, 0, 0)},
+		},
+		Links: map[string]Link{"eu": dup, "us": dup, "ap": dup},
+	}
+	sum := mustRun(t, Config{Seed: 2, Duration: 80 * s, Schedule: sch, Log: rec})
+	mustHold(t, sum)
+	if rec.events["return"] == 0 || rec.events["credit"] == 0 {
+		t.Fatalf("no returns (%d) or credits (%d): the case did not happen", rec.events["return"], rec.events["credit"])
+	}
+	for id, n := range rec.credits {
+		if n > 1 {
+			t.Fatalf("lease %d credited %d times", id, n)
+		}
+	}
+	t.Logf("%d returns sent (each delivered twice), %d credited once each", rec.events["return"], rec.events["credit"])
+}
+
+// TestOverlappingRenewals: the seed's overlapping renewals — long,
+// jittered delays make requests and grants cross, so regions hold
+// overlapping leases; they count once, and the bound holds.
+func TestOverlappingRenewals(t *testing.T) {
+	rec := newRecorder()
+	slow := Link{Delay: 50 * time.Millisecond, Jitter: 400 * time.Millisecond}
+	sch := &Schedule{
+		Traffic: []Segment{{At: 0, Rates: rates(400, 300, 200)}, {At: 30 * s, Rates: rates(100, 600, 100)}},
+		Links:   map[string]Link{"eu": slow, "us": slow, "ap": slow},
+	}
+	sum := mustRun(t, Config{Seed: 3, Duration: 60 * s, Schedule: sch, Log: rec})
+	mustHold(t, sum)
+	// Count moments at which a region had two leases granted and not
+	// yet ended (per the log's lease and end lines).
+	overlaps := 0
+	byRegion := map[string][]Event{}
+	for _, l := range rec.leases {
+		for _, o := range byRegion[l.Region] {
+			if o.Expires > l.T {
+				overlaps++
+				break
+			}
+		}
+		byRegion[l.Region] = append(byRegion[l.Region], l)
+	}
+	if overlaps < 10 {
+		t.Fatalf("only %d overlapping grants: the case did not happen", overlaps)
+	}
+	t.Logf("%d grants overlapped a live lease of the same region", overlaps)
+}
+
+// TestClockSkew: the seed's clock skew — regions and coordinators ±500 ms
+// apart and drifting at the limit (500 ppm), with a coordinator restart.
+func TestClockSkew(t *testing.T) {
+	sch := &Schedule{
+		Traffic: []Segment{{At: 0, Rates: rates(0.1, 400, 400)}, {At: 30 * s, Rates: rates(800, 0.1, 0.1)}},
+		Clocks: map[string]Clock{
+			"eu": {Offset: 500 * time.Millisecond, Drift: 500e-6},
+			"us": {Offset: -500 * time.Millisecond, Drift: -500e-6},
+			"ap": {Offset: 0, Drift: 500e-6},
+		},
+		CoordClocks: []Clock{{Offset: -500 * time.Millisecond, Drift: -500e-6}, {Offset: 500 * time.Millisecond, Drift: 500e-6}},
+		Outages:     []Outage{{At: 40 * s, Down: 3 * s}},
+	}
+	for _, mode := range []quota.Mode{quota.Hard, quota.BestEffort} {
+		sum := mustRun(t, Config{Seed: 4, Mode: mode, Duration: 90 * s, Schedule: sch})
+		mustHold(t, sum)
+		if sum.Epochs != 2 {
+			t.Fatalf("%d epochs, want the restart", sum.Epochs)
+		}
+	}
+}
+
+// TestPartition: the seed's partition — eu, carrying traffic, is cut off
+// for 40 s. Hard mode: eu stops within a lease of the cut (under-use);
+// best-effort: it goes on at most E beyond; the others take eu's share
+// once its lease has expired.
+func TestPartition(t *testing.T) {
+	sch := &Schedule{
+		Traffic:    []Segment{{At: 0, Rates: rates(300, 300, 300)}},
+		Partitions: []Cut{{Region: "eu", From: 20 * s, To: 60 * s}},
+	}
+	cutOff := map[quota.Mode]int64{}
+	for _, mode := range []quota.Mode{quota.Hard, quota.BestEffort} {
+		rec := newRecorder()
+		sum := mustRun(t, Config{Seed: 5, Mode: mode, Duration: 90 * s, Schedule: sch, Log: rec})
+		mustHold(t, sum)
+		eu := rec.admitted["eu"]
+		var late int64
+		for _, v := range eu[30:60] { // the lease (≤ 10 s) has surely run out
+			late += v
+		}
+		for _, v := range eu[20:60] {
+			cutOff[mode] += v
+		}
+		others := func(from, to int) (n int64) {
+			for _, r := range []string{"us", "ap"} {
+				for _, v := range rec.admitted[r][from:to] {
+					n += v
+				}
+			}
+			return n
+		}
+		t.Logf("%v: eu admitted %d while cut off, %d of them after 30 s; us+ap %d/s before, %d/s after eu's lease ran out",
+			mode, cutOff[mode], late, others(10, 20)/10, others(35, 60)/25)
+		if mode == quota.Hard && late != 0 {
+			t.Fatalf("hard mode: eu admitted %d while cut off with no lease", late)
+		}
+		if after := others(35, 60) / 25; after < 450 {
+			t.Fatalf("us and ap admitted %d/s after eu's lease expired, want ≥ 90 %% of R", after)
+		}
+	}
+	// The same traffic until eu's lease ran out; then best effort spends
+	// its emergency allowance, and no more.
+	if extra := cutOff[quota.BestEffort] - cutOff[quota.Hard]; extra <= 0 || extra > 100 {
+		t.Fatalf("best effort admitted %d more than hard mode while cut off, want the allowance: 1 to 100", extra)
+	}
+}
+
+// TestMutationsAreCaught: each deliberately broken component fails the
+// checker — the checker can tell, so its silence on the real ones means
+// something.
+func TestMutationsAreCaught(t *testing.T) {
+	pause := &Schedule{
+		Traffic: []Segment{{At: 0, Rates: rates(600, 300, 300)}, {At: 30 * s, Rates: rates(100, 900, 100)}},
+		Outages: []Outage{{At: 20 * s, Down: 3 * s, Pause: true, Wake: 8 * s,
+			Reconnect: map[string]time.Duration{"eu": 0, "us": 10 * s, "ap": 10 * s}}},
+	}
+	for _, tc := range []struct {
+		name  string
+		b     breakage.Set
+		sched *Schedule
+	}{
+		{"renew refills", breakage.Set{RenewRefills: true}, nil},
+		{"return reused before confirmation", breakage.Set{ReuseBeforeConfirm: true}, nil},
+		{"no epoch fencing", breakage.Set{NoFencing: true}, pause},
+		{"full R to every region", breakage.Set{FullToEvery: true}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sum := mustRun(t, Config{Seed: 6, Duration: 120 * s, Schedule: tc.sched}, WithBreakage(tc.b))
+			if sum.OK() {
+				t.Fatalf("the checker found nothing wrong with %q", tc.name)
+			}
+			t.Logf("%d violations; first: %s", sum.Violations, sum.Messages[0])
+			// The same schedule without the fault is clean.
+			mustHold(t, mustRun(t, Config{Seed: 6, Duration: 120 * s, Schedule: tc.sched}))
+		})
+	}
+}
+
+// TestManySeeds: random schedules with every fault. The full 10,000-seed
+// run is `afloat quota chaos --seeds 1-10000` (docs/benchmarks.md).
+func TestManySeeds(t *testing.T) {
+	n := uint32(120)
+	if raceEnabled {
+		n = 12
+	}
+	for _, mode := range []quota.Mode{quota.Hard, quota.BestEffort} {
+		m, err := RunMany(Config{Mode: mode}, 1, n, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Failed > 0 {
+			t.Fatalf("%v: %d of %d seeds failed: seed %d: %v", mode, m.Failed, m.Seeds, m.Worst.Seed, m.Worst.Messages)
+		}
+		t.Logf("%v: %d seeds, worst excess over R·Δ + B %.1f tokens (seed %d), allowed %v", mode, m.Seeds, m.Worst.WorstExcess, m.Worst.Seed, m.Worst.Bound)
+	}
+}
+
+// TestUtilization: steady uneven demand, 60/30/10, admits at least 97 % of
+// min(offered, R) over ten minutes, below and above R.
+func TestUtilization(t *testing.T) {
+	for _, total := range []float64{400, 600, 1000} {
+		sch := &Schedule{Traffic: []Segment{{At: 0, Rates: rates(0.6*total, 0.3*total, 0.1*total)}}}
+		sum := mustRun(t, Config{Seed: 7, Schedule: sch})
+		mustHold(t, sum)
+		var off, adm int64
+		for r := range sum.Offered {
+			off += sum.Offered[r]
+			adm += sum.Admits[r]
+		}
+		ideal := math.Min(float64(off), 500*600)
+		share := float64(adm) / ideal
+		t.Logf("offered %v/s: admitted %.2f %% of min(offered, R·T)", total, 100*share)
+		if share < 0.97 {
+			t.Fatalf("offered %v/s: admitted %.2f %% of min(offered, R·T), want ≥ 97 %%", total, 100*share)
+		}
+	}
+}
+
+// TestDeterministic: a seed replays byte for byte.
+func TestDeterministic(t *testing.T) {
+	hash := func() [32]byte {
+		var buf bytes.Buffer
+		w := NewJSONWriter(&buf)
+		mustRun(t, Config{Seed: 8, Duration: 60 * s, Log: w})
+		w.Flush()
+		return sha256.Sum256(buf.Bytes())
+	}
+	if hash() != hash() {
+		t.Fatal("the same seed gave two different logs")
+	}
+}
+
+// TestLogRoundTrip: the checker reading the JSON log finds what it found
+// live.
+func TestLogRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewJSONWriter(&buf)
+	sum := mustRun(t, Config{Seed: 9, Duration: 90 * s, Log: w}, WithBreakage(breakage.Set{RenewRefills: true}))
+	w.Flush()
+	c := NewChecker()
+	if err := ReadLog(&buf, c); err != nil {
+		t.Fatal(err)
+	}
+	rep := c.Finish(int64(90 * s))
+	if rep.Violations != sum.Violations || rep.WorstExcess != sum.WorstExcess || rep.Admitted != sum.Admitted || rep.Leases != sum.Leases {
+		t.Fatalf("from the log: %+v\nlive: %+v", rep, sum.Report)
+	}
+}
+
+// TestCheckerWindowIsExact: the one-pass window check against trying
+// every window, on random admission logs.
+func TestCheckerWindowIsExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for n := range 300 {
+		c := NewChecker()
+		c.Write(&Event{Ev: "start", Tenant: "t", Rate: 10 * quota.One, Burst: 5 * quota.One, N: 1, Why: "best-effort", Balance: 1000 * quota.One})
+		type adm struct {
+			t int64
+			n int64
+		}
+		var log []adm
+		at := int64(0)
+		for range 1 + r.IntN(40) {
+			at += int64(r.IntN(3)) * int64(50*time.Millisecond) // repeats instants
+			k := int64(1 + r.IntN(4))
+			log = append(log, adm{at, k})
+			c.Write(&Event{T: at, Ev: "admit", Tenant: "t", Region: "x", N: k})
+		}
+		rep := c.Finish(at)
+		want := math.Inf(-1)
+		for i := range log {
+			for j := i; j < len(log); j++ {
+				if i > 0 && log[i-1].t == log[i].t {
+					continue // a window starts before all admissions of its instant
+				}
+				var sum int64
+				for _, a := range log[i : j+1] {
+					sum += a.n
+				}
+				// every admission at log[j].t belongs to a window ending then
+				for k := j + 1; k < len(log) && log[k].t == log[j].t; k++ {
+					sum += log[k].n
+				}
+				want = math.Max(want, float64(sum)-10*float64(log[j].t-log[i].t)/1e9-5)
+			}
+		}
+		if math.Abs(rep.WorstExcess-want) > 1e-9 {
+			t.Fatalf("case %d: checker says %v, brute force %v: %v", n, rep.WorstExcess, want, log)
+		}
+	}
+}
+
+// TestCheckerCatches: hand-made logs of each way to break a promise.
+func TestCheckerCatches(t *testing.T) {
+	start := Event{Ev: "start", Tenant: "t", Rate: 10 * quota.One, Burst: 10 * quota.One, N: 2, Why: "hard"}
+	lease := func(at int64, id, epoch uint64, region string, rate, burst float64, transfer float64) Event {
+		return Event{T: at, Ev: "lease", Tenant: "t", Region: region, ID: id, Epoch: epoch,
+			Rate: quota.Tokens(rate), Burst: quota.Tokens(burst), Transfer: quota.Tokens(transfer), Activates: at, Expires: at + int64(10*s)}
+	}
+	for i, tc := range []struct {
+		events []Event
+		want   string
+	}{
+		{[]Event{lease(0, 1, 1, "a", 5, 5, 0), lease(1, 1, 1, "b", 5, 5, 0)}, "lease 1 granted twice"},
+		{[]Event{{T: 0, Ev: "restart", Epoch: 2}, lease(1, 1, 1, "a", 5, 5, 0)}, "after epoch 2 fenced"},
+		{[]Event{lease(0, 1, 1, "a", 5, 5, 3)}, "only 0 were returned"},
+		{[]Event{lease(0, 1, 1, "a", 6, 5, 0), lease(0, 2, 1, "b", 6, 5, 0)}, "rate shares sum to 12"},
+		{[]Event{lease(0, 1, 1, "a", 5, 6, 0), lease(0, 2, 1, "b", 5, 6, 0)}, "burst shares and credit sum to 12"},
+		{[]Event{{T: 0, Ev: "admit", Tenant: "t", Region: "a", N: 1}}, "without a lease"},
+		{[]Event{lease(0, 1, 1, "a", 5, 5, 0), {T: 1, Ev: "install", Tenant: "t", Region: "b", ID: 1}}, "granted to a"},
+		{[]Event{lease(0, 1, 1, "a", 5, 5, 0), {T: 1, Ev: "install", Tenant: "t", Region: "a", ID: 1}, {T: 2, Ev: "end", ID: 1}, {T: 3, Ev: "supersede", Tenant: "t", Region: "a", ID: 1}}, "spent under lease 1"},
+		{[]Event{lease(0, 1, 1, "a", 5, 5, 0), {T: 1, Ev: "install", Tenant: "t", Region: "a", ID: 1},
+			{T: 1, Ev: "admit", Tenant: "t", Region: "a", N: 11}}, "11 tokens admitted"},
+	} {
+		c := NewChecker()
+		c.Write(&start)
+		for _, e := range tc.events {
+			c.Write(&e)
+		}
+		rep := c.Finish(int64(20 * s))
+		if rep.Violations == 0 || !strings.Contains(strings.Join(rep.Messages, "\n"), tc.want) {
+			t.Errorf("step %d: %d violations %q, want one mentioning %q", i, rep.Violations, rep.Messages, tc.want)
+		}
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for i, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Duration: time.Millisecond}, "duration 1ms"},
+		{Config{Faults: 64}, "faults 64"},
+		{Config{Tenant: quota.Tenant{Rate: -1}}, "rate"},
+		{Config{Schedule: &Schedule{Traffic: []Segment{{At: 0, Rates: rates(-1, 0, 0)}}}}, "traffic[0]"},
+		{Config{Schedule: &Schedule{Partitions: []Cut{{Region: "mars"}}}}, "partitions[0]"},
+		{Config{Schedule: &Schedule{Clocks: map[string]Clock{"eu": {Drift: 0.001}}}}, "drift within ±500 ppm"},
+	} {
+		if _, err := Run(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("step %d: %v, want an error mentioning %q", i, err, tc.want)
+		}
+	}
+	for _, s := range []string{"shift,partition", "all", "none", "dup, skew"} {
+		if _, err := ParseFaults(s); err != nil {
+			t.Errorf("ParseFaults(%q): %v", s, err)
+		}
+	}
+	if _, err := ParseFaults("shift,meteor"); err == nil || !strings.Contains(err.Error(), `fault "meteor"`) {
+		t.Errorf("ParseFaults(meteor): %v", err)
+	}
+	if _, err := RunMany(Config{}, 5, 4, 1); err == nil {
+		t.Error("RunMany 5-4 accepted")
+	}
+}
+
+// FuzzParseEvent: no line panics the log reader, and what it reads
+// writes back to an equal event.
+func FuzzParseEvent(f *testing.F) {
+	for _, e := range []Event{
+		{T: 1, Ev: "admit", Tenant: "t", Region: "eu", N: 5},
+		{T: 2, Ev: "lease", Tenant: "t", Region: "eu", ID: 3, Epoch: 1, Rate: quota.Tokens(166.666666), Burst: 2000 * quota.One, Activates: 2, Expires: 10},
+		{T: 3, Ev: "traffic", Rates: map[string]float64{"eu": 1.5}},
+		{T: 4, Ev: "return", Tenant: "t", Region: "eu", ID: 3, Balance: 12345},
+	} {
+		f.Add(e.AppendJSON(nil))
+	}
+	f.Add([]byte(`{"ev":"lease","rate":"x"}`))
+	f.Add([]byte(`{"t_ns":1,"ev":"lease","rate":1.1234567}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		e, err := ParseEvent(line)
+		if err != nil {
+			return
+		}
+		back, err := ParseEvent(e.AppendJSON(nil))
+		if err != nil {
+			t.Fatalf("re-reading %q: %v", e.AppendJSON(nil), err)
+		}
+		if fmt.Sprint(back) != fmt.Sprint(e) {
+			t.Fatalf("round trip: %+v, then %+v", e, back)
+		}
+	})
+}

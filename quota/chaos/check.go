@@ -1,0 +1,308 @@
+package chaos
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/afloat/afloat/quota"
+)
+
+// Checker verifies a run from its event log alone — it sees what the
+// components said they did, never their state — and reports every broken
+// promise:
+//
+//   - the bound: for every window [s, t] of the run (every start, every
+//     length), the tokens admitted are at most R·(t − s) + B, plus
+//     regions·E in best-effort mode. It is exact: with A(t) the tokens
+//     admitted up to t, the worst window ending at t starts just before
+//     the admission that minimises A(s⁻) − R·s, so one pass keeps that
+//     minimum and the worst excess;
+//   - the conservation invariants at every instant: over the leases'
+//     counted intervals, Σ of each region's largest rate ≤ R, and Σ of
+//     each region's largest burst plus the credit held ≤ B;
+//   - no share granted twice: lease IDs unique; no grant from an epoch
+//     older than a successor that has fenced the ledger; no more tokens
+//     transferred than were returned; a lease spent only by the region it
+//     was granted to, only within its counted interval, and by a region
+//     holding one lease at a time;
+//   - in hard mode, no admission by a region that holds no lease.
+//
+// Feed it events in order (Write), then call Finish.
+type Checker struct {
+	tenants map[string]*tenantCheck
+	leases  map[uint64]*leaseCheck
+	fenced  uint64
+	last    int64
+	report  Report
+}
+
+type tenantCheck struct {
+	name      string
+	r         float64 // tokens per second
+	rate      quota.Micro
+	b         float64 // tokens
+	burst     quota.Micro
+	regions   int
+	e         float64
+	mode      string
+	admitted  float64 // A(t), tokens
+	minPrefix float64 // min over s of A(s⁻) − R·s
+	minAt     int64
+	lastAdmit int64
+	started   bool
+	credit    quota.Micro
+	creditAt  int64
+	spans     []quota.Span // credit held, as a pseudo-region
+	using     map[string]*usage
+	uses      []usage
+}
+
+type leaseCheck struct {
+	l     quota.Lease // Activates/Expires on the virtual clock
+	ended int64       // when the coordinator stopped counting it; 0 if it did not
+}
+
+type usage struct {
+	region   string
+	id       uint64
+	from, to int64
+}
+
+// Report is what the checker found.
+type Report struct {
+	Violations int      `json:"violations"`
+	Messages   []string `json:"messages,omitempty"` // the first few
+	// WorstExcess is the largest (tokens admitted in a window) − (R·Δ + B)
+	// over every window, in tokens: ≤ 0 when the hard bound holds.
+	WorstExcess     float64 `json:"worst_excess"`
+	WorstFrom       int64   `json:"worst_from_ns"`
+	WorstTo         int64   `json:"worst_to_ns"`
+	Allowed         float64 `json:"allowed_excess"` // regions·E in best-effort mode, else 0
+	PeakRate        float64 `json:"peak_rate"`      // largest Σ of rate shares, tokens/s
+	PeakBurst       float64 `json:"peak_burst"`     // largest Σ of burst shares + credit
+	Leases          int     `json:"leases"`
+	Admitted        int64   `json:"admitted"`
+	Rejected        int64   `json:"rejected"`
+	NoLeaseAdmitted int64   `json:"admitted_without_lease"`
+}
+
+const maxMessages = 20
+
+// NewChecker returns a checker with no tenant yet: a start event names
+// each.
+func NewChecker() *Checker {
+	return &Checker{tenants: map[string]*tenantCheck{}, leases: map[uint64]*leaseCheck{}, report: Report{WorstExcess: math.Inf(-1)}}
+}
+
+func (c *Checker) violate(t int64, format string, args ...any) {
+	c.report.Violations++
+	if len(c.report.Messages) < maxMessages {
+		c.report.Messages = append(c.report.Messages, fmt.Sprintf("at %v: ", time.Duration(t))+fmt.Sprintf(format, args...))
+	}
+}
+
+// Write implements EventWriter.
+func (c *Checker) Write(e *Event) {
+	if e.T < c.last {
+		c.violate(e.T, "event %q out of order (after %v)", e.Ev, time.Duration(c.last))
+	}
+	c.last = e.T
+	switch e.Ev {
+	case "start":
+		mode := e.Why
+		tc := &tenantCheck{
+			name: e.Tenant, r: e.Rate.Float(), rate: e.Rate, b: e.Burst.Float(), burst: e.Burst,
+			regions: int(e.N), mode: mode, minPrefix: math.Inf(1), using: map[string]*usage{},
+		}
+		if mode == quota.BestEffort.String() {
+			tc.e = e.Balance.Float()
+		}
+		c.tenants[e.Tenant] = tc
+		c.report.Allowed = float64(tc.regions) * tc.e
+	case "admit":
+		tc := c.tenant(e)
+		if tc == nil {
+			return
+		}
+		c.report.Admitted += e.N
+		if u := tc.using[e.Region]; u == nil && tc.mode == quota.Hard.String() {
+			c.report.NoLeaseAdmitted += e.N
+			c.violate(e.T, "hard mode: region %s admitted %d without a lease", e.Region, e.N)
+		} else if u == nil {
+			c.report.NoLeaseAdmitted += e.N
+		}
+		ts := float64(e.T) / 1e9
+		if !tc.started || e.T != tc.lastAdmit {
+			if p := tc.admitted - tc.r*ts; p < tc.minPrefix {
+				tc.minPrefix, tc.minAt = p, e.T
+			}
+			tc.started, tc.lastAdmit = true, e.T
+		}
+		tc.admitted += float64(e.N)
+		excess := tc.admitted - tc.r*ts - tc.minPrefix - tc.b
+		if excess > c.report.WorstExcess {
+			c.report.WorstExcess, c.report.WorstFrom, c.report.WorstTo = excess, tc.minAt, e.T
+		}
+		if excess > c.report.Allowed+1e-6 {
+			c.violate(e.T, "%.6g tokens admitted in the window from %v: R·Δ + B is %.6g (allowed excess %.6g)",
+				excess+tc.r*float64(e.T-tc.minAt)/1e9+tc.b, time.Duration(tc.minAt), tc.r*float64(e.T-tc.minAt)/1e9+tc.b, c.report.Allowed)
+		}
+	case "reject":
+		c.report.Rejected += e.N
+	case "lease":
+		tc := c.tenant(e)
+		if tc == nil {
+			return
+		}
+		c.report.Leases++
+		if _, dup := c.leases[e.ID]; dup {
+			c.violate(e.T, "lease %d granted twice", e.ID)
+			return
+		}
+		if e.Epoch < c.fenced {
+			c.violate(e.T, "lease %d granted at epoch %d after epoch %d fenced the ledger", e.ID, e.Epoch, c.fenced)
+		}
+		if e.Rate < 0 || e.Burst < 0 || e.Transfer < 0 || e.Transfer > e.Burst || e.Expires <= e.Activates {
+			c.violate(e.T, "lease %d malformed: rate %v burst %v transfer %v from %d to %d", e.ID, e.Rate, e.Burst, e.Transfer, e.Activates, e.Expires)
+		}
+		c.leases[e.ID] = &leaseCheck{l: quota.Lease{
+			ID: e.ID, Tenant: e.Tenant, Region: e.Region, Epoch: e.Epoch, Rate: e.Rate, Burst: e.Burst,
+			Transfer: e.Transfer, Activates: time.Duration(e.Activates), Expires: time.Duration(e.Expires),
+		}}
+		if e.Transfer > 0 {
+			tc.setCredit(e.T, tc.credit-e.Transfer)
+			if tc.credit < 0 {
+				c.violate(e.T, "lease %d transfers %v tokens; only %v were returned and not yet moved", e.ID, e.Transfer, tc.credit+e.Transfer)
+			}
+		}
+	case "end":
+		if lc := c.leases[e.ID]; lc != nil && (lc.ended == 0 || e.T < lc.ended) {
+			lc.ended = e.T
+		}
+	case "credit":
+		if tc := c.tenant(e); tc != nil {
+			tc.setCredit(e.T, tc.credit+quota.Micro(e.N))
+		}
+	case "install":
+		tc := c.tenant(e)
+		if tc == nil {
+			return
+		}
+		lc := c.leases[e.ID]
+		switch {
+		case lc == nil:
+			c.violate(e.T, "region %s installed lease %d, which was never granted", e.Region, e.ID)
+		case lc.l.Region != e.Region || lc.l.Tenant != e.Tenant:
+			c.violate(e.T, "region %s installed lease %d, granted to %s", e.Region, e.ID, lc.l.Region)
+		}
+		if u := tc.using[e.Region]; u != nil {
+			c.violate(e.T, "region %s installed lease %d while still spending under %d", e.Region, e.ID, u.id)
+			tc.close(e.Region, e.T)
+		}
+		tc.using[e.Region] = &usage{region: e.Region, id: e.ID, from: e.T}
+	case "supersede", "expire", "return":
+		tc := c.tenant(e)
+		if tc == nil {
+			return
+		}
+		if u := tc.using[e.Region]; u != nil && u.id == e.ID {
+			tc.close(e.Region, e.T)
+		} else if e.Ev != "return" {
+			c.violate(e.T, "region %s stopped spending under lease %d, which it was not using", e.Region, e.ID)
+		}
+	case "restart":
+		if e.Epoch <= c.fenced {
+			c.violate(e.T, "restart at epoch %d, not above %d", e.Epoch, c.fenced)
+		}
+		c.fenced = max(c.fenced, e.Epoch)
+	}
+}
+
+func (c *Checker) tenant(e *Event) *tenantCheck {
+	tc := c.tenants[e.Tenant]
+	if tc == nil {
+		c.violate(e.T, "event %q for tenant %q before its start event", e.Ev, e.Tenant)
+	}
+	return tc
+}
+
+func (tc *tenantCheck) setCredit(t int64, v quota.Micro) {
+	if tc.credit > 0 && t > tc.creditAt {
+		tc.spans = append(tc.spans, quota.Span{Region: "\x00credit", Burst: tc.credit, From: time.Duration(tc.creditAt), To: time.Duration(t)})
+	}
+	tc.credit, tc.creditAt = v, t
+}
+
+func (tc *tenantCheck) close(region string, t int64) {
+	u := tc.using[region]
+	u.to = t
+	tc.uses = append(tc.uses, *u)
+	delete(tc.using, region)
+}
+
+// Finish closes the run at time end and checks what needs the whole log:
+// the invariants over time and each lease's use within its interval.
+func (c *Checker) Finish(end int64) Report {
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for n := range c.tenants {
+			if !yield(n) {
+				return
+			}
+		}
+	}) {
+		tc := c.tenants[name]
+		for _, r := range slices.Sorted(func(yield func(string) bool) {
+			for n := range tc.using {
+				if !yield(n) {
+					return
+				}
+			}
+		}) {
+			tc.close(r, end)
+		}
+		tc.setCredit(end, tc.credit)
+		spans := slices.Clone(tc.spans)
+		for _, id := range slices.Sorted(func(yield func(uint64) bool) {
+			for id := range c.leases {
+				if !yield(id) {
+					return
+				}
+			}
+		}) {
+			lc := c.leases[id]
+			if lc.l.Tenant != name {
+				continue
+			}
+			spans = append(spans, quota.SpanOf(lc.l, time.Duration(lc.ended)))
+		}
+		p := quota.PeakOf(spans)
+		c.report.PeakRate = max(c.report.PeakRate, p.Rate.Float())
+		c.report.PeakBurst = max(c.report.PeakBurst, p.Burst.Float())
+		if p.Rate > tc.rate {
+			c.violate(int64(p.RateAt), "tenant %s: rate shares sum to %v, R is %v", name, p.Rate, tc.rate)
+		}
+		if p.Burst > tc.burst {
+			c.violate(int64(p.BurstAt), "tenant %s: burst shares and credit sum to %v, B is %v", name, p.Burst, tc.burst)
+		}
+		for _, u := range tc.uses {
+			lc := c.leases[u.id]
+			if lc == nil {
+				continue // reported at install
+			}
+			to := int64(lc.l.Expires)
+			if lc.ended > 0 && lc.ended < to {
+				to = lc.ended
+			}
+			if u.from < int64(lc.l.Activates) || u.to > to {
+				c.violate(u.from, "region %s spent under lease %d from %v to %v; it counted only from %v to %v",
+					u.region, u.id, time.Duration(u.from), time.Duration(u.to), lc.l.Activates, time.Duration(to))
+			}
+		}
+	}
+	if math.IsInf(c.report.WorstExcess, -1) {
+		c.report.WorstExcess = 0
+	}
+	return c.report
+}

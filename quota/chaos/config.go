@@ -1,0 +1,160 @@
+package chaos
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/afloat/afloat/quota"
+)
+
+// Fault is a kind of fault the harness injects.
+type Fault uint8
+
+const (
+	// Shift moves traffic between regions, up to all of it into one.
+	Shift Fault = 1 << iota
+	// Partition cuts a region off from the coordinator for a while.
+	Partition
+	// Crash stops the coordinator: either it dies and a successor
+	// restarts from the ledger, or it pauses, a successor takes over, and
+	// the old one wakes up still believing it leads.
+	Crash
+	// Skew gives every node its own clock: an offset of up to ±500 ms and
+	// a drift of up to the regions' MaxDrift.
+	Skew
+	// Dup duplicates messages (and reorders them with jittered delays).
+	Dup
+)
+
+// AllFaults is every fault.
+const AllFaults = Shift | Partition | Crash | Skew | Dup
+
+var faultNames = []struct {
+	f    Fault
+	name string
+}{{Shift, "shift"}, {Partition, "partition"}, {Crash, "crash"}, {Skew, "skew"}, {Dup, "dup"}}
+
+// ParseFaults reads a comma-separated list: shift, partition, crash,
+// skew, dup; "all" or "none".
+func ParseFaults(s string) (Fault, error) {
+	switch strings.TrimSpace(s) {
+	case "all":
+		return AllFaults, nil
+	case "none", "":
+		return 0, nil
+	}
+	var f Fault
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		found := false
+		for _, n := range faultNames {
+			if n.name == part {
+				f |= n.f
+				found = true
+			}
+		}
+		if !found {
+			return 0, fmt.Errorf("%w: fault %q: want some of shift, partition, crash, skew, dup (or all, none)", quota.ErrConfig, part)
+		}
+	}
+	return f, nil
+}
+
+func (f Fault) String() string {
+	var names []string
+	for _, n := range faultNames {
+		if f&n.f != 0 {
+			names = append(names, n.name)
+		}
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ",")
+}
+
+// Config is one chaos run. The zero value of each optional field takes
+// the default given with it: the seed's tenant — R = 500/s (30,000 a
+// minute), B = 6,000, three regions — for ten minutes with every fault.
+type Config struct {
+	Seed     uint32
+	Mode     quota.Mode
+	Duration time.Duration // default 10 min
+	Faults   Fault         // default AllFaults; set NoFaults for none
+	NoFaults bool
+	// Tenant overrides the seed's tenant; its Mode and Emergency follow
+	// Mode when left zero (E = 100 tokens per region in best-effort mode).
+	Tenant quota.Tenant
+	// Schedule, if set, replaces the schedule the seed would draw:
+	// traffic, faults, clocks and network, scripted.
+	Schedule *Schedule
+	// Log, if set, receives the event log as it happens.
+	Log EventWriter
+}
+
+// EventWriter receives events: a JSON-lines writer (NewJSONWriter), the
+// checker, or both.
+type EventWriter interface {
+	Write(e *Event)
+}
+
+// Defaults of the seed's tenant.
+const (
+	DefaultRate      = 500 * quota.One
+	DefaultBurst     = 6000 * quota.One
+	DefaultEmergency = 100 * quota.One
+	DefaultDuration  = 10 * time.Minute
+)
+
+// DefaultRegions are the seed's three regions.
+var DefaultRegions = []string{"eu", "us", "ap"}
+
+func (c Config) withDefaults() Config {
+	if c.Duration == 0 {
+		c.Duration = DefaultDuration
+	}
+	if c.Faults == 0 && !c.NoFaults {
+		c.Faults = AllFaults
+	}
+	if c.NoFaults {
+		c.Faults = 0
+	}
+	t := c.Tenant
+	if t.Name == "" {
+		t.Name = "tenant"
+	}
+	if t.Rate == 0 {
+		t.Rate = DefaultRate
+	}
+	if t.Burst == 0 {
+		t.Burst = DefaultBurst
+	}
+	if len(t.Regions) == 0 {
+		t.Regions = DefaultRegions
+	}
+	t.Mode = c.Mode
+	if c.Mode == quota.BestEffort && t.Emergency == 0 {
+		t.Emergency = DefaultEmergency
+	}
+	c.Tenant = t.WithDefaults()
+	return c
+}
+
+// Validate reports the first field out of range.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if c.Duration < time.Second || c.Duration > 24*time.Hour {
+		return fmt.Errorf("%w: duration %v: want 1s to 24h", quota.ErrConfig, c.Duration)
+	}
+	if c.Faults&^AllFaults != 0 {
+		return fmt.Errorf("%w: faults %d: want some of shift, partition, crash, skew, dup", quota.ErrConfig, c.Faults)
+	}
+	if err := c.Tenant.Validate(); err != nil {
+		return err
+	}
+	if c.Schedule != nil {
+		return c.Schedule.validate(c)
+	}
+	return nil
+}

@@ -1,0 +1,257 @@
+package chaos
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+
+	"github.com/afloat/afloat/quota"
+)
+
+// Event is one line of the event log. T is virtual time in nanoseconds —
+// real time as the simulation defines it, not any node's clock — and Ev
+// names what happened:
+//
+//	start      the run's tenant: rate, burst (tokens), n (regions), balance (E), why (mode)
+//	admit      a region admitted n tokens of a tenant's traffic
+//	reject     a region refused n tokens
+//	lease      a coordinator granted a lease (written to its ledger first):
+//	           id, epoch, rate, burst, transfer, and the interval in which it
+//	           counts, activates_ns to expires_ns (on the virtual clock)
+//	end        a coordinator stopped counting lease id (why: superseded,
+//	           returned, expired)
+//	credit     a coordinator took n micro-tokens of a return as credit
+//	install    a region began spending under lease id
+//	supersede  a region stopped spending under lease id: a newer one replaced it
+//	expire     a region stopped spending under lease id: it ran out
+//	return     a region gave lease id back (balance: tokens handed over)
+//	traffic    the offered load changed (rates: tokens a second by region)
+//	partition  a region was cut off from the coordinator; heal: reconnected
+//	crash      the coordinator process died; restart: a successor fenced
+//	           the ledger (epoch) and took over
+//	pause      the coordinator froze; wake: it resumed, still believing it leads
+//	fenced     a coordinator found it had been superseded and stopped
+//	skew       a node's clock: offset_ns and drift
+//	stop       the end of the run
+type Event struct {
+	T         int64              `json:"t_ns"`
+	Ev        string             `json:"ev"`
+	Tenant    string             `json:"tenant,omitempty"`
+	Region    string             `json:"region,omitempty"`
+	N         int64              `json:"n,omitempty"`
+	ID        uint64             `json:"id,omitempty"`
+	Epoch     uint64             `json:"epoch,omitempty"`
+	Rate      quota.Micro        `json:"-"`
+	Burst     quota.Micro        `json:"-"`
+	Transfer  quota.Micro        `json:"-"`
+	Balance   quota.Micro        `json:"-"`
+	Activates int64              `json:"activates_ns,omitempty"`
+	Expires   int64              `json:"expires_ns,omitempty"`
+	Why       string             `json:"why,omitempty"`
+	Rates     map[string]float64 `json:"rates,omitempty"`
+	Offset    int64              `json:"offset_ns,omitempty"`
+	Drift     float64            `json:"drift,omitempty"`
+}
+
+// eventJSON is Event with the quota amounts in tokens, for reading logs.
+type eventJSON struct {
+	Event
+	Rate     *json.Number `json:"rate,omitempty"`
+	Burst    *json.Number `json:"burst,omitempty"`
+	Transfer *json.Number `json:"transfer,omitempty"`
+	Balance  *json.Number `json:"balance,omitempty"`
+}
+
+// AppendJSON appends the event as one line of JSON, amounts in tokens.
+// Only the fields that carry something are written: admit and reject
+// lines, which are most of a log, stay short.
+func (e *Event) AppendJSON(b []byte) []byte {
+	b = append(b, `{"t_ns":`...)
+	b = strconv.AppendInt(b, e.T, 10)
+	b = append(b, `,"ev":`...)
+	b = strconv.AppendQuote(b, e.Ev)
+	str := func(k, v string) {
+		if v != "" {
+			b = append(b, ',', '"')
+			b = append(b, k...)
+			b = append(b, '"', ':')
+			b = strconv.AppendQuote(b, v)
+		}
+	}
+	num := func(k string, v int64) {
+		if v != 0 {
+			b = append(b, ',', '"')
+			b = append(b, k...)
+			b = append(b, '"', ':')
+			b = strconv.AppendInt(b, v, 10)
+		}
+	}
+	amt := func(k string, v quota.Micro, always bool) {
+		if v != 0 || always {
+			b = append(b, ',', '"')
+			b = append(b, k...)
+			b = append(b, '"', ':')
+			b = strconv.AppendFloat(b, v.Float(), 'f', -1, 64)
+		}
+	}
+	str("tenant", e.Tenant)
+	str("region", e.Region)
+	num("n", e.N)
+	num("id", int64(e.ID))
+	num("epoch", int64(e.Epoch))
+	lease := e.Ev == "lease"
+	amt("rate", e.Rate, lease)
+	amt("burst", e.Burst, lease)
+	amt("transfer", e.Transfer, false)
+	amt("balance", e.Balance, e.Ev == "return")
+	num("activates_ns", e.Activates)
+	num("expires_ns", e.Expires)
+	str("why", e.Why)
+	num("offset_ns", e.Offset)
+	if e.Drift != 0 {
+		b = append(b, `,"drift":`...)
+		b = strconv.AppendFloat(b, e.Drift, 'g', -1, 64)
+	}
+	if len(e.Rates) > 0 {
+		b = append(b, `,"rates":{`...)
+		for i, k := range slices.Sorted(maps.Keys(e.Rates)) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendQuote(b, k)
+			b = append(b, ':')
+			b = strconv.AppendFloat(b, e.Rates[k], 'f', -1, 64)
+		}
+		b = append(b, '}')
+	}
+	return append(b, '}', '\n')
+}
+
+// ParseEvent reads one line of an event log.
+func ParseEvent(line []byte) (Event, error) {
+	var j eventJSON
+	if err := json.Unmarshal(line, &j); err != nil {
+		return Event{}, fmt.Errorf("chaos: event log: %w", err)
+	}
+	e := j.Event
+	for _, f := range []struct {
+		n   *json.Number
+		dst *quota.Micro
+		key string
+	}{{j.Rate, &e.Rate, "rate"}, {j.Burst, &e.Burst, "burst"}, {j.Transfer, &e.Transfer, "transfer"}, {j.Balance, &e.Balance, "balance"}} {
+		if f.n == nil {
+			continue
+		}
+		// Parse as decimal to get the micro-tokens back exactly.
+		m, err := parseMicro(f.n.String())
+		if err != nil {
+			return Event{}, fmt.Errorf("chaos: event log: field %q: %w", f.key, err)
+		}
+		*f.dst = m
+	}
+	if e.Ev == "" {
+		return Event{}, fmt.Errorf("chaos: event log: field \"ev\" missing")
+	}
+	return e, nil
+}
+
+// parseMicro reads a decimal number of tokens with up to six decimals.
+func parseMicro(s string) (quota.Micro, error) {
+	neg := false
+	if s != "" && s[0] == '-' {
+		neg, s = true, s[1:]
+	}
+	whole, frac, _ := cut(s, '.')
+	if whole == "" || len(frac) > 6 {
+		return 0, fmt.Errorf("%q: want a number of tokens with at most six decimals", s)
+	}
+	w, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil || w > 1e12 {
+		return 0, fmt.Errorf("%q: want a number of tokens up to 1e12", s)
+	}
+	var f int64
+	if frac != "" {
+		for len(frac) < 6 {
+			frac += "0"
+		}
+		if f, err = strconv.ParseInt(frac, 10, 64); err != nil || f < 0 {
+			return 0, fmt.Errorf("%q: bad decimals", s)
+		}
+	}
+	m := quota.Micro(w)*quota.One + quota.Micro(f)
+	if neg {
+		m = -m
+	}
+	return m, nil
+}
+
+func cut(s string, sep byte) (string, string, bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == sep {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}
+
+// JSONWriter writes events as JSON lines, buffered; Flush at the end.
+type JSONWriter struct {
+	w   *bufio.Writer
+	buf []byte
+	err error
+}
+
+// NewJSONWriter writes the event log to w.
+func NewJSONWriter(w io.Writer) *JSONWriter {
+	return &JSONWriter{w: bufio.NewWriterSize(w, 1<<16)}
+}
+
+// Write implements EventWriter.
+func (j *JSONWriter) Write(e *Event) {
+	if j.err != nil {
+		return
+	}
+	j.buf = e.AppendJSON(j.buf[:0])
+	_, j.err = j.w.Write(j.buf)
+}
+
+// Flush writes what is buffered and reports the first error.
+func (j *JSONWriter) Flush() error {
+	if j.err != nil {
+		return j.err
+	}
+	return j.w.Flush()
+}
+
+// Tee sends every event to each writer in turn.
+type Tee []EventWriter
+
+// Write implements EventWriter.
+func (t Tee) Write(e *Event) {
+	for _, w := range t {
+		w.Write(e)
+	}
+}
+
+// ReadLog feeds every event of a JSON-lines log to w, in order.
+func ReadLog(r io.Reader, w EventWriter) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		e, err := ParseEvent(sc.Bytes())
+		if err != nil {
+			return fmt.Errorf("line %d: %w", line, err)
+		}
+		w.Write(&e)
+	}
+	return sc.Err()
+}

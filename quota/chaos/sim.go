@@ -1,0 +1,536 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"math"
+	"time"
+
+	"github.com/afloat/afloat/internal/rng"
+	"github.com/afloat/afloat/quota"
+	"github.com/afloat/afloat/quota/coordinator"
+	"github.com/afloat/afloat/quota/internal/breakage"
+	"github.com/afloat/afloat/quota/region"
+)
+
+// The simulation is discrete-event on a virtual clock (nanoseconds of
+// "real" time). Nodes — the regions' limiters and the coordinator
+// processes — see only their own clocks. Everything is drawn from the
+// seed, so a run replays exactly.
+
+// clockBase keeps every local clock positive whatever its offset.
+const clockBase = int64(10 * time.Second)
+
+func (c Clock) local(t int64) int64 {
+	return clockBase + int64(c.Offset) + int64(float64(t)*(1+c.Drift))
+}
+
+// real maps a local reading back to virtual time, rounding up: the
+// instant at which the node's clock shows at least l.
+func (c Clock) real(l int64) int64 {
+	return int64(math.Ceil(float64(l-clockBase-int64(c.Offset)) / (1 + c.Drift)))
+}
+
+// event kinds
+const (
+	evArrival = iota
+	evRegionTick
+	evToCoord
+	evToRegion
+	evExpire
+	evCoordTick
+	evTraffic
+	evPartition
+	evHeal
+	evOutage
+	evSuccessor
+	evWake
+	evReconnect
+	evStop
+)
+
+type item struct {
+	at   int64
+	seq  uint64
+	kind uint8
+	a    int32 // region index, segment, outage index
+	b    int32 // coordinator process
+	m    *message
+}
+
+type message struct {
+	req   quota.Request
+	grant quota.Grant
+	ret   quota.Return
+	nudge quota.Nudge
+	what  uint8 // 0 request, 1 grant, 2 return, 3 nudge
+}
+
+type heap []item
+
+func (h heap) less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
+	}
+	return h[i].seq < h[j].seq
+}
+
+func (h *heap) push(it item) {
+	*h = append(*h, it)
+	q := *h
+	for i := len(q) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !q.less(i, p) {
+			break
+		}
+		q[i], q[p] = q[p], q[i]
+		i = p
+	}
+}
+
+func (h *heap) pop() item {
+	q := *h
+	top := q[0]
+	n := len(q) - 1
+	q[0] = q[n]
+	q = q[:n]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && q.less(l, m) {
+			m = l
+		}
+		if r < n && q.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		q[i], q[m] = q[m], q[i]
+		i = m
+	}
+	*h = q
+	return top
+}
+
+type regionNode struct {
+	name   string
+	lim    *region.Limiter
+	clock  Clock
+	link   Link
+	cut    int // partitions in force
+	conn   int // the coordinator process it talks to
+	rate   float64
+	next   int64 // next arrival, virtual ns; math.MaxInt64 for none
+	rng    *rng.Rand
+	using  uint64 // the lease it spends under, as logged
+	offers int64
+	admits int64
+}
+
+type coordNode struct {
+	core   *coordinator.Core
+	clock  Clock
+	dead   bool
+	paused bool
+	queue  []item
+	fenced bool
+}
+
+type sim struct {
+	cfg     Config
+	t       quota.Tenant
+	sch     *Schedule
+	now     int64
+	end     int64
+	seq     uint64
+	q       heap
+	regions []*regionNode
+	coords  []*coordNode
+	cur     int // the coordinator process regions turn to
+	ledger  *coordinator.MemLedger
+	net     *rng.Rand
+	out     EventWriter
+	ev      Event
+	broken  breakage.Set
+	refused int // ledger writes refused for another reason than the epoch
+}
+
+func (s *sim) at(t int64, it item) {
+	it.at = t
+	s.seq++
+	it.seq = s.seq
+	s.q.push(it)
+}
+
+func (s *sim) emit(e Event) {
+	e.T = s.now
+	if e.Tenant == "" && e.Ev != "traffic" && e.Ev != "crash" && e.Ev != "pause" && e.Ev != "wake" && e.Ev != "stop" && e.Ev != "skew" {
+		e.Tenant = s.t.Name
+	}
+	s.ev = e
+	s.out.Write(&s.ev)
+}
+
+// costs of requests: 1, 2 or 5 tokens, 70/20/10 %, so 1.9 on average.
+const meanCost = 0.7*1 + 0.2*2 + 0.1*5
+
+func drawCost(r *rng.Rand) int64 {
+	u := r.Float64()
+	switch {
+	case u < 0.7:
+		return 1
+	case u < 0.9:
+		return 2
+	}
+	return 5
+}
+
+func (s *sim) nextArrival(r *regionNode) {
+	if r.rate <= 0 {
+		r.next = math.MaxInt64
+		return
+	}
+	r.next = s.now + int64(r.rng.Exp(meanCost/r.rate)*1e9) + 1
+}
+
+func newSim(cfg Config, sch *Schedule, out EventWriter, broken breakage.Set) (*sim, error) {
+	s := &sim{cfg: cfg, t: cfg.Tenant, sch: sch, end: int64(cfg.Duration), out: out, broken: broken}
+	s.net = rng.New(cfg.Seed ^ 0x85ebca6b)
+	s.ledger = coordinator.NewBrokenMemLedger(broken)
+	for i, name := range s.t.Regions {
+		lim, err := region.New(region.DefaultConfig(name, s.t.Name), region.WithBreakage(broken))
+		if err != nil {
+			return nil, err
+		}
+		link, ok := sch.Links[name]
+		if !ok {
+			link = Link{Delay: 20 * time.Millisecond}
+		}
+		s.regions = append(s.regions, &regionNode{
+			name: name, lim: lim, clock: sch.Clocks[name], link: link,
+			rng: rng.New(cfg.Seed*2654435761 + uint32(i+1)*40503), next: math.MaxInt64,
+		})
+	}
+	return s, nil
+}
+
+// startCoordinator starts coordinator process k (fencing the ledger).
+func (s *sim) startCoordinator() error {
+	k := len(s.coords)
+	cl := Clock{}
+	if n := len(s.sch.CoordClocks); n > 0 {
+		cl = s.sch.CoordClocks[k%n]
+	}
+	node := &coordNode{clock: cl}
+	onEnd := func(l quota.Lease, at time.Duration, why coordinator.EndReason) {
+		s.emit(Event{Ev: "end", Region: l.Region, ID: l.ID, Epoch: l.Epoch, Why: string(why)})
+	}
+	core, err := coordinator.New(context.Background(), coordinator.Config{Tenants: []quota.Tenant{s.t}, OnEnd: onEnd},
+		s.ledger, time.Duration(cl.local(s.now)), coordinator.WithBreakage(s.broken))
+	if err != nil {
+		return err
+	}
+	node.core = core
+	s.coords = append(s.coords, node)
+	s.emit(Event{Ev: "restart", Epoch: core.Epoch(), Offset: int64(cl.Offset), Drift: cl.Drift})
+	s.at(s.now+int64(time.Second), item{kind: evCoordTick, b: int32(k)})
+	return nil
+}
+
+// send puts a message on region r's link: toCoord, or to the region.
+func (s *sim) send(r int, toCoord bool, coord int, m *message) {
+	reg := s.regions[r]
+	if reg.cut > 0 {
+		return
+	}
+	l := reg.link
+	if l.Loss > 0 && s.net.Float64() < l.Loss {
+		return
+	}
+	copies := 1
+	if l.Dup > 0 && s.net.Float64() < l.Dup {
+		copies = 2
+	}
+	kind := uint8(evToRegion)
+	if toCoord {
+		kind = evToCoord
+	}
+	for range copies {
+		d := int64(l.Delay)
+		if l.Jitter > 0 {
+			d += int64(s.net.Exp(float64(l.Jitter)))
+		}
+		s.at(s.now+max(1, d), item{kind: kind, a: int32(r), b: int32(coord), m: m})
+	}
+}
+
+func (s *sim) run() error {
+	// The opening: the tenant, the clocks, the first coordinator, the
+	// regions' timers, the schedule's events.
+	s.emit(Event{Ev: "start", Rate: s.t.Rate, Burst: s.t.Burst, N: int64(len(s.t.Regions)), Balance: s.t.Emergency, Why: s.t.Mode.String()})
+	for _, r := range s.regions {
+		if r.clock != (Clock{}) {
+			s.emit(Event{Ev: "skew", Region: r.name, Offset: int64(r.clock.Offset), Drift: r.clock.Drift})
+		}
+	}
+	if err := s.startCoordinator(); err != nil {
+		return err
+	}
+	for i := range s.regions {
+		s.at(int64(i+1)*int64(time.Millisecond), item{kind: evRegionTick, a: int32(i)})
+	}
+	for i, seg := range s.sch.Traffic {
+		s.at(int64(seg.At), item{kind: evTraffic, a: int32(i)})
+	}
+	for i, p := range s.sch.Partitions {
+		s.at(int64(p.From), item{kind: evPartition, a: int32(i)})
+		s.at(int64(p.To), item{kind: evHeal, a: int32(i)})
+	}
+	for i, o := range s.sch.Outages {
+		s.at(int64(o.At), item{kind: evOutage, a: int32(i)})
+	}
+	s.at(s.end, item{kind: evStop})
+
+	for {
+		// The next arrival against the next scheduled event.
+		ri, next := -1, int64(math.MaxInt64)
+		for i, r := range s.regions {
+			if r.next < next {
+				ri, next = i, r.next
+			}
+		}
+		if len(s.q) > 0 && s.q[0].at <= next {
+			it := s.q.pop()
+			s.now = it.at
+			if it.kind == evStop {
+				break
+			}
+			if err := s.handle(it); err != nil {
+				return err
+			}
+			continue
+		}
+		if ri < 0 {
+			break
+		}
+		s.now = next
+		s.arrive(s.regions[ri])
+	}
+	s.now = s.end
+	s.emit(Event{Ev: "stop"})
+	return nil
+}
+
+func (s *sim) arrive(r *regionNode) {
+	cost := drawCost(r.rng)
+	local := r.clock.local(s.now)
+	r.offers += cost
+	if r.lim.AllowAt(local, s.t.Name, cost) {
+		r.admits += cost
+		s.emit(Event{Ev: "admit", Region: r.name, N: cost})
+	} else {
+		s.emit(Event{Ev: "reject", Region: r.name, N: cost})
+	}
+	s.nextArrival(r)
+}
+
+func (s *sim) handle(it item) error {
+	switch it.kind {
+	case evRegionTick:
+		r := s.regions[it.a]
+		local := r.clock.local(s.now)
+		if r.lim.Due(local, s.t.Name) {
+			req, _ := r.lim.Request(local, s.t.Name)
+			s.send(int(it.a), true, r.conn, &message{what: 0, req: req})
+		}
+		s.at(s.now+int64(50*time.Millisecond), item{kind: evRegionTick, a: it.a})
+	case evToCoord:
+		return s.deliverToCoord(it)
+	case evToRegion:
+		s.deliverToRegion(it)
+	case evExpire:
+		r := s.regions[it.a]
+		id := uint64(it.m.grant.Lease.ID)
+		if r.using != id {
+			return nil
+		}
+		st := r.lim.Status(r.clock.local(s.now), s.t.Name)
+		if st.Lease.ID == id && st.Valid {
+			s.at(s.now+int64(time.Millisecond), it) // rounding: not quite over yet
+			return nil
+		}
+		r.using = 0
+		s.emit(Event{Ev: "expire", Region: r.name, ID: id})
+	case evCoordTick:
+		c := s.coords[it.b]
+		if c.dead || c.fenced || c.core.Stopped() != nil {
+			return nil
+		}
+		if !c.paused {
+			if err := c.core.Expire(context.Background(), time.Duration(c.clock.local(s.now))); errors.Is(err, quota.ErrStaleEpoch) {
+				s.fence(int(it.b))
+				return nil
+			}
+		}
+		s.at(s.now+int64(time.Second), it)
+	case evTraffic:
+		seg := s.sch.Traffic[it.a]
+		s.emit(Event{Ev: "traffic", Rates: seg.Rates})
+		for _, r := range s.regions {
+			r.rate = seg.Rates[r.name]
+			s.nextArrival(r)
+		}
+	case evPartition:
+		p := s.sch.Partitions[it.a]
+		for _, r := range s.regions {
+			if r.name == p.Region {
+				r.cut++
+				s.emit(Event{Ev: "partition", Region: r.name})
+			}
+		}
+	case evHeal:
+		p := s.sch.Partitions[it.a]
+		for _, r := range s.regions {
+			if r.name == p.Region {
+				r.cut--
+				s.emit(Event{Ev: "heal", Region: r.name})
+			}
+		}
+	case evOutage:
+		o := s.sch.Outages[it.a]
+		c := s.coords[s.cur]
+		if o.Pause {
+			c.paused = true
+			s.emit(Event{Ev: "pause", Epoch: c.core.Epoch()})
+			s.at(s.now+int64(o.Wake), item{kind: evWake, a: it.a, b: int32(s.cur)})
+		} else {
+			c.dead = true
+			c.queue = nil
+			s.emit(Event{Ev: "crash", Epoch: c.core.Epoch()})
+		}
+		s.at(s.now+int64(o.Down), item{kind: evSuccessor, a: it.a})
+	case evSuccessor:
+		o := s.sch.Outages[it.a]
+		if err := s.startCoordinator(); err != nil {
+			return err
+		}
+		s.cur = len(s.coords) - 1
+		for i, r := range s.regions {
+			if o.Pause {
+				s.at(s.now+int64(o.Reconnect[r.name]), item{kind: evReconnect, a: int32(i), b: int32(s.cur)})
+			} else {
+				r.conn = s.cur
+			}
+		}
+	case evReconnect:
+		s.regions[it.a].conn = int(it.b)
+	case evWake:
+		c := s.coords[it.b]
+		c.paused = false
+		s.emit(Event{Ev: "wake", Epoch: c.core.Epoch()})
+		queue := c.queue
+		c.queue = nil
+		for _, q := range queue {
+			if err := s.deliverToCoord(q); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (s *sim) fence(k int) {
+	c := s.coords[k]
+	if !c.fenced {
+		c.fenced = true
+		s.emit(Event{Ev: "fenced", Epoch: c.core.Epoch()})
+	}
+}
+
+func (s *sim) deliverToCoord(it item) error {
+	r := s.regions[it.a]
+	if r.cut > 0 {
+		return nil // the partition began while the message was on its way
+	}
+	c := s.coords[it.b]
+	switch {
+	case c.dead || c.fenced:
+		return nil
+	case c.paused:
+		c.queue = append(c.queue, it)
+		return nil
+	}
+	now := time.Duration(c.clock.local(s.now))
+	ctx := context.Background()
+	switch it.m.what {
+	case 0:
+		g, nudges, err := c.core.Renew(ctx, now, it.m.req)
+		if errors.Is(err, quota.ErrStaleEpoch) {
+			s.fence(int(it.b))
+			return nil
+		}
+		if err != nil {
+			// A write the ledger refused: nothing was granted, as a real
+			// coordinator would fail the request.
+			s.refused++
+			return nil
+		}
+		l := g.Lease
+		s.emit(Event{
+			Ev: "lease", Region: l.Region, ID: l.ID, Epoch: l.Epoch, Rate: l.Rate, Burst: l.Burst, Transfer: l.Transfer,
+			Activates: c.clock.real(int64(l.Activates)), Expires: c.clock.real(int64(l.Expires)),
+		})
+		s.send(int(it.a), false, int(it.b), &message{what: 1, grant: g})
+		for _, n := range nudges {
+			for i, rr := range s.regions {
+				if rr.name == n.Region {
+					s.send(i, false, int(it.b), &message{what: 3, nudge: n})
+				}
+			}
+		}
+	case 2:
+		before := c.core.Credit(s.t.Name)
+		err := c.core.Return(ctx, now, it.m.ret)
+		if errors.Is(err, quota.ErrStaleEpoch) {
+			s.fence(int(it.b))
+			return nil
+		}
+		if err != nil {
+			s.refused++
+			return nil
+		}
+		if after := c.core.Credit(s.t.Name); after > before {
+			s.emit(Event{Ev: "credit", Region: it.m.ret.Region, ID: it.m.ret.LeaseID, N: int64(after - before)})
+		}
+	}
+	return nil
+}
+
+func (s *sim) deliverToRegion(it item) {
+	r := s.regions[it.a]
+	if r.cut > 0 {
+		return
+	}
+	local := r.clock.local(s.now)
+	switch it.m.what {
+	case 3:
+		r.lim.Nudge(it.m.nudge)
+	case 1:
+		in := r.lim.Install(local, it.m.grant)
+		if !in.OK {
+			return
+		}
+		if in.Dropped.ID != 0 && r.using == in.Dropped.ID {
+			s.emit(Event{Ev: "supersede", Region: r.name, ID: in.Dropped.ID})
+		} else if r.using != 0 {
+			s.emit(Event{Ev: "expire", Region: r.name, ID: r.using})
+		}
+		r.using = in.Lease.ID
+		s.emit(Event{Ev: "install", Region: r.name, ID: in.Lease.ID, Epoch: in.Lease.Epoch})
+		s.at(r.clock.real(in.Until), item{kind: evExpire, a: it.a, m: &message{grant: quota.Grant{Lease: in.Lease}}})
+		if in.Return != nil {
+			s.emit(Event{Ev: "return", Region: r.name, ID: in.Return.LeaseID, Balance: in.Return.Balance})
+			s.send(int(it.a), true, r.conn, &message{what: 2, ret: *in.Return})
+		}
+	}
+}

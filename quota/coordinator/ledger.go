@@ -1,0 +1,141 @@
+package coordinator
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/afloat/afloat/quota"
+	"github.com/afloat/afloat/quota/internal/breakage"
+)
+
+// Ledger is the coordinator's durable state: the leases it has granted
+// and not yet seen end, and each tenant's credit (returned tokens waiting
+// to be moved). A grant is written here before it is sent, so that a
+// successor that restores the ledger keeps counting it.
+//
+// Fencing lives here, not in the coordinator: Fence makes the caller the
+// only writer by raising the epoch, and Commit refuses a write from any
+// older epoch. A coordinator that was paused and wakes up cannot grant
+// beside its successor, because it cannot write.
+type Ledger interface {
+	// Fence raises the epoch and returns it with the ledger's contents.
+	Fence(ctx context.Context) (Snapshot, error)
+	// Commit applies ops atomically if epoch is still the ledger's epoch,
+	// and fails with quota.ErrStaleEpoch otherwise, applying nothing.
+	Commit(ctx context.Context, epoch uint64, ops ...Op) error
+}
+
+// Snapshot is the ledger's contents.
+type Snapshot struct {
+	Epoch  uint64
+	NextID uint64 // above every lease ID ever written
+	Leases []quota.Lease
+	Credit map[string]quota.Micro // by tenant
+}
+
+// OpKind is what an Op does.
+type OpKind int
+
+const (
+	// PutLease records a granted lease.
+	PutLease OpKind = iota
+	// EndLease forgets a lease that has ended (returned, superseded or
+	// expired). Ending an unknown lease does nothing.
+	EndLease
+	// AddCredit adds Credit (negative: takes it) to Tenant's credit.
+	AddCredit
+)
+
+// Op is one change to the ledger.
+type Op struct {
+	Kind   OpKind
+	Lease  quota.Lease // PutLease
+	ID     uint64      // EndLease
+	Tenant string      // AddCredit
+	Credit quota.Micro // AddCredit
+}
+
+// MemLedger is a Ledger in memory: the embedded default's and the chaos
+// harness's. It outlives the coordinators that use it, as an external
+// store would. It is safe for concurrent use.
+type MemLedger struct {
+	mu     sync.Mutex
+	epoch  uint64
+	nextID uint64
+	leases map[uint64]quota.Lease
+	credit map[string]quota.Micro
+	broken breakage.Set
+}
+
+var _ Ledger = (*MemLedger)(nil)
+
+// NewMemLedger returns an empty ledger at epoch 0.
+func NewMemLedger() *MemLedger {
+	return &MemLedger{nextID: 1, leases: map[uint64]quota.Lease{}, credit: map[string]quota.Micro{}}
+}
+
+// NewBrokenMemLedger is a ledger with deliberate faults, for the chaos
+// harness's mutation checks.
+func NewBrokenMemLedger(b breakage.Set) *MemLedger {
+	l := NewMemLedger()
+	l.broken = b
+	return l
+}
+
+// Fence implements Ledger.
+func (l *MemLedger) Fence(ctx context.Context) (Snapshot, error) {
+	if err := ctx.Err(); err != nil {
+		return Snapshot{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.epoch++
+	leases := slices.Collect(maps.Values(l.leases))
+	slices.SortFunc(leases, func(a, b quota.Lease) int { return cmp.Compare(a.ID, b.ID) })
+	return Snapshot{Epoch: l.epoch, NextID: l.nextID, Leases: leases, Credit: maps.Clone(l.credit)}, nil
+}
+
+// Commit implements Ledger.
+func (l *MemLedger) Commit(ctx context.Context, epoch uint64, ops ...Op) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if epoch != l.epoch && !l.broken.NoFencing {
+		return fmt.Errorf("%w: write at epoch %d, the ledger is at %d", quota.ErrStaleEpoch, epoch, l.epoch)
+	}
+	// Check everything first: all or nothing.
+	credit := maps.Clone(l.credit)
+	for i, op := range ops {
+		switch op.Kind {
+		case PutLease:
+			if op.Lease.ID == 0 {
+				return fmt.Errorf("coordinator: ledger op %d: lease ID 0", i)
+			}
+		case EndLease:
+		case AddCredit:
+			credit[op.Tenant] += op.Credit
+			if credit[op.Tenant] < 0 {
+				return fmt.Errorf("coordinator: ledger op %d: tenant %q credit would be %v", i, op.Tenant, credit[op.Tenant])
+			}
+		default:
+			return fmt.Errorf("coordinator: ledger op %d: unknown kind %d", i, op.Kind)
+		}
+	}
+	for _, op := range ops {
+		switch op.Kind {
+		case PutLease:
+			l.leases[op.Lease.ID] = op.Lease
+			l.nextID = max(l.nextID, op.Lease.ID+1)
+		case EndLease:
+			delete(l.leases, op.ID)
+		}
+	}
+	l.credit = credit
+	return nil
+}

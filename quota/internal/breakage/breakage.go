@@ -1,0 +1,25 @@
+// Package breakage names the deliberate faults the chaos harness plants in
+// the coordinator and the region limiter to prove that its checker catches
+// each way of breaking the protocol (mutation checks). Being internal, it
+// cannot be imported outside quota/..., so no user can switch one on.
+package breakage
+
+// Set is a set of deliberate faults; the zero value is none.
+type Set struct {
+	// RenewRefills: a region fills its bucket to the new burst on every
+	// renewal, creating a burst out of nothing each time.
+	RenewRefills bool
+	// ReuseBeforeConfirm: the coordinator stops counting a region's old
+	// lease as soon as it grants the replacement, not when the region
+	// confirms it or the old one expires, and gives the difference away.
+	ReuseBeforeConfirm bool
+	// NoFencing: the ledger accepts writes from a coordinator whose epoch
+	// has been superseded, so a paused coordinator that wakes up keeps
+	// granting beside its successor.
+	NoFencing bool
+	// FullToEvery: the coordinator grants every region the whole R and B.
+	FullToEvery bool
+}
+
+// Any says whether any fault is set.
+func (s Set) Any() bool { return s != Set{} }

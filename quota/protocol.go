@@ -1,0 +1,72 @@
+package quota
+
+import "time"
+
+// The protocol between regions and the coordinator is four messages. Each
+// may be lost, delayed, duplicated or reordered; each is safe to handle
+// twice.
+//
+//	region → coordinator  Request  ask for a lease (renewal, more or less)
+//	coordinator → region  Grant    a new lease, in answer to one request
+//	region → coordinator  Return   a lease the region no longer uses
+//	coordinator → region  Nudge    renew soon: your share is wanted elsewhere
+//
+// Time never travels as a clock reading: a Grant carries durations, and a
+// region measures them on its own monotonic clock — the lease's end from
+// the moment it sent the request (no later than the grant, so the region
+// stops first), its start from the moment the grant arrived (no earlier
+// than the grant, so it starts last).
+
+// Request asks for a lease. It also confirms: a region that holds lease H
+// never uses an older one again, so the coordinator stops counting them.
+type Request struct {
+	Tenant string `json:"tenant"`
+	Region string `json:"region"`
+	// Seq numbers the region's requests; the grant echoes it, and the
+	// region anchors the lease's end to when it sent this request.
+	Seq uint64 `json:"seq"`
+	// Holding is the lease the region uses now; 0 for none.
+	Holding uint64 `json:"holding"`
+	// Epoch is the highest coordinator epoch the region has seen.
+	Epoch uint64 `json:"epoch"`
+	// Demand is what the region's clients offered since the last request,
+	// admitted or not, per second.
+	Demand Micro `json:"demand"`
+	// Balance is the region's bucket now.
+	Balance Micro `json:"balance"`
+}
+
+// Grant is a lease on its way to a region.
+type Grant struct {
+	Lease Lease  `json:"lease"`
+	Seq   uint64 `json:"seq"` // the request it answers
+	// ActivateAfter is when the lease starts, after the grant arrives.
+	ActivateAfter time.Duration `json:"activate_after_ns"`
+	// ValidFor is the lease's length, from when the request was sent.
+	ValidFor time.Duration `json:"valid_for_ns"`
+	// Margin is the skew margin the region takes off ValidFor.
+	Margin time.Duration `json:"margin_ns"`
+	Mode   Mode          `json:"mode"`
+	// Emergency is the region's allowance in BestEffort mode.
+	Emergency Micro `json:"emergency"`
+}
+
+// Return gives a lease back: the region has invalidated it and stopped
+// using it, and hands over the tokens it released. A region sends one
+// when a newer lease replaces the old (Balance: what the old bucket held
+// beyond the new one's burst) and when it shuts down (Balance: all).
+type Return struct {
+	Tenant  string `json:"tenant"`
+	Region  string `json:"region"`
+	LeaseID uint64 `json:"lease_id"`
+	Epoch   uint64 `json:"epoch"`
+	Balance Micro  `json:"balance"`
+}
+
+// Nudge asks a region to renew now: another region wants the share it
+// holds beyond its target.
+type Nudge struct {
+	Tenant string `json:"tenant"`
+	Region string `json:"region"`
+	Epoch  uint64 `json:"epoch"`
+}

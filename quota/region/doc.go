@@ -1,0 +1,24 @@
+// Package region is the global rate limit's region side: a Limiter holds
+// one leased token bucket per tenant and spends it with no lock and no
+// network call per request.
+//
+//	lim, err := region.New(region.DefaultConfig("eu", "acme"))
+//	go lim.Run(ctx, coord)                          // renews leases through the coordinator
+//	http.Handle("/", lim.Middleware()(handler))     // 429 + Retry-After when the quota is spent
+//	ok := lim.Allow("acme", 1)                      // or by hand
+//
+// The bucket refills at the leased rate and holds at most the leased
+// burst. A renewal keeps the balance, truncated when the burst shrinks and
+// never refilled; after a gap the bucket starts empty, unless the
+// coordinator transfers confirmed returned tokens. A lease ends
+// ValidFor − Margin after the region sent the request it answers, on the
+// region's own monotonic clock, so the region always stops before the
+// coordinator stops counting the lease; refill is derated by the clock's
+// possible drift. In hard mode nothing is admitted without a valid lease;
+// in best-effort mode an emergency allowance E covers the gap, refilled
+// only from tokens a full bucket would drop.
+//
+// The renewal side — Request, Install, Nudge, Due, Return — steps on
+// explicit time; Run drives it with a ticker, and package quota/chaos
+// drives it in virtual time. Limiter is safe for concurrent use.
+package region

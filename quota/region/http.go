@@ -1,0 +1,88 @@
+package region
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+type middleware struct {
+	tenant func(*http.Request) string
+	cost   func(*http.Request) int64
+	reject func(w http.ResponseWriter, r *http.Request, retryAfter time.Duration, known bool)
+}
+
+// MiddlewareOption configures Middleware.
+type MiddlewareOption func(*middleware)
+
+// WithTenant says whose quota a request spends; by default the
+// X-Tenant header.
+func WithTenant(f func(*http.Request) string) MiddlewareOption {
+	return func(m *middleware) { m.tenant = f }
+}
+
+// WithCost weighs a request; by default every request costs 1. A tenant's
+// per-endpoint weights (quota.Tenant.Costs) plug in here:
+// WithCost(func(r *http.Request) int64 { return t.Cost(r.URL.Path) }).
+func WithCost(f func(*http.Request) int64) MiddlewareOption {
+	return func(m *middleware) { m.cost = f }
+}
+
+// WithRejectHandler chooses the response to a refused request; known says
+// whether retryAfter is a promise (the next refill) or only the bounded
+// retry policy.
+func WithRejectHandler(f func(w http.ResponseWriter, r *http.Request, retryAfter time.Duration, known bool)) MiddlewareOption {
+	return func(m *middleware) { m.reject = f }
+}
+
+// Middleware returns net/http middleware that spends each request's cost
+// from its tenant's quota and answers 429 Too Many Requests when there is
+// none, with Retry-After: the time to the next local refill that fits the
+// request, rounded up to the second (the header's precision); or, when no
+// time can be promised (no valid lease: the coordinator is unreachable),
+// the bounded retry policy — the region's own retry interval, doubling
+// while it fails, at most MaxRetryAfter — with the body saying so. An
+// unknown tenant gets 403.
+func (l *Limiter) Middleware(opts ...MiddlewareOption) func(http.Handler) http.Handler {
+	m := &middleware{
+		tenant: func(r *http.Request) string { return r.Header.Get("X-Tenant") },
+		cost:   func(*http.Request) int64 { return 1 },
+		reject: rejectDefault,
+	}
+	for _, o := range opts {
+		o(m)
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			tenant := m.tenant(r)
+			if l.buckets[tenant] == nil {
+				http.Error(w, fmt.Sprintf("quota: unknown tenant %q", tenant), http.StatusForbidden)
+				return
+			}
+			cost := m.cost(r)
+			now := l.Now()
+			if l.AllowAt(now, tenant, cost) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			d, known := l.RetryAfter(now, tenant, cost)
+			m.reject(w, r, d, known)
+		})
+	}
+}
+
+func rejectDefault(w http.ResponseWriter, r *http.Request, d time.Duration, known bool) {
+	secs := max(1, int(math.Ceil(d.Seconds())))
+	h := w.Header()
+	h.Set("Retry-After", strconv.Itoa(secs))
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusTooManyRequests)
+	if known {
+		fmt.Fprintf(w, "quota: exhausted; the next refill that fits this request comes in %v\n", d.Round(time.Millisecond))
+		return
+	}
+	fmt.Fprintf(w, "quota: this region holds no valid lease and cannot say when it will; retry after %d s, backing off, at most every %d s\n", secs, secs)
+}

@@ -1,0 +1,298 @@
+package region
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/afloat/afloat/quota"
+)
+
+const (
+	ms  = int64(time.Millisecond)
+	sec = int64(time.Second)
+)
+
+func newLimiter(t *testing.T) *Limiter {
+	t.Helper()
+	l, err := New(DefaultConfig("eu", "acme"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.cfg.MaxDrift = 0 // exact arithmetic in these tests; drift has its own
+	return l
+}
+
+var nextID uint64 = 100
+
+// grantAt asks at now and installs a grant of rate and burst at arrive.
+func grantAt(t *testing.T, l *Limiter, now, arrive int64, rate, burst float64, mut func(*quota.Grant)) Installed {
+	t.Helper()
+	req, err := l.Request(now, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nextID++
+	g := quota.Grant{
+		Lease:    quota.Lease{ID: nextID, Tenant: "acme", Region: "eu", Epoch: 1, Rate: quota.Tokens(rate), Burst: quota.Tokens(burst)},
+		Seq:      req.Seq,
+		ValidFor: 10 * time.Second, Margin: 500 * time.Millisecond,
+	}
+	if mut != nil {
+		mut(&g)
+	}
+	return l.Install(arrive, g)
+}
+
+func admitN(l *Limiter, now int64, n int) int {
+	got := 0
+	for range n {
+		if l.AllowAt(now, "acme", 1) {
+			got++
+		}
+	}
+	return got
+}
+
+// TestBucket: a lease of 10/s with a burst of 5 starts empty, refills at
+// 10 a second, holds at most 5, and ends ValidFor − Margin after the
+// request was sent.
+func TestBucket(t *testing.T) {
+	l := newLimiter(t)
+	if l.AllowAt(0, "acme", 1) {
+		t.Fatal("admitted before any lease")
+	}
+	in := grantAt(t, l, sec, sec+50*ms, 10, 5, nil)
+	if !in.OK || in.Until != sec+int64(9500*time.Millisecond) {
+		t.Fatalf("install %+v, want valid until 9.5 s after the request", in)
+	}
+	if got := admitN(l, sec+50*ms, 3); got != 0 {
+		t.Fatalf("a fresh lease admitted %d at once; it starts empty", got)
+	}
+	if got := admitN(l, sec+250*ms, 5); got != 2 {
+		t.Fatalf("200 ms at 10/s: %d admitted, want 2", got)
+	}
+	if got := admitN(l, 5*sec, 10); got != 5 {
+		t.Fatalf("after a long wait: %d admitted, want the burst of 5", got)
+	}
+	if st := l.Status(5*sec, "acme"); st.Balance != 0 || !st.Valid {
+		t.Fatalf("status %+v", st)
+	}
+	if !l.AllowAt(sec+int64(9400*time.Millisecond), "acme", 1) {
+		t.Fatal("refused just before the end with tokens in the bucket")
+	}
+	if l.AllowAt(sec+int64(9500*time.Millisecond), "acme", 1) {
+		t.Fatal("admitted at the lease's end")
+	}
+	if l.AllowAt(20*sec, "acme", 0) || l.AllowAt(2*sec, "nobody", 1) {
+		t.Fatal("admitted a zero cost or an unknown tenant")
+	}
+}
+
+// TestRenewalKeepsBalance: a renewal keeps the balance, truncates it to a
+// smaller burst (handing the rest back), and never refills it; a lease
+// after a gap starts empty, plus any transfer.
+func TestRenewalKeepsBalance(t *testing.T) {
+	l := newLimiter(t)
+	first := grantAt(t, l, 0, 0, 100, 50, nil)
+	// Full after a second: 50.
+	in := grantAt(t, l, sec, sec, 100, 50, nil)
+	if in.Return == nil || in.Return.LeaseID != first.Lease.ID || in.Return.Balance != 0 {
+		t.Fatalf("renewal returned %+v, want lease %d back with nothing released", in.Return, first.Lease.ID)
+	}
+	if st := l.Status(sec, "acme"); st.Balance != 50*quota.One {
+		t.Fatalf("balance %v after renewal, want the 50 kept", st.Balance)
+	}
+	admitN(l, sec, 45) // 5 left
+	grantAt(t, l, sec, sec, 100, 50, nil)
+	if st := l.Status(sec, "acme"); st.Balance != 5*quota.One {
+		t.Fatalf("balance %v after renewal, want 5: never refilled", st.Balance)
+	}
+	// Wait to fill, then shrink the burst to 20: 30 handed back.
+	in = grantAt(t, l, 2*sec, 2*sec, 100, 20, nil)
+	if st := l.Status(2*sec, "acme"); st.Balance != 20*quota.One || in.Return.Balance != 30*quota.One {
+		t.Fatalf("shrink: balance %v, returned %v; want 20 and 30", st.Balance, in.Return.Balance)
+	}
+	// A gap: the lease runs out; the next starts empty, plus its transfer.
+	grantAt(t, l, 30*sec, 30*sec, 100, 20, func(g *quota.Grant) { g.Lease.Transfer = 7 * quota.One })
+	if st := l.Status(30*sec, "acme"); st.Balance != 7*quota.One {
+		t.Fatalf("after a gap: balance %v, want only the 7 transferred", st.Balance)
+	}
+}
+
+// TestIgnoredGrants: older epoch, not newer, unknown request, over on
+// arrival, another region's.
+func TestIgnoredGrants(t *testing.T) {
+	l := newLimiter(t)
+	in := grantAt(t, l, 0, 0, 10, 10, func(g *quota.Grant) { g.Lease.Epoch = 3 })
+	if !in.OK {
+		t.Fatal(in.Why)
+	}
+	for i, tc := range []struct {
+		mut  func(*quota.Grant)
+		at   int64
+		want string
+	}{
+		{func(g *quota.Grant) { g.Lease.Epoch = 2 }, 0, "stale epoch"},
+		{func(g *quota.Grant) { g.Lease.Epoch = 3; g.Lease.ID = in.Lease.ID }, 0, "not newer"},
+		{func(g *quota.Grant) { g.Lease.Epoch = 3; g.Seq = 999 }, 0, "unknown request"},
+		{func(g *quota.Grant) { g.Lease.Epoch = 3 }, 20 * sec, "over on arrival"},
+		{func(g *quota.Grant) { g.Lease.Epoch = 3; g.Lease.Region = "us" }, 0, "not this region"},
+	} {
+		if got := grantAt(t, l, 0, tc.at, 10, 10, tc.mut); got.OK || !strings.Contains(got.Why, tc.want) {
+			t.Errorf("step %d: %+v, want refused as %q", i, got, tc.want)
+		}
+	}
+}
+
+// TestDriftShortensAndDerates: with MaxDrift, the lease ends earlier and
+// refills slower by that much, so a fast clock cannot overspend.
+func TestDriftShortensAndDerates(t *testing.T) {
+	cfg := DefaultConfig("eu", "acme")
+	cfg.MaxDrift = 0.01
+	l, _ := New(cfg)
+	in := grantAt(t, l, 0, 0, 100, 1000, nil)
+	if want := int64(float64(9500*time.Millisecond) * 0.99); in.Until != want {
+		t.Fatalf("until %d, want %d", in.Until, want)
+	}
+	if got := admitN(l, sec, 200); got >= 100 {
+		t.Fatalf("%d admitted after a second at 100/s derated by 1 %%, want fewer than 100", got)
+	}
+}
+
+// TestBestEffortReserve: the emergency allowance is spent only without a
+// valid lease, and refilled only from what a full bucket drops.
+func TestBestEffortReserve(t *testing.T) {
+	l := newLimiter(t)
+	be := func(g *quota.Grant) { g.Mode = quota.BestEffort; g.Emergency = 3 * quota.One }
+	grantAt(t, l, 0, 0, 10, 5, be)
+	if got := admitN(l, 100*ms, 10); got != 1 {
+		t.Fatalf("with a lease: %d admitted, want 1 from the bucket (none from the allowance)", got)
+	}
+	if got := admitN(l, 20*sec, 10); got != 3 {
+		t.Fatalf("after expiry: %d admitted, want the allowance of 3", got)
+	}
+	// A new lease; the bucket fills, then drops tokens into the allowance.
+	grantAt(t, l, 21*sec, 21*sec, 10, 5, be)
+	admitN(l, 23*sec, 1) // 2 s at 10/s: full after 0.5 s, 15 dropped → allowance full again
+	if st := l.Status(23*sec, "acme"); st.Reserve != 3*quota.One {
+		t.Fatalf("allowance %v, want refilled to 3", st.Reserve)
+	}
+	hard := newLimiter(t)
+	grantAt(t, hard, 0, 0, 10, 5, nil)
+	if got := admitN(hard, 20*sec, 10); got != 0 {
+		t.Fatalf("hard mode after expiry: %d admitted", got)
+	}
+}
+
+// TestDue: when a region asks.
+func TestDue(t *testing.T) {
+	l := newLimiter(t)
+	if !l.Due(0, "acme") {
+		t.Fatal("not due with no lease ever")
+	}
+	in := grantAt(t, l, 0, 10*ms, 100, 100, nil)
+	_ = in
+	steps := []struct {
+		at   int64
+		do   func()
+		want bool
+	}{
+		{100 * ms, nil, false},
+		{4 * sec, nil, false},
+		{5 * sec, nil, true},                                // half the lease
+		{1 * sec, func() { admitN(l, sec, 1000) }, true},    // refused some: hot…
+		{1 * sec, func() { l.Request(sec, "acme") }, false}, // …asked, waiting for the answer
+		{1*sec + 600*ms, nil, true},                         // no answer: retry
+		{2 * sec, func() { l.Nudge(quota.Nudge{Tenant: "acme", Region: "eu", Epoch: 1}) }, true},
+	}
+	for i, s := range steps {
+		if s.do != nil {
+			s.do()
+		}
+		if got := l.Due(s.at, "acme"); got != s.want {
+			t.Errorf("step %d: Due(%v) = %v, want %v", i, time.Duration(s.at), got, s.want)
+		}
+	}
+	if l.Due(0, "nobody") {
+		t.Error("due for an unknown tenant")
+	}
+}
+
+// TestReturnOnShutdown: Return invalidates first, then hands the balance.
+func TestReturnOnShutdown(t *testing.T) {
+	l := newLimiter(t)
+	in := grantAt(t, l, 0, 0, 100, 50, nil)
+	ret, ok := l.Return(sec, "acme")
+	if !ok || ret.LeaseID != in.Lease.ID || ret.Balance != 50*quota.One {
+		t.Fatalf("return %+v %v", ret, ok)
+	}
+	if l.AllowAt(sec, "acme", 1) {
+		t.Fatal("admitted after returning the lease")
+	}
+	if _, ok := l.Return(sec, "acme"); ok {
+		t.Fatal("returned twice")
+	}
+}
+
+// TestConcurrentAllowAndInstall: many goroutines spend while leases are
+// replaced; no admission slips past a replacement (run with -race). Time
+// is explicit, so the total is exact: the balance kept through each
+// renewal, never more.
+func TestConcurrentAllowAndInstall(t *testing.T) {
+	l := newLimiter(t)
+	grantAt(t, l, 0, 0, 1, 1000, func(g *quota.Grant) { g.Lease.Transfer = 1000 * quota.One })
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 8 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if l.AllowAt(0, "acme", 1) {
+					admitted.Add(1)
+				}
+			}
+		})
+	}
+	for range 50 {
+		grantAt(t, l, 0, 0, 1, 1000, nil) // renewals at the same instant: balance carries, no refill
+	}
+	close(stop)
+	wg.Wait()
+	left := l.Status(0, "acme").Balance
+	if got := admitted.Load()*int64(quota.One) + int64(left); got != int64(1000*quota.One) {
+		t.Fatalf("admitted %d and %v left: %v in all, want exactly the 1000 transferred", admitted.Load(), left, quota.Micro(got))
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for i, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Tenants: []string{"a"}}, `region ""`},
+		{Config{Region: "eu"}, "0 tenants"},
+		{Config{Region: "eu", Tenants: []string{""}}, `tenants[0] ""`},
+		{Config{Region: "eu", Tenants: []string{"a"}, MaxDrift: 0.5}, "max drift 0.5"},
+		{Config{Region: "eu", Tenants: []string{"a"}, Retry: time.Second, MaxRetry: time.Millisecond}, "retry 1s up to 1ms"},
+	} {
+		if _, err := New(tc.cfg); !errors.Is(err, quota.ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("step %d: %v, want %q", i, err, tc.want)
+		}
+	}
+	if _, err := New(Config{Region: "eu", Tenants: []string{"a", "a"}}); err == nil {
+		t.Error("duplicate tenant accepted")
+	}
+	l := newLimiter(t)
+	if _, err := l.Request(0, "nobody"); !errors.Is(err, quota.ErrUnknownTenant) {
+		t.Errorf("request for unknown tenant: %v", err)
+	}
+}

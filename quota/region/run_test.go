@@ -1,0 +1,137 @@
+package region_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/afloat/afloat/quota"
+	"github.com/afloat/afloat/quota/coordinator"
+	"github.com/afloat/afloat/quota/region"
+)
+
+// system is a coordinator and three regions in one process.
+type system struct {
+	srv  *coordinator.Server
+	lims map[string]*region.Limiter
+}
+
+func newSystem(t *testing.T, ctx context.Context) *system {
+	t.Helper()
+	tn := quota.Tenant{Name: "acme", Rate: 500 * quota.One, Burst: 6000 * quota.One, Regions: []string{"eu", "us", "ap"}}
+	s := &system{lims: map[string]*region.Limiter{}}
+	for _, r := range tn.Regions {
+		l, err := region.New(region.DefaultConfig(r, "acme"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.lims[r] = l
+	}
+	srv, err := coordinator.NewServer(ctx, coordinator.Config{Tenants: []quota.Tenant{tn}}, coordinator.NewMemLedger(),
+		func(n quota.Nudge) { s.lims[n.Region].Nudge(n) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.srv = srv
+	return s
+}
+
+// TestRunnersInProcess: three regions renew through an in-process
+// coordinator on their own runners; traffic moves from eu to us; the
+// admissions stay within R·T + B and us gets most of R after the move.
+// Virtual time (synctest): a minute of traffic in milliseconds.
+func TestRunnersInProcess(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		s := newSystem(t, ctx)
+		var wg sync.WaitGroup
+		wg.Go(func() { s.srv.Run(ctx) })
+		for _, l := range s.lims {
+			wg.Go(func() { l.Run(ctx, s.srv) })
+		}
+		// Offer 800 tokens a second: to eu for 30 s, then to us for 30 s.
+		var mu sync.Mutex
+		admitted := map[string]int{}
+		offer := func(region string, from, to time.Duration) {
+			time.Sleep(from)
+			for range int((to - from) / (5 * time.Millisecond)) {
+				for range 4 {
+					if s.lims[region].Allow("acme", 1) {
+						mu.Lock()
+						admitted[region]++
+						mu.Unlock()
+					}
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		var traffic sync.WaitGroup
+		traffic.Go(func() { offer("eu", 0, 30*time.Second) })
+		traffic.Go(func() { offer("us", 30*time.Second, 40*time.Second) })
+		traffic.Wait()
+		usLast := admitted["us"]
+		total := admitted["eu"] + admitted["us"]
+		if limit := 500*40 + 6000; total > limit {
+			t.Errorf("%d admitted in 40 s, over R·T + B = %d", total, limit)
+		}
+		if admitted["eu"] < 500*25 {
+			t.Errorf("eu admitted %d in 30 s at 800/s offered, want most of R", admitted["eu"])
+		}
+		if usLast < 450*8 {
+			t.Errorf("us admitted %d in the 10 s after the move, want at least 90 %% of R for 8 s", usLast)
+		}
+		cancel()
+		wg.Wait()
+		t.Logf("admitted %v", admitted)
+	})
+}
+
+// TestMiddleware: 429 with Retry-After, known (the next refill) or the
+// bounded policy (no lease); 403 for an unknown tenant.
+func TestMiddleware(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		s := newSystem(t, ctx)
+		eu := s.lims["eu"]
+		h := eu.Middleware(region.WithCost(func(r *http.Request) int64 {
+			if r.URL.Path == "/export" {
+				return 100
+			}
+			return 1
+		}))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+		get := func(path, tenant string) *httptest.ResponseRecorder {
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest("GET", path, nil)
+			req.Header.Set("X-Tenant", tenant)
+			h.ServeHTTP(rec, req)
+			return rec
+		}
+		// No lease yet: the bounded policy.
+		rec := get("/", "acme")
+		if rec.Code != 429 || rec.Header().Get("Retry-After") != "1" || !strings.Contains(rec.Body.String(), "no valid lease") {
+			t.Fatalf("no lease: %d %q %q", rec.Code, rec.Header().Get("Retry-After"), rec.Body.String())
+		}
+		if rec := get("/", "mallory"); rec.Code != 403 {
+			t.Fatalf("unknown tenant: %d", rec.Code)
+		}
+		go eu.Run(ctx, s.srv)
+		time.Sleep(2 * time.Second) // a lease, and two seconds of refill
+		if rec := get("/", "acme"); rec.Code != 200 {
+			t.Fatalf("with a lease: %d %s", rec.Code, rec.Body)
+		}
+		for get("/export", "acme").Code == 200 {
+		}
+		rec = get("/export", "acme")
+		ra := rec.Header().Get("Retry-After")
+		if rec.Code != 429 || ra == "" || ra == "0" || !strings.Contains(rec.Body.String(), "next refill") {
+			t.Fatalf("exhausted: %d %q %q", rec.Code, ra, rec.Body.String())
+		}
+	})
+}
