@@ -13,12 +13,18 @@ APT_INSTALL := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q 
 test: deps vet fmt-check unit
 
 # deps installs what the tests need when it is missing: Debian's chromium
-# for the console's browser test.
+# for the console's browser test, and Debian's redis-server (which brings
+# redis-benchmark and redis-cli with redis-tools) for the tests of assign/,
+# each of which starts a server of its own on a free loopback port.
 deps:
 	@command -v $(GO) >/dev/null || { echo "make test: Go is not on PATH (https://go.dev/dl/)"; exit 1; }
 	@if ! command -v chromium >/dev/null 2>&1; then \
 		echo "make test: installing chromium for the browser test"; \
 		$(SUDO) apt-get update -q && $(APT_INSTALL) chromium; \
+	fi
+	@if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-benchmark >/dev/null 2>&1; then \
+		echo "make test: installing redis-server for the assignment tests"; \
+		$(SUDO) apt-get update -q && $(APT_INSTALL) redis-server redis-tools; \
 	fi
 
 vet:
@@ -27,12 +33,16 @@ vet:
 fmt-check:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
-# AFLOAT_REQUIRE_BROWSER turns the browser test's skip (no chromium) into a
-# failure, so that this suite cannot pass without it. The browser test runs
-# on its own with -v so that it prints the folder of its screenshots.
+# AFLOAT_REQUIRE_BROWSER and AFLOAT_REQUIRE_REDIS turn the skips of the
+# browser tests (no chromium) and the Redis tests (no redis-server) into
+# failures, so that this suite cannot pass without them. The browser tests
+# run on their own with -v so that they print the folder of their
+# screenshots.
+BROWSER_TESTS := ^(TestConsoleEndToEnd|TestAssignLabEndToEnd)$$
+unit: export AFLOAT_REQUIRE_REDIS := 1
 unit:
-	$(GO) test -race -count=1 -skip '^TestConsoleEndToEnd$$' ./...
-	AFLOAT_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -run '^TestConsoleEndToEnd$$' -v ./web
+	$(GO) test -race -count=1 -skip '$(BROWSER_TESTS)' ./...
+	AFLOAT_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -run '$(BROWSER_TESTS)' -v ./web
 
 # fuzz runs each fuzz target for FUZZTIME (default 60s); it is not part of
 # make test, which must not depend on what a random search finds that day.
@@ -42,6 +52,9 @@ fuzz:
 	$(GO) test ./sim -run '^$$' -fuzz '^FuzzParseQuery$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./web -run '^$$' -fuzz '^FuzzRunQuery$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./web -run '^$$' -fuzz '^FuzzRunBody$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./web -run '^$$' -fuzz '^FuzzAssignBody$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./assign -run '^$$' -fuzz '^FuzzParseProxyList$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./assign -run '^$$' -fuzz '^FuzzClientOptions$$' -fuzztime $(FUZZTIME)
 
 # bench runs the benchmarks docs/benchmarks.md quotes and summarises them
 # with benchstat (go install golang.org/x/perf/cmd/benchstat@latest). The

@@ -25,6 +25,8 @@ type lab struct {
 	live       liveState
 	liveCancel context.CancelFunc
 	runLive    func(context.Context, overload.LiveConfig) (overload.LiveReport, error)
+
+	stops []func() // the other labs' shutdowns (the assignment lab's)
 }
 
 // liveState is the live comparison as the page polls it.
@@ -218,11 +220,16 @@ func (l *lab) liveStart(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, l.live)
 }
 
-// stop ends a live comparison in progress, on shutdown.
+// stop ends a live comparison in progress, and the other labs, on
+// shutdown.
 func (l *lab) stop() {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.liveCancel != nil {
 		l.liveCancel()
+	}
+	stops := l.stops
+	l.mu.Unlock()
+	for _, f := range stops {
+		f()
 	}
 }

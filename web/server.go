@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/afloat/afloat/assign"
 )
 
 // static holds the console's page, scripts, styles, message catalogues and
@@ -31,6 +33,12 @@ type Config struct {
 	ShutdownTimeout   time.Duration // how long in-flight requests get on shutdown
 	MaxHeaderBytes    int           // bounds the request line, so also a share link's length
 	MaxBodyBytes      int64         // bounds a POST body
+
+	// RedisURL is the Redis of the assignment lab (redis://host:port); ""
+	// runs it on an in-process Redis-compatible server, labelled as a demo
+	// on the page. AssignPool names its pool ("" is afloat-console).
+	RedisURL   string
+	AssignPool string
 }
 
 // DefaultConfig returns the console's defaults: 127.0.0.1:8080, timeouts
@@ -63,6 +71,16 @@ func (c Config) Validate() error {
 	} {
 		if d.v <= 0 {
 			return fmt.Errorf("%w: %s %v: want a positive duration", ErrConfig, d.name, d.v)
+		}
+	}
+	if c.RedisURL != "" {
+		if _, err := assign.ClientOptions(c.RedisURL); err != nil {
+			return fmt.Errorf("%w: redis URL: %v", ErrConfig, err)
+		}
+	}
+	if c.AssignPool != "" {
+		if err := assign.CheckPoolName(c.AssignPool); err != nil {
+			return fmt.Errorf("%w: assign pool: %v", ErrConfig, err)
 		}
 	}
 	if c.MaxHeaderBytes < 4096 || c.MaxBodyBytes < 4096 {
@@ -99,6 +117,8 @@ func newHandler(c Config) (http.Handler, *lab) {
 	}
 	api := &api{maxBody: maxBody, logger: logger}
 	lab := newLab(logger)
+	al := newAssignLab(logger, c.RedisURL, c.AssignPool, maxBody)
+	lab.stops = append(lab.stops, al.stop)
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/scenarios", api.scenarios)
@@ -111,6 +131,12 @@ func newHandler(c Config) (http.Handler, *lab) {
 	mux.HandleFunc("GET /api/overload/compare", lab.compare)
 	mux.HandleFunc("GET /api/overload/live", lab.liveGet)
 	mux.HandleFunc("POST /api/overload/live", lab.liveStart)
+	mux.HandleFunc("GET /api/assign", al.get)
+	mux.HandleFunc("POST /api/assign/pick", al.pick)
+	mux.HandleFunc("POST /api/assign/remove", al.member(false))
+	mux.HandleFunc("POST /api/assign/restore", al.member(true))
+	mux.HandleFunc("POST /api/assign/reset", al.resetPool)
+	mux.HandleFunc("POST /api/assign/load", al.load)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		if allow, ok := apiMethods[r.URL.Path]; ok {
 			w.Header().Set("Allow", allow)
@@ -140,6 +166,13 @@ var apiMethods = map[string]string{
 
 	"/api/overload/compare": "GET",
 	"/api/overload/live":    "GET, POST",
+
+	"/api/assign":         "GET",
+	"/api/assign/pick":    "POST",
+	"/api/assign/remove":  "POST",
+	"/api/assign/restore": "POST",
+	"/api/assign/reset":   "POST",
+	"/api/assign/load":    "POST",
 }
 
 // Run listens on c.Addr and serves the console until ctx is done, then

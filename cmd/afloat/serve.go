@@ -17,10 +17,12 @@ import (
 func runServe(args []string, stdout, stderr io.Writer) int {
 	cfg := web.DefaultConfig()
 	var logFormat, logLevel string
-	fs := newCommand("serve", "afloat serve [--addr HOST:PORT] [--log-format text|json] [--log-level debug|info|warn|error]", nil)
+	fs := newCommand("serve", "afloat serve [--addr HOST:PORT] [--redis URL] [--log-format text|json] [--log-level debug|info|warn|error]", nil)
 	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "`HOST:PORT` to listen on; keep it on loopback unless a proxy in front adds authentication")
 	fs.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&cfg.RedisURL, "redis", os.Getenv("AFLOAT_REDIS_URL"), "Redis `URL` of the assignment lab (default $AFLOAT_REDIS_URL; unset: an in-process demo server)")
+	fs.StringVar(&cfg.AssignPool, "assign-pool", "afloat-console", "pool `NAME` the assignment lab uses on that Redis")
 	if status, ok := fs.parse(args, stdout, stderr); !ok {
 		return status
 	}

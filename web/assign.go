@@ -1,0 +1,521 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/rueidis"
+
+	"github.com/afloat/afloat/assign"
+)
+
+// assignLab serves the least-used assignment page: a pool on Redis, its
+// counts live, picks by hand or as a steady load, and remove/restore under
+// a policy. With no Redis URL it runs on an in-process Redis-compatible
+// server (miniredis), and says so on the page: the demo shows the
+// technique, not Redis's performance or behaviour under failure.
+type assignLab struct {
+	logger   *slog.Logger
+	redisURL string
+	poolName string
+	maxBody  int64
+	now      func() time.Time
+
+	once    sync.Once
+	initErr error
+	demo    bool
+	mini    *miniredis.Miniredis
+	client  rueidis.Client
+	pool    *assign.Pool
+
+	mu         sync.Mutex
+	samples    []totalSample // (time, total count), for picks per second
+	loadRate   int
+	loadUntil  time.Time
+	loadCancel context.CancelFunc
+	loadDone   chan struct{}
+}
+
+type totalSample struct {
+	at    time.Time
+	total int64
+}
+
+// Limits of the page's requests.
+const (
+	assignMaxPick     = 1000
+	assignMaxRate     = 5000
+	assignLoadFor     = 2 * time.Minute // a load stops by itself after this
+	assignMinMembers  = 2
+	assignMaxMembers  = 50
+	assignDemoMembers = 8
+)
+
+func newAssignLab(logger *slog.Logger, redisURL, poolName string, maxBody int64) *assignLab {
+	if poolName == "" {
+		poolName = "afloat-console"
+	}
+	return &assignLab{logger: logger, redisURL: redisURL, poolName: poolName, maxBody: maxBody, now: time.Now}
+}
+
+// start connects on first use, so that a console nobody opens this page
+// of starts no server and makes no connection.
+func (a *assignLab) start() error {
+	a.once.Do(func() {
+		url := a.redisURL
+		if url == "" {
+			m, err := miniredis.Run()
+			if err != nil {
+				a.initErr = fmt.Errorf("web: starting the in-process demo server: %w", err)
+				return
+			}
+			a.mini, a.demo = m, true
+			url = "redis://" + m.Addr()
+		}
+		c, err := assign.Dial(url)
+		if err != nil {
+			a.initErr = err
+			return
+		}
+		a.client = c
+		if a.pool, err = assign.New(c, a.poolName); err != nil {
+			a.initErr = err
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := a.pool.List(ctx); errors.Is(err, assign.ErrUnknownPool) {
+			a.initErr = a.reset(ctx, assignDemoMembers)
+		}
+	})
+	return a.initErr
+}
+
+func (a *assignLab) reset(ctx context.Context, n int) error {
+	if err := a.pool.Delete(ctx); err != nil {
+		return err
+	}
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("proxy-%02d", i+1)
+	}
+	_, err := a.pool.Add(ctx, 0, names...)
+	a.mu.Lock()
+	a.samples = nil
+	a.mu.Unlock()
+	return err
+}
+
+func (a *assignLab) stop() {
+	a.mu.Lock()
+	if a.loadCancel != nil {
+		a.loadCancel()
+	}
+	done := a.loadDone
+	a.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+	if a.client != nil {
+		a.client.Close()
+	}
+	if a.mini != nil {
+		a.mini.Close()
+	}
+}
+
+// assignState is the page's view of the pool.
+type assignState struct {
+	Demo          bool            `json:"demo"`
+	Server        string          `json:"server"`
+	Pool          string          `json:"pool"`
+	Members       []assign.Member `json:"members"`
+	Total         int64           `json:"total"`  // assignments of every member
+	Spread        int64           `json:"spread"` // max − min of the active members
+	PicksPerS     float64         `json:"picks_per_s"`
+	ScriptReloads int64           `json:"script_reloads"`
+	Load          assignLoad      `json:"load"`
+}
+
+type assignLoad struct {
+	Rate        int  `json:"rate"` // picks per second, 0 when stopped
+	Running     bool `json:"running"`
+	SecondsLeft int  `json:"seconds_left"`
+}
+
+func (a *assignLab) state(ctx context.Context) (assignState, error) {
+	ms, err := a.pool.List(ctx)
+	if err != nil {
+		return assignState{}, err
+	}
+	st := assignState{Demo: a.demo, Pool: a.poolName, Members: ms, ScriptReloads: a.pool.ScriptReloads()}
+	if a.demo {
+		st.Server = "miniredis " + a.mini.Addr()
+	} else {
+		st.Server = redactURL(a.redisURL)
+	}
+	lo, hi := int64(1<<62), int64(-1)
+	for _, m := range ms {
+		st.Total += m.Count
+		if m.Active {
+			lo, hi = min(lo, m.Count), max(hi, m.Count)
+		}
+	}
+	if hi >= 0 {
+		st.Spread = hi - lo
+	}
+	now := a.now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	// Picks per second over the last two seconds or so, from the pool's
+	// own total: it counts every worker's picks, not only this page's.
+	a.samples = append(a.samples, totalSample{now, st.Total})
+	for len(a.samples) > 2 && now.Sub(a.samples[1].at) >= 2*time.Second {
+		a.samples = a.samples[1:]
+	}
+	if first := a.samples[0]; now.Sub(first.at) >= 250*time.Millisecond && st.Total >= first.total {
+		st.PicksPerS = float64(st.Total-first.total) / now.Sub(first.at).Seconds()
+	}
+	if a.loadRate > 0 && now.Before(a.loadUntil) {
+		st.Load = assignLoad{Rate: a.loadRate, Running: true, SecondsLeft: int(a.loadUntil.Sub(now).Seconds() + 0.5)}
+	}
+	return st, nil
+}
+
+func redactURL(s string) string {
+	if i := strings.Index(s, "@"); i >= 0 {
+		if j := strings.Index(s, "://"); j >= 0 && j < i {
+			return s[:j+3] + "…" + s[i:]
+		}
+	}
+	return s
+}
+
+// ready starts the lab or answers 503.
+func (a *assignLab) ready(w http.ResponseWriter) bool {
+	if err := a.start(); err != nil {
+		writeError(w, http.StatusServiceUnavailable, "", "the assignment lab has no Redis: "+err.Error())
+		return false
+	}
+	return true
+}
+
+func (a *assignLab) writeState(w http.ResponseWriter, r *http.Request, extra map[string]any) {
+	st, err := a.state(r.Context())
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	if extra == nil {
+		writeJSON(w, http.StatusOK, st)
+		return
+	}
+	extra["state"] = st
+	writeJSON(w, http.StatusOK, extra)
+}
+
+// fail maps the package's errors to statuses: bad input 400, an unknown
+// member 409 (the pool changed under the page), an empty pool 409, the
+// rest 503 (Redis is away or the outcome is unknown).
+func (a *assignLab) fail(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, assign.ErrInvalid):
+		writeError(w, http.StatusBadRequest, "member", err.Error())
+	case errors.Is(err, assign.ErrUnknownMember), errors.Is(err, assign.ErrPoolEmpty):
+		writeError(w, http.StatusConflict, "", err.Error())
+	default:
+		a.logger.Warn("assignment lab", "err", err)
+		writeError(w, http.StatusServiceUnavailable, "", err.Error())
+	}
+}
+
+// get answers GET /api/assign: the pool's state.
+func (a *assignLab) get(w http.ResponseWriter, r *http.Request) {
+	if len(r.URL.Query()) > 0 {
+		writeError(w, http.StatusBadRequest, "", "this endpoint takes no parameters")
+		return
+	}
+	if !a.ready(w) {
+		return
+	}
+	a.writeState(w, r, nil)
+}
+
+// pick answers POST /api/assign/pick {"n": 1}.
+func (a *assignLab) pick(w http.ResponseWriter, r *http.Request) {
+	body, aerr := readAssignBody(r, a.maxBody)
+	if aerr != nil {
+		aerr.write(w)
+		return
+	}
+	n, aerr := decodePick(body)
+	if aerr != nil {
+		aerr.write(w)
+		return
+	}
+	if !a.ready(w) {
+		return
+	}
+	res, err := a.pool.PickBatch(r.Context(), n)
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	picked := make([]string, 0, n)
+	for _, x := range res {
+		if x.Err != nil {
+			if len(picked) == 0 {
+				a.fail(w, x.Err)
+				return
+			}
+			break
+		}
+		picked = append(picked, x.Member)
+	}
+	a.writeState(w, r, map[string]any{"picked": picked})
+}
+
+// member answers POST /api/assign/remove {"member": "proxy-01"} and
+// POST /api/assign/restore {"member": "proxy-01", "policy": "zero"}.
+func (a *assignLab) member(restore bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, aerr := readAssignBody(r, a.maxBody)
+		if aerr != nil {
+			aerr.write(w)
+			return
+		}
+		m, policy, aerr := decodeMember(body, restore)
+		if aerr != nil {
+			aerr.write(w)
+			return
+		}
+		if !a.ready(w) {
+			return
+		}
+		var err error
+		if restore {
+			err = a.pool.Restore(r.Context(), policy, m)
+		} else {
+			err = a.pool.Remove(r.Context(), m)
+		}
+		if err != nil {
+			a.fail(w, err)
+			return
+		}
+		a.writeState(w, r, nil)
+	}
+}
+
+// reset answers POST /api/assign/reset {"members": 8}: the pool emptied and
+// refilled with that many members at zero.
+func (a *assignLab) resetPool(w http.ResponseWriter, r *http.Request) {
+	body, aerr := readAssignBody(r, a.maxBody)
+	if aerr != nil {
+		aerr.write(w)
+		return
+	}
+	n, aerr := decodeReset(body)
+	if aerr != nil {
+		aerr.write(w)
+		return
+	}
+	if !a.ready(w) {
+		return
+	}
+	if err := a.reset(r.Context(), n); err != nil {
+		a.fail(w, err)
+		return
+	}
+	a.writeState(w, r, nil)
+}
+
+// load answers POST /api/assign/load {"rate": 500}: picks at that rate in
+// the background, as a worker would, for two minutes at most; 0 stops.
+func (a *assignLab) load(w http.ResponseWriter, r *http.Request) {
+	body, aerr := readAssignBody(r, a.maxBody)
+	if aerr != nil {
+		aerr.write(w)
+		return
+	}
+	rate, aerr := decodeLoad(body)
+	if aerr != nil {
+		aerr.write(w)
+		return
+	}
+	if !a.ready(w) {
+		return
+	}
+	a.mu.Lock()
+	if a.loadCancel != nil {
+		a.loadCancel()
+	}
+	done := a.loadDone
+	a.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+	a.mu.Lock()
+	a.loadRate, a.loadCancel, a.loadDone = rate, nil, nil
+	if rate > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), assignLoadFor)
+		done := make(chan struct{})
+		a.loadRate, a.loadUntil, a.loadCancel, a.loadDone = rate, a.now().Add(assignLoadFor), cancel, done
+		go a.runLoad(ctx, rate, done)
+	}
+	a.mu.Unlock()
+	a.writeState(w, r, nil)
+}
+
+// runLoad picks rate per second in 20 batches a second.
+func (a *assignLab) runLoad(ctx context.Context, rate int, done chan struct{}) {
+	defer close(done)
+	defer func() {
+		a.mu.Lock()
+		if a.loadDone == done {
+			a.loadRate = 0
+		}
+		a.mu.Unlock()
+	}()
+	const tick = 50 * time.Millisecond
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	owed := 0.0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		owed += float64(rate) * tick.Seconds()
+		n := int(owed)
+		if n == 0 {
+			continue
+		}
+		owed -= float64(n)
+		// An empty pool (every member removed) is part of the lesson:
+		// the picks fail and nothing is counted.
+		if _, err := a.pool.PickBatch(ctx, n); err != nil && ctx.Err() == nil {
+			a.logger.Warn("assignment lab load", "err", err)
+		}
+	}
+}
+
+// readAssignBody reads a POST body: JSON, within the size limit.
+func readAssignBody(r *http.Request, maxBody int64) ([]byte, *apiError) {
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, &apiError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("body over %d bytes", maxBody)}
+		}
+		return nil, badRequest("", "reading the body: %v", err)
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		return nil, &apiError{status: http.StatusUnsupportedMediaType, field: "Content-Type", msg: fmt.Sprintf("%q: want application/json", clip(json.RawMessage(ct)))}
+	}
+	return body, nil
+}
+
+// fields decodes a JSON object whose fields are among allowed.
+func fields(body []byte, example string, allowed ...string) (map[string]json.RawMessage, *apiError) {
+	var f map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&f); err != nil || f == nil {
+		return nil, badRequest("", "malformed JSON: want an object like %s", example)
+	}
+	if dec.More() || dec.InputOffset() < int64(len(bytes.TrimRight(body, " \t\r\n"))) {
+		return nil, badRequest("", "malformed JSON: data after the object")
+	}
+	for key := range f {
+		ok := false
+		for _, a := range allowed {
+			ok = ok || key == a
+		}
+		if !ok {
+			return nil, badRequest(key, "unknown field %q: this endpoint takes %s", clip(json.RawMessage(key)), strings.Join(allowed, ", "))
+		}
+	}
+	return f, nil
+}
+
+func intField(f map[string]json.RawMessage, key string, def, lo, hi int) (int, *apiError) {
+	raw, ok := f[key]
+	if !ok {
+		return def, nil
+	}
+	v, err := parseInt(raw)
+	if err != nil || v < lo || v > hi {
+		return 0, badRequest(key, "%s %s: want an integer from %d to %d", key, clip(raw), lo, hi)
+	}
+	return v, nil
+}
+
+// decodePick reads {"n": N}, N from 1 to 1,000 (default 1).
+func decodePick(body []byte) (int, *apiError) {
+	f, aerr := fields(body, `{"n": 1}`, "n")
+	if aerr != nil {
+		return 0, aerr
+	}
+	return intField(f, "n", 1, 1, assignMaxPick)
+}
+
+// decodeMember reads {"member": "proxy-01"} and, to restore, an optional
+// "policy": current-minimum (default), keep-history or zero.
+func decodeMember(body []byte, restore bool) (string, assign.RestorePolicy, *apiError) {
+	allowed := []string{"member"}
+	if restore {
+		allowed = append(allowed, "policy")
+	}
+	f, aerr := fields(body, `{"member": "proxy-01"}`, allowed...)
+	if aerr != nil {
+		return "", 0, aerr
+	}
+	var m string
+	if raw, ok := f["member"]; !ok || json.Unmarshal(raw, &m) != nil || m == "" || len(m) > assign.MaxMemberName {
+		return "", 0, badRequest("member", "member %s: want the name of a member, 1 to %d bytes", clip(f["member"]), assign.MaxMemberName)
+	}
+	policy := assign.RestoreCurrentMinimum
+	if raw, ok := f["policy"]; ok {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return "", 0, badRequest("policy", "policy %s: want current-minimum, keep-history or zero", clip(raw))
+		}
+		p, err := assign.ParseRestorePolicy(s)
+		if err != nil {
+			return "", 0, badRequest("policy", "%v", err)
+		}
+		policy = p
+	}
+	return m, policy, nil
+}
+
+// decodeReset reads {"members": N}, N from 2 to 50 (default 8).
+func decodeReset(body []byte) (int, *apiError) {
+	f, aerr := fields(body, `{"members": 8}`, "members")
+	if aerr != nil {
+		return 0, aerr
+	}
+	return intField(f, "members", assignDemoMembers, assignMinMembers, assignMaxMembers)
+}
+
+// decodeLoad reads {"rate": R}, R picks per second from 0 (stop) to 5,000.
+func decodeLoad(body []byte) (int, *apiError) {
+	f, aerr := fields(body, `{"rate": 500}`, "rate")
+	if aerr != nil {
+		return 0, aerr
+	}
+	if _, ok := f["rate"]; !ok {
+		return 0, badRequest("rate", "rate missing: want picks per second from 0 (stop) to %d", assignMaxRate)
+	}
+	return intField(f, "rate", 0, 0, assignMaxRate)
+}
