@@ -8,6 +8,7 @@ import * as i18n from "./i18n.js";
 import { t } from "./i18n.js";
 import { Charts, timelineChart } from "./charts.js";
 import { setupLab, renderLab, relabelLab } from "./lab.js";
+import { setupAssign, renderAssign, leaveAssign, relabelAssign } from "./assign.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -703,14 +704,16 @@ async function renderModel() {
 
 function route() {
   const view = (location.hash || "#play").slice(1);
-  const known = ["play", "debrief", "model", "lab"].includes(view) ? view : "play";
+  const known = ["play", "debrief", "model", "lab", "assign"].includes(view) ? view : "play";
   const inGame = !!state.scenario;
   $("setup").hidden = !(known === "play" && !inGame);
   $("game").hidden = !(known === "play" && inGame);
   $("debrief").hidden = known !== "debrief";
   $("model").hidden = known !== "model";
   $("lab").hidden = known !== "lab";
-  for (const v of ["play", "debrief", "model", "lab"]) {
+  $("assign").hidden = known !== "assign";
+  if (known !== "assign") leaveAssign();
+  for (const v of ["play", "debrief", "model", "lab", "assign"]) {
     const a = $(`nav-${v}`);
     if (v === known) a.setAttribute("aria-current", "page");
     else a.removeAttribute("aria-current");
@@ -718,6 +721,7 @@ function route() {
   if (known === "debrief") return renderDebrief();
   if (known === "model") return renderModel();
   if (known === "lab") return renderLab();
+  if (known === "assign") return renderAssign();
   if (inGame) charts.charts.forEach((c) => c.resize());
   return Promise.resolve();
 }
@@ -736,6 +740,7 @@ async function setLanguage(lang) {
   buildControls();
   charts.relabel();
   relabelLab();
+  relabelAssign();
   if (state.scenario) {
     $("scenario-name").textContent = t(`scenario.${state.scenario.name}.title`);
     if (state.replayedTo) {
@@ -771,6 +776,7 @@ async function main() {
   buildDashboard();
   buildControls();
   setupLab(state.info.lab_profiles);
+  setupAssign();
   $("seed").value = String(randomSeed());
 
   $("new-seed").addEventListener("click", () => ($("seed").value = String(randomSeed())));
@@ -825,7 +831,7 @@ async function main() {
   window.addEventListener("hashchange", () => {
     route();
     const view = (location.hash || "#play").slice(1);
-    const heading = { debrief: "debrief-h", model: "model-h", lab: "lab-h" }[view];
+    const heading = { debrief: "debrief-h", model: "model-h", lab: "lab-h", assign: "assign-h" }[view];
     if (heading) {
       $(heading).setAttribute("tabindex", "-1");
       $(heading).focus();

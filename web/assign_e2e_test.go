@@ -1,0 +1,184 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/afloat/afloat/assign/assigntest"
+)
+
+// startAssignConsole serves the console with its assignment lab on a
+// redis-server of the test's own.
+func startAssignConsole(t *testing.T) (string, *assigntest.Server) {
+	t.Helper()
+	srv := assigntest.Start(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := DefaultConfig()
+	c.RedisURL = srv.URL
+	c.AssignPool = "e2e"
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, ln, c) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String(), srv
+}
+
+// assignRows reads the page's table: member → [count, state].
+func assignRows(b *browser, ctx context.Context) map[string][2]string {
+	rows := evaluate[[][]string](b, ctx, `[...document.querySelectorAll("#assign-table tbody tr")].map((tr) => [...tr.cells].map((c) => c.textContent))`)
+	out := map[string][2]string{}
+	for _, r := range rows {
+		out[r[0]] = [2]string{r[1], r[3]}
+	}
+	return out
+}
+
+// TestAssignLabEndToEnd opens the assignment lab in headless Chromium on a
+// real redis-server: the live counts match the pool, a pick and a hundred
+// are counted and shown, removing a member stops its picks, restoring it
+// at zero shows the pile-on, a load shows picks per second, and every
+// message exists in Welsh and Tagalog.
+func TestAssignLabEndToEnd(t *testing.T) {
+	base, srv := startAssignConsole(t)
+	b := newBrowser(t)
+	ctx := b.ctx
+	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: cspWatch}); err != nil {
+		t.Fatal(err)
+	}
+	b.do(ctx, "open the assignment lab", chromedp.Navigate(base+"/#assign"), waitReady(),
+		waitFor(`document.querySelectorAll("#assign-table tbody tr").length === 8`))
+	if !evaluate[bool](b, ctx, `document.getElementById("assign-demo").hidden`) {
+		t.Error("the demo label shows on a real Redis")
+	}
+	if s := b.text(ctx, "#assign-server"); !strings.Contains(s, srv.URL) || !strings.Contains(s, "e2e") {
+		t.Errorf("server line %q", s)
+	}
+	b.shot(ctx, "assign-01-open")
+
+	b.do(ctx, "pick once", click("#assign-pick-1"), waitFor(`document.getElementById("assign-total").textContent === "1"`))
+	if s := b.text(ctx, "#assign-status"); !strings.Contains(s, "proxy-01") {
+		t.Errorf("after one pick the status says %q", s)
+	}
+	b.do(ctx, "pick 100", click("#assign-pick-100"), waitFor(`document.getElementById("assign-total").textContent === "101"`))
+	rows := assignRows(b, ctx)
+	for m, r := range rows {
+		n, _ := strconv.Atoi(r[0])
+		if n < 12 || n > 13 || r[1] != "active" {
+			t.Errorf("%s after 101 picks: %v, want 12 or 13, active", m, r)
+		}
+	}
+	if got := b.text(ctx, "#assign-spread"); got != "1" {
+		t.Errorf("max−min shows %q, want 1", got)
+	}
+
+	// Remove proxy-01 (from the keyboard path: a focused button and Enter).
+	b.do(ctx, "remove proxy-01", press(`#assign-table button[data-member="proxy-01"]`),
+		waitFor(`document.querySelector('#assign-table tr[data-member="proxy-01"]').className === "removed"`))
+	before := assignRows(b, ctx)["proxy-01"][0]
+	b.do(ctx, "pick 100 without proxy-01", click("#assign-pick-100"), waitFor(`document.getElementById("assign-total").textContent === "201"`))
+	if after := assignRows(b, ctx)["proxy-01"]; after[0] != before || after[1] != "removed" {
+		t.Errorf("a removed member was picked: %v, was %s", after, before)
+	}
+	b.shot(ctx, "assign-02-removed")
+
+	// Restore it at zero: the pile-on — the next picks all go to it.
+	b.do(ctx, "restore at zero", choose("assign-policy", "zero"),
+		click(`#assign-table button[data-member="proxy-01"]`),
+		waitFor(`document.querySelector('#assign-table tr[data-member="proxy-01"] td').textContent === "0"`))
+	if s := b.text(ctx, "#assign-policy-help"); !strings.Contains(s, "piles onto it") {
+		t.Errorf("policy help %q", s)
+	}
+	// (The total counts removed members too: the restore at zero took
+	// proxy-01's history out of it.)
+	beforeRows := assignRows(b, ctx)
+	total := evaluate[int](b, ctx, `window.afloat.assign.total`)
+	b.do(ctx, "pick 100 after the restore", click("#assign-pick-100"),
+		waitFor(fmt.Sprintf(`document.getElementById("assign-total").textContent === %q`, strconv.Itoa(total+100))))
+	afterRows := assignRows(b, ctx)
+	delta := func(m string) int {
+		x, _ := strconv.Atoi(beforeRows[m][0])
+		y, _ := strconv.Atoi(afterRows[m][0])
+		return y - x
+	}
+	others := 0
+	for m := range afterRows {
+		if m != "proxy-01" {
+			others = max(others, delta(m))
+		}
+	}
+	if delta("proxy-01") < 20 || others > 11 {
+		t.Errorf("after a restore at zero proxy-01 took %d of the next 100 picks and the others at most %d; want the pile-on (≥ 20 against ≤ 11)", delta("proxy-01"), others)
+	}
+	b.shot(ctx, "assign-03-pile-on")
+
+	// A steady load: picks per second show, and the counts stay level.
+	b.do(ctx, "start a load", click("#assign-load"),
+		waitFor(`Number(document.getElementById("assign-picks-per-s").textContent.replace(/,/g, "")) > 0`))
+	b.shot(ctx, "assign-04-load")
+	b.do(ctx, "stop the load", click("#assign-load"), waitFor(`window.afloat.assign && !window.afloat.assign.load.running`))
+
+	// The page matches the pool in Redis.
+	res, err := http.Get(base + "/api/assign")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st assignState
+	if err := json.NewDecoder(res.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	var pairs [][2]any
+	for _, m := range st.Members {
+		pairs = append(pairs, [2]any{m.Name, m.Count})
+	}
+	want, _ := json.Marshal(pairs)
+	api := string(want)
+	b.do(ctx, "let the page catch up", waitFor(fmt.Sprintf(`JSON.stringify(window.afloat.assign.members.map((m) => [m.member, m.count])) === %q`, api)))
+
+	// Every message in Welsh and Tagalog: no key missing, no raw key.
+	rawKey := regexp.MustCompile(`^[a-z_]+(\.[a-z0-9_-]+)+$`)
+	for _, lang := range []string{"cy", "tl", "en"} {
+		b.do(ctx, "switch language", choose("lang", lang), waitFor(fmt.Sprintf(`document.documentElement.lang === %q`, lang)))
+		b.do(ctx, "remove a member", click(`#assign-table button[data-member="proxy-02"]`),
+			waitFor(`document.querySelector('#assign-table tr[data-member="proxy-02"]').className === "removed"`))
+		b.do(ctx, "restore it", click(`#assign-table button[data-member="proxy-02"]`),
+			waitFor(`document.querySelector('#assign-table tr[data-member="proxy-02"]').className === ""`))
+		want := catalogue(t, lang)["assign.state.active"]
+		b.do(ctx, "redrawn in "+lang, waitFor(fmt.Sprintf(`document.querySelector('#assign-table tr[data-member="proxy-02"] td:nth-of-type(3)').textContent === %q`, want)))
+		missing := evaluate[[]string](b, ctx, `[...window.afloat.missing]`)
+		if len(missing) > 0 {
+			t.Errorf("%s: keys missing from the catalogue: %v", lang, missing)
+		}
+		texts := evaluate[[]string](b, ctx, `(() => { const w = document.createTreeWalker(document.getElementById("assign"), NodeFilter.SHOW_TEXT); const out = []; while (w.nextNode()) { const s = w.currentNode.textContent.trim(); if (s) out.push(s); } return out; })()`)
+		for _, s := range texts {
+			if rawKey.MatchString(s) {
+				t.Errorf("%s: a raw key is shown: %q", lang, s)
+			}
+		}
+		if lang != "en" {
+			b.shot(ctx, "assign-05-"+lang)
+		}
+	}
+	if csp := evaluate[[]string](b, ctx, `window.__csp || []`); len(csp) > 0 {
+		t.Errorf("Content-Security-Policy violations: %v", csp)
+	}
+	b.noProblems()
+}

@@ -1,0 +1,162 @@
+// The assignment lab: a least-used pool on Redis (or the in-process demo
+// server, labelled as such), its counts live, picks by hand or as a steady
+// load, and remove/restore under a policy (GET /api/assign, POST
+// /api/assign/{pick,remove,restore,reset,load}).
+import { t } from "./i18n.js";
+
+const $ = (id) => document.getElementById(id);
+const POLL_MS = 500;
+
+let last = null; // the last state, to redraw in another language
+let poller = 0;
+const statuses = {}; // element id → [key, params], likewise
+
+function say(id, key, params) {
+  statuses[id] = key ? [key, params] : null;
+  $(id).textContent = key ? t(key, params) : "";
+}
+
+async function call(path, body) {
+  const opts = body === undefined ? {} : { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) };
+  const res = await fetch(path, opts);
+  const answer = await res.json().catch(() => ({ error: `HTTP ${res.status}` }));
+  if (!res.ok) throw new Error(answer.error || `HTTP ${res.status}`);
+  return answer;
+}
+
+// act sends a change, shows the pool it leaves, and says what happened.
+async function act(path, body, message) {
+  try {
+    const answer = await call(path, body);
+    const st = answer.state || answer;
+    draw(st);
+    const m = message(answer, st);
+    if (m) say("assign-status", m[0], m[1]);
+  } catch (err) {
+    say("assign-status", "error.api", { message: err.message });
+  }
+}
+
+export function setupAssign() {
+  $("assign-pick-1").addEventListener("click", () =>
+    act("/api/assign/pick", { n: 1 }, (a) => ["assign.picked", { n: 1, member: a.picked.at(-1) }]),
+  );
+  $("assign-pick-100").addEventListener("click", () =>
+    act("/api/assign/pick", { n: 100 }, (a) => ["assign.picked", { n: a.picked.length, member: a.picked.at(-1) }]),
+  );
+  $("assign-load").addEventListener("click", () => {
+    const running = last && last.load.running;
+    act("/api/assign/load", { rate: running ? 0 : Number($("assign-rate").value) }, () => null);
+  });
+  $("assign-reset").addEventListener("click", () =>
+    act("/api/assign/reset", { members: 8 }, (a, st) => ["assign.reset_done", { n: st.members.length }]),
+  );
+  $("assign-policy").addEventListener("change", policyHelp);
+  // One listener for the table's buttons, which are redrawn on every poll.
+  $("assign-table").addEventListener("click", (e) => {
+    const b = e.target.closest("button[data-member]");
+    if (!b) return;
+    const member = b.dataset.member;
+    if (b.dataset.action === "remove") {
+      act("/api/assign/remove", { member }, () => ["assign.removed", { member }]);
+    } else {
+      const policy = $("assign-policy").value;
+      act("/api/assign/restore", { member, policy }, (a, st) => [
+        "assign.restored",
+        { member, count: st.members.find((m) => m.member === member).count, policy: t(`assign.policy.${policy}`) },
+      ]);
+    }
+  });
+  policyHelp();
+}
+
+function policyHelp() {
+  $("assign-policy-help").textContent = t(`assign.policy_help.${$("assign-policy").value}`);
+}
+
+// renderAssign shows the view and polls the pool while it is shown.
+export async function renderAssign() {
+  await refresh();
+  if (!poller) poller = setInterval(refresh, POLL_MS);
+}
+
+// leaveAssign stops polling when another view is shown.
+export function leaveAssign() {
+  clearInterval(poller);
+  poller = 0;
+}
+
+async function refresh() {
+  try {
+    draw(await call("/api/assign"));
+  } catch (err) {
+    say("assign-status", "error.api", { message: err.message });
+  }
+}
+
+export function relabelAssign() {
+  policyHelp();
+  if (last) draw(last);
+  for (const [id, msg] of Object.entries(statuses)) {
+    if (msg) $(id).textContent = t(msg[0], msg[1]);
+  }
+}
+
+function draw(st) {
+  last = st;
+  if (window.afloat) window.afloat.assign = st; // for the browser test
+  $("assign-demo").hidden = !st.demo;
+  $("assign-server").textContent = t("assign.server", { server: st.server, pool: st.pool });
+  $("assign-picks-per-s").textContent = Math.round(st.picks_per_s).toLocaleString("en");
+  $("assign-total").textContent = st.total.toLocaleString("en");
+  $("assign-spread").textContent = String(st.spread);
+  $("assign-reloads").textContent = String(st.script_reloads);
+  $("assign-load").textContent = t(st.load.running ? "assign.load_stop" : "assign.load_start");
+  $("assign-load-status").textContent = st.load.running
+    ? t("assign.load_running", { rate: st.load.rate, seconds: st.load.seconds_left })
+    : t("assign.load_off");
+
+  const top = Math.max(1, ...st.members.map((m) => m.count));
+  const tbody = $("assign-table").tBodies[0];
+  // Rows in name order, so that a button stays where it was while the
+  // counts move.
+  const members = [...st.members].sort((a, b) => (a.member < b.member ? -1 : a.member > b.member ? 1 : 0));
+  const rows = members.map((m) => {
+    const tr = document.createElement("tr");
+    tr.dataset.member = m.member;
+    tr.className = m.active ? "" : "removed";
+    const th = document.createElement("th");
+    th.scope = "row";
+    th.textContent = m.member;
+    const count = document.createElement("td");
+    count.className = "num";
+    count.textContent = m.count.toLocaleString("en");
+    const bar = document.createElement("td");
+    const meter = document.createElement("meter");
+    meter.min = 0;
+    meter.max = top;
+    meter.value = m.count;
+    meter.setAttribute("aria-label", `${m.member}: ${m.count}`);
+    bar.append(meter);
+    const state = document.createElement("td");
+    state.textContent = t(m.active ? "assign.state.active" : "assign.state.removed");
+    const action = document.createElement("td");
+    const b = document.createElement("button");
+    b.type = "button";
+    b.dataset.member = m.member;
+    b.dataset.action = m.active ? "remove" : "restore";
+    b.textContent = t(m.active ? "assign.remove" : "assign.restore");
+    b.setAttribute("aria-label", t(m.active ? "assign.remove_label" : "assign.restore_label", { member: m.member }));
+    action.append(b);
+    tr.append(th, count, bar, state, action);
+    return tr;
+  });
+  // Keep the focused button focused across a redraw (keyboard users).
+  const focused = document.activeElement && document.activeElement.closest && document.activeElement.closest("#assign-table button");
+  const key = focused ? [focused.dataset.member, focused.dataset.action] : null;
+  tbody.replaceChildren(...rows);
+  if (key) {
+    const again = tbody.querySelector(`button[data-member="${CSS.escape(key[0])}"]`);
+    if (again) again.focus();
+  }
+}
