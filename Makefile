@@ -8,7 +8,7 @@ GO ?= go
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_INSTALL := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends
 
-.PHONY: test deps vet fmt-check unit fuzz bench
+.PHONY: test deps vet fmt-check unit fuzz bench bench-assign
 
 test: deps vet fmt-check unit
 
@@ -43,6 +43,15 @@ unit: export AFLOAT_REQUIRE_REDIS := 1
 unit:
 	$(GO) test -race -count=1 -skip '$(BROWSER_TESTS)' ./...
 	AFLOAT_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -run '$(BROWSER_TESTS)' -v ./web
+
+# bench-assign runs afloat assign bench (50 workers, 100 members, 10 s,
+# unbatched and batches of 16) and redis-benchmark on the same redis-server
+# and pool, in the same run, five rounds (docs/benchmarks.md). Run it on
+# an otherwise idle machine; it is not part of make test.
+bench-assign:
+	AFLOAT_ASSIGN_BENCH=1 $(GO) test ./assign -run '^TestBenchAgainstRedisBenchmark$$' -count 1 -v -timeout 30m
+	$(GO) test ./assign -run '^$$' -bench 'Clients' -count 10 | tee assign.bench.txt
+	benchstat assign.bench.txt
 
 # fuzz runs each fuzz target for FUZZTIME (default 60s); it is not part of
 # make test, which must not depend on what a random search finds that day.

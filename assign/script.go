@@ -94,6 +94,16 @@ func (r *runner) run(ctx context.Context, s *script, keys, args []string) rueidi
 	return res
 }
 
+// runPinned is run with the EVALSHA built (and pinned) by the caller.
+func (r *runner) runPinned(ctx context.Context, cmd rueidis.Completed, s *script, keys, args []string) rueidis.RedisResult {
+	res := r.c.Do(ctx, cmd)
+	if isNoScript(res.Error()) {
+		r.reloads.Add(1)
+		res = r.c.Do(ctx, s.eval(r.c, keys, args))
+	}
+	return res
+}
+
 // runMany sends the calls in one pipeline and, for those refused with
 // NOSCRIPT — after a SCRIPT FLUSH every pipelined EVALSHA is, since none of
 // them loads the script — a second pipeline of EVALs for just those. The
@@ -103,6 +113,12 @@ func (r *runner) runMany(ctx context.Context, s *script, keys [][]string, args [
 	for i := range keys {
 		cmds[i] = s.evalsha(r.c, keys[i], args[i])
 	}
+	return r.runManyBuilt(ctx, cmds, s, func(i int) ([]string, []string) { return keys[i], args[i] })
+}
+
+// runManyBuilt is runMany with the EVALSHAs built by the caller; call
+// gives the keys and arguments of call i for its EVAL.
+func (r *runner) runManyBuilt(ctx context.Context, cmds rueidis.Commands, s *script, call func(int) ([]string, []string)) []rueidis.RedisResult {
 	res := r.c.DoMulti(ctx, cmds...)
 	var again []int
 	for i, x := range res {
@@ -114,11 +130,12 @@ func (r *runner) runMany(ctx context.Context, s *script, keys [][]string, args [
 		return res
 	}
 	r.reloads.Add(1)
-	cmds = make(rueidis.Commands, 0, len(again)) // sent commands are recycled by the client
+	retry := make(rueidis.Commands, 0, len(again)) // sent commands are recycled by the client
 	for _, i := range again {
-		cmds = append(cmds, s.eval(r.c, keys[i], args[i]))
+		k, a := call(i)
+		retry = append(retry, s.eval(r.c, k, a))
 	}
-	for j, x := range r.c.DoMulti(ctx, cmds...) {
+	for j, x := range r.c.DoMulti(ctx, retry...) {
 		res[again[j]] = x
 	}
 	return res
