@@ -42,6 +42,8 @@ Commands:
   assign          least-used assignment over Redis: add, remove, restore,
                   list, pick, bench
   proxy check     probe candidate proxies from a list (and update a pool)
+  quota chaos     the global quota under faults in virtual time, checked
+  quota sim       the same run as CSV for plotting; quota check: check a log
   help            print this help
 
 Run 'afloat <command> --help' for a command's flags.
@@ -69,6 +71,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runAssign(args[1:], stdout, stderr)
 	case "proxy":
 		return runProxy(args[1:], stdin, stdout, stderr)
+	case "quota":
+		return runQuota(args[1:], stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "afloat: unknown command %q\n\n%s", args[0], usage)
 		return exitUsage

@@ -481,3 +481,30 @@ func FuzzParseEvent(f *testing.F) {
 		}
 	})
 }
+
+// TestBoundIsApproached: an adversarial schedule — every bucket full, then
+// a surge in all regions as all of them are cut off. Admissions come
+// within a token of R·Δ + B in hard mode, and go past it in best-effort
+// mode by part of the emergency allowances (the regions' leases run out
+// at different times, and the others refill meanwhile), never by more
+// than all of them: the bound is tight, and the harness reaches it.
+func TestBoundIsApproached(t *testing.T) {
+	sch := &Schedule{
+		Traffic: []Segment{{At: 0, Rates: rates(200, 100, 100)}, {At: 20 * s, Rates: rates(0.01, 0.01, 0.01)}, {At: 40 * s, Rates: rates(1500, 1500, 1500)}},
+		Partitions: []Cut{
+			{Region: "eu", From: 40 * s, To: 80 * s}, {Region: "us", From: 40 * s, To: 80 * s}, {Region: "ap", From: 40 * s, To: 80 * s},
+		},
+	}
+	for _, tc := range []struct {
+		mode     quota.Mode
+		min, max float64
+	}{{quota.Hard, -1, 0}, {quota.BestEffort, 50, 300}} {
+		sum := mustRun(t, Config{Seed: 10, Mode: tc.mode, Duration: 90 * s, Schedule: sch})
+		mustHold(t, sum)
+		t.Logf("%v: worst window %.2f tokens over R·Δ + B (allowed %v), from %v to %v", tc.mode, sum.WorstExcess, sum.Bound,
+			time.Duration(sum.WorstFrom), time.Duration(sum.WorstTo))
+		if sum.WorstExcess < tc.min || sum.WorstExcess > tc.max {
+			t.Fatalf("%v: worst excess %.2f, want between %v and %v", tc.mode, sum.WorstExcess, tc.min, tc.max)
+		}
+	}
+}

@@ -122,7 +122,7 @@ func (c Config) withDefaults() Config {
 	}
 	t := c.Tenant
 	if t.Name == "" {
-		t.Name = "tenant"
+		t.Name = "acme"
 	}
 	if t.Rate == 0 {
 		t.Rate = DefaultRate

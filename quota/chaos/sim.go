@@ -164,7 +164,8 @@ func (s *sim) at(t int64, it item) {
 
 func (s *sim) emit(e Event) {
 	e.T = s.now
-	if e.Tenant == "" && e.Ev != "traffic" && e.Ev != "crash" && e.Ev != "pause" && e.Ev != "wake" && e.Ev != "stop" && e.Ev != "skew" {
+	switch e.Ev {
+	case "start", "admit", "reject", "lease", "end", "credit", "install", "supersede", "expire", "return":
 		e.Tenant = s.t.Name
 	}
 	s.ev = e

@@ -111,7 +111,7 @@ type Limiter struct {
 // Allow bumps, and the renewal bookkeeping (under mu).
 type bucket struct {
 	cur      atomic.Pointer[state]
-	offered  atomic.Int64 // tokens offered since the last request
+	offered  atomic.Int64 // tokens offered since the last request, without a valid lease (and carried over from replaced ones)
 	rejected atomic.Int64 // of which refused
 	hot      atomic.Bool  // refused something since the last request
 	reserve  atomic.Int64 // Micro: the emergency allowance left (best effort)
@@ -192,7 +192,6 @@ func (l *Limiter) AllowAt(now int64, tenant string, cost int64) bool {
 	if b == nil || cost < 1 {
 		return false
 	}
-	b.offered.Add(cost)
 	s := b.cur.Load()
 	for s.valid(now) {
 		ok, retry, overflow := s.take(now, cost)
@@ -200,6 +199,7 @@ func (l *Limiter) AllowAt(now int64, tenant string, cost int64) bool {
 			s = b.cur.Load()
 			continue
 		}
+		s.offered.Add(cost)
 		if ok {
 			if overflow > 0 && s.mode == quota.BestEffort {
 				b.refillReserve(overflow)
@@ -209,11 +209,22 @@ func (l *Limiter) AllowAt(now int64, tenant string, cost int64) bool {
 		b.refuse(cost)
 		return false
 	}
+	b.offered.Add(cost)
 	if s.mode == quota.BestEffort && b.spendReserve(cost) {
 		return true
 	}
 	b.refuse(cost)
 	return false
+}
+
+// offeredSince reads (and with reset, clears) the tokens offered since
+// the last request: those of the current lease and the rest.
+func (b *bucket) offeredSince(reset bool) int64 {
+	s := b.cur.Load()
+	if reset {
+		return b.offered.Swap(0) + s.offered.Swap(0)
+	}
+	return b.offered.Load() + s.offered.Load()
 }
 
 func (b *bucket) refuse(cost int64) {
@@ -263,7 +274,7 @@ func (l *Limiter) Request(now int64, tenant string) (quota.Request, error) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	offered := b.offered.Swap(0)
+	offered := b.offeredSince(true)
 	b.rejected.Swap(0)
 	b.hot.Store(false)
 	var demand quota.Micro = -1 // unknown on the first request
@@ -383,6 +394,10 @@ func (l *Limiter) Install(now int64, g quota.Grant) Installed {
 	} else if old.lease.ID != 0 {
 		old.seal()
 	}
+	// The old lease's count of offered tokens carries over to the demand.
+	// (An Allow that read the old state just before it was sealed may
+	// still add to it: a few tokens of demand lost, nothing more.)
+	b.offered.Add(old.offered.Swap(0))
 	if l.broken.RenewRefills {
 		kept = g.Lease.Burst // wrong on purpose: a new burst out of nothing
 	}
@@ -439,7 +454,7 @@ func (l *Limiter) Due(now int64, tenant string) bool {
 	case b.hot.Load() && since >= int64(l.cfg.HotInterval):
 		return true
 	case since >= 4*int64(l.cfg.HotInterval) && b.demand > 0 &&
-		float64(b.offered.Load())*float64(quota.One)*1e9/float64(since) < 0.5*float64(b.demand):
+		float64(b.offeredSince(false))*float64(quota.One)*1e9/float64(since) < 0.5*float64(b.demand):
 		// Demand has fallen by half since the last report: say so now,
 		// so that the coordinator can move the share where it is wanted
 		// instead of waiting for the next renewal.
@@ -477,6 +492,7 @@ func (l *Limiter) Return(now int64, tenant string) (quota.Return, bool) {
 	if tat != sealed {
 		bal = s.balanceAt(tat, now)
 	}
+	b.offered.Add(s.offered.Swap(0))
 	b.cur.Store(&state{lease: quota.Lease{}, mode: s.mode})
 	return quota.Return{Tenant: tenant, Region: l.cfg.Region, LeaseID: s.lease.ID, Epoch: b.epoch, Balance: bal}, true
 }

@@ -1,0 +1,269 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/afloat/afloat/quota"
+	"github.com/afloat/afloat/quota/chaos"
+)
+
+const quotaUsage = `Usage:
+  afloat quota chaos --seed S [--mode hard|best-effort] [--duration 10m]
+                     [--faults shift,partition,crash,skew,dup] [--log FILE]
+  afloat quota chaos --seeds A-B [--workers N] [flags]
+  afloat quota sim   --seed S [--mode ...] [--step 1s] [flags]
+  afloat quota check FILE
+
+Subcommands:
+  chaos   run the global quota under faults in virtual time and check it:
+          a JSON-lines event log, then a one-line JSON summary
+  sim     the same run for a human: CSV of offered and admitted tokens per
+          region per step, ready to plot
+  check   check an event log written by chaos --log
+
+Run 'afloat quota <subcommand> --help' for its flags.
+`
+
+func runQuota(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintf(stderr, "afloat quota: missing subcommand\n\n%s", quotaUsage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, quotaUsage)
+		return exitOK
+	case "chaos":
+		return runQuotaChaos(args[1:], stdout, stderr)
+	case "sim":
+		return runQuotaSim(args[1:], stdout, stderr)
+	case "check":
+		return runQuotaCheck(args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "afloat quota: unknown subcommand %q\n\n%s", args[0], quotaUsage)
+	return exitUsage
+}
+
+// chaosFlags are the flags chaos and sim share.
+type chaosFlags struct {
+	seed     seedFlag
+	mode     string
+	duration time.Duration
+	faults   string
+}
+
+func (f *chaosFlags) register(c *command) {
+	f.seed = 1
+	c.Var(&f.seed, "seed", "seed of the run, `S` from 0 to 4294967295; a seed replays exactly")
+	c.StringVar(&f.mode, "mode", "hard", "hard (admissions ≤ R·Δ + B) or best-effort (≤ R·Δ + B + 3·E, E = 100)")
+	c.DurationVar(&f.duration, "duration", chaos.DefaultDuration, "virtual time to run, 1s to 24h")
+	c.StringVar(&f.faults, "faults", "all", "faults to inject, comma-separated: shift, partition, crash, skew, dup; or all, none")
+}
+
+func (f *chaosFlags) config() (chaos.Config, error) {
+	mode, err := quota.ParseMode(f.mode)
+	if err != nil {
+		return chaos.Config{}, fmt.Errorf("--mode: %w", err)
+	}
+	faults, err := chaos.ParseFaults(f.faults)
+	if err != nil {
+		return chaos.Config{}, fmt.Errorf("--faults: %w", err)
+	}
+	cfg := chaos.Config{Seed: uint32(f.seed), Mode: mode, Duration: f.duration, Faults: faults, NoFaults: faults == 0}
+	if err := cfg.Validate(); err != nil {
+		return chaos.Config{}, err
+	}
+	return cfg, nil
+}
+
+func printChaosNotes(w io.Writer) {
+	fmt.Fprint(w, `
+The tenant is the seed's: R = 500 tokens/s (30,000 a minute), B = 6,000,
+regions eu, us and ap, leases of 10 s with a 500 ms skew margin. Every log
+line has t_ns (virtual time), ev and the fields of its kind (see
+docs/quota.md); the last line is {"ev":"summary",...}. The exit status is
+1 when the checker found a violation.
+`)
+}
+
+func runQuotaChaos(args []string, stdout, stderr io.Writer) int {
+	var (
+		f       chaosFlags
+		logPath string
+		seeds   string
+		workers int
+	)
+	c := newCommand("quota chaos", "afloat quota chaos --seed S [flags] | --seeds A-B [flags]", printChaosNotes)
+	f.register(c)
+	c.StringVar(&logPath, "log", "", "write the event log to `FILE` instead of standard output (the summary stays there)")
+	c.StringVar(&seeds, "seeds", "", "run seeds `A-B` in parallel and print the worst; no log")
+	c.IntVar(&workers, "workers", 0, "goroutines for --seeds, 1 to 256 (default: one per CPU)")
+	if status, ok := c.parse(args, stdout, stderr); !ok {
+		return status
+	}
+	fail := func(err error) int { return usageError(stderr, "quota chaos", err) }
+	cfg, err := f.config()
+	if err != nil {
+		return fail(err)
+	}
+	if workers < 0 || workers > 256 {
+		return fail(fmt.Errorf("--workers %d: want 1 to 256 (or 0 for one per CPU)", workers))
+	}
+	if seeds != "" {
+		if logPath != "" {
+			return fail(fmt.Errorf("--log and --seeds: a log is one seed's; drop one"))
+		}
+		from, to, err := parseSeeds(seeds)
+		if err != nil {
+			return fail(err)
+		}
+		m, err := chaos.RunMany(cfg, from, to, workers)
+		if err != nil {
+			fmt.Fprintf(stderr, "afloat quota chaos: %v\n", err)
+			return exitError
+		}
+		line, _ := json.Marshal(struct {
+			Ev string `json:"ev"`
+			chaos.Many
+		}{"summary", m})
+		fmt.Fprintf(stdout, "%s\n", line)
+		if m.Failed > 0 {
+			return exitError
+		}
+		return exitOK
+	}
+
+	logOut := stdout
+	if logPath != "" {
+		file, err := os.Create(logPath)
+		if err != nil {
+			return fail(fmt.Errorf("--log: %w", err))
+		}
+		defer file.Close()
+		logOut = file
+	}
+	w := chaos.NewJSONWriter(logOut)
+	cfg.Log = w
+	sum, err := chaos.Run(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "afloat quota chaos: %v\n", err)
+		return exitError
+	}
+	if err := w.Flush(); err != nil {
+		fmt.Fprintf(stderr, "afloat quota chaos: writing the log: %v\n", err)
+		return exitError
+	}
+	line, _ := json.Marshal(struct {
+		Ev string `json:"ev"`
+		chaos.Summary
+	}{"summary", sum})
+	fmt.Fprintf(stdout, "%s\n", line)
+	if !sum.OK() {
+		return exitError
+	}
+	return exitOK
+}
+
+// parseSeeds reads A-B.
+func parseSeeds(s string) (uint32, uint32, error) {
+	a, b, ok := strings.Cut(s, "-")
+	from, err1 := strconv.ParseUint(a, 10, 32)
+	to, err2 := strconv.ParseUint(b, 10, 32)
+	if !ok || err1 != nil || err2 != nil || to < from || to-from >= 10_000_000 {
+		return 0, 0, fmt.Errorf("--seeds %q: want A-B with 0 ≤ A ≤ B ≤ 4294967295 and at most 10,000,000 seeds", s)
+	}
+	return uint32(from), uint32(to), nil
+}
+
+func runQuotaSim(args []string, stdout, stderr io.Writer) int {
+	var (
+		f    chaosFlags
+		step time.Duration
+	)
+	c := newCommand("quota sim", "afloat quota sim --seed S [flags]", printChaosNotes)
+	f.register(c)
+	c.DurationVar(&step, "step", time.Second, "length of a CSV row, 10ms to 1h")
+	if status, ok := c.parse(args, stdout, stderr); !ok {
+		return status
+	}
+	fail := func(err error) int { return usageError(stderr, "quota sim", err) }
+	cfg, err := f.config()
+	if err != nil {
+		return fail(err)
+	}
+	if step < 10*time.Millisecond || step > time.Hour {
+		return fail(fmt.Errorf("--step %v: want 10ms to 1h", step))
+	}
+	series := chaos.NewSeries(chaos.DefaultRegions, step)
+	cfg.Log = series
+	sum, err := chaos.Run(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "afloat quota sim: %v\n", err)
+		return exitError
+	}
+	steps := int((cfg.Duration + step - 1) / step)
+	if err := series.WriteCSV(stdout, chaos.DefaultRate.Float(), steps); err != nil {
+		return exitError
+	}
+	line, _ := json.Marshal(sum)
+	fmt.Fprintf(stderr, "%s\n", line)
+	if !sum.OK() {
+		return exitError
+	}
+	return exitOK
+}
+
+func runQuotaCheck(args []string, stdout, stderr io.Writer) int {
+	c := newCommand("quota check", "afloat quota check FILE", nil)
+	rest, status, ok := c.parseWithArgs(args, stdout, stderr)
+	if !ok {
+		return status
+	}
+	if len(rest) != 1 {
+		return usageError(stderr, "quota check", fmt.Errorf("want one FILE, the event log of afloat quota chaos --log (or - for standard input)"))
+	}
+	var in io.Reader = os.Stdin
+	if name := rest[0]; name != "-" {
+		file, err := os.Open(name)
+		if err != nil {
+			return usageError(stderr, "quota check", err)
+		}
+		defer file.Close()
+		in = file
+	}
+	chk := chaos.NewChecker()
+	end := &lastTime{chk: chk}
+	if err := chaos.ReadLog(in, end); err != nil {
+		return usageError(stderr, "quota check", err)
+	}
+	rep := chk.Finish(end.t)
+	line, _ := json.Marshal(struct {
+		Ev string `json:"ev"`
+		chaos.Report
+	}{"check", rep})
+	fmt.Fprintf(stdout, "%s\n", line)
+	if rep.Violations > 0 {
+		return exitError
+	}
+	return exitOK
+}
+
+// lastTime passes events to the checker and remembers the last time.
+type lastTime struct {
+	chk *chaos.Checker
+	t   int64
+}
+
+func (l *lastTime) Write(e *chaos.Event) {
+	if e.Ev == "summary" {
+		return // the last line of a chaos log
+	}
+	l.t = max(l.t, e.T)
+	l.chk.Write(e)
+}

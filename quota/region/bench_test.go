@@ -1,0 +1,164 @@
+package region_test
+
+import (
+	"testing"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/afloat/afloat/quota"
+	"github.com/afloat/afloat/quota/region"
+)
+
+// The benchmarks take one token per operation from a lease (or limiter)
+// with room to spare: the path every request takes while the tenant is
+// within its quota. The peer is golang.org/x/time/rate's Limiter.Allow,
+// the standard single-process token bucket, in the same run.
+
+func leased(b *testing.B) *region.Limiter {
+	l, err := region.New(region.DefaultConfig("eu", "acme"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := l.Now()
+	req, _ := l.Request(now, "acme")
+	in := l.Install(now, quota.Grant{
+		Lease: quota.Lease{ID: 1, Tenant: "acme", Region: "eu", Epoch: 1, Rate: 1e9 * quota.One, Burst: 1e9 * quota.One,
+			Transfer: 1e9 * quota.One},
+		Seq: req.Seq, ValidFor: time.Hour, Margin: time.Second,
+	})
+	if !in.OK {
+		b.Fatal(in.Why)
+	}
+	return l
+}
+
+func BenchmarkAllow(b *testing.B) {
+	l := leased(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if !l.Allow("acme", 1) {
+			b.Fatal("refused")
+		}
+	}
+}
+
+func BenchmarkAllowParallel(b *testing.B) {
+	l := leased(b)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if !l.Allow("acme", 1) {
+				b.Fatal("refused")
+			}
+		}
+	})
+}
+
+// The refusal path: the quota is spent.
+func BenchmarkAllowRefused(b *testing.B) {
+	l, _ := region.New(region.DefaultConfig("eu", "acme"))
+	b.ReportAllocs()
+	for b.Loop() {
+		if l.Allow("acme", 1) {
+			b.Fatal("admitted without a lease")
+		}
+	}
+}
+
+// peer: x/time/rate with a rate and burst that never refuse (not rate.Inf,
+// which skips the bucket).
+func peer() *rate.Limiter { return rate.NewLimiter(1e9, 1e9) }
+
+func BenchmarkPeerXTimeRateAllow(b *testing.B) {
+	l := peer()
+	b.ReportAllocs()
+	for b.Loop() {
+		if !l.Allow() {
+			b.Fatal("refused")
+		}
+	}
+}
+
+func BenchmarkPeerXTimeRateAllowParallel(b *testing.B) {
+	l := peer()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if !l.Allow() {
+				b.Fatal("refused")
+			}
+		}
+	})
+}
+
+// The core alone, on explicit time: what Allow costs beyond reading the
+// clock.
+func BenchmarkAllowAt(b *testing.B) {
+	l := leased(b)
+	now := l.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		if !l.AllowAt(now, "acme", 1) {
+			b.Fatal("refused")
+		}
+	}
+}
+
+func BenchmarkAllowAtParallel(b *testing.B) {
+	l := leased(b)
+	now := l.Now()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if !l.AllowAt(now, "acme", 1) {
+				b.Fatal("refused")
+			}
+		}
+	})
+}
+
+// The peer on explicit time too: AllowN(t, 1) with t read once.
+func BenchmarkPeerXTimeRateAllowN(b *testing.B) {
+	l := peer()
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		if !l.AllowN(now, 1) {
+			b.Fatal("refused")
+		}
+	}
+}
+
+func BenchmarkPeerXTimeRateAllowNParallel(b *testing.B) {
+	l := peer()
+	now := time.Now()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if !l.AllowN(now, 1) {
+				b.Fatal("refused")
+			}
+		}
+	})
+}
+
+var sinkDuration time.Duration
+
+// The floor of any Allow that reads the clock: one monotonic reading, as
+// Allow takes (time.Now, which x/time/rate's Allow takes, reads the wall
+// clock as well).
+func BenchmarkClockSince(b *testing.B) {
+	start := time.Now()
+	for b.Loop() {
+		sinkDuration += time.Since(start)
+	}
+}
+
+func BenchmarkClockNow(b *testing.B) {
+	var t time.Time
+	for b.Loop() {
+		t = time.Now()
+	}
+	sinkDuration += time.Duration(t.Nanosecond())
+}
