@@ -64,17 +64,22 @@ fuzz:
 	$(GO) test ./web -run '^$$' -fuzz '^FuzzAssignBody$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./assign -run '^$$' -fuzz '^FuzzParseProxyList$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./assign -run '^$$' -fuzz '^FuzzClientOptions$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./quota/chaos -run '^$$' -fuzz '^FuzzParseEvent$$' -fuzztime $(FUZZTIME)
 
 # bench runs the benchmarks docs/benchmarks.md quotes and summarises them
 # with benchstat (go install golang.org/x/perf/cmd/benchstat@latest). The
-# end-to-end HTTP comparison is a command of its own: afloat bench bulkhead.
+# end-to-end HTTP comparison is a command of its own: afloat bench bulkhead;
+# so is the 10,000-seed chaos run: afloat quota chaos --seeds 1-10000.
 bench:
 	$(GO) test -run '^$$' -bench 'Step$$|Scenario|Floor|Peer' -count 10 ./sim | tee sim.bench.txt
 	$(GO) test -c -o bulkhead.test ./bulkhead
 	rm -f bulkhead.bench.txt; for i in 1 2 3 4 5 6 7 8 9 10; do ./bulkhead.test -test.run '^$$' -test.bench . -test.benchmem | tee -a bulkhead.bench.txt; done
+	$(GO) test -c -o region.test ./quota/region
+	rm -f region.bench.txt; for i in 1 2 3 4 5 6 7 8 9 10; do ./region.test -test.run '^$$' -test.bench . -test.benchmem | tee -a region.bench.txt; done
 	$(GO) test -run '^$$' -bench 'APIRun' -count 10 ./web | tee web.bench.txt
 	$(GO) test -run '^$$' -bench 'ConsoleTenX' -benchtime 1x -count 6 ./web | tee console.bench.txt
 	benchstat sim.bench.txt
 	benchstat bulkhead.bench.txt
+	benchstat region.bench.txt
 	benchstat web.bench.txt
 	benchstat console.bench.txt
