@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -268,20 +269,36 @@ func TestConsoleEndToEnd(t *testing.T) {
 	// The overload lab: the five runs of the World Cup, the same as the
 	// API's. The test asks first, so that the page finds the answer made
 	// (under the race detector it takes a while).
-	res, err := http.Get(base + "/api/overload/compare?profile=worldcup&seed=1")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var cmp struct {
-		Runs []struct {
+		Computing bool `json:"computing"`
+		Runs      []struct {
 			Run     string         `json:"run"`
 			Summary map[string]any `json:"summary"`
 		} `json:"runs"`
 	}
-	if err := json.NewDecoder(res.Body).Decode(&cmp); err != nil || res.StatusCode != 200 || len(cmp.Runs) != 5 {
-		t.Fatalf("GET /api/overload/compare: %d %v %d runs", res.StatusCode, err, len(cmp.Runs))
+	for giveUp := time.Now().Add(5 * time.Minute); ; {
+		if time.Now().After(giveUp) {
+			t.Fatal("the World Cup comparison took more than 5 minutes")
+		}
+		res, err := http.Get(base + "/api/overload/compare?profile=worldcup&seed=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = json.NewDecoder(res.Body).Decode(&cmp)
+		res.Body.Close()
+		if err != nil || (res.StatusCode != 200 && res.StatusCode != 202) {
+			t.Fatalf("GET /api/overload/compare: %d %v", res.StatusCode, err)
+		}
+		if res.StatusCode == 200 {
+			break
+		}
+		// 202: computing (a minute or so under the race detector on a
+		// loaded machine); the server says when to ask again.
+		<-time.After(time.Second)
 	}
-	res.Body.Close()
+	if len(cmp.Runs) != 5 {
+		t.Fatalf("GET /api/overload/compare: %d runs", len(cmp.Runs))
+	}
 	b.do(ctx, "open the lab", chromedp.Navigate(base+"/#lab"), waitReady(),
 		waitFor(`document.querySelectorAll("#lab-summary tbody tr").length === 5 && document.querySelectorAll("#lab-charts .uplot").length === 5`))
 	rows := evaluate[[][]string](b, ctx, `[...document.querySelectorAll("#lab-summary tbody tr")].map((tr) => [...tr.cells].map((c) => c.textContent))`)

@@ -22,6 +22,9 @@ type lab struct {
 	results map[string]*labCompare // by profile and seed; a handful kept
 	order   []string
 
+	wait       time.Duration // how long compare waits before answering 202
+	runCompare func(profile string, seed uint32) ([]overload.Result, error)
+
 	live       liveState
 	liveCancel context.CancelFunc
 	runLive    func(context.Context, overload.LiveConfig) (overload.LiveReport, error)
@@ -77,10 +80,12 @@ type labCompare struct {
 const labKept = 8
 
 func newLab(logger *slog.Logger) *lab {
-	return &lab{logger: logger, results: map[string]*labCompare{}, runLive: overload.RunLive}
+	return &lab{logger: logger, results: map[string]*labCompare{}, runLive: overload.RunLive, wait: 10 * time.Second, runCompare: overload.Compare}
 }
 
-// compare answers GET /api/overload/compare?profile=worldcup&seed=1.
+// compare answers GET /api/overload/compare?profile=worldcup&seed=1: the
+// five runs, or 202 {"computing": true} with Retry-After while they are
+// being computed.
 func (l *lab) compare(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	for key, vs := range q {
@@ -125,8 +130,18 @@ func (l *lab) compare(w http.ResponseWriter, r *http.Request) {
 	}
 	l.mu.Unlock()
 
+	// A comparison takes a few seconds (far more on a loaded machine or
+	// under the race detector); rather than hold the connection past the
+	// server's write timeout, answer 202 after a while and let the client
+	// ask again: the computation goes on, shared by every asker.
+	wait := time.NewTimer(l.wait)
+	defer wait.Stop()
 	select {
 	case <-c.done:
+	case <-wait.C:
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusAccepted, map[string]any{"computing": true, "profile": p.Name, "seed": seed})
+		return
 	case <-r.Context().Done():
 		return
 	}
@@ -139,7 +154,7 @@ func (l *lab) compare(w http.ResponseWriter, r *http.Request) {
 
 func (l *lab) compute(c *labCompare, p overload.Profile, seed uint32) {
 	defer close(c.done)
-	runs, err := overload.Compare(p.Name, seed)
+	runs, err := l.runCompare(p.Name, seed)
 	if err != nil {
 		c.err = err
 		return

@@ -158,3 +158,31 @@ func TestLiveStopOnShutdown(t *testing.T) {
 		t.Errorf("runner saw %v, want context.Canceled", err)
 	}
 }
+
+// TestCompareAnswers202WhileComputing: a slow comparison is answered 202
+// with Retry-After, not held past the write timeout; the next ask after
+// it is done gets the runs.
+func TestCompareAnswers202WhileComputing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, lab := newHandler(DefaultConfig())
+		release := make(chan struct{})
+		lab.runCompare = func(profile string, seed uint32) ([]overload.Result, error) {
+			<-release
+			return overload.Compare("game1", seed)
+		}
+		get := func() *httptest.ResponseRecorder {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/overload/compare?profile=game1&seed=2", nil))
+			return rec
+		}
+		rec := get() // waits lab.wait of virtual time, then gives up
+		if rec.Code != 202 || rec.Header().Get("Retry-After") != "1" || !strings.Contains(rec.Body.String(), `"computing":true`) {
+			t.Fatalf("while computing: %d %q %s", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+		}
+		close(release)
+		synctest.Wait()
+		if rec := get(); rec.Code != 200 || !strings.Contains(rec.Body.String(), `"runs"`) {
+			t.Fatalf("once computed: %d %.200s", rec.Code, rec.Body)
+		}
+	})
+}

@@ -26,10 +26,14 @@ let plots = [];
 let polling = 0;
 
 async function getJSON(url, opts) {
-  const res = await fetch(url, opts);
-  const body = await res.json().catch(() => ({ error: `HTTP ${res.status}` }));
-  if (!res.ok) throw new Error(body.error || `HTTP ${res.status}`);
-  return body;
+  for (;;) {
+    const res = await fetch(url, opts);
+    const body = await res.json().catch(() => ({ error: `HTTP ${res.status}` }));
+    if (!res.ok) throw new Error(body.error || `HTTP ${res.status}`);
+    // 202: still computing; ask again after Retry-After.
+    if (res.status !== 202 || !body.computing) return body;
+    await new Promise((done) => setTimeout(done, 1000 * Number(res.headers.get("Retry-After") || 1)));
+  }
 }
 
 // clockOf writes a time of a run as h:mm for runs of an hour or more and
