@@ -183,7 +183,7 @@ func (c *Checker) Write(e *Event) {
 		}
 	case "credit":
 		if tc := c.tenant(e); tc != nil {
-			tc.setCredit(e.T, tc.credit+quota.Micro(e.N))
+			tc.setCredit(e.T, tc.credit+e.Balance)
 		}
 	case "install":
 		tc := c.tenant(e)

@@ -24,7 +24,7 @@ import (
 //	           counts, activates_ns to expires_ns (on the virtual clock)
 //	end        a coordinator stopped counting lease id (why: superseded,
 //	           returned, expired)
-//	credit     a coordinator took n micro-tokens of a return as credit
+//	credit     a coordinator took balance tokens of the return of lease id as credit
 //	install    a region began spending under lease id
 //	supersede  a region stopped spending under lease id: a newer one replaced it
 //	expire     a region stopped spending under lease id: it ran out
@@ -107,7 +107,7 @@ func (e *Event) AppendJSON(b []byte) []byte {
 	amt("rate", e.Rate, lease)
 	amt("burst", e.Burst, lease)
 	amt("transfer", e.Transfer, false)
-	amt("balance", e.Balance, e.Ev == "return")
+	amt("balance", e.Balance, e.Ev == "return" || e.Ev == "credit")
 	num("activates_ns", e.Activates)
 	num("expires_ns", e.Expires)
 	str("why", e.Why)

@@ -501,7 +501,7 @@ func (s *sim) deliverToCoord(it item) error {
 			return nil
 		}
 		if after := c.core.Credit(s.t.Name); after > before {
-			s.emit(Event{Ev: "credit", Region: it.m.ret.Region, ID: it.m.ret.LeaseID, N: int64(after - before)})
+			s.emit(Event{Ev: "credit", Region: it.m.ret.Region, ID: it.m.ret.LeaseID, Balance: after - before})
 		}
 	}
 	return nil
