@@ -30,6 +30,7 @@ type state struct {
 
 	lease    quota.Lease
 	perToken float64 // local ns per token, derated for clock drift; 0 for no refill
+	cost1    int64   // cost(1), precomputed: ⌈perToken⌉
 	tau      int64   // the burst, in local ns of refill
 	from     int64   // local ns: valid from
 	until    int64   // local ns: valid until (exclusive)
@@ -41,7 +42,12 @@ func (s *state) valid(now int64) bool { return s.lease.ID != 0 && now >= s.from 
 
 // cost is what n tokens advance tat by: rounded up, so that rounding
 // never admits more than the lease allows.
-func (s *state) cost(n int64) int64 { return int64(math.Ceil(float64(n) * s.perToken)) }
+func (s *state) cost(n int64) int64 {
+	if n == 1 {
+		return s.cost1 // the common case, without the float
+	}
+	return int64(math.Ceil(float64(n) * s.perToken))
+}
 
 // balanceAt is the bucket's balance at now given tat, in Micro.
 func (s *state) balanceAt(tat, now int64) quota.Micro {
@@ -61,10 +67,12 @@ func (s *state) tatFor(b quota.Micro, now int64) int64 {
 }
 
 // take tries to take n tokens at now: admitted, or refused (or sealed:
-// reload and retry). overflow is, for an admission into a full bucket, how
-// many tokens the bucket had been dropping since it filled — what a
-// best-effort region's emergency allowance may refill from.
-func (s *state) take(now, n int64) (admitted, retry bool, overflow quota.Micro) {
+// reload and retry). idle is, for an admission into a full bucket, how
+// long (in ns of refill) the bucket had been dropping tokens since it
+// filled — what a best-effort region's emergency allowance may refill
+// from (see overflow). It stays in ns so that hard mode, which has no use
+// for it, pays no division.
+func (s *state) take(now, n int64) (admitted, retry bool, idle int64) {
 	for {
 		tat := s.tat.Load()
 		if tat == sealed {
@@ -86,12 +94,14 @@ func (s *state) take(now, n int64) (admitted, retry bool, overflow quota.Micro) 
 			return false, false, 0
 		}
 		if s.tat.CompareAndSwap(tat, next) {
-			if tat < now {
-				overflow = quota.Micro(float64(now-tat) / s.perToken * float64(quota.One))
-			}
-			return true, false, overflow
+			return true, false, max(0, now-tat)
 		}
 	}
+}
+
+// overflow is the tokens a full bucket dropped in idle ns of refill.
+func (s *state) overflow(idle int64) quota.Micro {
+	return quota.Micro(float64(idle) / s.perToken * float64(quota.One))
 }
 
 // seal replaces the state: it returns the final tat (so the balance) and

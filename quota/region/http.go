@@ -57,7 +57,7 @@ func (l *Limiter) Middleware(opts ...MiddlewareOption) func(http.Handler) http.H
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			tenant := m.tenant(r)
-			if l.buckets[tenant] == nil {
+			if l.bucket(tenant) == nil {
 				http.Error(w, fmt.Sprintf("quota: unknown tenant %q", tenant), http.StatusForbidden)
 				return
 			}

@@ -102,9 +102,13 @@ func (c Config) Validate() error {
 type Limiter struct {
 	cfg     Config
 	buckets map[string]*bucket // fixed at New: no lock to read it
-	epoch   time.Time
-	broken  breakage.Set
-	wake    chan struct{} // tells Run that a tenant wants renewing
+	// few holds the buckets again, in a slice, when there are at most
+	// fewTenants: comparing a handful of strings is cheaper than hashing
+	// one, and the lookup is a fifth of Allow's cost otherwise.
+	few    []named
+	epoch  time.Time
+	broken breakage.Set
+	wake   chan struct{} // tells Run that a tenant wants renewing
 }
 
 // bucket is one tenant's: the current lease's state, the demand counters
@@ -132,6 +136,27 @@ type bucket struct {
 	held       uint64 // highest lease ID installed
 	reported   bool
 	demand     quota.Micro // the demand last reported
+}
+
+// fewTenants is how many tenants a linear scan serves faster than the map.
+const fewTenants = 8
+
+type named struct {
+	tenant string
+	b      *bucket
+}
+
+// bucket finds tenant's bucket: nil for a tenant the limiter does not serve.
+func (l *Limiter) bucket(tenant string) *bucket {
+	if l.few != nil {
+		for i := range l.few {
+			if l.few[i].tenant == tenant {
+				return l.few[i].b
+			}
+		}
+		return nil
+	}
+	return l.buckets[tenant]
 }
 
 type sentReq struct {
@@ -164,6 +189,10 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 		b := &bucket{}
 		b.cur.Store(&state{})
 		l.buckets[t] = b
+		l.few = append(l.few, named{t, b})
+	}
+	if len(l.few) > fewTenants {
+		l.few = nil
 	}
 	return l, nil
 }
@@ -188,21 +217,21 @@ func (l *Limiter) Allow(tenant string, cost int64) bool {
 // valid lease, from the emergency allowance. An unknown tenant and a cost
 // below 1 are refused.
 func (l *Limiter) AllowAt(now int64, tenant string, cost int64) bool {
-	b := l.buckets[tenant]
+	b := l.bucket(tenant)
 	if b == nil || cost < 1 {
 		return false
 	}
 	s := b.cur.Load()
 	for s.valid(now) {
-		ok, retry, overflow := s.take(now, cost)
+		ok, retry, idle := s.take(now, cost)
 		if retry {
 			s = b.cur.Load()
 			continue
 		}
 		s.offered.Add(cost)
 		if ok {
-			if overflow > 0 && s.mode == quota.BestEffort {
-				b.refillReserve(overflow)
+			if idle > 0 && s.mode == quota.BestEffort {
+				b.refillReserve(s.overflow(idle))
 			}
 			return true
 		}
@@ -268,7 +297,7 @@ func (b *bucket) spendReserve(cost int64) bool {
 // Margin after now, on this clock. Demand is what was offered since the
 // previous request, per second.
 func (l *Limiter) Request(now int64, tenant string) (quota.Request, error) {
-	b := l.buckets[tenant]
+	b := l.bucket(tenant)
 	if b == nil {
 		return quota.Request{}, fmt.Errorf("%w: %q is not served in region %q", quota.ErrUnknownTenant, tenant, l.cfg.Region)
 	}
@@ -330,7 +359,7 @@ type Installed struct {
 // starts empty. A grant from an older epoch, older than the lease in use,
 // answering an unknown request, or already over is ignored.
 func (l *Limiter) Install(now int64, g quota.Grant) Installed {
-	b := l.buckets[g.Lease.Tenant]
+	b := l.bucket(g.Lease.Tenant)
 	if b == nil || g.Lease.Region != l.cfg.Region {
 		return Installed{Why: "not this region's tenant"}
 	}
@@ -371,6 +400,7 @@ func (l *Limiter) Install(now int64, g quota.Grant) Installed {
 	if g.Lease.Rate > 0 {
 		ns.perToken = 1e9 * float64(quota.One) / float64(g.Lease.Rate) * (1 + l.cfg.MaxDrift)
 		ns.tau = int64(math.Floor(g.Lease.Burst.Float() * ns.perToken))
+		ns.cost1 = int64(math.Ceil(ns.perToken))
 	}
 	old := b.cur.Load()
 	var inst Installed
@@ -381,8 +411,7 @@ func (l *Limiter) Install(now int64, g quota.Grant) Installed {
 		if tat != sealed {
 			bal = old.balanceAt(tat, now)
 			if tat < now && old.mode == quota.BestEffort && old.perToken > 0 {
-				overflow := quota.Micro(float64(now-tat) / old.perToken * float64(quota.One))
-				b.refillReserve(overflow)
+				b.refillReserve(old.overflow(now - tat))
 			}
 		}
 		kept = min(bal, g.Lease.Burst)
@@ -410,7 +439,7 @@ func (l *Limiter) Install(now int64, g quota.Grant) Installed {
 
 // Nudge records the coordinator's request to renew soon.
 func (l *Limiter) Nudge(n quota.Nudge) {
-	b := l.buckets[n.Tenant]
+	b := l.bucket(n.Tenant)
 	if b == nil || n.Region != l.cfg.Region {
 		return
 	}
@@ -430,7 +459,7 @@ func (l *Limiter) Nudge(n quota.Nudge) {
 // its share (at most every HotInterval) — and no request is waiting for
 // an answer, unless that one has waited the retry interval.
 func (l *Limiter) Due(now int64, tenant string) bool {
-	b := l.buckets[tenant]
+	b := l.bucket(tenant)
 	if b == nil {
 		return false
 	}
@@ -477,7 +506,7 @@ func (l *Limiter) retryAfterFailures(n int) time.Duration {
 // bucket is invalidated first, then the returned message carries its
 // balance. False if there was no valid lease.
 func (l *Limiter) Return(now int64, tenant string) (quota.Return, bool) {
-	b := l.buckets[tenant]
+	b := l.bucket(tenant)
 	if b == nil {
 		return quota.Return{}, false
 	}
@@ -509,7 +538,7 @@ type Status struct {
 
 // Status reports a tenant's lease and balance at now.
 func (l *Limiter) Status(now int64, tenant string) Status {
-	b := l.buckets[tenant]
+	b := l.bucket(tenant)
 	if b == nil {
 		return Status{}
 	}
@@ -533,7 +562,7 @@ func (l *Limiter) Status(now int64, tenant string) Status {
 // interval, doubling with each unanswered request, capped at
 // MaxRetryAfter.
 func (l *Limiter) RetryAfter(now int64, tenant string, cost int64) (d time.Duration, ok bool) {
-	b := l.buckets[tenant]
+	b := l.bucket(tenant)
 	if b == nil {
 		return l.cfg.MaxRetryAfter, false
 	}

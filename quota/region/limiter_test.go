@@ -296,3 +296,48 @@ func TestConfigErrors(t *testing.T) {
 		t.Errorf("request for unknown tenant: %v", err)
 	}
 }
+
+// TestManyTenants: a few tenants are found by a scan, more by the map;
+// either way each tenant spends only its own lease and a tenant the
+// limiter does not serve is refused.
+func TestManyTenants(t *testing.T) {
+	for _, n := range []int{1, fewTenants, fewTenants + 1, 50} {
+		var names []string
+		for i := range n {
+			names = append(names, "tenant-"+strings.Repeat("x", i))
+		}
+		l, err := New(DefaultConfig("eu", names...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if scan := l.few != nil; scan != (n <= fewTenants) {
+			t.Fatalf("%d tenants: scan %v", n, scan)
+		}
+		last := names[n-1]
+		req, _ := l.Request(0, last)
+		in := l.Install(0, quota.Grant{
+			Lease: quota.Lease{ID: 1, Tenant: last, Region: "eu", Epoch: 1, Rate: quota.Tokens(1), Burst: quota.Tokens(3), Transfer: quota.Tokens(3)},
+			Seq:   req.Seq, ValidFor: 10 * time.Second, Margin: 500 * time.Millisecond,
+		})
+		if !in.OK {
+			t.Fatalf("%d tenants: install: %s", n, in.Why)
+		}
+		// A copy of the name, not the same pointer: as a header would give it.
+		asked := strings.Clone(last)
+		got := 0
+		for range 5 {
+			if l.AllowAt(0, asked, 1) {
+				got++
+			}
+		}
+		if got != 3 {
+			t.Errorf("%d tenants: %d admitted from a transferred balance of 3", n, got)
+		}
+		if n > 1 && l.AllowAt(0, names[0], 1) {
+			t.Errorf("%d tenants: a tenant without a lease was admitted", n)
+		}
+		if l.AllowAt(0, "stranger", 1) {
+			t.Errorf("%d tenants: an unknown tenant was admitted", n)
+		}
+	}
+}
