@@ -1,6 +1,7 @@
 package region_test
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -161,4 +162,32 @@ func BenchmarkClockNow(b *testing.B) {
 		t = time.Now()
 	}
 	sinkDuration += time.Duration(t.Nanosecond())
+}
+
+// The floor of any exact limiter that two cores share: every admission
+// must change one word that both read, so the cache line that holds it
+// moves between the cores on every call. SharedAddFloor is one atomic add
+// on a shared counter; SharedCASFloor a load and compare-and-swap (what
+// a bucket with a cap needs), both under RunParallel like AllowParallel.
+func BenchmarkSharedAddFloor(b *testing.B) {
+	var n atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			n.Add(1)
+		}
+	})
+}
+
+func BenchmarkSharedCASFloor(b *testing.B) {
+	var n atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			for {
+				v := n.Load()
+				if n.CompareAndSwap(v, v+1) {
+					break
+				}
+			}
+		}
+	})
 }
