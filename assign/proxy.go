@@ -15,17 +15,30 @@ import (
 
 // ProbeConfig says how a proxy's health is checked: a GET of URL through
 // the proxy must answer 2xx within Timeout.
+//
+// Fall and Rise damp flapping in a ProxyPool that checks again and again
+// (Run): a serving proxy leaves after Fall failed probes in a row, and one
+// that has failed comes back after Rise healthy probes in a row. A
+// candidate that has never failed joins on its first healthy probe. The
+// streaks are this process's own; each worker that runs checks keeps its
+// own, and the pool's membership, in Redis, is what they agree on.
 type ProbeConfig struct {
 	URL         string        // http:// or https:// URL fetched through each proxy (required)
 	Timeout     time.Duration // per probe, dial to last header: 10 ms to 1 min (default 5 s)
 	Concurrency int           // probes at once: 1 to 1000 (default 16)
+	Fall        int           // failed probes in a row that take a serving proxy out: 1 to 100; 0 means 1
+	Rise        int           // healthy probes in a row that bring a failed proxy back: 1 to 100; 0 means 1
 }
 
-// DefaultProbeConfig returns a 5-second timeout and 16 probes at once; the
-// URL is the caller's.
+// DefaultProbeConfig returns a 5-second timeout, 16 probes at once, and
+// Fall and Rise of 2: one lost probe does not take a proxy out, and one
+// lucky probe does not bring a failing one back. The URL is the caller's.
 func DefaultProbeConfig(probeURL string) ProbeConfig {
-	return ProbeConfig{URL: probeURL, Timeout: 5 * time.Second, Concurrency: 16}
+	return ProbeConfig{URL: probeURL, Timeout: 5 * time.Second, Concurrency: 16, Fall: 2, Rise: 2}
 }
+
+// streaks returns Fall and Rise with 0 read as 1.
+func (c ProbeConfig) streaks() (fall, rise int) { return max(1, c.Fall), max(1, c.Rise) }
 
 // Validate checks the probe configuration, naming the field at fault.
 func (c ProbeConfig) Validate() error {
@@ -38,6 +51,12 @@ func (c ProbeConfig) Validate() error {
 	}
 	if c.Concurrency < 1 || c.Concurrency > 1000 {
 		return fmt.Errorf("%w: probe concurrency %d: want 1 to 1000", ErrInvalid, c.Concurrency)
+	}
+	if c.Fall < 0 || c.Fall > 100 {
+		return fmt.Errorf("%w: probe fall %d: want 1 to 100 (0 means 1)", ErrInvalid, c.Fall)
+	}
+	if c.Rise < 0 || c.Rise > 100 {
+		return fmt.Errorf("%w: probe rise %d: want 1 to 100 (0 means 1)", ErrInvalid, c.Rise)
 	}
 	return nil
 }
@@ -121,8 +140,13 @@ type ProxyPool struct {
 	mu     sync.Mutex
 	cands  map[string]*url.URL // member name → URL with credentials
 	order  []string
-	health map[string]Health // last probe of each candidate
+	health map[string]Health  // last probe of each candidate
+	streak map[string]*streak // of each candidate
 }
+
+// streak counts a candidate's last probes that agreed: failed or healthy
+// in a row.
+type streak struct{ failed, healthy int }
 
 // NewProxyPool runs a proxy pool on pool, probing by probe and restoring
 // recovered proxies by policy.
@@ -136,7 +160,7 @@ func NewProxyPool(pool *Pool, probe ProbeConfig, policy RestorePolicy) (*ProxyPo
 	if policy < 0 || int(policy) >= len(policyNames) {
 		return nil, fmt.Errorf("%w: restore policy %d", ErrInvalid, int(policy))
 	}
-	return &ProxyPool{pool: pool, probe: probe, restore: policy, cands: map[string]*url.URL{}, health: map[string]Health{}}, nil
+	return &ProxyPool{pool: pool, probe: probe, restore: policy, cands: map[string]*url.URL{}, health: map[string]Health{}, streak: map[string]*streak{}}, nil
 }
 
 // Import adds candidates. They are not eligible until a Check finds them
@@ -148,6 +172,9 @@ func (pp *ProxyPool) Import(proxies ...*url.URL) {
 		name := memberName(u)
 		if _, ok := pp.cands[name]; !ok {
 			pp.order = append(pp.order, name)
+			// A clean record: its first healthy probe makes it eligible.
+			_, rise := pp.probe.streaks()
+			pp.streak[name] = &streak{healthy: rise - 1}
 		}
 		pp.cands[name] = u
 	}
@@ -163,7 +190,8 @@ type CheckReport struct {
 
 // Check probes every candidate and brings the pool in line: healthy ones
 // join (new ones at the current minimum, recovered ones by the restore
-// policy), unhealthy active ones leave with their counts kept.
+// policy), unhealthy active ones leave with their counts kept — each once
+// its streak of probes reaches Rise or Fall (ProbeConfig).
 func (pp *ProxyPool) Check(ctx context.Context) (CheckReport, error) {
 	pp.mu.Lock()
 	urls := make([]*url.URL, len(pp.order))
@@ -177,9 +205,19 @@ func (pp *ProxyPool) Check(ctx context.Context) (CheckReport, error) {
 		return CheckReport{}, err
 	}
 	rep := CheckReport{Health: health}
+	fall, rise := pp.probe.streaks()
+	settled := make(map[string]bool, len(health)) // the streak reached Fall or Rise
 	pp.mu.Lock()
 	for _, h := range health {
 		pp.health[h.Proxy] = h
+		st := pp.streak[h.Proxy]
+		if h.Healthy {
+			st.healthy, st.failed = min(st.healthy+1, rise), 0
+			settled[h.Proxy] = st.healthy >= rise
+		} else {
+			st.failed, st.healthy = min(st.failed+1, fall), 0
+			settled[h.Proxy] = st.failed >= fall
+		}
 	}
 	pp.mu.Unlock()
 
@@ -198,6 +236,7 @@ func (pp *ProxyPool) Check(ctx context.Context) (CheckReport, error) {
 	var join, restore, leave []string
 	for _, h := range health {
 		switch {
+		case !settled[h.Proxy]:
 		case h.Healthy && removed[h.Proxy]:
 			restore = append(restore, h.Proxy)
 		case h.Healthy && !active[h.Proxy]:

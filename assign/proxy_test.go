@@ -219,3 +219,78 @@ func TestProbeTimeout(t *testing.T) {
 		t.Fatalf("a proxy that never answers: %+v", hs[0])
 	}
 }
+
+// TestProxyPoolHysteresis: with Fall 2 and Rise 2, one failed probe does
+// not take a serving proxy out and one healthy probe does not bring a
+// failed one back; two in a row do. A new candidate joins on its first
+// healthy probe, and one that failed first needs two.
+func TestProxyPoolHysteresis(t *testing.T) {
+	_, c := newClient(t)
+	ctx := ctxFor(t)
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer target.Close()
+	steady, wobbly, late := newForwardProxy(t), newForwardProxy(t), newForwardProxy(t)
+	late.broken.Store(true)
+	var urls []*url.URL
+	for _, fp := range []*forwardProxy{steady, wobbly, late} {
+		u, err := ParseProxy(fp.member())
+		if err != nil {
+			t.Fatal(err)
+		}
+		urls = append(urls, u)
+	}
+	probe := DefaultProbeConfig(target.URL + "/health")
+	probe.Timeout = 2 * time.Second
+	if probe.Fall != 2 || probe.Rise != 2 {
+		t.Fatalf("default fall %d rise %d, want 2 and 2", probe.Fall, probe.Rise)
+	}
+	pp, err := NewProxyPool(newPool(t, c, "hysteresis"), probe, RestoreKeepHistory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp.Import(urls...)
+	check := func(step string, joined, restored, left []string) {
+		t.Helper()
+		rep, err := pp.Check(ctx)
+		if err != nil {
+			t.Fatalf("%s: check: %v", step, err)
+		}
+		if fmt.Sprint(rep.Joined) != fmt.Sprint(joined) || fmt.Sprint(rep.Restored) != fmt.Sprint(restored) || fmt.Sprint(rep.Left) != fmt.Sprint(left) {
+			t.Fatalf("%s: joined %v restored %v left %v; want %v %v %v", step, rep.Joined, rep.Restored, rep.Left, joined, restored, left)
+		}
+	}
+	check("first check", []string{steady.member(), wobbly.member()}, nil, nil)
+
+	wobbly.broken.Store(true)
+	late.broken.Store(false)
+	check("one failed probe", nil, nil, nil) // late: one healthy probe after a failure
+	check("two failed probes", []string{late.member()}, nil, []string{wobbly.member()})
+
+	wobbly.broken.Store(false)
+	check("one healthy probe", nil, nil, nil)
+	wobbly.broken.Store(true)
+	check("failed again", nil, nil, nil) // the healthy streak starts over
+	wobbly.broken.Store(false)
+	check("healthy", nil, nil, nil)
+	check("healthy twice in a row", nil, []string{wobbly.member()}, nil)
+
+	// A serving proxy's single failure between two healthy probes is
+	// forgiven.
+	steady.broken.Store(true)
+	check("steady fails once", nil, nil, nil)
+	steady.broken.Store(false)
+	check("steady recovers", nil, nil, nil)
+	steady.broken.Store(true)
+	check("steady fails once more", nil, nil, nil)
+
+	bad := DefaultProbeConfig(target.URL)
+	bad.Fall = 101
+	if _, err := NewProxyPool(newPool(t, c, "x"), bad, RestoreKeepHistory); err == nil || !strings.Contains(err.Error(), "probe fall 101: want 1 to 100") {
+		t.Fatalf("fall 101: %v", err)
+	}
+	bad = DefaultProbeConfig(target.URL)
+	bad.Rise = -1
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "probe rise -1: want 1 to 100") {
+		t.Fatalf("rise -1: %v", err)
+	}
+}

@@ -384,6 +384,9 @@ func runProxy(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 func runProxyCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	probe := assign.DefaultProbeConfig("")
+	// One check, one probe each: there is no streak to wait for, so the
+	// pool follows this probe (Fall and Rise damp a ProxyPool.Run loop).
+	probe.Fall, probe.Rise = 1, 1
 	var redisURL, pool, policy string
 	fs := newCommand("proxy check", "afloat proxy check --probe URL [flags] FILE", nil)
 	fs.StringVar(&probe.URL, "probe", "", "`URL` fetched through each proxy, http:// or https:// (required)")
