@@ -73,13 +73,13 @@ func (e *Event) AppendJSON(b []byte) []byte {
 	b = append(b, `{"t_ns":`...)
 	b = strconv.AppendInt(b, e.T, 10)
 	b = append(b, `,"ev":`...)
-	b = strconv.AppendQuote(b, e.Ev)
+	b = appendString(b, e.Ev)
 	str := func(k, v string) {
 		if v != "" {
 			b = append(b, ',', '"')
 			b = append(b, k...)
 			b = append(b, '"', ':')
-			b = strconv.AppendQuote(b, v)
+			b = appendString(b, v)
 		}
 	}
 	num := func(k string, v int64) {
@@ -122,13 +122,29 @@ func (e *Event) AppendJSON(b []byte) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = strconv.AppendQuote(b, k)
+			b = appendString(b, k)
 			b = append(b, ':')
 			b = strconv.AppendFloat(b, e.Rates[k], 'f', -1, 64)
 		}
 		b = append(b, '}')
 	}
 	return append(b, '}', '\n')
+}
+
+// appendString appends s as a JSON string. strconv.AppendQuote is JSON
+// only for printable ASCII (it writes \x7f, which JSON does not have), so
+// anything else goes through encoding/json; the names a run writes are
+// plain ASCII and take the short path.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // ParseEvent reads one line of an event log.
