@@ -151,7 +151,8 @@ func sameErr(got, want error) bool {
 }
 
 // TestPickMatchesModel runs random sequences of add, remove, restore
-// (every policy), pick and pick-with-id against Redis and the model, and
+// (every policy), pick, pick-with-id and batched picks (of one script and
+// of several: sizes around PickChunk) against Redis and the model, and
 // compares every answer and the whole pool after each step.
 func TestPickMatchesModel(t *testing.T) {
 	_, c := newClient(t)
@@ -194,6 +195,19 @@ func TestPickMatchesModel(t *testing.T) {
 				what = fmt.Sprintf("restore(%v, %v)", ns, pol)
 				if err, want := p.Restore(ctx, pol, ns...), m.restore(pol, ns); !sameErr(err, want) {
 					t.Fatalf("seed %d step %d: %s = %v, want %v", seed, step, what, err, want)
+				}
+			case op < 5:
+				n := []int{1, 2, 3, 7, PickChunk - 1, PickChunk, PickChunk + 1, 2*PickChunk + 5}[rng.IntN(8)]
+				what = fmt.Sprintf("pickBatch(%d)", n)
+				res, err := p.PickBatch(ctx, n)
+				if err != nil || len(res) != n {
+					t.Fatalf("seed %d step %d: %s = %d results, %v", seed, step, what, len(res), err)
+				}
+				for i, r := range res {
+					want, werr := m.pick("")
+					if r.Member != want || !sameErr(r.Err, werr) {
+						t.Fatalf("seed %d step %d: %s, pick %d = %q %v, want %q %v", seed, step, what, i, r.Member, r.Err, want, werr)
+					}
 				}
 			default:
 				id := ""

@@ -14,6 +14,9 @@ const (
 	MaxRequestID  = 200
 	MaxMembers    = 10000 // members per call of Add, Remove, Restore
 	MaxBatch      = 10000 // picks per PickBatch
+	// PickChunk is how many picks of a batch one script makes: 256 picks
+	// hold the server for about a quarter of a millisecond.
+	PickChunk = 256
 	// MaxCount is the largest count a member can be given: scores are
 	// doubles, exact for integers up to 2^53.
 	MaxCount = 1 << 53

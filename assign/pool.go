@@ -165,10 +165,16 @@ type Result struct {
 	Err    error
 }
 
-// PickBatch makes n picks in one round trip (a pipeline of n scripts),
-// for throughput: each pick is atomic on its own, and other workers' picks
-// may fall between them. Picks refused with NOSCRIPT are sent again, and
-// only those. Each result has its own error.
+// PickBatch makes n picks in one round trip, for throughput. The picks go
+// to the server in scripts of up to PickChunk picks each (one script for a
+// batch of up to PickChunk): a script makes its picks back to back, with
+// nothing between them, so they are exactly the members n single picks in
+// a row would get; other workers' picks may fall between two scripts of a
+// larger batch. Calling a script is most of what a pick costs the server,
+// and a batch pays it once per PickChunk picks instead of once per pick.
+// Scripts refused with NOSCRIPT are sent again, and only those. The picks
+// of one script share its outcome: all made, or none (ErrPoolEmpty,
+// ErrUnknownPool), or all ambiguous.
 func (p *Pool) PickBatch(ctx context.Context, n int) ([]Result, error) {
 	if n < 1 || n > MaxBatch {
 		return nil, fmt.Errorf("%w: batch of %d picks: want 1 to %d", ErrInvalid, n, MaxBatch)
@@ -176,12 +182,35 @@ func (p *Pool) PickBatch(ctx context.Context, n int) ([]Result, error) {
 	if err := notStarted(ctx); err != nil {
 		return nil, err
 	}
-	cmds := make(rueidis.Commands, n)
-	for i := range cmds {
-		cmds[i] = p.pick
-	}
 	k := []string{p.k.active, p.k.removed}
-	return p.results(p.r.runManyBuilt(ctx, cmds, pickScript, func(int) ([]string, []string) { return k, nil })), nil
+	size := func(i int) int { return min(PickChunk, n-i*PickChunk) }
+	args := func(i int) ([]string, []string) { return k, []string{strconv.Itoa(size(i))} }
+	cmds := make(rueidis.Commands, (n+PickChunk-1)/PickChunk)
+	for i := range cmds {
+		keys, a := args(i)
+		cmds[i] = pickManyScript.evalsha(p.r.c, keys, a)
+	}
+	out := make([]Result, 0, n)
+	for i, r := range p.r.runManyBuilt(ctx, cmds, pickManyScript, args) {
+		ms, err := r.AsStrSlice()
+		if err != nil {
+			err = classify("pick", p.name, err)
+		} else if len(ms) != size(i) {
+			// Not a reply pick_many.lua gives: a script of the same name
+			// that is not ours, say.
+			err = fmt.Errorf("assign: pick on pool %q: the server answered %d members for %d picks", p.name, len(ms), size(i))
+		}
+		if err != nil {
+			for range size(i) {
+				out = append(out, Result{Err: err})
+			}
+			continue
+		}
+		for _, m := range ms {
+			out = append(out, Result{Member: m})
+		}
+	}
+	return out, nil
 }
 
 // PickBatchIDs is PickBatch with a request id for each pick (see PickID).

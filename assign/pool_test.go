@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,5 +79,26 @@ func TestPickOrderTiesAndEmpty(t *testing.T) {
 	}
 	if want := "[{a 3 false 0} {b 2 false 0} {c 2 false 0}]"; fmt.Sprint(ms) != want {
 		t.Errorf("list %v, want %s", ms, want)
+	}
+}
+
+// The batch script refuses a count it was not made for rather than loop on
+// nil or hold the server: the client never sends one, but the script can
+// be called by anyone who has its SHA.
+func TestPickManyRefusesBadCounts(t *testing.T) {
+	_, c := newClient(t)
+	ctx := ctxFor(t)
+	p := newPool(t, c, "many")
+	if _, err := p.Add(ctx, 0, "a"); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"0", "257", "1.5", "x", "-1"} {
+		err := c.Do(ctx, pickManyScript.eval(c, []string{p.k.active, p.k.removed}, []string{n})).Error()
+		if err == nil || !strings.Contains(err.Error(), "want 1 to 256 picks") {
+			t.Errorf("pick_many with %q picks: %v, want the range", n, err)
+		}
+	}
+	if ms, err := p.List(ctx); err != nil || ms[0].Count != 0 {
+		t.Errorf("after refused calls: %v %v, want the count untouched", ms, err)
 	}
 }

@@ -46,11 +46,13 @@ func leaseScript(name string) *script {
 }
 
 var (
-	pickScript    = loadScript("pick")
-	addScript     = loadScript("add")
-	removeScript  = loadScript("remove")
-	restoreScript = loadScript("restore")
-	listScript    = loadScript("list")
+	pickScript = loadScript("pick")
+	// pickManyScript is PickBatch's: up to PickChunk picks in one call.
+	pickManyScript = loadScript("pick_many")
+	addScript      = loadScript("add")
+	removeScript   = loadScript("remove")
+	restoreScript  = loadScript("restore")
+	listScript     = loadScript("list")
 
 	acquireScript      = leaseScript("acquire")
 	releaseScript      = leaseScript("release")

@@ -345,7 +345,8 @@ func printAssignBenchNotes(w io.Writer) {
 	fmt.Fprint(w, `
 Each batch size runs for --duration: --workers goroutines pick in a loop
 (batch 0: Pick, one pick a call, which the client pipelines across the
-goroutines on its own; batch n: PickBatch(n), n scripts a round trip).
+goroutines on its own; batch n: PickBatch(n), n picks in one script a
+round trip, up to 256 a script).
 p50 and p99 are per call. max−min is the spread of the pool's counts after
 the run. With --peer, redis-benchmark then makes as many picks with the
 same script by SHA on the same keys, with --workers clients and -P batch,
