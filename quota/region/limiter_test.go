@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/afloat/afloat/internal/fastclock"
 	"github.com/afloat/afloat/quota"
 )
 
@@ -59,15 +60,15 @@ func admitN(l *Limiter, now int64, n int) int {
 
 // TestBucket: a lease of 10/s with a burst of 5 starts empty, refills at
 // 10 a second, holds at most 5, and ends ValidFor − Margin after the
-// request was sent.
+// request was sent, less twice the clock's error bound.
 func TestBucket(t *testing.T) {
 	l := newLimiter(t)
 	if l.AllowAt(0, "acme", 1) {
 		t.Fatal("admitted before any lease")
 	}
 	in := grantAt(t, l, sec, sec+50*ms, 10, 5, nil)
-	if !in.OK || in.Until != sec+int64(9500*time.Millisecond) {
-		t.Fatalf("install %+v, want valid until 9.5 s after the request", in)
+	if !in.OK || in.Until != sec+int64(9500*time.Millisecond-2*fastclock.MaxError) {
+		t.Fatalf("install %+v, want valid until 9.5 s − 100 µs after the request", in)
 	}
 	if got := admitN(l, sec+50*ms, 3); got != 0 {
 		t.Fatalf("a fresh lease admitted %d at once; it starts empty", got)
@@ -155,7 +156,7 @@ func TestDriftShortensAndDerates(t *testing.T) {
 	cfg.MaxDrift = 0.01
 	l, _ := New(cfg)
 	in := grantAt(t, l, 0, 0, 100, 1000, nil)
-	if want := int64(float64(9500*time.Millisecond) * 0.99); in.Until != want {
+	if want := int64(float64(9500*time.Millisecond)*0.99) - int64(2*fastclock.MaxError); in.Until != want {
 		t.Fatalf("until %d, want %d", in.Until, want)
 	}
 	if got := admitN(l, sec, 200); got >= 100 {
