@@ -12,9 +12,12 @@
 // never refilled; after a gap the bucket starts empty, unless the
 // coordinator transfers confirmed returned tokens. A lease ends
 // ValidFor − Margin after the region sent the request it answers, on the
-// region's own monotonic clock, so the region always stops before the
-// coordinator stops counting the lease; refill is derated by the clock's
-// possible drift. In hard mode nothing is admitted without a valid lease;
+// region's own monotonic clock (less twice that clock's error bound), so
+// the region always stops before the coordinator stops counting the
+// lease; refill is derated by the clock's possible drift. The clock is
+// the CPU's time-stamp counter where the kernel keeps time with it, kept
+// within 50 µs of the monotonic clock, and time.Since elsewhere: it is
+// most of what Allow costs (ClockSource says which). In hard mode nothing is admitted without a valid lease;
 // in best-effort mode an emergency allowance E covers the gap, refilled
 // only from tokens a full bucket would drop.
 //

@@ -211,6 +211,11 @@ func (l *Limiter) Tenants() []string { return append([]string(nil), l.cfg.Tenant
 // (or reads it).
 func (l *Limiter) Now() int64 { return fastclock.Now() - l.start }
 
+// ClockSource says what Now reads: "tsc", or "monotonic" with the reason
+// the time-stamp counter is not used (the kernel's clocksource is another,
+// the first 100 ms of measuring its rate, or a check it failed).
+func ClockSource() string { return fastclock.Source() }
+
 // Allow takes cost tokens of tenant's quota now, or refuses. Shorthand
 // for AllowAt(l.Now(), tenant, cost).
 func (l *Limiter) Allow(tenant string, cost int64) bool {
