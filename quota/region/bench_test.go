@@ -60,10 +60,11 @@ func BenchmarkAllowParallel(b *testing.B) {
 }
 
 // AllowParallelOwnLoop is AllowParallel without RunParallel's
-// bookkeeping: one plain loop per P over its share of b.N. RunParallel's
-// per-goroutine counter (testing.PB, 32 bytes, written on every
-// iteration) can share a cache line with another goroutine's; this shows
-// what Allow costs on two cores without that.
+// bookkeeping: one plain loop per P over its share of b.N. It was written
+// to rule out the harness — RunParallel's per-goroutine counters
+// (testing.PB, 32 bytes, written on every iteration) may share a cache
+// line — as the cause of AllowParallel's slow runs; it is slow in the
+// same runs (docs/benchmarks.md).
 func BenchmarkAllowParallelOwnLoop(b *testing.B) {
 	l := leased(b)
 	b.ReportAllocs()
