@@ -37,18 +37,25 @@ func loadScript(name string, prelude ...string) *script {
 	return &script{name: name, src: src, sha: hex.EncodeToString(sum[:])}
 }
 
-func leaseScript(name string) *script {
-	common, err := luaFiles.ReadFile("lua/lease_common.lua")
+func prelude(name string) string {
+	b, err := luaFiles.ReadFile("lua/" + name + ".lua")
 	if err != nil {
 		panic(err)
 	}
-	return loadScript(name, string(common))
+	return string(b)
+}
+
+// pickOne is the seed's pick, prepended to every script that picks.
+var pickOne = prelude("pick_one")
+
+func leaseScript(name string) *script {
+	return loadScript(name, pickOne, prelude("lease_common"))
 }
 
 var (
-	pickScript = loadScript("pick")
+	pickScript = loadScript("pick", pickOne)
 	// pickManyScript is PickBatch's: up to PickChunk picks in one call.
-	pickManyScript = loadScript("pick_many")
+	pickManyScript = loadScript("pick_many", pickOne)
 	addScript      = loadScript("add")
 	removeScript   = loadScript("remove")
 	restoreScript  = loadScript("restore")

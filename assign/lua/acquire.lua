@@ -5,14 +5,8 @@
 -- Returns {member, lease id, deadline in ms}, or nil for an empty pool.
 local now = now_ms()
 reclaim(now, tonumber(ARGV[2]))
-local m = redis.call('ZRANGE', KEYS[1], 0, 0)[1]
-if not m then
-  if redis.call('EXISTS', KEYS[2]) == 0 then
-    return redis.error_reply('AFLOAT_UNKNOWN_POOL')
-  end
-  return false
-end
-redis.call('ZINCRBY', KEYS[1], 1, m)
+local m, none = pick_one() -- KEYS[1] counts what is in flight
+if not m then return none end
 local id = tostring(redis.call('INCR', KEYS[5]))
 local deadline = now + tonumber(ARGV[1])
 redis.call('ZADD', KEYS[3], deadline, id)

@@ -1,4 +1,5 @@
--- pick: the seed's least-used pick, in one atomic step.
+-- pick: the seed's least-used pick (pick_one, prepended), in one atomic
+-- step.
 -- KEYS[1] the active members' sorted set (score = assignments)
 -- KEYS[2] the hash of removed members' counts (only to tell an empty pool
 --         from an unknown one)
@@ -9,15 +10,8 @@ if KEYS[3] then
   local done = redis.call('GET', KEYS[3])
   if done then return done end
 end
--- ZRANGE orders equal scores by member, so ties go to the lowest name.
-local m = redis.call('ZRANGE', KEYS[1], 0, 0)[1]
-if not m then
-  if redis.call('EXISTS', KEYS[2]) == 0 then
-    return redis.error_reply('AFLOAT_UNKNOWN_POOL')
-  end
-  return false
-end
-redis.call('ZINCRBY', KEYS[1], 1, m)
+local m, none = pick_one()
+if not m then return none end
 if KEYS[3] then
   redis.call('SET', KEYS[3], m, 'PX', ARGV[1])
 end

@@ -1,4 +1,5 @@
--- pick_many: ARGV[1] of the seed's least-used picks in a row, in one
+-- pick_many: ARGV[1] of the seed's least-used picks (pick_one, prepended)
+-- in a row, in one
 -- atomic step: the same members, in the same order, as that many single
 -- picks made back to back with nothing between them. Calling a script is
 -- most of what a single pick costs the server, so a batch pays it once.
@@ -16,15 +17,8 @@ if not n or n < 1 or n > 256 or n % 1 ~= 0 then
 end
 local out = {}
 for i = 1, n do
-  -- ZRANGE orders equal scores by member, so ties go to the lowest name.
-  local m = redis.call('ZRANGE', KEYS[1], 0, 0)[1]
-  if not m then
-    if redis.call('EXISTS', KEYS[2]) == 0 then
-      return redis.error_reply('AFLOAT_UNKNOWN_POOL')
-    end
-    return false
-  end
-  redis.call('ZINCRBY', KEYS[1], 1, m)
+  local m, none = pick_one()
+  if not m then return none end
   out[i] = m
 end
 return out
