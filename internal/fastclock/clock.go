@@ -58,6 +58,19 @@ func (l *line) atWide(t uint64) int64 {
 	return l.ns0 + int64(hi<<32|lo>>32)
 }
 
+// due says whether a reader that saw TSC reading t must re-anchor l: the
+// anchor has served its Interval, or the TSC is far behind it. A reading a
+// little behind the anchor is another CPU's counter a few ticks behind the
+// one that took it (the kernel keeps them in step, not in lockstep): not
+// due, or a reader there would re-anchor at once and measure the rate
+// over nanoseconds.
+func (l *line) due(t uint64) bool {
+	if t < l.tsc0 {
+		return l.tsc0-t > l.every/100 // more than about a millisecond back
+	}
+	return t-l.tsc0 >= l.every
+}
+
 // next is the line after l, anchored at the TSC reading t taken with the
 // monotonic reading m: its rate is the one measured since l's anchor. A
 // running line whose extrapolation to t is more than MaxError from m, a
@@ -166,7 +179,7 @@ func (c *Clock) slow(l *line) int64 {
 	defer c.steering.Store(false)
 	// Another reader may have re-anchored between our load and the CAS:
 	// a rate measured over the microseconds since would be noise.
-	if nl := c.l.Load(); nl != l {
+	if nl := c.l.Load(); nl != l || l.mode == running && !l.due(rdtsc()) {
 		return m
 	}
 	if !c.checked {

@@ -119,6 +119,23 @@ func TestNextRefusesAnUnfitTSC(t *testing.T) {
 	}
 }
 
+// A line is due for re-anchoring after its Interval, or when the TSC is
+// far behind its anchor; not for a reading a few ticks behind it.
+func TestDue(t *testing.T) {
+	l := line{mode: running, tsc0: 1e9, every: 3e8}
+	for _, tc := range []struct {
+		t    uint64
+		want bool
+	}{
+		{1e9, false}, {1e9 + 3e8 - 1, false}, {1e9 + 3e8, true}, {1e12, true},
+		{1e9 - 50, false}, {1e9 - 3e6, false}, {1e9 - 3e6 - 1, true}, {0, true},
+	} {
+		if got := l.due(tc.t); got != tc.want {
+			t.Errorf("due(%d) = %v, want %v", tc.t, got, tc.want)
+		}
+	}
+}
+
 // On this machine: readings from several goroutines stay within MaxError
 // of the monotonic clock read around them, through calibration and
 // several re-anchorings; and the TSC is used when the kernel keeps time
