@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,8 +55,9 @@ func assignRows(b *browser, ctx context.Context) map[string][2]string {
 // TestAssignLabEndToEnd opens the assignment lab in headless Chromium on a
 // real redis-server: the live counts match the pool, a pick and a hundred
 // are counted and shown, removing a member stops its picks, restoring it
-// at zero shows the pile-on, a load shows picks per second, and every
-// message exists in Welsh and Tagalog.
+// at zero shows the pile-on, a load shows picks per second, a late poll
+// never draws a removed member back as active, and every message exists in
+// Welsh and Tagalog.
 func TestAssignLabEndToEnd(t *testing.T) {
 	base, srv := startAssignConsole(t)
 	b := newBrowser(t)
@@ -152,6 +154,37 @@ func TestAssignLabEndToEnd(t *testing.T) {
 	want, _ := json.Marshal(pairs)
 	api := string(want)
 	b.do(ctx, "let the page catch up", waitFor(fmt.Sprintf(`JSON.stringify(window.afloat.assign.members.map((m) => [m.member, m.count])) === %q`, api)))
+
+	// A slow network: polls answered 700 ms late, so that one is always in
+	// flight when a member is removed. The stale answer must not be drawn
+	// (it would flip the row back to "active", and a click meant for
+	// "restore" would remove it again).
+	evaluate[bool](b, ctx, `(() => {
+		const real = window.fetch;
+		window.__realFetch = real;
+		window.fetch = (url, opts) => real(url, opts).then((res) =>
+			opts && opts.method ? res : new Promise((ok) => setTimeout(() => ok(res), 700)));
+		window.__rows = [];
+		window.__watch = new MutationObserver(() => {
+			const tr = document.querySelector('#assign-table tr[data-member="proxy-03"]');
+			window.__rows.push(tr ? tr.className : "gone");
+		});
+		// Every draw sets each row's class (a mutation even when it is
+		// unchanged), so this records proxy-03's state once per draw.
+		window.__watch.observe(document.querySelector("#assign-table tbody"), { childList: true, subtree: true, attributes: true, attributeFilter: ["class"] });
+		return true;
+	})()`)
+	b.do(ctx, "wait for a late poll", waitFor(`window.__rows.length > 0`))
+	b.do(ctx, "remove proxy-03 while a poll is in flight", click(`#assign-table button[data-member="proxy-03"]`),
+		waitFor(`window.__rows.includes("removed")`))
+	from := evaluate[int](b, ctx, `window.__rows.indexOf("removed")`)
+	b.do(ctx, "let three polls come back", waitFor(fmt.Sprintf(`window.__rows.length >= %d`, from+4)))
+	if seen := evaluate[[]string](b, ctx, `window.__rows`)[from:]; slices.Contains(seen, "") {
+		t.Errorf("a poll sent before the removal drew proxy-03 as active again: rows after the removal %q", seen)
+	}
+	b.do(ctx, "restore proxy-03", click(`#assign-table button[data-member="proxy-03"]`),
+		waitFor(`document.querySelector('#assign-table tr[data-member="proxy-03"]').className === ""`))
+	evaluate[bool](b, ctx, `(() => { window.__watch.disconnect(); window.fetch = window.__realFetch; return true; })()`)
 
 	// Every message in Welsh and Tagalog: no key missing, no raw key.
 	rawKey := regexp.MustCompile(`^[a-z_]+(\.[a-z0-9_-]+)+$`)

@@ -9,6 +9,15 @@ const POLL_MS = 500;
 
 let last = null; // the last state, to redraw in another language
 let poller = 0;
+// A poll that was sent before a change was answered may come back after
+// it and would draw the pool as it was, flipping a removed member back to
+// "active" under the user's pointer. So polls are drawn only when no
+// change is in flight and none has been answered since the poll was sent;
+// changes are drawn in the order they were made.
+let changing = 0; // changes in flight
+let changed = 0; // changes answered so far
+let made = 0; // changes made so far
+let drawnChange = 0; // the newest change drawn
 const statuses = {}; // element id → [key, params], likewise
 
 function say(id, key, params) {
@@ -26,14 +35,22 @@ async function call(path, body) {
 
 // act sends a change, shows the pool it leaves, and says what happened.
 async function act(path, body, message) {
+  const mine = ++made;
+  changing++;
   try {
     const answer = await call(path, body);
     const st = answer.state || answer;
-    draw(st);
+    if (mine > drawnChange) {
+      drawnChange = mine;
+      draw(st);
+    }
     const m = message(answer, st);
     if (m) say("assign-status", m[0], m[1]);
   } catch (err) {
     say("assign-status", "error.api", { message: err.message });
+  } finally {
+    changing--;
+    changed++;
   }
 }
 
@@ -87,8 +104,11 @@ export function leaveAssign() {
 }
 
 async function refresh() {
+  if (changing) return;
+  const since = changed;
   try {
-    draw(await call("/api/assign"));
+    const st = await call("/api/assign");
+    if (!changing && changed === since) draw(st);
   } catch (err) {
     say("assign-status", "error.api", { message: err.message });
   }
@@ -119,44 +139,55 @@ function draw(st) {
   const top = Math.max(1, ...st.members.map((m) => m.count));
   const tbody = $("assign-table").tBodies[0];
   // Rows in name order, so that a button stays where it was while the
-  // counts move.
+  // counts move. Rows are updated in place, not rebuilt: a poll every
+  // 500 ms that replaced the button under the pointer between mousedown
+  // and mouseup would swallow the click, and would drop keyboard focus.
   const members = [...st.members].sort((a, b) => (a.member < b.member ? -1 : a.member > b.member ? 1 : 0));
+  const had = new Map([...tbody.rows].map((tr) => [tr.dataset.member, tr]));
   const rows = members.map((m) => {
-    const tr = document.createElement("tr");
-    tr.dataset.member = m.member;
+    const tr = had.get(m.member) || newRow(m.member);
+    const [, count, bar, state, action] = tr.cells;
     tr.className = m.active ? "" : "removed";
-    const th = document.createElement("th");
-    th.scope = "row";
-    th.textContent = m.member;
-    const count = document.createElement("td");
-    count.className = "num";
     count.textContent = m.count.toLocaleString("en");
-    const bar = document.createElement("td");
-    const meter = document.createElement("meter");
-    meter.min = 0;
+    const meter = bar.firstChild;
     meter.max = top;
     meter.value = m.count;
     meter.setAttribute("aria-label", `${m.member}: ${m.count}`);
-    bar.append(meter);
-    const state = document.createElement("td");
     state.textContent = t(m.active ? "assign.state.active" : "assign.state.removed");
-    const action = document.createElement("td");
-    const b = document.createElement("button");
-    b.type = "button";
-    b.dataset.member = m.member;
+    const b = action.firstChild;
     b.dataset.action = m.active ? "remove" : "restore";
     b.textContent = t(m.active ? "assign.remove" : "assign.restore");
     b.setAttribute("aria-label", t(m.active ? "assign.remove_label" : "assign.restore_label", { member: m.member }));
-    action.append(b);
-    tr.append(th, count, bar, state, action);
     return tr;
   });
-  // Keep the focused button focused across a redraw (keyboard users).
-  const focused = document.activeElement && document.activeElement.closest && document.activeElement.closest("#assign-table button");
-  const key = focused ? [focused.dataset.member, focused.dataset.action] : null;
-  tbody.replaceChildren(...rows);
-  if (key) {
-    const again = tbody.querySelector(`button[data-member="${CSS.escape(key[0])}"]`);
-    if (again) again.focus();
+  const same = rows.length === tbody.rows.length && rows.every((tr, i) => tbody.rows[i] === tr);
+  if (!same) {
+    // Members came or went (a reset): keep the focused button focused.
+    const focused = document.activeElement;
+    tbody.replaceChildren(...rows);
+    if (focused && tbody.contains(focused)) focused.focus();
   }
+}
+
+// newRow makes a member's row; draw fills it in.
+function newRow(member) {
+  const tr = document.createElement("tr");
+  tr.dataset.member = member;
+  const th = document.createElement("th");
+  th.scope = "row";
+  th.textContent = member;
+  const count = document.createElement("td");
+  count.className = "num";
+  const bar = document.createElement("td");
+  const meter = document.createElement("meter");
+  meter.min = 0;
+  bar.append(meter);
+  const state = document.createElement("td");
+  const action = document.createElement("td");
+  const b = document.createElement("button");
+  b.type = "button";
+  b.dataset.member = member;
+  action.append(b);
+  tr.append(th, count, bar, state, action);
+  return tr;
 }
