@@ -91,6 +91,11 @@ type Config struct {
 	Schedule *Schedule
 	// Log, if set, receives the event log as it happens.
 	Log EventWriter
+	// NoCaches runs the regions' limiters without their token cache, every
+	// request taking from the shared word (region.Config.Caches −1). By
+	// default each has one cache, as a single P of a real region would:
+	// one, not one per P, so that a run depends on its seed alone.
+	NoCaches bool
 }
 
 // EventWriter receives events: a JSON-lines writer (NewJSONWriter), the

@@ -199,7 +199,12 @@ func newSim(cfg Config, sch *Schedule, out EventWriter, broken breakage.Set) (*s
 	s.net = rng.New(cfg.Seed ^ 0x85ebca6b)
 	s.ledger = coordinator.NewBrokenMemLedger(broken)
 	for i, name := range s.t.Regions {
-		lim, err := region.New(region.DefaultConfig(name, s.t.Name), region.WithBreakage(broken))
+		rc := region.DefaultConfig(name, s.t.Name)
+		rc.Caches = 1 // one cache, so that the run depends on its seed alone
+		if cfg.NoCaches {
+			rc.Caches = -1
+		}
+		lim, err := region.New(rc, region.WithBreakage(broken))
 		if err != nil {
 			return nil, err
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/afloat/afloat/internal/fastclock"
+	"github.com/afloat/afloat/internal/pid"
 	"github.com/afloat/afloat/quota"
 	"github.com/afloat/afloat/quota/internal/breakage"
 )
@@ -33,6 +34,12 @@ type Config struct {
 	Retry, MaxRetry time.Duration
 	// MaxRetryAfter caps the Retry-After the middleware promises; 30 s.
 	MaxRetryAfter time.Duration
+	// Caches is how many per-core token caches each lease is spent from
+	// (see state in bucket.go): 0 for one per P (GOMAXPROCS at New), −1
+	// for none, so that every request takes from the one shared word. The
+	// chaos harness uses 1, so that a run depends on its seed alone and
+	// not on which P served a call.
+	Caches int
 }
 
 // DefaultConfig returns the defaults for a region.
@@ -81,6 +88,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: retry %v up to %v: want 1ms ≤ retry ≤ max retry ≤ 1h", quota.ErrConfig, c.Retry, c.MaxRetry)
 	case c.MaxRetryAfter < time.Second || c.MaxRetryAfter > time.Hour:
 		return fmt.Errorf("%w: max Retry-After %v: want 1s to 1h", quota.ErrConfig, c.MaxRetryAfter)
+	case c.Caches < -1 || c.Caches > 1024:
+		return fmt.Errorf("%w: caches %d: want -1 (none), 0 (one per P) or up to 1024", quota.ErrConfig, c.Caches)
 	}
 	for i, t := range c.Tenants {
 		if t == "" || len(t) > 128 {
@@ -107,7 +116,9 @@ type Limiter struct {
 	// fewTenants: comparing a handful of strings is cheaper than hashing
 	// one, and the lookup is a fifth of Allow's cost otherwise.
 	few    []named
-	start  int64 // fastclock's reading at New
+	start  int64 // the clock's reading at New
+	clock  func() int64
+	caches int // per-core token caches per lease
 	broken breakage.Set
 	wake   chan struct{} // tells Run that a tenant wants renewing
 }
@@ -168,6 +179,11 @@ type sentReq struct {
 // Option is an option of New.
 type Option func(*Limiter)
 
+// WithClock makes Now read clock (monotonic nanoseconds) instead of
+// internal/fastclock: for tests in a testing/synctest bubble, whose fake
+// time moves time.Since but not the CPU's time-stamp counter.
+func WithClock(clock func() int64) Option { return func(l *Limiter) { l.clock = clock } }
+
 // WithBreakage plants deliberate faults, for the chaos harness's mutation
 // checks; its type cannot be named outside quota/..., so no user can.
 func WithBreakage(b breakage.Set) Option { return func(l *Limiter) { l.broken = b } }
@@ -180,8 +196,17 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 	}
 	cfg = cfg.withDefaults()
 	l := &Limiter{cfg: cfg, buckets: map[string]*bucket{}, start: fastclock.Now(), wake: make(chan struct{}, 1)}
+	switch l.caches = cfg.Caches; l.caches {
+	case 0:
+		l.caches = pid.N()
+	case -1:
+		l.caches = 0
+	}
 	for _, o := range opts {
 		o(l)
+	}
+	if l.clock != nil {
+		l.start = l.clock()
 	}
 	for _, t := range cfg.Tenants {
 		if _, dup := l.buckets[t]; dup {
@@ -209,7 +234,12 @@ func (l *Limiter) Tenants() []string { return append([]string(nil), l.cfg.Tenant
 // keeps time with it — a third of the cost of time.Since, which was most
 // of Allow's — and stays within fastclock.MaxError of the monotonic clock
 // (or reads it).
-func (l *Limiter) Now() int64 { return fastclock.Now() - l.start }
+func (l *Limiter) Now() int64 {
+	if l.clock != nil {
+		return l.clock() - l.start
+	}
+	return fastclock.Now() - l.start
+}
 
 // ClockSource says what Now reads: "tsc", or "monotonic" with the reason
 // the time-stamp counter is not used (the kernel's clocksource is another,
@@ -238,7 +268,6 @@ func (l *Limiter) AllowAt(now int64, tenant string, cost int64) bool {
 			s = b.cur.Load()
 			continue
 		}
-		s.offered.Add(cost)
 		if ok {
 			if idle > 0 && s.mode == quota.BestEffort {
 				b.refillReserve(s.overflow(idle))
@@ -261,9 +290,9 @@ func (l *Limiter) AllowAt(now int64, tenant string, cost int64) bool {
 func (b *bucket) offeredSince(reset bool) int64 {
 	s := b.cur.Load()
 	if reset {
-		return b.offered.Swap(0) + s.offered.Swap(0)
+		return b.offered.Swap(0) + s.takeOffered()
 	}
-	return b.offered.Load() + s.offered.Load()
+	return b.offered.Load() + s.peekOffered()
 }
 
 func (b *bucket) refuse(cost int64) {
@@ -336,9 +365,7 @@ func (l *Limiter) Request(now int64, tenant string) (quota.Request, error) {
 	s := b.cur.Load()
 	var bal quota.Micro
 	if s.valid(now) {
-		if tat := s.tat.Load(); tat != sealed {
-			bal = s.balanceAt(tat, now)
-		}
+		bal = s.balance(now)
 	}
 	return quota.Request{
 		Tenant: tenant, Region: l.cfg.Region, Seq: b.seq,
@@ -414,15 +441,16 @@ func (l *Limiter) Install(now int64, g quota.Grant) Installed {
 		ns.perToken = 1e9 * float64(quota.One) / float64(g.Lease.Rate) * (1 + l.cfg.MaxDrift)
 		ns.tau = int64(math.Floor(g.Lease.Burst.Float() * ns.perToken))
 		ns.cost1 = int64(math.Ceil(ns.perToken))
+		ns.withCaches(l.caches)
 	}
 	old := b.cur.Load()
 	var inst Installed
 	var kept quota.Micro
 	if old.valid(now) {
-		tat := old.seal()
+		tat, held := old.seal()
 		var bal quota.Micro
 		if tat != sealed {
-			bal = old.balanceAt(tat, now)
+			bal = old.balanceAt(tat, now) + quota.Micro(held)*quota.One
 			if tat < now && old.mode == quota.BestEffort && old.perToken > 0 {
 				b.refillReserve(old.overflow(now - tat))
 			}
@@ -439,12 +467,12 @@ func (l *Limiter) Install(now int64, g quota.Grant) Installed {
 	// The old lease's count of offered tokens carries over to the demand.
 	// (An Allow that read the old state just before it was sealed may
 	// still add to it: a few tokens of demand lost, nothing more.)
-	b.offered.Add(old.offered.Swap(0))
+	b.offered.Add(old.takeOffered())
 	if l.broken.RenewRefills {
 		kept = g.Lease.Burst // wrong on purpose: a new burst out of nothing
 	}
 	kept = min(kept+g.Lease.Transfer, g.Lease.Burst)
-	ns.tat.Store(ns.tatFor(kept, now))
+	ns.fill(kept, now)
 	b.cur.Store(ns)
 	inst.Lease, inst.OK, inst.Until = g.Lease, true, until
 	return inst
@@ -529,12 +557,12 @@ func (l *Limiter) Return(now int64, tenant string) (quota.Return, bool) {
 	if !s.valid(now) {
 		return quota.Return{}, false
 	}
-	tat := s.seal()
+	tat, held := s.seal()
 	var bal quota.Micro
 	if tat != sealed {
-		bal = s.balanceAt(tat, now)
+		bal = s.balanceAt(tat, now) + quota.Micro(held)*quota.One
 	}
-	b.offered.Add(s.offered.Swap(0))
+	b.offered.Add(s.takeOffered())
 	b.cur.Store(&state{lease: quota.Lease{}, mode: s.mode})
 	return quota.Return{Tenant: tenant, Region: l.cfg.Region, LeaseID: s.lease.ID, Epoch: b.epoch, Balance: bal}, true
 }
@@ -558,9 +586,7 @@ func (l *Limiter) Status(now int64, tenant string) Status {
 	s := b.cur.Load()
 	st := Status{Lease: s.lease, Valid: s.valid(now), Until: s.until, Reserve: quota.Micro(b.reserve.Load())}
 	if st.Valid {
-		if tat := s.tat.Load(); tat != sealed {
-			st.Balance = s.balanceAt(tat, now)
-		}
+		st.Balance = s.balance(now)
 	}
 	b.mu.Lock()
 	st.Epoch = b.epoch

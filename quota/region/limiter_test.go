@@ -342,3 +342,90 @@ func TestManyTenants(t *testing.T) {
 		}
 	}
 }
+
+// withCaches is newLimiter with n token caches per lease.
+func withCaches(t *testing.T, n int) *Limiter {
+	t.Helper()
+	cfg := DefaultConfig("eu", "acme")
+	cfg.Caches = n
+	l, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.cfg.MaxDrift = 0
+	return l
+}
+
+// TestCachesKeepTheBurst: with per-core caches, a full bucket still holds
+// exactly its burst — word and caches together — and at one instant
+// (no refill) goroutines on every core admit no more than it: one
+// goroutine admits exactly it, gathering from every cache at the end.
+func TestCachesKeepTheBurst(t *testing.T) {
+	for _, caches := range []int{1, 4, 16} {
+		l := withCaches(t, caches)
+		grantAt(t, l, 0, 0, 1, 10_000, func(g *quota.Grant) { g.Lease.Transfer = 10_000 * quota.One })
+		s := l.bucket("acme").cur.Load()
+		if s.caches == nil || s.chunk < 1 {
+			t.Fatalf("%d caches asked, none made (chunk %d)", caches, s.chunk)
+		}
+		if st := l.Status(0, "acme"); st.Balance != 10_000*quota.One {
+			t.Fatalf("%d caches: balance %v, want the 10000 transferred", caches, st.Balance)
+		}
+		var admitted atomic.Int64
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				for i := 0; i < 4000; i++ {
+					if l.AllowAt(0, "acme", int64(1+(g+i)%3)) {
+						admitted.Add(int64(1 + (g+i)%3))
+					}
+				}
+			})
+		}
+		wg.Wait()
+		left := l.Status(0, "acme").Balance
+		if a := admitted.Load(); a > 10_000 || a*int64(quota.One)+int64(left) > 10_000*int64(quota.One) {
+			t.Fatalf("%d caches: admitted %d with %v left, more than the burst of 10000", caches, a, left)
+		}
+		// Alone, the rest is admitted to the last token.
+		for l.AllowAt(0, "acme", 1) {
+			admitted.Add(1)
+		}
+		if left := l.Status(0, "acme").Balance; left >= quota.One {
+			t.Fatalf("%d caches: refused with %v left", caches, left)
+		}
+		if a := admitted.Load(); a < 10_000-int64(caches)*s.chunk {
+			t.Fatalf("%d caches: only %d of 10000 admitted; the caches lose at most %d", caches, a, int64(caches)*s.chunk)
+		}
+	}
+}
+
+// TestCachesCountDemand: requests served from a cache, from the word and
+// refused all count as offered, once each, across reports.
+func TestCachesCountDemand(t *testing.T) {
+	l := withCaches(t, 2)
+	grantAt(t, l, 0, 0, 1, 10_000, func(g *quota.Grant) { g.Lease.Transfer = 10_000 * quota.One })
+	b := l.bucket("acme")
+	b.mu.Lock()
+	b.offeredSince(true) // what the grant's request left
+	b.mu.Unlock()
+	var total int64
+	for round, n := range []int{1, 50, 3000, 7000, 200} {
+		want := int64(0)
+		for i := range n {
+			cost := int64(1 + i%2)
+			l.AllowAt(0, "acme", cost)
+			want += cost
+		}
+		b.mu.Lock()
+		got := b.offeredSince(true)
+		b.mu.Unlock()
+		if got != want {
+			t.Fatalf("round %d: %d offered counted, want %d", round, got, want)
+		}
+		total += got
+	}
+	if total <= 10_000 {
+		t.Fatalf("the test never went past the burst (%d offered)", total)
+	}
+}

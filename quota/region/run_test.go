@@ -27,7 +27,10 @@ func newSystem(t *testing.T, ctx context.Context) *system {
 	tn := quota.Tenant{Name: "acme", Rate: 500 * quota.One, Burst: 6000 * quota.One, Regions: []string{"eu", "us", "ap"}}
 	s := &system{lims: map[string]*region.Limiter{}}
 	for _, r := range tn.Regions {
-		l, err := region.New(region.DefaultConfig(r, "acme"))
+		// The bubble's fake time moves time.Since, not the TSC that the
+		// default clock reads once it has measured its rate.
+		origin := time.Now()
+		l, err := region.New(region.DefaultConfig(r, "acme"), region.WithClock(func() int64 { return int64(time.Since(origin)) }))
 		if err != nil {
 			t.Fatal(err)
 		}
