@@ -21,6 +21,13 @@
 // in best-effort mode an emergency allowance E covers the gap, refilled
 // only from tokens a full bucket would drop.
 //
+// Two cores admitting for one tenant do not share a cache line on the
+// common path: each P spends from a small token cache of its own,
+// refilled a few tokens at a time from the lease's shared bucket, whose
+// capacity is the burst less what the caches may hold — so the tokens a
+// region holds never exceed its burst, and an idle spell may leave up to
+// a 64th of it unused (Config.Caches; docs/quota.md, "Token caches").
+//
 // The renewal side — Request, Install, Nudge, Due, Return — steps on
 // explicit time; Run drives it with a ticker, and package quota/chaos
 // drives it in virtual time. Limiter is safe for concurrent use.

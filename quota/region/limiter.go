@@ -38,7 +38,9 @@ type Config struct {
 	// (see state in bucket.go): 0 for one per P (GOMAXPROCS at New), −1
 	// for none, so that every request takes from the one shared word. The
 	// chaos harness uses 1, so that a run depends on its seed alone and
-	// not on which P served a call.
+	// not on which P served a call. A limiter serving more than
+	// maxCachedTenants tenants has none: 128 bytes per P per tenant would
+	// add up, and its requests spread over many buckets anyway.
 	Caches int
 }
 
@@ -150,6 +152,9 @@ type bucket struct {
 	demand     quota.Micro // the demand last reported
 }
 
+// maxCachedTenants is the most tenants a limiter keeps token caches for.
+const maxCachedTenants = 1024
+
 // fewTenants is how many tenants a linear scan serves faster than the map.
 const fewTenants = 8
 
@@ -196,11 +201,11 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 	}
 	cfg = cfg.withDefaults()
 	l := &Limiter{cfg: cfg, buckets: map[string]*bucket{}, start: fastclock.Now(), wake: make(chan struct{}, 1)}
-	switch l.caches = cfg.Caches; l.caches {
-	case 0:
-		l.caches = pid.N()
-	case -1:
+	switch l.caches = cfg.Caches; {
+	case l.caches == -1 || len(cfg.Tenants) > maxCachedTenants:
 		l.caches = 0
+	case l.caches == 0:
+		l.caches = pid.N()
 	}
 	for _, o := range opts {
 		o(l)

@@ -284,6 +284,8 @@ func TestConfigErrors(t *testing.T) {
 		{Config{Region: "eu", Tenants: []string{""}}, `tenants[0] ""`},
 		{Config{Region: "eu", Tenants: []string{"a"}, MaxDrift: 0.5}, "max drift 0.5"},
 		{Config{Region: "eu", Tenants: []string{"a"}, Retry: time.Second, MaxRetry: time.Millisecond}, "retry 1s up to 1ms"},
+		{Config{Region: "eu", Tenants: []string{"a"}, Caches: -2}, "caches -2: want -1 (none), 0 (one per P) or up to 1024"},
+		{Config{Region: "eu", Tenants: []string{"a"}, Caches: 5000}, "caches 5000"},
 	} {
 		if _, err := New(tc.cfg); !errors.Is(err, quota.ErrConfig) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("step %d: %v, want %q", i, err, tc.want)
