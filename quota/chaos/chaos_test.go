@@ -250,6 +250,9 @@ func TestPartition(t *testing.T) {
 // checker — the checker can tell, so its silence on the real ones means
 // something.
 func TestMutationsAreCaught(t *testing.T) {
+	// TestBoundIsApproached's, with a trickle while the buckets fill, so
+	// that the token caches hold tokens when the surge comes.
+	surge := boundSchedule(2)
 	pause := &Schedule{
 		Traffic: []Segment{{At: 0, Rates: rates(600, 300, 300)}, {At: 30 * s, Rates: rates(100, 900, 100)}},
 		Outages: []Outage{{At: 20 * s, Down: 3 * s, Pause: true, Wake: 8 * s,
@@ -264,6 +267,7 @@ func TestMutationsAreCaught(t *testing.T) {
 		{"return reused before confirmation", breakage.Set{ReuseBeforeConfirm: true}, nil},
 		{"no epoch fencing", breakage.Set{NoFencing: true}, pause},
 		{"full R to every region", breakage.Set{FullToEvery: true}, nil},
+		{"caches on top of a full bucket", breakage.Set{CachesOverBurst: true}, surge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sum := mustRun(t, Config{Seed: 6, Duration: 120 * s, Schedule: tc.sched}, WithBreakage(tc.b))
@@ -482,6 +486,18 @@ func FuzzParseEvent(f *testing.F) {
 	})
 }
 
+// boundSchedule fills every bucket (with a trickle of idle requests a
+// second per region), then surges in all regions as all of them are cut
+// off: the schedule that drives admissions to the bound.
+func boundSchedule(idle float64) *Schedule {
+	return &Schedule{
+		Traffic: []Segment{{At: 0, Rates: rates(200, 100, 100)}, {At: 20 * s, Rates: rates(idle, idle, idle)}, {At: 40 * s, Rates: rates(1500, 1500, 1500)}},
+		Partitions: []Cut{
+			{Region: "eu", From: 40 * s, To: 80 * s}, {Region: "us", From: 40 * s, To: 80 * s}, {Region: "ap", From: 40 * s, To: 80 * s},
+		},
+	}
+}
+
 // TestBoundIsApproached: an adversarial schedule — every bucket full, then
 // a surge in all regions as all of them are cut off. Admissions come
 // within a token of R·Δ + B in hard mode, and go past it in best-effort
@@ -493,12 +509,7 @@ func FuzzParseEvent(f *testing.F) {
 // here 31 tokens — which an idle spell can leave empty: the price of
 // caches is that much under-use, never overshoot.
 func TestBoundIsApproached(t *testing.T) {
-	sch := &Schedule{
-		Traffic: []Segment{{At: 0, Rates: rates(200, 100, 100)}, {At: 20 * s, Rates: rates(0.01, 0.01, 0.01)}, {At: 40 * s, Rates: rates(1500, 1500, 1500)}},
-		Partitions: []Cut{
-			{Region: "eu", From: 40 * s, To: 80 * s}, {Region: "us", From: 40 * s, To: 80 * s}, {Region: "ap", From: 40 * s, To: 80 * s},
-		},
-	}
+	sch := boundSchedule(0.01)
 	for _, tc := range []struct {
 		mode     quota.Mode
 		noCaches bool

@@ -85,9 +85,10 @@ const cacheSealed = math.MinInt64
 const maxCacheChunk = 32
 
 // withCaches gives the state k caches, if its burst is large enough, and
-// takes what they may hold off the word's capacity. Called once, before
-// the state is published.
-func (s *state) withCaches(k int) {
+// takes what they may hold off the word's capacity (unless overBurst, a
+// deliberate fault for the chaos harness's mutation checks). Called once,
+// before the state is published.
+func (s *state) withCaches(k int, overBurst bool) {
 	if k < 1 || s.perToken == 0 {
 		return
 	}
@@ -97,7 +98,9 @@ func (s *state) withCaches(k int) {
 	}
 	s.caches = make([]cache, k)
 	s.chunk = chunk
-	s.tau -= int64(k) * chunk * s.cost1
+	if !overBurst {
+		s.tau -= int64(k) * chunk * s.cost1
+	}
 }
 
 // valid says whether the state may admit at now.

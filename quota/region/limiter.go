@@ -446,7 +446,7 @@ func (l *Limiter) Install(now int64, g quota.Grant) Installed {
 		ns.perToken = 1e9 * float64(quota.One) / float64(g.Lease.Rate) * (1 + l.cfg.MaxDrift)
 		ns.tau = int64(math.Floor(g.Lease.Burst.Float() * ns.perToken))
 		ns.cost1 = int64(math.Ceil(ns.perToken))
-		ns.withCaches(l.caches)
+		ns.withCaches(l.caches, l.broken.CachesOverBurst)
 	}
 	old := b.cur.Load()
 	var inst Installed

@@ -19,6 +19,9 @@ type Set struct {
 	NoFencing bool
 	// FullToEvery: the coordinator grants every region the whole R and B.
 	FullToEvery bool
+	// CachesOverBurst: a region's token caches hold tokens on top of a
+	// full bucket (its shared word keeps the whole burst as capacity).
+	CachesOverBurst bool
 }
 
 // Any says whether any fault is set.
