@@ -115,13 +115,7 @@ func TestProxyPool(t *testing.T) {
 	}
 	check := func(step string, joined, restored, left []string) {
 		t.Helper()
-		rep, err := pp.Check(ctx)
-		if err != nil {
-			t.Fatalf("%s: check: %v", step, err)
-		}
-		if fmt.Sprint(rep.Joined) != fmt.Sprint(joined) || fmt.Sprint(rep.Restored) != fmt.Sprint(restored) || fmt.Sprint(rep.Left) != fmt.Sprint(left) {
-			t.Fatalf("%s: joined %v restored %v left %v; want %v %v %v (health %+v)", step, rep.Joined, rep.Restored, rep.Left, joined, restored, left, rep.Health)
-		}
+		checkPool(t, ctx, pp, step, joined, restored, left)
 	}
 
 	// Before any check nothing is eligible: no pool at all yet.
@@ -251,13 +245,7 @@ func TestProxyPoolHysteresis(t *testing.T) {
 	pp.Import(urls...)
 	check := func(step string, joined, restored, left []string) {
 		t.Helper()
-		rep, err := pp.Check(ctx)
-		if err != nil {
-			t.Fatalf("%s: check: %v", step, err)
-		}
-		if fmt.Sprint(rep.Joined) != fmt.Sprint(joined) || fmt.Sprint(rep.Restored) != fmt.Sprint(restored) || fmt.Sprint(rep.Left) != fmt.Sprint(left) {
-			t.Fatalf("%s: joined %v restored %v left %v; want %v %v %v", step, rep.Joined, rep.Restored, rep.Left, joined, restored, left)
-		}
+		checkPool(t, ctx, pp, step, joined, restored, left)
 	}
 	check("first check", []string{steady.member(), wobbly.member()}, nil, nil)
 
@@ -292,5 +280,18 @@ func TestProxyPoolHysteresis(t *testing.T) {
 	bad.Rise = -1
 	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "probe rise -1: want 1 to 100") {
 		t.Fatalf("rise -1: %v", err)
+	}
+}
+
+// checkPool runs one health check of pp and fails the test unless it
+// joined, restored and removed exactly the members given.
+func checkPool(t *testing.T, ctx context.Context, pp *ProxyPool, step string, joined, restored, left []string) {
+	t.Helper()
+	rep, err := pp.Check(ctx)
+	if err != nil {
+		t.Fatalf("%s: check: %v", step, err)
+	}
+	if fmt.Sprint(rep.Joined) != fmt.Sprint(joined) || fmt.Sprint(rep.Restored) != fmt.Sprint(restored) || fmt.Sprint(rep.Left) != fmt.Sprint(left) {
+		t.Fatalf("%s: joined %v restored %v left %v; want %v %v %v (health %+v)", step, rep.Joined, rep.Restored, rep.Left, joined, restored, left, rep.Health)
 	}
 }
