@@ -192,10 +192,11 @@ func (s *state) take(now, n int64) (admitted, retry bool, idle int64) {
 // takeSlow serves a request that the P's cache cannot: from the word,
 // taking enough with it to fill the cache again; else from the word
 // alone; else from the word and every cache together. In that last case,
-// under contention, tokens gathered for a request that is refused after
-// all are lost — under-use, never overshoot; run by one goroutine (the
-// chaos harness) it refuses only when the word and the caches together
-// hold fewer than n.
+// under contention, other requests may empty the caches between the count
+// and the taking: the request is then refused and what it gathered goes
+// back to the word. Run by one goroutine (the chaos harness), it refuses
+// only when the word and the caches together hold fewer than n whole
+// tokens.
 func (s *state) takeSlow(c *cache, now, n int64) (admitted, retry bool, idle int64) {
 	h := c.held.Load()
 	if h == cacheSealed {
