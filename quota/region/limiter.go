@@ -200,7 +200,7 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	l := &Limiter{cfg: cfg, buckets: map[string]*bucket{}, start: fastclock.Now(), wake: make(chan struct{}, 1)}
+	l := &Limiter{cfg: cfg, buckets: map[string]*bucket{}, wake: make(chan struct{}, 1)}
 	switch l.caches = cfg.Caches; {
 	case l.caches == -1 || len(cfg.Tenants) > maxCachedTenants:
 		l.caches = 0
@@ -210,8 +210,13 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 	for _, o := range opts {
 		o(l)
 	}
+	// Read only the clock Now will read: fastclock re-anchors itself on a
+	// reading, and a reading inside a synctest bubble (fake time) would
+	// make it give up the TSC for the whole process.
 	if l.clock != nil {
 		l.start = l.clock()
+	} else {
+		l.start = fastclock.Now()
 	}
 	for _, t := range cfg.Tenants {
 		if _, dup := l.buckets[t]; dup {

@@ -241,10 +241,18 @@ func TestReturnOnShutdown(t *testing.T) {
 
 // TestConcurrentAllowAndInstall: many goroutines spend while leases are
 // replaced; no admission slips past a replacement (run with -race). Time
-// is explicit, so the total is exact: the balance kept through each
-// renewal, never more.
+// is explicit, so without token caches the total is exact: the balance
+// kept through each renewal, never more. With caches it is never more,
+// and may be a little less: tokens a request had taken from the shared
+// word for its cache when the lease was replaced are dropped (under-use).
 func TestConcurrentAllowAndInstall(t *testing.T) {
-	l := newLimiter(t)
+	for _, caches := range []int{-1, 0, 4} {
+		concurrentAllowAndInstall(t, caches)
+	}
+}
+
+func concurrentAllowAndInstall(t *testing.T, caches int) {
+	l := withCaches(t, caches)
 	grantAt(t, l, 0, 0, 1, 1000, func(g *quota.Grant) { g.Lease.Transfer = 1000 * quota.One })
 	var admitted atomic.Int64
 	var wg sync.WaitGroup
@@ -269,8 +277,9 @@ func TestConcurrentAllowAndInstall(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	left := l.Status(0, "acme").Balance
-	if got := admitted.Load()*int64(quota.One) + int64(left); got != int64(1000*quota.One) {
-		t.Fatalf("admitted %d and %v left: %v in all, want exactly the 1000 transferred", admitted.Load(), left, quota.Micro(got))
+	got := admitted.Load()*int64(quota.One) + int64(left)
+	if got > int64(1000*quota.One) || caches == -1 && got != int64(1000*quota.One) {
+		t.Fatalf("caches %d: admitted %d and %v left: %v in all, want the 1000 transferred (exactly, without caches)", caches, admitted.Load(), left, quota.Micro(got))
 	}
 }
 
