@@ -3,9 +3,13 @@ package assign
 import (
 	"fmt"
 	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/afloat/afloat/internal/redact"
 )
 
 // ClientOptions returns rueidis options for a Redis URL
@@ -25,17 +29,22 @@ import (
 func ClientOptions(redisURL string) (rueidis.ClientOption, error) {
 	u, err := url.Parse(redisURL)
 	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" || u.Opaque != "" {
-		return rueidis.ClientOption{}, fmt.Errorf("%w: redis URL %q: want redis://host:port[/db] or rediss://host:port[/db]", ErrInvalid, clip(redisURL))
+		return rueidis.ClientOption{}, fmt.Errorf("%w: redis URL %q: want redis://host:port[/db] or rediss://host:port[/db]", ErrInvalid, clip(redact.URL(redisURL)))
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return rueidis.ClientOption{}, fmt.Errorf("%w: redis URL %q: no query or fragment allowed", ErrInvalid, clip(redisURL))
+		return rueidis.ClientOption{}, fmt.Errorf("%w: redis URL %q: no query or fragment allowed", ErrInvalid, clip(redact.URL(redisURL)))
 	}
-	if u.Port() == "" {
-		return rueidis.ClientOption{}, fmt.Errorf("%w: redis URL %q: want a port, such as :6379", ErrInvalid, clip(redisURL))
+	if port, err := strconv.Atoi(u.Port()); err != nil || port < 1 || port > 65535 {
+		return rueidis.ClientOption{}, fmt.Errorf("%w: redis URL %q: want a port from 1 to 65535, such as :6379", ErrInvalid, clip(redact.URL(redisURL)))
 	}
 	opt, err := rueidis.ParseURL(redisURL)
 	if err != nil {
-		return rueidis.ClientOption{}, fmt.Errorf("%w: redis URL %q: %v", ErrInvalid, clip(redisURL), err)
+		// The client's message may quote the URL: never its password.
+		msg := strings.ReplaceAll(err.Error(), redisURL, redact.URL(redisURL))
+		if pw := password(redisURL); pw != "" {
+			msg = strings.ReplaceAll(msg, pw, redact.Hidden)
+		}
+		return rueidis.ClientOption{}, fmt.Errorf("%w: redis URL %q: %s", ErrInvalid, clip(redact.URL(redisURL)), msg)
 	}
 	opt.DisableRetry = true
 	opt.DisableCache = true
@@ -52,16 +61,17 @@ func Dial(redisURL string) (rueidis.Client, error) {
 	}
 	c, err := rueidis.NewClient(opt)
 	if err != nil {
-		return nil, fmt.Errorf("assign: connecting to %s: %w", u(redisURL), err)
+		return nil, fmt.Errorf("assign: connecting to %s: %w", redact.URL(redisURL), err)
 	}
 	return c, nil
 }
 
-// u is the URL without its password, for messages.
-func u(redisURL string) string {
-	x, err := url.Parse(redisURL)
-	if err != nil {
-		return "redis"
+// password returns the password of a URL that parses, "" otherwise.
+func password(redisURL string) string {
+	u, err := url.Parse(redisURL)
+	if err != nil || u.User == nil {
+		return ""
 	}
-	return x.Redacted()
+	pw, _ := u.User.Password()
+	return pw
 }

@@ -23,13 +23,14 @@ type Server struct {
 	URL  string // redis://127.0.0.1:PORT
 	Dir  string // its working folder, where SHUTDOWN SAVE writes dump.rdb
 
-	t    testing.TB
-	bin  string
-	args []string
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
-	log  *bytes.Buffer
+	t        testing.TB
+	bin      string
+	args     []string
+	password string // --requirepass, sent by Do
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	done     chan struct{}
+	log      *bytes.Buffer
 }
 
 // RedisServer finds redis-server, or skips (fails under
@@ -57,6 +58,11 @@ func Start(t testing.TB, extra ...string) *Server {
 	bin := RedisServer(t)
 	dir := t.TempDir()
 	s := &Server{t: t, bin: bin, Dir: dir}
+	for i, a := range extra {
+		if a == "--requirepass" && i+1 < len(extra) {
+			s.password = extra[i+1]
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		port, err := freePort()
 		if err != nil {
@@ -132,7 +138,8 @@ func (s *Server) ping() error {
 	if err != nil {
 		return err
 	}
-	if out != "+PONG" {
+	// A server started with --requirepass answers NOAUTH: it is up.
+	if out != "+PONG" && !strings.HasPrefix(out, "-NOAUTH") {
 		return fmt.Errorf("PING answered %q", out)
 	}
 	return nil
@@ -152,14 +159,26 @@ func (s *Server) raw(args ...string) (string, error) {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
 	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	command := func(args ...string) {
+		fmt.Fprintf(&b, "*%d\r\n", len(args))
+		for _, a := range args {
+			fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+		}
 	}
+	if s.password != "" {
+		command("AUTH", s.password)
+	}
+	command(args...)
 	if _, err := c.Write([]byte(b.String())); err != nil {
 		return "", err
 	}
-	line, err := bufio.NewReader(c).ReadString('\n')
+	r := bufio.NewReader(c)
+	if s.password != "" {
+		if line, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(line, "+OK") {
+			return strings.TrimRight(line, "\r\n"), err
+		}
+	}
+	line, err := r.ReadString('\n')
 	return strings.TrimRight(line, "\r\n"), err
 }
 
