@@ -1,9 +1,11 @@
 package overload
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -119,7 +121,12 @@ func seconds(t time.Time) float64 { return t.Sub(epoch).Seconds() }
 
 // Run simulates one configuration. It is deterministic: the same Config
 // gives the same Result.
-func Run(cfg Config) (Result, error) {
+func Run(cfg Config) (Result, error) { return RunContext(context.Background(), cfg) }
+
+// RunContext is Run that stops early, with ctx's error, once ctx is done:
+// a World Cup run takes about a second of CPU and tens of megabytes, work
+// a server must not go on with for a client that has left.
+func RunContext(ctx context.Context, cfg Config) (Result, error) {
 	p, err := LookupProfile(cfg.Profile)
 	if err != nil {
 		return Result{}, err
@@ -161,7 +168,9 @@ func Run(cfg Config) (Result, error) {
 			return Result{}, fmt.Errorf("%w: %v", ErrConfig, err)
 		}
 	}
-	s.run()
+	if err := s.run(ctx); err != nil {
+		return Result{}, fmt.Errorf("overload: run %s stopped: %w", cfg.Label(), err)
+	}
 	return Result{Config: cfg, Profile: p, Series: s.series, Summary: s.summary(), Responses: s.responses}, nil
 }
 
@@ -175,7 +184,8 @@ type sim struct {
 	b      *bulkhead.Bulkhead
 
 	series    []Second
-	all       []*request
+	all       []*request // every request not known to be done (compacted as it grows)
+	kept      int        // len(all) after the last compaction
 	responses []float64
 	queued    int
 }
@@ -185,10 +195,19 @@ func (s *sim) second(t float64) *Second {
 	return &s.series[i]
 }
 
-func (s *sim) run() {
+// checkEvery is how many ticks pass between two looks at the context: a
+// few milliseconds of work.
+const checkEvery = 1024
+
+func (s *sim) run(ctx context.Context) error {
 	p := s.p
 	ticks := int(math.Round(p.Duration / p.Tick))
 	for k := 0; k < ticks; k++ {
+		if k%checkEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
 		t0 := float64(k) * p.Tick
 		s.clk.AdvanceTo(at(t0))
 
@@ -232,6 +251,7 @@ func (s *sim) run() {
 			s.second(r.deadline).Timeouts++
 		}
 	}
+	return nil
 }
 
 func (s *sim) arrive(t float64) {
@@ -242,6 +262,12 @@ func (s *sim) arrive(t float64) {
 		r.work = s.p.Work * math.Exp(s.rand.Normal(-sigma*sigma/2, sigma))
 	}
 	s.all = append(s.all, r)
+	if len(s.all) >= 2*max(s.kept, 1024) {
+		// Keep only the requests still waiting or in work, so that memory
+		// follows the requests inside, not every request of the run.
+		s.all = slices.DeleteFunc(s.all, func(r *request) bool { return r.done })
+		s.kept = len(s.all)
+	}
 	s.second(t).Arrivals++
 	if s.b == nil {
 		s.server.add(r, r.work)
@@ -336,6 +362,12 @@ func (s *sim) summary() Summary {
 // with queues of 100, 500 and 1,000 outside, and the adaptive limit
 // (starting at 1,000, queue 100, with the clients' deadlines).
 func Compare(profile string, seed uint32) ([]Result, error) {
+	return CompareContext(context.Background(), profile, seed)
+}
+
+// CompareContext is Compare that stops early, with ctx's error, once ctx
+// is done.
+func CompareContext(ctx context.Context, profile string, seed uint32) ([]Result, error) {
 	nan := math.NaN()
 	runs := []Config{
 		{Profile: profile, Seed: seed, Alpha: nan},
@@ -344,19 +376,37 @@ func Compare(profile string, seed uint32) ([]Result, error) {
 		{Profile: profile, Seed: seed, Alpha: nan, Inside: 100, Outside: 1000},
 		{Profile: profile, Seed: seed, Alpha: nan, Inside: 1000, Outside: 100, Adaptive: true},
 	}
-	// The runs share nothing, so they run side by side: each is a pure
-	// function of its config, and the answer does not depend on the order.
+	// The runs share nothing, so they run side by side, each a pure
+	// function of its config — but no more at once than there are CPUs:
+	// more would not finish sooner, and each holds tens of megabytes.
 	out := make([]Result, len(runs))
 	errs := make([]error, len(runs))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
 	for i, c := range runs {
-		wg.Go(func() { out[i], errs[i] = Run(c) })
+		wg.Go(func() {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				errs[i] = ctx.Err()
+				return
+			}
+			defer func() { <-sem }()
+			if out[i], errs[i] = RunContext(ctx, c); errs[i] != nil {
+				cancel() // the others' answers are of no use without this one
+			}
+		})
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err // the first: the runs differ only in the limit
+	if err := errors.Join(errs...); err != nil {
+		for _, e := range errs {
+			if e != nil && !errors.Is(e, context.Canceled) {
+				return nil, e // the first real failure: the runs differ only in the limit
+			}
 		}
+		return nil, fmt.Errorf("overload: comparison stopped: %w", context.Cause(ctx))
 	}
 	return out, nil
 }
