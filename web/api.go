@@ -1,11 +1,9 @@
 package web
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"net/http"
@@ -95,7 +93,10 @@ func (a *api) decode(r *http.Request, x extra) (request, *apiError) {
 	if r.Method == http.MethodPost {
 		req.cfg, extras, apiErr = a.decodeBody(r, x)
 	} else {
-		req.cfg, extras, apiErr = decodeQuery(r.URL.Query(), x)
+		var q url.Values
+		if q, apiErr = parseQuery(r.URL.RawQuery); apiErr == nil {
+			req.cfg, extras, apiErr = decodeQuery(q, x)
+		}
 	}
 	if apiErr != nil {
 		return request{}, apiErr
@@ -113,10 +114,10 @@ func (a *api) decode(r *http.Request, x extra) (request, *apiError) {
 			return def
 		}
 		v, e := parseInt(raw)
-		if e != nil || v < lo || v > hi {
+		if e != nil || v < int64(lo) || v > int64(hi) {
 			err = badRequest(name, "%s %s: want an integer from %d to %d", name, clip(raw), lo, hi)
 		}
-		return v
+		return int(v)
 	}
 	req.from = intParam("from", 0, 0, req.length)
 	req.to = intParam("to", req.length, req.from, req.length)
@@ -131,11 +132,12 @@ func (a *api) decode(r *http.Request, x extra) (request, *apiError) {
 	return req, nil
 }
 
-// decodeQuery reads a run from a query string, the form share links use.
+// decodeQuery reads a run from a query string, the form share links use,
+// as parseQuery split it.
 func decodeQuery(q url.Values, x extra) (sim.Config, map[string]json.RawMessage, *apiError) {
 	for key := range q {
 		if !slices.Contains(runFields, key) && !slices.Contains(x, key) {
-			return sim.Config{}, nil, badRequest(key, "unknown parameter %q: this endpoint takes %s", clip(json.RawMessage(key)), x.allowed())
+			return sim.Config{}, nil, badRequest(clipKey(key), "unknown parameter %q: this endpoint takes %s", clip(json.RawMessage(key)), x.allowed())
 		}
 	}
 	cfg, err := sim.ParseQuery(q)
@@ -145,10 +147,7 @@ func decodeQuery(q url.Values, x extra) (sim.Config, map[string]json.RawMessage,
 	extras := map[string]json.RawMessage{}
 	for _, key := range x {
 		if vs, ok := q[key]; ok {
-			if len(vs) > 1 {
-				return sim.Config{}, nil, badRequest(key, "%s given more than once", key)
-			}
-			extras[key] = json.RawMessage(vs[0])
+			extras[key] = json.RawMessage(vs[0]) // parseQuery refused a second one
 		}
 	}
 	return cfg, extras, nil
@@ -159,24 +158,13 @@ func decodeQuery(q url.Values, x extra) (sim.Config, map[string]json.RawMessage,
 //	{"scenario": "bad-deploy", "seed": 7, "noise": true, "minutes": 120,
 //	 "actions": [{"minute": 28, "control": "rollback"}], "from": 0, "to": 30}
 func (a *api) decodeBody(r *http.Request, x extra) (sim.Config, map[string]json.RawMessage, *apiError) {
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, a.maxBody))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return sim.Config{}, nil, &apiError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("body over %d bytes", a.maxBody)}
-		}
-		return sim.Config{}, nil, badRequest("", "reading the body: %v", err)
+	body, apiErr := readBody(r, a.maxBody)
+	if apiErr != nil {
+		return sim.Config{}, nil, apiErr
 	}
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return sim.Config{}, nil, &apiError{status: http.StatusUnsupportedMediaType, field: "Content-Type", msg: fmt.Sprintf("%q: want application/json", clip(json.RawMessage(ct)))}
-	}
-	var fields map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&fields); err != nil || fields == nil {
-		return sim.Config{}, nil, badRequest("", "malformed JSON: want an object like {\"scenario\": \"steady\", \"seed\": 1}")
-	}
-	if dec.More() || dec.InputOffset() < int64(len(bytes.TrimRight(body, " \t\r\n"))) {
-		return sim.Config{}, nil, badRequest("", "malformed JSON: data after the object")
+	fields, apiErr := decodeObject(body, `{"scenario": "steady", "seed": 1}`, nil)
+	if apiErr != nil {
+		return sim.Config{}, nil, apiErr
 	}
 	var cfg sim.Config
 	cfg.Noise = true
@@ -202,7 +190,7 @@ func (a *api) decodeBody(r *http.Request, x extra) (sim.Config, map[string]json.
 			if err != nil || v < 0 || v > sim.MaxMinutes {
 				return sim.Config{}, nil, badRequest(key, "minutes %s: want an integer from 1 to %d (0 for the scenario's length)", clip(raw), sim.MaxMinutes)
 			}
-			cfg.Minutes = v
+			cfg.Minutes = int(v)
 		case key == "actions":
 			var items []json.RawMessage
 			if json.Unmarshal(raw, &items) != nil {
@@ -224,7 +212,7 @@ func (a *api) decodeBody(r *http.Request, x extra) (sim.Config, map[string]json.
 		case slices.Contains(x, key):
 			extras[key] = raw
 		default:
-			return sim.Config{}, nil, badRequest(key, "unknown field %q: this endpoint takes %s", clip(json.RawMessage(key)), x.allowed())
+			return sim.Config{}, nil, badRequest(clipKey(key), "unknown field %q: this endpoint takes %s", clip(json.RawMessage(key)), x.allowed())
 		}
 	}
 	if _, ok := fields["scenario"]; !ok {
@@ -235,12 +223,12 @@ func (a *api) decodeBody(r *http.Request, x extra) (sim.Config, map[string]json.
 
 // parseInt reads a JSON number or a query value that must be a whole
 // number.
-func parseInt(raw json.RawMessage) (int, error) {
+func parseInt(raw json.RawMessage) (int64, error) {
 	v, err := strconv.ParseFloat(strings.TrimSpace(string(raw)), 64)
 	if err != nil || v != math.Trunc(v) || math.Abs(v) > 1<<53 {
 		return 0, errors.New("not an integer")
 	}
-	return int(v), nil
+	return int64(v), nil
 }
 
 // clip shortens what a client sent before it is quoted back.

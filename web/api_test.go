@@ -194,7 +194,7 @@ func TestValidation(t *testing.T) {
 		{"POST", "/api/run", `{"scenario": "steady", "to": 200}`, 400, "to", "from 0 to 120"},
 		{"POST", "/api/run", `{"scenario": "steady", "colour": "red"}`, 400, "colour", `unknown field "colour"`},
 		{"POST", "/api/run", `{"scenario": "steady"`, 400, "", "malformed JSON"},
-		{"POST", "/api/run", `{"scenario": "steady"} {"x": 1}`, 400, "", "data after the object"},
+		{"POST", "/api/run", `{"scenario": "steady"} {"x": 1}`, 400, "", "data after the value"},
 		{"POST", "/api/run", `[1]`, 400, "", "malformed JSON"},
 		{"POST", "/api/run", `null`, 400, "", "malformed JSON"},
 		{"POST", "/api/run", `{"scenario": "steady", "actions": [` + strings.Repeat(`{"minute": 1, "control": "rollback"},`, 40000) + `{}]}`, 413, "", "body over 1048576 bytes"},
@@ -212,9 +212,9 @@ func TestValidation(t *testing.T) {
 				i, tc.method, tc.path, tc.body, status, field, msg, tc.status, tc.field, tc.want)
 		}
 	}
-	status, _, body := call(t, srv, "POST", "/api/run", "text/plain", []byte(`{"scenario": "steady"}`))
+	status, _, body := call(t, srv, "POST", "/api/run", "application/xml", []byte(`{"scenario": "steady"}`))
 	if status != http.StatusUnsupportedMediaType || body["field"] != "Content-Type" {
-		t.Errorf("text/plain body: %d %v", status, body)
+		t.Errorf("application/xml body: %d %v, want 415", status, body)
 	}
 	status, _, _ = call(t, srv, "DELETE", "/api/run?scenario=steady", "", nil)
 	if status != http.StatusMethodNotAllowed {
@@ -256,7 +256,7 @@ func TestSecurityHeadersAndAssets(t *testing.T) {
 func TestPanicsBecome500(t *testing.T) {
 	h := recoverPanics(slog.New(slog.DiscardHandler), http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }))
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/run", nil))
+	h.ServeHTTP(rec, localRequest("GET", "/api/run", nil))
 	if rec.Code != 500 || !strings.Contains(rec.Body.String(), "internal error") {
 		t.Errorf("panic gave %d %q", rec.Code, rec.Body.String())
 	}
@@ -372,7 +372,7 @@ func FuzzRunQuery(f *testing.F) {
 			q.Set("minutes", "240") // keep each run short
 		}
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/"+endpoint+"?"+q.Encode(), nil))
+		h.ServeHTTP(rec, localRequest("GET", "/api/"+endpoint+"?"+q.Encode(), nil))
 		checkAnswer(t, rec)
 	})
 }
@@ -399,7 +399,7 @@ func FuzzRunBody(f *testing.F) {
 		if bytes.Contains(body, []byte(`"minutes"`)) {
 			return // long runs are covered above; keep each input fast
 		}
-		req := httptest.NewRequest("POST", "/api/"+endpoint, bytes.NewReader(body))
+		req := localRequest("POST", "/api/"+endpoint, bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
@@ -419,4 +419,12 @@ func checkAnswer(t *testing.T, rec *httptest.ResponseRecorder) {
 	if rec.Code != 200 && v["error"] == nil {
 		t.Fatalf("status %d without an error message: %v", rec.Code, v)
 	}
+}
+
+// localRequest is httptest.NewRequest addressed to the console on
+// loopback (httptest's own Host, example.com, is refused as a rebound name).
+func localRequest(method, target string, body io.Reader) *http.Request {
+	r := httptest.NewRequest(method, target, body)
+	r.Host = "127.0.0.1:8080"
+	return r
 }

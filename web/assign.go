@@ -1,15 +1,12 @@
 package web
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +14,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/afloat/afloat/assign"
+	"github.com/afloat/afloat/internal/redact"
 )
 
 // assignLab serves the least-used assignment page: a pool on Redis, its
@@ -30,6 +28,10 @@ type assignLab struct {
 	poolName string
 	maxBody  int64
 	now      func() time.Time
+	// writeAny lets the lab change a pool it did not create (the
+	// operator's --assign-write); otherwise a pool that existed before
+	// the console started is shown, never changed.
+	writeAny bool
 
 	once    sync.Once
 	initErr error
@@ -37,6 +39,7 @@ type assignLab struct {
 	mini    *miniredis.Miniredis
 	client  rueidis.Client
 	pool    *assign.Pool
+	created bool // the lab made the pool itself (or runs on its own demo server)
 
 	mu         sync.Mutex
 	samples    []totalSample // (time, total count), for picks per second
@@ -61,11 +64,11 @@ const (
 	assignDemoMembers = 8
 )
 
-func newAssignLab(logger *slog.Logger, redisURL, poolName string, maxBody int64) *assignLab {
+func newAssignLab(logger *slog.Logger, redisURL, poolName string, writeAny bool, maxBody int64) *assignLab {
 	if poolName == "" {
 		poolName = "afloat-console"
 	}
-	return &assignLab{logger: logger, redisURL: redisURL, poolName: poolName, maxBody: maxBody, now: time.Now}
+	return &assignLab{logger: logger, redisURL: redisURL, poolName: poolName, writeAny: writeAny, maxBody: maxBody, now: time.Now}
 }
 
 // start connects on first use, so that a console nobody opens this page
@@ -94,8 +97,15 @@ func (a *assignLab) start() error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if _, err := a.pool.List(ctx); errors.Is(err, assign.ErrUnknownPool) {
+		_, err = a.pool.List(ctx)
+		switch {
+		case errors.Is(err, assign.ErrUnknownPool):
+			a.created = true
 			a.initErr = a.reset(ctx, assignDemoMembers)
+		case err != nil:
+			a.initErr = err
+		default:
+			a.created = a.demo
 		}
 	})
 	return a.initErr
@@ -136,7 +146,10 @@ func (a *assignLab) stop() {
 
 // assignState is the page's view of the pool.
 type assignState struct {
-	Demo          bool            `json:"demo"`
+	Demo bool `json:"demo"`
+	// Writable says whether the page may change the pool: the lab created
+	// it, or the operator allowed it (serve --assign-write).
+	Writable      bool            `json:"writable"`
 	Server        string          `json:"server"`
 	Pool          string          `json:"pool"`
 	Members       []assign.Member `json:"members"`
@@ -158,11 +171,11 @@ func (a *assignLab) state(ctx context.Context) (assignState, error) {
 	if err != nil {
 		return assignState{}, err
 	}
-	st := assignState{Demo: a.demo, Pool: a.poolName, Members: ms, ScriptReloads: a.pool.ScriptReloads()}
+	st := assignState{Demo: a.demo, Writable: a.writable(), Pool: a.poolName, Members: ms, ScriptReloads: a.pool.ScriptReloads()}
 	if a.demo {
 		st.Server = "miniredis " + a.mini.Addr()
 	} else {
-		st.Server = redactURL(a.redisURL)
+		st.Server = redact.URL(a.redisURL)
 	}
 	lo, hi := int64(1<<62), int64(-1)
 	for _, m := range ms {
@@ -192,19 +205,26 @@ func (a *assignLab) state(ctx context.Context) (assignState, error) {
 	return st, nil
 }
 
-func redactURL(s string) string {
-	if i := strings.Index(s, "@"); i >= 0 {
-		if j := strings.Index(s, "://"); j >= 0 && j < i {
-			return s[:j+3] + "…" + s[i:]
-		}
-	}
-	return s
-}
+func (a *assignLab) writable() bool { return a.created || a.writeAny }
 
 // ready starts the lab or answers 503.
 func (a *assignLab) ready(w http.ResponseWriter) bool {
 	if err := a.start(); err != nil {
 		writeError(w, http.StatusServiceUnavailable, "", "the assignment lab has no Redis: "+err.Error())
+		return false
+	}
+	return true
+}
+
+// readyToWrite is ready, and answers 403 when the pool is not the lab's to
+// change.
+func (a *assignLab) readyToWrite(w http.ResponseWriter) bool {
+	if !a.ready(w) {
+		return false
+	}
+	if !a.writable() {
+		writeError(w, http.StatusForbidden, "", fmt.Sprintf("pool %q existed before the console started, so the lab only shows it; "+
+			"serve with --assign-write to let the lab change it", a.poolName))
 		return false
 	}
 	return true
@@ -241,7 +261,7 @@ func (a *assignLab) fail(w http.ResponseWriter, err error) {
 
 // get answers GET /api/assign: the pool's state.
 func (a *assignLab) get(w http.ResponseWriter, r *http.Request) {
-	if len(r.URL.Query()) > 0 {
+	if r.URL.RawQuery != "" {
 		writeError(w, http.StatusBadRequest, "", "this endpoint takes no parameters")
 		return
 	}
@@ -253,7 +273,7 @@ func (a *assignLab) get(w http.ResponseWriter, r *http.Request) {
 
 // pick answers POST /api/assign/pick {"n": 1}.
 func (a *assignLab) pick(w http.ResponseWriter, r *http.Request) {
-	body, aerr := readAssignBody(r, a.maxBody)
+	body, aerr := readBody(r, a.maxBody)
 	if aerr != nil {
 		aerr.write(w)
 		return
@@ -263,7 +283,7 @@ func (a *assignLab) pick(w http.ResponseWriter, r *http.Request) {
 		aerr.write(w)
 		return
 	}
-	if !a.ready(w) {
+	if !a.readyToWrite(w) {
 		return
 	}
 	res, err := a.pool.PickBatch(r.Context(), n)
@@ -289,7 +309,7 @@ func (a *assignLab) pick(w http.ResponseWriter, r *http.Request) {
 // POST /api/assign/restore {"member": "proxy-01", "policy": "zero"}.
 func (a *assignLab) member(restore bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, aerr := readAssignBody(r, a.maxBody)
+		body, aerr := readBody(r, a.maxBody)
 		if aerr != nil {
 			aerr.write(w)
 			return
@@ -299,7 +319,7 @@ func (a *assignLab) member(restore bool) http.HandlerFunc {
 			aerr.write(w)
 			return
 		}
-		if !a.ready(w) {
+		if !a.readyToWrite(w) {
 			return
 		}
 		var err error
@@ -319,7 +339,7 @@ func (a *assignLab) member(restore bool) http.HandlerFunc {
 // reset answers POST /api/assign/reset {"members": 8}: the pool emptied and
 // refilled with that many members at zero.
 func (a *assignLab) resetPool(w http.ResponseWriter, r *http.Request) {
-	body, aerr := readAssignBody(r, a.maxBody)
+	body, aerr := readBody(r, a.maxBody)
 	if aerr != nil {
 		aerr.write(w)
 		return
@@ -329,7 +349,7 @@ func (a *assignLab) resetPool(w http.ResponseWriter, r *http.Request) {
 		aerr.write(w)
 		return
 	}
-	if !a.ready(w) {
+	if !a.readyToWrite(w) {
 		return
 	}
 	if err := a.reset(r.Context(), n); err != nil {
@@ -342,7 +362,7 @@ func (a *assignLab) resetPool(w http.ResponseWriter, r *http.Request) {
 // load answers POST /api/assign/load {"rate": 500}: picks at that rate in
 // the background, as a worker would, for two minutes at most; 0 stops.
 func (a *assignLab) load(w http.ResponseWriter, r *http.Request) {
-	body, aerr := readAssignBody(r, a.maxBody)
+	body, aerr := readBody(r, a.maxBody)
 	if aerr != nil {
 		aerr.write(w)
 		return
@@ -352,7 +372,7 @@ func (a *assignLab) load(w http.ResponseWriter, r *http.Request) {
 		aerr.write(w)
 		return
 	}
-	if !a.ready(w) {
+	if !a.readyToWrite(w) {
 		return
 	}
 	a.mu.Lock()
@@ -410,45 +430,12 @@ func (a *assignLab) runLoad(ctx context.Context, rate int, done chan struct{}) {
 	}
 }
 
-// readAssignBody reads a POST body: JSON, within the size limit.
-func readAssignBody(r *http.Request, maxBody int64) ([]byte, *apiError) {
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return nil, &apiError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("body over %d bytes", maxBody)}
-		}
-		return nil, badRequest("", "reading the body: %v", err)
-	}
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return nil, &apiError{status: http.StatusUnsupportedMediaType, field: "Content-Type", msg: fmt.Sprintf("%q: want application/json", clip(json.RawMessage(ct)))}
-	}
-	return body, nil
-}
-
 // fields decodes a JSON object whose fields are among allowed.
 func fields(body []byte, example string, allowed ...string) (map[string]json.RawMessage, *apiError) {
-	var f map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&f); err != nil || f == nil {
-		return nil, badRequest("", "malformed JSON: want an object like %s", example)
-	}
-	if dec.More() || dec.InputOffset() < int64(len(bytes.TrimRight(body, " \t\r\n"))) {
-		return nil, badRequest("", "malformed JSON: data after the object")
-	}
-	for key := range f {
-		ok := false
-		for _, a := range allowed {
-			ok = ok || key == a
-		}
-		if !ok {
-			return nil, badRequest(key, "unknown field %q: this endpoint takes %s", clip(json.RawMessage(key)), strings.Join(allowed, ", "))
-		}
-	}
-	return f, nil
+	return decodeObject(body, example, allowed)
 }
 
-func intField(f map[string]json.RawMessage, key string, def, lo, hi int) (int, *apiError) {
+func intField(f map[string]json.RawMessage, key string, def, lo, hi int64) (int64, *apiError) {
 	raw, ok := f[key]
 	if !ok {
 		return def, nil
@@ -466,7 +453,8 @@ func decodePick(body []byte) (int, *apiError) {
 	if aerr != nil {
 		return 0, aerr
 	}
-	return intField(f, "n", 1, 1, assignMaxPick)
+	n, aerr := intField(f, "n", 1, 1, assignMaxPick)
+	return int(n), aerr
 }
 
 // decodeMember reads {"member": "proxy-01"} and, to restore, an optional
@@ -505,7 +493,8 @@ func decodeReset(body []byte) (int, *apiError) {
 	if aerr != nil {
 		return 0, aerr
 	}
-	return intField(f, "members", assignDemoMembers, assignMinMembers, assignMaxMembers)
+	n, aerr := intField(f, "members", assignDemoMembers, assignMinMembers, assignMaxMembers)
+	return int(n), aerr
 }
 
 // decodeLoad reads {"rate": R}, R picks per second from 0 (stop) to 5,000.
@@ -517,5 +506,6 @@ func decodeLoad(body []byte) (int, *apiError) {
 	if _, ok := f["rate"]; !ok {
 		return 0, badRequest("rate", "rate missing: want picks per second from 0 (stop) to %d", assignMaxRate)
 	}
-	return intField(f, "rate", 0, 0, assignMaxRate)
+	rate, aerr := intField(f, "rate", 0, 0, assignMaxRate)
+	return int(rate), aerr
 }

@@ -36,7 +36,7 @@ type assignAnswer struct {
 
 func callAssign(t *testing.T, h http.Handler, method, path, body string) (int, assignAnswer) {
 	t.Helper()
-	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req := localRequest(method, path, strings.NewReader(body))
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -123,7 +123,7 @@ func TestAssignAPIRefuses(t *testing.T) {
 		{"POST", "/api/assign/pick", `{"n": 1001}`, 400, "n", "want an integer from 1 to 1000"},
 		{"POST", "/api/assign/pick", `{"n": 1.5}`, 400, "n", "want an integer from 1 to 1000"},
 		{"POST", "/api/assign/pick", `{"count": 1}`, 400, "count", `unknown field "count": this endpoint takes n`},
-		{"POST", "/api/assign/pick", `{"n": 1} x`, 400, "", "data after the object"},
+		{"POST", "/api/assign/pick", `{"n": 1} x`, 400, "", "data after the value"},
 		{"POST", "/api/assign/pick", `[1]`, 400, "", "malformed JSON"},
 		{"POST", "/api/assign/remove", `{}`, 400, "member", "want the name of a member"},
 		{"POST", "/api/assign/remove", `{"member": "a\u0000b"}`, 400, "member", "control characters"},
@@ -145,12 +145,12 @@ func TestAssignAPIRefuses(t *testing.T) {
 			t.Errorf("step %d: %s %s %s = %d field %q %q; want %d field %q %q", i, tc.method, tc.path, tc.body, code, a.Field, a.Error, tc.code, tc.field, tc.msg)
 		}
 	}
-	req := httptest.NewRequest("POST", "/api/assign/pick", strings.NewReader(`{"n": 1}`))
-	req.Header.Set("Content-Type", "text/plain")
+	req := localRequest("POST", "/api/assign/pick", strings.NewReader(`{"n": 1}`))
+	req.Header.Set("Content-Type", "application/xml")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	if rec.Code != http.StatusUnsupportedMediaType {
-		t.Errorf("text/plain body: %d", rec.Code)
+		t.Errorf("application/xml body: %d, want 415", rec.Code)
 	}
 	if _, st := callAssign(t, h, "GET", "/api/assign", ""); st.Total != 0 || len(st.Members) != 8 {
 		t.Errorf("refused requests changed the pool: %+v", st)

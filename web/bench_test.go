@@ -20,7 +20,7 @@ const surgeRun = "/api/run?scenario=surge&seed=7&noise=1&actions=0:target_utiliz
 // the query, validate, simulate, encode 240 frames as JSON.
 func BenchmarkAPIRun(b *testing.B) {
 	h := Handler(DefaultConfig())
-	req := httptest.NewRequest("GET", surgeRun, nil)
+	req := localRequest("GET", surgeRun, nil)
 	b.ReportAllocs()
 	for b.Loop() {
 		rec := httptest.NewRecorder()

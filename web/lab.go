@@ -2,10 +2,12 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,15 +17,24 @@ import (
 // lab serves the overload lab: the seed's experiment, computed in virtual
 // time on demand and kept (it is deterministic), and the live HTTP
 // comparison, one at a time, in the background.
+//
+// A comparison costs seconds of CPU and tens of megabytes, so it is
+// guarded like the costly thing it is: POST only; one computation per
+// profile and seed however many ask; at most maxComputing at once (more
+// get 503 + Retry-After); and cancelled once nobody has asked for it for
+// grace — a client that leaves, or a page that stops polling, stops it.
 type lab struct {
 	logger *slog.Logger
 
-	mu      sync.Mutex
-	results map[string]*labCompare // by profile and seed; a handful kept
-	order   []string
+	mu        sync.Mutex
+	results   map[string]*labCompare // by profile and seed: done, or being computed
+	order     []string               // the done ones, oldest first; labKept kept
+	computing int
 
-	wait       time.Duration // how long compare waits before answering 202
-	runCompare func(profile string, seed uint32) ([]overload.Result, error)
+	maxComputing int
+	wait         time.Duration // how long a request waits before answering 202
+	grace        time.Duration // how long a computation nobody waits for goes on
+	runCompare   func(ctx context.Context, profile string, seed uint32) ([]overload.Result, error)
 
 	live       liveState
 	liveCancel context.CancelFunc
@@ -73,98 +84,167 @@ type labCompare struct {
 	Work        float64  `json:"work_s"`
 	Runs        []labRun `json:"runs"`
 
-	done chan struct{} // closed when computed
-	err  error
+	key     string
+	done    chan struct{} // closed when computed, failed or cancelled
+	err     error
+	cancel  context.CancelFunc
+	waiters int         // requests waiting for it now
+	idle    *time.Timer // cancels it after grace with no waiter
 }
 
-const labKept = 8
+const (
+	labKept         = 8               // comparisons kept once done
+	labMaxComputing = 1               // computing at once
+	labWait         = time.Second     // a request waits this long, then 202
+	labGrace        = 5 * time.Second // a computation with no waiter goes on this long
+)
 
 func newLab(logger *slog.Logger) *lab {
-	return &lab{logger: logger, results: map[string]*labCompare{}, runLive: overload.RunLive, wait: 10 * time.Second, runCompare: overload.Compare}
+	return &lab{
+		logger: logger, results: map[string]*labCompare{}, runLive: overload.RunLive, runCompare: overload.CompareContext,
+		maxComputing: labMaxComputing, wait: labWait, grace: labGrace,
+	}
 }
 
-// compare answers GET /api/overload/compare?profile=worldcup&seed=1: the
-// five runs, or 202 {"computing": true} with Retry-After while they are
-// being computed.
+// compare answers POST /api/overload/compare {"profile": "worldcup",
+// "seed": 1}: the five runs, or 202 {"computing": true} with Retry-After
+// while they are being computed — ask again within the grace period, or
+// the computation stops.
 func (l *lab) compare(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	for key, vs := range q {
-		if key != "profile" && key != "seed" {
-			writeError(w, http.StatusBadRequest, key, "unknown parameter "+strconv.Quote(key)+": this endpoint takes profile, seed")
-			return
-		}
-		if len(vs) > 1 {
-			writeError(w, http.StatusBadRequest, key, key+" given more than once")
-			return
-		}
+	body, aerr := readBody(r, 4096)
+	if aerr != nil {
+		aerr.write(w)
+		return
 	}
-	name := q.Get("profile")
-	if name == "" {
-		name = "worldcup"
+	f, aerr := decodeObject(body, `{"profile": "worldcup", "seed": 1}`, []string{"profile", "seed"})
+	if aerr != nil {
+		aerr.write(w)
+		return
+	}
+	name := "worldcup"
+	if raw, ok := f["profile"]; ok && json.Unmarshal(raw, &name) != nil {
+		writeError(w, http.StatusBadRequest, "profile", "profile "+clip(raw)+": want a string, one of "+strings.Join(overload.ProfileNames(), ", "))
+		return
 	}
 	p, err := overload.LookupProfile(name)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "profile", err.Error())
 		return
 	}
-	seed := uint64(1)
-	if s := q.Get("seed"); s != "" {
-		if seed, err = strconv.ParseUint(s, 10, 32); err != nil {
-			writeError(w, http.StatusBadRequest, "seed", "seed "+strconv.Quote(s)+": want an integer from 0 to 4294967295")
-			return
-		}
+	seed, aerr := intField(f, "seed", 1, 0, math.MaxUint32)
+	if aerr != nil {
+		aerr.write(w)
+		return
 	}
-	key := p.Name + "/" + strconv.FormatUint(seed, 10)
-
-	l.mu.Lock()
-	c, ok := l.results[key]
+	c, ok := l.join(p, uint32(seed))
 	if !ok {
-		c = &labCompare{done: make(chan struct{})}
-		l.results[key] = c
-		l.order = append(l.order, key)
-		if len(l.order) > labKept {
-			delete(l.results, l.order[0])
-			l.order = l.order[1:]
-		}
-		go l.compute(c, p, uint32(seed)) // one computation per key, however many ask
+		w.Header().Set("Retry-After", "2")
+		writeError(w, http.StatusServiceUnavailable, "", "another comparison is being computed (one at a time); try again in 2 s")
+		return
 	}
-	l.mu.Unlock()
-
-	// A comparison takes a few seconds (far more on a loaded machine or
-	// under the race detector); rather than hold the connection past the
-	// server's write timeout, answer 202 after a while and let the client
-	// ask again: the computation goes on, shared by every asker.
 	wait := time.NewTimer(l.wait)
 	defer wait.Stop()
 	select {
 	case <-c.done:
 	case <-wait.C:
-		w.Header().Set("Retry-After", "1")
-		writeJSON(w, http.StatusAccepted, map[string]any{"computing": true, "profile": p.Name, "seed": seed})
-		return
 	case <-r.Context().Done():
+	}
+	l.leave(c)
+	select {
+	case <-c.done:
+	default:
+		if r.Context().Err() == nil {
+			w.Header().Set("Retry-After", "1")
+			writeJSON(w, http.StatusAccepted, map[string]any{"computing": true, "profile": p.Name, "seed": seed})
+		}
 		return
 	}
 	if c.err != nil {
-		writeError(w, http.StatusInternalServerError, "", c.err.Error())
+		writeError(w, http.StatusServiceUnavailable, "", c.err.Error())
 		return
 	}
 	writeJSON(w, http.StatusOK, c)
 }
 
-func (l *lab) compute(c *labCompare, p overload.Profile, seed uint32) {
-	defer close(c.done)
-	runs, err := l.runCompare(p.Name, seed)
-	if err != nil {
-		c.err = err
-		return
+// join returns the comparison of p and seed, done or being computed,
+// starting it if it is neither and there is room, and counts the caller
+// among its waiters (leave uncounts it).
+func (l *lab) join(p overload.Profile, seed uint32) (*labCompare, bool) {
+	key := p.Name + "/" + strconv.FormatUint(uint64(seed), 10)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, ok := l.results[key]
+	if !ok {
+		if l.computing >= l.maxComputing {
+			return nil, false
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		c = &labCompare{key: key, done: make(chan struct{}), cancel: cancel}
+		l.results[key] = c
+		l.computing++
+		go l.compute(ctx, c, p, seed) // one computation per key, however many ask
 	}
+	c.waiters++
+	if c.idle != nil {
+		c.idle.Stop()
+		c.idle = nil
+	}
+	return c, true
+}
+
+// leave uncounts a waiter; the last one to leave a computation still
+// running starts the grace period after which it is cancelled.
+func (l *lab) leave(c *labCompare) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c.waiters--
+	select {
+	case <-c.done:
+		return
+	default:
+	}
+	if c.waiters == 0 && c.idle == nil {
+		c.idle = time.AfterFunc(l.grace, func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if c.waiters == 0 && l.results[c.key] == c {
+				delete(l.results, c.key) // the next ask starts afresh
+				c.cancel()
+			}
+		})
+	}
+}
+
+func (l *lab) compute(ctx context.Context, c *labCompare, p overload.Profile, seed uint32) {
+	runs, err := l.runCompare(ctx, p.Name, seed)
 	c.Profile, c.Description, c.Seed = p.Name, p.Description, seed
 	c.Capacity, c.Work = p.K/p.Work, p.Work
 	c.Step = max(1, int(math.Ceil(p.Duration/720)))
 	for _, r := range runs {
 		c.Runs = append(c.Runs, labRun{Run: r.Summary.Run, Summary: r.Summary, Series: downsample(r.Series, c.Step)})
 	}
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c.cancel()
+	l.computing--
+	c.err = err
+	switch {
+	case err != nil:
+		if l.results[c.key] == c {
+			delete(l.results, c.key) // not kept: the next ask tries again
+		}
+		if ctx.Err() == nil {
+			l.logger.Warn("overload comparison failed", "profile", p.Name, "seed", seed, "err", err)
+		}
+	default:
+		l.order = append(l.order, c.key)
+		if len(l.order) > labKept {
+			delete(l.results, l.order[0])
+			l.order = l.order[1:]
+		}
+	}
+	close(c.done)
 }
 
 // downsample sums counts into per-second rates and averages levels over
@@ -200,9 +280,17 @@ func (l *lab) liveGet(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, st)
 }
 
-// liveStart answers POST /api/overload/live: start the live comparison
+// liveStart answers POST /api/overload/live {}: start the live comparison
 // (the short phases, about a minute) unless one runs already.
 func (l *lab) liveStart(w http.ResponseWriter, r *http.Request) {
+	body, aerr := readBody(r, 4096)
+	if aerr == nil {
+		_, aerr = decodeObject(body, "{}", []string{})
+	}
+	if aerr != nil {
+		aerr.write(w)
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.live.Running {
@@ -235,12 +323,15 @@ func (l *lab) liveStart(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, l.live)
 }
 
-// stop ends a live comparison in progress, and the other labs, on
-// shutdown.
+// stop ends a live comparison and the comparisons in progress, and the
+// other labs, on shutdown.
 func (l *lab) stop() {
 	l.mu.Lock()
 	if l.liveCancel != nil {
 		l.liveCancel()
+	}
+	for _, c := range l.results {
+		c.cancel()
 	}
 	stops := l.stops
 	l.mu.Unlock()

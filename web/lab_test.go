@@ -3,10 +3,14 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/afloat/afloat/overload"
 )
@@ -14,22 +18,28 @@ import (
 func TestOverloadCompareEndpoint(t *testing.T) {
 	srv := newTestServer(t)
 	for i, tc := range []struct {
-		path   string
+		body   string
 		status int
 		field  string
 		want   string
 	}{
-		{"/api/overload/compare?profile=olympics", 400, "profile", `profile "olympics": want one of worldcup`},
-		{"/api/overload/compare?profile=game1&seed=-3", 400, "seed", "from 0 to 4294967295"},
-		{"/api/overload/compare?profile=game1&seed=4294967296", 400, "seed", "from 0 to 4294967295"},
-		{"/api/overload/compare?profile=game1&profile=game2", 400, "profile", "given more than once"},
-		{"/api/overload/compare?limit=5", 400, "limit", `unknown parameter "limit"`},
+		{`{"profile": "olympics"}`, 400, "profile", `profile "olympics": want one of worldcup`},
+		{`{"profile": 3}`, 400, "profile", `want a string, one of worldcup`},
+		{`{"profile": "game1", "seed": -3}`, 400, "seed", "from 0 to 4294967295"},
+		{`{"profile": "game1", "seed": 4294967296}`, 400, "seed", "from 0 to 4294967295"},
+		{`{"profile": "game1", "profile": "game2"}`, 400, "profile", "given more than once"},
+		{`{"limit": 5}`, 400, "limit", `unknown field "limit"`},
+		{`{"profile": "game1"`, 400, "", "malformed JSON"},
 	} {
-		status, _, body := call(t, srv, "GET", tc.path, "", nil)
+		status, _, body := call(t, srv, "POST", "/api/overload/compare", "application/json", []byte(tc.body))
 		msg, _ := body["error"].(string)
-		if status != tc.status || body["field"] != tc.field || !strings.Contains(msg, tc.want) {
-			t.Errorf("step %d: %s = %d %v; want %d field %q mentioning %q", i, tc.path, status, body, tc.status, tc.field, tc.want)
+		field, _ := body["field"].(string)
+		if status != tc.status || field != tc.field || !strings.Contains(msg, tc.want) {
+			t.Errorf("step %d: %s = %d %v; want %d field %q mentioning %q", i, tc.body, status, body, tc.status, tc.field, tc.want)
 		}
+	}
+	if status, h, _ := call(t, srv, "GET", "/api/overload/compare?profile=game1", "", nil); status != 405 || h.Get("Allow") != "POST" {
+		t.Errorf("GET: %d Allow %q, want 405 and POST: a comparison costs seconds of CPU", status, h.Get("Allow"))
 	}
 
 	// The answer is the package's own comparison, downsampled: the same
@@ -38,7 +48,7 @@ func TestOverloadCompareEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	status, _, body := call(t, srv, "GET", "/api/overload/compare?profile=game1&seed=5", "", nil)
+	status, _, body := call(t, srv, "POST", "/api/overload/compare", "application/json", []byte(`{"profile": "game1", "seed": 5}`))
 	if status != 200 {
 		t.Fatalf("status %d: %v", status, body)
 	}
@@ -105,7 +115,14 @@ func TestLiveEndpoint(t *testing.T) {
 		}
 		serve := func(method string) (int, map[string]any) {
 			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, httptest.NewRequest(method, "/api/overload/live", nil))
+			var req *http.Request
+			if method == "POST" {
+				req = localRequest(method, "/api/overload/live", strings.NewReader("{}"))
+				req.Header.Set("Content-Type", "application/json")
+			} else {
+				req = localRequest(method, "/api/overload/live", nil)
+			}
+			h.ServeHTTP(rec, req)
 			var body map[string]any
 			json.Unmarshal(rec.Body.Bytes(), &body)
 			return rec.Code, body
@@ -152,11 +169,18 @@ func TestLiveStopOnShutdown(t *testing.T) {
 	}
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	call(t, srv, "POST", "/api/overload/live", "", nil)
+	call(t, srv, "POST", "/api/overload/live", "application/json", []byte("{}"))
 	lab.stop()
 	if err := <-done; err != context.Canceled {
 		t.Errorf("runner saw %v, want context.Canceled", err)
 	}
+}
+
+// compareRequest is POST /api/overload/compare for profile game1 and seed.
+func compareRequest(seed int) *http.Request {
+	r := localRequest("POST", "/api/overload/compare", strings.NewReader(fmt.Sprintf(`{"profile": "game1", "seed": %d}`, seed)))
+	r.Header.Set("Content-Type", "application/json")
+	return r
 }
 
 // TestCompareAnswers202WhileComputing: a slow comparison is answered 202
@@ -166,13 +190,13 @@ func TestCompareAnswers202WhileComputing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h, lab := newHandler(DefaultConfig())
 		release := make(chan struct{})
-		lab.runCompare = func(profile string, seed uint32) ([]overload.Result, error) {
+		lab.runCompare = func(ctx context.Context, profile string, seed uint32) ([]overload.Result, error) {
 			<-release
 			return overload.Compare("game1", seed)
 		}
 		get := func() *httptest.ResponseRecorder {
 			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/overload/compare?profile=game1&seed=2", nil))
+			h.ServeHTTP(rec, compareRequest(2))
 			return rec
 		}
 		rec := get() // waits lab.wait of virtual time, then gives up
@@ -183,6 +207,89 @@ func TestCompareAnswers202WhileComputing(t *testing.T) {
 		synctest.Wait()
 		if rec := get(); rec.Code != 200 || !strings.Contains(rec.Body.String(), `"runs"`) {
 			t.Fatalf("once computed: %d %.200s", rec.Code, rec.Body)
+		}
+	})
+}
+
+// TestCompareIsSharedCappedAndCancelled: many asks for one key share one
+// computation; a second key while one computes gets 503 + Retry-After;
+// a computation nobody asks for again within the grace period is
+// cancelled and forgotten, so the next ask starts it afresh.
+func TestCompareIsSharedCappedAndCancelled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, lab := newHandler(DefaultConfig())
+		defer lab.stop()
+		var started, cancelled int
+		lab.runCompare = func(ctx context.Context, profile string, seed uint32) ([]overload.Result, error) {
+			started++
+			<-ctx.Done()
+			cancelled++
+			return nil, ctx.Err()
+		}
+		ask := func(seed int) *httptest.ResponseRecorder {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, compareRequest(seed))
+			return rec
+		}
+		var wg sync.WaitGroup
+		for range 20 {
+			wg.Go(func() {
+				if rec := ask(7); rec.Code != 202 {
+					t.Errorf("ask for seed 7: %d %s, want 202", rec.Code, rec.Body)
+				}
+			})
+		}
+		wg.Wait()
+		if started != 1 {
+			t.Fatalf("20 asks for one key started %d computations, want 1", started)
+		}
+		if rec := ask(8); rec.Code != 503 || rec.Header().Get("Retry-After") == "" {
+			t.Errorf("a second key while one computes: %d %q, want 503 with Retry-After", rec.Code, rec.Header().Get("Retry-After"))
+		}
+		// Asked again within the grace period: it goes on.
+		time.Sleep(lab.grace / 2)
+		ask(7)
+		time.Sleep(lab.grace - time.Millisecond)
+		synctest.Wait()
+		if cancelled != 0 {
+			t.Fatalf("cancelled while asked for within the grace period")
+		}
+		time.Sleep(2 * time.Millisecond)
+		synctest.Wait()
+		if cancelled != 1 {
+			t.Fatalf("cancelled %d times after the grace period with nobody asking, want 1", cancelled)
+		}
+		// Forgotten: the cap is free again and the next ask starts afresh.
+		ask(8)
+		if started != 2 {
+			t.Errorf("after the cancel, a new key started %d computations in all, want 2", started)
+		}
+	})
+}
+
+// TestCompareStopsWhenTheClientLeaves: a client that gives up before the
+// answer (a page closed, curl -m 0.2) does not leave the computation
+// running beyond the grace period.
+func TestCompareStopsWhenTheClientLeaves(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, lab := newHandler(DefaultConfig())
+		defer lab.stop()
+		stopped := make(chan error, 1)
+		lab.runCompare = func(ctx context.Context, profile string, seed uint32) ([]overload.Result, error) {
+			<-ctx.Done()
+			stopped <- ctx.Err()
+			return nil, ctx.Err()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, compareRequest(3).WithContext(ctx))
+		start := time.Now()
+		if err := <-stopped; err != context.Canceled {
+			t.Fatalf("computation ended with %v", err)
+		}
+		if d := time.Since(start); d != lab.grace {
+			t.Errorf("stopped %v after the client left, want the grace period %v", d, lab.grace)
 		}
 	})
 }

@@ -9,9 +9,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/afloat/afloat/assign"
+	"github.com/afloat/afloat/bulkhead"
 )
 
 // static holds the console's page, scripts, styles, message catalogues and
@@ -37,8 +39,24 @@ type Config struct {
 	// RedisURL is the Redis of the assignment lab (redis://host:port); ""
 	// runs it on an in-process Redis-compatible server, labelled as a demo
 	// on the page. AssignPool names its pool ("" is afloat-console).
-	RedisURL   string
-	AssignPool string
+	// AssignWrite lets the lab change that pool even if it existed before
+	// the console started; without it such a pool is only shown.
+	RedisURL    string
+	AssignPool  string
+	AssignWrite bool
+
+	// AllowRemote must be set to listen beyond loopback: the console has
+	// no authentication. With it the console also answers to any Host
+	// name; without it only to localhost and loopback addresses, which
+	// stops DNS rebinding.
+	AllowRemote bool
+
+	// MaxInFlight API requests are served at once; MaxQueued more wait, up
+	// to MaxQueueWait; beyond that the answer is 503 with Retry-After
+	// (docs/api.md). The console runs them in afloat's own bulkhead.
+	MaxInFlight  int
+	MaxQueued    int
+	MaxQueueWait time.Duration
 }
 
 // DefaultConfig returns the console's defaults: 127.0.0.1:8080, timeouts
@@ -54,13 +72,24 @@ func DefaultConfig() Config {
 		ShutdownTimeout:   10 * time.Second,
 		MaxHeaderBytes:    256 << 10,
 		MaxBodyBytes:      1 << 20,
+		MaxInFlight:       8,
+		MaxQueued:         64,
+		MaxQueueWait:      5 * time.Second,
 	}
 }
 
 // Validate checks the configuration.
 func (c Config) Validate() error {
-	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+	_, port, err := net.SplitHostPort(c.Addr)
+	if err != nil {
 		return fmt.Errorf("%w: addr %q: want host:port, such as 127.0.0.1:8080", ErrConfig, c.Addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%w: addr %q: want a port from 0 to 65535", ErrConfig, c.Addr)
+	}
+	if !c.AllowRemote && c.BeyondLoopback() {
+		return fmt.Errorf("%w: addr %q listens beyond loopback, and the console has no authentication: "+
+			"listen on 127.0.0.1 or [::1], or allow it explicitly (--allow-remote)", ErrConfig, c.Addr)
 	}
 	for _, d := range []struct {
 		name string
@@ -83,10 +112,26 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%w: assign pool: %v", ErrConfig, err)
 		}
 	}
+	if c.MaxInFlight < 1 || c.MaxInFlight > bulkhead.MaxLimit {
+		return fmt.Errorf("%w: max in flight %d: want 1 to %d", ErrConfig, c.MaxInFlight, bulkhead.MaxLimit)
+	}
+	if c.MaxQueued < 0 || c.MaxQueued > bulkhead.MaxQueue {
+		return fmt.Errorf("%w: max queued %d: want 0 to %d", ErrConfig, c.MaxQueued, bulkhead.MaxQueue)
+	}
+	if c.MaxQueueWait <= 0 {
+		return fmt.Errorf("%w: max queue wait %v: want a positive duration", ErrConfig, c.MaxQueueWait)
+	}
 	if c.MaxHeaderBytes < 4096 || c.MaxBodyBytes < 4096 {
 		return fmt.Errorf("%w: header and body limits %d, %d: want at least 4096 bytes", ErrConfig, c.MaxHeaderBytes, c.MaxBodyBytes)
 	}
 	return nil
+}
+
+// BeyondLoopback reports whether c.Addr listens beyond the loopback
+// interface (which Validate refuses unless AllowRemote is set).
+func (c Config) BeyondLoopback() bool {
+	host, _, err := net.SplitHostPort(c.Addr)
+	return err != nil || !loopbackHost(host)
 }
 
 // ErrConfig is returned for a server configuration that cannot run.
@@ -117,7 +162,7 @@ func newHandler(c Config) (http.Handler, *lab) {
 	}
 	api := &api{maxBody: maxBody, logger: logger}
 	lab := newLab(logger)
-	al := newAssignLab(logger, c.RedisURL, c.AssignPool, maxBody)
+	al := newAssignLab(logger, c.RedisURL, c.AssignPool, c.AssignWrite, maxBody)
 	lab.stops = append(lab.stops, al.stop)
 
 	mux := http.NewServeMux()
@@ -128,7 +173,7 @@ func newHandler(c Config) (http.Handler, *lab) {
 	mux.HandleFunc("POST /api/debrief", api.debrief)
 	mux.HandleFunc("GET /api/explain", api.explain)
 	mux.HandleFunc("POST /api/explain", api.explain)
-	mux.HandleFunc("GET /api/overload/compare", lab.compare)
+	mux.HandleFunc("POST /api/overload/compare", lab.compare)
 	mux.HandleFunc("GET /api/overload/live", lab.liveGet)
 	mux.HandleFunc("POST /api/overload/live", lab.liveStart)
 	mux.HandleFunc("GET /api/assign", al.get)
@@ -154,7 +199,31 @@ func newHandler(c Config) (http.Handler, *lab) {
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.ServeFileFS(w, r, assets, "index.html")
 	})
-	return recoverPanics(logger, logRequests(logger, secure(mux))), lab
+	// From the outside in: a panic becomes a 500; every request is logged;
+	// security headers; the Host check (DNS rebinding); cross-origin and
+	// media-type checks on everything but GET; then the API's bulkhead.
+	var hosts func(string) bool
+	if !c.AllowRemote {
+		hosts = loopbackHost
+	}
+	inflight, queued, queueWait := c.MaxInFlight, c.MaxQueued, c.MaxQueueWait
+	if inflight <= 0 {
+		d := DefaultConfig()
+		inflight, queued, queueWait = d.MaxInFlight, d.MaxQueued, d.MaxQueueWait
+	}
+	b, err := bulkhead.New(inflight, bulkhead.WithQueue(queued), bulkhead.WithMaxWait(queueWait))
+	if err != nil {
+		panic(err) // Validate refuses what New would
+	}
+	var h http.Handler = mux
+	h = inFlight(b, h)
+	h = jsonOnly(h)
+	h = crossOriginGuard(h)
+	h = hostGuard(hosts, h)
+	h = secure(h)
+	h = logRequests(logger, h)
+	h = recoverPanics(logger, h)
+	return h, lab
 }
 
 // apiMethods lists the methods of each endpoint, for 405 answers.
@@ -164,7 +233,7 @@ var apiMethods = map[string]string{
 	"/api/debrief":   "GET, POST",
 	"/api/explain":   "GET, POST",
 
-	"/api/overload/compare": "GET",
+	"/api/overload/compare": "POST",
 	"/api/overload/live":    "GET, POST",
 
 	"/api/assign":         "GET",
@@ -215,6 +284,12 @@ func Serve(ctx context.Context, ln net.Listener, c Config) error {
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	logger.Info("console listening", "url", "http://"+ln.Addr().String()+"/")
+	if c.AllowRemote {
+		if tcp, ok := ln.Addr().(*net.TCPAddr); !ok || !tcp.IP.IsLoopback() {
+			logger.Warn("the console is reachable beyond loopback and has no authentication: anyone who reaches "+
+				ln.Addr().String()+" can use it, and change the assignment lab's pool", "addr", ln.Addr().String())
+		}
+	}
 
 	select {
 	case err := <-done:

@@ -17,12 +17,14 @@ import (
 func runServe(args []string, stdout, stderr io.Writer) int {
 	cfg := web.DefaultConfig()
 	var logFormat, logLevel string
-	fs := newCommand("serve", "afloat serve [--addr HOST:PORT] [--redis URL] [--log-format text|json] [--log-level debug|info|warn|error]", nil)
-	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "`HOST:PORT` to listen on; keep it on loopback unless a proxy in front adds authentication")
+	fs := newCommand("serve", "afloat serve [--addr HOST:PORT [--allow-remote]] [--redis URL [--assign-pool NAME] [--assign-write]] [--log-format text|json] [--log-level debug|info|warn|error]", nil)
+	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "`HOST:PORT` to listen on (port 0: any free port); a loopback address unless --allow-remote")
+	fs.BoolVar(&cfg.AllowRemote, "allow-remote", false, "allow an --addr beyond loopback and answer any Host name: the console has no authentication, so only behind a proxy that adds it")
 	fs.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&cfg.RedisURL, "redis", os.Getenv("AFLOAT_REDIS_URL"), "Redis `URL` of the assignment lab (default $AFLOAT_REDIS_URL; unset: an in-process demo server)")
 	fs.StringVar(&cfg.AssignPool, "assign-pool", "afloat-console", "pool `NAME` the assignment lab uses on that Redis")
+	fs.BoolVar(&cfg.AssignWrite, "assign-write", false, "let the assignment lab change --assign-pool even if it existed before the console started (otherwise it only shows it)")
 	if status, ok := fs.parse(args, stdout, stderr); !ok {
 		return status
 	}
@@ -41,6 +43,10 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := cfg.Validate(); err != nil {
 		return usageError(stderr, "serve", err)
+	}
+	if cfg.BeyondLoopback() { // Validate let it through: --allow-remote
+		fmt.Fprintf(stderr, "afloat serve: WARNING: listening on %s, beyond loopback. The console has no authentication: "+
+			"anyone who reaches it can run costly comparisons and change the assignment lab's pool. Put a proxy that authenticates in front.\n", cfg.Addr)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

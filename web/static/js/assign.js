@@ -126,6 +126,14 @@ function draw(st) {
   last = st;
   if (window.afloat) window.afloat.assign = st; // for the browser test
   $("assign-demo").hidden = !st.demo;
+  // A pool the console did not create is shown, never changed, unless the
+  // operator allowed it (afloat serve --assign-write): say so, and turn
+  // off every control that would change it.
+  $("assign-read-only").hidden = st.writable;
+  $("assign-read-only").textContent = st.writable ? "" : t("assign.read_only", { pool: st.pool });
+  for (const id of ["assign-pick-1", "assign-pick-100", "assign-rate", "assign-load", "assign-reset", "assign-policy"]) {
+    $(id).disabled = !st.writable;
+  }
   $("assign-server").textContent = t("assign.server", { server: st.server, pool: st.pool });
   $("assign-picks-per-s").textContent = Math.round(st.picks_per_s).toLocaleString("en");
   $("assign-total").textContent = st.total.toLocaleString("en");
@@ -158,6 +166,7 @@ function draw(st) {
     b.dataset.action = m.active ? "remove" : "restore";
     b.textContent = t(m.active ? "assign.remove" : "assign.restore");
     b.setAttribute("aria-label", t(m.active ? "assign.remove_label" : "assign.restore_label", { member: m.member }));
+    b.disabled = !st.writable;
     return tr;
   });
   const same = rows.length === tbody.rows.length && rows.every((tr, i) => tbody.rows[i] === tr);

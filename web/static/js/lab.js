@@ -1,5 +1,5 @@
 // The overload lab: the seed's five runs on the real bulkhead in virtual
-// time (GET /api/overload/compare), and the live HTTP comparison on demand
+// time (POST /api/overload/compare), and the live HTTP comparison on demand
 // (POST, then GET /api/overload/live).
 import { t } from "./i18n.js";
 
@@ -25,12 +25,25 @@ const statuses = {}; // element id → [key, params] of its message, likewise
 let plots = [];
 let polling = 0;
 
+// postJSON sends a body to the API as JSON (the only kind of POST the
+// console takes).
+function postJSON(body) {
+  return { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) };
+}
+
 async function getJSON(url, opts) {
-  for (;;) {
+  for (let busy = 0; ; ) {
     const res = await fetch(url, opts);
     const body = await res.json().catch(() => ({ error: `HTTP ${res.status}` }));
+    // 503 + Retry-After: the console is computing another comparison, or
+    // is busy; wait as told, a few times, before giving up.
+    if (res.status === 503 && res.headers.get("Retry-After") && ++busy <= 30) {
+      await new Promise((done) => setTimeout(done, 1000 * Number(res.headers.get("Retry-After"))));
+      continue;
+    }
     if (!res.ok) throw new Error(body.error || `HTTP ${res.status}`);
-    // 202: still computing; ask again after Retry-After.
+    // 202: still computing; ask again after Retry-After (the server stops
+    // a computation nobody asks about for a few seconds).
     if (res.status !== 202 || !body.computing) return body;
     await new Promise((done) => setTimeout(done, 1000 * Number(res.headers.get("Retry-After") || 1)));
   }
@@ -92,7 +105,7 @@ async function runCompare() {
   say("lab-status", "lab.computing");
   $("lab-run").disabled = true;
   try {
-    last = await getJSON(`/api/overload/compare?profile=${encodeURIComponent($("lab-profile").value)}&seed=${seed}`);
+    last = await getJSON("/api/overload/compare", postJSON({ profile: $("lab-profile").value, seed }));
     draw(last);
     say("lab-status", "lab.done");
   } catch (err) {
@@ -242,7 +255,7 @@ export function relabelLab() {
 
 async function startLive() {
   try {
-    await getJSON("/api/overload/live", { method: "POST" });
+    await getJSON("/api/overload/live", postJSON({}));
   } catch (err) {
     say("live-status", "error.api", { message: err.message });
   }
