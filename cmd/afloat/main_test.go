@@ -14,8 +14,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/afloat/afloat/overload"
 	"github.com/afloat/afloat/sim"
 )
+
+// TestMain lets this test binary be the server process of afloat bench
+// bulkhead, as main lets the afloat binary be: a test that reaches a live
+// comparison or a soak starts os.Executable(), which here is this binary.
+func TestMain(m *testing.M) {
+	overload.ServeLiveIfChild()
+	os.Exit(m.Run())
+}
 
 // call runs the command line and returns its status and output.
 func call(t *testing.T, stdin string, args ...string) (status int, stdout, stderr string) {
