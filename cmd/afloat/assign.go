@@ -148,8 +148,8 @@ func runAssignPool(sub string, args []string, stdout, stderr io.Writer) int {
 	if sub == "list" && format != "table" && format != "jsonl" {
 		return fail(fmt.Errorf("--format %q: want table or jsonl", format))
 	}
-	if _, err := assign.ClientOptions(redisURL); err != nil {
-		return fail(fmt.Errorf("--redis: %w", err))
+	if err := checkRedisURL("--redis", redisURL); err != nil {
+		return fail(err)
 	}
 	if err := assign.CheckPoolName(pool); err != nil {
 		return fail(fmt.Errorf("--pool: %w", err))
@@ -321,6 +321,9 @@ func runAssignBench(args []string, stdout, stderr io.Writer) int {
 	if cfg.RedisURL == "" {
 		return usageError(stderr, "assign bench", errors.New("--redis is required (or set AFLOAT_REDIS_URL): want redis://host:port"))
 	}
+	if err := checkRedisURL("--redis", cfg.RedisURL); err != nil {
+		return usageError(stderr, "assign bench", err)
+	}
 	if err := cfg.Validate(); err != nil {
 		return usageError(stderr, "assign bench", err)
 	}
@@ -410,12 +413,23 @@ func runProxyCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 	if err := probe.Validate(); err != nil {
 		return fail(err)
 	}
+	if err := checkURLPort("--probe", probe.URL); err != nil {
+		return fail(err)
+	}
 	pol, err := assign.ParseRestorePolicy(policy)
 	if err != nil {
 		return fail(fmt.Errorf("--policy: %w", err))
 	}
 	if pool != "" && redisURL == "" {
 		return fail(errors.New("--pool needs --redis (or AFLOAT_REDIS_URL)"))
+	}
+	if pool != "" {
+		if err := checkRedisURL("--redis", redisURL); err != nil {
+			return fail(err)
+		}
+		if err := assign.CheckPoolName(pool); err != nil {
+			return fail(fmt.Errorf("--pool: %w", err))
+		}
 	}
 	var in io.Reader = stdin
 	if files[0] != "-" {

@@ -42,6 +42,14 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if err := cfg.Validate(); err != nil {
 		return usageError(stderr, "serve", err)
 	}
+	if err := checkListenAddr("--addr", cfg.Addr); err != nil {
+		return usageError(stderr, "serve", err)
+	}
+	if cfg.RedisURL != "" {
+		if err := checkRedisURL("--redis", cfg.RedisURL); err != nil {
+			return usageError(stderr, "serve", err)
+		}
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
