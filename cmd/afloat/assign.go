@@ -239,6 +239,13 @@ func pick(ctx context.Context, p *assign.Pool, n int, id string, stdout io.Write
 	return first
 }
 
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
 func cmpOr(a, b error) error {
 	if a != nil {
 		return a
@@ -363,7 +370,8 @@ const proxyUsage = `Usage:
                      [--redis URL --pool NAME [--policy P]] FILE
 
 Reads candidate proxies from FILE (- for standard input): one host:port or
-URL a line; bad lines are reported with their numbers and skipped. Each
+URL a line; bad lines are reported with their numbers and skipped. A FILE
+with no valid line (empty, or every line bad) is refused, exit 2. Each
 candidate is probed: a GET of --probe through it must answer 2xx within
 --timeout. With --pool, the pool is brought in line once: healthy
 candidates join (new ones at the current minimum, recovered ones by
@@ -432,20 +440,31 @@ func runProxyCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 		}
 	}
 	var in io.Reader = stdin
+	name := "standard input"
 	if files[0] != "-" {
 		f, err := os.Open(files[0])
 		if err != nil {
 			return fail(err)
 		}
 		defer f.Close()
-		in = f
+		in, name = f, files[0]
 	}
 	proxies, bad, err := assign.ParseProxyList(in)
 	if err != nil {
-		return fail(err)
+		return fail(fmt.Errorf("%s: %w", name, err))
+	}
+	if len(proxies) == 0 {
+		// Nothing to probe: a wrong file, not a check that found nothing.
+		for _, b := range bad {
+			fmt.Fprintf(stderr, "afloat proxy check: %s: %v\n", name, b)
+		}
+		if len(bad) == 0 {
+			return fail(fmt.Errorf("%s: no proxy line: want one host:port or URL a line", name))
+		}
+		return fail(fmt.Errorf("%s: no valid proxy line: %d bad %s above", name, len(bad), plural(len(bad), "line", "lines")))
 	}
 	for _, b := range bad {
-		fmt.Fprintf(stderr, "afloat proxy check: %s: skipped %v\n", files[0], b)
+		fmt.Fprintf(stderr, "afloat proxy check: %s: skipped %v\n", name, b)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

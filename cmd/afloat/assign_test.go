@@ -137,3 +137,38 @@ func TestProxyCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestProxyCheckRefusesAListWithoutProxies: a list in which no line is a
+// proxy — every line bad, or nothing but blanks and comments — is a refused
+// input file (exit 2) that names the file and lists the bad lines, not a
+// check of nothing that exits 0.
+func TestProxyCheckRefusesAListWithoutProxies(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for i, tc := range []struct {
+		path, stdin string
+		want        []string
+	}{
+		{file("bad.txt", "nonsense\n# a comment\nftp://x:1\n127.0.0.1:99999\n"), "",
+			[]string{"bad.txt: no valid proxy line", "3 bad lines", `line 1: "nonsense"`, `line 3: "ftp://x:1"`, `line 4: "127.0.0.1:99999"`}},
+		{file("empty.txt", ""), "", []string{"empty.txt: no proxy line", "want one host:port or URL a line"}},
+		{file("comments.txt", "# none yet\n\n"), "", []string{"comments.txt: no proxy line"}},
+		{"-", "nonsense\n", []string{"standard input: no valid proxy line", "1 bad line", `line 1: "nonsense"`}},
+	} {
+		status, out, errOut := call(t, tc.stdin, "proxy", "check", "--probe", "http://127.0.0.1:9/", tc.path)
+		if status != 2 || out != "" {
+			t.Errorf("step %d: proxy check %s: status %d, stdout %q, stderr %q; want 2 and nothing printed", i, filepath.Base(tc.path), status, out, errOut)
+		}
+		for _, w := range append(tc.want, "Run 'afloat proxy check --help' for usage.") {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("step %d: proxy check %s: stderr %q does not mention %q", i, filepath.Base(tc.path), errOut, w)
+			}
+		}
+	}
+}
