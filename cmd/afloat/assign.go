@@ -337,17 +337,21 @@ func runAssignBench(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rs, err := assign.Bench(ctx, cfg, func(s string) { fmt.Fprintln(stderr, s) })
+	// A failed bench still prints what it measured, errors counted, and
+	// then says why it failed.
+	if len(rs) > 0 || err == nil {
+		if asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", " ")
+			enc.Encode(rs)
+		} else {
+			assign.WriteBench(stdout, rs)
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "afloat assign bench: %v\n", err)
 		return exitError
 	}
-	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", " ")
-		enc.Encode(rs)
-		return exitOK
-	}
-	assign.WriteBench(stdout, rs)
 	return exitOK
 }
 
@@ -362,6 +366,10 @@ the run. With --peer, redis-benchmark then makes as many picks with the
 same script by SHA on the same keys, with --workers clients and -P batch,
 and afloat ÷ peer compares the two. Run it where nothing else competes for
 the cores (docs/benchmarks.md).
+
+A bench that fails while running (the server lost, counts that do not add
+up) prints the results it has, the failed run's with its errors counted,
+then the error, and exits 1.
 `)
 }
 
