@@ -76,13 +76,18 @@ type BenchResult struct {
 	PicksPerS  float64       `json:"picks_per_s"`
 	P50        time.Duration `json:"p50_ns"` // of a call (a whole batch for a batch)
 	P99        time.Duration `json:"p99_ns"`
-	Spread     int64         `json:"max_minus_min"` // of the pool's counts after the run
-	TotalCount int64         `json:"total_count"`   // of the pool's counts after the run
+	Spread     int64         `json:"max_minus_min"` // of the pool's counts after the run; −1 if they could not be read
+	TotalCount int64         `json:"total_count"`   // of the pool's counts after the run; −1 if they could not be read
+	// Error is why the run failed after it measured; Bench returns it too.
+	Error string `json:"error,omitempty"`
 }
 
 // Bench fills the pool and runs the configured picks, each batch size for
 // Duration, and redis-benchmark after each when asked. progress, if not
-// nil, is told what runs.
+// nil, is told what runs. On an error, the results so far come back with
+// it, the failed run's included when it got as far as measuring (its
+// picks and errors, and what settle read): a bench that fails under
+// faults still shows what it measured.
 func Bench(ctx context.Context, c BenchConfig, progress func(string)) ([]BenchResult, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -122,20 +127,32 @@ func Bench(ctx context.Context, c BenchConfig, progress func(string)) ([]BenchRe
 	for _, batch := range c.Batches {
 		progress(fmt.Sprintf("afloat: %d workers, batch %d, %v", c.Workers, batch, c.Duration))
 		r, err := benchAfloat(ctx, p, c, batch)
+		out = appendMeasured(out, r, err)
 		if err != nil {
 			return out, err
 		}
-		out = append(out, r)
 		if c.Peer {
 			progress(fmt.Sprintf("redis-benchmark: %d clients, -P %d, %d picks", c.Workers, max(batch, 1), r.Picks))
 			pr, err := benchPeer(ctx, p, c, batch, r.Picks)
+			out = appendMeasured(out, pr, err)
 			if err != nil {
 				return out, err
 			}
-			out = append(out, pr)
 		}
 	}
 	return out, nil
+}
+
+// appendMeasured appends a run's result if the run measured anything —
+// a run that failed before it started has no Runner — with its error.
+func appendMeasured(out []BenchResult, r BenchResult, err error) []BenchResult {
+	if r.Runner == "" {
+		return out
+	}
+	if err != nil {
+		r.Error = err.Error()
+	}
+	return append(out, r)
 }
 
 func benchAfloat(ctx context.Context, p *Pool, c BenchConfig, batch int) (BenchResult, error) {
@@ -207,6 +224,7 @@ func benchAfloat(ctx context.Context, p *Pool, c BenchConfig, batch int) (BenchR
 func settle(ctx context.Context, p *Pool, r *BenchResult, before int64) error {
 	ms, err := p.List(ctx)
 	if err != nil {
+		r.Spread, r.TotalCount = -1, -1
 		return err
 	}
 	lo, hi := int64(1<<62), int64(-1)
@@ -317,8 +335,12 @@ func WriteBench(w io.Writer, rs []BenchResult) error {
 		if r.Batch > 0 {
 			batch = strconv.Itoa(r.Batch)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%.0f\t%v\t%v\t%d\t%s\n", r.Runner, r.Workers, batch, r.Picks, r.Errors,
-			r.PicksPerS, r.P50.Round(time.Microsecond), r.P99.Round(time.Microsecond), r.Spread, ratio)
+		spread := "?" // the counts could not be read after the run
+		if r.Spread >= 0 {
+			spread = strconv.FormatInt(r.Spread, 10)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%.0f\t%v\t%v\t%s\t%s\n", r.Runner, r.Workers, batch, r.Picks, r.Errors,
+			r.PicksPerS, r.P50.Round(time.Microsecond), r.P99.Round(time.Microsecond), spread, ratio)
 	}
 	return tw.Flush()
 }

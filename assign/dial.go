@@ -35,7 +35,11 @@ func ClientOptions(redisURL string) (rueidis.ClientOption, error) {
 		return rueidis.ClientOption{}, fmt.Errorf("%w: redis URL %q: no query or fragment allowed", ErrInvalid, clip(redact.URL(redisURL)))
 	}
 	if port, err := strconv.Atoi(u.Port()); err != nil || port < 1 || port > 65535 {
-		return rueidis.ClientOption{}, fmt.Errorf("%w: redis URL %q: want a port from 1 to 65535, such as :6379", ErrInvalid, clip(redact.URL(redisURL)))
+		what := "no port"
+		if u.Port() != "" {
+			what = "port " + clip(u.Port())
+		}
+		return rueidis.ClientOption{}, fmt.Errorf("%w: redis URL %q: %s: want 1 to 65535, such as :6379", ErrInvalid, clip(redact.URL(redisURL)), what)
 	}
 	opt, err := rueidis.ParseURL(redisURL)
 	if err != nil {

@@ -34,7 +34,7 @@ func TestBadInput(t *testing.T) {
 		{"lease TTL", func() error { _, err := l.Acquire(ctx, 0); return err }(), "lease TTL 0s: want 1ms to 24h0m0s"},
 		{"lease id", func() error { _, err := l.Release(ctx, Lease{ID: "x"}); return err }(), `lease id "x"`},
 		{"redis URL scheme", func() error { _, err := ClientOptions("http://127.0.0.1:1"); return err }(), "want redis://host:port[/db]"},
-		{"redis URL port", func() error { _, err := ClientOptions("redis://127.0.0.1"); return err }(), "want a port"},
+		{"redis URL port", func() error { _, err := ClientOptions("redis://127.0.0.1"); return err }(), "no port: want 1 to 65535"},
 		{"redis URL query", func() error { _, err := ClientOptions("redis://127.0.0.1:6379?x=1"); return err }(), "no query"},
 		{"policy name", func() error { _, err := ParseRestorePolicy("newest"); return err }(), `restore policy "newest": want current-minimum, keep-history, zero`},
 		{"probe URL", DefaultProbeConfig("ftp://x").Validate(), "probe URL \"ftp://x\": want an absolute http:// or https:// URL"},

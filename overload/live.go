@@ -59,6 +59,24 @@ type LiveConfig struct {
 	Progress func(string)
 }
 
+// Bounds of a live comparison and of a soak, for callers that check their
+// input before they start one.
+const (
+	MinWork     = 100 * time.Microsecond // LiveConfig.Work
+	MaxWork     = time.Second
+	MaxDeadline = time.Minute // LiveConfig.Deadline, from Work
+	MaxLoad     = 100         // × capacity, a phase's or a soak's
+	// A soak samples the server every interval, from MinSoakEvery to
+	// MaxSoakEvery, and lasts from SoakIntervals intervals to MaxSoak. Flat
+	// compares the last sample under load with the median of those under
+	// load: that takes three, taken at one, two and three intervals, so a
+	// soak lasts at least four.
+	MinSoakEvery  = time.Second
+	MaxSoakEvery  = time.Hour
+	SoakIntervals = 4
+	MaxSoak       = 24 * time.Hour
+)
+
 // LiveModes are the protections compared.
 var LiveModes = []string{"none", "afloat-fixed", "afloat-adaptive", "failsafe-go"}
 
@@ -318,15 +336,15 @@ func RunLive(ctx context.Context, cfg LiveConfig) (LiveReport, error) {
 		cfg.Progress = func(string) {}
 	}
 	switch {
-	case cfg.Work < 100*time.Microsecond || cfg.Work > time.Second:
-		return LiveReport{}, fmt.Errorf("%w: work %v: want 100µs to 1s", ErrConfig, cfg.Work)
-	case cfg.Deadline < cfg.Work || cfg.Deadline > time.Minute:
+	case cfg.Work < MinWork || cfg.Work > MaxWork:
+		return LiveReport{}, fmt.Errorf("%w: work %v: want %v to %v", ErrConfig, cfg.Work, MinWork, MaxWork)
+	case cfg.Deadline < cfg.Work || cfg.Deadline > MaxDeadline:
 		return LiveReport{}, fmt.Errorf("%w: deadline %v: want the work (%v) to 1m", ErrConfig, cfg.Deadline, cfg.Work)
 	case len(cfg.Phases) == 0:
 		return LiveReport{}, fmt.Errorf("%w: no phases", ErrConfig)
 	}
 	for _, p := range cfg.Phases {
-		if p.Load <= 0 || p.Load > 100 || p.Duration <= 0 || p.Duration > time.Hour {
+		if !(p.Load > 0 && p.Load <= MaxLoad) || p.Duration <= 0 || p.Duration > time.Hour {
 			return LiveReport{}, fmt.Errorf("%w: phase %q: load %v × capacity for %v: want a load above 0 and at most 100, and up to an hour", ErrConfig, p.Name, p.Load, p.Duration)
 		}
 	}
@@ -664,10 +682,17 @@ type SoakSample struct {
 // Soak runs a long overload at load × capacity through a mode's protection
 // in the server process, sampling the server's heap (after a GC) and
 // goroutines every interval, and a last time once the load has stopped and
-// drained. It shows whether memory and goroutines stay flat.
+// drained. It shows whether memory and goroutines stay flat. The load is
+// above 0 and at most MaxLoad, the interval MinSoakEvery to MaxSoakEvery,
+// and d SoakIntervals intervals to MaxSoak; anything else is ErrConfig.
 func Soak(ctx context.Context, exe, mode string, load float64, d, interval time.Duration, progress func(SoakSample)) ([]SoakSample, error) {
-	if load <= 0 || load > 100 || d <= 0 || interval <= 0 {
-		return nil, fmt.Errorf("%w: soak at %v × capacity for %v every %v: want a load above 0 and at most 100 and positive durations", ErrConfig, load, d, interval)
+	switch {
+	case !(load > 0 && load <= MaxLoad): // and not NaN
+		return nil, fmt.Errorf("%w: soak at %v × capacity: want a load above 0 and at most %d", ErrConfig, load, MaxLoad)
+	case interval < MinSoakEvery || interval > MaxSoakEvery:
+		return nil, fmt.Errorf("%w: soak sampled every %v: want %v to %v", ErrConfig, interval, MinSoakEvery, MaxSoakEvery)
+	case d < SoakIntervals*interval || d > MaxSoak:
+		return nil, fmt.Errorf("%w: soak of %v: want %d × the sampling interval (%v) to 24h, for three samples under load", ErrConfig, d, SoakIntervals, SoakIntervals*interval)
 	}
 	if !slices.Contains(LiveModes, mode) {
 		return nil, fmt.Errorf("%w: mode %q: want one of %v", ErrConfig, mode, LiveModes)
@@ -759,8 +784,8 @@ func Soak(ctx context.Context, exe, mode string, load float64, d, interval time.
 // of the load within slack of its median during the load, and the
 // goroutines back to where they started, give or take a few.
 func Flat(samples []SoakSample, slack uint64) error {
-	if len(samples) < 3 {
-		return fmt.Errorf("overload: %d soak samples, want at least 3", len(samples))
+	if len(samples) < 5 {
+		return fmt.Errorf("overload: %d soak samples, want at least 5: one before the load, three under it, one after", len(samples))
 	}
 	during := samples[1 : len(samples)-1]
 	heaps := make([]uint64, len(during))

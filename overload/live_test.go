@@ -3,6 +3,7 @@ package overload
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"time"
 )
@@ -50,7 +51,31 @@ func TestLiveConfigErrors(t *testing.T) {
 	if _, err := Soak(ctx, "", "magic", 10, time.Second, time.Second, nil); !errors.Is(err, ErrConfig) {
 		t.Errorf("Soak with an unknown mode: %v", err)
 	}
-	if _, err := Soak(ctx, "", "none", 0, time.Second, time.Second, nil); !errors.Is(err, ErrConfig) {
-		t.Errorf("Soak at load 0: %v", err)
+	for i, c := range []struct {
+		load        float64
+		d, interval time.Duration
+	}{
+		{0, time.Minute, time.Second},
+		{math.NaN(), time.Minute, time.Second},
+		{math.Inf(1), time.Minute, time.Second},
+		{101, time.Minute, time.Second},
+		{10, 0, time.Second},
+		{10, -time.Second, time.Second},
+		{10, time.Nanosecond, time.Second},
+		{10, 4*time.Second - 1, time.Second}, // too short for three samples under load
+		{10, 25 * time.Hour, time.Second},
+		{10, time.Minute, 0},
+		{10, time.Minute, time.Millisecond},
+		{10, 24 * time.Hour, 2 * time.Hour},
+	} {
+		if _, err := Soak(ctx, "", "none", c.load, c.d, c.interval, nil); !errors.Is(err, ErrConfig) {
+			t.Errorf("step %d: Soak at %v for %v every %v = %v, want ErrConfig", i, c.load, c.d, c.interval, err)
+		}
+	}
+	if err := Flat(make([]SoakSample, 4), 0); err == nil {
+		t.Error("Flat judged 4 samples: two under load cannot show growth")
+	}
+	if _, err := RunLive(ctx, LiveConfig{Phases: []LivePhase{{"x", math.NaN(), time.Second}}}); !errors.Is(err, ErrConfig) {
+		t.Errorf("RunLive at NaN × capacity: %v", err)
 	}
 }

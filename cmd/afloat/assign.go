@@ -148,8 +148,8 @@ func runAssignPool(sub string, args []string, stdout, stderr io.Writer) int {
 	if sub == "list" && format != "table" && format != "jsonl" {
 		return fail(fmt.Errorf("--format %q: want table or jsonl", format))
 	}
-	if _, err := assign.ClientOptions(redisURL); err != nil {
-		return fail(fmt.Errorf("--redis: %w", err))
+	if err := checkRedisURL("--redis", redisURL); err != nil {
+		return fail(err)
 	}
 	if err := assign.CheckPoolName(pool); err != nil {
 		return fail(fmt.Errorf("--pool: %w", err))
@@ -239,6 +239,13 @@ func pick(ctx context.Context, p *assign.Pool, n int, id string, stdout io.Write
 	return first
 }
 
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
 func cmpOr(a, b error) error {
 	if a != nil {
 		return a
@@ -321,23 +328,30 @@ func runAssignBench(args []string, stdout, stderr io.Writer) int {
 	if cfg.RedisURL == "" {
 		return usageError(stderr, "assign bench", errors.New("--redis is required (or set AFLOAT_REDIS_URL): want redis://host:port"))
 	}
+	if err := checkRedisURL("--redis", cfg.RedisURL); err != nil {
+		return usageError(stderr, "assign bench", err)
+	}
 	if err := cfg.Validate(); err != nil {
 		return usageError(stderr, "assign bench", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rs, err := assign.Bench(ctx, cfg, func(s string) { fmt.Fprintln(stderr, s) })
+	// A failed bench still prints what it measured, errors counted, and
+	// then says why it failed.
+	if len(rs) > 0 || err == nil {
+		if asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", " ")
+			enc.Encode(rs)
+		} else {
+			assign.WriteBench(stdout, rs)
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "afloat assign bench: %v\n", err)
 		return exitError
 	}
-	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", " ")
-		enc.Encode(rs)
-		return exitOK
-	}
-	assign.WriteBench(stdout, rs)
 	return exitOK
 }
 
@@ -352,6 +366,10 @@ the run. With --peer, redis-benchmark then makes as many picks with the
 same script by SHA on the same keys, with --workers clients and -P batch,
 and afloat ÷ peer compares the two. Run it where nothing else competes for
 the cores (docs/benchmarks.md).
+
+A bench that fails while running (the server lost, counts that do not add
+up) prints the results it has, the failed run's with its errors counted,
+then the error, and exits 1.
 `)
 }
 
@@ -360,7 +378,8 @@ const proxyUsage = `Usage:
                      [--redis URL --pool NAME [--policy P]] FILE
 
 Reads candidate proxies from FILE (- for standard input): one host:port or
-URL a line; bad lines are reported with their numbers and skipped. Each
+URL a line; bad lines are reported with their numbers and skipped. A FILE
+with no valid line (empty, or every line bad) is refused, exit 2. Each
 candidate is probed: a GET of --probe through it must answer 2xx within
 --timeout. With --pool, the pool is brought in line once: healthy
 candidates join (new ones at the current minimum, recovered ones by
@@ -410,6 +429,9 @@ func runProxyCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 	if err := probe.Validate(); err != nil {
 		return fail(err)
 	}
+	if err := checkURLPort("--probe", probe.URL); err != nil {
+		return fail(err)
+	}
 	pol, err := assign.ParseRestorePolicy(policy)
 	if err != nil {
 		return fail(fmt.Errorf("--policy: %w", err))
@@ -417,21 +439,40 @@ func runProxyCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 	if pool != "" && redisURL == "" {
 		return fail(errors.New("--pool needs --redis (or AFLOAT_REDIS_URL)"))
 	}
+	if pool != "" {
+		if err := checkRedisURL("--redis", redisURL); err != nil {
+			return fail(err)
+		}
+		if err := assign.CheckPoolName(pool); err != nil {
+			return fail(fmt.Errorf("--pool: %w", err))
+		}
+	}
 	var in io.Reader = stdin
+	name := "standard input"
 	if files[0] != "-" {
 		f, err := os.Open(files[0])
 		if err != nil {
 			return fail(err)
 		}
 		defer f.Close()
-		in = f
+		in, name = f, files[0]
 	}
 	proxies, bad, err := assign.ParseProxyList(in)
 	if err != nil {
-		return fail(err)
+		return fail(fmt.Errorf("%s: %w", name, err))
+	}
+	if len(proxies) == 0 {
+		// Nothing to probe: a wrong file, not a check that found nothing.
+		for _, b := range bad {
+			fmt.Fprintf(stderr, "afloat proxy check: %s: %v\n", name, b)
+		}
+		if len(bad) == 0 {
+			return fail(fmt.Errorf("%s: no proxy line: want one host:port or URL a line", name))
+		}
+		return fail(fmt.Errorf("%s: no valid proxy line: %d bad %s above", name, len(bad), plural(len(bad), "line", "lines")))
 	}
 	for _, b := range bad {
-		fmt.Fprintf(stderr, "afloat proxy check: %s: skipped %v\n", files[0], b)
+		fmt.Fprintf(stderr, "afloat proxy check: %s: skipped %v\n", name, b)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -8,7 +9,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/afloat/afloat/assign/assigntest"
 )
@@ -137,3 +140,113 @@ func TestProxyCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestProxyCheckRefusesAListWithoutProxies: a list in which no line is a
+// proxy — every line bad, or nothing but blanks and comments — is a refused
+// input file (exit 2) that names the file and lists the bad lines, not a
+// check of nothing that exits 0.
+func TestProxyCheckRefusesAListWithoutProxies(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for i, tc := range []struct {
+		path, stdin string
+		want        []string
+	}{
+		{file("bad.txt", "nonsense\n# a comment\nftp://x:1\n127.0.0.1:99999\n"), "",
+			[]string{"bad.txt: no valid proxy line", "3 bad lines", `line 1: "nonsense"`, `line 3: "ftp://x:1"`, `line 4: "127.0.0.1:99999"`}},
+		{file("empty.txt", ""), "", []string{"empty.txt: no proxy line", "want one host:port or URL a line"}},
+		{file("comments.txt", "# none yet\n\n"), "", []string{"comments.txt: no proxy line"}},
+		{"-", "nonsense\n", []string{"standard input: no valid proxy line", "1 bad line", `line 1: "nonsense"`}},
+	} {
+		status, out, errOut := call(t, tc.stdin, "proxy", "check", "--probe", "http://127.0.0.1:9/", tc.path)
+		if status != 2 || out != "" {
+			t.Errorf("step %d: proxy check %s: status %d, stdout %q, stderr %q; want 2 and nothing printed", i, filepath.Base(tc.path), status, out, errOut)
+		}
+		for _, w := range append(tc.want, "Run 'afloat proxy check --help' for usage.") {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("step %d: proxy check %s: stderr %q does not mention %q", i, filepath.Base(tc.path), errOut, w)
+			}
+		}
+	}
+}
+
+// TestAssignBenchUnderFaults: redis dies while a bench runs. The bench
+// fails (exit 1), and still prints what it measured — picks, and the
+// errors the dead server caused — before its error.
+func TestAssignBenchUnderFaults(t *testing.T) {
+	srv := assigntest.Start(t)
+	for _, asJSON := range []bool{true, false} {
+		if !asJSON {
+			srv.Restart() // up again for the second run
+		}
+		// When the run starts (its progress line), stop the server as soon
+		// as every member of the pool has been picked once.
+		stderr := &triggerWriter{on: "afloat: 2 workers", do: func() {
+			for range 2000 {
+				if n, err := srv.Do("ZCOUNT", "afloat:assign:{afloat-bench}:counts", "1", "+inf"); err == nil && n == ":5" {
+					break
+				}
+				time.Sleep(time.Millisecond) // polling for picks, not measuring time
+			}
+			srv.Stop()
+		}}
+		args := []string{"assign", "bench", "--redis", srv.URL, "--pool-size", "5", "--workers", "2", "--duration", "1s"}
+		if asJSON {
+			args = append(args, "--json")
+		}
+		var stdout bytes.Buffer
+		status := run(args, strings.NewReader(""), &stdout, stderr)
+		stderr.wait()
+		out, errOut := stdout.String(), stderr.String()
+		if status != 1 || !strings.Contains(errOut, "afloat assign bench: ") {
+			t.Fatalf("json %v: status %d, stdout %q, stderr %q; want 1 and the error", asJSON, status, out, errOut)
+		}
+		if asJSON {
+			var rs []struct {
+				Runner string `json:"runner"`
+				Picks  int64  `json:"picks"`
+				Errors int64  `json:"errors"`
+				Spread int64  `json:"max_minus_min"`
+				Error  string `json:"error"`
+			}
+			if err := json.Unmarshal([]byte(out), &rs); err != nil || len(rs) != 1 {
+				t.Fatalf("stdout %q: %v; want the one run's result", out, err)
+			}
+			if r := rs[0]; r.Runner != "afloat" || r.Picks == 0 || r.Errors == 0 || r.Spread != -1 || r.Error == "" {
+				t.Errorf("%+v: want afloat's run with its picks, its errors, the spread unread (-1) and the error", r)
+			}
+			continue
+		}
+		// runner workers batch picks errors picks/s p50 p99 max−min
+		lines := strings.Split(out, "\n")
+		row := strings.Fields(lines[min(1, len(lines)-1)])
+		if !strings.HasPrefix(out, "runner") || len(row) != 9 || row[0] != "afloat" || row[3] == "0" || row[4] == "0" || row[8] != "?" {
+			t.Errorf("stdout %q: want the results table, a row with picks and errors and max−min unknown", out)
+		}
+	}
+}
+
+// triggerWriter is a stderr that runs do, once, in a goroutine, when a
+// write contains on.
+type triggerWriter struct {
+	syncBuffer
+	on   string
+	do   func()
+	once sync.Once
+	done sync.WaitGroup
+}
+
+func (w *triggerWriter) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), w.on) {
+		w.once.Do(func() { w.done.Go(w.do) })
+	}
+	return w.syncBuffer.Write(p)
+}
+
+func (w *triggerWriter) wait() { w.done.Wait() }

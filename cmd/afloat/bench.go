@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -37,42 +38,56 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	return exitUsage
 }
 
+// benchFlags are the flags of bench bulkhead.
+type benchFlags struct {
+	cfg       overload.LiveConfig
+	modes     string
+	short     bool
+	asJSON    bool
+	soak      time.Duration
+	soakMode  string
+	soakLoad  float64
+	soakEvery time.Duration
+}
+
+// The flags of the comparison, and those of the soak: each set is refused
+// with the other, where it would be ignored.
+var (
+	comparisonFlags = []string{"work", "deadline", "modes", "short", "json"}
+	soakFlags       = []string{"soak-mode", "soak-load", "soak-every"}
+)
+
 func runBenchBulkhead(args []string, stdout, stderr io.Writer) int {
-	var (
-		cfg       overload.LiveConfig
-		modes     string
-		short     bool
-		asJSON    bool
-		soak      time.Duration
-		soakMode  string
-		soakLoad  float64
-		soakEvery time.Duration
-	)
-	fs := newCommand("bench bulkhead", "afloat bench bulkhead [--short] [--modes LIST] [--work 10ms] [--deadline 100ms] [--json] | --soak 10m", printBenchNotes)
-	fs.DurationVar(&cfg.Work, "work", 10*time.Millisecond, "CPU time of one request on an idle core, 100µs to 1s")
-	fs.DurationVar(&cfg.Deadline, "deadline", 100*time.Millisecond, "clients give up after this long, from --work to 1m")
-	fs.StringVar(&modes, "modes", strings.Join(overload.LiveModes, ","), "protections to compare, comma-separated: "+strings.Join(overload.LiveModes, ", "))
-	fs.BoolVar(&short, "short", false, "shorter phases (about 14 s a protection instead of 25 s)")
-	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
-	fs.DurationVar(&soak, "soak", 0, "instead, run a soak this long at --soak-load × capacity and print the server's heap and goroutines")
-	fs.StringVar(&soakMode, "soak-mode", "afloat-adaptive", "the protection of the soak")
-	fs.Float64Var(&soakLoad, "soak-load", 10, "the load of the soak, × capacity")
-	fs.DurationVar(&soakEvery, "soak-every", 10*time.Second, "how often the soak samples the server")
+	var f benchFlags
+	fs := newCommand("bench bulkhead", "afloat bench bulkhead [--short] [--modes LIST] [--work 10ms] [--deadline 100ms] [--json] | --soak 10m [--soak-every 10s] [--soak-load 10] [--soak-mode M]", printBenchNotes)
+	fs.DurationVar(&f.cfg.Work, "work", 10*time.Millisecond, "CPU time of one request on an idle core, 100µs to 1s")
+	fs.DurationVar(&f.cfg.Deadline, "deadline", 100*time.Millisecond, "clients give up after this long, from --work to 1m")
+	fs.StringVar(&f.modes, "modes", strings.Join(overload.LiveModes, ","), "protections to compare, comma-separated: "+strings.Join(overload.LiveModes, ", "))
+	fs.BoolVar(&f.short, "short", false, "shorter phases (about 14 s a protection instead of 25 s)")
+	fs.BoolVar(&f.asJSON, "json", false, "print the report as JSON")
+	fs.DurationVar(&f.soak, "soak", 0, "instead of the comparison, a soak this long at --soak-load × capacity, printing the server's heap and goroutines: 4 × --soak-every (40s) to 24h")
+	fs.StringVar(&f.soakMode, "soak-mode", "afloat-adaptive", "the protection of the soak: "+strings.Join(overload.LiveModes, ", "))
+	fs.Float64Var(&f.soakLoad, "soak-load", 10, "the load of the soak, × capacity, above 0 and at most 100")
+	fs.DurationVar(&f.soakEvery, "soak-every", 10*time.Second, "how often the soak samples the server, 1s to 1h")
 	if status, ok := fs.parse(args, stdout, stderr); !ok {
 		return status
+	}
+	fail := func(err error) int { return usageError(stderr, "bench bulkhead", err) }
+	if err := f.check(fs); err != nil {
+		return fail(err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	if soak > 0 {
-		fmt.Fprintf(stderr, "soak: %s at %v × capacity for %v\n", soakMode, soakLoad, soak)
-		samples, err := overload.Soak(ctx, "", soakMode, soakLoad, soak, soakEvery, func(s overload.SoakSample) {
+	if fs.given("soak") {
+		fmt.Fprintf(stderr, "soak: %s at %v × capacity for %v\n", f.soakMode, f.soakLoad, f.soak)
+		samples, err := overload.Soak(ctx, "", f.soakMode, f.soakLoad, f.soak, f.soakEvery, func(s overload.SoakSample) {
 			fmt.Fprintf(stdout, "%8.1f s  heap %7.2f MB  %5d goroutines  %8d answered  %8d refused\n",
 				s.At.Seconds(), float64(s.HeapInuse)/1e6, s.Goroutines, s.Good, s.Rejected)
 		})
 		if err != nil {
 			if errors.Is(err, overload.ErrConfig) {
-				return usageError(stderr, "bench bulkhead", err)
+				return fail(err)
 			}
 			fmt.Fprintf(stderr, "afloat bench bulkhead: %v\n", err)
 			return exitError
@@ -85,20 +100,21 @@ func runBenchBulkhead(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 
-	cfg.Modes = strings.Split(modes, ",")
-	if short {
+	cfg := f.cfg
+	cfg.Modes = strings.Split(f.modes, ",")
+	if f.short {
 		cfg.Phases = overload.ShortPhases
 	}
 	cfg.Progress = func(s string) { fmt.Fprintln(stderr, s) }
 	rep, err := overload.RunLive(ctx, cfg)
 	if err != nil {
 		if errors.Is(err, overload.ErrConfig) {
-			return usageError(stderr, "bench bulkhead", err)
+			return fail(err)
 		}
 		fmt.Fprintf(stderr, "afloat bench bulkhead: %v\n", err)
 		return exitError
 	}
-	if asJSON {
+	if f.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", " ")
 		if err := enc.Encode(rep); err != nil {
@@ -112,6 +128,51 @@ func runBenchBulkhead(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// check refuses what the package would take another way: a zero work or
+// deadline (its default), NaN (which no comparison refuses), and the
+// flags of the mode not run, which would be ignored.
+func (f *benchFlags) check(fs *command) error {
+	soak := fs.given("soak")
+	for _, name := range comparisonFlags {
+		if soak && fs.given(name) {
+			return fmt.Errorf("--%s is for the comparison, not with --soak: a soak runs --soak-mode at 5ms of work", name)
+		}
+	}
+	for _, name := range soakFlags {
+		if !soak && fs.given(name) {
+			return fmt.Errorf("--%s only with --soak: without it the command runs the comparison", name)
+		}
+	}
+	if soak {
+		if f.soakEvery < overload.MinSoakEvery || f.soakEvery > overload.MaxSoakEvery {
+			return fmt.Errorf("--soak-every %v: want %v to 1h", f.soakEvery, overload.MinSoakEvery)
+		}
+		if least := overload.SoakIntervals * f.soakEvery; f.soak < least || f.soak > overload.MaxSoak {
+			return fmt.Errorf("--soak %v: want %v (%d × --soak-every) to 24h, for three samples under load; leave --soak out to run the comparison",
+				f.soak, least, overload.SoakIntervals)
+		}
+		if !(f.soakLoad > 0 && f.soakLoad <= overload.MaxLoad) {
+			return fmt.Errorf("--soak-load %v: want a number above 0 and at most %d (× capacity)", f.soakLoad, overload.MaxLoad)
+		}
+		if !slices.Contains(overload.LiveModes, f.soakMode) {
+			return fmt.Errorf("--soak-mode %q: want one of %s", f.soakMode, strings.Join(overload.LiveModes, ", "))
+		}
+		return nil
+	}
+	if w := f.cfg.Work; w < overload.MinWork || w > overload.MaxWork {
+		return fmt.Errorf("--work %v: want %v to %v", w, overload.MinWork, overload.MaxWork)
+	}
+	if d := f.cfg.Deadline; d < f.cfg.Work || d > overload.MaxDeadline {
+		return fmt.Errorf("--deadline %v: want the work (--work %v) to 1m", d, f.cfg.Work)
+	}
+	for _, m := range strings.Split(f.modes, ",") {
+		if !slices.Contains(overload.LiveModes, m) {
+			return fmt.Errorf("--modes: mode %q: want some of %s", m, strings.Join(overload.LiveModes, ", "))
+		}
+	}
+	return nil
+}
+
 func printBenchNotes(w io.Writer) {
 	fmt.Fprint(w, `
 The server is this binary again, in a child process on one core (taskset -c 0
@@ -120,5 +181,15 @@ cores. Each protection sees the same phases: 0.5x, 1x, 3x, 0.5x, 10x, 0.5x
 the measured capacity. Goodput is answers within the deadline per second
 divided by capacity; recovery is the time after an overload until a second
 passes with every answer within twice the no-load p99 and no give-up.
+
+With --soak, the command runs a soak instead: one protection (--soak-mode)
+at --soak-load × capacity, 5 ms of work a request, the server sampled every
+--soak-every and once more after the load. It is flat when the last sample
+under load is within 8 MB of the median of those under load and the
+goroutines come back; that takes three samples under load, so --soak is at
+least 4 × --soak-every. Left out, there is no soak; --soak 0s is refused.
+The flags of the comparison (--work, --deadline, --modes, --short, --json)
+do not go with --soak, nor those of the soak without it. Exit status 2 for
+a refused flag, 1 for a failed run or a soak that is not flat.
 `)
 }

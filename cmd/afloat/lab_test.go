@@ -57,13 +57,37 @@ func TestLabAndBenchUsageErrors(t *testing.T) {
 		{[]string{"bench", "bulkhead", "--deadline", "1ms"}, []string{"deadline 1ms", "want the work"}},
 		{[]string{"bench", "bulkhead", "--modes", "none,sleep"}, []string{`mode "sleep"`, "afloat-fixed"}},
 		{[]string{"bench", "bulkhead", "--modes", ""}, []string{`mode ""`}},
-		{[]string{"bench", "bulkhead", "--soak", "1s", "--soak-load", "0"}, []string{"soak at 0 × capacity", "above 0 and at most 100"}},
-		{[]string{"bench", "bulkhead", "--soak", "1s", "--soak-mode", "prayer"}, []string{`mode "prayer"`}},
-		{[]string{"bench", "bulkhead", "--soak", "1s", "--soak-every", "-1s"}, []string{"positive durations"}},
+		{[]string{"bench", "bulkhead", "--soak", "1m", "--soak-load", "0"}, []string{"--soak-load 0", "above 0 and at most 100"}},
+		{[]string{"bench", "bulkhead", "--soak", "1m", "--soak-mode", "prayer"}, []string{`--soak-mode "prayer"`, "afloat-adaptive"}},
+		{[]string{"bench", "bulkhead", "--soak", "1m", "--soak-every", "-1s"}, []string{"--soak-every -1s", "want 1s to 1h"}},
+		// Each flag's zero, negative, NaN or too short a value is refused
+		// with its range, before anything runs.
+		{[]string{"bench", "bulkhead", "--soak", "0s"}, []string{"--soak 0s", "want 40s (4 × --soak-every) to 24h", "leave --soak out"}},
+		{[]string{"bench", "bulkhead", "--soak", "-1s"}, []string{"--soak -1s", "want 40s (4 × --soak-every) to 24h"}},
+		{[]string{"bench", "bulkhead", "--soak", "1ns"}, []string{"--soak 1ns", "want 40s (4 × --soak-every) to 24h"}},
+		{[]string{"bench", "bulkhead", "--soak", "39s"}, []string{"--soak 39s", "want 40s"}},
+		{[]string{"bench", "bulkhead", "--soak", "1m", "--soak-every", "20s"}, []string{"--soak 1m0s", "want 1m20s (4 × --soak-every) to 24h"}},
+		{[]string{"bench", "bulkhead", "--soak", "25h"}, []string{"--soak 25h0m0s", "to 24h"}},
+		{[]string{"bench", "bulkhead", "--soak", "1m", "--soak-every", "0s"}, []string{"--soak-every 0s", "want 1s to 1h"}},
+		{[]string{"bench", "bulkhead", "--soak", "1m", "--soak-load", "NaN"}, []string{"--soak-load NaN", "above 0 and at most 100"}},
+		{[]string{"bench", "bulkhead", "--soak", "1m", "--soak-load", "+Inf"}, []string{"--soak-load +Inf", "above 0 and at most 100"}},
+		{[]string{"bench", "bulkhead", "--soak", "1m", "--soak-load", "-3"}, []string{"--soak-load -3", "above 0 and at most 100"}},
+		{[]string{"bench", "bulkhead", "--work", "0s"}, []string{"--work 0s", "want 100µs to 1s"}},
+		{[]string{"bench", "bulkhead", "--work", "-1ms"}, []string{"--work -1ms", "want 100µs to 1s"}},
+		{[]string{"bench", "bulkhead", "--deadline", "0s"}, []string{"--deadline 0s", "want the work"}},
+		// Flags of the soak without --soak, and of the comparison with it,
+		// would be ignored: refused.
+		{[]string{"bench", "bulkhead", "--soak-load", "5"}, []string{"--soak-load", "only with --soak"}},
+		{[]string{"bench", "bulkhead", "--soak-every", "1s"}, []string{"--soak-every", "only with --soak"}},
+		{[]string{"bench", "bulkhead", "--soak", "1m", "--work", "1ms"}, []string{"--work", "not with --soak"}},
+		{[]string{"bench", "bulkhead", "--soak", "1m", "--short"}, []string{"--short", "not with --soak"}},
 	} {
 		status, out, errOut := call(t, "", tc.args...)
 		if status != 2 || out != "" {
 			t.Errorf("step %d: afloat %v: status %d, stdout %q; want 2 and nothing printed", i, tc.args, status, out)
+		}
+		if usage := "Run 'afloat " + strings.Join(tc.args[:min(2, len(tc.args))], " ") + " --help' for usage."; len(tc.args) > 2 && !strings.Contains(errOut, usage) {
+			t.Errorf("step %d: afloat %v: stderr %q does not end with %q", i, tc.args, errOut, usage)
 		}
 		for _, w := range tc.want {
 			if !strings.Contains(errOut, w) {

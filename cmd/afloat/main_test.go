@@ -14,8 +14,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/afloat/afloat/overload"
 	"github.com/afloat/afloat/sim"
 )
+
+// TestMain lets this test binary be the server process of afloat bench
+// bulkhead, as main lets the afloat binary be: a test that reaches a live
+// comparison or a soak starts os.Executable(), which here is this binary.
+func TestMain(m *testing.M) {
+	overload.ServeLiveIfChild()
+	os.Exit(m.Run())
+}
 
 // call runs the command line and returns its status and output.
 func call(t *testing.T, stdin string, args ...string) (status int, stdout, stderr string) {
@@ -195,6 +204,46 @@ func TestServeUsageErrors(t *testing.T) {
 	}
 	if status, out, _ := call(t, "", "serve", "--help"); status != 0 || !strings.Contains(out, "--addr") && !strings.Contains(out, "-addr") {
 		t.Errorf("serve --help: %d %q", status, out)
+	}
+}
+
+// TestInvalidPortsAreRefused: a port out of range, in any flag that takes
+// one, is a refused command line (exit 2) naming the flag and the range —
+// not a failure to listen or to connect (exit 1), nor a probe or a server
+// that runs on regardless. A password in a Redis URL is not printed.
+func TestInvalidPortsAreRefused(t *testing.T) {
+	list := filepath.Join(t.TempDir(), "proxies.txt")
+	if err := os.WriteFile(list, []byte("127.0.0.1:3128\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"serve", "--addr", "127.0.0.1:99999"}, []string{`--addr "127.0.0.1:99999"`, "port 99999: want 0 to 65535"}},
+		{[]string{"serve", "--addr", "127.0.0.1:-1"}, []string{"--addr", "port -1: want 0 to 65535"}},
+		{[]string{"serve", "--addr", "127.0.0.1:0", "--redis", "redis://127.0.0.1:99999"}, []string{"--redis", "port 99999: want 1 to 65535"}},
+		{[]string{"serve", "--addr", "127.0.0.1:0", "--redis", "redis://u:hunter2@127.0.0.1:70000"}, []string{"--redis", "port 70000: want 1 to 65535"}},
+		{[]string{"assign", "pick", "--redis", "redis://127.0.0.1:99999", "--pool", "p"}, []string{"--redis", "port 99999: want 1 to 65535"}},
+		{[]string{"assign", "list", "--redis", "redis://127.0.0.1:0", "--pool", "p"}, []string{"--redis", "port 0: want 1 to 65535"}},
+		{[]string{"assign", "add", "--redis", "redis://:hunter2@127.0.0.1:65536", "--pool", "p", "m"}, []string{"--redis", "port 65536"}},
+		{[]string{"assign", "bench", "--redis", "redis://127.0.0.1:99999"}, []string{"--redis", "port 99999: want 1 to 65535"}},
+		{[]string{"proxy", "check", "--probe", "http://127.0.0.1:99999/health", list}, []string{"--probe", "port 99999: want 1 to 65535"}},
+		{[]string{"proxy", "check", "--probe", "http://127.0.0.1:9/", "--pool", "p", "--redis", "redis://127.0.0.1:99999", list}, []string{"--redis", "port 99999: want 1 to 65535"}},
+		{[]string{"proxy", "check", "--probe", "http://127.0.0.1:9/", "--pool", "p", "--redis", "http://127.0.0.1:6379", list}, []string{"--redis", "want redis://host:port"}},
+	} {
+		status, out, errOut := call(t, "", tc.args...)
+		if status != 2 || out != "" {
+			t.Errorf("step %d: afloat %v: status %d, stdout %q, stderr %q; want 2 and nothing printed", i, tc.args, status, out, errOut)
+		}
+		for _, w := range append(tc.want, "Run 'afloat "+tc.args[0]) {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("step %d: afloat %v: stderr %q does not mention %q", i, tc.args, errOut, w)
+			}
+		}
+		if strings.Contains(errOut, "hunter2") {
+			t.Errorf("step %d: afloat %v: stderr %q shows the password", i, tc.args, errOut)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -62,11 +63,15 @@ func (f *chaosFlags) register(c *command) {
 	f.seed = 1
 	c.Var(&f.seed, "seed", "seed of the run, `S` from 0 to 4294967295; a seed replays exactly")
 	c.StringVar(&f.mode, "mode", "hard", "hard (admissions ≤ R·Δ + B) or best-effort (≤ R·Δ + B + 3·E, E = 100)")
-	c.DurationVar(&f.duration, "duration", chaos.DefaultDuration, "virtual time to run, 1s to 24h")
+	c.DurationVar(&f.duration, "duration", chaos.DefaultDuration, "virtual time to run, 1s to 24h (0 is refused, not the default)")
 	c.StringVar(&f.faults, "faults", "all", "faults to inject, comma-separated: shift, partition, crash, skew, dup; or all, none")
 }
 
 func (f *chaosFlags) config() (chaos.Config, error) {
+	// The package takes a zero Duration for its default; here 0 is a typo.
+	if f.duration < chaos.MinDuration || f.duration > chaos.MaxDuration {
+		return chaos.Config{}, fmt.Errorf("--duration %v: want 1s to 24h", f.duration)
+	}
 	mode, err := quota.ParseMode(f.mode)
 	if err != nil {
 		return chaos.Config{}, fmt.Errorf("--mode: %w", err)
@@ -102,18 +107,24 @@ func runQuotaChaos(args []string, stdout, stderr io.Writer) int {
 	c := newCommand("quota chaos", "afloat quota chaos --seed S [flags] | --seeds A-B [flags]", printChaosNotes)
 	f.register(c)
 	c.StringVar(&logPath, "log", "", "write the event log to `FILE` instead of standard output (the summary stays there)")
-	c.StringVar(&seeds, "seeds", "", "run seeds `A-B` in parallel and print the worst; no log")
+	c.StringVar(&seeds, "seeds", "", "run seeds `A-B` in parallel and print the worst; no log; not with --seed")
 	c.IntVar(&workers, "workers", 0, "goroutines for --seeds, 1 to 256 (default: one per CPU)")
 	if status, ok := c.parse(args, stdout, stderr); !ok {
 		return status
 	}
 	fail := func(err error) int { return usageError(stderr, "quota chaos", err) }
+	if c.given("seed") && c.given("seeds") {
+		return fail(errors.New("--seed and --seeds: give one seed or a range of seeds, not both"))
+	}
 	cfg, err := f.config()
 	if err != nil {
 		return fail(err)
 	}
 	if workers < 0 || workers > 256 {
 		return fail(fmt.Errorf("--workers %d: want 1 to 256 (or 0 for one per CPU)", workers))
+	}
+	if c.given("workers") && !c.given("seeds") {
+		return fail(errors.New("--workers needs --seeds: one seed runs on one goroutine"))
 	}
 	if seeds != "" {
 		if logPath != "" {
@@ -220,7 +231,7 @@ func runQuotaSim(args []string, stdout, stderr io.Writer) int {
 }
 
 func runQuotaCheck(args []string, stdout, stderr io.Writer) int {
-	c := newCommand("quota check", "afloat quota check FILE", nil)
+	c := newCommand("quota check", "afloat quota check FILE", printCheckNotes)
 	rest, status, ok := c.parseWithArgs(args, stdout, stderr)
 	if !ok {
 		return status
@@ -228,18 +239,14 @@ func runQuotaCheck(args []string, stdout, stderr io.Writer) int {
 	if len(rest) != 1 {
 		return usageError(stderr, "quota check", fmt.Errorf("want one FILE, the event log of afloat quota chaos --log (or - for standard input)"))
 	}
-	var in io.Reader = os.Stdin
-	if name := rest[0]; name != "-" {
-		file, err := os.Open(name)
-		if err != nil {
-			return usageError(stderr, "quota check", err)
-		}
-		defer file.Close()
-		in = file
-	}
 	chk := chaos.NewChecker()
 	end := &lastTime{chk: chk}
-	if err := chaos.ReadLog(in, end); err != nil {
+	if err := readLog(rest[0], os.Stdin, end); err != nil {
+		if errors.Is(err, chaos.ErrNoEvents) || errors.Is(err, chaos.ErrTruncated) {
+			// The run did not finish (or never started): its check fails.
+			fmt.Fprintf(stderr, "afloat quota check: %v\n", err)
+			return exitError
+		}
 		return usageError(stderr, "quota check", err)
 	}
 	rep := chk.Finish(end.t)
@@ -254,6 +261,40 @@ func runQuotaCheck(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// readLog feeds the events of the log in the file name (- for stdin) to w;
+// errors name the file.
+func readLog(name string, stdin io.Reader, w chaos.EventWriter) error {
+	in := stdin
+	if name != "-" {
+		file, err := os.Open(name)
+		if err != nil {
+			return err
+		}
+		defer file.Close()
+		in = file
+	} else {
+		name = "standard input"
+	}
+	if err := chaos.ReadLog(in, w); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+func printCheckNotes(w io.Writer) {
+	fmt.Fprint(w, `
+FILE is the event log of afloat quota chaos --log FILE, or its standard
+output (the log, then the summary line). The check prints one JSON line,
+{"ev":"check","violations":N,...}, and exits 1 when N > 0.
+
+A log that ends before its run did is not checked: it exits 1 with what is
+missing, and prints no check line. That is a log with no events (an empty
+file) or a truncated one: no stop event (a run writes stop last), or a last
+line cut off before its newline. A line that is not an event anywhere else
+refuses the file: exit 2, with the line number.
+`)
+}
+
 // lastTime passes events to the checker and remembers the last time.
 type lastTime struct {
 	chk *chaos.Checker
@@ -262,7 +303,7 @@ type lastTime struct {
 
 func (l *lastTime) Write(e *chaos.Event) {
 	if e.Ev == "summary" {
-		return // the last line of a chaos log
+		return // the last line of a chaos log on standard output
 	}
 	l.t = max(l.t, e.T)
 	l.chk.Write(e)

@@ -117,10 +117,98 @@ func TestQuotaUsageErrors(t *testing.T) {
 		{[]string{"quota", "sim", "--step", "1ms"}, "--step 1ms"},
 		{[]string{"quota", "check"}, "want one FILE"},
 		{[]string{"quota", "check", "/nonexistent"}, "no such file"},
+		// A zero or negative duration is refused, not taken as the default.
+		{[]string{"quota", "chaos", "--duration", "0s"}, "--duration 0s: want 1s to 24h"},
+		{[]string{"quota", "chaos", "--duration", "-1s"}, "--duration -1s: want 1s to 24h"},
+		{[]string{"quota", "sim", "--duration", "0s"}, "--duration 0s: want 1s to 24h"},
+		{[]string{"quota", "chaos", "--duration", "25h"}, "--duration 25h0m0s: want 1s to 24h"},
+		// One seed or a range, not both; --workers is for a range.
+		{[]string{"quota", "chaos", "--seed", "4", "--seeds", "1-2"}, "--seed and --seeds"},
+		{[]string{"quota", "chaos", "--seeds", "1-2", "--seed", "0"}, "--seed and --seeds"},
+		{[]string{"quota", "chaos", "--seed", "4", "--workers", "2", "--duration", "1s"}, "--workers needs --seeds"},
 	} {
 		status, out, errOut := call(t, "", tc.args...)
 		if status != 2 || out != "" || !strings.Contains(errOut, tc.want) {
 			t.Errorf("step %d: afloat %v: status %d, stdout %q, stderr %q; want 2 and a message mentioning %q", i, tc.args, status, out, errOut, tc.want)
+		}
+		if usage := "Run 'afloat " + strings.Join(tc.args[:min(2, len(tc.args))], " ") + " --help' for usage."; len(tc.args) > 2 && !strings.Contains(errOut, usage) {
+			t.Errorf("step %d: afloat %v: stderr %q does not end with %q", i, tc.args, errOut, usage)
+		}
+	}
+}
+
+// TestQuotaCheckIncompleteLogs: a log that ends before its run did — empty,
+// cut at a line, or cut inside one — fails the check (exit 1) with what is
+// missing, and never reads as "violations": 0; a complete log passes with
+// or without the summary line that chaos prints after it on standard
+// output, and a malformed line inside a log is refused (exit 2).
+func TestQuotaCheckIncompleteLogs(t *testing.T) {
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "run.jsonl")
+	if status, _, errOut := call(t, "", "quota", "chaos", "--seed", "3", "--duration", "20s", "--log", logPath); status != 0 {
+		t.Fatalf("chaos --log: %d %s", status, errOut)
+	}
+	status, stdoutLog, errOut := call(t, "", "quota", "chaos", "--seed", "3", "--duration", "20s")
+	if status != 0 {
+		t.Fatalf("chaos: %d %s", status, errOut)
+	}
+	raw, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := string(raw)
+	lines := strings.SplitAfter(full, "\n") // and "" after the last newline
+	if tail := lines[len(lines)-1]; tail != "" || !strings.Contains(lines[len(lines)-2], `"ev":"stop"`) {
+		t.Fatalf("the log does not end with a stop line: %q", lines[len(lines)-2])
+	}
+	sumLine := strings.TrimPrefix(stdoutLog, full)
+	if sumLine == stdoutLog || !strings.HasPrefix(sumLine, `{"ev":"summary"`) {
+		t.Fatalf("chaos on standard output is not the log then the summary: %q", sumLine)
+	}
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	mid := len(strings.Join(lines[:100], "")) + 17 // inside line 101
+	for i, tc := range []struct {
+		path   string
+		status int
+		want   []string // on stderr when the status is not 0
+	}{
+		{file("empty.jsonl", ""), 1, []string{"empty.jsonl", "log has no events"}},
+		{"/dev/null", 1, []string{"/dev/null", "log has no events"}},
+		{file("blank.jsonl", "\n\n"), 1, []string{"log has no events"}},
+		{file("summary-only.jsonl", sumLine), 1, []string{"log has no events"}},
+		{file("cut-at-line.jsonl", strings.Join(lines[:100], "")), 1, []string{"cut-at-line.jsonl", "log is truncated", "no stop event", "line 100"}},
+		{file("cut-mid-line.jsonl", full[:mid]), 1, []string{"cut-mid-line.jsonl", "log is truncated", "line 101", "cut off"}},
+		{file("cut-summary.jsonl", stdoutLog[:len(stdoutLog)-20]), 1, []string{"log is truncated", "cut off"}},
+		{file("no-stop-summary.jsonl", strings.Join(lines[:len(lines)-2], "")+sumLine), 1, []string{"log is truncated", "no stop event"}},
+		{logPath, 0, nil},
+		{file("stdout.jsonl", stdoutLog), 0, nil},
+		{file("no-final-newline.jsonl", strings.TrimSuffix(full, "\n")), 0, nil},
+		{file("malformed.jsonl", lines[0]+"{\n"+strings.Join(lines[1:], "")), 2, []string{"line 2", "Run 'afloat quota check --help' for usage."}},
+	} {
+		status, out, errOut := call(t, "", "quota", "check", tc.path)
+		if status != tc.status {
+			t.Errorf("step %d: quota check %s: status %d, stdout %q, stderr %q; want %d", i, filepath.Base(tc.path), status, out, errOut, tc.status)
+			continue
+		}
+		if tc.status == 0 {
+			if !strings.Contains(out, `"violations":0`) || errOut != "" {
+				t.Errorf("step %d: quota check %s: stdout %q, stderr %q", i, filepath.Base(tc.path), out, errOut)
+			}
+			continue
+		}
+		if out != "" {
+			t.Errorf("step %d: quota check %s: printed %q; want nothing on stdout for a log it cannot check", i, filepath.Base(tc.path), out)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("step %d: quota check %s: stderr %q does not mention %q", i, filepath.Base(tc.path), errOut, w)
+			}
 		}
 	}
 }

@@ -41,6 +41,15 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	default:
 		return usageError(stderr, "serve", fmt.Errorf("--log-format %q: want text or json", logFormat))
 	}
+	// The flags' own checks first, so that a refusal names the flag.
+	if err := checkListenAddr("--addr", cfg.Addr); err != nil {
+		return usageError(stderr, "serve", err)
+	}
+	if cfg.RedisURL != "" {
+		if err := checkRedisURL("--redis", cfg.RedisURL); err != nil {
+			return usageError(stderr, "serve", err)
+		}
+	}
 	if err := cfg.Validate(); err != nil {
 		return usageError(stderr, "serve", err)
 	}

@@ -84,6 +84,14 @@ func (c *command) parse(args []string, stdout, stderr io.Writer) (int, bool) {
 	return exitOK, true
 }
 
+// given reports whether the command line set the flag, to tell a flag
+// given its zero value from one left out.
+func (c *command) given(name string) bool {
+	found := false
+	c.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
+}
+
 // usageError prints a refused command line and returns exitUsage.
 func usageError(stderr io.Writer, name string, err error) int {
 	fmt.Fprintf(stderr, "afloat %s: %v\nRun 'afloat %s --help' for usage.\n", name, err, name)

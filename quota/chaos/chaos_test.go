@@ -3,6 +3,7 @@ package chaos
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -349,6 +350,49 @@ func TestLogRoundTrip(t *testing.T) {
 	rep := c.Finish(int64(90 * s))
 	if rep.Violations != sum.Violations || rep.WorstExcess != sum.WorstExcess || rep.Admitted != sum.Admitted || rep.Leases != sum.Leases {
 		t.Fatalf("from the log: %+v\nlive: %+v", rep, sum.Report)
+	}
+}
+
+// TestReadLogWhole: ReadLog tells a whole log from one that ends before
+// its run did, by the stop event and the newline every line ends with.
+func TestReadLogWhole(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewJSONWriter(&buf)
+	mustRun(t, Config{Seed: 2, Duration: 5 * s, Log: w})
+	w.Flush()
+	full := buf.String()
+	lines := strings.SplitAfter(full, "\n") // and "" after the last newline
+	summary := `{"ev":"summary","seed":2,"violations":0}` + "\n"
+	for i, tc := range []struct {
+		log     string
+		want    error // nil, ErrNoEvents or ErrTruncated
+		wantMsg string
+	}{
+		{full, nil, ""},
+		{full + summary, nil, ""},
+		{strings.TrimSuffix(full, "\n"), nil, ""},
+		{full + `{"t_ns":5000000000,"ev":"admit","tenant":"acme","region":"eu","n":1}` + "\n", nil, ""},
+		{"", ErrNoEvents, "chaos: log has no events"},
+		{"\n \n", ErrNoEvents, ""},
+		{summary, ErrNoEvents, ""},
+		{strings.Join(lines[:3], ""), ErrTruncated, "no stop event after line 3"},
+		{strings.Join(lines[:len(lines)-2], "") + summary, ErrTruncated, "no stop event"},
+		{full[:len(lines[0])+10], ErrTruncated, "line 2 is cut off"},
+		{full + summary[:12], ErrTruncated, "cut off"},
+		{lines[0] + "{\n" + strings.Join(lines[1:], ""), nil, "line 2: chaos: event log"}, // malformed, not truncated
+	} {
+		c := NewChecker()
+		err := ReadLog(strings.NewReader(tc.log), c)
+		switch {
+		case tc.want == nil && tc.wantMsg == "" && err != nil:
+			t.Errorf("step %d: ReadLog = %v, want nil", i, err)
+		case tc.want != nil && !errors.Is(err, tc.want):
+			t.Errorf("step %d: ReadLog = %v, want %v", i, err, tc.want)
+		case tc.want == nil && tc.wantMsg != "" && (err == nil || errors.Is(err, ErrTruncated) || errors.Is(err, ErrNoEvents)):
+			t.Errorf("step %d: ReadLog = %v, want an error of its own", i, err)
+		case tc.wantMsg != "" && !strings.Contains(fmt.Sprint(err), tc.wantMsg):
+			t.Errorf("step %d: ReadLog = %v, want it to mention %q", i, err, tc.wantMsg)
+		}
 	}
 }
 

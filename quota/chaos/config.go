@@ -112,6 +112,12 @@ const (
 	DefaultDuration  = 10 * time.Minute
 )
 
+// The range of Config.Duration (zero takes DefaultDuration).
+const (
+	MinDuration = time.Second
+	MaxDuration = 24 * time.Hour
+)
+
 // DefaultRegions are the seed's three regions.
 var DefaultRegions = []string{"eu", "us", "ap"}
 
@@ -149,8 +155,8 @@ func (c Config) withDefaults() Config {
 // Validate reports the first field out of range.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	if c.Duration < time.Second || c.Duration > 24*time.Hour {
-		return fmt.Errorf("%w: duration %v: want 1s to 24h", quota.ErrConfig, c.Duration)
+	if c.Duration < MinDuration || c.Duration > MaxDuration {
+		return fmt.Errorf("%w: duration %v: want %v to 24h", quota.ErrConfig, c.Duration, MinDuration)
 	}
 	if c.Faults&^AllFaults != 0 {
 		return fmt.Errorf("%w: faults %d: want some of shift, partition, crash, skew, dup", quota.ErrConfig, c.Faults)

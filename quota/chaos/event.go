@@ -2,12 +2,15 @@ package chaos
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/afloat/afloat/quota"
 )
@@ -253,21 +256,73 @@ func (t Tee) Write(e *Event) {
 	}
 }
 
-// ReadLog feeds every event of a JSON-lines log to w, in order.
+// Errors of ReadLog for a log that ends before its run did. A checker fed
+// such a log has seen only part of a run: its report would pass what it
+// never saw.
+var (
+	// ErrNoEvents: the log holds no event — an empty file, blank lines,
+	// or a summary line alone.
+	ErrNoEvents = errors.New("chaos: log has no events")
+	// ErrTruncated: the log stops before the end of its run — no stop
+	// event, or a last line cut off before its newline.
+	ErrTruncated = errors.New("chaos: log is truncated")
+)
+
+// ReadLog feeds every event of a JSON-lines log to w, in order, and then
+// says whether the log was whole.
+//
+// A run writes a start event first and a stop event last, every line
+// ending in a newline; afloat quota chaos, when the log goes to standard
+// output, prints one summary line ({"ev":"summary",...}) after the stop,
+// which ReadLog passes on like any line but does not count as an event.
+// ReadLog returns ErrNoEvents when there is no event, and ErrTruncated
+// when there is no stop event or when the last line has no newline and is
+// not an event: a writer stopped mid-line (a killed run, a full disk, a
+// cut copy). A line inside the log that is not an event is an error of
+// its own, with its number. Events after the stop are passed on: the
+// checker judges them.
+//
+// ReadLog reads one log; to check a run from several, read each, merge
+// the events by time, then feed the checker.
 func ReadLog(r io.Reader, w EventWriter) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<16), 1<<20)
-	line := 0
+	unterminated := false // the line scanned last had no newline
+	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		advance, token, err := bufio.ScanLines(data, atEOF)
+		unterminated = atEOF && token != nil && bytes.IndexByte(data[:advance], '\n') < 0
+		return advance, token, err
+	})
+	var (
+		line, events, lastEvent int
+		lastT                   int64
+		stopped                 bool
+	)
 	for sc.Scan() {
 		line++
-		if len(sc.Bytes()) == 0 {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
 			continue
 		}
 		e, err := ParseEvent(sc.Bytes())
+		if err != nil && unterminated {
+			return fmt.Errorf("%w: line %d is cut off: %v", ErrTruncated, line, err)
+		}
 		if err != nil {
 			return fmt.Errorf("line %d: %w", line, err)
 		}
+		if e.Ev != "summary" {
+			events, lastEvent, lastT = events+1, line, e.T
+			stopped = stopped || e.Ev == "stop"
+		}
 		w.Write(&e)
 	}
-	return sc.Err()
+	switch err := sc.Err(); {
+	case err != nil:
+		return fmt.Errorf("chaos: reading the log after line %d: %w", line, err)
+	case events == 0:
+		return ErrNoEvents
+	case !stopped:
+		return fmt.Errorf("%w: no stop event after line %d (%v of virtual time): the run did not finish writing it", ErrTruncated, lastEvent, time.Duration(lastT))
+	}
+	return nil
 }
