@@ -11,10 +11,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/afloat/afloat/assign"
 	"github.com/afloat/afloat/assign/assigntest"
 )
 
@@ -23,13 +25,20 @@ import (
 func startAssignConsole(t *testing.T) (string, *assigntest.Server) {
 	t.Helper()
 	srv := assigntest.Start(t)
+	return serveAssignConsole(t, srv, "e2e"), srv
+}
+
+// serveAssignConsole serves the console with its assignment lab on pool
+// of srv.
+func serveAssignConsole(t *testing.T, srv *assigntest.Server, pool string) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := DefaultConfig()
 	c.RedisURL = srv.URL
-	c.AssignPool = "e2e"
+	c.AssignPool = pool
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Serve(ctx, ln, c) }()
@@ -39,7 +48,7 @@ func startAssignConsole(t *testing.T) (string, *assigntest.Server) {
 			t.Errorf("serve: %v", err)
 		}
 	})
-	return "http://" + ln.Addr().String(), srv
+	return "http://" + ln.Addr().String()
 }
 
 // assignRows reads the page's table: member → [count, state].
@@ -212,6 +221,53 @@ func TestAssignLabEndToEnd(t *testing.T) {
 	}
 	if csp := evaluate[[]string](b, ctx, `window.__csp || []`); len(csp) > 0 {
 		t.Errorf("Content-Security-Policy violations: %v", csp)
+	}
+	b.noProblems()
+}
+
+// TestAssignLabReadOnlyEndToEnd: on a pool that was on the Redis before
+// the console started, the page says, in every language, that it only
+// shows it and how to allow changes, and every control that would change
+// it is disabled; clicking them changes nothing.
+func TestAssignLabReadOnlyEndToEnd(t *testing.T) {
+	srv := assigntest.Start(t)
+	c, err := assign.Dial(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	theirs, _ := assign.New(c, "production")
+	if _, err := theirs.Add(assigntest.Context(t, 5*time.Second), 3, "http://10.0.0.1:3128", "http://10.0.0.2:3128"); err != nil {
+		t.Fatal(err)
+	}
+	base := serveAssignConsole(t, srv, "production")
+	b := newBrowser(t)
+	ctx := b.ctx
+	b.do(ctx, "open the assignment lab", chromedp.Navigate(base+"/#assign"), waitReady(),
+		waitFor(`document.querySelectorAll("#assign-table tbody tr").length === 2`))
+	controls := `["assign-pick-1", "assign-pick-100", "assign-rate", "assign-load", "assign-reset", "assign-policy"].map((id) => document.getElementById(id))
+		.concat([...document.querySelectorAll("#assign-table button")])`
+	for _, lang := range []string{"cy", "tl", "en"} {
+		b.do(ctx, "switch language", choose("lang", lang), waitFor(fmt.Sprintf(`document.documentElement.lang === %q`, lang)))
+		want := strings.ReplaceAll(catalogue(t, lang)["assign.read_only"], "{pool}", "production")
+		b.do(ctx, "the read-only note in "+lang, waitFor(fmt.Sprintf(`!document.getElementById("assign-read-only").hidden && document.getElementById("assign-read-only").textContent === %q`, want)))
+		if n := evaluate[int](b, ctx, controls+`.filter((e) => !e.disabled).length`); n != 0 {
+			t.Errorf("%s: %d controls that change the pool are enabled", lang, n)
+		}
+		if missing := evaluate[[]string](b, ctx, `[...window.afloat.missing]`); len(missing) > 0 {
+			t.Errorf("%s: keys missing from the catalogue: %v", lang, missing)
+		}
+	}
+	b.shot(ctx, "assign-06-read-only")
+	evaluate[bool](b, ctx, "("+controls+").forEach((e) => e.click()) || true")
+	ms, err := theirs.List(assigntest.Context(t, 5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if m.Count != 3 || !m.Active {
+			t.Errorf("the page changed a pool it does not own: %+v", m)
+		}
 	}
 	b.noProblems()
 }

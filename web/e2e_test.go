@@ -280,14 +280,14 @@ func TestConsoleEndToEnd(t *testing.T) {
 		if time.Now().After(giveUp) {
 			t.Fatal("the World Cup comparison took more than 5 minutes")
 		}
-		res, err := http.Get(base + "/api/overload/compare?profile=worldcup&seed=1")
+		res, err := http.Post(base+"/api/overload/compare", "application/json", strings.NewReader(`{"profile": "worldcup", "seed": 1}`))
 		if err != nil {
 			t.Fatal(err)
 		}
 		err = json.NewDecoder(res.Body).Decode(&cmp)
 		res.Body.Close()
 		if err != nil || (res.StatusCode != 200 && res.StatusCode != 202) {
-			t.Fatalf("GET /api/overload/compare: %d %v", res.StatusCode, err)
+			t.Fatalf("POST /api/overload/compare: %d %v", res.StatusCode, err)
 		}
 		if res.StatusCode == 200 {
 			break
@@ -297,7 +297,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 		<-time.After(time.Second)
 	}
 	if len(cmp.Runs) != 5 {
-		t.Fatalf("GET /api/overload/compare: %d runs", len(cmp.Runs))
+		t.Fatalf("POST /api/overload/compare: %d runs", len(cmp.Runs))
 	}
 	b.do(ctx, "open the lab", chromedp.Navigate(base+"/#lab"), waitReady(),
 		waitFor(`document.querySelectorAll("#lab-summary tbody tr").length === 5 && document.querySelectorAll("#lab-charts .uplot").length === 5`))
