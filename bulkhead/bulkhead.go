@@ -323,31 +323,31 @@ func (b *Bulkhead) enqueue(prio Priority, deadline time.Time, expireAtDeadline b
 		b.adaptive.markBinding()
 	}
 	b.mu.Lock()
-	p, err, queued, evicted := b.enqueueLocked(now, prio, deadline, expireAtDeadline, w)
+	p, queued, evicted, err := b.enqueueLocked(now, prio, deadline, expireAtDeadline, w)
 	b.mu.Unlock()
 	b.notify(evicted)
 	return p, err, queued
 }
 
-func (b *Bulkhead) enqueueLocked(now time.Time, prio Priority, deadline time.Time, expireAtDeadline bool, w *waiter) (p Permit, err error, queued bool, evicted *waiter) {
+func (b *Bulkhead) enqueueLocked(now time.Time, prio Priority, deadline time.Time, expireAtDeadline bool, w *waiter) (p Permit, queued bool, evicted *waiter, err error) {
 	for {
 		s := b.state.Load()
 		limit := uint64(b.limit.Load())
 		if s&queuedMask == 0 && s&inflightMask < limit {
 			if b.state.CompareAndSwap(s, s+1) {
-				return b.permit(), nil, false, evicted
+				return b.permit(), false, evicted, nil
 			}
 			continue
 		}
 		if !deadline.IsZero() && !deadline.After(now) {
 			b.rejected[rDeadline].Add(1)
-			return Permit{}, rejectDeadline, false, evicted
+			return Permit{}, false, evicted, rejectDeadline
 		}
 		if b.q.n >= b.cfg.queue {
 			v := b.q.victim(prio)
 			if v == nil {
 				b.rejected[rQueueFull].Add(1)
-				return Permit{}, rejectQueueFull, false, evicted
+				return Permit{}, false, evicted, rejectQueueFull
 			}
 			b.dequeue(v)
 			b.rejected[rEvicted].Add(1)
@@ -358,11 +358,11 @@ func (b *Bulkhead) enqueueLocked(now time.Time, prio Priority, deadline time.Tim
 		if wait, ok := b.handoffs.expectedWait(b.q.ahead(prio) + 1); ok {
 			if b.cfg.maxWait > 0 && wait > b.cfg.maxWait {
 				b.rejected[rMaxWait].Add(1)
-				return Permit{}, rejectMaxWait, false, evicted
+				return Permit{}, false, evicted, rejectMaxWait
 			}
 			if !deadline.IsZero() && now.Add(wait).After(deadline) {
 				b.rejected[rDeadline].Add(1)
-				return Permit{}, rejectDeadline, false, evicted
+				return Permit{}, false, evicted, rejectDeadline
 			}
 		}
 		if b.state.CompareAndSwap(s, s+queuedOne) {
@@ -379,7 +379,7 @@ func (b *Bulkhead) enqueueLocked(now time.Time, prio Priority, deadline time.Tim
 	}
 	b.q.push(w)
 	b.armTimer(now)
-	return Permit{}, nil, true, evicted
+	return Permit{}, true, evicted, nil
 }
 
 // dequeue takes a still-undecided waiter out of the queue, under the lock.
