@@ -473,14 +473,16 @@ func (b *Bulkhead) admitWaiters() {
 		if s&inflightMask >= uint64(b.limit.Load()) {
 			break
 		}
-		w := b.q.next()
-		b.q.remove(w)
-		// Only locked paths change the word while someone is queued, but
-		// a fast-path release can still lower inflight: retry on a race.
+		// Claim the place first, then take the waiter out. Only locked
+		// paths add or remove waiters, but a release outside the lock can
+		// change the word under us; a waiter taken out before a failed
+		// compare-and-swap would have to go back in, and could not go back
+		// to where it was. Left in place, it stays next in line.
 		if !b.state.CompareAndSwap(s, s-queuedOne+1) { // queued−1, inflight+1
-			b.q.push(w)
 			continue
 		}
+		w := b.q.next()
+		b.q.remove(w)
 		b.grant(now, w, &chain)
 	}
 	b.armTimer(now)
