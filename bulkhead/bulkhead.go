@@ -222,11 +222,15 @@ func (b *Bulkhead) TryAcquire() (Permit, bool) {
 }
 
 // Acquire takes a permit, waiting in the queue if the limit is reached.
-// It refuses at once when the queue is full, when the context is done, and
-// when the context's deadline (or the maximum wait) cannot be met going by
-// the queue's current speed; a waiter leaves with ErrCanceled when its
-// context ends and with ErrMaxWait when it has waited the maximum. The
-// priority is the context's (WithPriority), PriorityNormal by default.
+// A context already done when Acquire is called is refused with
+// ErrCanceled (wrapping the context's error), even when there is room: its
+// caller has gone, and a place given to it would be wasted. Acquire also
+// refuses at once when the queue is full, and when the context's deadline
+// (or the maximum wait) cannot be met going by the queue's current speed.
+// A waiter leaves with ErrCanceled when its context ends and with
+// ErrMaxWait when it has waited the maximum; one whose context ends just
+// as it is granted keeps the permit. The priority is the context's
+// (WithPriority), PriorityNormal by default.
 //
 //go:nosplit
 func (b *Bulkhead) Acquire(ctx context.Context) (Permit, error) {
@@ -236,10 +240,14 @@ func (b *Bulkhead) Acquire(ctx context.Context) (Permit, error) {
 	// a few words; the slow paths they call check the stack as usual, and
 	// the linker verifies the nosplit chain.
 	// The fast path first, with nothing else in the way: a fixed limit
-	// with room and nobody queued costs one load and one compare-and-swap.
-	// Anything else — the adaptive limit, a lost race, a queue — takes
-	// acquire.
-	if b.adaptive == nil {
+	// with room and nobody queued costs the context's Err (an atomic load
+	// at most; for context.Background a call that returns nil), one load
+	// and one compare-and-swap. Err comes before the load, not between it
+	// and the compare-and-swap: a call there costs a few nanoseconds more
+	// (the word must be kept across it) and widens the window in which
+	// another request can change the word. Anything else — the adaptive
+	// limit, a done context, a lost race, a queue — takes acquire.
+	if b.adaptive == nil && ctx.Err() == nil {
 		s := b.state.Load()
 		if s&queuedMask == 0 && s&inflightMask < uint64(b.limit.Load()) && b.state.CompareAndSwap(s, s+1) {
 			return Permit{b: b}, nil
@@ -249,17 +257,19 @@ func (b *Bulkhead) Acquire(ctx context.Context) (Permit, error) {
 }
 
 func (b *Bulkhead) acquire(ctx context.Context) (Permit, error) {
+	if err := ctx.Err(); err != nil {
+		b.rejected[rCanceled].Add(1)
+		return Permit{}, &rejection{reason: rCanceled, cause: err}
+	}
 	if b.tryFast() {
 		return b.permit(), nil
 	}
 	return b.acquireSlow(ctx)
 }
 
+// acquireSlow queues; the context was not done a moment ago, and if it
+// is done now, the wait below ends at once.
 func (b *Bulkhead) acquireSlow(ctx context.Context) (Permit, error) {
-	if err := ctx.Err(); err != nil {
-		b.rejected[rCanceled].Add(1)
-		return Permit{}, &rejection{reason: rCanceled, cause: err}
-	}
 	deadline, _ := ctx.Deadline()
 	w := b.pool.Get().(*waiter)
 	p, err, queued := b.enqueue(PriorityFrom(ctx), deadline, false, w)

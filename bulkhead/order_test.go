@@ -2,6 +2,7 @@ package bulkhead
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -241,4 +242,40 @@ func TestNoBargingDuringHandOff(t *testing.T) {
 			t.Fatalf("stats %+v", st)
 		}
 	})
+}
+
+// TestAcquireRefusesDoneContext: a context already done when Acquire is
+// called is refused with ErrCanceled, even with room inside and nobody
+// queued — on the fast path too — and takes no place.
+func TestAcquireRefusesDoneContext(t *testing.T) {
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	defer cancel()
+	adaptive := []Option{WithAdaptive(AdaptiveConfig{})}
+	for i, tc := range []struct {
+		name  string
+		opts  []Option
+		ctx   context.Context
+		cause error
+	}{
+		{"fixed limit, canceled", nil, canceled, context.Canceled},
+		{"fixed limit, deadline passed", nil, expired, context.DeadlineExceeded},
+		{"fixed limit, canceled, with a priority", nil, WithPriority(canceled, PriorityCritical), context.Canceled},
+		{"adaptive limit, canceled", adaptive, canceled, context.Canceled},
+		{"adaptive limit, deadline passed", adaptive, expired, context.DeadlineExceeded},
+	} {
+		b, err := New(2, append([]Option{WithQueue(2)}, tc.opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := b.Acquire(tc.ctx)
+		p.Release()
+		if !errors.Is(err, ErrRejected) || !errors.Is(err, ErrCanceled) || !errors.Is(err, tc.cause) {
+			t.Errorf("step %d (%s): Acquire = %v, want ErrCanceled wrapping %v", i, tc.name, err, tc.cause)
+		}
+		if st := b.Stats(); st.Admitted != 0 || st.InFlight != 0 || st.Rejected[ReasonCanceled] != 1 {
+			t.Errorf("step %d (%s): stats %+v, want nobody admitted and one refusal for canceled", i, tc.name, st)
+		}
+	}
 }
