@@ -1,7 +1,10 @@
 package bulkhead
 
 import (
+	"context"
 	"math"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -149,5 +152,105 @@ func TestControllerDoesNotCutHealthyTraffic(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { runController(t, 20, tc.steps) })
+	}
+}
+
+// TestSetLimitEndsACut: SetLimit in the middle of a probe's check must
+// stand. The check compares latency before and after a cut that the
+// caller has since overridden; finishing it would undo the probe by
+// restoring the limit from before the probe, a limit the caller replaced.
+// Driven through a real bulkhead on a virtual clock: one request per
+// window, each exactly 125 ms inside.
+func TestSetLimitEndsACut(t *testing.T) {
+	b, c := newVirtual(t, 20, WithAdaptive(AdaptiveConfig{Max: 1000, Window: ms125, MinSamples: 1}))
+	window := func(binding bool) {
+		p, ok := b.TryAcquire()
+		if !ok {
+			t.Fatal("TryAcquire refused with room inside")
+		}
+		if binding {
+			b.adaptive.markBinding()
+		}
+		c.Advance(ms125)
+		p.Release() // closes the window: one sample, 125 ms long
+	}
+	// The first window sets the baseline; five binding ones grow the limit
+	// 20 → 25 → 31 → 39 → 49 and then probe 10 % down, to 44. Nobody is
+	// inside, so it is drained at once; 250 ms settle it, and the check
+	// begins.
+	window(false)
+	for range 5 {
+		window(true)
+	}
+	if got := b.Limit(); got != 44 {
+		t.Fatalf("after the probe: limit %d, want 44", got)
+	}
+	window(true) // drained
+	window(true) // settled (125 ms of 250)
+	window(true) // settled; checking
+	window(true) // the first window of the check
+	if err := b.SetLimit(30); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		window(false) // at the baseline, binding nobody: nothing to change
+		if got := b.Limit(); got != 30 {
+			t.Fatalf("step %d: limit %d after SetLimit(30), want 30", i, got)
+		}
+	}
+}
+
+// tickClock advances one tick at every reading, so a request that reads
+// it when granted and when released has spent exactly one tick inside,
+// whatever other goroutines do (they must not read it).
+type tickClock struct{ n atomic.Int64 }
+
+const tick = time.Millisecond
+
+func (c *tickClock) Now() time.Time { return time.Unix(0, 0).Add(time.Duration(c.n.Add(1)) * tick) }
+
+func (c *tickClock) AfterFunc(time.Duration, func()) Timer {
+	panic("tickClock: no timers in this test")
+}
+
+// TestSetLimitRacesWindowClose (run with -race): in each round one
+// goroutine acquires and releases a permit — the release closes a window —
+// while another sets the limit, to 10 and 20 in turn. Every window is one
+// request at the baseline latency binding nobody, so the controller never
+// moves the limit itself: once both are done, the limit must be the one
+// just set. A window close that stepped the controller before the call
+// and stored its result after it would have put the previous limit back.
+func TestSetLimitRacesWindowClose(t *testing.T) {
+	const rounds = 30000
+	b, err := New(10, WithClock(&tickClock{}), WithAdaptive(AdaptiveConfig{Min: 1, Max: 100, Window: tick, MinSamples: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range rounds {
+		n := 10 + 10*(i%2)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			<-start
+			p, err := b.Acquire(context.Background())
+			if err != nil {
+				t.Errorf("step %d: Acquire: %v", i, err)
+			}
+			p.Release()
+		})
+		wg.Go(func() {
+			<-start
+			if err := b.SetLimit(n); err != nil {
+				t.Errorf("step %d: SetLimit(%d): %v", i, n, err)
+			}
+		})
+		close(start)
+		wg.Wait()
+		if got := b.Limit(); got != n {
+			t.Fatalf("step %d: limit %d after SetLimit(%d) and a window close, want %d", i, got, n, n)
+		}
+	}
+	if st := b.Stats(); st.Completed != rounds {
+		t.Fatalf("stats %+v: want %d requests", st, rounds)
 	}
 }

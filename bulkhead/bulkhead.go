@@ -510,7 +510,10 @@ func (b *Bulkhead) grant(now time.Time, w *waiter, chain **waiter) {
 // SetLimit changes the concurrency limit at once: raising it admits
 // waiters straight away; lowering it lets the requests inside finish and
 // admits nobody until they are fewer than the new limit. An adaptive
-// bulkhead goes on adapting from the new limit, within its min and max.
+// bulkhead goes on adapting from the new limit, within its min and max:
+// a cut it was checking is abandoned (the comparison was with a limit the
+// caller replaced), and a window closing as SetLimit is called cannot put
+// back the limit from before it. SetLimit is safe for concurrent use.
 func (b *Bulkhead) SetLimit(n int) error {
 	if n < 1 || n > MaxLimit {
 		return fmt.Errorf("%w: limit %d: want 1 to %d", ErrConfig, n, MaxLimit)
@@ -519,16 +522,25 @@ func (b *Bulkhead) SetLimit(n int) error {
 		if n < a.cfg.Min || n > a.cfg.Max {
 			return fmt.Errorf("%w: limit %d: want the adaptive min %d to max %d", ErrConfig, n, a.cfg.Min, a.cfg.Max)
 		}
+		// The controller's limit and the bulkhead's change together, under
+		// the controller's lock, as a window close changes them: whichever
+		// comes last sets both, so a close that stepped from the old limit
+		// cannot store its result over n.
 		a.mu.Lock()
-		a.ctrl.limit = float64(n)
+		a.ctrl.set(n)
+		b.limit.Store(int64(n))
 		a.mu.Unlock()
+	} else {
+		b.limit.Store(int64(n))
 	}
-	b.setLimit(n)
+	b.limitChanged()
 	return nil
 }
 
-func (b *Bulkhead) setLimit(n int) {
-	b.limit.Store(int64(n))
+// limitChanged admits the waiters a raised limit has room for. It runs
+// outside the controller's lock: admitting runs Submit callbacks, which
+// may release permits and close a window.
+func (b *Bulkhead) limitChanged() {
 	if b.state.Load()&queuedMask != 0 {
 		b.admitWaiters()
 	}
