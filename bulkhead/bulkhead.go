@@ -537,11 +537,20 @@ func (b *Bulkhead) SetLimit(n int) error {
 	return nil
 }
 
-// limitChanged admits the waiters a raised limit has room for. It runs
-// outside the controller's lock: admitting runs Submit callbacks, which
-// may release permits and close a window.
+// limitChanged admits the waiters a raised limit has room for, after the
+// new limit is stored. It looks for them under the lock, not in the state
+// word: an arrival reads the limit and queues in one locked section, so
+// one that read the old limit has queued by the time the lock is ours and
+// is seen here, and a later one reads the new limit. (The word alone can
+// show nobody queued just before such an arrival queues, which then waits
+// with room inside until someone releases.) It runs outside the
+// controller's lock: admitting runs Submit callbacks, which may release
+// permits and close a window.
 func (b *Bulkhead) limitChanged() {
-	if b.state.Load()&queuedMask != 0 {
+	b.mu.Lock()
+	waiting := b.q.n > 0
+	b.mu.Unlock()
+	if waiting {
 		b.admitWaiters()
 	}
 }
