@@ -33,8 +33,9 @@ import (
 //     cuts a limit that binds nobody).
 //
 // Every cut is checked: once the requests admitted under the old limit
-// have left, two windows show whether requests got faster. If they did
-// not, the latency is the service's own and becomes the baseline. That is
+// have left, three windows show whether requests got faster. If they did
+// not, a probe is undone; after a cut for congestion, the latency is the
+// service's own and becomes the baseline. That is
 // the only way the baseline goes up; otherwise it only follows faster
 // windows down, so sustained overload cannot raise it and let the limit
 // creep. docs/bulkhead.md gives the reasoning and the tests that hold the

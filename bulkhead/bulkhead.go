@@ -117,8 +117,8 @@ func WithQueue(n int) Option { return func(c *config) { c.queue = n } }
 func WithMaxWait(d time.Duration) Option { return func(c *config) { c.maxWait = d } }
 
 // WithLIFO serves each priority newest first while the queue holds at
-// least backlog requests, oldest first below that. The default, 0, is FIFO
-// always.
+// least backlog requests — of every priority, the one about to be served
+// included — and oldest first below that. The default, 0, is FIFO always.
 func WithLIFO(backlog int) Option { return func(c *config) { c.lifoAfter = backlog } }
 
 // WithClock sets the clock the bulkhead reads. The default is the real
