@@ -33,8 +33,9 @@ import (
 //     cuts a limit that binds nobody).
 //
 // Every cut is checked: once the requests admitted under the old limit
-// have left, two windows show whether requests got faster. If they did
-// not, the latency is the service's own and becomes the baseline. That is
+// have left, three windows show whether requests got faster. If they did
+// not, a probe is undone; after a cut for congestion, the latency is the
+// service's own and becomes the baseline. That is
 // the only way the baseline goes up; otherwise it only follows faster
 // windows down, so sustained overload cannot raise it and let the limit
 // creep. docs/bulkhead.md gives the reasoning and the tests that hold the
@@ -287,6 +288,15 @@ func (c *controller) step(w window) int {
 	return c.round()
 }
 
+// set is a limit from outside (SetLimit). A cut being drained, settled or
+// checked is abandoned: its check would compare the latency under the new
+// limit with the latency before the cut, and undoing a probe would restore
+// the limit from before it over the caller's.
+func (c *controller) set(n int) {
+	c.limit = float64(n)
+	c.phase = steady
+}
+
 func (c *controller) startCut(kind cutKind, target, r float64) {
 	c.cut, c.before, c.beforeL = kind, r, c.limit
 	c.limit = math.Max(float64(c.cfg.Min), target)
@@ -369,12 +379,20 @@ func (a *adaptive) close(b *Bulkhead, now time.Duration) {
 	if n > 0 {
 		w.meanRTT = time.Duration(acc&sumMask/uint64(n)) * time.Microsecond
 	}
+	// The new limit is stored under the controller's lock, as SetLimit
+	// stores its own: stored after the lock, it could land after a
+	// SetLimit that came in between and undo it with a limit stepped from
+	// the one before.
 	a.mu.Lock()
 	limit := a.ctrl.step(w)
+	changed := int64(limit) != b.limit.Load()
+	if changed {
+		b.limit.Store(int64(limit))
+	}
 	a.mu.Unlock()
 	a.closing.Store(false)
-	if limit != b.Limit() {
-		b.setLimit(limit)
+	if changed {
+		b.limitChanged()
 	}
 }
 

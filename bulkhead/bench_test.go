@@ -113,6 +113,23 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	}
 }
 
+// A request's context is cancelable, as an HTTP server's is: Acquire's
+// check that it is not done yet is an atomic load rather than a call that
+// returns nil.
+func BenchmarkAcquireReleaseCancelable(b *testing.B) {
+	bh := newBulkhead(b)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := bh.Acquire(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.Release()
+	}
+}
+
 func BenchmarkAcquireReleaseParallel(b *testing.B) {
 	bh := newBulkhead(b)
 	ctx := context.Background()

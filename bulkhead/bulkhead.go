@@ -117,8 +117,8 @@ func WithQueue(n int) Option { return func(c *config) { c.queue = n } }
 func WithMaxWait(d time.Duration) Option { return func(c *config) { c.maxWait = d } }
 
 // WithLIFO serves each priority newest first while the queue holds at
-// least backlog requests, oldest first below that. The default, 0, is FIFO
-// always.
+// least backlog requests — of every priority, the one about to be served
+// included — and oldest first below that. The default, 0, is FIFO always.
 func WithLIFO(backlog int) Option { return func(c *config) { c.lifoAfter = backlog } }
 
 // WithClock sets the clock the bulkhead reads. The default is the real
@@ -222,11 +222,15 @@ func (b *Bulkhead) TryAcquire() (Permit, bool) {
 }
 
 // Acquire takes a permit, waiting in the queue if the limit is reached.
-// It refuses at once when the queue is full, when the context is done, and
-// when the context's deadline (or the maximum wait) cannot be met going by
-// the queue's current speed; a waiter leaves with ErrCanceled when its
-// context ends and with ErrMaxWait when it has waited the maximum. The
-// priority is the context's (WithPriority), PriorityNormal by default.
+// A context already done when Acquire is called is refused with
+// ErrCanceled (wrapping the context's error), even when there is room: its
+// caller has gone, and a place given to it would be wasted. Acquire also
+// refuses at once when the queue is full, and when the context's deadline
+// (or the maximum wait) cannot be met going by the queue's current speed.
+// A waiter leaves with ErrCanceled when its context ends and with
+// ErrMaxWait when it has waited the maximum; one whose context ends just
+// as it is granted keeps the permit. The priority is the context's
+// (WithPriority), PriorityNormal by default.
 //
 //go:nosplit
 func (b *Bulkhead) Acquire(ctx context.Context) (Permit, error) {
@@ -236,10 +240,14 @@ func (b *Bulkhead) Acquire(ctx context.Context) (Permit, error) {
 	// a few words; the slow paths they call check the stack as usual, and
 	// the linker verifies the nosplit chain.
 	// The fast path first, with nothing else in the way: a fixed limit
-	// with room and nobody queued costs one load and one compare-and-swap.
-	// Anything else — the adaptive limit, a lost race, a queue — takes
-	// acquire.
-	if b.adaptive == nil {
+	// with room and nobody queued costs the context's Err (an atomic load
+	// at most; for context.Background a call that returns nil), one load
+	// and one compare-and-swap. Err comes before the load, not between it
+	// and the compare-and-swap: a call there costs a few nanoseconds more
+	// (the word must be kept across it) and widens the window in which
+	// another request can change the word. Anything else — the adaptive
+	// limit, a done context, a lost race, a queue — takes acquire.
+	if b.adaptive == nil && ctx.Err() == nil {
 		s := b.state.Load()
 		if s&queuedMask == 0 && s&inflightMask < uint64(b.limit.Load()) && b.state.CompareAndSwap(s, s+1) {
 			return Permit{b: b}, nil
@@ -249,17 +257,19 @@ func (b *Bulkhead) Acquire(ctx context.Context) (Permit, error) {
 }
 
 func (b *Bulkhead) acquire(ctx context.Context) (Permit, error) {
+	if err := ctx.Err(); err != nil {
+		b.rejected[rCanceled].Add(1)
+		return Permit{}, &rejection{reason: rCanceled, cause: err}
+	}
 	if b.tryFast() {
 		return b.permit(), nil
 	}
 	return b.acquireSlow(ctx)
 }
 
+// acquireSlow queues; the context was not done a moment ago, and if it
+// is done now, the wait below ends at once.
 func (b *Bulkhead) acquireSlow(ctx context.Context) (Permit, error) {
-	if err := ctx.Err(); err != nil {
-		b.rejected[rCanceled].Add(1)
-		return Permit{}, &rejection{reason: rCanceled, cause: err}
-	}
 	deadline, _ := ctx.Deadline()
 	w := b.pool.Get().(*waiter)
 	p, err, queued := b.enqueue(PriorityFrom(ctx), deadline, false, w)
@@ -323,31 +333,31 @@ func (b *Bulkhead) enqueue(prio Priority, deadline time.Time, expireAtDeadline b
 		b.adaptive.markBinding()
 	}
 	b.mu.Lock()
-	p, err, queued, evicted := b.enqueueLocked(now, prio, deadline, expireAtDeadline, w)
+	p, queued, evicted, err := b.enqueueLocked(now, prio, deadline, expireAtDeadline, w)
 	b.mu.Unlock()
 	b.notify(evicted)
 	return p, err, queued
 }
 
-func (b *Bulkhead) enqueueLocked(now time.Time, prio Priority, deadline time.Time, expireAtDeadline bool, w *waiter) (p Permit, err error, queued bool, evicted *waiter) {
+func (b *Bulkhead) enqueueLocked(now time.Time, prio Priority, deadline time.Time, expireAtDeadline bool, w *waiter) (p Permit, queued bool, evicted *waiter, err error) {
 	for {
 		s := b.state.Load()
 		limit := uint64(b.limit.Load())
 		if s&queuedMask == 0 && s&inflightMask < limit {
 			if b.state.CompareAndSwap(s, s+1) {
-				return b.permit(), nil, false, evicted
+				return b.permit(), false, evicted, nil
 			}
 			continue
 		}
 		if !deadline.IsZero() && !deadline.After(now) {
 			b.rejected[rDeadline].Add(1)
-			return Permit{}, rejectDeadline, false, evicted
+			return Permit{}, false, evicted, rejectDeadline
 		}
 		if b.q.n >= b.cfg.queue {
 			v := b.q.victim(prio)
 			if v == nil {
 				b.rejected[rQueueFull].Add(1)
-				return Permit{}, rejectQueueFull, false, evicted
+				return Permit{}, false, evicted, rejectQueueFull
 			}
 			b.dequeue(v)
 			b.rejected[rEvicted].Add(1)
@@ -358,11 +368,11 @@ func (b *Bulkhead) enqueueLocked(now time.Time, prio Priority, deadline time.Tim
 		if wait, ok := b.handoffs.expectedWait(b.q.ahead(prio) + 1); ok {
 			if b.cfg.maxWait > 0 && wait > b.cfg.maxWait {
 				b.rejected[rMaxWait].Add(1)
-				return Permit{}, rejectMaxWait, false, evicted
+				return Permit{}, false, evicted, rejectMaxWait
 			}
 			if !deadline.IsZero() && now.Add(wait).After(deadline) {
 				b.rejected[rDeadline].Add(1)
-				return Permit{}, rejectDeadline, false, evicted
+				return Permit{}, false, evicted, rejectDeadline
 			}
 		}
 		if b.state.CompareAndSwap(s, s+queuedOne) {
@@ -379,7 +389,7 @@ func (b *Bulkhead) enqueueLocked(now time.Time, prio Priority, deadline time.Tim
 	}
 	b.q.push(w)
 	b.armTimer(now)
-	return Permit{}, nil, true, evicted
+	return Permit{}, true, evicted, nil
 }
 
 // dequeue takes a still-undecided waiter out of the queue, under the lock.
@@ -473,14 +483,16 @@ func (b *Bulkhead) admitWaiters() {
 		if s&inflightMask >= uint64(b.limit.Load()) {
 			break
 		}
-		w := b.q.next()
-		b.q.remove(w)
-		// Only locked paths change the word while someone is queued, but
-		// a fast-path release can still lower inflight: retry on a race.
+		// Claim the place first, then take the waiter out. Only locked
+		// paths add or remove waiters, but a release outside the lock can
+		// change the word under us; a waiter taken out before a failed
+		// compare-and-swap would have to go back in, and could not go back
+		// to where it was. Left in place, it stays next in line.
 		if !b.state.CompareAndSwap(s, s-queuedOne+1) { // queued−1, inflight+1
-			b.q.push(w)
 			continue
 		}
+		w := b.q.next()
+		b.q.remove(w)
 		b.grant(now, w, &chain)
 	}
 	b.armTimer(now)
@@ -498,7 +510,10 @@ func (b *Bulkhead) grant(now time.Time, w *waiter, chain **waiter) {
 // SetLimit changes the concurrency limit at once: raising it admits
 // waiters straight away; lowering it lets the requests inside finish and
 // admits nobody until they are fewer than the new limit. An adaptive
-// bulkhead goes on adapting from the new limit, within its min and max.
+// bulkhead goes on adapting from the new limit, within its min and max:
+// a cut it was checking is abandoned (the comparison was with a limit the
+// caller replaced), and a window closing as SetLimit is called cannot put
+// back the limit from before it. SetLimit is safe for concurrent use.
 func (b *Bulkhead) SetLimit(n int) error {
 	if n < 1 || n > MaxLimit {
 		return fmt.Errorf("%w: limit %d: want 1 to %d", ErrConfig, n, MaxLimit)
@@ -507,17 +522,35 @@ func (b *Bulkhead) SetLimit(n int) error {
 		if n < a.cfg.Min || n > a.cfg.Max {
 			return fmt.Errorf("%w: limit %d: want the adaptive min %d to max %d", ErrConfig, n, a.cfg.Min, a.cfg.Max)
 		}
+		// The controller's limit and the bulkhead's change together, under
+		// the controller's lock, as a window close changes them: whichever
+		// comes last sets both, so a close that stepped from the old limit
+		// cannot store its result over n.
 		a.mu.Lock()
-		a.ctrl.limit = float64(n)
+		a.ctrl.set(n)
+		b.limit.Store(int64(n))
 		a.mu.Unlock()
+	} else {
+		b.limit.Store(int64(n))
 	}
-	b.setLimit(n)
+	b.limitChanged()
 	return nil
 }
 
-func (b *Bulkhead) setLimit(n int) {
-	b.limit.Store(int64(n))
-	if b.state.Load()&queuedMask != 0 {
+// limitChanged admits the waiters a raised limit has room for, after the
+// new limit is stored. It looks for them under the lock, not in the state
+// word: an arrival reads the limit and queues in one locked section, so
+// one that read the old limit has queued by the time the lock is ours and
+// is seen here, and a later one reads the new limit. (The word alone can
+// show nobody queued just before such an arrival queues, which then waits
+// with room inside until someone releases.) It runs outside the
+// controller's lock: admitting runs Submit callbacks, which may release
+// permits and close a window.
+func (b *Bulkhead) limitChanged() {
+	b.mu.Lock()
+	waiting := b.q.n > 0
+	b.mu.Unlock()
+	if waiting {
 		b.admitWaiters()
 	}
 }

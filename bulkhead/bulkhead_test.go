@@ -284,6 +284,44 @@ func TestSetLimit(t *testing.T) {
 	}
 }
 
+// TestSetLimitRacesArrival (run with -race): a newcomer arrives at a full
+// bulkhead just as the limit is raised. Whichever comes first, once both
+// have returned the newcomer must be inside: it either read the new limit,
+// or queued in time to be admitted by the raise. An arrival that read the
+// old limit, and queued after the raise looked for waiters, would wait
+// with room inside until somebody released.
+func TestSetLimitRacesArrival(t *testing.T) {
+	const iterations = 50000
+	b, _ := New(1, WithQueue(1))
+	hold, _ := b.TryAcquire()
+	defer hold.Release()
+	for i := range iterations {
+		var order []string
+		var tk *ticket
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			<-start
+			tk = submit(b, &order, "newcomer", PriorityNormal, time.Time{})
+		})
+		wg.Go(func() {
+			<-start
+			if err := b.SetLimit(2); err != nil {
+				t.Error(err)
+			}
+		})
+		close(start)
+		wg.Wait()
+		if !tk.done || tk.err != nil {
+			t.Fatalf("step %d: after SetLimit(2) the newcomer is answered %v with %v, stats %+v; want it inside", i, tk.done, tk.err, b.Stats())
+		}
+		tk.permit.Release()
+		if err := b.SetLimit(1); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestAcquireBlocking runs real goroutines in a synctest bubble: waiting,
 // hand-off, cancellation and the maximum wait, in virtual time.
 func TestAcquireBlocking(t *testing.T) {

@@ -13,7 +13,7 @@
 //
 // Or by hand:
 //
-//	p, err := b.Acquire(ctx) // waits in the queue; refuses if ctx's deadline cannot be met
+//	p, err := b.Acquire(ctx) // waits in the queue; refuses if ctx is done or its deadline cannot be met
 //	if err != nil {
 //		return err // errors.Is(err, bulkhead.ErrRejected); bulkhead.ReasonOf(err)
 //	}
@@ -21,7 +21,8 @@
 //
 // Requests have priorities (PriorityLow … PriorityCritical): higher tiers
 // are admitted first and may take a lower tier's place in a full queue.
-// WithLIFO serves the newest first under a backlog. WithAdaptive lets the
+// Within a tier the queue is first in, first out, and a newcomer never
+// passes a waiter; WithLIFO serves the newest first under a backlog. WithAdaptive lets the
 // limit find the service's knee from the latency and throughput it sees.
 //
 // The uncontended path is one compare-and-swap to acquire and one atomic

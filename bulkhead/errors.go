@@ -19,7 +19,8 @@ var (
 	// ErrEvicted: a request of a higher priority took this one's place in
 	// a full queue.
 	ErrEvicted = errors.New("bulkhead: evicted by a higher priority")
-	// ErrCanceled: the caller's context ended while the request waited.
+	// ErrCanceled: the caller's context was already done when Acquire was
+	// called, or ended while the request waited.
 	ErrCanceled = errors.New("bulkhead: canceled while waiting")
 	// ErrConfig: New or SetLimit got a value outside its range.
 	ErrConfig = errors.New("bulkhead: invalid configuration")
