@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -219,11 +220,11 @@ func TestCompareIsSharedCappedAndCancelled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h, lab := newHandler(DefaultConfig())
 		defer lab.stop()
-		var started, cancelled int
+		var started, cancelled atomic.Int32
 		lab.runCompare = func(ctx context.Context, profile string, seed uint32) ([]overload.Result, error) {
-			started++
+			started.Add(1)
 			<-ctx.Done()
-			cancelled++
+			cancelled.Add(1)
 			return nil, ctx.Err()
 		}
 		ask := func(seed int) *httptest.ResponseRecorder {
@@ -240,8 +241,8 @@ func TestCompareIsSharedCappedAndCancelled(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		if started != 1 {
-			t.Fatalf("20 asks for one key started %d computations, want 1", started)
+		if started.Load() != 1 {
+			t.Fatalf("20 asks for one key started %d computations, want 1", started.Load())
 		}
 		if rec := ask(8); rec.Code != 503 || rec.Header().Get("Retry-After") == "" {
 			t.Errorf("a second key while one computes: %d %q, want 503 with Retry-After", rec.Code, rec.Header().Get("Retry-After"))
@@ -251,18 +252,18 @@ func TestCompareIsSharedCappedAndCancelled(t *testing.T) {
 		ask(7)
 		time.Sleep(lab.grace - time.Millisecond)
 		synctest.Wait()
-		if cancelled != 0 {
+		if cancelled.Load() != 0 {
 			t.Fatalf("cancelled while asked for within the grace period")
 		}
 		time.Sleep(2 * time.Millisecond)
 		synctest.Wait()
-		if cancelled != 1 {
-			t.Fatalf("cancelled %d times after the grace period with nobody asking, want 1", cancelled)
+		if cancelled.Load() != 1 {
+			t.Fatalf("cancelled %d times after the grace period with nobody asking, want 1", cancelled.Load())
 		}
 		// Forgotten: the cap is free again and the next ask starts afresh.
 		ask(8)
-		if started != 2 {
-			t.Errorf("after the cancel, a new key started %d computations in all, want 2", started)
+		if started.Load() != 2 {
+			t.Errorf("after the cancel, a new key started %d computations in all, want 2", started.Load())
 		}
 	})
 }
