@@ -100,9 +100,11 @@ func newBulkhead(b *testing.B, opts ...bulkhead.Option) *bulkhead.Bulkhead {
 	return bh
 }
 
-func BenchmarkAcquireRelease(b *testing.B) {
+func BenchmarkAcquireRelease(b *testing.B) { benchAcquireRelease(b, context.Background()) }
+
+// benchAcquireRelease acquires and releases in a loop with ctx.
+func benchAcquireRelease(b *testing.B, ctx context.Context) {
 	bh := newBulkhead(b)
-	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
 		p, err := bh.Acquire(ctx)
@@ -117,17 +119,9 @@ func BenchmarkAcquireRelease(b *testing.B) {
 // check that it is not done yet is an atomic load rather than a call that
 // returns nil.
 func BenchmarkAcquireReleaseCancelable(b *testing.B) {
-	bh := newBulkhead(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	b.ReportAllocs()
-	for b.Loop() {
-		p, err := bh.Acquire(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		p.Release()
-	}
+	benchAcquireRelease(b, ctx)
 }
 
 func BenchmarkAcquireReleaseParallel(b *testing.B) {

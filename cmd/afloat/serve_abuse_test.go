@@ -33,24 +33,7 @@ import (
 type consoleProcess struct {
 	cmd    *exec.Cmd
 	url    string
-	stderr *lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	stderr *syncBuffer
 }
 
 // afloatBinary builds the binary once per test run (or takes
@@ -75,7 +58,7 @@ func startConsoleProcess(t *testing.T, bin string, args ...string) *consoleProce
 	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--log-format", "json"}, args...)...)
 	cmd.Env = append(os.Environ(), "AFLOAT_REDIS_URL=")
 	pr, pw := io.Pipe()
-	logs := &lockedBuffer{}
+	logs := &syncBuffer{}
 	cmd.Stderr = io.MultiWriter(pw, logs)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
