@@ -200,3 +200,13 @@ function newRow(member) {
   tr.append(th, count, bar, state, action);
   return tr;
 }
+
+// The page, for the registry (pages.js).
+export const page = {
+  id: "assign",
+  heading: "assign-h",
+  setup: setupAssign,
+  render: renderAssign,
+  relabel: relabelAssign,
+  leave: leaveAssign,
+};

@@ -315,3 +315,12 @@ function liveTable(rep) {
     }
   }
 }
+
+// The page, for the registry (pages.js).
+export const page = {
+  id: "lab",
+  heading: "lab-h",
+  setup: ({ info }) => setupLab(info.lab_profiles),
+  render: renderLab,
+  relabel: relabelLab,
+};

@@ -1,0 +1,57 @@
+// The game's state, shared by the modules of the play, debrief and model
+// pages, and the small helpers every page uses.
+import { t } from "./i18n.js";
+
+export const $ = (id) => document.getElementById(id);
+
+export const state = {
+  info: null, // GET /api/scenarios
+  scenario: null, // the chosen scenario's info
+  seed: 1,
+  noise: true,
+  actions: [], // {minute, control, value}; value undefined for buttons
+  frames: [], // frames fetched, contiguous from minute 0
+  shown: -1, // the minute on the dashboard
+  playing: false,
+  speed: 1,
+  timer: 0,
+  generation: 0, // bumps when the run changes; late answers are dropped
+  fetching: null,
+  stepping: false,
+  replayedTo: 0, // minutes replayed from a share link, 0 when none
+};
+
+// For tests and the curious: the state, the catalogue keys found missing,
+// and how long each minute took to draw (the last 1,000), with the main
+// thread's long tasks, which docs/benchmarks.md reports at 10× speed.
+export const perf = { renders: [], shownAt: [], longTasks: 0 };
+
+export function controlSpec(id) {
+  return state.info.controls.find((c) => c.control === id);
+}
+
+// clockOf is the time of day of a minute of the current scenario.
+export function clockOf(minute) {
+  const [h, m] = state.scenario.start.split(":").map(Number);
+  const total = (((h * 60 + m + Math.round(minute)) % 1440) + 1440) % 1440;
+  return `${String(Math.floor(total / 60)).padStart(2, "0")}:${String(total % 60).padStart(2, "0")}`;
+}
+
+// announce says something to screen readers (a polite live region).
+export function announce(text) {
+  $("status").textContent = text;
+}
+
+export function showError(text) {
+  const el = $("error");
+  el.textContent = text;
+  el.hidden = false;
+}
+
+export function clearError() {
+  $("error").hidden = true;
+}
+
+export function apiError(err) {
+  showError(t("error.api", { message: err.message }));
+}
