@@ -43,8 +43,8 @@ const (
 type ControlSpec struct {
 	Control Control   `json:"control"`
 	Kind    ValueKind `json:"kind"`
-	Min     float64   `json:"min,omitempty"`
-	Max     float64   `json:"max,omitempty"`
+	Min     float64   `json:"min"` // for integer and number kinds; always sent, 0 included
+	Max     float64   `json:"max"`
 	Label   string    `json:"label"`
 	Help    string    `json:"help"`
 	Unit    string    `json:"unit,omitempty"`

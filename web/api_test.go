@@ -62,6 +62,19 @@ func TestScenariosEndpoint(t *testing.T) {
 	if n := len(body["controls"].([]any)); n != 8 {
 		t.Errorf("%d controls, want 8", n)
 	}
+	// Every numeric lever carries its range, a minimum of 0 included: the
+	// page checks what is typed against it (a missing 0 once read "enter a
+	// value from NaN to 40").
+	for _, c := range body["controls"].([]any) {
+		c := c.(map[string]any)
+		if k := c["kind"]; k != "integer" && k != "number" {
+			continue
+		}
+		spec, _ := sim.LookupControl(sim.Control(c["control"].(string)))
+		if c["min"] != spec.Min || c["max"] != spec.Max {
+			t.Errorf("%s: range %v to %v, want %v to %v", c["control"], c["min"], c["max"], spec.Min, spec.Max)
+		}
+	}
 	first := body["scenarios"].([]any)[0].(map[string]any)
 	if first["name"] != "steady" || first["start"] != "12:00" || first["controls"].(map[string]any)["fleet_floor"] != 10.0 {
 		t.Errorf("first scenario %v", first)
