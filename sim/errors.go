@@ -1,6 +1,9 @@
 package sim
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Errors returned by this package. Callers test for them with errors.Is;
 // the wrapped message names the field at fault and the allowed range.
@@ -26,3 +29,28 @@ func (e *ConfigError) Error() string {
 
 // Unwrap makes every ConfigError match ErrInvalidConfig.
 func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
+
+// ErrorField names the input at fault in an error from this package, the
+// way the console's API and share links name it: the configuration's
+// field ("scenario", "seed", "minutes", …), "actions" for the action list
+// as a whole, or "actions[3].value" for a field of the fourth action
+// ("actions[3]" when the action as a whole is malformed). It returns ""
+// for an error that names no field. Joined errors name their first.
+func ErrorField(err error) string {
+	var ce *ConfigError
+	var ae *ActionError
+	switch {
+	case errors.As(err, &ce):
+		return ce.Field
+	case errors.As(err, &ae):
+		if ae.Field == QueryActions {
+			return QueryActions
+		}
+		field := fmt.Sprintf("actions[%d]", ae.Index)
+		if ae.Field != "" {
+			field += "." + ae.Field
+		}
+		return field
+	}
+	return ""
+}

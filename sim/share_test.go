@@ -1,8 +1,12 @@
 package sim
 
 import (
+	"encoding/json"
 	"errors"
+	"math"
 	"net/url"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -117,4 +121,121 @@ func FuzzParseQuery(f *testing.F) {
 			t.Fatalf("accepted query does not run: %v", err)
 		}
 	})
+}
+
+// shareVectors are the share-link vectors both codecs are tested against:
+// this package's and the console's share.js (web/share_test.go).
+type shareVectors struct {
+	Encode []struct {
+		Name  string    `json:"name"`
+		Query string    `json:"query"`
+		Run   vectorRun `json:"run"`
+	} `json:"encode"`
+	Decode []struct {
+		Name  string    `json:"name"`
+		Query string    `json:"query"`
+		Run   vectorRun `json:"run"`
+	} `json:"decode"`
+	Refuse []struct {
+		Name  string `json:"name"`
+		Query string `json:"query"`
+		Field string `json:"field"`
+	} `json:"refuse"`
+}
+
+type vectorRun struct {
+	Scenario string `json:"scenario"`
+	Seed     uint32 `json:"seed"`
+	Noise    bool   `json:"noise"`
+	Minutes  int    `json:"minutes"`
+	Actions  []struct {
+		Minute  int     `json:"minute"`
+		Control Control `json:"control"`
+		Value   any     `json:"value"`
+	} `json:"actions"`
+}
+
+func (v vectorRun) config(t *testing.T) Config {
+	t.Helper()
+	c := Config{Scenario: v.Scenario, Seed: v.Seed, Noise: v.Noise, Minutes: v.Minutes}
+	for _, a := range v.Actions {
+		switch x := a.Value.(type) {
+		case nil:
+			c.Actions = append(c.Actions, Press(a.Minute, a.Control))
+		case bool:
+			c.Actions = append(c.Actions, Switch(a.Minute, a.Control, x))
+		case float64:
+			c.Actions = append(c.Actions, Set(a.Minute, a.Control, x))
+		default:
+			t.Fatalf("value %v of type %T", a.Value, a.Value)
+		}
+	}
+	return c
+}
+
+func readShareVectors(t *testing.T) shareVectors {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", "share", "vectors.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v shareVectors
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// sameConfig compares configurations, telling −0 from 0 (which a link can
+// carry and reflect.DeepEqual cannot see).
+func sameConfig(a, b Config) bool {
+	if !reflect.DeepEqual(a, b) || len(a.Actions) != len(b.Actions) {
+		return false
+	}
+	for i := range a.Actions {
+		if math.Signbit(a.Actions[i].Value) != math.Signbit(b.Actions[i].Value) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestShareVectors holds the Go codec to the shared vectors: the canonical
+// query of each run byte for byte, each query read back to its run, each
+// refusal naming its field.
+func TestShareVectors(t *testing.T) {
+	v := readShareVectors(t)
+	parse := func(query string) (Config, error) {
+		q, err := url.ParseQuery(query)
+		if err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+		return ParseQuery(q)
+	}
+	for _, c := range v.Encode {
+		want := c.Run.config(t)
+		if got := want.Query().Encode(); got != c.Query {
+			t.Errorf("encode %q:\n got %s\nwant %s", c.Name, got, c.Query)
+		}
+		got, err := parse(c.Query)
+		if err != nil || !sameConfig(got, want) {
+			t.Errorf("encode %q: read back %+v, %v; want %+v", c.Name, got, err, want)
+		}
+	}
+	for _, c := range v.Decode {
+		got, err := parse(c.Query)
+		if want := c.Run.config(t); err != nil || !sameConfig(got, want) {
+			t.Errorf("decode %q: %+v, %v; want %+v", c.Name, got, err, want)
+		}
+	}
+	for _, c := range v.Refuse {
+		_, err := parse(c.Query)
+		if err == nil {
+			t.Errorf("refuse %q: %s accepted", c.Name, c.Query)
+			continue
+		}
+		if got := ErrorField(err); got != c.Field {
+			t.Errorf("refuse %q: field %q, want %q (%v)", c.Name, got, c.Field, err)
+		}
+	}
 }

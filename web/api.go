@@ -242,21 +242,7 @@ func clip(b json.RawMessage) string {
 
 // simError turns the model's validation error into a 400 naming the field.
 func simError(err error) *apiError {
-	var ce *sim.ConfigError
-	var ae *sim.ActionError
-	field := ""
-	switch {
-	case errors.As(err, &ce):
-		field = ce.Field
-	case errors.As(err, &ae):
-		field = fmt.Sprintf("actions[%d]", ae.Index)
-		if ae.Field == sim.QueryActions {
-			field = "actions"
-		} else if ae.Field != "" {
-			field += "." + ae.Field
-		}
-	}
-	return badRequest(field, "%s", err.Error())
+	return badRequest(sim.ErrorField(err), "%s", err.Error())
 }
 
 // scenarioInfo is a scenario as the console lists it.

@@ -4,7 +4,7 @@
 import { t } from "./i18n.js";
 import { $, state, perf, clockOf, announce, showError, clearError } from "./state.js";
 import { api } from "./api.js";
-import { decodeActions } from "./share.js";
+import { decodeRun } from "./share.js";
 import { Charts } from "./charts.js";
 import { hooks, ensureFrames, step, play, pause, updatePlayButton, invalidateFrom, runParams } from "./playback.js";
 import { buildControls, syncControls } from "./controls.js";
@@ -175,7 +175,12 @@ async function replayFromLink(params) {
     showError(t("error.link", { message: err.message }));
     return false;
   }
-  const actions = decodeActions(params.get("actions") || "", state.info.controls);
+  const decoded = decodeRun(params, state.info);
+  if (decoded.error) {
+    showError(t("error.link", { message: decoded.error.message }));
+    return false;
+  }
+  const actions = decoded.run.actions;
   const length = state.info.scenarios.find((s) => s.name === name).minutes;
   let at = Number(params.get("at") || 1);
   if (!Number.isInteger(at) || at < 1 || at > length) at = 1;

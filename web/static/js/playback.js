@@ -17,9 +17,12 @@ const LOOKAHEAD = 10;
 // game.
 export const hooks = { show: () => {}, finished: () => {} };
 
+// runParams is the query of the run being played, with extra parameters
+// after it.
 export function runParams(extra = {}) {
-  const run = { scenario: state.scenario.name, seed: state.seed, noise: state.noise, actions: state.actions };
-  return encodeRun(run, state.info.controls, extra);
+  const run = { scenario: state.scenario.name, seed: state.seed, noise: state.noise, minutes: 0, actions: state.actions };
+  const more = new URLSearchParams(extra).toString();
+  return encodeRun(run, state.info.controls) + (more ? `&${more}` : "");
 }
 
 // ensureFrames makes sure frames 0 … upTo−1 are here, fetching a few more.
