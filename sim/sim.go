@@ -417,3 +417,23 @@ func (s *Sim) autoscale(served int, utilization float64, traffic bool) {
 		s.quiet = 0
 	}
 }
+
+// Clone returns an independent copy of the run at its current minute: the
+// same state, the same random stream. Stepping the copy and the original
+// with the same actions gives the same frames; a search that tries several
+// futures from one minute clones the run there instead of replaying the
+// minutes before it.
+func (s *Sim) Clone() *Sim {
+	c := *s
+	r := *s.rand
+	c.rand = &r
+	c.booting = append([]int(nil), s.booting...)
+	if s.surge != nil {
+		surge := *s.surge
+		c.surge = &surge
+	}
+	return &c
+}
+
+// Scenario returns the scenario being run.
+func (s *Sim) Scenario() Scenario { return s.sc }

@@ -37,6 +37,7 @@ Commands:
                   serves it on 127.0.0.1:8080)
   sim run         play an on-call scenario and print one frame per simulated minute
   sim scenarios   list the scenarios and their briefings
+  sim bots        the bots' scores over many seeds (do nothing, runbook, expert)
   lab overload    the overload lab: a server's death after a peak, and the bulkhead
   bench bulkhead  compare overload protections over real HTTP on loopback
   assign          least-used assignment over Redis: add, remove, restore,

@@ -20,10 +20,12 @@ const simUsage = `Usage:
   afloat sim run --scenario NAME [--seed N] [--minutes M] [--noise=false]
                  [--actions FILE] [--format table|csv|jsonl]
   afloat sim scenarios [--format table|jsonl]
+  afloat sim bots --scenario NAME [--seeds A-B] [--bots LIST] | --all | --shipped
 
 Subcommands:
   run         play a scenario and print one frame per simulated minute
   scenarios   list the scenarios and their briefings
+  bots        the bots' points over many seeds: do nothing, runbook, expert
 
 Run 'afloat sim <subcommand> --help' for its flags.
 `
@@ -41,6 +43,8 @@ func runSim(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runSimRun(args[1:], stdin, stdout, stderr)
 	case "scenarios":
 		return runSimScenarios(args[1:], stdout, stderr)
+	case "bots":
+		return runSimBots(args[1:], stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "afloat sim: unknown subcommand %q\n\n%s", args[0], simUsage)
 		return exitUsage

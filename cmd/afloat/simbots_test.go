@@ -1,0 +1,57 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/afloat/afloat/sim/bots"
+)
+
+func TestSimBots(t *testing.T) {
+	status, out, errOut := call(t, "", "sim", "bots", "--scenario", "bad-deploy", "--seeds", "1-20")
+	if status != 0 || errOut != "" {
+		t.Fatalf("status %d, stderr %q", status, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[1], "nothing") || !strings.Contains(lines[2], "runbook") || !strings.Contains(lines[2], "  20  ") {
+		t.Errorf("table:\n%s", out)
+	}
+
+	// --write gives a file of the shipped form that reads back.
+	path := filepath.Join(t.TempDir(), "d.json")
+	if status, _, errOut := call(t, "", "sim", "bots", "--scenario", "steady", "--seeds", "3-4", "--bots", "expert", "--write", path); status != 0 {
+		t.Fatalf("--write: status %d, %s", status, errOut)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil || !strings.Contains(string(raw), `"bot":"expert"`) || !strings.Contains(string(raw), `"first_seed":3`) {
+		t.Errorf("written %s, %v", raw, err)
+	}
+
+	status, out, _ = call(t, "", "sim", "bots", "--shipped")
+	if status != 0 || strings.Count(out, "\n") != 1+4*len(bots.Names()) {
+		t.Errorf("--shipped: status %d:\n%s", status, out)
+	}
+}
+
+func TestSimBotsRefuses(t *testing.T) {
+	for i, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{}, "--scenario is required"},
+		{[]string{"--scenario", "calm"}, `scenario "calm"`},
+		{[]string{"--all", "--scenario", "steady"}, "--all and --scenario"},
+		{[]string{"--scenario", "steady", "--seeds", "5-1"}, "want A-B"},
+		{[]string{"--scenario", "steady", "--seeds", "1-200000"}, "at most 100000 seeds"},
+		{[]string{"--scenario", "steady", "--bots", "nothing,genius"}, `unknown bot "genius"`},
+		{[]string{"--scenario", "steady", "--workers", "0"}, "--workers 0: want 1 to 256"},
+		{[]string{"--shipped", "--seeds", "1-5"}, "--shipped prints"},
+	} {
+		status, _, errOut := call(t, "", append([]string{"sim", "bots"}, tc.args...)...)
+		if status != exitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("step %d: sim bots %v: status %d, %q; want %d and %q", i, tc.args, status, errOut, exitUsage, tc.want)
+		}
+	}
+}

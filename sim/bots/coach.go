@@ -1,0 +1,325 @@
+package bots
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/afloat/afloat/sim"
+)
+
+// WhatIf is one replay of the player's run with one change: an action
+// moved to another minute, an action removed, or one of the expert's moves
+// added. It is an exact replay, by the same engine: its frames are the
+// player's up to the first minute it changes.
+type WhatIf struct {
+	Kind   string     `json:"kind"`            // "moved", "removed" or "added"
+	Action sim.Action `json:"action"`          // the player's action (moved, removed) or the one added
+	To     int        `json:"to"`              // the minute it is moved to or added at; -1 when removed
+	Why    string     `json:"why"`             // the moment chosen, below
+	Clock  string     `json:"clock,omitempty"` // time of day of To
+
+	Points     float64 `json:"points"`      // the what-if's score
+	Gain       float64 `json:"gain"`        // the player's points less the what-if's: what it would have saved
+	BudgetGain float64 `json:"budget_gain"` // fraction of the month's budget it would have kept
+
+	Actions []sim.Action `json:"actions"` // the what-if's whole action list, for a share link
+}
+
+// The moments a what-if moves or adds an action to, as Why names them.
+// Each is the minute after something a player could see on the
+// dashboards of their own run, so that the advice can be followed.
+const (
+	WhyDeploy   = "deploy"   // the minute after a deploy marker
+	WhyErrors   = "errors"   // after the error rate first rose above the SLO's 0.1 %
+	WhyPage     = "page"     // after the burn-rate page first fired
+	WhyDatabase = "database" // after the database first saturated
+	WhyRequests = "requests" // after requests first rose 30 % above the opening minute's
+	WhyEarlier  = "earlier"  // the same action, a few minutes earlier
+	WhyLater    = "later"    // the same action, a few minutes later
+	WhyUnneeded = "unneeded" // removed: the run does better without it
+	WhyExpert   = "expert"   // added at the minute the expert made it
+)
+
+const (
+	maxCoached   = 40   // the player's actions the coach looks at, the first ones
+	minGain      = 0.05 // points: less is no advice
+	coachResults = 3    // what-ifs returned, the best first
+)
+
+// Coach replays the player's run with each of its actions moved to the
+// moments above or removed, and with each of the expert's moves on a lever
+// the player never touched added, and returns the three what-ifs that
+// would have saved the most points (fewer if fewer save anything). expert
+// is the expert's action list on the same seed (Expert(…).Config.Actions),
+// or nil. At most the first 40 of the player's actions are looked at, so
+// that a coach costs at most a few hundred replays. It is safe for
+// concurrent use and stops with ctx's error when ctx is done.
+func Coach(ctx context.Context, cfg sim.Config, expert []sim.Action) ([]WhatIf, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	minutes, _ := cfg.Length()
+	sc, _ := sim.Lookup(cfg.Scenario)
+	player := append([]sim.Action(nil), cfg.Actions...)
+	slices.SortStableFunc(player, func(a, b sim.Action) int { return a.Minute - b.Minute })
+	base, err := newReplay(sc, cfg.Seed, cfg.Noise, minutes, player)
+	if err != nil {
+		return nil, err
+	}
+	own := base.score.Points
+	moments := momentsOf(base, sc)
+
+	var out []WhatIf
+	seen := map[string]bool{}
+	try := func(w WhatIf, acts []sim.Action) {
+		key := fmt.Sprint(acts)
+		if seen[key] {
+			return
+		}
+		seen[key] = true
+		s, err := base.replay(acts)
+		if err != nil {
+			return // a change the run refuses (an action past its end)
+		}
+		w.Points = s.Points
+		w.Gain = own - s.Points
+		w.BudgetGain = base.score.BudgetSpent - s.BudgetSpent
+		if w.To >= 0 {
+			w.Clock = sim.Clock(sc.Start + w.To)
+		}
+		w.Actions = acts
+		if w.Gain >= minGain {
+			out = append(out, w)
+		}
+	}
+	for i, a := range player {
+		if i == maxCoached {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		without := slices.Delete(slices.Clone(player), i, i+1)
+		try(WhatIf{Kind: "removed", Action: a, To: -1, Why: WhyUnneeded}, without)
+		targets := append([]moment(nil), moments...)
+		for _, d := range []int{-10, -5, -2, -1} {
+			targets = append(targets, moment{a.Minute + d, WhyEarlier})
+		}
+		for _, d := range []int{1, 2, 5} {
+			targets = append(targets, moment{a.Minute + d, WhyLater})
+		}
+		for _, t := range targets {
+			if t.minute < 1 || t.minute >= minutes || t.minute == a.Minute {
+				continue
+			}
+			moved := a
+			moved.Minute = t.minute
+			acts := sortedInsert(slices.Clone(without), moved)
+			try(WhatIf{Kind: "moved", Action: a, To: t.minute, Why: t.why}, acts)
+		}
+	}
+	used := map[sim.Control]bool{}
+	for _, a := range player {
+		used[a.Control] = true
+	}
+	for _, a := range expert {
+		if used[a.Control] || a.Minute < 1 || a.Minute >= minutes {
+			continue
+		}
+		// The expert's first move on a lever the player never touched,
+		// with the moves that put it back (a window), at its minute and at
+		// the player's moments.
+		group := []sim.Action{}
+		for _, b := range expert {
+			if b.Control == a.Control {
+				group = append(group, b)
+			}
+		}
+		used[a.Control] = true
+		starts := []moment{{a.Minute, WhyExpert}}
+		starts = append(starts, moments...)
+		for _, t := range starts {
+			shift := t.minute - a.Minute
+			acts := slices.Clone(player)
+			ok := true
+			for _, b := range group {
+				b.Minute += shift
+				if b.Minute < 1 || b.Minute >= minutes {
+					ok = false
+					break
+				}
+				acts = sortedInsert(acts, b)
+			}
+			if ok {
+				moved := a
+				moved.Minute = t.minute
+				try(WhatIf{Kind: "added", Action: moved, To: t.minute, Why: t.why}, acts)
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b WhatIf) int {
+		switch {
+		case a.Gain > b.Gain:
+			return -1
+		case a.Gain < b.Gain:
+			return 1
+		}
+		return 0
+	})
+	// One what-if per action: the best move of each.
+	var best []WhatIf
+	kept := map[string]bool{}
+	for _, w := range out {
+		key := fmt.Sprint(w.Kind == "added", w.Action.Control, w.Action.Minute)
+		if w.Kind != "added" {
+			key = fmt.Sprint("player", w.Action)
+		}
+		if kept[key] {
+			continue
+		}
+		kept[key] = true
+		best = append(best, w)
+		if len(best) == coachResults {
+			break
+		}
+	}
+	return best, nil
+}
+
+// sortedInsert puts an action after those of its minute and before later
+// ones, as a player queueing it would.
+func sortedInsert(acts []sim.Action, a sim.Action) []sim.Action {
+	i := 0
+	for i < len(acts) && acts[i].Minute <= a.Minute {
+		i++
+	}
+	return slices.Insert(acts, i, a)
+}
+
+type moment struct {
+	minute int
+	why    string
+}
+
+// momentsOf finds the moments of the player's run a what-if can move an
+// action to: each the minute after the sign, while the run lasts.
+func momentsOf(r *replay, sc sim.Scenario) []moment {
+	var out []moment
+	add := func(m int, why string) {
+		if m >= 1 && m < r.minutes {
+			out = append(out, moment{m, why})
+		}
+	}
+	for _, ev := range sc.Events {
+		if ev.Kind == sim.EventDeploy {
+			add(ev.Minute+1, WhyDeploy)
+		}
+	}
+	first := func(ok func(sim.Frame) bool) int {
+		for _, f := range r.frames {
+			if ok(f) {
+				return f.Minute
+			}
+		}
+		return -2
+	}
+	open := r.frames[0].RequestsPerS
+	add(first(func(f sim.Frame) bool { return f.ErrorRate > 0.001 })+1, WhyErrors)
+	add(first(func(f sim.Frame) bool { return f.Paged })+1, WhyPage)
+	add(first(func(f sim.Frame) bool { return f.DBUtilization >= 0.99 })+1, WhyDatabase)
+	add(first(func(f sim.Frame) bool { return f.RequestsPerS > 1.3*open })+1, WhyRequests)
+	return out
+}
+
+// replay is a run kept minute by minute — the state before each minute
+// and the score of the minutes before it — so that a change at minute m
+// replays only from m.
+type replay struct {
+	sc      sim.Scenario
+	minutes int
+	actions []sim.Action // by minute
+	before  []*sim.Sim   // before[m]: the run at the start of minute m
+	tallies []sim.Tally  // tallies[m]: the score of minutes 0 … m−1
+	frames  []sim.Frame
+	score   sim.Score
+}
+
+func newReplay(sc sim.Scenario, seed uint32, noise bool, minutes int, actions []sim.Action) (*replay, error) {
+	s, err := sim.New(sc, seed, noise)
+	if err != nil {
+		return nil, err
+	}
+	r := &replay{sc: sc, minutes: minutes, actions: actions}
+	t := sim.NewTally(sc)
+	rest := actions
+	for m := 0; m <= minutes; m++ {
+		r.before = append(r.before, s.Clone())
+		r.tallies = append(r.tallies, t)
+		if m == minutes {
+			break
+		}
+		n := 0
+		for n < len(rest) && rest[n].Minute == m {
+			n++
+		}
+		f, err := s.Step(rest[:n])
+		if err != nil {
+			return nil, err
+		}
+		rest = rest[n:]
+		t.Add(f)
+		r.frames = append(r.frames, f)
+	}
+	r.score = t.Score()
+	return r, nil
+}
+
+// replay scores another action list (sorted by minute) from the first
+// minute at which it differs from the run's.
+func (r *replay) replay(acts []sim.Action) (sim.Score, error) {
+	start := r.minutes
+	for i := 0; i < len(acts) || i < len(r.actions); i++ {
+		if i >= len(acts) || i >= len(r.actions) || acts[i] != r.actions[i] {
+			m := r.minutes
+			if i < len(acts) {
+				m = acts[i].Minute
+			}
+			if i < len(r.actions) {
+				m = min(m, r.actions[i].Minute)
+			}
+			start = m
+			break
+		}
+	}
+	if start >= r.minutes {
+		return r.score, nil
+	}
+	s := r.before[start].Clone()
+	t := r.tallies[start]
+	i := 0
+	for i < len(acts) && acts[i].Minute < start {
+		i++
+	}
+	acts = acts[i:]
+	for m := start; m < r.minutes; m++ {
+		n := 0
+		for n < len(acts) && acts[n].Minute == m {
+			n++
+		}
+		f, err := s.Step(acts[:n])
+		if err != nil {
+			return sim.Score{}, err
+		}
+		acts = acts[n:]
+		t.Add(f)
+	}
+	return t.Score(), nil
+}
+
+// Frames replays a what-if whole and returns its frames, for the debrief
+// to draw or a test to compare.
+func (w WhatIf) Frames(cfg sim.Config) ([]sim.Frame, error) {
+	cfg.Actions = w.Actions
+	return sim.Run(cfg)
+}
