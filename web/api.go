@@ -14,6 +14,7 @@ import (
 
 	"github.com/afloat/afloat/overload"
 	"github.com/afloat/afloat/sim"
+	"github.com/afloat/afloat/sim/bots"
 )
 
 // maxFrames bounds the frames one response carries: a day of minutes.
@@ -24,6 +25,7 @@ const maxFrames = 1440
 type api struct {
 	maxBody int64
 	logger  *slog.Logger
+	game    *game
 }
 
 // apiError is a refused request: the status, the field at fault (a query
@@ -64,17 +66,20 @@ type request struct {
 	sc     sim.Scenario
 	length int // minutes in the run
 
-	from, to int // /api/run: frames [from, to)
-	at       int // /api/debrief: minutes played
-	minute   int // /api/explain: the minute explained
+	from, to int  // /api/run: frames [from, to)
+	hints    bool // /api/run: the runbook's advice too
+	at       int  // /api/debrief: minutes played
+	coach    bool // POST /api/debrief: grade, par and what-ifs too
+	minute   int  // /api/explain: the minute explained
+	bot      string
 }
 
 // extra names the parameters an endpoint takes beyond the run itself.
 type extra []string
 
 var (
-	runExtras     = extra{"from", "to"}
-	debriefExtras = extra{"at"}
+	runExtras     = extra{"from", "to", "hints"}
+	debriefExtras = extra{"at", "coach"}
 	explainExtras = extra{"minute"}
 )
 
@@ -125,6 +130,18 @@ func (a *api) decode(r *http.Request, x extra) (request, *apiError) {
 	req.minute = intParam("minute", 0, 0, req.length-1)
 	if err != nil {
 		return request{}, err
+	}
+	for name, dst := range map[string]*bool{"hints": &req.hints, "coach": &req.coach} {
+		if raw, ok := extras[name]; ok {
+			v, ok := boolParam(raw)
+			if !ok {
+				return request{}, badRequest(name, "%s %s: want true or false", name, clip(raw))
+			}
+			*dst = v
+		}
+	}
+	if raw, ok := extras["bot"]; ok && json.Unmarshal(raw, &req.bot) != nil {
+		return request{}, badRequest("bot", "bot %s: want a string, one of %s", clip(raw), strings.Join(bots.Names(), ", "))
 	}
 	if slices.Contains(x, "to") && req.to-req.from > maxFrames {
 		return request{}, badRequest("to", "from %d to %d is %d frames: want at most %d per request", req.from, req.to, req.to-req.from, maxFrames)
@@ -291,6 +308,7 @@ type runResponse struct {
 	To       int         `json:"to"`
 	Share    string      `json:"share"` // the run as a query string
 	Frames   []sim.Frame `json:"frames"`
+	Hints    *[]hint     `json:"hints,omitempty"` // with hints: the runbook's advice after each minute
 }
 
 // play decodes a run request and simulates it up to the minute upTo
@@ -314,11 +332,16 @@ func (a *api) run(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, runResponse{
+	out := runResponse{
 		Scenario: req.cfg.Scenario, Seed: req.cfg.Seed, Noise: req.cfg.Noise,
 		Minutes: req.length, Start: sim.Clock(req.sc.Start), From: req.from, To: req.to,
 		Share: req.cfg.Query().Encode(), Frames: frames[req.from:],
-	})
+	}
+	if req.hints {
+		h := hints(req, frames)
+		out.Hints = &h
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (a *api) debrief(w http.ResponseWriter, r *http.Request) {
@@ -326,7 +349,27 @@ func (a *api) debrief(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	out := map[string]any{"debrief": sim.Summarize(req.sc, frames, req.cfg.Actions)}
+	if req.coach && r.Method != http.MethodPost {
+		writeError(w, http.StatusBadRequest, "coach", "coach: the coach searches for up to a second, so it is POST only; send the run as a JSON body with \"coach\": true")
+		return
+	}
+	if req.coach && req.at != req.length {
+		writeError(w, http.StatusBadRequest, "coach", fmt.Sprintf("coach: the coach looks at a whole run: at must be the run's length, %d", req.length))
+		return
+	}
+	score := sim.ScoreFrames(req.sc, frames)
+	out := map[string]any{"debrief": sim.Summarize(req.sc, frames, req.cfg.Actions), "score": score}
+	if p := percentiles(req, score); p != nil {
+		out["percentiles"] = p
+	}
+	if req.coach {
+		c, err := a.coach(r.Context(), req, score)
+		if err != nil {
+			busy(w, r, err)
+			return
+		}
+		out["coach"] = c
+	}
 	// The surge is the scenario's secret: it is told only once the run is
 	// over.
 	if req.at == req.length {

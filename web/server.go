@@ -160,7 +160,7 @@ func newHandler(c Config) (http.Handler, *lab) {
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time
 	}
-	api := &api{maxBody: maxBody, logger: logger}
+	api := &api{maxBody: maxBody, logger: logger, game: newGame()}
 	lab := newLab(logger)
 	al := newAssignLab(logger, c.RedisURL, c.AssignPool, c.AssignWrite, maxBody)
 	lab.stops = append(lab.stops, al.stop)
@@ -173,6 +173,7 @@ func newHandler(c Config) (http.Handler, *lab) {
 	mux.HandleFunc("POST /api/debrief", api.debrief)
 	mux.HandleFunc("GET /api/explain", api.explain)
 	mux.HandleFunc("POST /api/explain", api.explain)
+	mux.HandleFunc("POST /api/bot", api.bot)
 	mux.HandleFunc("POST /api/overload/compare", lab.compare)
 	mux.HandleFunc("GET /api/overload/live", lab.liveGet)
 	mux.HandleFunc("POST /api/overload/live", lab.liveStart)
@@ -232,6 +233,7 @@ var apiMethods = map[string]string{
 	"/api/run":       "GET, POST",
 	"/api/debrief":   "GET, POST",
 	"/api/explain":   "GET, POST",
+	"/api/bot":       "POST",
 
 	"/api/overload/compare": "POST",
 	"/api/overload/live":    "GET, POST",

@@ -50,3 +50,29 @@ func Mask(f sim.Frame) sim.Frame {
 		Controls: f.Controls,
 	}
 }
+
+// ViewOf is what a player of the scenario, in a run of the given length,
+// has seen after the given frames (minutes 0 … len(frames)−1).
+func ViewOf(sc sim.Scenario, minutes int, frames []sim.Frame) View {
+	v := View{Scenario: briefing(sc, minutes), Frames: make([]sim.Frame, len(frames))}
+	for i, f := range frames {
+		v.Frames[i] = Mask(f)
+	}
+	for _, ev := range sc.Events {
+		if ev.Kind == sim.EventDeploy && ev.Minute < len(frames) {
+			v.Deploys = append(v.Deploys, ev.Minute)
+		}
+	}
+	return v
+}
+
+// Upto is the view after the first n minutes only.
+func (v View) Upto(n int) View {
+	out := View{Scenario: v.Scenario, Frames: v.Frames[:n]}
+	for _, d := range v.Deploys {
+		if d < n {
+			out.Deploys = append(out.Deploys, d)
+		}
+	}
+	return out
+}
