@@ -274,6 +274,8 @@ type scenarioInfo struct {
 	BaseRate  float64      `json:"base_rate"`
 	Serving   int          `json:"serving"`
 	Controls  sim.Controls `json:"controls"`
+	Deploys   []int        `json:"deploys"` // minutes of scheduled deploys: the dashboards' markers
+	Runbook   []string     `json:"runbook"` // the steps of its runbook, catalogue keys
 }
 
 // scenarios lists what the console needs to set up a game: scenarios,
@@ -281,10 +283,16 @@ type scenarioInfo struct {
 func (a *api) scenarios(w http.ResponseWriter, r *http.Request) {
 	var list []scenarioInfo
 	for _, sc := range sim.Scenarios() {
+		deploys := []int{}
+		for _, ev := range sc.Events {
+			if ev.Kind == sim.EventDeploy {
+				deploys = append(deploys, ev.Minute)
+			}
+		}
 		list = append(list, scenarioInfo{
 			Name: sc.Name, Title: sc.Title, Briefing: sc.Briefing, Start: sim.Clock(sc.Start),
 			Minutes: sc.Minutes, BootDelay: sc.BootDelay, Budget: sc.Budget, BaseRate: sc.BaseRate,
-			Serving: sc.Serving, Controls: sc.Controls,
+			Serving: sc.Serving, Controls: sc.Controls, Deploys: deploys, Runbook: bots.RunbookSteps(sc.Name),
 		})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{

@@ -344,6 +344,11 @@ func TestConsoleEndToEnd(t *testing.T) {
 			if lang != "en" {
 				b.shot(ctx, fmt.Sprintf("09-%s-%s", lang, view))
 			}
+			// axe-core on every view in every language: no serious or
+			// critical violation (TestGameAccessibilityEndToEnd covers
+			// the game's other states).
+			b.do(ctx, "settle", waitSettled())
+			b.checkAxe(ctx, lang+": "+view)
 		}
 	}
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/afloat/afloat/sim"
+	"github.com/afloat/afloat/sim/bots"
 )
 
 var languages = []string{"en", "cy", "tl"}
@@ -81,6 +82,38 @@ func usedKeys(t *testing.T) []string {
 	}
 	for id := range dashboardRules {
 		keys["metric."+id] = true
+	}
+	keys["metric.deploy"] = true // the realistic mode's tile in place of the bad build's
+	for key := range sim.FormulaTexts() {
+		keys["relation."+key] = true
+		keys["values."+key] = true
+	}
+	keys["formula.p99.caveat"] = true
+	for _, sc := range sim.ScenarioNames() {
+		for _, step := range bots.RunbookSteps(sc) {
+			keys[step] = true
+		}
+	}
+	for _, d := range []string{"training", "realistic"} {
+		keys["difficulty."+d] = true
+		keys["difficulty."+d+".help"] = true
+	}
+	for n := range 4 {
+		keys[fmt.Sprintf("grade.%d", n)] = true
+	}
+	for _, part := range []string{"budget", "errors", "shed", "degraded", "stale", "money", "total"} {
+		keys["score.part."+part] = true
+	}
+	for _, kind := range []string{"moved", "removed", "added"} {
+		keys["coach."+kind] = true
+		keys["coach."+kind+"_budget"] = true
+	}
+	for _, why := range []string{bots.WhyDeploy, bots.WhyErrors, bots.WhyPage, bots.WhyDatabase, bots.WhyRequests,
+		bots.WhyEarlier, bots.WhyLater, bots.WhyUnneeded, bots.WhyExpert} {
+		keys["coach.why."+why] = true
+	}
+	for _, s := range []string{"bad_build", "paged", "burn_1h", "cache_hit", "cache_warm", "db", "requests", "fleet_cost"} {
+		keys["debrief.series."+s] = true
 	}
 	charts := map[string][]string{
 		"requests": {"requests_per_s", "admitted_per_s"},
@@ -164,6 +197,21 @@ func TestEnglishMatchesTheModel(t *testing.T) {
 		}
 		if got := en["control."+string(c.Control)+".label"]; got != c.Label {
 			t.Errorf("%s label: catalogue %q, model %q", c.Control, got, c.Label)
+		}
+	}
+}
+
+// TestEnglishFormulasMatchTheModel keeps the English relations and worked
+// values of the model page the model's own (sim.FormulaTexts), so that
+// the Welsh and Tagalog ones translate what the model computes.
+func TestEnglishFormulasMatchTheModel(t *testing.T) {
+	en := catalogue(t, "en")
+	for key, text := range sim.FormulaTexts() {
+		if got := en["relation."+key]; got != text.Relation {
+			t.Errorf("relation.%s:\n catalogue %q\n model     %q", key, got, text.Relation)
+		}
+		if got := en["values."+key]; got != text.Values {
+			t.Errorf("values.%s:\n catalogue %q\n model     %q", key, got, text.Values)
 		}
 	}
 }

@@ -169,3 +169,18 @@ func runbookFlush(v View) (string, []sim.Action) {
 	}
 	return "", nil
 }
+
+// RunbookSteps lists the steps of a scenario's runbook, in order, by
+// catalogue key: the training mode shows the runbook whole.
+func RunbookSteps(scenario string) []string {
+	switch scenario {
+	case "bad-deploy":
+		return []string{StepRollback}
+	case "cache-flush":
+		return []string{StepDegrade, StepWarmup, StepRecommend, StepUnshed}
+	case "surge":
+		return []string{StepPrepare, StepRaise, StepRestore, StepLower}
+	default:
+		return []string{StepQuiet, StepRaise, StepRestore, StepLower}
+	}
+}

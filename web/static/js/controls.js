@@ -2,7 +2,7 @@
 // queued for the start of the next minute.
 import { t } from "./i18n.js";
 import { $, state, clockOf, announce } from "./state.js";
-import { invalidateFrom } from "./playback.js";
+import { invalidateFrom, hooks } from "./playback.js";
 
 // Controls are shown in the units people think in: percentages for the
 // target and shedding, seconds for the TTL.
@@ -13,7 +13,8 @@ export const displayUnit = { fleet_floor: "", target_utilization: "%", cache_ttl
 // the player's answer to it takes effect at the start of m+1.
 export function act(control, value) {
   const minute = state.shown + 1;
-  if (minute >= state.scenario.minutes) return;
+  if (minute >= state.scenario.minutes || state.over || state.watching) return;
+  hooks.beforeAct();
   state.actions = state.actions.filter((a) => !(a.minute === minute && a.control === control));
   state.actions.push(value === undefined ? { minute, control } : { minute, control, value });
   state.actions.sort((a, b) => a.minute - b.minute);
@@ -22,13 +23,30 @@ export function act(control, value) {
   syncControls();
 }
 
-function pending(control) {
+export function pending(control) {
   return state.actions.find((a) => a.control === control && a.minute > state.shown);
+}
+
+// leverHelp shows the help of the lever under the pointer or with focus,
+// or the general note, in the line above the levers.
+function leverHelp(id) {
+  $("lever-help").textContent = id ? t(`control.${id}.help`) : t("controls.help");
 }
 
 export function buildControls() {
   const root = $("controls");
   root.replaceChildren();
+  leverHelp();
+  if (!root.dataset.wired) {
+    root.dataset.wired = "1";
+    const at = (e) => e.target.closest?.(".control")?.dataset.control;
+    root.addEventListener("focusin", (e) => leverHelp(at(e)));
+    root.addEventListener("mouseover", (e) => leverHelp(at(e) || root.contains(document.activeElement) && document.activeElement.closest(".control")?.dataset.control));
+    root.addEventListener("mouseleave", () => leverHelp(root.contains(document.activeElement) ? document.activeElement.closest(".control")?.dataset.control : undefined));
+    root.addEventListener("focusout", (e) => {
+      if (!root.contains(e.relatedTarget)) leverHelp();
+    });
+  }
   for (const spec of state.info.controls) {
     const id = spec.control;
     const box = document.createElement("div");
@@ -86,7 +104,9 @@ export function buildControls() {
       const unit = document.createElement("span");
       unit.className = "unit";
       unit.textContent = displayUnit[id] || "";
-      input.addEventListener("change", () => {
+      // valid reads what is typed, in the units shown, against the range
+      // the API gives; it returns the value in the model's units.
+      const valid = () => {
         const shown = Number(input.value);
         const value = shown / scale;
         const ok =
@@ -95,18 +115,29 @@ export function buildControls() {
           value >= spec.min - 1e-12 &&
           value <= spec.max + 1e-12 &&
           (spec.kind !== "integer" || Number.isInteger(shown));
-        if (!ok) {
+        return ok ? Math.min(spec.max, Math.max(spec.min, value)) : undefined;
+      };
+      const clear = () => {
+        errorLine.textContent = "";
+        input.removeAttribute("aria-invalid");
+      };
+      // The message goes as soon as what is typed is valid.
+      input.addEventListener("input", () => {
+        if (valid() !== undefined) clear();
+      });
+      input.addEventListener("change", () => {
+        const value = valid();
+        if (value === undefined) {
           errorLine.textContent = t("control.error.range", {
             label: t(`control.${id}.label`),
-            min: spec.min * scale,
-            max: spec.max * scale,
+            min: +(spec.min * scale).toFixed(4),
+            max: +(spec.max * scale).toFixed(4),
           });
           input.setAttribute("aria-invalid", "true");
           return;
         }
-        errorLine.textContent = "";
-        input.removeAttribute("aria-invalid");
-        act(id, Math.min(spec.max, Math.max(spec.min, value)));
+        clear();
+        act(id, value);
       });
       head.append(label, input, unit, note);
       box.append(head, help, errorLine);
@@ -120,15 +151,19 @@ export function buildControls() {
 export function syncControls() {
   const f = state.frames[state.shown];
   if (!f) return;
+  // Levers are off once the game is over, and while a shared run plays
+  // back (its levers are the run's own).
+  const locked = state.over || state.watching;
   for (const spec of state.info.controls) {
     const id = spec.control;
     const el = $(`control-${id}`);
     const p = pending(id);
+    el.disabled = locked;
     $(`pending-${id}`).textContent = p ? t("pending", { clock: clockOf(p.minute) }) : "";
     if (spec.kind === "press") {
       const left = id === "warmup" ? f.warmup_minutes_left : f.rollback_minutes_left;
       $(`running-${id}`).textContent = left > 0 ? t(`control.${id}.running`, { minutes: left }) : "";
-      el.disabled = id === "warmup" && left > 0 && !p;
+      el.disabled = locked || (id === "warmup" && left > 0 && !p);
       continue;
     }
     if (document.activeElement === el) continue;

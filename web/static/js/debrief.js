@@ -1,34 +1,218 @@
-// The debrief page: the run so far summed up (GET /api/debrief), with a
-// timeline of the player's actions against the page.
+// The debrief page: the run summed up. While the game goes on, the score
+// so far (GET /api/debrief); once it is over, the whole run with the coach
+// (POST /api/debrief, "coach": true): the stars from par, the player's
+// rank against each bot's thousand seeds, the what-ifs that would have
+// saved the most, "play this seed again" and "watch par". What the
+// realistic mode hid is revealed here.
 import { t } from "./i18n.js";
 import { $, state, clockOf, controlSpec, apiError } from "./state.js";
-import { api } from "./api.js";
-import { runParams } from "./playback.js";
+import { api, post } from "./api.js";
+import { runParams, runBody } from "./playback.js";
 import { displayScale, displayUnit } from "./controls.js";
 import { timelineChart } from "./charts.js";
+import { encodeRun } from "./share.js";
+import { playAgain, newGame } from "./play.js";
+
+let pending = null; // the coach request in flight, cancelled on leaving
+let last = null; // the last answer, to redraw in another language
+
+const num = (v, digits = 0) => v.toLocaleString("en", { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
 async function render() {
-  const has = state.scenario && state.shown >= 0;
+  const has = !!state.scenario && state.shown >= 0;
   $("debrief-empty").hidden = has;
   $("debrief-body").hidden = !has;
   if (!has) return;
+  if (pending) pending.abort();
+  const whole = state.over;
   let body;
   try {
-    body = await api("/api/debrief", runParams({ at: state.shown + 1 }));
+    if (whole) {
+      pending = new AbortController();
+      say("coach.computing");
+      body = await post("/api/debrief", runBody({ coach: true }), pending.signal);
+      say("");
+    } else {
+      body = await api("/api/debrief", runParams({ at: state.shown + 1 }));
+    }
   } catch (err) {
+    if (err.name === "AbortError") return;
+    say("");
     apiError(err);
     return;
+  } finally {
+    pending = null;
   }
+  last = { body, whole, frames: state.frames.slice(0, state.shown + 1) };
+  draw();
+}
+
+function say(key) {
+  $("coach-status").textContent = key ? t(key) : "";
+}
+
+function leave() {
+  if (pending) pending.abort();
+}
+
+function draw() {
+  if (!last) return;
+  const { body, whole } = last;
   const d = body.debrief;
-  $("debrief-span").textContent = t("debrief.span", {
-    scenario: t(`scenario.${state.scenario.name}.title`),
+  const name = state.scenario.name;
+  $("debrief-span").textContent = t(whole ? "debrief.span" : "debrief.span_so_far", {
+    scenario: t(`scenario.${name}.title`),
     seed: state.seed,
     from: d.from,
     to: d.to,
     minutes: d.minutes,
   });
+  drawVerdict(body, whole);
+  drawScore(body.score);
+  drawWhatIfs(body.coach);
+  drawFigures(d, name);
+  drawReveal(body, d, name);
+  drawTimeline(d, name, whole);
+}
+
+function stars(n) {
+  return "★".repeat(n) + "☆".repeat(3 - n);
+}
+
+function drawVerdict(body, whole) {
+  const s = body.score;
+  const c = body.coach;
+  const grade = $("grade");
+  grade.replaceChildren();
+  if (c) {
+    const span = document.createElement("span");
+    span.className = "stars";
+    span.setAttribute("aria-hidden", "true");
+    span.textContent = stars(c.grade.stars);
+    grade.append(span, t(`grade.${c.grade.stars}`));
+    grade.dataset.stars = String(c.grade.stars);
+    $("score-line").textContent = t("score.line", {
+      points: num(s.points, 1),
+      par: num(c.grade.par, 1),
+      over: `${c.grade.over_par >= 0 ? "+" : "−"}${num(Math.abs(c.grade.over_par), 1)}`,
+      runbook: num(c.grade.runbook, 1),
+    });
+    const watch = $("watch-par");
+    const run = { scenario: state.scenario.name, seed: state.seed, noise: state.noise, minutes: 0, actions: c.par.actions.map(fromAPI) };
+    watch.href = `/?${encodeRun(run, state.info.controls)}&at=1&mode=${state.difficulty}&shared=1&watch=1`;
+    watch.hidden = false;
+  } else {
+    grade.textContent = whole ? "" : t("grade.so_far");
+    delete grade.dataset.stars;
+    $("score-line").textContent = t("score.line_so_far", { points: num(s.points, 1) });
+    $("watch-par").hidden = true;
+  }
+  $("failed-note").hidden = !s.failed;
+  if (s.failed) {
+    $("failed-note").textContent = t("score.failed", { clock: clockOf(s.failed_minute) });
+  }
+  const p = body.percentiles;
+  $("percentiles").hidden = !p;
+  if (p) {
+    $("percentiles").textContent = t("score.percentiles", {
+      nothing: Math.round(p.nothing),
+      runbook: Math.round(p.runbook),
+      expert: Math.round(p.expert),
+    });
+  }
+}
+
+// fromAPI turns an action of the API (value false/true for a switch, none
+// for a button) into the page's.
+function fromAPI(a) {
+  return a.value === undefined ? { minute: a.minute, control: a.control } : { minute: a.minute, control: a.control, value: a.value };
+}
+
+function drawScore(s) {
+  const rows = [
+    ["budget", `${num(100 * s.budget_spent, 2)} %`, s.budget_points],
+    ["errors", num(s.errors), s.error_points],
+    ["shed", num(s.shed), s.shed_points],
+    ["degraded", num(s.degraded), s.degraded_points],
+    ["stale", num(s.stale), s.stale_points],
+    ["money", `${num(s.cost, 2)} $`, s.money_points],
+  ];
+  const tbody = $("score-table").tBodies[0];
+  tbody.replaceChildren();
+  for (const [id, amount, points] of rows) {
+    const tr = tbody.insertRow();
+    tr.dataset.part = id;
+    const th = document.createElement("th");
+    th.scope = "row";
+    th.textContent = t(`score.part.${id}`);
+    tr.append(th);
+    tr.insertCell().textContent = amount;
+    tr.insertCell().textContent = num(points, 1);
+  }
+  const tr = tbody.insertRow();
+  tr.dataset.part = "total";
+  const th = document.createElement("th");
+  th.scope = "row";
+  th.textContent = t("score.part.total");
+  tr.append(th, document.createElement("td"));
+  tr.insertCell().textContent = num(s.points, 1);
+}
+
+// describeAction says an action in words: "Roll back", "Fleet floor set
+// to 20".
+function describeAction(a) {
+  const label = t(`control.${a.control}.label`);
+  const spec = controlSpec(a.control);
+  if (spec.kind === "press") return t("debrief.pressed", { label });
+  if (spec.kind === "bool") return t("debrief.switched", { label, value: t(a.value ? "value.on" : "value.off") });
+  const scale = displayScale[a.control] || 1;
+  return t("debrief.set", { label, value: `${+(a.value * scale).toFixed(4)} ${displayUnit[a.control] || ""}`.trim() });
+}
+
+function drawWhatIfs(c) {
+  const list = $("what-ifs");
+  list.replaceChildren();
+  $("coach-h").hidden = !c;
+  list.hidden = !c;
+  if (!c) return;
+  if (c.what_ifs.length === 0) {
+    const li = document.createElement("li");
+    li.textContent = t("coach.none");
+    list.append(li);
+    return;
+  }
+  for (const w of c.what_ifs) {
+    const li = document.createElement("li");
+    li.dataset.kind = w.kind;
+    const vars = {
+      action: describeAction(fromAPI(w.action)),
+      from: clockOf(w.action.minute),
+      clock: w.clock || "",
+      why: t(`coach.why.${w.why}`),
+      points: num(w.gain, 1),
+      budget: num(100 * w.budget_gain, 1),
+    };
+    const withBudget = w.budget_gain >= 0.0005 ? "_budget" : "";
+    li.append(t(`coach.${w.kind}${withBudget}`, vars));
+    const run = { scenario: state.scenario.name, seed: state.seed, noise: state.noise, minutes: 0, actions: w.actions.map(fromAPI) };
+    const a = document.createElement("a");
+    a.href = `/?${encodeRun(run, state.info.controls)}&at=1&mode=${state.difficulty}&shared=1&watch=1`;
+    a.target = "_blank";
+    // "Watch it", and for screen readers which: the visible words begin
+    // the link's name.
+    const which = document.createElement("span");
+    which.className = "sr-only";
+    which.textContent = ` (${t("coach.watch_label", { n: list.children.length + 1 })})`;
+    a.append(t("coach.watch"), which);
+    li.append(" ", a);
+    list.append(li);
+  }
+}
+
+// The figures that fit the scenario: no bad build where there is none.
+function figuresOf(d, name) {
   const pages = d.pages.map((p) => `${clockOf(p.from)}–${clockOf(p.to)}`).join(", ") || t("debrief.none");
-  const figures = [
+  const all = [
     ["budget_left", t("debrief.value.budget", { left: (100 * d.budget_left).toFixed(1), start: (100 * d.budget_start).toFixed(0) })],
     ["worst_burn_1h", t("debrief.value.burn", { burn: d.worst_burn_1h.toFixed(1), clock: clockOf(d.worst_burn_1h_minute) })],
     ["worst_burn", t("debrief.value.burn", { burn: d.worst_burn.toFixed(1), clock: clockOf(d.worst_burn_minute) })],
@@ -41,9 +225,13 @@ async function render() {
     ["no_recommendations", t("debrief.value.minutes", { n: d.minutes_without_recommendations })],
     ["bad_build", t("debrief.value.minutes", { n: d.bad_build_minutes })],
   ];
+  return all.filter(([id]) => id !== "bad_build" || name === "bad-deploy");
+}
+
+function drawFigures(d, name) {
   const dl = $("debrief-figures");
   dl.replaceChildren();
-  for (const [id, text] of figures) {
+  for (const [id, text] of figuresOf(d, name)) {
     const div = document.createElement("div");
     div.dataset.figure = id;
     const dt = document.createElement("dt");
@@ -53,17 +241,61 @@ async function render() {
     div.append(dt, dd);
     dl.append(div);
   }
-  const surge = $("debrief-surge");
-  surge.hidden = !body.surge;
+}
+
+// drawReveal tells what the scenario kept secret: the surge's size and
+// time once the run is over, and in the realistic mode what the dashboard
+// hid.
+function drawReveal(body, d, name) {
+  const parts = [];
   if (body.surge) {
     const s = body.surge;
-    surge.textContent = t("debrief.surge", {
-      clock: clockOf(s.start_minute),
-      peak: s.peak.toFixed(1),
-      ramp: s.ramp_minutes.toFixed(0),
-      plateau: s.plateau_minutes.toFixed(0),
-    });
+    parts.push(t("debrief.surge", { clock: clockOf(s.start_minute), peak: s.peak.toFixed(1), ramp: s.ramp_minutes.toFixed(0), plateau: s.plateau_minutes.toFixed(0) }));
   }
+  if (state.difficulty === "realistic" && name === "bad-deploy") {
+    const first = last.frames.find((f) => f.bad_build_share > 0);
+    if (first) parts.push(t("debrief.reveal.bad_build", { clock: first.clock, n: d.bad_build_minutes }));
+  }
+  if (state.difficulty === "realistic" && name === "cache-flush") {
+    parts.push(t("debrief.reveal.warm"));
+  }
+  $("debrief-reveal").hidden = parts.length === 0;
+  $("debrief-reveal").textContent = parts.join(" ");
+}
+
+// The timeline chart of each scenario: what its incident is about.
+const timelineSeries = {
+  "bad-deploy": [
+    { key: "bad_build_share", label: "debrief.series.bad_build", scale: "pct", map: (v) => 100 * v, digits: 0 },
+    { key: "paged", label: "debrief.series.paged", scale: "pct", map: (v) => (v ? 100 : 0), digits: 0, stepped: true },
+    { key: "burn_1h", label: "debrief.series.burn_1h", scale: "y", unit: "×", digits: 1 },
+  ],
+  "cache-flush": [
+    { key: "cache_hit", label: "debrief.series.cache_hit", scale: "pct", map: (v) => 100 * v, digits: 0 },
+    { key: "cache_warm", label: "debrief.series.cache_warm", scale: "pct", map: (v) => 100 * v, digits: 0 },
+    { key: "db_utilization", label: "debrief.series.db", scale: "pct", map: (v) => 100 * v, digits: 0 },
+    { key: "paged", label: "debrief.series.paged", scale: "pct", map: (v) => (v ? 100 : 0), digits: 0, stepped: true },
+  ],
+  surge: [
+    { key: "requests_per_s", label: "debrief.series.requests", scale: "y", unit: "req/s", digits: 0 },
+    { key: "paged", label: "debrief.series.paged", scale: "pct", map: (v) => (v ? 100 : 0), digits: 0, stepped: true },
+  ],
+  steady: [
+    { key: "fleet_cost_per_h", label: "debrief.series.fleet_cost", scale: "y", unit: "$/h", digits: 2 },
+    { key: "paged", label: "debrief.series.paged", scale: "pct", map: (v) => (v ? 100 : 0), digits: 0, stepped: true },
+  ],
+};
+
+function describeMoment(m) {
+  const context = state.scenario.name === "bad-deploy"
+    ? t("debrief.context", { bad: Math.round(100 * m.bad_build_share), burn: m.burn_1h.toFixed(1) })
+    : t("debrief.context_burn", { burn: m.burn_1h.toFixed(1) });
+  if (m.kind === "page") return `${t("debrief.kind.page")} (${context})`;
+  if (m.kind === "page_end") return t("debrief.kind.page_end");
+  return `${describeAction(m.action)} (${context}${m.paged ? `, ${t("debrief.while_paged")}` : ""})`;
+}
+
+async function drawTimeline(d, name, whole) {
   const list = $("timeline");
   list.replaceChildren();
   for (const m of d.timeline) {
@@ -77,25 +309,23 @@ async function render() {
     li.textContent = t("debrief.quiet");
     list.append(li);
   }
-  const frames = state.frames.slice(0, state.shown + 1);
-  timelineChart($("timeline-chart"), frames, d.timeline.filter((m) => m.kind === "action").map((m) => m.minute), clockOf);
-}
-
-function describeMoment(m) {
-  const context = t("debrief.context", { bad: Math.round(100 * m.bad_build_share), burn: m.burn_1h.toFixed(1) });
-  if (m.kind === "page") return `${t("debrief.kind.page")} (${context})`;
-  if (m.kind === "page_end") return t("debrief.kind.page_end");
-  const a = m.action;
-  const label = t(`control.${a.control}.label`);
-  const spec = controlSpec(a.control);
-  let what;
-  if (spec.kind === "press") what = t("debrief.pressed", { label });
-  else if (spec.kind === "bool") what = t("debrief.switched", { label, value: t(a.value ? "value.on" : "value.off") });
-  else {
-    const scale = displayScale[a.control] || 1;
-    what = t("debrief.set", { label, value: `${+(a.value * scale).toFixed(4)} ${displayUnit[a.control] || ""}`.trim() });
+  const series = (timelineSeries[name] || timelineSeries.steady).map((s) => ({ ...s, label: t(s.label) }));
+  $("timeline-cap").textContent = t("debrief.timeline_caption", { series: series.map((s) => s.label).join(", ") });
+  let frames = last.frames;
+  if (whole && frames.length < state.scenario.minutes) {
+    // A run lost before its end: the rest as it would have gone.
+    try {
+      frames = (await api("/api/run", runParams({ from: 0, to: state.scenario.minutes }))).frames;
+    } catch (err) {
+      apiError(err);
+    }
   }
-  return `${what} (${context}${m.paged ? `, ${t("debrief.while_paged")}` : ""})`;
+  timelineChart($("timeline-chart"), frames, series, d.timeline.filter((m) => m.kind === "action").map((m) => m.minute), clockOf);
 }
 
-export const page = { id: "debrief", heading: "debrief-h", render, relabel: () => {} };
+function setup() {
+  $("again").addEventListener("click", () => playAgain());
+  $("debrief-new").addEventListener("click", newGame);
+}
+
+export const page = { id: "debrief", heading: "debrief-h", setup, render, relabel: draw, leave };

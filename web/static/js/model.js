@@ -1,15 +1,21 @@
 // The model page: every formula with its sources and the numbers of the
-// minute on the dashboard put in (GET /api/explain).
-import { t } from "./i18n.js";
-import { $, state, apiError } from "./state.js";
+// minute on the dashboard put in (GET /api/explain), in the page's
+// language. In the realistic mode a game's current minute is not
+// explained (its numbers would show what the dashboard hides): the page
+// explains the opening minute until the run is over.
+import { t, has } from "./i18n.js";
+import { $, state, apiError, realistic } from "./state.js";
 import { api } from "./api.js";
 import { runParams } from "./playback.js";
 
 async function render() {
   // Without a game, explain the opening minute of the steady scenario.
+  const hide = state.scenario && realistic() && !state.over;
+  const minute = hide ? 0 : Math.max(0, state.shown);
   const params = state.scenario
-    ? runParams({ minute: Math.max(0, state.shown) })
+    ? runParams({ minute })
     : new URLSearchParams({ scenario: "steady", noise: "0", minute: "0" });
+  $("model-hidden").hidden = !hide;
   let body;
   try {
     body = await api("/api/explain", params);
@@ -32,14 +38,22 @@ async function render() {
     title.className = "title";
     title.textContent = t(`formula.${f.id}`);
     const formula = document.createElement("code");
-    formula.textContent = f.formula;
+    formula.className = "relation";
+    formula.textContent = t(`relation.${f.key}`);
     const values = document.createElement("code");
     values.className = "values";
-    values.textContent = f.values;
+    values.textContent = t(`values.${f.key}`, f.args);
+    li.append(title, formula, values);
+    if (has(`formula.${f.id}.caveat`)) {
+      const caveat = document.createElement("p");
+      caveat.className = "caveat";
+      caveat.textContent = t(`formula.${f.id}.caveat`);
+      li.append(caveat);
+    }
     const refs = document.createElement("div");
     refs.className = "refs";
     refs.textContent = `${t("model.source")} ${f.sources.map((n) => `[${n}]`).join("")}`;
-    li.append(title, formula, values, refs);
+    li.append(refs);
     list.append(li);
   }
   const tbody = $("constants");
@@ -57,7 +71,15 @@ async function render() {
   for (const s of state.info.sources) {
     const li = document.createElement("li");
     li.value = s.n;
-    li.textContent = t(`source.${s.n}`);
+    if (s.url) {
+      const a = document.createElement("a");
+      a.href = s.url;
+      a.rel = "noopener noreferrer";
+      a.textContent = t(`source.${s.n}`);
+      li.append(a);
+    } else {
+      li.textContent = t(`source.${s.n}`);
+    }
     sources.append(li);
   }
 }

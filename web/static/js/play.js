@@ -1,40 +1,70 @@
-// The play page: choose a scenario and a seed, then the game — the clock,
-// the page alert, the dashboard, the levers and the charts — and share
-// links that replay a run.
+// The play page: choose a scenario, a seed and a difficulty, then the
+// game — the clock, the page alert, the dashboard, the levers, the charts
+// — with share links that replay a run, a run that lives in the URL and
+// in localStorage (a reload resumes it), keyboard shortcuts, and the page
+// that pauses the game and flashes the tab's title.
 import { t } from "./i18n.js";
-import { $, state, perf, clockOf, announce, showError, clearError } from "./state.js";
-import { api } from "./api.js";
+import { $, state, perf, clockOf, announce, showError, clearError, realistic, deploysSeen } from "./state.js";
 import { decodeRun } from "./share.js";
 import { Charts } from "./charts.js";
 import { hooks, ensureFrames, step, play, pause, updatePlayButton, invalidateFrom, runParams } from "./playback.js";
-import { buildControls, syncControls } from "./controls.js";
+import { buildControls, syncControls, pending } from "./controls.js";
 
 let charts;
 
+// The dashboard's twelve figures. warn marks a figure that calls for
+// attention (said in words too, not only by colour); the realistic view
+// shows the last deploy instead of the bad build's share, which an on-call
+// engineer cannot see.
 const metrics = [
   { id: "burn_1h", text: (f) => `${f.burn_1h.toFixed(1)} ×`, warn: (f) => f.burn_1h >= 14.4 },
   { id: "requests", text: (f) => `${Math.round(f.requests_per_s)} req/s` },
   { id: "serving", text: (f) => `${f.serving}` },
   { id: "booting", text: (f) => `${f.booting}` },
-  { id: "cache_hit", text: (f) => `${Math.round(100 * f.cache_hit)} %` },
+  { id: "cache_hit", text: (f) => `${Math.round(100 * f.cache_hit)} %`, warn: (f) => f.cache_hit < 0.5 },
   { id: "db_utilization", text: (f) => `${Math.round(100 * f.db_utilization)} %`, warn: (f) => f.db_utilization >= 0.9 },
   { id: "shed", text: (f) => `${Math.round(100 * f.shed_share)} %` },
   { id: "fleet_cost", text: (f) => `${f.fleet_cost_per_h.toFixed(2)} $/h` },
   { id: "cost_so_far", text: (f) => `${f.cost_so_far.toFixed(2)} $` },
   { id: "mean_age", text: (f) => `${+f.mean_age_s.toFixed(1)} s` },
-  { id: "bad_build", text: (f) => `${Math.round(100 * f.bad_build_share)} %`, warn: (f) => f.bad_build_share > 0 },
+  { id: "bad_build", text: (f) => `${Math.round(100 * f.bad_build_share)} %`, warn: (f) => f.bad_build_share > 0, training: true },
+  { id: "deploy", text: () => lastDeploy(), realistic: true },
   { id: "recommendations", text: (f) => `${Math.round(100 * f.recommendations_available)} %` },
 ];
+
+// keyTiles are the figures a phone shows without asking for all.
+const keyTiles = {
+  "bad-deploy": ["burn_1h", "requests", "serving", "bad_build", "deploy", "fleet_cost", "cost_so_far"],
+  surge: ["burn_1h", "requests", "serving", "booting", "shed", "fleet_cost"],
+  "cache-flush": ["burn_1h", "cache_hit", "db_utilization", "requests", "recommendations", "shed"],
+  steady: ["burn_1h", "requests", "serving", "cache_hit", "fleet_cost", "cost_so_far"],
+};
+
+function lastDeploy() {
+  const seen = deploysSeen();
+  return seen.length ? clockOf(seen[seen.length - 1]) : t("metric.none");
+}
+
+function shownMetrics() {
+  return metrics.filter((m) => (realistic() ? !m.training : !m.realistic));
+}
 
 function buildDashboard() {
   const dl = $("dashboard");
   dl.replaceChildren();
-  for (const m of metrics) {
+  const key = keyTiles[state.scenario?.name] || keyTiles.steady;
+  for (const m of shownMetrics()) {
     const div = document.createElement("div");
-    div.className = "tile";
+    div.className = key.includes(m.id) ? "tile" : "tile extra";
     div.dataset.metric = m.id;
     const dt = document.createElement("dt");
     dt.textContent = t(`metric.${m.id}`);
+    const flag = document.createElement("span");
+    flag.className = "flag";
+    flag.id = `flag-${m.id}`;
+    flag.hidden = true;
+    flag.textContent = t("metric.warning");
+    dt.append(flag);
     const dd = document.createElement("dd");
     dd.id = `metric-${m.id}`;
     dd.textContent = "—";
@@ -43,14 +73,40 @@ function buildDashboard() {
   }
 }
 
+// The page: it pauses the game (a setting, on by default) and flashes the
+// tab's title until the player looks.
+const title = { base: "", timer: 0 };
+
+function flashTitle(clock) {
+  stopFlash();
+  title.base = document.title;
+  const alarm = t("page.title", { clock });
+  let on = false;
+  title.timer = setInterval(() => {
+    on = !on;
+    document.title = on ? alarm : title.base;
+  }, 700);
+  document.title = alarm;
+}
+
+function stopFlash() {
+  if (!title.timer) return;
+  clearInterval(title.timer);
+  title.timer = 0;
+  document.title = title.base;
+}
+
 function show(minute) {
   const started = performance.now();
+  const previous = state.shown;
   state.shown = minute;
   const f = state.frames[minute];
-  for (const m of metrics) {
+  for (const m of shownMetrics()) {
     const dd = $(`metric-${m.id}`);
     dd.textContent = m.text(f);
-    dd.parentElement.classList.toggle("warn", !!(m.warn && m.warn(f)));
+    const warn = !!(m.warn && m.warn(f));
+    dd.parentElement.classList.toggle("warn", warn);
+    $(`flag-${m.id}`).hidden = !warn;
   }
   $("clock").textContent = f.clock;
   $("minute-of").textContent = t("clock.minute", { minute, total: state.scenario.minutes });
@@ -58,11 +114,21 @@ function show(minute) {
   budget.textContent = t("budget.left", { value: (100 * f.budget_remaining).toFixed(1) });
   budget.classList.toggle("low", f.budget_remaining < 0.1);
   charts.update(state.frames.slice(0, minute + 1));
-  showPage();
+  const paging = showPage();
+  if (paging && minute === previous + 1 && !state.watching) {
+    if (state.playing && $("pause-on-page").checked) {
+      pause();
+      announce(t("page.paused"));
+    }
+    flashTitle(f.clock);
+  }
+  if (!f.paged) stopFlash();
+  showHint();
   syncControls();
   updatePlayButton();
   if (!$("share-box").hidden) updateShareLink();
   $("fork-minute").max = String(minute);
+  saveRun();
   const now = performance.now();
   perf.renders.push(now - started);
   perf.shownAt.push(now);
@@ -73,19 +139,26 @@ function show(minute) {
 }
 
 // showPage raises the page banner while the burn-rate rule holds and says
-// when it stopped; the banner is a live region, so screen readers announce
-// both. It depends only on the frames, so a replayed run shows the same.
+// when it stopped, or that the month's budget is gone (game over); the
+// banner is a live region, so screen readers announce it. It depends only
+// on the frames, so a replayed run shows the same. It reports whether a
+// page started at the minute shown.
 function showPage() {
   const el = $("page-alert");
   const frames = state.frames;
   const now = state.shown;
   let text = "";
-  if (frames[now].paged) {
+  let started = false;
+  el.classList.remove("resolved", "over");
+  if (frames[now].budget_remaining <= 0) {
+    text = t("over.budget", { clock: frames[now].clock });
+    el.classList.add("over");
+  } else if (frames[now].paged) {
     let start = now;
     while (start > 0 && frames[start - 1].paged) start--;
     const s = frames[start];
+    started = start === now;
     text = t("page.alert", { clock: s.clock, burn1h: s.burn_1h.toFixed(1), burn5m: s.burn_5m.toFixed(1) });
-    el.classList.remove("resolved");
   } else {
     let end = now;
     while (end > 0 && !(frames[end - 1].paged && !frames[end].paged)) end--;
@@ -96,6 +169,25 @@ function showPage() {
   }
   if (el.textContent !== text) el.textContent = text;
   el.hidden = text === "";
+  return started;
+}
+
+// showHint gives the runbook's advice in training: what its next step
+// says after the minute on the dashboard, unless the player has queued it.
+function showHint() {
+  const el = $("hint");
+  const h = !realistic() && !state.watching && !state.over ? state.hints.get(state.shown) : undefined;
+  if (!h) {
+    el.hidden = true;
+    return;
+  }
+  const queued = h.actions.every((a) => {
+    const p = pending(a.control);
+    return p && p.minute === state.shown + 1 && (a.value === undefined || p.value === undefined || +p.value === +a.value);
+  });
+  const text = `${t("hint.prefix")} ${t(h.step)}${queued ? ` ${t("hint.queued")}` : ""}`;
+  if (el.textContent !== text) el.textContent = text;
+  el.hidden = false;
 }
 
 function buildScenarios() {
@@ -135,65 +227,129 @@ function randomSeed() {
   return crypto.getRandomValues(new Uint32Array(1))[0];
 }
 
-async function startGame(name, seed, noise, actions = [], upTo = 1) {
+// startGame opens a run at minute upTo−1. shared marks someone else's run
+// (from a share link), played back rather than played until forked.
+export async function startGame(name, seed, noise, actions = [], upTo = 1, difficulty = state.difficulty, shared = false) {
   pause();
+  stopFlash();
   state.scenario = state.info.scenarios.find((s) => s.name === name);
   state.seed = seed;
   state.noise = noise;
   state.actions = actions;
+  state.difficulty = difficulty === "realistic" ? "realistic" : "training";
   state.frames = [];
+  state.hints = new Map();
   state.shown = -1;
+  state.over = false;
+  state.watching = false;
+  state.shared = shared;
+  state.replayedTo = 0;
   state.generation++;
   $("page-alert").hidden = true;
   $("share-box").hidden = true;
-  $("scenario-name").textContent = t(`scenario.${name}.title`);
-  $("seed-shown").textContent = String(seed);
+  $("share").setAttribute("aria-expanded", "false");
+  $("replay").hidden = true;
+  labelRun();
+  buildDashboard();
+  charts.order(name);
   $("setup").hidden = true;
   $("game").hidden = false;
   await ensureFrames(upTo);
   show(upTo - 1);
+  if (state.shown >= state.scenario.minutes - 1 || state.frames[state.shown].budget_remaining <= 0) {
+    state.over = true;
+    syncControls();
+    updatePlayButton();
+  }
 }
 
-// replayFromLink opens a shared run: it replays it to where it was shared
-// and waits; Play continues it, Fork drops what came after a minute.
-async function replayFromLink(params) {
-  const name = params.get("scenario");
-  if (!state.info.scenarios.some((s) => s.name === name)) {
-    showError(t("error.api", { message: `scenario "${name}"` }));
-    return false;
-  }
-  // The server checks the link; decode the actions it accepted.
-  const probe = new URLSearchParams(params);
-  probe.delete("at");
-  probe.delete("lang");
-  probe.set("from", "0");
-  probe.set("to", "1");
-  let body;
+function labelRun() {
+  if (!state.scenario) return;
+  $("scenario-name").textContent = t(`scenario.${state.scenario.name}.title`);
+  $("seed-shown").textContent = String(state.seed);
+  $("difficulty-shown").textContent = t(`difficulty.${state.difficulty}`);
+}
+
+// saveRun keeps the run in the URL and in localStorage, so that a reload
+// (or the next visit) resumes it.
+function saveRun() {
+  if (!state.scenario || state.shown < 0) return;
+  const extra = { at: state.shown + 1, mode: state.difficulty };
+  if (state.shared) extra.shared = 1;
+  const query = runParams(extra);
+  const url = `/?${query}${location.hash}`;
+  if (url !== location.pathname + location.search + location.hash) history.replaceState(null, "", url);
+  if (state.shared) return; // someone else's run stays theirs
   try {
-    body = await api("/api/run", probe);
-  } catch (err) {
-    showError(t("error.link", { message: err.message }));
-    return false;
+    localStorage.setItem("afloat.run", query);
+  } catch {
+    // no storage: the URL alone keeps the run
   }
+}
+
+function forgetRun() {
+  try {
+    localStorage.removeItem("afloat.run");
+  } catch {
+    // nothing kept
+  }
+}
+
+// openRun opens a run from a query: one's own run (resumed where it was),
+// or a shared one (shared=1), played back from minute 0 when watch=1.
+async function openRun(params) {
   const decoded = decodeRun(params, state.info);
   if (decoded.error) {
-    showError(t("error.link", { message: decoded.error.message }));
+    showError(t("error.link", { message: `${decoded.error.field}: ${decoded.error.message}` }));
     return false;
   }
-  const actions = decoded.run.actions;
-  const length = state.info.scenarios.find((s) => s.name === name).minutes;
+  const run = decoded.run;
+  if (run.minutes) {
+    showError(t("error.link", { message: "minutes: the console plays a scenario at its own length" }));
+    return false;
+  }
+  const length = state.info.scenarios.find((s) => s.name === run.scenario).minutes;
   let at = Number(params.get("at") || 1);
   if (!Number.isInteger(at) || at < 1 || at > length) at = 1;
-  await startGame(name, body.seed, body.noise, actions, at);
-  state.replayedTo = at;
-  $("replay-note").textContent = t("replay.note", { clock: clockOf(at - 1), minute: at - 1 });
-  $("fork-minute").value = String(at - 1);
-  $("replay").hidden = false;
+  const shared = params.get("shared") === "1";
+  const watch = shared && params.get("watch") === "1";
+  try {
+    await startGame(run.scenario, run.seed, run.noise, run.actions, watch ? 1 : at, params.get("mode"), shared);
+  } catch {
+    return false;
+  }
+  if (shared) {
+    state.replayedTo = at;
+    showReplay();
+    if (watch) startWatching();
+  }
   return true;
 }
 
-function fork() {
-  const k = Number($("fork-minute").value);
+function showReplay() {
+  const at = state.replayedTo;
+  $("replay-note").textContent = t("replay.note", { clock: clockOf(at - 1), minute: at - 1 });
+  $("fork-minute").value = String(state.shown);
+  $("replay").hidden = false;
+}
+
+// startWatching plays the shared run back from minute 0, its levers locked.
+async function startWatching() {
+  pause();
+  state.watching = true;
+  state.over = false;
+  if (state.shown !== 0) {
+    await ensureFrames(1);
+    show(0);
+  }
+  syncControls();
+  play();
+  announce(t("replay.watching"));
+}
+
+// fork makes the shared run one's own from minute k: what came after is
+// dropped.
+function fork(k) {
   if (!Number.isInteger(k) || k < 0 || k > state.shown) {
     showError(t("replay.fork_error", { max: state.shown }));
     return;
@@ -201,6 +357,9 @@ function fork() {
   pause();
   state.actions = state.actions.filter((a) => a.minute <= k);
   invalidateFrom(k + 1);
+  state.watching = false;
+  state.shared = false;
+  state.over = false;
   state.replayedTo = 0;
   $("replay").hidden = true;
   show(k);
@@ -208,7 +367,7 @@ function fork() {
 }
 
 function shareLink() {
-  const p = runParams({ at: state.shown + 1 });
+  const p = runParams({ at: state.shown + 1, mode: state.difficulty, shared: 1 });
   return `${location.origin}/?${p}`;
 }
 
@@ -216,14 +375,114 @@ function updateShareLink() {
   $("share-link").value = shareLink();
 }
 
+export function newGame() {
+  pause();
+  stopFlash();
+  state.scenario = null;
+  state.frames = [];
+  state.shown = -1;
+  state.over = false;
+  state.watching = false;
+  state.shared = false;
+  $("replay").hidden = true;
+  forgetRun();
+  showResume();
+  // From no hash to #play: the router shows the setup, wherever we were.
+  history.replaceState(null, "", "/");
+  location.hash = "#play";
+  render();
+  $("setup-h").setAttribute("tabindex", "-1");
+  $("setup-h").focus();
+}
+
+// playAgain starts the same seed afresh.
+export async function playAgain() {
+  const { name } = state.scenario;
+  await startGame(name, state.seed, state.noise, [], 1, state.difficulty);
+  if (location.hash !== "#play") location.hash = "#play";
+  $("play").focus();
+}
+
+// showResume offers the run kept in localStorage, if any.
+function showResume() {
+  let saved = null;
+  try {
+    saved = localStorage.getItem("afloat.run");
+  } catch {
+    // no storage
+  }
+  const box = $("resume");
+  box.hidden = true;
+  if (!saved || state.scenario) return;
+  const params = new URLSearchParams(saved);
+  const decoded = decodeRun(params, state.info);
+  if (decoded.error) return;
+  const sc = state.info.scenarios.find((s) => s.name === decoded.run.scenario);
+  const at = Number(params.get("at")) || 1;
+  const [h, m] = sc.start.split(":").map(Number);
+  const total = (h * 60 + m + at - 1) % 1440;
+  const clock = `${String(Math.floor(total / 60)).padStart(2, "0")}:${String(total % 60).padStart(2, "0")}`;
+  $("resume-note").textContent = t("setup.resume_note", {
+    scenario: t(`scenario.${sc.name}.title`),
+    seed: decoded.run.seed,
+    clock,
+  });
+  box.hidden = false;
+  box.dataset.query = saved;
+}
+
+// shortcut plays the keyboard: space plays or pauses, n steps, ? opens
+// the help. Keys typed into a field are the field's; a focused button,
+// link or check box keeps space for itself.
+function shortcut(e) {
+  if (e.ctrlKey || e.metaKey || e.altKey || $("help-dialog").open) return;
+  const el = e.target;
+  const tag = el.tagName;
+  const pressable = tag === "BUTTON" || tag === "A" || tag === "SUMMARY" || (tag === "INPUT" && ["checkbox", "radio"].includes(el.type));
+  if ((tag === "INPUT" && !pressable) || tag === "SELECT" || tag === "TEXTAREA" || el.isContentEditable) return;
+  if (e.key === "?") {
+    e.preventDefault();
+    openHelp();
+    return;
+  }
+  if ($("game").hidden || $("play-page").hidden || !state.scenario) return;
+  if (e.key === " " && !pressable) {
+    e.preventDefault();
+    stopFlash();
+    if (state.playing) pause();
+    else play();
+  } else if (e.key === "n" || e.key === "N") {
+    e.preventDefault();
+    pause();
+    step().catch(() => {});
+  }
+}
+
+function openHelp() {
+  const d = $("help-dialog");
+  if (!d.open) d.showModal();
+}
+
 function setup() {
-  charts = new Charts($("charts"), (m) => (state.scenario ? clockOf(m) : String(m)));
+  charts = new Charts($("charts"), (m) => (state.scenario ? clockOf(m) : String(m)), deploysSeen);
   buildScenarios();
   buildDashboard();
   buildControls();
   $("seed").value = String(randomSeed());
+  try {
+    $("pause-on-page").checked = localStorage.getItem("afloat.pauseOnPage") !== "0";
+  } catch {
+    // the default: on
+  }
   hooks.show = show;
+  // Moving a lever in a shared run takes it over from the minute shown.
+  hooks.beforeAct = () => {
+    if (state.shared) fork(state.shown);
+  };
   hooks.finished = () => {
+    stopFlash();
+    state.watching = false;
+    syncControls();
     announce(t("end.note"));
     location.hash = "#debrief";
   };
@@ -239,20 +498,40 @@ function setup() {
     }
     clearError();
     const name = document.querySelector('input[name="scenario"]:checked').value;
-    await startGame(name, seed, $("noise").checked);
+    const difficulty = document.querySelector('input[name="difficulty"]:checked').value;
+    await startGame(name, seed, $("noise").checked, [], 1, difficulty);
     if (location.hash !== "#play") location.hash = "#play";
     else render();
     $("play").focus();
   });
-  $("play").addEventListener("click", () => (state.playing ? pause() : play()));
+  $("resume-run").addEventListener("click", async () => {
+    const query = $("resume").dataset.query;
+    if (query && (await openRun(new URLSearchParams(query)))) {
+      render();
+      $("play").focus();
+    }
+  });
+  $("play").addEventListener("click", () => {
+    stopFlash();
+    if (state.playing) pause();
+    else play();
+  });
   $("step").addEventListener("click", () => {
     pause();
     step().catch(() => {});
   });
   $("speed").addEventListener("change", () => (state.speed = Number($("speed").value)));
+  $("pause-on-page").addEventListener("change", () => {
+    try {
+      localStorage.setItem("afloat.pauseOnPage", $("pause-on-page").checked ? "1" : "0");
+    } catch {
+      // the setting lasts for this page
+    }
+  });
   $("share").addEventListener("click", () => {
     const box = $("share-box");
     box.hidden = !box.hidden;
+    $("share").setAttribute("aria-expanded", box.hidden ? "false" : "true");
     updateShareLink();
     if (!box.hidden) $("share-link").select();
   });
@@ -265,22 +544,25 @@ function setup() {
       announce(t("share.select"));
     }
   });
-  $("new-game").addEventListener("click", () => {
-    pause();
-    state.scenario = null;
-    state.frames = [];
-    state.shown = -1;
-    $("replay").hidden = true;
-    history.replaceState(null, "", "/#play");
-    render();
-    $("setup-h").focus();
+  $("new-game").addEventListener("click", newGame);
+  $("watch").addEventListener("click", startWatching);
+  $("take-over").addEventListener("click", () => fork(state.shown));
+  $("fork").addEventListener("click", () => fork(Number($("fork-minute").value)));
+  $("more-tiles").addEventListener("click", () => {
+    const all = $("dashboard").classList.toggle("all");
+    $("more-tiles").setAttribute("aria-expanded", all ? "true" : "false");
+    $("more-tiles").textContent = t(all ? "dashboard.fewer" : "dashboard.more");
   });
-  $("fork").addEventListener("click", fork);
+  $("help").addEventListener("click", openHelp);
+  document.addEventListener("keydown", shortcut);
+  document.addEventListener("pointerdown", stopFlash);
 }
 
-// start opens a share link if the page was opened with one.
+// start opens the run the page's query carries (a reload, or a share
+// link), or offers the one kept from the last visit.
 async function start(params) {
-  if (params.has("scenario")) await replayFromLink(params);
+  if (params.has("scenario")) await openRun(params);
+  else showResume();
 }
 
 function render() {
@@ -295,11 +577,11 @@ function relabel() {
   buildDashboard();
   buildControls();
   charts.relabel();
+  showResume();
+  $("more-tiles").textContent = t($("dashboard").classList.contains("all") ? "dashboard.fewer" : "dashboard.more");
   if (state.scenario) {
-    $("scenario-name").textContent = t(`scenario.${state.scenario.name}.title`);
-    if (state.replayedTo) {
-      $("replay-note").textContent = t("replay.note", { clock: clockOf(state.replayedTo - 1), minute: state.replayedTo - 1 });
-    }
+    labelRun();
+    if (state.replayedTo) showReplay();
     if (state.shown >= 0) show(state.shown);
   }
   updatePlayButton();

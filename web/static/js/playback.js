@@ -3,7 +3,8 @@
 // The server keeps no state: a run is (scenario, seed, noise, actions), and
 // every frame shown comes from GET /api/run, which recomputes the run. The
 // page keeps the frames it has fetched, plays them and refetches from the
-// minute a new action changes.
+// minute a new action changes. In training the same answer carries the
+// runbook's advice after each minute (hints).
 import { t } from "./i18n.js";
 import { $, state, clearError, showError } from "./state.js";
 import { api } from "./api.js";
@@ -14,15 +15,24 @@ import { encodeRun } from "./share.js";
 const LOOKAHEAD = 10;
 
 // hooks are set by the play page: show draws a minute, finished ends the
-// game.
-export const hooks = { show: () => {}, finished: () => {} };
+// game, beforeAct makes a shared run one's own before a lever moves.
+export const hooks = { show: () => {}, finished: () => {}, beforeAct: () => {} };
+
+// currentRun is the run being played, as the share codec takes it.
+export function currentRun() {
+  return { scenario: state.scenario.name, seed: state.seed, noise: state.noise, minutes: 0, actions: state.actions };
+}
 
 // runParams is the query of the run being played, with extra parameters
 // after it.
 export function runParams(extra = {}) {
-  const run = { scenario: state.scenario.name, seed: state.seed, noise: state.noise, minutes: 0, actions: state.actions };
   const more = new URLSearchParams(extra).toString();
-  return encodeRun(run, state.info.controls) + (more ? `&${more}` : "");
+  return encodeRun(currentRun(), state.info.controls) + (more ? `&${more}` : "");
+}
+
+// runBody is the run as a JSON body (the POST form of the API).
+export function runBody(extra = {}) {
+  return { scenario: state.scenario.name, seed: state.seed, noise: state.noise, actions: state.actions, ...extra };
 }
 
 // ensureFrames makes sure frames 0 … upTo−1 are here, fetching a few more.
@@ -37,11 +47,14 @@ export async function ensureFrames(upTo) {
     const generation = state.generation;
     const from = state.frames.length;
     const to = Math.min(length, Math.max(upTo, state.shown + 2 + LOOKAHEAD));
-    state.fetching = api("/api/run", runParams({ from, to }));
+    const extra = { from, to };
+    if (state.difficulty === "training") extra.hints = 1;
+    state.fetching = api("/api/run", runParams(extra));
     try {
       const body = await state.fetching;
       if (generation === state.generation && state.frames.length === from) {
         state.frames.push(...body.frames);
+        for (const h of body.hints || []) state.hints.set(h.after, h);
       }
       clearError();
     } catch (err) {
@@ -53,8 +66,15 @@ export async function ensureFrames(upTo) {
   }
 }
 
+// atEnd reports whether the minute shown is the run's last, or the budget
+// ran out in it: the game is over.
+function atEnd() {
+  const f = state.frames[state.shown];
+  return state.shown >= state.scenario.minutes - 1 || (f && f.budget_remaining <= 0);
+}
+
 export async function step() {
-  if (!state.scenario || state.stepping || state.shown >= state.scenario.minutes - 1) return;
+  if (!state.scenario || state.stepping || state.over) return;
   state.stepping = true;
   try {
     const next = state.shown + 1;
@@ -65,7 +85,7 @@ export async function step() {
   } finally {
     state.stepping = false;
   }
-  if (state.shown >= state.scenario.minutes - 1) finish();
+  if (atEnd()) finish();
 }
 
 async function loop() {
@@ -83,10 +103,8 @@ async function loop() {
 }
 
 export function play() {
-  if (state.playing || state.shown >= state.scenario.minutes - 1) return;
+  if (state.playing || state.over) return;
   state.playing = true;
-  state.replayedTo = 0;
-  $("replay").hidden = true;
   updatePlayButton();
   loop();
 }
@@ -101,18 +119,20 @@ export function updatePlayButton() {
   const b = $("play");
   b.textContent = t(state.playing ? "clock.pause" : "clock.play");
   b.setAttribute("aria-pressed", state.playing ? "true" : "false");
-  const over = state.scenario && state.shown >= state.scenario.minutes - 1;
-  b.disabled = over;
-  $("step").disabled = over;
+  b.disabled = state.over;
+  $("step").disabled = state.over;
 }
 
 function finish() {
   pause();
+  state.over = true;
+  updatePlayButton();
   hooks.finished();
 }
 
-// invalidateFrom drops the frames an action changes.
+// invalidateFrom drops the frames (and hints) an action changes.
 export function invalidateFrom(minute) {
   state.generation++;
   if (state.frames.length > minute) state.frames.length = minute;
+  for (const m of state.hints.keys()) if (m >= minute) state.hints.delete(m);
 }

@@ -19,7 +19,24 @@ export const state = {
   fetching: null,
   stepping: false,
   replayedTo: 0, // minutes replayed from a share link, 0 when none
+  difficulty: "training", // or "realistic": what the dashboard shows
+  hints: new Map(), // minute seen → the runbook's advice after it (training)
+  watching: false, // playing a shared run back: the levers are the run's
+  shared: false, // opened from a share link: the run is someone else's until forked
+  over: false, // the run has ended (its last minute, or the budget gone)
 };
+
+// realistic reports whether the dashboard shows only what an on-call
+// engineer would see.
+export function realistic() {
+  return state.difficulty === "realistic";
+}
+
+// deploysSeen lists the deploy markers on the dashboard by minute.
+export function deploysSeen() {
+  if (!state.scenario) return [];
+  return (state.scenario.deploys || []).filter((m) => m <= state.shown);
+}
 
 // For tests and the curious: the state, the catalogue keys found missing,
 // and how long each minute took to draw (the last 1,000), with the main

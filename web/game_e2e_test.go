@@ -1,0 +1,566 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/afloat/afloat/sim"
+	"github.com/afloat/afloat/sim/bots"
+)
+
+var docsScreenshots = flag.Bool("docs-screenshots", false, "write the layout screenshots to docs/screenshots (the README shows them)")
+
+// displayScale is how the page shows a lever: percentages for the target
+// and shedding.
+var displayScale = map[sim.Control]float64{sim.ControlTargetUtilization: 100, sim.ControlShedLowPriority: 100}
+
+// typeInto types text into a field as a person does — select what is
+// there, type, press Enter — so that the page sees input and change.
+func typeInto(css, text string) chromedp.Action[chromedp.Void] {
+	return chromedp.Steps(typeOver(css, text), chromedp.KeyEvent(kb.Enter))
+}
+
+// typeOver types text over what a field holds, without committing it.
+func typeOver(css, text string) chromedp.Action[chromedp.Void] {
+	return chromedp.Steps(
+		chromedp.Focus(chromedp.CSS(css)),
+		chromedp.KeyEvent("a", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
+		chromedp.KeyEvent(text),
+	)
+}
+
+// display writes a lever's value in the units the page shows.
+func display(a sim.Action) string {
+	scale := displayScale[a.Control]
+	if scale == 0 {
+		scale = 1
+	}
+	return strconv.FormatFloat(math.Round(a.Value*scale*1e6)/1e6, 'f', -1, 64)
+}
+
+// fill fills a catalogue message's {placeholders}.
+func fill(msg string, vars map[string]string) string {
+	for k, v := range vars {
+		msg = strings.ReplaceAll(msg, "{"+k+"}", v)
+	}
+	return msg
+}
+
+// startGameAs opens the console in a language and starts a scenario from
+// the setup form.
+func startGameAs(b *browser, ctx context.Context, base, lang, scenario string, seed int, difficulty string, noise bool) {
+	b.t.Helper()
+	b.do(ctx, "open the console in "+lang, chromedp.Navigate(base+"/?lang="+lang+"#play"), waitReady())
+	if evaluate[bool](b, ctx, `!document.getElementById("game").hidden`) {
+		b.do(ctx, "new game", click(`#new-game`), chromedp.WaitVisible(chromedp.CSS(`#setup`)))
+	}
+	steps := []chromedp.Action[chromedp.Void]{
+		click(`#scenario-` + scenario),
+		click(`#difficulty-` + difficulty),
+		typeOver(`#seed`, strconv.Itoa(seed)),
+	}
+	if evaluate[bool](b, ctx, `document.getElementById("noise").checked`) != noise {
+		steps = append(steps, click(`#noise`))
+	}
+	steps = append(steps, click(`#start`), waitFor(`window.afloat.state.shown === 0 && !document.getElementById("game").hidden`))
+	b.do(ctx, fmt.Sprintf("start %s seed %d (%s, %s)", scenario, seed, difficulty, lang), steps...)
+}
+
+// stepTo steps the game with its Step button until the dashboard shows
+// the minute.
+func stepTo(b *browser, ctx context.Context, minute int) {
+	b.t.Helper()
+	got := evaluateAsync[int](b, ctx, fmt.Sprintf(`(async (target) => {
+  const s = window.afloat.state;
+  while (s.shown < target && !s.over) {
+    const before = s.shown;
+    document.getElementById("step").click();
+    while (s.shown === before) await new Promise((r) => setTimeout(r, 1));
+  }
+  return s.shown;
+})(%d)`, minute))
+	if got != minute {
+		b.t.Fatalf("stepped to minute %d, want %d", got, minute)
+	}
+}
+
+// stepToEnd steps the game until it is over and returns the last minute
+// shown.
+func stepToEnd(b *browser, ctx context.Context) int {
+	b.t.Helper()
+	return evaluateAsync[int](b, ctx, `(async () => {
+  const s = window.afloat.state;
+  while (!s.over) {
+    const before = s.shown;
+    document.getElementById("step").click();
+    while (s.shown === before && !s.over) await new Promise((r) => setTimeout(r, 1));
+  }
+  return s.shown;
+})()`)
+}
+
+// pageActions is the run's action list as the page holds it.
+func pageActions(b *browser, ctx context.Context) []sim.Action {
+	b.t.Helper()
+	raw := evaluate[string](b, ctx, `JSON.stringify(window.afloat.state.actions)`)
+	var acts []sim.Action
+	if err := json.Unmarshal([]byte(raw), &acts); err != nil {
+		b.t.Fatalf("the page's actions %s: %v", raw, err)
+	}
+	return acts
+}
+
+// operate makes an action through the levers: typing the value, ticking
+// the switch, pressing the button.
+func operate(b *browser, ctx context.Context, a sim.Action) {
+	b.t.Helper()
+	spec, _ := sim.LookupControl(a.Control)
+	css := "#control-" + string(a.Control)
+	switch spec.Kind {
+	case sim.KindPress:
+		b.do(ctx, "press "+string(a.Control), click(css))
+	case sim.KindBool:
+		if evaluate[bool](b, ctx, fmt.Sprintf(`document.querySelector(%q).checked`, css)) != a.Bool() {
+			b.do(ctx, "switch "+string(a.Control), click(css))
+		}
+	default:
+		b.do(ctx, fmt.Sprintf("type %s into %s", display(a), a.Control), typeInto(css, display(a)))
+	}
+}
+
+func postJSON(t *testing.T, url string, body any) map[string]any {
+	t.Helper()
+	raw, _ := json.Marshal(body)
+	res, err := http.Post(url, "application/json", bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out map[string]any
+	if err := json.NewDecoder(res.Body).Decode(&out); err != nil || res.StatusCode != 200 {
+		t.Fatalf("POST %s %s: %d %v %v", url, raw, res.StatusCode, err, out)
+	}
+	return out
+}
+
+func framesOf(t *testing.T, base string, cfg sim.Config, to int) []map[string]any {
+	t.Helper()
+	return apiFrames(t, base, cfg.Query(), to)
+}
+
+// TestLeversEndToEnd types a valid and an invalid value into every
+// numeric lever and toggles every switch and presses every button, in
+// English, Welsh and Tagalog, reading the page's messages in each; each
+// queued action is checked against the API's next frame.
+func TestLeversEndToEnd(t *testing.T) {
+	base := startConsole(t)
+	b := newBrowser(t)
+	ctx := b.ctx
+	specs := sim.ControlSpecs()
+	for _, lang := range []string{"en", "cy", "tl"} {
+		cat := catalogue(t, lang)
+		startGameAs(b, ctx, base, lang, "steady", 1, "training", false)
+		var want []sim.Action
+		valid := map[sim.Control]float64{
+			sim.ControlFleetFloor: 12, sim.ControlTargetUtilization: 0.45, sim.ControlCacheTTL: 90, sim.ControlShedLowPriority: 0.5,
+		}
+		for _, spec := range specs {
+			css := "#control-" + string(spec.Control)
+			switch spec.Kind {
+			case sim.KindInteger, sim.KindNumber:
+				// Out of range: the message names the lever and its range, in
+				// the language, and nothing is queued.
+				bad := sim.Set(1, spec.Control, spec.Max+1/displayScaleOf(spec.Control))
+				if spec.Control == sim.ControlCacheTTL {
+					bad.Value = 0
+				}
+				b.do(ctx, "an invalid "+string(spec.Control), typeInto(css, display(bad)))
+				scale := displayScaleOf(spec.Control)
+				msg := fill(cat["control.error.range"], map[string]string{
+					"label": cat["control."+string(spec.Control)+".label"],
+					"min":   strconv.FormatFloat(spec.Min*scale, 'f', -1, 64),
+					"max":   strconv.FormatFloat(spec.Max*scale, 'f', -1, 64),
+				})
+				if got := b.text(ctx, "#error-"+string(spec.Control)); got != msg {
+					t.Errorf("%s: typing %s into %s says %q, want %q", lang, display(bad), spec.Control, got, msg)
+				}
+				if evaluate[string](b, ctx, fmt.Sprintf(`document.querySelector(%q).getAttribute("aria-invalid")`, css)) != "true" {
+					t.Errorf("%s: %s is not marked invalid", lang, spec.Control)
+				}
+				if acts := pageActions(b, ctx); len(acts) != len(want) {
+					t.Errorf("%s: an invalid %s was queued: %v", lang, spec.Control, acts)
+				}
+				// In range: the message goes, the move is queued for 12:01.
+				a := sim.Set(1, spec.Control, valid[spec.Control])
+				b.do(ctx, "a valid "+string(spec.Control), typeInto(css, display(a)))
+				if got := b.text(ctx, "#error-"+string(spec.Control)); got != "" {
+					t.Errorf("%s: a valid %s still says %q", lang, spec.Control, got)
+				}
+				want = append(want, a)
+			case sim.KindBool:
+				b.do(ctx, "switch "+string(spec.Control), click(css))
+				want = append(want, sim.Switch(1, spec.Control, false))
+			case sim.KindPress:
+				b.do(ctx, "press "+string(spec.Control), click(css))
+				want = append(want, sim.Press(1, spec.Control))
+			}
+			pendingMsg := fill(cat["pending"], map[string]string{"clock": "12:01"})
+			if got := b.text(ctx, "#pending-"+string(spec.Control)); got != pendingMsg {
+				t.Errorf("%s: %s's pending note %q, want %q", lang, spec.Control, got, pendingMsg)
+			}
+		}
+		if got := pageActions(b, ctx); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s: the page queued %v, want %v", lang, got, want)
+		}
+		// The next frame, from the API with the actions typed: every lever
+		// in it, and on the dashboard.
+		b.do(ctx, "step with n", chromedp.KeyEvent("n"), waitClock("12:01"))
+		frames := framesOf(t, base, sim.Config{Scenario: "steady", Seed: 1, Actions: want}, 2)
+		f := frames[1]
+		if f["fleet_floor"] != 12.0 || f["autoscaling"] != false || f["target_utilization"] != 0.45 || f["cache_ttl_s"] != 90.0 ||
+			f["shed_low_priority"] != 0.5 || f["heavy_feature"] != false || f["warmup_minutes_left"] != 6.0 || f["rollback_minutes_left"] != 5.0 {
+			t.Errorf("%s: the API's minute 1 has the levers %v", lang, f)
+		}
+		checkDashboard(t, dashboard(ctx, b), f, 1)
+		shown := evaluate[map[string]any](b, ctx, `Object.fromEntries([...document.querySelectorAll("#controls input")].map((e) => [e.id, e.type === "checkbox" ? e.checked : Number(e.value)]))`)
+		if shown["control-fleet_floor"] != 12.0 || shown["control-target_utilization"] != 45.0 || shown["control-autoscaling"] != false || shown["control-heavy_feature"] != false {
+			t.Errorf("%s: the levers show %v after the minute", lang, shown)
+		}
+		// The switches back on: the frame after has them on.
+		b.do(ctx, "switches back on", click(`#control-autoscaling`), click(`#control-heavy_feature`), chromedp.KeyEvent("n"), waitClock("12:02"))
+		want = append(want, sim.Switch(2, sim.ControlAutoscaling, true), sim.Switch(2, sim.ControlHeavyFeature, true))
+		if got := pageActions(b, ctx); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: the page's actions %v, want %v", lang, got, want)
+		}
+		f = framesOf(t, base, sim.Config{Scenario: "steady", Seed: 1, Actions: want}, 3)[2]
+		if f["autoscaling"] != true || f["heavy_feature"] != true {
+			t.Errorf("%s: minute 2 has autoscaling %v, heavy feature %v", lang, f["autoscaling"], f["heavy_feature"])
+		}
+		checkDashboard(t, dashboard(ctx, b), f, 2)
+		if missing := evaluate[[]string](b, ctx, `[...window.afloat.missing]`); len(missing) > 0 {
+			t.Errorf("%s: keys missing from the catalogue: %v", lang, missing)
+		}
+	}
+	b.noProblems()
+}
+
+func displayScaleOf(c sim.Control) float64 {
+	if s := displayScale[c]; s != 0 {
+		return s
+	}
+	return 1
+}
+
+// TestBotsPlayTheGameEndToEnd plays each scenario to its end in the page,
+// making a bot's moves through the levers at the bot's minutes, and checks
+// the score and the stars the debrief shows against /api/debrief; the
+// levers are off once the game is over.
+func TestBotsPlayTheGameEndToEnd(t *testing.T) {
+	base := startConsole(t)
+	b := newBrowser(t)
+	ctx := b.ctx
+	for i, c := range []struct {
+		scenario, bot, difficulty string
+		seed                      int
+	}{
+		{"bad-deploy", bots.BotRunbook, "training", 5},
+		{"surge", bots.BotExpert, "realistic", 11},
+		{"cache-flush", bots.BotExpert, "training", 3},
+		{"steady", bots.BotRunbook, "realistic", 2},
+	} {
+		lang := []string{"en", "cy", "tl", "en"}[i]
+		cfg := sim.Config{Scenario: c.scenario, Seed: uint32(c.seed), Noise: true}
+		played := postJSON(t, base+"/api/bot", map[string]any{"scenario": c.scenario, "seed": c.seed, "bot": c.bot})
+		var acts []sim.Action
+		raw, _ := json.Marshal(played["actions"])
+		if err := json.Unmarshal(raw, &acts); err != nil || len(acts) == 0 {
+			t.Fatalf("%s: the %s's actions %s: %v", c.scenario, c.bot, raw, err)
+		}
+		startGameAs(b, ctx, base, lang, c.scenario, c.seed, c.difficulty, true)
+		sc, _ := sim.Lookup(c.scenario)
+		for _, a := range acts {
+			stepTo(b, ctx, a.Minute-1)
+			operate(b, ctx, a)
+		}
+		stepTo(b, ctx, sc.Minutes-1)
+		got := pageActions(b, ctx)
+		byMinute := func(x []sim.Action) []sim.Action {
+			out := slices.Clone(x)
+			slices.SortStableFunc(out, func(a, b sim.Action) int {
+				if a.Minute != b.Minute {
+					return a.Minute - b.Minute
+				}
+				return strings.Compare(string(a.Control), string(b.Control))
+			})
+			return out
+		}
+		if fmt.Sprint(byMinute(got)) != fmt.Sprint(byMinute(acts)) {
+			t.Fatalf("%s: the page played %v, the %s %v", c.scenario, got, c.bot, acts)
+		}
+		// The game is over: the debrief with the coach, the levers off.
+		b.do(ctx, "the debrief of "+c.scenario, waitFor(`location.hash === "#debrief" && document.getElementById("grade").dataset.stars !== undefined`))
+		cfg.Actions = acts
+		api := postJSON(t, base+"/api/debrief", map[string]any{
+			"scenario": c.scenario, "seed": c.seed, "actions": acts, "coach": true,
+		})
+		points := api["score"].(map[string]any)["points"].(float64)
+		stars := api["coach"].(map[string]any)["grade"].(map[string]any)["stars"].(float64)
+		if got := evaluate[string](b, ctx, `document.getElementById("grade").dataset.stars`); got != strconv.Itoa(int(stars)) {
+			t.Errorf("%s: the page shows %s stars, /api/debrief %v", c.scenario, got, stars)
+		}
+		line := b.text(ctx, "#score-line")
+		if wantPoints := strconv.FormatFloat(points, 'f', 1, 64); !strings.Contains(strings.ReplaceAll(line, ",", ""), wantPoints) {
+			t.Errorf("%s: the score line %q does not show /api/debrief's %s points", c.scenario, line, wantPoints)
+		}
+		if c.bot == bots.BotExpert && int(stars) != 3 {
+			t.Errorf("%s: the expert's own run earned %v stars", c.scenario, stars)
+		}
+		total := evaluate[string](b, ctx, `document.querySelector('#score-table tr[data-part="total"] td:last-child').textContent`)
+		if strings.ReplaceAll(total, ",", "") != strconv.FormatFloat(points, 'f', 1, 64) {
+			t.Errorf("%s: the score table's total %q, /api/debrief %v", c.scenario, total, points)
+		}
+		b.shot(ctx, "bots-"+c.scenario+"-debrief")
+		if n := evaluate[int](b, ctx, `[...document.querySelectorAll("#controls input, #controls button, #play, #step")].filter((e) => !e.disabled).length`); n != 0 {
+			t.Errorf("%s: %d levers or buttons are on after the game's end", c.scenario, n)
+		}
+	}
+	b.noProblems()
+}
+
+// TestPlayFeelEndToEnd: the page pauses the game and flashes the title;
+// the keyboard plays it; a reload resumes a run, and so does the next
+// visit; a shared run can be watched from minute 0 and taken over; the
+// realistic mode hides the bad build.
+func TestPlayFeelEndToEnd(t *testing.T) {
+	base := startConsole(t)
+	b := newBrowser(t)
+	ctx := b.ctx
+	startGameAs(b, ctx, base, "en", "bad-deploy", 7, "training", true)
+	b.do(ctx, "play at 10× until the page",
+		choose("speed", "10"),
+		click(`#play`),
+		waitFor(`!window.afloat.state.playing`),
+	)
+	if shown := evaluate[int](b, ctx, `window.afloat.state.shown`); shown != 28 {
+		t.Errorf("the game paused at minute %d, want 28, the page", shown)
+	}
+	b.do(ctx, "the title flashes", waitFor(`document.title.includes("PAGE 09:28")`), waitFor(`!document.title.includes("PAGE")`))
+	if hint := b.text(ctx, "#hint"); !strings.Contains(hint, "roll the deploy back") {
+		t.Errorf("the training hint at the page says %q", hint)
+	}
+	// The keyboard: n steps, space plays and pauses, ? opens the help.
+	b.do(ctx, "n steps", chromedp.Evaluate[chromedp.Void](`document.activeElement.blur()`), chromedp.KeyEvent("n"), waitClock("09:29"))
+	b.do(ctx, "space plays", chromedp.KeyEvent(" "), waitFor(`window.afloat.state.playing`), chromedp.KeyEvent(" "), waitFor(`!window.afloat.state.playing`))
+	b.do(ctx, "? opens the help", chromedp.KeyEvent("?"), waitFor(`document.getElementById("help-dialog").open`))
+	b.shot(ctx, "feel-help")
+	b.checkAxe(ctx, "help dialog")
+	b.do(ctx, "Escape closes it", chromedp.KeyEvent(kb.Escape), waitFor(`!document.getElementById("help-dialog").open`))
+
+	// A reload resumes the run: the same minute, actions and dashboard.
+	shown := evaluate[int](b, ctx, `window.afloat.state.shown`)
+	b.do(ctx, "roll back", press(`#control-rollback`))
+	stepTo(b, ctx, shown+3)
+	before := dashboard(ctx, b)
+	acts := pageActions(b, ctx)
+	url := evaluate[string](b, ctx, `location.href`)
+	b.do(ctx, "reload", chromedp.Reload(), waitReady(), waitFor(fmt.Sprintf(`window.afloat.state.shown === %d`, shown+3)))
+	if after := dashboard(ctx, b); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("after a reload the dashboard shows %v, want %v", after, before)
+	}
+	if got := pageActions(b, ctx); fmt.Sprint(got) != fmt.Sprint(acts) || evaluate[string](b, ctx, `location.href`) != url {
+		t.Errorf("after a reload: actions %v at %s, want %v at %s", got, evaluate[string](b, ctx, `location.href`), acts, url)
+	}
+	// The next visit offers it, and resumes it.
+	b.do(ctx, "visit again", chromedp.Navigate(base+"/"), waitReady(), chromedp.WaitVisible(chromedp.CSS(`#resume`)),
+		click(`#resume-run`), waitFor(fmt.Sprintf(`window.afloat.state.shown === %d`, shown+3)))
+	if got := pageActions(b, ctx); fmt.Sprint(got) != fmt.Sprint(acts) {
+		t.Errorf("resumed with %v, want %v", got, acts)
+	}
+
+	// A shared run: watched from minute 0, its levers locked, then taken
+	// over.
+	b.do(ctx, "share", click(`#share`), chromedp.WaitVisible(chromedp.CSS(`#share-link`)))
+	link := evaluate[string](b, ctx, `document.getElementById("share-link").value`)
+	tab := b.newTab()
+	b.do(tab, "open the shared run", chromedp.Navigate(link), waitReady(), chromedp.WaitVisible(chromedp.CSS(`#replay`)))
+	b.do(tab, "watch it from the start", choose("speed", "10"), click(`#watch`), waitFor(`window.afloat.state.watching && window.afloat.state.shown >= 3`))
+	if n := evaluate[int](b, tab, `[...document.querySelectorAll("#controls input, #controls button")].filter((e) => !e.disabled).length`); n != 0 {
+		t.Errorf("%d levers are on while a shared run plays back", n)
+	}
+	b.do(tab, "take over", click(`#take-over`), waitFor(`!window.afloat.state.watching && !window.afloat.state.playing`))
+	if n := evaluate[int](b, tab, `[...document.querySelectorAll("#controls input")].filter((e) => e.disabled).length`); n != 0 {
+		t.Errorf("%d levers are off after taking over", n)
+	}
+
+	// The realistic mode: no bad build on the dashboard, a deploy marker.
+	startGameAs(b, ctx, base, "en", "bad-deploy", 7, "realistic", true)
+	stepTo(b, ctx, 12)
+	d := dashboard(ctx, b)
+	if _, ok := d["bad_build"]; ok || d["deploy"] != "09:10" {
+		t.Errorf("the realistic dashboard %v: want no bad build, the deploy at 09:10", d)
+	}
+	if evaluate[bool](b, ctx, `!document.getElementById("hint").hidden`) {
+		t.Error("the realistic mode gives hints")
+	}
+	b.noProblems()
+}
+
+// layoutCheck lists what must be on screen without scrolling, and where
+// it is not.
+const layoutCheck = `(() => {
+  const narrow = window.innerWidth <= 700;
+  const must = [document.getElementById("clock"), document.getElementById("page-alert"), document.getElementById("play")];
+  must.push(...document.querySelectorAll(narrow ? "#dashboard .tile:not(.extra)" : "#dashboard .tile"));
+  must.push(...document.querySelectorAll("#controls .control"));
+  if (!narrow) must.push(...[...document.querySelectorAll("#charts figure.chart")].slice(0, 2));
+  const out = [];
+  for (const el of must) {
+    const r = el.getBoundingClientRect();
+    if (r.height === 0 || r.bottom > window.innerHeight + 0.5 || r.right > window.innerWidth + 0.5 || r.top < 0)
+      out.push((el.id || el.dataset.metric || el.dataset.control || el.className) + " at " + Math.round(r.bottom) + "/" + window.innerHeight);
+  }
+  if (narrow && document.querySelector("#charts .chart-tabs").getAttribute("role") !== "tablist") out.push("charts are not tabs");
+  return out;
+})()`
+
+// TestLayoutEndToEnd: at 1366×768 and 1920×1080 the clock, the page, the
+// twelve figures, the levers and the two key charts are on screen without
+// scrolling; at 390×844 the clock, the page, the key figures and the
+// levers are, and the charts are tabs. It takes the screenshots the README
+// shows (go test ./web -run TestLayoutEndToEnd -docs-screenshots writes
+// them to docs/screenshots).
+func TestLayoutEndToEnd(t *testing.T) {
+	base := startConsole(t)
+	b := newBrowser(t)
+	ctx := b.ctx
+	for _, size := range []struct{ w, h int64 }{{1366, 768}, {1920, 1080}, {390, 844}} {
+		name := fmt.Sprintf("%dx%d", size.w, size.h)
+		b.do(ctx, "size "+name, chromedp.EmulateViewport(size.w, size.h, chromedp.EmulateScale(1)))
+		startGameAs(b, ctx, base, "en", "bad-deploy", 7, "training", true)
+		stepTo(b, ctx, 28)
+		b.do(ctx, "settle", waitSettled(), chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
+		if off := evaluate[[]string](b, ctx, layoutCheck); len(off) > 0 {
+			t.Errorf("%s: below the fold or off screen: %v", name, off)
+		}
+		b.checkAxe(ctx, "the game at "+name)
+		png := b.viewportShot(ctx, "layout-game-"+name)
+		if *docsScreenshots && png != nil {
+			if err := os.WriteFile(filepath.Join("..", "docs", "screenshots", "game-"+name+".png"), png, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// The debrief at the end of a game, for the README.
+	b.do(ctx, "size 1366x768", chromedp.EmulateViewport(1366, 768, chromedp.EmulateScale(1)))
+	cfg := sim.Config{Scenario: "bad-deploy", Seed: 7, Noise: true, Actions: []sim.Action{sim.Press(29, sim.ControlRollback)}}
+	b.do(ctx, "the debrief", chromedp.Navigate(base+"/?"+cfg.Query().Encode()+"&at=120&mode=training#debrief"), waitReady(),
+		waitFor(`document.getElementById("grade").dataset.stars !== undefined`), waitSettled())
+	png := b.viewportShot(ctx, "layout-debrief-1366x768")
+	if *docsScreenshots && png != nil {
+		if err := os.WriteFile(filepath.Join("..", "docs", "screenshots", "debrief-1366x768.png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.noProblems()
+}
+
+// viewportShot saves what the window shows as NAME.png and returns it.
+func (b *browser) viewportShot(ctx context.Context, name string) []byte {
+	b.t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		b.t.Logf("screenshot %s: %v", name, err)
+		return nil
+	}
+	if err := os.WriteFile(filepath.Join(b.shotDir(), name+".png"), png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+	return png
+}
+
+// TestGameAccessibilityEndToEnd runs axe-core on every state of the game,
+// the debrief and the model in English, Welsh and Tagalog: the setup, a
+// paged minute with its hint, the share box, the realistic mode, a game
+// lost (the budget gone), the debrief with the coach, the model, and a
+// phone's layout with its chart tabs; and on the assignment lab. (The
+// overload lab is checked in TestConsoleEndToEnd, where its comparison is
+// already computed.)
+func TestGameAccessibilityEndToEnd(t *testing.T) {
+	base := startConsole(t)
+	b := newBrowser(t)
+	ctx := b.ctx
+	lost := sim.Config{Scenario: "bad-deploy", Seed: 4, Noise: true, Actions: []sim.Action{
+		sim.Switch(1, sim.ControlAutoscaling, false), sim.Set(1, sim.ControlFleetFloor, 1),
+	}}
+	minor := 0
+	for _, lang := range []string{"en", "cy", "tl"} {
+		b.do(ctx, "setup", chromedp.Navigate(base+"/?lang="+lang), waitReady(), waitSettled())
+		minor += b.checkAxe(ctx, lang+": setup")
+		startGameAs(b, ctx, base, lang, "bad-deploy", 7, "training", true)
+		stepTo(b, ctx, 28)
+		b.do(ctx, "share box", click(`#share`), waitSettled())
+		minor += b.checkAxe(ctx, lang+": paged, hint, share box")
+		b.do(ctx, "chart tables", chromedp.Evaluate[chromedp.Void](`document.querySelectorAll("#charts details").forEach((d) => (d.open = true))`), waitSettled())
+		minor += b.checkAxe(ctx, lang+": chart data tables open")
+		b.do(ctx, "debrief so far", chromedp.Navigate(base+"/?lang="+lang+"&"+strings.TrimPrefix(evaluate[string](b, ctx, `location.search`), "?")+"#debrief"),
+			waitReady(), chromedp.WaitVisible(chromedp.CSS(`#debrief-figures div`)), waitSettled())
+		minor += b.checkAxe(ctx, lang+": debrief mid-game")
+		b.do(ctx, "model", chromedp.Navigate(base+"/?lang="+lang+"#model"), waitReady(), chromedp.WaitVisible(chromedp.CSS(`#formulas li`)), waitSettled())
+		minor += b.checkAxe(ctx, lang+": model")
+
+		startGameAs(b, ctx, base, lang, "cache-flush", 2, "realistic", true)
+		stepTo(b, ctx, 16)
+		minor += b.checkAxe(ctx, lang+": realistic, cache flushed")
+
+		// A game lost: the budget gone, the levers off, the debrief with
+		// the coach.
+		b.do(ctx, "a lost game", chromedp.Navigate(base+"/?lang="+lang+"&"+lost.Query().Encode()+"&mode=training#play"), waitReady())
+		stepToEnd(b, ctx)
+		b.do(ctx, "its debrief", waitFor(`location.hash === "#debrief" && document.getElementById("grade").dataset.stars !== undefined`), waitSettled())
+		if stars := evaluate[string](b, ctx, `document.getElementById("grade").dataset.stars`); stars != "0" {
+			t.Errorf("%s: a game that lost the month's budget has %s stars", lang, stars)
+		}
+		if !evaluate[bool](b, ctx, `!document.getElementById("failed-note").hidden`) {
+			t.Errorf("%s: the debrief of a lost game does not say so", lang)
+		}
+		minor += b.checkAxe(ctx, lang+": debrief of a lost game, with the coach")
+		b.do(ctx, "the game over", chromedp.Navigate(base+"/?lang="+lang+"&"+lost.Query().Encode()+"&at=120&mode=training#play"), waitReady(), waitSettled())
+		if !evaluate[bool](b, ctx, `document.getElementById("page-alert").classList.contains("over") && document.getElementById("control-fleet_floor").disabled`) {
+			t.Errorf("%s: a lost game does not say game over, or leaves the levers on", lang)
+		}
+		minor += b.checkAxe(ctx, lang+": game over")
+
+		b.do(ctx, "phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(1)))
+		startGameAs(b, ctx, base, lang, "surge", 3, "training", true)
+		stepTo(b, ctx, 5)
+		b.do(ctx, "a chart tab", chromedp.Focus(chromedp.CSS(`.chart-tabs [aria-selected="true"]`)), chromedp.KeyEvent(kb.ArrowRight), waitSettled())
+		if sel := evaluate[int](b, ctx, `[...document.querySelectorAll("#charts .chart-panel")].filter((p) => !p.hidden).length`); sel != 1 {
+			t.Errorf("%s: the phone shows %d charts at once, want one tab", lang, sel)
+		}
+		minor += b.checkAxe(ctx, lang+": phone")
+		b.do(ctx, "desktop", chromedp.EmulateViewport(1400, 1000, chromedp.EmulateScale(1)))
+
+		b.do(ctx, "assignment lab", chromedp.Navigate(base+"/?lang="+lang+"#assign"), waitReady(),
+			waitFor(`document.querySelectorAll("#assign-table tbody tr").length > 0`), waitSettled())
+		minor += b.checkAxe(ctx, lang+": assignment lab")
+		if missing := evaluate[[]string](b, ctx, `[...window.afloat.missing]`); len(missing) > 0 {
+			t.Errorf("%s: keys missing from the catalogue: %v", lang, missing)
+		}
+	}
+	t.Logf("axe: no serious or critical violation expected; %d moderate or minor ones over all states", minor)
+	b.noProblems()
+}
