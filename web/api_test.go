@@ -376,7 +376,7 @@ func FuzzRunQuery(f *testing.F) {
 	}
 	h := Handler(DefaultConfig())
 	f.Fuzz(func(t *testing.T, endpoint, raw string) {
-		if endpoint != "run" && endpoint != "debrief" && endpoint != "explain" {
+		if endpoint != "run" && endpoint != "debrief" && endpoint != "explain" && endpoint != "bot" {
 			return
 		}
 		// The raw query as a client sends it, malformed escapes and all;
@@ -403,14 +403,19 @@ func FuzzRunBody(f *testing.F) {
 		`{"scenario": "steady", "minute": 3}`,
 		`{"scenario": "steady", "seed": 1e3}`,
 		`{"actions": [null]}`,
+		`{"scenario": "bad-deploy", "seed": 7, "actions": [{"minute": 28, "control": "rollback"}], "coach": true}`,
+		`{"scenario": "surge", "seed": 3, "hints": true, "to": 40}`,
+		`{"scenario": "cache-flush", "seed": 2, "bot": "runbook"}`,
+		`{"scenario": "steady", "bot": "expert", "coach": "1"}`,
 	} {
 		f.Add("run", []byte(s))
 		f.Add("debrief", []byte(s))
 		f.Add("explain", []byte(s))
+		f.Add("bot", []byte(s))
 	}
 	h := Handler(DefaultConfig())
 	f.Fuzz(func(t *testing.T, endpoint string, body []byte) {
-		if endpoint != "run" && endpoint != "debrief" && endpoint != "explain" {
+		if endpoint != "run" && endpoint != "debrief" && endpoint != "explain" && endpoint != "bot" {
 			return
 		}
 		if bytes.Contains(body, []byte(`"minutes"`)) {
