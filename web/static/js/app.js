@@ -15,6 +15,24 @@ try {
   // a browser without long-task timing: perf.longTasks stays 0
 }
 
+// reachable makes every scrolling table wrapper of any page a region the
+// keyboard can reach and a screen reader can name (a table that scrolls
+// must be focusable to be read from the keyboard), named after the
+// table's caption or the figure's. Pages add wrappers as they draw, so it
+// watches the page.
+function reachable(root) {
+  for (const wrap of root.querySelectorAll(".table-wrap:not([tabindex])")) {
+    wrap.tabIndex = 0;
+    wrap.setAttribute("role", "region");
+    if (!wrap.hasAttribute("aria-label") && !wrap.hasAttribute("aria-labelledby")) {
+      const caption = wrap.querySelector("caption") || wrap.closest("figure")?.querySelector("figcaption");
+      const heading = wrap.closest("section")?.querySelector("h1, h2");
+      const name = (caption || heading)?.textContent.trim();
+      if (name) wrap.setAttribute("aria-label", name);
+    }
+  }
+}
+
 async function main() {
   const params = new URLSearchParams(location.search);
   let lang = params.get("lang");
@@ -33,6 +51,8 @@ async function main() {
   }
   i18n.apply();
   buildNav();
+  reachable(document);
+  new MutationObserver(() => reachable(document)).observe($("main"), { childList: true, subtree: true });
   const ctx = { info: state.info };
   for (const p of pages) if (p.setup) p.setup(ctx);
   $("lang").addEventListener("change", () => setLanguage($("lang").value));
