@@ -1,113 +1,24 @@
 // The play page: choose a scenario, a seed and a difficulty, then the
-// game — the clock, the page alert, the dashboard, the levers, the charts
-// — with share links that replay a run, a run that lives in the URL and
-// in localStorage (a reload resumes it), keyboard shortcuts, and the page
-// that pauses the game and flashes the tab's title.
+// game — the clock, the page alert, the dashboard (dashboard.js), the
+// levers (controls.js), the charts — with share links that replay a run,
+// a run that lives in the URL and in localStorage (a reload resumes it),
+// and keyboard shortcuts.
 import { t } from "./i18n.js";
-import { $, state, perf, clockOf, announce, showError, clearError, realistic, deploysSeen } from "./state.js";
+import { $, state, perf, clockOf, announce, showError, clearError, deploysSeen } from "./state.js";
 import { decodeRun } from "./share.js";
 import { Charts } from "./charts.js";
 import { hooks, ensureFrames, step, play, pause, updatePlayButton, invalidateFrom, runParams } from "./playback.js";
-import { buildControls, syncControls, pending } from "./controls.js";
+import { buildControls, syncControls } from "./controls.js";
+import { buildDashboard, showTiles, showPage, showHint, flashTitle, stopFlash } from "./dashboard.js";
 
 let charts;
-
-// The dashboard's twelve figures. warn marks a figure that calls for
-// attention (said in words too, not only by colour); the realistic view
-// shows the last deploy instead of the bad build's share, which an on-call
-// engineer cannot see.
-const metrics = [
-  { id: "burn_1h", text: (f) => `${f.burn_1h.toFixed(1)} ×`, warn: (f) => f.burn_1h >= 14.4 },
-  { id: "requests", text: (f) => `${Math.round(f.requests_per_s)} req/s` },
-  { id: "serving", text: (f) => `${f.serving}` },
-  { id: "booting", text: (f) => `${f.booting}` },
-  { id: "cache_hit", text: (f) => `${Math.round(100 * f.cache_hit)} %`, warn: (f) => f.cache_hit < 0.5 },
-  { id: "db_utilization", text: (f) => `${Math.round(100 * f.db_utilization)} %`, warn: (f) => f.db_utilization >= 0.9 },
-  { id: "shed", text: (f) => `${Math.round(100 * f.shed_share)} %` },
-  { id: "fleet_cost", text: (f) => `${f.fleet_cost_per_h.toFixed(2)} $/h` },
-  { id: "cost_so_far", text: (f) => `${f.cost_so_far.toFixed(2)} $` },
-  { id: "mean_age", text: (f) => `${+f.mean_age_s.toFixed(1)} s` },
-  { id: "bad_build", text: (f) => `${Math.round(100 * f.bad_build_share)} %`, warn: (f) => f.bad_build_share > 0, training: true },
-  { id: "deploy", text: () => lastDeploy(), realistic: true },
-  { id: "recommendations", text: (f) => `${Math.round(100 * f.recommendations_available)} %` },
-];
-
-// keyTiles are the figures a phone shows without asking for all.
-const keyTiles = {
-  "bad-deploy": ["burn_1h", "requests", "serving", "bad_build", "deploy", "fleet_cost", "cost_so_far"],
-  surge: ["burn_1h", "requests", "serving", "booting", "shed", "fleet_cost"],
-  "cache-flush": ["burn_1h", "cache_hit", "db_utilization", "requests", "recommendations", "shed"],
-  steady: ["burn_1h", "requests", "serving", "cache_hit", "fleet_cost", "cost_so_far"],
-};
-
-function lastDeploy() {
-  const seen = deploysSeen();
-  return seen.length ? clockOf(seen[seen.length - 1]) : t("metric.none");
-}
-
-function shownMetrics() {
-  return metrics.filter((m) => (realistic() ? !m.training : !m.realistic));
-}
-
-function buildDashboard() {
-  const dl = $("dashboard");
-  dl.replaceChildren();
-  const key = keyTiles[state.scenario?.name] || keyTiles.steady;
-  for (const m of shownMetrics()) {
-    const div = document.createElement("div");
-    div.className = key.includes(m.id) ? "tile" : "tile extra";
-    div.dataset.metric = m.id;
-    const dt = document.createElement("dt");
-    dt.textContent = t(`metric.${m.id}`);
-    const flag = document.createElement("span");
-    flag.className = "flag";
-    flag.id = `flag-${m.id}`;
-    flag.hidden = true;
-    flag.textContent = t("metric.warning");
-    dt.append(flag);
-    const dd = document.createElement("dd");
-    dd.id = `metric-${m.id}`;
-    dd.textContent = "—";
-    div.append(dt, dd);
-    dl.append(div);
-  }
-}
-
-// The page: it pauses the game (a setting, on by default) and flashes the
-// tab's title until the player looks.
-const title = { base: "", timer: 0 };
-
-function flashTitle(clock) {
-  stopFlash();
-  title.base = document.title;
-  const alarm = t("page.title", { clock });
-  let on = false;
-  title.timer = setInterval(() => {
-    on = !on;
-    document.title = on ? alarm : title.base;
-  }, 700);
-  document.title = alarm;
-}
-
-function stopFlash() {
-  if (!title.timer) return;
-  clearInterval(title.timer);
-  title.timer = 0;
-  document.title = title.base;
-}
 
 function show(minute) {
   const started = performance.now();
   const previous = state.shown;
   state.shown = minute;
   const f = state.frames[minute];
-  for (const m of shownMetrics()) {
-    const dd = $(`metric-${m.id}`);
-    dd.textContent = m.text(f);
-    const warn = !!(m.warn && m.warn(f));
-    dd.parentElement.classList.toggle("warn", warn);
-    $(`flag-${m.id}`).hidden = !warn;
-  }
+  showTiles(f);
   $("clock").textContent = f.clock;
   $("minute-of").textContent = t("clock.minute", { minute, total: state.scenario.minutes });
   const budget = $("budget");
@@ -136,58 +47,6 @@ function show(minute) {
     perf.renders.shift();
     perf.shownAt.shift();
   }
-}
-
-// showPage raises the page banner while the burn-rate rule holds and says
-// when it stopped, or that the month's budget is gone (game over); the
-// banner is a live region, so screen readers announce it. It depends only
-// on the frames, so a replayed run shows the same. It reports whether a
-// page started at the minute shown.
-function showPage() {
-  const el = $("page-alert");
-  const frames = state.frames;
-  const now = state.shown;
-  let text = "";
-  let started = false;
-  el.classList.remove("resolved", "over");
-  if (frames[now].budget_remaining <= 0) {
-    text = t("over.budget", { clock: frames[now].clock });
-    el.classList.add("over");
-  } else if (frames[now].paged) {
-    let start = now;
-    while (start > 0 && frames[start - 1].paged) start--;
-    const s = frames[start];
-    started = start === now;
-    text = t("page.alert", { clock: s.clock, burn1h: s.burn_1h.toFixed(1), burn5m: s.burn_5m.toFixed(1) });
-  } else {
-    let end = now;
-    while (end > 0 && !(frames[end - 1].paged && !frames[end].paged)) end--;
-    if (end > 0) {
-      text = t("page.resolved", { clock: frames[end].clock });
-      el.classList.add("resolved");
-    }
-  }
-  if (el.textContent !== text) el.textContent = text;
-  el.hidden = text === "";
-  return started;
-}
-
-// showHint gives the runbook's advice in training: what its next step
-// says after the minute on the dashboard, unless the player has queued it.
-function showHint() {
-  const el = $("hint");
-  const h = !realistic() && !state.watching && !state.over ? state.hints.get(state.shown) : undefined;
-  if (!h) {
-    el.hidden = true;
-    return;
-  }
-  const queued = h.actions.every((a) => {
-    const p = pending(a.control);
-    return p && p.minute === state.shown + 1 && (a.value === undefined || p.value === undefined || +p.value === +a.value);
-  });
-  const text = `${t("hint.prefix")} ${t(h.step)}${queued ? ` ${t("hint.queued")}` : ""}`;
-  if (el.textContent !== text) el.textContent = text;
-  el.hidden = false;
 }
 
 function buildScenarios() {
