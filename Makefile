@@ -38,7 +38,7 @@ fmt-check:
 # failures, so that this suite cannot pass without them. The browser tests
 # run on their own with -v so that they print the folder of their
 # screenshots.
-BROWSER_TESTS := ^(TestConsoleEndToEnd|TestAssignLabEndToEnd|TestAssignLabReadOnlyEndToEnd)$$
+BROWSER_TESTS := ^(TestConsoleEndToEnd|TestAssignLabEndToEnd|TestAssignLabReadOnlyEndToEnd|TestQuotaLabEndToEnd)$$
 unit: export AFLOAT_REQUIRE_REDIS := 1
 unit:
 	$(GO) test -race -count=1 -skip '$(BROWSER_TESTS)' ./...
@@ -62,6 +62,7 @@ fuzz:
 	$(GO) test ./web -run '^$$' -fuzz '^FuzzRunQuery$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./web -run '^$$' -fuzz '^FuzzRunBody$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./web -run '^$$' -fuzz '^FuzzAssignBody$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./web -run '^$$' -fuzz '^FuzzQuotaBody$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./web -run '^$$' -fuzz '^FuzzParseQuery$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./web -run '^$$' -fuzz '^FuzzDecodeObject$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/redact -run '^$$' -fuzz '^FuzzURL$$' -fuzztime $(FUZZTIME)
