@@ -83,9 +83,12 @@ bench:
 	rm -f region.bench.txt fastclock.bench.txt; for i in 1 2 3 4 5 6 7 8 9 10; do ./region.test -test.run '^$$' -test.bench . -test.benchmem | tee -a region.bench.txt; ./fastclock.test -test.run '^$$' -test.bench . | tee -a fastclock.bench.txt; done
 	$(GO) test -run '^$$' -bench 'APIRun' -count 10 ./web | tee web.bench.txt
 	$(GO) test -run '^$$' -bench 'ConsoleTenX' -benchtime 1x -count 6 ./web | tee console.bench.txt
+	$(GO) test -c -o web.test ./web
+	rm -f quota.bench.txt; for i in 1 2 3 4 5 6 7 8 9 10; do ./web.test -test.run '^$$' -test.bench 'QuotaRun' -test.benchmem | tee -a quota.bench.txt; done
 	benchstat sim.bench.txt
 	benchstat bulkhead.bench.txt
 	benchstat region.bench.txt
 	benchstat fastclock.bench.txt
 	benchstat web.bench.txt
 	benchstat console.bench.txt
+	benchstat quota.bench.txt

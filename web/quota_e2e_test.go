@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -300,7 +303,8 @@ func TestQuotaLabEndToEnd(t *testing.T) {
 			// The README's picture: the run at 1:00, after the shift and
 			// during the partition.
 			b.do(ctx, "the README's moment", chromedp.Navigate(strings.Replace(link, "at=90", "at=75", 1)), waitReady(), quotaIdle(7), quotaAt("1:15"))
-			b.shot(ctx, "quota-lab")
+			b.shot(ctx, "quota-lab-page")
+			quotaViewShot(t, b, ctx, "quota-lab")
 		} else {
 			b.shot(ctx, "quota-"+lang)
 		}
@@ -396,4 +400,23 @@ func checkQuotaDrawn(t *testing.T, b *browser, ctx context.Context, lang string,
 	if !evaluate[bool](b, ctx, `(() => { const w = document.querySelector("#chart-quota-region-us .table-wrap"); return w.tabIndex === 0 && w.getAttribute("aria-label").length > 0; })()`) {
 		t.Errorf("%s: the data table's scroll region is not reachable by keyboard with a name", lang)
 	}
+}
+
+// quotaViewShot saves what a person sees of the lab from its clock down,
+// on a tall screen: the verdict, the controls and the charts (the
+// README's picture; shot saves the whole page).
+func quotaViewShot(t *testing.T, b *browser, ctx context.Context, name string) {
+	t.Helper()
+	b.do(ctx, "a tall screen", chromedp.EmulateViewport(1400, 1900),
+		chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, document.querySelector("#quota .clockbar").getBoundingClientRect().top + window.scrollY - 8)`))
+	tctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(tctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(b.shotDir(), name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.do(ctx, "the usual screen", chromedp.EmulateViewport(1400, 1000))
 }
