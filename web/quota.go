@@ -24,9 +24,9 @@ import (
 // the simulator's /api/run it is a pure function of its request: the
 // server keeps nothing, and a share link replays the run.
 //
-// A run costs up to about a second of CPU at the largest tenant and
-// traffic the lab allows (docs/api.md), so the runs computing at once are
-// bounded (quotaMaxComputing; the others wait up to quotaWait, then get
+// A run costs tens of milliseconds, and about 0.4 s at the largest tenant
+// and traffic the lab allows (docs/benchmarks.md), so the runs computing
+// at once are bounded (quotaMaxComputing; the others wait up to quotaWait, then get
 // 503 + Retry-After), beside the console's bulkhead that bounds every API
 // request.
 
@@ -52,8 +52,8 @@ const (
 	quotaWait         = 10 * time.Second
 )
 
-// quotaDefaultTraffic is the lab's opening traffic: the seed's tenant, 120 % of R offered
-// 60/30/10, for five minutes.
+// quotaDefaultTraffic is the lab's opening traffic: 120 % of R, split
+// 60/30/10 (with the seed's tenant and five minutes, the other defaults).
 var quotaDefaultTraffic = map[string]float64{"eu": 72, "us": 36, "ap": 12}
 
 // quotaAction is an action as the API reads it.
