@@ -38,10 +38,13 @@ fmt-check:
 # failures, so that this suite cannot pass without them. The browser tests
 # run on their own with -v so that they print the folder of their
 # screenshots.
-BROWSER_TESTS := ^(TestConsoleEndToEnd|TestAssignLabEndToEnd|TestAssignLabReadOnlyEndToEnd|TestShareCodecInBrowser|TestLeversEndToEnd|TestBotsPlayTheGameEndToEnd|TestPlayFeelEndToEnd|TestLayoutEndToEnd|TestGameAccessibilityEndToEnd)$$
+# The browser tests are the web package's tests whose names end in
+# EndToEnd or InBrowser: a new one joins by its name alone.
+BROWSER_TESTS := ^Test[A-Za-z0-9]*(EndToEnd|InBrowser)$$
 unit: export AFLOAT_REQUIRE_REDIS := 1
 unit:
-	$(GO) test -race -count=1 -skip '$(BROWSER_TESTS)' ./...
+	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/web$$')
+	$(GO) test -race -count=1 -skip '$(BROWSER_TESTS)' ./web
 	AFLOAT_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -run '$(BROWSER_TESTS)' -v ./web
 
 # bench-assign runs afloat assign bench (50 workers, 100 members, 10 s,
@@ -62,6 +65,7 @@ fuzz:
 	$(GO) test ./web -run '^$$' -fuzz '^FuzzRunQuery$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./web -run '^$$' -fuzz '^FuzzRunBody$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./web -run '^$$' -fuzz '^FuzzAssignBody$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./web -run '^$$' -fuzz '^FuzzQuotaBody$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./web -run '^$$' -fuzz '^FuzzParseQuery$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./web -run '^$$' -fuzz '^FuzzDecodeObject$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/redact -run '^$$' -fuzz '^FuzzURL$$' -fuzztime $(FUZZTIME)
@@ -84,6 +88,8 @@ bench:
 	rm -f bots.bench.txt; for i in 1 2 3 4 5 6; do ./bots.test -test.run '^$$' -test.bench 'PolicyBots|FloorRuns' -test.benchtime 2x | tee -a bots.bench.txt; ./bots.test -test.run '^$$' -test.bench 'Expert|FloorRun$$|Coach' -test.benchtime 50x | tee -a bots.bench.txt; done
 	$(GO) test -run '^$$' -bench 'APIRun' -count 10 ./web | tee web.bench.txt
 	$(GO) test -run '^$$' -bench 'ConsoleTenX' -benchtime 1x -count 6 ./web | tee console.bench.txt
+	$(GO) test -c -o web.test ./web
+	rm -f quota.bench.txt; for i in 1 2 3 4 5 6 7 8 9 10; do ./web.test -test.run '^$$' -test.bench 'QuotaRun' -test.benchmem | tee -a quota.bench.txt; done
 	benchstat sim.bench.txt
 	benchstat bulkhead.bench.txt
 	benchstat region.bench.txt
@@ -91,3 +97,4 @@ bench:
 	benchstat bots.bench.txt
 	benchstat web.bench.txt
 	benchstat console.bench.txt
+	benchstat quota.bench.txt

@@ -177,6 +177,7 @@ func newHandler(c Config) (http.Handler, *lab) {
 	mux.HandleFunc("POST /api/overload/compare", lab.compare)
 	mux.HandleFunc("GET /api/overload/live", lab.liveGet)
 	mux.HandleFunc("POST /api/overload/live", lab.liveStart)
+	mux.HandleFunc("POST /api/quota/run", newQuotaLab(maxBody).run)
 	mux.HandleFunc("GET /api/assign", al.get)
 	mux.HandleFunc("POST /api/assign/pick", al.pick)
 	mux.HandleFunc("POST /api/assign/remove", al.member(false))
@@ -237,6 +238,8 @@ var apiMethods = map[string]string{
 
 	"/api/overload/compare": "POST",
 	"/api/overload/live":    "GET, POST",
+
+	"/api/quota/run": "POST",
 
 	"/api/assign":         "GET",
 	"/api/assign/pick":    "POST",

@@ -96,6 +96,12 @@ type Config struct {
 	// default each has one cache, as a single P of a real region would:
 	// one, not one per P, so that a run depends on its seed alone.
 	NoCaches bool
+	// Sample, if set, logs a sample event per region a nanosecond before
+	// each multiple of Sample of virtual time: the lease it spends under
+	// and its balance at the end of that step (the console's quota lab
+	// draws them; Timeline reads them). Reading the state changes nothing:
+	// the run is the same with or without samples.
+	Sample time.Duration
 }
 
 // EventWriter receives events: a JSON-lines writer (NewJSONWriter), the
@@ -160,6 +166,9 @@ func (c Config) Validate() error {
 	}
 	if c.Faults&^AllFaults != 0 {
 		return fmt.Errorf("%w: faults %d: want some of shift, partition, crash, skew, dup", quota.ErrConfig, c.Faults)
+	}
+	if c.Sample != 0 && (c.Sample < time.Millisecond || c.Sample > c.Duration) {
+		return fmt.Errorf("%w: sample %v: want 0 (none) or 1ms to the run's length", quota.ErrConfig, c.Sample)
 	}
 	if err := c.Tenant.Validate(); err != nil {
 		return err

@@ -38,7 +38,12 @@ import (
 //	           the ledger (epoch) and took over
 //	pause      the coordinator froze; wake: it resumed, still believing it leads
 //	fenced     a coordinator found it had been superseded and stopped
-//	skew       a node's clock: offset_ns and drift
+//	skew       a node's clock: offset_ns and drift (a region's, or with no
+//	           region the coordinator's at epoch; at t_ns > 0 a scripted
+//	           change, continuous with what the clock read before)
+//	sample     a region's state (Config.Sample): the lease id it spends
+//	           under (none: no valid lease), its epoch, rate and burst, and
+//	           the bucket's balance
 //	stop       the end of the run
 type Event struct {
 	T         int64              `json:"t_ns"`

@@ -27,6 +27,9 @@ type Schedule struct {
 	CoordClocks []Clock
 	// Links are the network between each region and the coordinator.
 	Links map[string]Link
+	// ClockChanges change clocks during the run (Script makes them from
+	// skew actions).
+	ClockChanges []ClockChange
 }
 
 // Segment is a stretch of constant offered load.
@@ -230,5 +233,5 @@ func (s *Schedule) validate(c Config) error {
 			return bad("links[%q]: want a known region, delays ≥ 0, loss in [0, 1) and dup in [0, 1]", r)
 		}
 	}
-	return nil
+	return s.validateSkews(c)
 }

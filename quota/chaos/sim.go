@@ -295,6 +295,7 @@ func (s *sim) run() error {
 	for i, o := range s.sch.Outages {
 		s.at(int64(o.At), item{kind: evOutage, a: int32(i)})
 	}
+	s.scheduleScripted()
 	s.at(s.end, item{kind: evStop})
 
 	for {
@@ -430,6 +431,8 @@ func (s *sim) handle(it item) error {
 		}
 	case evReconnect:
 		s.regions[it.a].conn = int(it.b)
+	case evSkew, evSample:
+		return s.handleScripted(it)
 	case evWake:
 		c := s.coords[it.b]
 		c.paused = false

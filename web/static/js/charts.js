@@ -433,3 +433,170 @@ export function timelineChart(el, frames, series, actionMinutes, clockOf) {
     el,
   );
 }
+
+// LiveChart is a chart of rows that grow as a run plays: any x, any
+// series, each on a named scale, with its data table (in a scroll region
+// reachable from the keyboard) and optional shaded spans (a partition, an
+// outage) that the table states in words too. def:
+//
+//   { id, title(), x: { label(), format(v), get(row) }, scales: { name: { unit(), right, min0, range } },
+//     series: [{ key, label(), scale, digits, colour, dash, width, get(row) }],
+//     bands: [{ label(), colour, on(row) }], state(row) → text for the table }
+export class LiveChart {
+  constructor(parent, def) {
+    this.def = def;
+    this.rows = [];
+    this.fig = document.createElement("figure");
+    this.fig.className = "chart";
+    this.fig.id = `chart-${def.id}`;
+    this.caption = document.createElement("figcaption");
+    this.caption.id = `chart-${def.id}-cap`;
+    this.fig.setAttribute("aria-labelledby", this.caption.id);
+    this.canvas = document.createElement("div");
+    this.canvas.className = "chart-canvas";
+    this.canvas.setAttribute("aria-hidden", "true");
+    this.details = document.createElement("details");
+    this.details.className = "data";
+    this.summary = document.createElement("summary");
+    this.wrap = document.createElement("div");
+    this.wrap.className = "table-wrap";
+    this.wrap.tabIndex = 0; // a scroll region: reachable and scrollable by keyboard
+    this.wrap.setAttribute("role", "region");
+    this.table = document.createElement("table");
+    this.thead = document.createElement("thead");
+    this.tbody = document.createElement("tbody");
+    this.table.append(this.thead, this.tbody);
+    this.wrap.append(this.table);
+    this.details.append(this.summary, this.wrap);
+    this.details.addEventListener("toggle", () => this.renderTable());
+    this.fig.append(this.caption, this.canvas, this.details);
+    parent.append(this.fig);
+    this.build();
+  }
+
+  // build (re)creates the plot, for a new language or new scales.
+  build() {
+    const def = this.def;
+    this.caption.textContent = def.title();
+    this.summary.textContent = t("chart.table");
+    this.wrap.setAttribute("aria-label", t("chart.table_of", { chart: def.title() }));
+    if (this.plot) this.plot.destroy();
+    const scales = { x: { time: false } };
+    const axes = [{ values: (u, splits) => splits.map((v) => def.x.format(v)) }];
+    for (const [name, sc] of Object.entries(def.scales)) {
+      scales[name] = { auto: true };
+      if (sc.range) scales[name] = { auto: false, range: sc.range };
+      else if (sc.min0) scales[name].range = (u, min, max) => [0, Math.max(1, max * 1.1)];
+      const label = typeof sc.unit === "function" ? sc.unit() : sc.unit;
+      axes.push({ scale: name, side: sc.right ? 1 : 3, label, grid: { show: !sc.right }, size: 64 });
+    }
+    const series = [{ label: def.x.label(), value: (u, v) => (v == null ? "—" : def.x.format(v)) }];
+    def.series.forEach((s, i) => {
+      series.push({
+        label: s.label(),
+        scale: s.scale || "y",
+        stroke: s.colour || colours[i % colours.length],
+        dash: s.dash || [],
+        width: s.width || 2,
+        points: { show: false },
+        paths: s.stepped ? uPlot.paths.stepped({ align: 1 }) : undefined,
+        value: (u, v) => fmt(v, s.digits),
+      });
+    });
+    const bands = def.bands || [];
+    const shade = {
+      hooks: {
+        drawClear: [
+          (u) => {
+            const ctx = u.ctx;
+            const xs = u.data[0];
+            ctx.save();
+            for (const b of bands) {
+              ctx.fillStyle = b.colour;
+              for (let i = 0; i < this.rows.length; i++) {
+                if (!b.on(this.rows[i])) continue;
+                const x0 = u.valToPos(xs[i], "x", true);
+                const x1 = i + 1 < xs.length ? u.valToPos(xs[i + 1], "x", true) : x0 + 2 * devicePixelRatio;
+                ctx.fillRect(x0, u.bbox.top, Math.max(1, x1 - x0), u.bbox.height);
+              }
+            }
+            ctx.restore();
+          },
+        ],
+      },
+    };
+    const width = Math.max(280, this.fig.clientWidth - 20 || 560);
+    this.plot = new uPlot(
+      { width, height: def.height || 220, scales, axes, series, plugins: [shade], legend: { live: true } },
+      this.data(),
+      this.canvas,
+    );
+    this.renderTable(true);
+  }
+
+  data() {
+    return [this.rows.map((r) => this.def.x.get(r)), ...this.def.series.map((s) => this.rows.map((r) => s.get(r)))];
+  }
+
+  // update shows rows (all of them: the chart keeps no history of its own).
+  update(rows) {
+    this.rows = rows;
+    this.plot.setData(this.data());
+    this.renderTable();
+  }
+
+  resize() {
+    const width = Math.max(280, this.fig.clientWidth - 20);
+    if (width !== this.plot.width) this.plot.setSize({ width, height: this.def.height || 220 });
+  }
+
+  destroy() {
+    this.plot.destroy();
+    this.fig.remove();
+  }
+
+  // renderTable fills the table while it is open: rows appended as the run
+  // plays, rebuilt from the first row that changed.
+  renderTable(relabel = false) {
+    const def = this.def;
+    if (relabel || !this.thead.firstChild) {
+      const tr = document.createElement("tr");
+      const labels = [def.x.label(), ...def.series.map((s) => s.label())];
+      if (def.state) labels.push(t("chart.state"));
+      for (const label of labels) {
+        const th = document.createElement("th");
+        th.scope = "col";
+        th.textContent = label;
+        tr.append(th);
+      }
+      this.thead.replaceChildren(tr);
+      if (relabel) this.tbody.replaceChildren();
+    }
+    if (!this.details.open) return;
+    const rows = this.tbody.rows;
+    let keep = Math.min(rows.length, this.rows.length);
+    for (let i = 0; i < keep; i++) {
+      if (rows[i].dataset.sig !== this.signature(this.rows[i])) {
+        keep = i;
+        break;
+      }
+    }
+    while (rows.length > keep) this.tbody.deleteRow(rows.length - 1);
+    for (let i = keep; i < this.rows.length; i++) {
+      const r = this.rows[i];
+      const tr = this.tbody.insertRow();
+      tr.dataset.sig = this.signature(r);
+      const th = document.createElement("th");
+      th.scope = "row";
+      th.textContent = def.x.format(def.x.get(r));
+      tr.append(th);
+      for (const s of def.series) tr.insertCell().textContent = fmt(s.get(r), s.digits);
+      if (def.state) tr.insertCell().textContent = def.state(r);
+    }
+  }
+
+  signature(r) {
+    const def = this.def;
+    return [def.x.get(r), ...def.series.map((s) => s.get(r)), def.state ? def.state(r) : ""].join("|");
+  }
+}

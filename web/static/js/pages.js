@@ -15,5 +15,6 @@ import { page as debrief } from "./debrief.js";
 import { page as model } from "./model.js";
 import { page as lab } from "./lab.js";
 import { page as assign } from "./assign.js";
+import { page as quota } from "./quota.js";
 
-export const pages = [play, debrief, model, lab, assign];
+export const pages = [play, debrief, model, lab, assign, quota];
