@@ -496,7 +496,8 @@ func (b *browser) viewportShot(ctx context.Context, name string) []byte {
 // the debrief and the model in English, Welsh and Tagalog: the setup, a
 // paged minute with its hint, the share box, the realistic mode, a game
 // lost (the budget gone), the debrief with the coach, the model, and a
-// phone's layout with its chart tabs; and on the assignment lab. (The
+// phone's layout with its chart tabs; and on the assignment lab and the
+// global quota lab with its data tables open. (The
 // overload lab is checked in TestConsoleEndToEnd, where its comparison is
 // already computed.)
 func TestGameAccessibilityEndToEnd(t *testing.T) {
@@ -557,6 +558,10 @@ func TestGameAccessibilityEndToEnd(t *testing.T) {
 		b.do(ctx, "assignment lab", chromedp.Navigate(base+"/?lang="+lang+"#assign"), waitReady(),
 			waitFor(`document.querySelectorAll("#assign-table tbody tr").length > 0`), waitSettled())
 		minor += b.checkAxe(ctx, lang+": assignment lab")
+		b.do(ctx, "global quota lab", chromedp.Navigate(base+"/?lang="+lang+"#quota"), waitReady(),
+			waitFor(`!!window.afloat.quota && !!window.afloat.quota.resp && !window.afloat.quota.busy`), waitSettled())
+		b.do(ctx, "its data tables", chromedp.Evaluate[chromedp.Void](`document.querySelectorAll("#quota details").forEach((d) => (d.open = true))`), waitSettled())
+		minor += b.checkAxe(ctx, lang+": global quota lab, data tables open")
 		if missing := evaluate[[]string](b, ctx, `[...window.afloat.missing]`); len(missing) > 0 {
 			t.Errorf("%s: keys missing from the catalogue: %v", lang, missing)
 		}
