@@ -49,7 +49,7 @@ unit:
 # and pool, in the same run, five rounds (docs/benchmarks.md). Run it on
 # an otherwise idle machine; it is not part of make test.
 bench-assign:
-	AFLOAT_ASSIGN_BENCH=1 $(GO) test ./assign -run '^TestBenchAgainstRedisBenchmark$$' -count 1 -v -timeout 30m
+	AFLOAT_ASSIGN_BENCH=1 $(GO) test ./assign/assignbench -run '^TestBenchAgainstRedisBenchmark$$' -count 1 -v -timeout 30m
 	$(GO) test ./assign -run '^$$' -bench 'Clients' -count 10 | tee assign.bench.txt
 	benchstat assign.bench.txt
 

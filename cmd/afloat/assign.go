@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/afloat/afloat/assign"
+	"github.com/afloat/afloat/assign/assignbench"
 )
 
 // redisFlag adds --redis, defaulting to $AFLOAT_REDIS_URL.
@@ -99,15 +100,11 @@ func runAssignPool(fs *command, sub string, args []string) int {
 		return fail(fmt.Errorf("--pool: %w", err))
 	}
 
-	c, err := assign.Dial(redisURL)
+	p, client, err := openPool(redisURL, pool)
 	if err != nil {
-		return fs.failed(err)
+		return fs.assignError(err)
 	}
-	defer c.Close()
-	p, err := assign.New(c, pool)
-	if err != nil {
-		return fail(err)
-	}
+	defer client.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -151,6 +148,21 @@ func runAssignPool(fs *command, sub string, args []string) int {
 		return fs.assignError(err)
 	}
 	return exitOK
+}
+
+// openPool connects to redisURL and opens the pool name there. The caller
+// closes the client.
+func openPool(redisURL, name string) (*assign.Pool, *assign.Client, error) {
+	c, err := assign.Dial(redisURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := assign.New(c, name)
+	if err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	return p, c, nil
 }
 
 func pick(ctx context.Context, p *assign.Pool, n int, id string, stdout io.Writer) error {
@@ -244,7 +256,7 @@ func (l *intList) Set(v string) error {
 }
 
 func runAssignBench(fs *command, args []string) int {
-	cfg := assign.DefaultBenchConfig("")
+	cfg := assignbench.DefaultConfig("")
 	batches := intList(cfg.Batches)
 	var asJSON bool
 	redisFlag(fs, &cfg.RedisURL)
@@ -271,7 +283,7 @@ func runAssignBench(fs *command, args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rs, err := assign.Bench(ctx, cfg, func(s string) { fmt.Fprintln(stderr, s) })
+	rs, err := assignbench.Run(ctx, cfg, func(s string) { fmt.Fprintln(stderr, s) })
 	// A failed bench still prints what it measured, errors counted, and
 	// then says why it failed.
 	if len(rs) > 0 || err == nil {
@@ -280,7 +292,7 @@ func runAssignBench(fs *command, args []string) int {
 			enc.SetIndent("", " ")
 			enc.Encode(rs)
 		} else {
-			assign.WriteBench(stdout, rs)
+			assignbench.Write(stdout, rs)
 		}
 	}
 	if err != nil {
@@ -384,15 +396,11 @@ func runProxyCheck(fs *command, args []string) int {
 	var health []assign.Health
 	var rep assign.CheckReport
 	if pool != "" {
-		c, err := assign.Dial(redisURL)
+		p, client, err := openPool(redisURL, pool)
 		if err != nil {
-			return fs.failed(err)
+			return fs.assignError(err)
 		}
-		defer c.Close()
-		p, err := assign.New(c, pool)
-		if err != nil {
-			return fail(err)
-		}
+		defer client.Close()
 		pp, err := assign.NewProxyPool(p, probe, pol)
 		if err != nil {
 			return fail(err)
