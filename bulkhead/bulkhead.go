@@ -24,6 +24,11 @@ const (
 	MaxLimit = 1<<16 - 1
 	// MaxQueue is the largest queue a bulkhead takes.
 	MaxQueue = 1<<16 - 1
+
+	// falseSharing is the span a write can invalidate in another core's
+	// cache: two 64-byte lines, which Intel's adjacent-line prefetcher
+	// fetches as a pair.
+	falseSharing = 128
 )
 
 // Bulkhead caps how many requests are inside a service at once (the
@@ -38,11 +43,24 @@ const (
 // only while someone waits with an expiry, enforces the maximum wait — and
 // nothing runs while it is idle.
 type Bulkhead struct {
-	// The fields every request reads share one cache line.
-	state    atomic.Uint64 // inflight | queued<<16 | completed<<32
+	// The fast path touches two cache lines. Two cores that acquire and
+	// release at once pass the state word's line back and forth; the limit
+	// and the adaptive pointer sat on that line too, and every request
+	// read them there, so each read waited for the line to come back. Now
+	// they have a line of their own, which stays in both cores' caches
+	// (docs/benchmarks.md), and padding keeps other objects' fields off
+	// both lines.
+	_ [falseSharing]byte
+
+	// Read by every request, written rarely (SetLimit, the adaptive
+	// controller).
 	limit    atomic.Int64
 	adaptive *adaptive // nil for a fixed limit
-	_        [40]byte  // keeps the locked fields below off this line
+	_        [falseSharing - 16]byte
+
+	// Written by every request: alone on its line.
+	state atomic.Uint64 // inflight | queued<<16 | completed<<32
+	_     [falseSharing - 8]byte
 
 	wraps atomic.Uint64 // times the completed field wrapped past 2^32
 	cfg   config
