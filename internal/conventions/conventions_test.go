@@ -92,7 +92,7 @@ func TestEveryPackageIsDocumented(t *testing.T) {
 		}
 	}
 	if len(missing) > 0 {
-		t.Errorf("%d packages have no package comment (write one in doc.go: what the package is for, with a short usage sketch):\n\t%s",
+		t.Errorf("packages with no package comment, %d (write one in doc.go: what the package is for, with a short usage sketch):\n\t%s",
 			len(missing), strings.Join(missing, "\n\t"))
 	}
 }
@@ -115,7 +115,7 @@ func TestEveryPublicPackageHasARunnableExample(t *testing.T) {
 		t.Fatal("no public package found")
 	}
 	if len(missing) > 0 {
-		t.Errorf("%d of %d public packages have no runnable example (an Example function with an // Output: comment, in example_test.go):\n\t%s",
+		t.Errorf("public packages with no runnable example, %d of %d (write an Example function with an // Output: comment in example_test.go):\n\t%s",
 			len(missing), checked, strings.Join(missing, "\n\t"))
 	}
 }
