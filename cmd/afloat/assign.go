@@ -8,10 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -105,7 +103,7 @@ func runAssignPool(fs *command, sub string, args []string) int {
 		return fs.assignError(err)
 	}
 	defer client.Close()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -281,7 +279,7 @@ func runAssignBench(fs *command, args []string) int {
 	if err := cfg.Validate(); err != nil {
 		return fs.usage(err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 	rs, err := assignbench.Run(ctx, cfg, func(s string) { fmt.Fprintln(stderr, s) })
 	// A failed bench still prints what it measured, errors counted, and
@@ -391,7 +389,7 @@ func runProxyCheck(fs *command, args []string) int {
 	for _, b := range bad {
 		fmt.Fprintf(stderr, "afloat proxy check: %s: skipped %v\n", name, b)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 	var health []assign.Health
 	var rep assign.CheckReport

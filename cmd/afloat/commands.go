@@ -2,11 +2,15 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 )
 
 // commands is the command table: every command line afloat takes, in the
@@ -298,6 +302,12 @@ func (c *command) usage(err error) int {
 func (c *command) failed(err error) int {
 	fmt.Fprintf(c.stderr, "afloat %s: %v\n", c.Name(), err)
 	return exitError
+}
+
+// interruptible returns a context that ends at SIGINT or SIGTERM, so that
+// a running command stops cleanly on Ctrl-C; stop releases the signals.
+func interruptible() (ctx context.Context, stop context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
 // usageError prints a refused command line and returns exitUsage.

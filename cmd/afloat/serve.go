@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/afloat/afloat/web"
 )
@@ -57,7 +54,7 @@ func runServe(fs *command, args []string) int {
 			"anyone who reaches it can run costly comparisons and change the assignment lab's pool. Put a proxy that authenticates in front.\n", cfg.Addr)
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 	if err := web.Run(ctx, cfg); err != nil {
 		return fs.failed(err)
