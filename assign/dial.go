@@ -13,9 +13,9 @@ import (
 )
 
 // Client is a connection to a Redis server (or cluster) for pools and
-// leases. Dial makes one. It keeps the Redis client library (rueidis, with
-// the settings below) out of this package's API, so that a caller imports
-// no Redis client's types. It is safe for concurrent use: open every pool
+// leases. Dial makes one. It keeps the Redis client library (rueidis,
+// with client retries and client-side caching off) out of this package's
+// API, so that a caller imports no Redis client's types. It is safe for concurrent use: open every pool
 // of a process on one Client, and Close it when done.
 type Client struct {
 	rc rueidis.Client
