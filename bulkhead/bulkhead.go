@@ -43,13 +43,12 @@ const (
 // only while someone waits with an expiry, enforces the maximum wait — and
 // nothing runs while it is idle.
 type Bulkhead struct {
-	// The fast path touches two cache lines. Two cores that acquire and
-	// release at once pass the state word's line back and forth; the limit
-	// and the adaptive pointer sat on that line too, and every request
-	// read them there, so each read waited for the line to come back. Now
-	// they have a line of their own, which stays in both cores' caches
-	// (docs/benchmarks.md), and padding keeps other objects' fields off
-	// both lines.
+	// The fast path reads two cache lines. The state word's moves between
+	// cores that acquire and release at once; the limit and the adaptive
+	// pointer, which every request reads and almost none writes, have a
+	// line of their own, which stays in every core's cache, so that reading
+	// them never waits for the state word's line (docs/benchmarks.md).
+	// Padding keeps other objects' fields off both lines.
 	_ [falseSharing]byte
 
 	// Read by every request, written rarely (SetLimit, the adaptive
