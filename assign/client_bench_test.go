@@ -8,6 +8,8 @@ import (
 	"github.com/afloat/afloat/assign/assigntest"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
+
+	"github.com/afloat/afloat/assign/internal/lua"
 )
 
 // BenchmarkClients measures the pick through the two Go clients the issue
@@ -44,8 +46,8 @@ func BenchmarkClients(b *testing.B) {
 	}
 	gr := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, PoolSize: 64, MinIdleConns: 50})
 	defer gr.Close()
-	grScript := redis.NewScript(pickScript.src)
-	keys := []string{p.k.active, p.k.removed}
+	grScript := redis.NewScript(lua.Pick.Src)
+	keys := []string{p.k.Active, p.k.Removed}
 	parallel := func(b *testing.B, batch int, pick func() error) {
 		b.SetParallelism(max(1, 50/testingProcs()))
 		b.ResetTimer()
@@ -72,7 +74,7 @@ func BenchmarkClients(b *testing.B) {
 			for i := range cmds {
 				cmds[i] = p.pick
 			}
-			for _, r := range p.r.runManyBuilt(ctx, cmds, pickScript, func(int) ([]string, []string) { return keys, nil }) {
+			for _, r := range p.r.runManyBuilt(ctx, cmds, lua.Pick, func(int) ([]string, []string) { return keys, nil }) {
 				if err := r.Error(); err != nil {
 					return err
 				}

@@ -12,6 +12,8 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/afloat/afloat/assign/assigntest"
+
+	"github.com/afloat/afloat/assign/internal/lua"
 )
 
 // clusterNode is one redis-server of a test cluster and its first slot.
@@ -104,11 +106,12 @@ func owner(t *testing.T, nodes []clusterNode, key string) int {
 func TestRedisCluster(t *testing.T) {
 	nodes := startCluster(t)
 	ctx := ctxFor(t)
-	c, err := Dial(nodes[0].srv.URL)
+	cc, err := Dial(nodes[0].srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer cc.Close()
+	c := cc.rc
 	if c.Mode() != rueidis.ClientModeCluster {
 		t.Fatalf("client mode %s, want cluster", c.Mode())
 	}
@@ -118,7 +121,7 @@ func TestRedisCluster(t *testing.T) {
 	seen := map[int]bool{}
 	for i := 0; len(names) < len(nodes); i++ {
 		name := "cl-" + strconv.Itoa(i)
-		if at := owner(t, nodes, poolKeys(name).active); !seen[at] {
+		if at := owner(t, nodes, lua.PoolKeys(name).Active); !seen[at] {
 			seen[at] = true
 			names = append(names, name)
 		}
@@ -208,7 +211,7 @@ func TestRedisCluster(t *testing.T) {
 			t.Fatalf("pool %s: sum %d after remove and restore keeping the history, want %d", names[i], sum, 2*10*116+1)
 		}
 
-		l, err := NewLeases(c, names[i])
+		l, err := NewLeases(&Client{rc: c}, names[i])
 		if err != nil {
 			t.Fatal(err)
 		}

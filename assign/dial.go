@@ -12,8 +12,29 @@ import (
 	"github.com/afloat/afloat/internal/redact"
 )
 
-// ClientOptions returns rueidis options for a Redis URL
-// (redis://[user:password@]host:port[/db], rediss:// for TLS), with the
+// Client is a connection to a Redis server (or cluster) for pools and
+// leases. Dial makes one. It keeps the Redis client library (rueidis,
+// with client retries and client-side caching off) out of this package's
+// API, so that a caller imports no Redis client's types. It is safe for concurrent use: open every pool
+// of a process on one Client, and Close it when done.
+type Client struct {
+	rc rueidis.Client
+}
+
+// Close closes the client's connections. Pools and leases opened on it
+// fail afterwards.
+func (c *Client) Close() { c.rc.Close() }
+
+// CheckURL reports whether Dial would accept redisURL
+// (redis://[user:password@]host:port[/db], rediss:// for TLS), so that a
+// command line can be refused before anything connects. Its errors wrap
+// ErrInvalid and never show the URL's password.
+func CheckURL(redisURL string) error {
+	_, err := clientOptions(redisURL)
+	return err
+}
+
+// clientOptions returns the client's options for a Redis URL, with the
 // settings this package relies on:
 //
 //   - retries off: a pick is not idempotent, and a client that resends it
@@ -26,7 +47,7 @@ import (
 // Auto-pipelining stays on: concurrent picks from many goroutines share a
 // connection and its round trips, which is where rueidis's throughput
 // without explicit batching comes from (docs/assign.md).
-func ClientOptions(redisURL string) (rueidis.ClientOption, error) {
+func clientOptions(redisURL string) (rueidis.ClientOption, error) {
 	u, err := url.Parse(redisURL)
 	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" || u.Opaque != "" {
 		return rueidis.ClientOption{}, fmt.Errorf("%w: redis URL %q: want redis://host:port[/db] or rediss://host:port[/db]", ErrInvalid, clip(redact.URL(redisURL)))
@@ -56,10 +77,11 @@ func ClientOptions(redisURL string) (rueidis.ClientOption, error) {
 	return opt, nil
 }
 
-// Dial connects to the Redis at redisURL with ClientOptions. The caller
-// closes the client.
-func Dial(redisURL string) (rueidis.Client, error) {
-	opt, err := ClientOptions(redisURL)
+// Dial connects to the Redis at redisURL (see CheckURL) with client
+// retries off: a pick is not idempotent, so a lost connection gives
+// ErrAmbiguous instead of a resent pick. The caller closes the client.
+func Dial(redisURL string) (*Client, error) {
+	opt, err := clientOptions(redisURL)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +89,7 @@ func Dial(redisURL string) (rueidis.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("assign: connecting to %s: %w", redact.URL(redisURL), err)
 	}
-	return c, nil
+	return &Client{rc: c}, nil
 }
 
 // password returns the password of a URL that parses, "" otherwise.

@@ -19,13 +19,13 @@ func TestClientOptionsHidesPasswords(t *testing.T) {
 		{"http://:hunter2@host:6379", "hunter2"},
 		{"redis://:hun%zzter2@host:6379", "ter2"},
 	} {
-		_, err := ClientOptions(c.url)
+		_, err := clientOptions(c.url)
 		if err == nil {
-			t.Errorf("step %d: ClientOptions(%q) accepted it", i, c.url)
+			t.Errorf("step %d: clientOptions(%q) accepted it", i, c.url)
 			continue
 		}
 		if strings.Contains(err.Error(), c.secret) {
-			t.Errorf("step %d: ClientOptions(%q) = %v: shows the password", i, c.url, err)
+			t.Errorf("step %d: clientOptions(%q) = %v: shows the password", i, c.url, err)
 		}
 	}
 }

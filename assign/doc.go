@@ -3,7 +3,7 @@
 // across every worker and process (docs/assign.md).
 //
 // A pool is a Redis sorted set: one member per item, its score the number
-// of assignments. A pick is one Lua script (lua/pick.lua), run atomically
+// of assignments. A pick is one Lua script (internal/lua/pick.lua), run atomically
 // by the server: the member with the lowest score (ZRANGE key 0 0; equal
 // scores go to the lowest name in byte order, as ZRANGE orders them), then
 // ZINCRBY key 1 member. No other worker's pick can fall between the read

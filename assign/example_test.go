@@ -4,33 +4,61 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"strings"
 	"time"
+
+	"github.com/alicebob/miniredis/v2"
 
 	"github.com/afloat/afloat/assign"
 )
 
+// dialDemo connects to an in-process Redis-compatible server (miniredis),
+// so that the examples run anywhere; a service dials its own Redis,
+// assign.Dial("redis://127.0.0.1:6379"), in the same way.
+func dialDemo() (*assign.Client, func()) {
+	srv, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	c, err := assign.Dial("redis://" + srv.Addr())
+	if err != nil {
+		panic(err)
+	}
+	return c, func() { c.Close(); srv.Close() }
+}
+
 // A pool on a Redis server: add members at an agreed count, pick the least
 // used, and handle an empty pool by making no request.
 func Example() {
-	c, err := assign.Dial("redis://127.0.0.1:6379")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer c.Close()
+	c, stop := dialDemo()
+	defer stop()
 	ctx := context.Background()
 	p, _ := assign.New(c, "proxies")
 	p.Add(ctx, 0, "http://10.0.0.1:3128", "http://10.0.0.2:3128")
-	m, err := p.PickID(ctx, "order-1234") // a retry with this id returns the same member
-	switch {
-	case errors.Is(err, assign.ErrPoolEmpty):
-		return // no eligible proxy: make no request
-	case errors.Is(err, assign.ErrAmbiguous):
-		m, err = p.PickID(ctx, "order-1234") // safe: counted once
+	for _, id := range []string{"order-1234", "order-1235", "order-1234"} {
+		m, err := p.PickID(ctx, id) // a retry with the same id returns the same member
+		switch {
+		case errors.Is(err, assign.ErrPoolEmpty):
+			return // no eligible proxy: make no request
+		case errors.Is(err, assign.ErrAmbiguous):
+			m, err = p.PickID(ctx, id) // safe: counted once
+		}
+		fmt.Println(id, m, err)
 	}
-	fmt.Println(m, err)
+	ms, _ := p.List(ctx)
+	for _, m := range ms {
+		fmt.Println(m.Name, m.Count)
+	}
+	// Output:
+	// order-1234 http://10.0.0.1:3128 <nil>
+	// order-1235 http://10.0.0.2:3128 <nil>
+	// order-1234 http://10.0.0.1:3128 <nil>
+	// http://10.0.0.1:3128 1
+	// http://10.0.0.2:3128 1
 }
 
 // ParseProxyList reads a candidate list; bad lines are reported with their
@@ -69,43 +97,71 @@ func ExampleParseRestorePolicy() {
 }
 
 // An http.Client that sends each request through the least-used healthy
-// proxy of the pool.
+// proxy of the pool. Of the two candidates, one is a forward proxy on
+// loopback and the other is down: a check lets only the first in.
 func ExampleProxyPool_Transport() {
-	c, err := assign.Dial("redis://127.0.0.1:6379")
-	if err != nil {
-		return
-	}
-	defer c.Close()
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s %s through a proxy", r.Method, r.URL.Path)
+	}))
+	defer backend.Close()
+	proxy := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(*httputil.ProxyRequest) {}})
+	defer proxy.Close()
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close() // nothing listens there any more
+
+	c, stop := dialDemo()
+	defer stop()
 	ctx := context.Background()
 	p, _ := assign.New(c, "proxies")
-	pp, _ := assign.NewProxyPool(p, assign.DefaultProbeConfig("https://example.com/health"), assign.RestoreCurrentMinimum)
-	proxies, _, _ := assign.ParseProxyList(strings.NewReader("127.0.0.1:3128\n127.0.0.1:3129\n"))
+	probe := assign.DefaultProbeConfig(backend.URL + "/health")
+	probe.Fall, probe.Rise = 1, 1 // one probe decides; the default damps flapping
+	pp, _ := assign.NewProxyPool(p, probe, assign.RestoreCurrentMinimum)
+	proxies, _, _ := assign.ParseProxyList(strings.NewReader(proxy.URL + "\n" + down.URL + "\n"))
 	pp.Import(proxies...)
-	go pp.Run(ctx, 30*time.Second) // probes now, then every 30 s
+	// A service runs go pp.Run(ctx, 30*time.Second): a check now, then
+	// every 30 s. Here one check.
+	rep, err := pp.Check(ctx)
+	fmt.Println(len(rep.Joined), "of", len(rep.Health), "candidates joined", err)
+
 	client := &http.Client{Transport: pp.Transport(nil)}
-	resp, err := client.Get("https://example.com/")
+	resp, err := client.Get(backend.URL + "/orders")
 	if errors.Is(err, assign.ErrPoolEmpty) {
 		return // no healthy proxy: nothing was dialled
 	}
-	if err == nil {
-		resp.Body.Close()
-	}
-}
-
-// Least in flight: lease a member for the work, release it after.
-func ExampleLeases() {
-	c, err := assign.Dial("redis://127.0.0.1:6379")
 	if err != nil {
+		fmt.Println(err)
 		return
 	}
-	defer c.Close()
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Println(string(body))
+	// Output:
+	// 1 of 2 candidates joined <nil>
+	// GET /orders through a proxy
+}
+
+// Least in flight: lease a member for the work, release it after; the
+// next lease goes to the member with the fewest open.
+func ExampleLeases() {
+	c, stop := dialDemo()
+	defer stop()
 	ctx := context.Background()
 	l, _ := assign.NewLeases(c, "workers")
 	l.Add(ctx, "w1", "w2")
-	lease, err := l.Acquire(ctx, 30*time.Second) // reclaimed by the server if not released by then
+	a, err := l.Acquire(ctx, 30*time.Second) // reclaimed by the server if not released by then
 	if err != nil {
+		fmt.Println(err)
 		return
 	}
-	defer l.Release(ctx, lease) // releasing twice is harmless
-	fmt.Println("working on", lease.Member)
+	b, _ := l.Acquire(ctx, 30*time.Second)
+	fmt.Println("working on", a.Member, "and", b.Member)
+	l.Release(ctx, a)
+	again, _ := l.Release(ctx, a) // releasing twice is harmless
+	fmt.Println("released twice:", again)
+	next, _ := l.Acquire(ctx, 30*time.Second)
+	fmt.Println("next on", next.Member)
+	// Output:
+	// working on w1 and w2
+	// released twice: false
+	// next on w1
 }

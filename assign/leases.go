@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/rueidis"
+	"github.com/afloat/afloat/assign/internal/lua"
 )
 
 // Leases is the least-in-flight variant of a pool: a member's score is the
@@ -21,7 +21,7 @@ import (
 // Its keys are apart from the least-used pool's of the same name.
 type Leases struct {
 	name string
-	k    keys
+	k    lua.Keys
 	r    *runner
 }
 
@@ -44,18 +44,18 @@ const (
 
 // NewLeases opens the least-in-flight pool name on the Redis that c talks
 // to. It sends nothing.
-func NewLeases(c rueidis.Client, name string) (*Leases, error) {
-	if c == nil {
+func NewLeases(c *Client, name string) (*Leases, error) {
+	if c == nil || c.rc == nil {
 		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalid)
 	}
 	if err := checkPoolName(name); err != nil {
 		return nil, err
 	}
-	return &Leases{name: name, k: poolKeys(name), r: &runner{c: c}}, nil
+	return &Leases{name: name, k: lua.PoolKeys(name), r: &runner{c: c.rc}}, nil
 }
 
 func (l *Leases) keys() []string {
-	return []string{l.k.inflight, l.k.parked, l.k.leases, l.k.leaseMembers, l.k.leaseSeq}
+	return []string{l.k.Inflight, l.k.Parked, l.k.Leases, l.k.LeaseMembers, l.k.LeaseSeq}
 }
 
 // Add makes members eligible. A member that was removed comes back with
@@ -65,7 +65,7 @@ func (l *Leases) Add(ctx context.Context, members ...string) (int, error) {
 	if err := checkMembers("add", members); err != nil {
 		return 0, err
 	}
-	n, err := l.r.run(ctx, leaseMembersScript, l.keys(), append([]string{"add"}, members...)).AsInt64()
+	n, err := l.r.run(ctx, lua.LeaseMembers, l.keys(), append([]string{"add"}, members...)).AsInt64()
 	return int(n), classify("add", l.name, err)
 }
 
@@ -75,7 +75,7 @@ func (l *Leases) Remove(ctx context.Context, members ...string) error {
 	if err := checkMembers("remove", members); err != nil {
 		return err
 	}
-	_, err := l.r.run(ctx, leaseMembersScript, l.keys(), append([]string{"remove"}, members...)).AsInt64()
+	_, err := l.r.run(ctx, lua.LeaseMembers, l.keys(), append([]string{"remove"}, members...)).AsInt64()
 	return classify("remove", l.name, err)
 }
 
@@ -92,7 +92,7 @@ func (l *Leases) Acquire(ctx context.Context, ttl time.Duration) (Lease, error) 
 		return Lease{}, err
 	}
 	args := []string{strconv.FormatInt(ttl.Milliseconds(), 10), strconv.Itoa(reclaimOnAcquire)}
-	xs, err := l.r.run(ctx, acquireScript, l.keys(), args).AsStrSlice()
+	xs, err := l.r.run(ctx, lua.Acquire, l.keys(), args).AsStrSlice()
 	if err != nil {
 		return Lease{}, classify("acquire", l.name, err)
 	}
@@ -113,7 +113,7 @@ func (l *Leases) Release(ctx context.Context, lease Lease) (bool, error) {
 	if _, err := strconv.ParseUint(lease.ID, 10, 64); err != nil {
 		return false, fmt.Errorf("%w: lease id %q: want the id Acquire returned", ErrInvalid, clip(lease.ID))
 	}
-	n, err := l.r.run(ctx, releaseScript, l.keys(), []string{lease.ID}).AsInt64()
+	n, err := l.r.run(ctx, lua.Release, l.keys(), []string{lease.ID}).AsInt64()
 	if err != nil {
 		return false, classify("release", l.name, err)
 	}
@@ -124,7 +124,7 @@ func (l *Leases) Release(ctx context.Context, lease Lease) (bool, error) {
 // returns how many. Acquire does this too; call Reclaim to bring the counts
 // up to date when no Acquire comes.
 func (l *Leases) Reclaim(ctx context.Context) (int, error) {
-	n, err := l.r.run(ctx, reclaimScript, l.keys(), []string{strconv.Itoa(reclaimPerCall)}).AsInt64()
+	n, err := l.r.run(ctx, lua.Reclaim, l.keys(), []string{strconv.Itoa(reclaimPerCall)}).AsInt64()
 	return int(n), classify("reclaim", l.name, err)
 }
 
@@ -136,7 +136,7 @@ type InFlight struct {
 
 // List returns the in-flight counts.
 func (l *Leases) List(ctx context.Context) (InFlight, error) {
-	arr, err := l.r.run(ctx, leaseListScript, l.keys(), nil).ToArray()
+	arr, err := l.r.run(ctx, lua.LeaseList, l.keys(), nil).ToArray()
 	if err != nil {
 		return InFlight{}, classify("list", l.name, err)
 	}

@@ -104,22 +104,6 @@ func clip(s string) string {
 	return s
 }
 
-// keys of one pool. Every key carries the pool name as a hash tag.
-type keys struct {
-	active, removed, failures, reqPrefix string
-	// least-in-flight
-	inflight, parked, leases, leaseMembers, leaseSeq string
-}
-
-func poolKeys(name string) keys {
-	p := "afloat:assign:{" + name + "}:"
-	return keys{
-		active: p + "counts", removed: p + "removed", failures: p + "failures", reqPrefix: p + "req:",
-		inflight: p + "inflight", parked: p + "inflight-removed", leases: p + "leases",
-		leaseMembers: p + "lease-members", leaseSeq: p + "lease-seq",
-	}
-}
-
 // CheckPoolName reports whether name can name a pool, so that a command
 // line can be refused before anything connects.
 func CheckPoolName(name string) error { return checkPoolName(name) }

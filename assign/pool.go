@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/afloat/afloat/assign/internal/lua"
 )
 
 // RestorePolicy says what count a removed member gets when it rejoins.
@@ -59,7 +61,7 @@ func ParseRestorePolicy(s string) (RestorePolicy, error) {
 // use.
 type Pool struct {
 	name string
-	k    keys
+	k    lua.Keys
 	r    *runner
 	opts options
 
@@ -84,11 +86,10 @@ func WithRequestTTL(d time.Duration) Option { return func(o *options) { o.reques
 
 func defaultOptions() options { return options{requestTTL: 10 * time.Minute} }
 
-// New opens the pool name on the Redis that c talks to (Dial makes one
-// with the settings this package needs: client write retries off). It
-// sends nothing: a pool comes into being with its first Add.
-func New(c rueidis.Client, name string, opts ...Option) (*Pool, error) {
-	if c == nil {
+// New opens the pool name on the Redis that c talks to. It sends nothing:
+// a pool comes into being with its first Add.
+func New(c *Client, name string, opts ...Option) (*Pool, error) {
+	if c == nil || c.rc == nil {
 		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalid)
 	}
 	if err := checkPoolName(name); err != nil {
@@ -101,8 +102,8 @@ func New(c rueidis.Client, name string, opts ...Option) (*Pool, error) {
 	if err := checkDuration("request TTL", o.requestTTL, time.Second, 7*24*time.Hour); err != nil {
 		return nil, err
 	}
-	p := &Pool{name: name, k: poolKeys(name), r: &runner{c: c}, opts: o}
-	p.pick = pickScript.evalsha(c, []string{p.k.active, p.k.removed}, nil).Pin()
+	p := &Pool{name: name, k: lua.PoolKeys(name), r: &runner{c: c.rc}, opts: o}
+	p.pick = evalsha(c.rc, lua.Pick, []string{p.k.Active, p.k.Removed}, nil).Pin()
 	return p, nil
 }
 
@@ -124,7 +125,7 @@ func (p *Pool) Pick(ctx context.Context) (string, error) {
 	if err := notStarted(ctx); err != nil {
 		return "", err
 	}
-	res := p.r.runPinned(ctx, p.pick, pickScript, []string{p.k.active, p.k.removed}, nil)
+	res := p.r.runPinned(ctx, p.pick, lua.Pick, []string{p.k.Active, p.k.Removed}, nil)
 	return p.member("pick", res)
 }
 
@@ -139,12 +140,12 @@ func (p *Pool) PickID(ctx context.Context, id string) (string, error) {
 	if err := notStarted(ctx); err != nil {
 		return "", err
 	}
-	res := p.r.run(ctx, pickScript, p.idKeys(id), p.idArgs())
+	res := p.r.run(ctx, lua.Pick, p.idKeys(id), p.idArgs())
 	return p.member("pick", res)
 }
 
 func (p *Pool) idKeys(id string) []string {
-	return []string{p.k.active, p.k.removed, p.k.reqPrefix + id}
+	return []string{p.k.Active, p.k.Removed, p.k.ReqPrefix + id}
 }
 
 func (p *Pool) idArgs() []string {
@@ -182,16 +183,16 @@ func (p *Pool) PickBatch(ctx context.Context, n int) ([]Result, error) {
 	if err := notStarted(ctx); err != nil {
 		return nil, err
 	}
-	k := []string{p.k.active, p.k.removed}
+	k := []string{p.k.Active, p.k.Removed}
 	size := func(i int) int { return min(PickChunk, n-i*PickChunk) }
 	args := func(i int) ([]string, []string) { return k, []string{strconv.Itoa(size(i))} }
 	cmds := make(rueidis.Commands, (n+PickChunk-1)/PickChunk)
 	for i := range cmds {
 		keys, a := args(i)
-		cmds[i] = pickManyScript.evalsha(p.r.c, keys, a)
+		cmds[i] = evalsha(p.r.c, lua.PickMany, keys, a)
 	}
 	out := make([]Result, 0, n)
-	for i, r := range p.r.runManyBuilt(ctx, cmds, pickManyScript, args) {
+	for i, r := range p.r.runManyBuilt(ctx, cmds, lua.PickMany, args) {
 		ms, err := r.AsStrSlice()
 		if err != nil {
 			err = classify("pick", p.name, err)
@@ -232,7 +233,7 @@ func (p *Pool) PickBatchIDs(ctx context.Context, ids []string) ([]Result, error)
 	for i, id := range ids {
 		keys[i], args[i] = p.idKeys(id), a
 	}
-	return p.results(p.r.runMany(ctx, pickScript, keys, args)), nil
+	return p.results(p.r.runMany(ctx, lua.Pick, keys, args)), nil
 }
 
 func (p *Pool) results(res []rueidis.RedisResult) []Result {
@@ -273,7 +274,7 @@ func (p *Pool) add(ctx context.Context, mode string, count int64, members []stri
 		return AddResult{}, err
 	}
 	args := append([]string{mode, strconv.FormatInt(count, 10)}, members...)
-	v, err := p.r.run(ctx, addScript, []string{p.k.active, p.k.removed}, args).AsIntSlice()
+	v, err := p.r.run(ctx, lua.Add, []string{p.k.Active, p.k.Removed}, args).AsIntSlice()
 	if err != nil {
 		return AddResult{}, classify("add", p.name, err)
 	}
@@ -290,7 +291,7 @@ func (p *Pool) Remove(ctx context.Context, members ...string) error {
 	if err := checkMembers("remove", members); err != nil {
 		return err
 	}
-	_, err := p.r.run(ctx, removeScript, []string{p.k.active, p.k.removed}, members).AsInt64()
+	_, err := p.r.run(ctx, lua.Remove, []string{p.k.Active, p.k.Removed}, members).AsInt64()
 	return classify("remove", p.name, err)
 }
 
@@ -304,7 +305,7 @@ func (p *Pool) Restore(ctx context.Context, policy RestorePolicy, members ...str
 		return err
 	}
 	args := append([]string{policyArgs[policy]}, members...)
-	_, err := p.r.run(ctx, restoreScript, []string{p.k.active, p.k.removed}, args).AsInt64()
+	_, err := p.r.run(ctx, lua.Restore, []string{p.k.Active, p.k.Removed}, args).AsInt64()
 	return classify("restore", p.name, err)
 }
 
@@ -319,7 +320,7 @@ type Member struct {
 // List returns the pool at one instant: the active members in pick order
 // (count, then name), then the removed ones by name.
 func (p *Pool) List(ctx context.Context) ([]Member, error) {
-	arr, err := p.r.run(ctx, listScript, []string{p.k.active, p.k.removed, p.k.failures}, nil).ToArray()
+	arr, err := p.r.run(ctx, lua.List, []string{p.k.Active, p.k.Removed, p.k.Failures}, nil).ToArray()
 	if err != nil {
 		return nil, classify("list", p.name, err)
 	}
@@ -353,14 +354,14 @@ func (p *Pool) RecordFailure(ctx context.Context, member string) error {
 	if err := checkMember(member); err != nil {
 		return err
 	}
-	err := p.r.c.Do(ctx, p.r.c.B().Hincrby().Key(p.k.failures).Field(member).Increment(1).Build()).Error()
+	err := p.r.c.Do(ctx, p.r.c.B().Hincrby().Key(p.k.Failures).Field(member).Increment(1).Build()).Error()
 	return classify("record failure", p.name, err)
 }
 
 // Delete removes the whole pool: members, removed members, failures.
 // Request-id records expire on their own.
 func (p *Pool) Delete(ctx context.Context) error {
-	err := p.r.c.Do(ctx, p.r.c.B().Del().Key(p.k.active, p.k.removed, p.k.failures).Build()).Error()
+	err := p.r.c.Do(ctx, p.r.c.B().Del().Key(p.k.Active, p.k.Removed, p.k.Failures).Build()).Error()
 	return classify("delete", p.name, err)
 }
 

@@ -10,6 +10,8 @@ import (
 
 	"github.com/afloat/afloat/assign/assigntest"
 	"github.com/redis/rueidis"
+
+	"github.com/afloat/afloat/assign/internal/lua"
 )
 
 // newClient starts a redis-server of the test's own and connects to it.
@@ -21,12 +23,14 @@ func newClient(t testing.TB, extra ...string) (*assigntest.Server, rueidis.Clien
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	return srv, c
+	return srv, c.rc
 }
 
+// newPool opens a pool on c, a client the test may also send its own
+// commands on.
 func newPool(t testing.TB, c rueidis.Client, name string, opts ...Option) *Pool {
 	t.Helper()
-	p, err := New(c, name, opts...)
+	p, err := New(&Client{rc: c}, name, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +97,7 @@ func TestPickManyRefusesBadCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range []string{"0", "257", "1.5", "x", "-1"} {
-		err := c.Do(ctx, pickManyScript.eval(c, []string{p.k.active, p.k.removed}, []string{n})).Error()
+		err := c.Do(ctx, eval(c, lua.PickMany, []string{p.k.Active, p.k.Removed}, []string{n})).Error()
 		if err == nil || !strings.Contains(err.Error(), "want 1 to 256 picks") {
 			t.Errorf("pick_many with %q picks: %v, want the range", n, err)
 		}

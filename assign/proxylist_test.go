@@ -86,7 +86,7 @@ func FuzzClientOptions(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		opt, err := ClientOptions(s)
+		opt, err := clientOptions(s)
 		if err != nil {
 			if !errors.Is(err, ErrInvalid) {
 				t.Fatalf("%q: %v is not ErrInvalid", s, err)

@@ -10,9 +10,10 @@ import (
 // Bad input gets ErrInvalid with a message that names the field and the
 // allowed range, and nothing is sent.
 func TestBadInput(t *testing.T) {
-	_, c := newClient(t)
+	_, rc := newClient(t)
+	c := &Client{rc: rc}
 	ctx := ctxFor(t)
-	p := newPool(t, c, "valid")
+	p := newPool(t, rc, "valid")
 	l, _ := NewLeases(c, "valid")
 	for i, tc := range []struct {
 		name string
@@ -22,6 +23,7 @@ func TestBadInput(t *testing.T) {
 		{"pool name empty", func() error { _, err := New(c, ""); return err }(), "pool name \"\": want 1 to 100 characters"},
 		{"pool name with a brace", func() error { _, err := New(c, "a{b}"); return err }(), "want letters, digits and - _ . : only"},
 		{"nil client", func() error { _, err := New(nil, "x"); return err }(), "nil Redis client"},
+		{"zero client", func() error { _, err := New(&Client{}, "x"); return err }(), "nil Redis client"},
 		{"request TTL", func() error { _, err := New(c, "x", WithRequestTTL(time.Millisecond)); return err }(), "request TTL 1ms: want 1s to 168h0m0s"},
 		{"negative count", func() error { _, err := p.Add(ctx, -1, "a"); return err }(), "initial count -1: want an integer from 0 to 9007199254740992"},
 		{"no members", func() error { _, err := p.Add(ctx, 0); return err }(), "add: 0 members: want 1 to 10000"},
@@ -33,9 +35,9 @@ func TestBadInput(t *testing.T) {
 		{"request id", func() error { _, err := p.PickID(ctx, strings.Repeat("x", 201)); return err }(), "request id"},
 		{"lease TTL", func() error { _, err := l.Acquire(ctx, 0); return err }(), "lease TTL 0s: want 1ms to 24h0m0s"},
 		{"lease id", func() error { _, err := l.Release(ctx, Lease{ID: "x"}); return err }(), `lease id "x"`},
-		{"redis URL scheme", func() error { _, err := ClientOptions("http://127.0.0.1:1"); return err }(), "want redis://host:port[/db]"},
-		{"redis URL port", func() error { _, err := ClientOptions("redis://127.0.0.1"); return err }(), "no port: want 1 to 65535"},
-		{"redis URL query", func() error { _, err := ClientOptions("redis://127.0.0.1:6379?x=1"); return err }(), "no query"},
+		{"redis URL scheme", func() error { _, err := clientOptions("http://127.0.0.1:1"); return err }(), "want redis://host:port[/db]"},
+		{"redis URL port", func() error { _, err := clientOptions("redis://127.0.0.1"); return err }(), "no port: want 1 to 65535"},
+		{"redis URL query", func() error { _, err := clientOptions("redis://127.0.0.1:6379?x=1"); return err }(), "no query"},
 		{"policy name", func() error { _, err := ParseRestorePolicy("newest"); return err }(), `restore policy "newest": want current-minimum, keep-history, zero`},
 		{"probe URL", DefaultProbeConfig("ftp://x").Validate(), "probe URL \"ftp://x\": want an absolute http:// or https:// URL"},
 		{"probe timeout", ProbeConfig{URL: "http://x/", Timeout: time.Hour, Concurrency: 1}.Validate(), "probe timeout 1h0m0s: want 10ms to 1m0s"},
@@ -45,7 +47,7 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 	// An unknown pool is not bad input but a definite answer.
-	q := newPool(t, c, "never-made")
+	q := newPool(t, rc, "never-made")
 	for i, err := range []error{
 		func() error { _, err := q.Pick(ctx); return err }(),
 		q.Remove(ctx, "a"),

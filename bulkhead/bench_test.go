@@ -79,6 +79,41 @@ func BenchmarkAtomicFloorCallParallel(b *testing.B) {
 	})
 }
 
+// completedFloor is the floor with the bulkhead's word: its release also
+// counts a completion in the same word (inflight−1, completed+1 in one
+// add), so the word never returns to a value it had, and a
+// compare-and-swap fails whenever the other core acquired and released
+// between its load and its swap. The bulkhead's fast path is this floor's
+// instructions behind two calls.
+type completedFloor struct{ n atomic.Uint64 }
+
+func (f *completedFloor) acquire(limit uint64) bool {
+	for {
+		n := f.n.Load()
+		if n&(1<<16-1) >= limit {
+			return false
+		}
+		if f.n.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+func (f *completedFloor) release() { f.n.Add(1<<32 - 1) }
+
+func BenchmarkAtomicFloorCompletedParallel(b *testing.B) {
+	var f completedFloor
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if !f.acquire(1000) {
+				b.Fatal("refused")
+			}
+			f.release()
+		}
+	})
+}
+
 func BenchmarkAtomicFloorParallel(b *testing.B) {
 	var f floor
 	b.ReportAllocs()

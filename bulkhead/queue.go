@@ -1,8 +1,9 @@
 package bulkhead
 
 import (
-	"container/heap"
 	"time"
+
+	"github.com/afloat/afloat/internal/heap"
 )
 
 // waiter is a request in the queue. Waiters are pooled: a blocking Acquire
@@ -63,8 +64,16 @@ func (t *tier) remove(w *waiter) {
 type queue struct {
 	tiers     [numPriorities]tier
 	n         int
-	expiry    expiryHeap
-	lifoAfter int // LIFO within a tier once n reaches this; 0 for FIFO always
+	expiry    heap.Heap[*waiter] // by when they leave the queue unserved
+	lifoAfter int                // LIFO within a tier once n reaches this; 0 for FIFO always
+}
+
+func newQueue(lifoAfter int) queue {
+	return queue{
+		lifoAfter: lifoAfter,
+		expiry: heap.New(func(a, b *waiter) bool { return a.expires.Before(b.expires) },
+			func(w *waiter, i int) { w.heapIndex = i }),
+	}
 }
 
 func (q *queue) push(w *waiter) {
@@ -72,7 +81,7 @@ func (q *queue) push(w *waiter) {
 	q.n++
 	w.heapIndex = -1
 	if !w.expires.IsZero() {
-		heap.Push(&q.expiry, w)
+		q.expiry.Push(w)
 	}
 }
 
@@ -80,7 +89,7 @@ func (q *queue) remove(w *waiter) {
 	q.tiers[w.prio].remove(w)
 	q.n--
 	if w.heapIndex >= 0 {
-		heap.Remove(&q.expiry, w.heapIndex)
+		q.expiry.Remove(w.heapIndex)
 	}
 }
 
@@ -125,27 +134,4 @@ func (q *queue) ahead(p Priority) int {
 		n += q.tiers[hi].n
 	}
 	return n
-}
-
-// expiryHeap orders waiters by when they leave the queue unserved.
-type expiryHeap []*waiter
-
-func (h expiryHeap) Len() int           { return len(h) }
-func (h expiryHeap) Less(i, j int) bool { return h[i].expires.Before(h[j].expires) }
-func (h expiryHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].heapIndex, h[j].heapIndex = i, j
-}
-func (h *expiryHeap) Push(x any) {
-	w := x.(*waiter)
-	w.heapIndex = len(*h)
-	*h = append(*h, w)
-}
-func (h *expiryHeap) Pop() any {
-	old := *h
-	w := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	w.heapIndex = -1
-	return w
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/rueidis"
 
 	"github.com/afloat/afloat/assign"
 	"github.com/afloat/afloat/internal/redact"
@@ -37,7 +36,7 @@ type assignLab struct {
 	initErr error
 	demo    bool
 	mini    *miniredis.Miniredis
-	client  rueidis.Client
+	client  *assign.Client
 	pool    *assign.Pool
 	created bool // the lab made the pool itself (or runs on its own demo server)
 
@@ -127,15 +126,7 @@ func (a *assignLab) reset(ctx context.Context, n int) error {
 }
 
 func (a *assignLab) stop() {
-	a.mu.Lock()
-	if a.loadCancel != nil {
-		a.loadCancel()
-	}
-	done := a.loadDone
-	a.mu.Unlock()
-	if done != nil {
-		<-done
-	}
+	a.stopLoad()
 	if a.client != nil {
 		a.client.Close()
 	}
@@ -271,110 +262,94 @@ func (a *assignLab) get(w http.ResponseWriter, r *http.Request) {
 	a.writeState(w, r, nil)
 }
 
-// pick answers POST /api/assign/pick {"n": 1}.
-func (a *assignLab) pick(w http.ResponseWriter, r *http.Request) {
-	body, aerr := readBody(r, a.maxBody)
-	if aerr != nil {
-		aerr.write(w)
-		return
-	}
-	n, aerr := decodePick(body)
-	if aerr != nil {
-		aerr.write(w)
-		return
-	}
-	if !a.readyToWrite(w) {
-		return
-	}
-	res, err := a.pool.PickBatch(r.Context(), n)
-	if err != nil {
-		a.fail(w, err)
-		return
-	}
-	picked := make([]string, 0, n)
-	for _, x := range res {
-		if x.Err != nil {
-			if len(picked) == 0 {
-				a.fail(w, x.Err)
-				return
-			}
-			break
+// change is the shape of the lab's POST handlers: the body decoded, then,
+// if the pool is the lab's to change, act on it; the answer is the pool's
+// new state with the fields act adds, or the error mapped by fail.
+func change[T any](a *assignLab, decode func([]byte) (T, *apiError), act func(ctx context.Context, v T) (map[string]any, error)) http.HandlerFunc {
+	return jsonHandler(a.maxBody, decode, func(w http.ResponseWriter, r *http.Request, v T) {
+		if !a.readyToWrite(w) {
+			return
 		}
-		picked = append(picked, x.Member)
-	}
-	a.writeState(w, r, map[string]any{"picked": picked})
+		extra, err := act(r.Context(), v)
+		if err != nil {
+			a.fail(w, err)
+			return
+		}
+		a.writeState(w, r, extra)
+	})
+}
+
+// pick answers POST /api/assign/pick {"n": 1}.
+func (a *assignLab) pick() http.HandlerFunc {
+	return change(a, decodePick, func(ctx context.Context, n int) (map[string]any, error) {
+		res, err := a.pool.PickBatch(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		picked := make([]string, 0, n)
+		for _, x := range res {
+			if x.Err != nil {
+				if len(picked) == 0 {
+					return nil, x.Err
+				}
+				break
+			}
+			picked = append(picked, x.Member)
+		}
+		return map[string]any{"picked": picked}, nil
+	})
 }
 
 // member answers POST /api/assign/remove {"member": "proxy-01"} and
 // POST /api/assign/restore {"member": "proxy-01", "policy": "zero"}.
 func (a *assignLab) member(restore bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		body, aerr := readBody(r, a.maxBody)
-		if aerr != nil {
-			aerr.write(w)
-			return
-		}
+	decode := func(body []byte) (memberRequest, *apiError) {
 		m, policy, aerr := decodeMember(body, restore)
-		if aerr != nil {
-			aerr.write(w)
-			return
-		}
-		if !a.readyToWrite(w) {
-			return
-		}
-		var err error
-		if restore {
-			err = a.pool.Restore(r.Context(), policy, m)
-		} else {
-			err = a.pool.Remove(r.Context(), m)
-		}
-		if err != nil {
-			a.fail(w, err)
-			return
-		}
-		a.writeState(w, r, nil)
+		return memberRequest{m, policy}, aerr
 	}
+	return change(a, decode, func(ctx context.Context, req memberRequest) (map[string]any, error) {
+		if restore {
+			return nil, a.pool.Restore(ctx, req.policy, req.member)
+		}
+		return nil, a.pool.Remove(ctx, req.member)
+	})
 }
 
-// reset answers POST /api/assign/reset {"members": 8}: the pool emptied and
-// refilled with that many members at zero.
-func (a *assignLab) resetPool(w http.ResponseWriter, r *http.Request) {
-	body, aerr := readBody(r, a.maxBody)
-	if aerr != nil {
-		aerr.write(w)
-		return
-	}
-	n, aerr := decodeReset(body)
-	if aerr != nil {
-		aerr.write(w)
-		return
-	}
-	if !a.readyToWrite(w) {
-		return
-	}
-	if err := a.reset(r.Context(), n); err != nil {
-		a.fail(w, err)
-		return
-	}
-	a.writeState(w, r, nil)
+type memberRequest struct {
+	member string
+	policy assign.RestorePolicy
+}
+
+// resetPool answers POST /api/assign/reset {"members": 8}: the pool emptied
+// and refilled with that many members at zero.
+func (a *assignLab) resetPool() http.HandlerFunc {
+	return change(a, decodeReset, func(ctx context.Context, n int) (map[string]any, error) {
+		return nil, a.reset(ctx, n)
+	})
 }
 
 // load answers POST /api/assign/load {"rate": 500}: picks at that rate in
 // the background, as a worker would, for two minutes at most; 0 stops.
-func (a *assignLab) load(w http.ResponseWriter, r *http.Request) {
-	body, aerr := readBody(r, a.maxBody)
-	if aerr != nil {
-		aerr.write(w)
-		return
-	}
-	rate, aerr := decodeLoad(body)
-	if aerr != nil {
-		aerr.write(w)
-		return
-	}
-	if !a.readyToWrite(w) {
-		return
-	}
+func (a *assignLab) load() http.HandlerFunc {
+	return change(a, decodeLoad, func(_ context.Context, rate int) (map[string]any, error) {
+		a.stopLoad()
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.loadRate, a.loadCancel, a.loadDone = rate, nil, nil
+		if rate > 0 {
+			// The load outlives the request that starts it, by design: it
+			// stops by itself after assignLoadFor, or when asked.
+			ctx, cancel := context.WithTimeout(context.Background(), assignLoadFor)
+			done := make(chan struct{})
+			a.loadRate, a.loadUntil, a.loadCancel, a.loadDone = rate, a.now().Add(assignLoadFor), cancel, done
+			go a.runLoad(ctx, rate, done)
+		}
+		return nil, nil
+	})
+}
+
+// stopLoad stops the load, if one runs, and waits until it has.
+func (a *assignLab) stopLoad() {
 	a.mu.Lock()
 	if a.loadCancel != nil {
 		a.loadCancel()
@@ -384,16 +359,6 @@ func (a *assignLab) load(w http.ResponseWriter, r *http.Request) {
 	if done != nil {
 		<-done
 	}
-	a.mu.Lock()
-	a.loadRate, a.loadCancel, a.loadDone = rate, nil, nil
-	if rate > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), assignLoadFor)
-		done := make(chan struct{})
-		a.loadRate, a.loadUntil, a.loadCancel, a.loadDone = rate, a.now().Add(assignLoadFor), cancel, done
-		go a.runLoad(ctx, rate, done)
-	}
-	a.mu.Unlock()
-	a.writeState(w, r, nil)
 }
 
 // runLoad picks rate per second in 20 batches a second.

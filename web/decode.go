@@ -73,6 +73,26 @@ func readBody(r *http.Request, maxBody int64) ([]byte, *apiError) {
 	return body, nil
 }
 
+// jsonHandler is the shape of the API's handlers of a JSON body: read it
+// within maxBody, decode it, and only then act on what it says. A body too
+// large answers 413 and one the decoder refuses 400 with the field at
+// fault, before act runs, so that a refused request changes nothing.
+func jsonHandler[T any](maxBody int64, decode func(body []byte) (T, *apiError), act func(w http.ResponseWriter, r *http.Request, v T)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, aerr := readBody(r, maxBody)
+		if aerr != nil {
+			aerr.write(w)
+			return
+		}
+		v, aerr := decode(body)
+		if aerr != nil {
+			aerr.write(w)
+			return
+		}
+		act(w, r, v)
+	}
+}
+
 // decodeObject reads a JSON object whose keys are among allowed (all keys
 // when allowed is nil), refusing malformed JSON, data after the object, a
 // key given twice at any depth and nesting deeper than maxJSONDepth. example

@@ -106,37 +106,44 @@ func newLab(logger *slog.Logger) *lab {
 	}
 }
 
+// labMaxBody bounds the lab's request bodies, which are a few fields.
+const labMaxBody = 4096
+
+// compareBody is a body of POST /api/overload/compare.
+type compareBody struct {
+	profile overload.Profile
+	seed    uint32
+}
+
+// decodeCompare reads {"profile": "worldcup", "seed": 1}; both are
+// optional.
+func decodeCompare(body []byte) (compareBody, *apiError) {
+	f, aerr := decodeObject(body, `{"profile": "worldcup", "seed": 1}`, []string{"profile", "seed"})
+	if aerr != nil {
+		return compareBody{}, aerr
+	}
+	name := "worldcup"
+	if raw, ok := f["profile"]; ok && json.Unmarshal(raw, &name) != nil {
+		return compareBody{}, badRequest("profile", "profile %s: want a string, one of %s", clip(raw), strings.Join(overload.ProfileNames(), ", "))
+	}
+	p, err := overload.LookupProfile(name)
+	if err != nil {
+		return compareBody{}, badRequest("profile", "%v", err)
+	}
+	seed, aerr := intField(f, "seed", 1, 0, math.MaxUint32)
+	if aerr != nil {
+		return compareBody{}, aerr
+	}
+	return compareBody{profile: p, seed: uint32(seed)}, nil
+}
+
 // compare answers POST /api/overload/compare {"profile": "worldcup",
 // "seed": 1}: the five runs, or 202 {"computing": true} with Retry-After
 // while they are being computed — ask again within the grace period, or
 // the computation stops.
-func (l *lab) compare(w http.ResponseWriter, r *http.Request) {
-	body, aerr := readBody(r, 4096)
-	if aerr != nil {
-		aerr.write(w)
-		return
-	}
-	f, aerr := decodeObject(body, `{"profile": "worldcup", "seed": 1}`, []string{"profile", "seed"})
-	if aerr != nil {
-		aerr.write(w)
-		return
-	}
-	name := "worldcup"
-	if raw, ok := f["profile"]; ok && json.Unmarshal(raw, &name) != nil {
-		writeError(w, http.StatusBadRequest, "profile", "profile "+clip(raw)+": want a string, one of "+strings.Join(overload.ProfileNames(), ", "))
-		return
-	}
-	p, err := overload.LookupProfile(name)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "profile", err.Error())
-		return
-	}
-	seed, aerr := intField(f, "seed", 1, 0, math.MaxUint32)
-	if aerr != nil {
-		aerr.write(w)
-		return
-	}
-	c, ok := l.join(p, uint32(seed))
+func (l *lab) compare(w http.ResponseWriter, r *http.Request, req compareBody) {
+	p, seed := req.profile, req.seed
+	c, ok := l.join(p, seed)
 	if !ok {
 		w.Header().Set("Retry-After", "2")
 		writeError(w, http.StatusServiceUnavailable, "", "another comparison is being computed (one at a time); try again in 2 s")
@@ -280,17 +287,15 @@ func (l *lab) liveGet(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, st)
 }
 
+// decodeEmpty reads {}, the body of a request that takes no parameters.
+func decodeEmpty(body []byte) (struct{}, *apiError) {
+	_, aerr := decodeObject(body, "{}", []string{})
+	return struct{}{}, aerr
+}
+
 // liveStart answers POST /api/overload/live {}: start the live comparison
 // (the short phases, about a minute) unless one runs already.
-func (l *lab) liveStart(w http.ResponseWriter, r *http.Request) {
-	body, aerr := readBody(r, 4096)
-	if aerr == nil {
-		_, aerr = decodeObject(body, "{}", []string{})
-	}
-	if aerr != nil {
-		aerr.write(w)
-		return
-	}
+func (l *lab) liveStart(w http.ResponseWriter, r *http.Request, _ struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.live.Running {

@@ -103,7 +103,7 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.RedisURL != "" {
-		if _, err := assign.ClientOptions(c.RedisURL); err != nil {
+		if err := assign.CheckURL(c.RedisURL); err != nil {
 			return fmt.Errorf("%w: redis URL: %v", ErrConfig, err)
 		}
 	}
@@ -174,16 +174,16 @@ func newHandler(c Config) (http.Handler, *lab) {
 	mux.HandleFunc("GET /api/explain", api.explain)
 	mux.HandleFunc("POST /api/explain", api.explain)
 	mux.HandleFunc("POST /api/bot", api.bot)
-	mux.HandleFunc("POST /api/overload/compare", lab.compare)
+	mux.HandleFunc("POST /api/overload/compare", jsonHandler(labMaxBody, decodeCompare, lab.compare))
 	mux.HandleFunc("GET /api/overload/live", lab.liveGet)
-	mux.HandleFunc("POST /api/overload/live", lab.liveStart)
+	mux.HandleFunc("POST /api/overload/live", jsonHandler(labMaxBody, decodeEmpty, lab.liveStart))
 	mux.HandleFunc("POST /api/quota/run", newQuotaLab(maxBody).run)
 	mux.HandleFunc("GET /api/assign", al.get)
-	mux.HandleFunc("POST /api/assign/pick", al.pick)
+	mux.HandleFunc("POST /api/assign/pick", al.pick())
 	mux.HandleFunc("POST /api/assign/remove", al.member(false))
 	mux.HandleFunc("POST /api/assign/restore", al.member(true))
-	mux.HandleFunc("POST /api/assign/reset", al.resetPool)
-	mux.HandleFunc("POST /api/assign/load", al.load)
+	mux.HandleFunc("POST /api/assign/reset", al.resetPool())
+	mux.HandleFunc("POST /api/assign/load", al.load())
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		if allow, ok := apiMethods[r.URL.Path]; ok {
 			w.Header().Set("Allow", allow)

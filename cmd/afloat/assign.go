@@ -1,99 +1,41 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/afloat/afloat/assign"
+	"github.com/afloat/afloat/assign/assignbench"
 )
-
-const assignUsage = `Usage:
-  afloat assign add     --redis URL --pool NAME [--count N | --at-minimum] MEMBER...
-  afloat assign remove  --redis URL --pool NAME MEMBER...
-  afloat assign restore --redis URL --pool NAME [--policy current-minimum|keep-history|zero] MEMBER...
-  afloat assign list    --redis URL --pool NAME [--format table|jsonl]
-  afloat assign pick    --redis URL --pool NAME [--n N] [--id REQUEST-ID]
-  afloat assign bench   --redis URL [--pool-size 100] [--workers 50] [--duration 10s] [--batch 0,16] [--peer]
-
-Least-used assignment over Redis: each pick gets the member with the fewest
-assignments, counted in the same atomic step (docs/assign.md). --redis
-defaults to $AFLOAT_REDIS_URL.
-
-Run 'afloat assign <subcommand> --help' for its flags.
-`
-
-func runAssign(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprintf(stderr, "afloat assign: missing subcommand\n\n%s", assignUsage)
-		return exitUsage
-	}
-	sub, rest := args[0], args[1:]
-	switch sub {
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, assignUsage)
-		return exitOK
-	case "add", "remove", "restore", "list", "pick":
-		return runAssignPool(sub, rest, stdout, stderr)
-	case "bench":
-		return runAssignBench(rest, stdout, stderr)
-	}
-	fmt.Fprintf(stderr, "afloat assign: unknown subcommand %q\n\n%s", sub, assignUsage)
-	return exitUsage
-}
-
-// parseWithArgs is parse for subcommands that take positional arguments
-// after their flags (the members).
-func (c *command) parseWithArgs(args []string, stdout, stderr io.Writer) ([]string, int, bool) {
-	var discard strings.Builder
-	c.SetOutput(&discard)
-	err := c.Parse(args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprintf(stdout, "Usage:\n  %s\n\nFlags:\n", c.synopsis)
-		c.SetOutput(stdout)
-		c.PrintDefaults()
-		if c.extra != nil {
-			c.extra(stdout)
-		}
-		return nil, exitOK, false
-	case err != nil:
-		return nil, usageError(stderr, c.Name(), err), false
-	}
-	return c.Args(), exitOK, true
-}
 
 // redisFlag adds --redis, defaulting to $AFLOAT_REDIS_URL.
 func redisFlag(fs *command, v *string) {
 	fs.StringVar(v, "redis", os.Getenv("AFLOAT_REDIS_URL"), "Redis `URL`, redis://[user:password@]host:port[/db] (default $AFLOAT_REDIS_URL)")
 }
 
-func runAssignPool(sub string, args []string, stdout, stderr io.Writer) int {
-	name := "assign " + sub
+// assignPoolCommand returns the run function of assign add, remove,
+// restore, list or pick: one function, for they share their flags, checks
+// and connection.
+func assignPoolCommand(sub string) func(*command, []string) int {
+	return func(fs *command, args []string) int { return runAssignPool(fs, sub, args) }
+}
+
+func runAssignPool(fs *command, sub string, args []string) int {
 	var (
 		redisURL, pool, policy, format, id string
 		count                              int64
 		atMin                              bool
 		n                                  int
 	)
-	synopsis := map[string]string{
-		"add":     "afloat assign add --redis URL --pool NAME [--count N | --at-minimum] MEMBER...",
-		"remove":  "afloat assign remove --redis URL --pool NAME MEMBER...",
-		"restore": "afloat assign restore --redis URL --pool NAME [--policy current-minimum|keep-history|zero] MEMBER...",
-		"list":    "afloat assign list --redis URL --pool NAME [--format table|jsonl]",
-		"pick":    "afloat assign pick --redis URL --pool NAME [--n N] [--id REQUEST-ID]",
-	}[sub]
-	fs := newCommand(name, synopsis, nil)
 	redisFlag(fs, &redisURL)
 	fs.StringVar(&pool, "pool", "", "pool `NAME`: 1 to 100 letters, digits, - _ . : (required)")
 	switch sub {
@@ -108,11 +50,12 @@ func runAssignPool(sub string, args []string, stdout, stderr io.Writer) int {
 		fs.IntVar(&n, "n", 1, "picks to make, `N` from 1 to 10000 (more than one go in one round trip)")
 		fs.StringVar(&id, "id", "", "request `ID`: a retry with the same id returns the same member and counts once (only with --n 1)")
 	}
-	members, status, ok := fs.parseWithArgs(args, stdout, stderr)
+	members, status, ok := fs.parseArgs(args)
 	if !ok {
 		return status
 	}
-	fail := func(err error) int { return usageError(stderr, name, err) }
+	fail := fs.usage
+	stdout := fs.stdout
 	if redisURL == "" {
 		return fail(errors.New("--redis is required (or set AFLOAT_REDIS_URL): want redis://host:port"))
 	}
@@ -155,17 +98,12 @@ func runAssignPool(sub string, args []string, stdout, stderr io.Writer) int {
 		return fail(fmt.Errorf("--pool: %w", err))
 	}
 
-	c, err := assign.Dial(redisURL)
+	p, client, err := openPool(redisURL, pool)
 	if err != nil {
-		fmt.Fprintf(stderr, "afloat %s: %v\n", name, err)
-		return exitError
+		return fs.assignError(err)
 	}
-	defer c.Close()
-	p, err := assign.New(c, pool)
-	if err != nil {
-		return fail(err)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer client.Close()
+	ctx, stop := interruptible()
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -205,9 +143,24 @@ func runAssignPool(sub string, args []string, stdout, stderr io.Writer) int {
 		err = pick(ctx, p, n, id, stdout)
 	}
 	if err != nil {
-		return assignError(stderr, name, err)
+		return fs.assignError(err)
 	}
 	return exitOK
+}
+
+// openPool connects to redisURL and opens the pool name there. The caller
+// closes the client.
+func openPool(redisURL, name string) (*assign.Pool, *assign.Client, error) {
+	c, err := assign.Dial(redisURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := assign.New(c, name)
+	if err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	return p, c, nil
 }
 
 func pick(ctx context.Context, p *assign.Pool, n int, id string, stdout io.Writer) error {
@@ -231,7 +184,7 @@ func pick(ctx context.Context, p *assign.Pool, n int, id string, stdout io.Write
 	var first error
 	for _, r := range res {
 		if r.Err != nil {
-			first = cmpOr(first, r.Err)
+			first = cmp.Or(first, r.Err)
 			continue
 		}
 		fmt.Fprintln(stdout, r.Member)
@@ -244,13 +197,6 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
-}
-
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 func writeMembers(w io.Writer, ms []assign.Member, format string) {
@@ -276,12 +222,11 @@ func writeMembers(w io.Writer, ms []assign.Member, format string) {
 // assignError prints a failed pool operation: bad input and an unknown pool
 // or member are refusals (exit 2); an empty pool, an unreachable server or
 // an ambiguous outcome are failures while running (exit 1).
-func assignError(stderr io.Writer, name string, err error) int {
+func (c *command) assignError(err error) int {
 	if errors.Is(err, assign.ErrInvalid) || errors.Is(err, assign.ErrUnknownPool) || errors.Is(err, assign.ErrUnknownMember) {
-		return usageError(stderr, name, err)
+		return c.usage(err)
 	}
-	fmt.Fprintf(stderr, "afloat %s: %v\n", name, err)
-	return exitError
+	return c.failed(err)
 }
 
 // intList is a comma-separated list of integers.
@@ -308,11 +253,10 @@ func (l *intList) Set(v string) error {
 	return nil
 }
 
-func runAssignBench(args []string, stdout, stderr io.Writer) int {
-	cfg := assign.DefaultBenchConfig("")
+func runAssignBench(fs *command, args []string) int {
+	cfg := assignbench.DefaultConfig("")
 	batches := intList(cfg.Batches)
 	var asJSON bool
-	fs := newCommand("assign bench", "afloat assign bench --redis URL [--pool-size 100] [--workers 50] [--duration 10s] [--batch 0,16] [--peer]", printAssignBenchNotes)
 	redisFlag(fs, &cfg.RedisURL)
 	fs.StringVar(&cfg.Pool, "pool", cfg.Pool, "pool `NAME` to use; it is emptied and refilled")
 	fs.IntVar(&cfg.PoolSize, "pool-size", cfg.PoolSize, "members in the pool, 1 to 100000")
@@ -321,22 +265,23 @@ func runAssignBench(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&batches, "batch", "batch sizes to run, comma-separated: 0 is one pick a call (auto-pipelined), n is n picks a round trip")
 	fs.BoolVar(&cfg.Peer, "peer", false, "after each run, redis-benchmark on the same server and pool: EVALSHA of the same script, --workers clients, -P batch, as many picks")
 	fs.BoolVar(&asJSON, "json", false, "print the results as JSON")
-	if status, ok := fs.parse(args, stdout, stderr); !ok {
+	if status, ok := fs.parse(args); !ok {
 		return status
 	}
+	stdout, stderr := fs.stdout, fs.stderr
 	cfg.Batches = batches
 	if cfg.RedisURL == "" {
-		return usageError(stderr, "assign bench", errors.New("--redis is required (or set AFLOAT_REDIS_URL): want redis://host:port"))
+		return fs.usage(errors.New("--redis is required (or set AFLOAT_REDIS_URL): want redis://host:port"))
 	}
 	if err := checkRedisURL("--redis", cfg.RedisURL); err != nil {
-		return usageError(stderr, "assign bench", err)
+		return fs.usage(err)
 	}
 	if err := cfg.Validate(); err != nil {
-		return usageError(stderr, "assign bench", err)
+		return fs.usage(err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
-	rs, err := assign.Bench(ctx, cfg, func(s string) { fmt.Fprintln(stderr, s) })
+	rs, err := assignbench.Run(ctx, cfg, func(s string) { fmt.Fprintln(stderr, s) })
 	// A failed bench still prints what it measured, errors counted, and
 	// then says why it failed.
 	if len(rs) > 0 || err == nil {
@@ -345,12 +290,11 @@ func runAssignBench(args []string, stdout, stderr io.Writer) int {
 			enc.SetIndent("", " ")
 			enc.Encode(rs)
 		} else {
-			assign.WriteBench(stdout, rs)
+			assignbench.Write(stdout, rs)
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "afloat assign bench: %v\n", err)
-		return exitError
+		return fs.failed(err)
 	}
 	return exitOK
 }
@@ -373,53 +317,24 @@ then the error, and exits 1.
 `)
 }
 
-const proxyUsage = `Usage:
-  afloat proxy check --probe URL [--timeout 5s] [--concurrency 16]
-                     [--redis URL --pool NAME [--policy P]] FILE
-
-Reads candidate proxies from FILE (- for standard input): one host:port or
-URL a line; bad lines are reported with their numbers and skipped. A FILE
-with no valid line (empty, or every line bad) is refused, exit 2. Each
-candidate is probed: a GET of --probe through it must answer 2xx within
---timeout. With --pool, the pool is brought in line once: healthy
-candidates join (new ones at the current minimum, recovered ones by
---policy), unhealthy members leave.
-`
-
-func runProxy(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprintf(stderr, "afloat proxy: missing subcommand\n\n%s", proxyUsage)
-		return exitUsage
-	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, proxyUsage)
-		return exitOK
-	case "check":
-		return runProxyCheck(args[1:], stdin, stdout, stderr)
-	}
-	fmt.Fprintf(stderr, "afloat proxy: unknown subcommand %q\n\n%s", args[0], proxyUsage)
-	return exitUsage
-}
-
-func runProxyCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func runProxyCheck(fs *command, args []string) int {
 	probe := assign.DefaultProbeConfig("")
 	// One check, one probe each: there is no streak to wait for, so the
 	// pool follows this probe (Fall and Rise damp a ProxyPool.Run loop).
 	probe.Fall, probe.Rise = 1, 1
 	var redisURL, pool, policy string
-	fs := newCommand("proxy check", "afloat proxy check --probe URL [flags] FILE", nil)
 	fs.StringVar(&probe.URL, "probe", "", "`URL` fetched through each proxy, http:// or https:// (required)")
 	fs.DurationVar(&probe.Timeout, "timeout", probe.Timeout, "per probe, 10ms to 1m")
 	fs.IntVar(&probe.Concurrency, "concurrency", probe.Concurrency, "probes at once, 1 to 1000")
 	fs.StringVar(&redisURL, "redis", os.Getenv("AFLOAT_REDIS_URL"), "with --pool: Redis `URL` (default $AFLOAT_REDIS_URL)")
 	fs.StringVar(&pool, "pool", "", "pool `NAME` to bring in line with the probes (optional)")
 	fs.StringVar(&policy, "policy", "current-minimum", "restore policy for recovered members: current-minimum, keep-history or zero")
-	files, status, ok := fs.parseWithArgs(args, stdout, stderr)
+	files, status, ok := fs.parseArgs(args)
 	if !ok {
 		return status
 	}
-	fail := func(err error) int { return usageError(stderr, "proxy check", err) }
+	fail := fs.usage
+	stdout, stderr := fs.stdout, fs.stderr
 	if len(files) != 1 {
 		return fail(fmt.Errorf("want one FILE (or - for standard input), got %d arguments", len(files)))
 	}
@@ -447,7 +362,7 @@ func runProxyCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 			return fail(fmt.Errorf("--pool: %w", err))
 		}
 	}
-	var in io.Reader = stdin
+	var in io.Reader = fs.stdin
 	name := "standard input"
 	if files[0] != "-" {
 		f, err := os.Open(files[0])
@@ -474,28 +389,23 @@ func runProxyCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 	for _, b := range bad {
 		fmt.Fprintf(stderr, "afloat proxy check: %s: skipped %v\n", name, b)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 	var health []assign.Health
 	var rep assign.CheckReport
 	if pool != "" {
-		c, err := assign.Dial(redisURL)
+		p, client, err := openPool(redisURL, pool)
 		if err != nil {
-			fmt.Fprintf(stderr, "afloat proxy check: %v\n", err)
-			return exitError
+			return fs.assignError(err)
 		}
-		defer c.Close()
-		p, err := assign.New(c, pool)
-		if err != nil {
-			return fail(err)
-		}
+		defer client.Close()
 		pp, err := assign.NewProxyPool(p, probe, pol)
 		if err != nil {
 			return fail(err)
 		}
 		pp.Import(proxies...)
 		if rep, err = pp.Check(ctx); err != nil {
-			return assignError(stderr, "proxy check", err)
+			return fs.assignError(err)
 		}
 		health = rep.Health
 	} else if health, err = assign.CheckProxies(ctx, proxies, probe); err != nil {

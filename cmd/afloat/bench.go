@@ -1,42 +1,16 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/afloat/afloat/overload"
 )
-
-const benchUsage = `Usage:
-  afloat bench bulkhead [flags]   a real HTTP comparison of overload protections on loopback
-
-Run 'afloat bench bulkhead --help' for its flags.
-`
-
-func runBench(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprintf(stderr, "afloat bench: missing benchmark\n\n%s", benchUsage)
-		return exitUsage
-	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, benchUsage)
-		return exitOK
-	case "bulkhead":
-		return runBenchBulkhead(args[1:], stdout, stderr)
-	}
-	fmt.Fprintf(stderr, "afloat bench: unknown benchmark %q\n\n%s", args[0], benchUsage)
-	return exitUsage
-}
 
 // benchFlags are the flags of bench bulkhead.
 type benchFlags struct {
@@ -57,9 +31,8 @@ var (
 	soakFlags       = []string{"soak-mode", "soak-load", "soak-every"}
 )
 
-func runBenchBulkhead(args []string, stdout, stderr io.Writer) int {
+func runBenchBulkhead(fs *command, args []string) int {
 	var f benchFlags
-	fs := newCommand("bench bulkhead", "afloat bench bulkhead [--short] [--modes LIST] [--work 10ms] [--deadline 100ms] [--json] | --soak 10m [--soak-every 10s] [--soak-load 10] [--soak-mode M]", printBenchNotes)
 	fs.DurationVar(&f.cfg.Work, "work", 10*time.Millisecond, "CPU time of one request on an idle core, 100µs to 1s")
 	fs.DurationVar(&f.cfg.Deadline, "deadline", 100*time.Millisecond, "clients give up after this long, from --work to 1m")
 	fs.StringVar(&f.modes, "modes", strings.Join(overload.LiveModes, ","), "protections to compare, comma-separated: "+strings.Join(overload.LiveModes, ", "))
@@ -69,14 +42,15 @@ func runBenchBulkhead(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.soakMode, "soak-mode", "afloat-adaptive", "the protection of the soak: "+strings.Join(overload.LiveModes, ", "))
 	fs.Float64Var(&f.soakLoad, "soak-load", 10, "the load of the soak, × capacity, above 0 and at most 100")
 	fs.DurationVar(&f.soakEvery, "soak-every", 10*time.Second, "how often the soak samples the server, 1s to 1h")
-	if status, ok := fs.parse(args, stdout, stderr); !ok {
+	if status, ok := fs.parse(args); !ok {
 		return status
 	}
-	fail := func(err error) int { return usageError(stderr, "bench bulkhead", err) }
+	fail := fs.usage
+	stdout, stderr := fs.stdout, fs.stderr
 	if err := f.check(fs); err != nil {
 		return fail(err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 
 	if fs.given("soak") {
@@ -89,8 +63,7 @@ func runBenchBulkhead(args []string, stdout, stderr io.Writer) int {
 			if errors.Is(err, overload.ErrConfig) {
 				return fail(err)
 			}
-			fmt.Fprintf(stderr, "afloat bench bulkhead: %v\n", err)
-			return exitError
+			return fs.failed(err)
 		}
 		if err := overload.Flat(samples, 8<<20); err != nil {
 			fmt.Fprintf(stdout, "NOT FLAT: %v\n", err)
@@ -111,8 +84,7 @@ func runBenchBulkhead(args []string, stdout, stderr io.Writer) int {
 		if errors.Is(err, overload.ErrConfig) {
 			return fail(err)
 		}
-		fmt.Fprintf(stderr, "afloat bench bulkhead: %v\n", err)
-		return exitError
+		return fs.failed(err)
 	}
 	if f.asJSON {
 		enc := json.NewEncoder(stdout)

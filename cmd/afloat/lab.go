@@ -9,33 +9,10 @@ import (
 	"github.com/afloat/afloat/overload"
 )
 
-const labUsage = `Usage:
-  afloat lab overload [flags]   the overload lab: the seed's games and the World Cup day
-
-Run 'afloat lab overload --help' for its flags.
-`
-
-func runLab(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprintf(stderr, "afloat lab: missing lab\n\n%s", labUsage)
-		return exitUsage
-	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, labUsage)
-		return exitOK
-	case "overload":
-		return runLabOverload(args[1:], stdout, stderr)
-	}
-	fmt.Fprintf(stderr, "afloat lab: unknown lab %q\n\n%s", args[0], labUsage)
-	return exitUsage
-}
-
-func runLabOverload(args []string, stdout, stderr io.Writer) int {
+func runLabOverload(fs *command, args []string) int {
 	cfg := overload.Config{}
 	var format string
 	var compare bool
-	fs := newCommand("lab overload", "afloat lab overload --profile worldcup --inside 100 --outside 100 [--adaptive] [--format table|csv|jsonl]", printProfiles)
 	fs.StringVar(&cfg.Profile, "profile", "worldcup", "`NAME` of the load and server: "+strings.Join(overload.ProfileNames(), ", "))
 	fs.IntVar(&cfg.Inside, "inside", 0, "the bulkhead's limit, `N` requests inside (0: no bulkhead); the initial limit with --adaptive")
 	fs.IntVar(&cfg.Outside, "outside", 0, "the bulkhead's queue, `N` requests waiting outside")
@@ -47,11 +24,12 @@ func runLabOverload(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&seed, "seed", "seed of the arrivals, `N` from 0 to 4294967295")
 	fs.StringVar(&format, "format", "table", "output: table, csv or jsonl")
 	fs.BoolVar(&compare, "compare", false, "run the seed's five configurations (no limit, 100/100, 100/500, 100/1000, adaptive) and print their summaries")
-	if status, ok := fs.parse(args, stdout, stderr); !ok {
+	if status, ok := fs.parse(args); !ok {
 		return status
 	}
 	cfg.Seed = uint32(seed)
-	fail := func(err error) int { return usageError(stderr, "lab overload", err) }
+	fail := fs.usage
+	stdout, stderr := fs.stdout, fs.stderr
 	if format != overload.FormatTable && format != overload.FormatCSV && format != overload.FormatJSONL {
 		return fail(fmt.Errorf("--format %q: want table, csv or jsonl", format))
 	}
@@ -61,8 +39,7 @@ func runLabOverload(args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 		if err := overload.WriteComparison(stdout, runs); err != nil {
-			fmt.Fprintf(stderr, "afloat lab overload: %v\n", err)
-			return exitError
+			return fs.failed(err)
 		}
 		return exitOK
 	}
@@ -71,8 +48,7 @@ func runLabOverload(args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	if err := overload.WriteRun(stdout, r, format); err != nil {
-		fmt.Fprintf(stderr, "afloat lab overload: %v\n", err)
-		return exitError
+		return fs.failed(err)
 	}
 	if format == overload.FormatCSV {
 		fmt.Fprintln(stderr, overload.SummaryLine(r.Summary))

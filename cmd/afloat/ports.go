@@ -32,10 +32,10 @@ func checkListenAddr(flagName, addr string) error {
 	return nil
 }
 
-// checkRedisURL refuses a Redis URL that assign.ClientOptions refuses (a
+// checkRedisURL refuses a Redis URL that assign.CheckURL refuses (a
 // port out of 1 to 65535 among them), naming the flag.
 func checkRedisURL(flagName, redisURL string) error {
-	if _, err := assign.ClientOptions(redisURL); err != nil {
+	if err := assign.CheckURL(redisURL); err != nil {
 		return fmt.Errorf("%s: %w", flagName, err)
 	}
 	return nil

@@ -14,43 +14,6 @@ import (
 	"github.com/afloat/afloat/quota/chaos"
 )
 
-const quotaUsage = `Usage:
-  afloat quota chaos --seed S [--mode hard|best-effort] [--duration 10m]
-                     [--faults shift,partition,crash,skew,dup] [--log FILE]
-  afloat quota chaos --seeds A-B [--workers N] [flags]
-  afloat quota sim   --seed S [--mode ...] [--step 1s] [flags]
-  afloat quota check FILE
-
-Subcommands:
-  chaos   run the global quota under faults in virtual time and check it:
-          a JSON-lines event log, then a one-line JSON summary
-  sim     the same run for a human: CSV of offered and admitted tokens per
-          region per step, ready to plot
-  check   check an event log written by chaos --log
-
-Run 'afloat quota <subcommand> --help' for its flags.
-`
-
-func runQuota(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprintf(stderr, "afloat quota: missing subcommand\n\n%s", quotaUsage)
-		return exitUsage
-	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, quotaUsage)
-		return exitOK
-	case "chaos":
-		return runQuotaChaos(args[1:], stdout, stderr)
-	case "sim":
-		return runQuotaSim(args[1:], stdout, stderr)
-	case "check":
-		return runQuotaCheck(args[1:], stdout, stderr)
-	}
-	fmt.Fprintf(stderr, "afloat quota: unknown subcommand %q\n\n%s", args[0], quotaUsage)
-	return exitUsage
-}
-
 // chaosFlags are the flags chaos and sim share.
 type chaosFlags struct {
 	seed     seedFlag
@@ -97,22 +60,21 @@ docs/quota.md); the last line is {"ev":"summary",...}. The exit status is
 `)
 }
 
-func runQuotaChaos(args []string, stdout, stderr io.Writer) int {
+func runQuotaChaos(c *command, args []string) int {
 	var (
 		f       chaosFlags
 		logPath string
 		seeds   string
 		workers int
 	)
-	c := newCommand("quota chaos", "afloat quota chaos --seed S [flags] | --seeds A-B [flags]", printChaosNotes)
 	f.register(c)
 	c.StringVar(&logPath, "log", "", "write the event log to `FILE` instead of standard output (the summary stays there)")
 	c.StringVar(&seeds, "seeds", "", "run seeds `A-B` in parallel and print the worst; no log; not with --seed")
 	c.IntVar(&workers, "workers", 0, "goroutines for --seeds, 1 to 256 (default: one per CPU)")
-	if status, ok := c.parse(args, stdout, stderr); !ok {
+	if status, ok := c.parse(args); !ok {
 		return status
 	}
-	fail := func(err error) int { return usageError(stderr, "quota chaos", err) }
+	fail := c.usage
 	if c.given("seed") && c.given("seeds") {
 		return fail(errors.New("--seed and --seeds: give one seed or a range of seeds, not both"))
 	}
@@ -136,21 +98,12 @@ func runQuotaChaos(args []string, stdout, stderr io.Writer) int {
 		}
 		m, err := chaos.RunMany(cfg, from, to, workers)
 		if err != nil {
-			fmt.Fprintf(stderr, "afloat quota chaos: %v\n", err)
-			return exitError
+			return c.failed(err)
 		}
-		line, _ := json.Marshal(struct {
-			Ev string `json:"ev"`
-			chaos.Many
-		}{"summary", m})
-		fmt.Fprintf(stdout, "%s\n", line)
-		if m.Failed > 0 {
-			return exitError
-		}
-		return exitOK
+		return writeEvent(c.stdout, "summary", m, m.Failed == 0)
 	}
 
-	logOut := stdout
+	logOut := c.stdout
 	if logPath != "" {
 		file, err := os.Create(logPath)
 		if err != nil {
@@ -163,19 +116,26 @@ func runQuotaChaos(args []string, stdout, stderr io.Writer) int {
 	cfg.Log = w
 	sum, err := chaos.Run(cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "afloat quota chaos: %v\n", err)
-		return exitError
+		return c.failed(err)
 	}
 	if err := w.Flush(); err != nil {
-		fmt.Fprintf(stderr, "afloat quota chaos: writing the log: %v\n", err)
-		return exitError
+		return c.failed(fmt.Errorf("writing the log: %w", err))
 	}
-	line, _ := json.Marshal(struct {
-		Ev string `json:"ev"`
-		chaos.Summary
-	}{"summary", sum})
-	fmt.Fprintf(stdout, "%s\n", line)
-	if !sum.OK() {
+	return writeEvent(c.stdout, "summary", sum, sum.OK())
+}
+
+// writeEvent prints v as one JSON line with "ev" first, as the lines of an
+// event log are, and returns exitOK when the run it sums up passed, else
+// exitError.
+func writeEvent(w io.Writer, ev string, v any, passed bool) int {
+	body, _ := json.Marshal(v)
+	line, _ := json.Marshal(map[string]string{"ev": ev})
+	if len(body) > 2 { // an object with fields: join the two
+		line = append(line[:len(line)-1], ',')
+		line = append(line, body[1:]...)
+	}
+	fmt.Fprintf(w, "%s\n", line)
+	if !passed {
 		return exitError
 	}
 	return exitOK
@@ -192,18 +152,17 @@ func parseSeeds(s string) (uint32, uint32, error) {
 	return uint32(from), uint32(to), nil
 }
 
-func runQuotaSim(args []string, stdout, stderr io.Writer) int {
+func runQuotaSim(c *command, args []string) int {
 	var (
 		f    chaosFlags
 		step time.Duration
 	)
-	c := newCommand("quota sim", "afloat quota sim --seed S [flags]", printChaosNotes)
 	f.register(c)
 	c.DurationVar(&step, "step", time.Second, "length of a CSV row, 10ms to 1h")
-	if status, ok := c.parse(args, stdout, stderr); !ok {
+	if status, ok := c.parse(args); !ok {
 		return status
 	}
-	fail := func(err error) int { return usageError(stderr, "quota sim", err) }
+	fail := c.usage
 	cfg, err := f.config()
 	if err != nil {
 		return fail(err)
@@ -215,50 +174,39 @@ func runQuotaSim(args []string, stdout, stderr io.Writer) int {
 	cfg.Log = series
 	sum, err := chaos.Run(cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "afloat quota sim: %v\n", err)
-		return exitError
+		return c.failed(err)
 	}
 	steps := int((cfg.Duration + step - 1) / step)
-	if err := series.WriteCSV(stdout, chaos.DefaultRate.Float(), steps); err != nil {
+	if err := series.WriteCSV(c.stdout, chaos.DefaultRate.Float(), steps); err != nil {
 		return exitError
 	}
 	line, _ := json.Marshal(sum)
-	fmt.Fprintf(stderr, "%s\n", line)
+	fmt.Fprintf(c.stderr, "%s\n", line)
 	if !sum.OK() {
 		return exitError
 	}
 	return exitOK
 }
 
-func runQuotaCheck(args []string, stdout, stderr io.Writer) int {
-	c := newCommand("quota check", "afloat quota check FILE", printCheckNotes)
-	rest, status, ok := c.parseWithArgs(args, stdout, stderr)
+func runQuotaCheck(c *command, args []string) int {
+	rest, status, ok := c.parseArgs(args)
 	if !ok {
 		return status
 	}
 	if len(rest) != 1 {
-		return usageError(stderr, "quota check", fmt.Errorf("want one FILE, the event log of afloat quota chaos --log (or - for standard input)"))
+		return c.usage(fmt.Errorf("want one FILE, the event log of afloat quota chaos --log (or - for standard input)"))
 	}
 	chk := chaos.NewChecker()
 	end := &lastTime{chk: chk}
-	if err := readLog(rest[0], os.Stdin, end); err != nil {
+	if err := readLog(rest[0], c.stdin, end); err != nil {
 		if errors.Is(err, chaos.ErrNoEvents) || errors.Is(err, chaos.ErrTruncated) {
 			// The run did not finish (or never started): its check fails.
-			fmt.Fprintf(stderr, "afloat quota check: %v\n", err)
-			return exitError
+			return c.failed(err)
 		}
-		return usageError(stderr, "quota check", err)
+		return c.usage(err)
 	}
 	rep := chk.Finish(end.t)
-	line, _ := json.Marshal(struct {
-		Ev string `json:"ev"`
-		chaos.Report
-	}{"check", rep})
-	fmt.Fprintf(stdout, "%s\n", line)
-	if rep.Violations > 0 {
-		return exitError
-	}
-	return exitOK
+	return writeEvent(c.stdout, "check", rep, rep.Violations == 0)
 }
 
 // readLog feeds the events of the log in the file name (- for stdin) to w;

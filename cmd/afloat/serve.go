@@ -1,23 +1,18 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/afloat/afloat/web"
 )
 
 // runServe serves the console until SIGINT or SIGTERM, then shuts down
 // gracefully.
-func runServe(args []string, stdout, stderr io.Writer) int {
+func runServe(fs *command, args []string) int {
 	cfg := web.DefaultConfig()
 	var logFormat, logLevel string
-	fs := newCommand("serve", "afloat serve [--addr HOST:PORT [--allow-remote]] [--redis URL [--assign-pool NAME] [--assign-write]] [--log-format text|json] [--log-level debug|info|warn|error]", nil)
 	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "`HOST:PORT` to listen on (port 0: any free port); a loopback address unless --allow-remote")
 	fs.BoolVar(&cfg.AllowRemote, "allow-remote", false, "allow an --addr beyond loopback and answer any Host name: the console has no authentication, so only behind a proxy that adds it")
 	fs.StringVar(&logFormat, "log-format", "text", "log format: text or json")
@@ -25,12 +20,13 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.RedisURL, "redis", os.Getenv("AFLOAT_REDIS_URL"), "Redis `URL` of the assignment lab (default $AFLOAT_REDIS_URL; unset: an in-process demo server)")
 	fs.StringVar(&cfg.AssignPool, "assign-pool", "afloat-console", "pool `NAME` the assignment lab uses on that Redis")
 	fs.BoolVar(&cfg.AssignWrite, "assign-write", false, "let the assignment lab change --assign-pool even if it existed before the console started (otherwise it only shows it)")
-	if status, ok := fs.parse(args, stdout, stderr); !ok {
+	if status, ok := fs.parse(args); !ok {
 		return status
 	}
+	stderr := fs.stderr
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-		return usageError(stderr, "serve", fmt.Errorf("--log-level %q: want debug, info, warn or error", logLevel))
+		return fs.usage(fmt.Errorf("--log-level %q: want debug, info, warn or error", logLevel))
 	}
 	opts := &slog.HandlerOptions{Level: level}
 	switch logFormat {
@@ -39,30 +35,29 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	case "json":
 		cfg.Logger = slog.New(slog.NewJSONHandler(stderr, opts))
 	default:
-		return usageError(stderr, "serve", fmt.Errorf("--log-format %q: want text or json", logFormat))
+		return fs.usage(fmt.Errorf("--log-format %q: want text or json", logFormat))
 	}
 	// The flags' own checks first, so that a refusal names the flag.
 	if err := checkListenAddr("--addr", cfg.Addr); err != nil {
-		return usageError(stderr, "serve", err)
+		return fs.usage(err)
 	}
 	if cfg.RedisURL != "" {
 		if err := checkRedisURL("--redis", cfg.RedisURL); err != nil {
-			return usageError(stderr, "serve", err)
+			return fs.usage(err)
 		}
 	}
 	if err := cfg.Validate(); err != nil {
-		return usageError(stderr, "serve", err)
+		return fs.usage(err)
 	}
 	if cfg.BeyondLoopback() { // Validate let it through: --allow-remote
 		fmt.Fprintf(stderr, "afloat serve: WARNING: listening on %s, beyond loopback. The console has no authentication: "+
 			"anyone who reaches it can run costly comparisons and change the assignment lab's pool. Put a proxy that authenticates in front.\n", cfg.Addr)
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 	if err := web.Run(ctx, cfg); err != nil {
-		fmt.Fprintf(stderr, "afloat serve: %v\n", err)
-		return exitError
+		return fs.failed(err)
 	}
 	return exitOK
 }

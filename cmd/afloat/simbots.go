@@ -16,13 +16,13 @@ import (
 // maxBotSeeds bounds --seeds for sim bots: a distribution is kept whole.
 const maxBotSeeds = 100_000
 
-func runSimBots(args []string, stdout, stderr io.Writer) int {
+func runSimBots(c *command, args []string) int {
+	stdout, stderr := c.stdout, c.stderr
 	var (
 		scenario, seeds, list, write string
 		all, shipped                 bool
 		workers                      int
 	)
-	c := newCommand("sim bots", "afloat sim bots --scenario NAME [--seeds A-B] [--bots LIST] | --all | --shipped", printBotNotes)
 	c.StringVar(&scenario, "scenario", "", "`NAME` of the scenario: "+strings.Join(sim.ScenarioNames(), ", "))
 	c.BoolVar(&all, "all", false, "every scenario (instead of --scenario)")
 	c.StringVar(&seeds, "seeds", "1-1000", "seeds `A-B`, noise on, at the scenario's length")
@@ -30,10 +30,10 @@ func runSimBots(args []string, stdout, stderr io.Writer) int {
 	c.IntVar(&workers, "workers", 0, "goroutines, 1 to 256 (default: one per CPU)")
 	c.StringVar(&write, "write", "", "also write the distributions to `FILE` in the form of sim/bots/distributions.json")
 	c.BoolVar(&shipped, "shipped", false, "print the distributions shipped in the binary (seeds 1-1000, every bot) and run nothing")
-	if status, ok := c.parse(args, stdout, stderr); !ok {
+	if status, ok := c.parse(args); !ok {
 		return status
 	}
-	fail := func(err error) int { return usageError(stderr, "sim bots", err) }
+	fail := c.usage
 	var scenarios []string
 	switch {
 	case all && scenario != "":

@@ -1,16 +1,10 @@
-// Package vclock is a virtual clock for models that drive real components
-// in simulated time: time moves only when Advance is called, and timers
-// fire inside Advance, in order, on the caller's goroutine.
-//
-//	c := vclock.New(time.Unix(0, 0))
-//	c.AfterFunc(time.Second, func() { fmt.Println("tick") })
-//	c.Advance(2 * time.Second) // prints tick
 package vclock
 
 import (
-	"container/heap"
 	"sync"
 	"time"
+
+	"github.com/afloat/afloat/internal/heap"
 )
 
 // Clock is a virtual clock. It is safe for concurrent use; callbacks run
@@ -18,13 +12,22 @@ import (
 type Clock struct {
 	mu     sync.Mutex
 	now    time.Time
-	timers timerHeap
-	seq    uint64 // orders timers due at the same instant by creation
+	timers heap.Heap[*Timer] // by instant, then by creation
+	seq    uint64            // orders timers due at the same instant by creation
 }
 
 // New returns a clock standing at start.
 func New(start time.Time) *Clock {
-	return &Clock{now: start}
+	return &Clock{now: start, timers: heap.New(earlier, func(t *Timer, i int) { t.index = i })}
+}
+
+// earlier orders timers by instant, and those due at the same instant by
+// creation.
+func earlier(a, b *Timer) bool {
+	if !a.at.Equal(b.at) {
+		return a.at.Before(b.at)
+	}
+	return a.seq < b.seq
 }
 
 // Now returns the virtual time.
@@ -50,7 +53,7 @@ func (c *Clock) AfterFunc(d time.Duration, f func()) *Timer {
 	defer c.mu.Unlock()
 	c.seq++
 	t := &Timer{c: c, at: c.now.Add(d), seq: c.seq, f: f}
-	heap.Push(&c.timers, t)
+	c.timers.Push(t)
 	return t
 }
 
@@ -61,7 +64,7 @@ func (t *Timer) Stop() bool {
 	if t.index < 0 {
 		return false
 	}
-	heap.Remove(&t.c.timers, t.index)
+	t.c.timers.Remove(t.index)
 	return true
 }
 
@@ -79,45 +82,18 @@ func (c *Clock) Advance(d time.Duration) {
 func (c *Clock) AdvanceTo(t time.Time) {
 	for {
 		c.mu.Lock()
-		if len(c.timers) == 0 || c.timers[0].at.After(t) {
+		if c.timers.Len() == 0 || c.timers.Min().at.After(t) {
 			if t.After(c.now) {
 				c.now = t
 			}
 			c.mu.Unlock()
 			return
 		}
-		next := heap.Pop(&c.timers).(*Timer)
+		next := c.timers.Pop()
 		if next.at.After(c.now) {
 			c.now = next.at
 		}
 		c.mu.Unlock()
 		next.f()
 	}
-}
-
-type timerHeap []*Timer
-
-func (h timerHeap) Len() int { return len(h) }
-func (h timerHeap) Less(i, j int) bool {
-	if !h[i].at.Equal(h[j].at) {
-		return h[i].at.Before(h[j].at)
-	}
-	return h[i].seq < h[j].seq
-}
-func (h timerHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
-}
-func (h *timerHeap) Push(x any) {
-	t := x.(*Timer)
-	t.index = len(*h)
-	*h = append(*h, t)
-}
-func (h *timerHeap) Pop() any {
-	old := *h
-	t := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	t.index = -1
-	return t
 }

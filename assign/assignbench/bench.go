@@ -1,4 +1,4 @@
-package assign
+package assignbench
 
 import (
 	"bytes"
@@ -14,10 +14,13 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/afloat/afloat/assign"
+	"github.com/afloat/afloat/assign/internal/lua"
 )
 
-// BenchConfig is a throughput run of afloat assign bench.
-type BenchConfig struct {
+// Config is a throughput run of afloat assign bench.
+type Config struct {
 	RedisURL string
 	Pool     string        // emptied and refilled with PoolSize members
 	PoolSize int           // 1 to 100,000
@@ -31,42 +34,43 @@ type BenchConfig struct {
 	RedisBenchmark string // the redis-benchmark binary (default: from PATH)
 }
 
-// DefaultBenchConfig returns the issue's run: 100 members, 50 workers,
+// DefaultConfig returns the issue's run: 100 members, 50 workers,
 // 10 s, unbatched, on the pool "afloat-bench".
-func DefaultBenchConfig(redisURL string) BenchConfig {
-	return BenchConfig{RedisURL: redisURL, Pool: "afloat-bench", PoolSize: 100, Workers: 50, Duration: 10 * time.Second, Batches: []int{0}}
+func DefaultConfig(redisURL string) Config {
+	return Config{RedisURL: redisURL, Pool: "afloat-bench", PoolSize: 100, Workers: 50, Duration: 10 * time.Second, Batches: []int{0}}
 }
 
-// Validate checks the configuration, naming the field at fault.
-func (c BenchConfig) Validate() error {
-	if _, err := ClientOptions(c.RedisURL); err != nil {
+// Validate checks the configuration, naming the field at fault. Its
+// errors wrap assign.assign.ErrInvalid.
+func (c Config) Validate() error {
+	if err := assign.CheckURL(c.RedisURL); err != nil {
 		return err
 	}
-	if err := checkPoolName(c.Pool); err != nil {
+	if err := assign.CheckPoolName(c.Pool); err != nil {
 		return err
 	}
 	if c.PoolSize < 1 || c.PoolSize > 100000 {
-		return fmt.Errorf("%w: pool size %d: want 1 to 100000", ErrInvalid, c.PoolSize)
+		return fmt.Errorf("%w: pool size %d: want 1 to 100000", assign.ErrInvalid, c.PoolSize)
 	}
 	if c.Workers < 1 || c.Workers > 10000 {
-		return fmt.Errorf("%w: workers %d: want 1 to 10000", ErrInvalid, c.Workers)
+		return fmt.Errorf("%w: workers %d: want 1 to 10000", assign.ErrInvalid, c.Workers)
 	}
-	if err := checkDuration("duration", c.Duration, 100*time.Millisecond, time.Hour); err != nil {
-		return err
+	if c.Duration < 100*time.Millisecond || c.Duration > time.Hour {
+		return fmt.Errorf("%w: duration %v: want 100ms to 1h0m0s", assign.ErrInvalid, c.Duration)
 	}
 	if len(c.Batches) == 0 {
-		return fmt.Errorf("%w: batch: want at least one batch size", ErrInvalid)
+		return fmt.Errorf("%w: batch: want at least one batch size", assign.ErrInvalid)
 	}
 	for _, b := range c.Batches {
-		if b < 0 || b > MaxBatch {
-			return fmt.Errorf("%w: batch %d: want 0 (no batching) to %d", ErrInvalid, b, MaxBatch)
+		if b < 0 || b > assign.MaxBatch {
+			return fmt.Errorf("%w: batch %d: want 0 (no batching) to %d", assign.ErrInvalid, b, assign.MaxBatch)
 		}
 	}
 	return nil
 }
 
-// BenchResult is one run: afloat's or redis-benchmark's.
-type BenchResult struct {
+// Result is one run: afloat's or redis-benchmark's.
+type Result struct {
 	Runner     string        `json:"runner"` // "afloat" or "redis-benchmark"
 	Workers    int           `json:"workers"`
 	Batch      int           `json:"batch"` // 0: one pick a call; n: n picks a round trip
@@ -78,17 +82,17 @@ type BenchResult struct {
 	P99        time.Duration `json:"p99_ns"`
 	Spread     int64         `json:"max_minus_min"` // of the pool's counts after the run; −1 if they could not be read
 	TotalCount int64         `json:"total_count"`   // of the pool's counts after the run; −1 if they could not be read
-	// Error is why the run failed after it measured; Bench returns it too.
+	// Error is why the run failed after it measured; Run returns it too.
 	Error string `json:"error,omitempty"`
 }
 
-// Bench fills the pool and runs the configured picks, each batch size for
+// Run fills the pool and runs the configured picks, each batch size for
 // Duration, and redis-benchmark after each when asked. progress, if not
 // nil, is told what runs. On an error, the results so far come back with
 // it, the failed run's included when it got as far as measuring (its
 // picks and errors, and what settle read): a bench that fails under
 // faults still shows what it measured.
-func Bench(ctx context.Context, c BenchConfig, progress func(string)) ([]BenchResult, error) {
+func Run(ctx context.Context, c Config, progress func(string)) ([]Result, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -98,16 +102,16 @@ func Bench(ctx context.Context, c BenchConfig, progress func(string)) ([]BenchRe
 	if c.Peer && c.RedisBenchmark == "" {
 		path, err := exec.LookPath("redis-benchmark")
 		if err != nil {
-			return nil, fmt.Errorf("assign: bench: --peer needs redis-benchmark on PATH (Debian: apt-get install redis-tools): %w", err)
+			return nil, fmt.Errorf("assignbench: --peer needs redis-benchmark on PATH (Debian: apt-get install redis-tools): %w", err)
 		}
 		c.RedisBenchmark = path
 	}
-	client, err := Dial(c.RedisURL)
+	client, err := assign.Dial(c.RedisURL)
 	if err != nil {
 		return nil, err
 	}
 	defer client.Close()
-	p, err := New(client, c.Pool)
+	p, err := assign.New(client, c.Pool)
 	if err != nil {
 		return nil, err
 	}
@@ -118,12 +122,12 @@ func Bench(ctx context.Context, c BenchConfig, progress func(string)) ([]BenchRe
 	for i := range names {
 		names[i] = fmt.Sprintf("member-%05d", i)
 	}
-	for chunk := range slices.Chunk(names, MaxMembers) {
+	for chunk := range slices.Chunk(names, assign.MaxMembers) {
 		if _, err := p.Add(ctx, 0, chunk...); err != nil {
 			return nil, err
 		}
 	}
-	var out []BenchResult
+	var out []Result
 	for _, batch := range c.Batches {
 		progress(fmt.Sprintf("afloat: %d workers, batch %d, %v", c.Workers, batch, c.Duration))
 		r, err := benchAfloat(ctx, p, c, batch)
@@ -145,7 +149,7 @@ func Bench(ctx context.Context, c BenchConfig, progress func(string)) ([]BenchRe
 
 // appendMeasured appends a run's result if the run measured anything —
 // a run that failed before it started has no Runner — with its error.
-func appendMeasured(out []BenchResult, r BenchResult, err error) []BenchResult {
+func appendMeasured(out []Result, r Result, err error) []Result {
 	if r.Runner == "" {
 		return out
 	}
@@ -155,10 +159,10 @@ func appendMeasured(out []BenchResult, r BenchResult, err error) []BenchResult {
 	return append(out, r)
 }
 
-func benchAfloat(ctx context.Context, p *Pool, c BenchConfig, batch int) (BenchResult, error) {
+func benchAfloat(ctx context.Context, p *assign.Pool, c Config, batch int) (Result, error) {
 	before, err := poolTotal(ctx, p)
 	if err != nil {
-		return BenchResult{}, err
+		return Result{}, err
 	}
 	runCtx, cancel := context.WithTimeout(ctx, c.Duration)
 	defer cancel()
@@ -201,7 +205,7 @@ func benchAfloat(ctx context.Context, p *Pool, c BenchConfig, batch int) (BenchR
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	r := BenchResult{Runner: "afloat", Workers: c.Workers, Batch: batch, Elapsed: elapsed}
+	r := Result{Runner: "afloat", Workers: c.Workers, Batch: batch, Elapsed: elapsed}
 	var lat []time.Duration
 	for _, w := range ws {
 		r.Picks += w.picks
@@ -221,7 +225,7 @@ func benchAfloat(ctx context.Context, p *Pool, c BenchConfig, batch int) (BenchR
 
 // settle reads the pool after a run: the spread of the counts, and the
 // total, which must have grown by exactly the picks counted.
-func settle(ctx context.Context, p *Pool, r *BenchResult, before int64) error {
+func settle(ctx context.Context, p *assign.Pool, r *Result, before int64) error {
 	ms, err := p.List(ctx)
 	if err != nil {
 		r.Spread, r.TotalCount = -1, -1
@@ -235,12 +239,12 @@ func settle(ctx context.Context, p *Pool, r *BenchResult, before int64) error {
 	}
 	r.Spread = hi - lo
 	if r.Runner == "afloat" && r.TotalCount-before != r.Picks {
-		return fmt.Errorf("assign: bench: the pool's counts grew by %d, but %d picks succeeded", r.TotalCount-before, r.Picks)
+		return fmt.Errorf("assignbench: the pool's counts grew by %d, but %d picks succeeded", r.TotalCount-before, r.Picks)
 	}
 	return nil
 }
 
-func poolTotal(ctx context.Context, p *Pool) (int64, error) {
+func poolTotal(ctx context.Context, p *assign.Pool) (int64, error) {
 	ms, err := p.List(ctx)
 	var sum int64
 	for _, m := range ms {
@@ -251,13 +255,13 @@ func poolTotal(ctx context.Context, p *Pool) (int64, error) {
 
 // benchPeer runs redis-benchmark with the pick script's SHA (loaded by a
 // pick before) on the same keys.
-func benchPeer(ctx context.Context, p *Pool, c BenchConfig, batch int, picks int64) (BenchResult, error) {
+func benchPeer(ctx context.Context, p *assign.Pool, c Config, batch int, picks int64) (Result, error) {
 	before, err := poolTotal(ctx, p)
 	if err != nil {
-		return BenchResult{}, err
+		return Result{}, err
 	}
 	if _, err := p.Pick(ctx); err != nil { // makes sure the server has the script
-		return BenchResult{}, err
+		return Result{}, err
 	}
 	before++
 	u, _ := url.Parse(c.RedisURL)
@@ -279,16 +283,17 @@ func benchPeer(ctx context.Context, p *Pool, c BenchConfig, batch int, picks int
 	if u.Scheme == "rediss" {
 		args = append(args, "--tls")
 	}
-	args = append(args, "EVALSHA", pickScript.sha, "2", p.k.active, p.k.removed)
+	k := lua.PoolKeys(p.Name())
+	args = append(args, "EVALSHA", lua.Pick.SHA, "2", k.Active, k.Removed)
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, c.RedisBenchmark, args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return BenchResult{}, fmt.Errorf("assign: bench: redis-benchmark: %v: %s", err, strings.TrimSpace(stderr.String()+stdout.String()))
+		return Result{}, fmt.Errorf("assignbench: redis-benchmark: %v: %s", err, strings.TrimSpace(stderr.String()+stdout.String()))
 	}
 	r, err := parseRedisBenchmarkCSV(stdout.Bytes())
 	if err != nil {
-		return BenchResult{}, err
+		return Result{}, err
 	}
 	r.Runner, r.Workers, r.Batch = "redis-benchmark", c.Workers, batch
 	r.Picks = max(picks, 1000)
@@ -297,7 +302,7 @@ func benchPeer(ctx context.Context, p *Pool, c BenchConfig, batch int, picks int
 		return r, err
 	}
 	if r.TotalCount-before != r.Picks {
-		return r, fmt.Errorf("assign: bench: redis-benchmark made %d picks, the pool's counts grew by %d", r.Picks, r.TotalCount-before)
+		return r, fmt.Errorf("assignbench: redis-benchmark made %d picks, the pool's counts grew by %d", r.Picks, r.TotalCount-before)
 	}
 	return r, nil
 }
@@ -305,26 +310,27 @@ func benchPeer(ctx context.Context, p *Pool, c BenchConfig, batch int, picks int
 // parseRedisBenchmarkCSV reads redis-benchmark --csv: a header line, then
 // "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms",
 // "p95_latency_ms","p99_latency_ms","max_latency_ms".
-func parseRedisBenchmarkCSV(b []byte) (BenchResult, error) {
+func parseRedisBenchmarkCSV(b []byte) (Result, error) {
 	recs, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
 	if err != nil || len(recs) < 2 || len(recs[1]) < 7 {
-		return BenchResult{}, fmt.Errorf("assign: bench: unexpected redis-benchmark output %q", clip(string(b)))
+		return Result{}, fmt.Errorf("assignbench: unexpected redis-benchmark output %q", clip(b))
 	}
-	var r BenchResult
+	var r Result
 	num := func(s string) float64 { f, _ := strconv.ParseFloat(s, 64); return f }
 	r.PicksPerS = num(recs[1][1])
 	r.P50 = time.Duration(num(recs[1][4]) * float64(time.Millisecond))
 	r.P99 = time.Duration(num(recs[1][6]) * float64(time.Millisecond))
 	if r.PicksPerS <= 0 {
-		return BenchResult{}, fmt.Errorf("assign: bench: redis-benchmark reported %q requests per second", recs[1][1])
+		return Result{}, fmt.Errorf("assignbench: redis-benchmark reported %q requests per second", recs[1][1])
 	}
 	return r, nil
 }
 
-// WriteBench prints results as a table, each redis-benchmark run followed
+// Write prints results as a table, each redis-benchmark run followed
 // by afloat's ratio to it.
-func WriteBench(w io.Writer, rs []BenchResult) error {
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+func Write(w io.Writer, rs []Result) error {
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "runner\tworkers\tbatch\tpicks\terrors\tpicks/s\tp50\tp99\tmax−min\tafloat ÷ peer")
 	for i, r := range rs {
 		ratio := ""
@@ -342,5 +348,20 @@ func WriteBench(w io.Writer, rs []BenchResult) error {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%.0f\t%v\t%v\t%s\t%s\n", r.Runner, r.Workers, batch, r.Picks, r.Errors,
 			r.PicksPerS, r.P50.Round(time.Microsecond), r.P99.Round(time.Microsecond), spread, ratio)
 	}
-	return tw.Flush()
+	tw.Flush()
+	// No blanks at the ends of lines (an empty last column leaves some).
+	for line := range strings.Lines(table.String()) {
+		if _, err := io.WriteString(w, strings.TrimRight(line, " \n")+"\n"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// clip shortens output quoted in an error message.
+func clip(b []byte) string {
+	if len(b) > 60 {
+		return string(b[:60]) + "…"
+	}
+	return string(b)
 }

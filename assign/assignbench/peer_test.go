@@ -1,4 +1,4 @@
-package assign
+package assignbench
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 )
 
 // TestBenchAgainstRedisBenchmark is make bench-assign: afloat assign
-// bench's runs (the same Bench function) against redis-benchmark on a
+// bench's runs (the same Run function) against redis-benchmark on a
 // redis-server of its own, in the same run, round after round, and the
 // median of each ratio. It is a benchmark, not a test: it runs only with
 // AFLOAT_ASSIGN_BENCH=1, and asserts nothing about speed.
@@ -32,16 +32,16 @@ func TestBenchAgainstRedisBenchmark(t *testing.T) {
 		d = 10 * time.Second
 	}
 	srv := assigntest.Start(t)
-	cfg := DefaultBenchConfig(srv.URL)
+	cfg := DefaultConfig(srv.URL)
 	cfg.Duration, cfg.Batches, cfg.Peer = d, []int{0, 16}, true
 	ratios := map[int][]float64{}
 	for round := range rounds {
-		rs, err := Bench(context.Background(), cfg, nil)
+		rs, err := Run(context.Background(), cfg, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var b strings.Builder
-		WriteBench(&b, rs)
+		Write(&b, rs)
 		t.Logf("round %d of %d (redis-server %s):\n%s", round+1, rounds, srv.Addr, b.String())
 		for i := 0; i+1 < len(rs); i += 2 {
 			ratios[rs[i].Batch] = append(ratios[rs[i].Batch], rs[i].PicksPerS/rs[i+1].PicksPerS)

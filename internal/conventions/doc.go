@@ -1,0 +1,7 @@
+// Package conventions holds no code: its test checks, as part of make
+// test, the conventions of the repository that a reviewer would otherwise
+// check by hand. Every package says what it is for in a package comment,
+// and every public package (not internal, not a command) shows its use in
+// a runnable example: an Example function with an // Output: comment, which
+// go test runs and checks.
+package conventions

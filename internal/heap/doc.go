@@ -1,0 +1,15 @@
+// Package heap is a binary min-heap whose elements know their place in it,
+// so that any of them can be removed in O(log n), not only the least: the
+// bulkhead's queue takes out a waiter whose context ended, and the virtual
+// clock a stopped timer. container/heap does the same through an interface
+// of five methods that every user writes again, with its elements boxed in
+// any; this is that code once, typed.
+//
+//	h := heap.New(func(a, b *timer) bool { return a.at.Before(b.at) },
+//		func(t *timer, i int) { t.index = i })
+//	h.Push(t)
+//	h.Remove(t.index) // t.index is -1 once t has left
+//	next := h.Pop()
+//
+// A Heap is not safe for concurrent use; its owner's lock guards it.
+package heap
