@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/afloat/afloat/overload"
+	"github.com/afloat/afloat/overload/live"
 )
 
 // lab serves the overload lab: the seed's experiment, computed in virtual
@@ -38,19 +39,19 @@ type lab struct {
 
 	live       liveState
 	liveCancel context.CancelFunc
-	runLive    func(context.Context, overload.LiveConfig) (overload.LiveReport, error)
+	runLive    func(context.Context, live.Config) (live.Report, error)
 
 	stops []func() // the other labs' shutdowns (the assignment lab's)
 }
 
 // liveState is the live comparison as the page polls it.
 type liveState struct {
-	Running  bool                 `json:"running"`
-	Progress string               `json:"progress"`
-	Started  time.Time            `json:"started"`
-	Finished time.Time            `json:"finished"`
-	Error    string               `json:"error,omitempty"`
-	Report   *overload.LiveReport `json:"report,omitempty"`
+	Running  bool         `json:"running"`
+	Progress string       `json:"progress"`
+	Started  time.Time    `json:"started"`
+	Finished time.Time    `json:"finished"`
+	Error    string       `json:"error,omitempty"`
+	Report   *live.Report `json:"report,omitempty"`
 }
 
 // labPoint is one step of a run's series, summed (counts) or averaged
@@ -101,7 +102,7 @@ const (
 
 func newLab(logger *slog.Logger) *lab {
 	return &lab{
-		logger: logger, results: map[string]*labCompare{}, runLive: overload.RunLive, runCompare: overload.CompareContext,
+		logger: logger, results: map[string]*labCompare{}, runLive: live.Run, runCompare: overload.CompareContext,
 		maxComputing: labMaxComputing, wait: labWait, grace: labGrace,
 	}
 }
@@ -302,8 +303,8 @@ func (l *lab) liveStart(w http.ResponseWriter, r *http.Request) {
 	l.live = liveState{Running: true, Progress: "starting", Started: time.Now()}
 	go func() {
 		defer cancel()
-		rep, err := l.runLive(ctx, overload.LiveConfig{
-			Phases: overload.ShortPhases,
+		rep, err := l.runLive(ctx, live.Config{
+			Phases: live.ShortPhases,
 			Progress: func(s string) {
 				l.mu.Lock()
 				l.live.Progress = s

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/afloat/afloat/overload"
+	"github.com/afloat/afloat/overload/live"
 )
 
 func TestOverloadCompareEndpoint(t *testing.T) {
@@ -103,16 +104,16 @@ func TestLiveEndpoint(t *testing.T) {
 		h, lab := newHandler(DefaultConfig())
 		defer lab.stop()
 		release := make(chan struct{})
-		started := make(chan overload.LiveConfig, 1)
-		lab.runLive = func(ctx context.Context, cfg overload.LiveConfig) (overload.LiveReport, error) {
+		started := make(chan live.Config, 1)
+		lab.runLive = func(ctx context.Context, cfg live.Config) (live.Report, error) {
 			started <- cfg
 			cfg.Progress("running afloat-fixed")
 			select {
 			case <-release:
 			case <-ctx.Done():
-				return overload.LiveReport{}, ctx.Err()
+				return live.Report{}, ctx.Err()
 			}
-			return overload.LiveReport{Cores: 1, Capacity: 98, Modes: []overload.ModeReport{{Mode: "afloat-fixed"}}}, nil
+			return live.Report{Cores: 1, Capacity: 98, Modes: []live.ModeReport{{Mode: "afloat-fixed"}}}, nil
 		}
 		serve := func(method string) (int, map[string]any) {
 			rec := httptest.NewRecorder()
@@ -136,7 +137,7 @@ func TestLiveEndpoint(t *testing.T) {
 			t.Fatalf("start: %d %v", status, body)
 		}
 		cfg := <-started
-		if len(cfg.Phases) != len(overload.ShortPhases) {
+		if len(cfg.Phases) != len(live.ShortPhases) {
 			t.Errorf("phases %v, want the short ones", cfg.Phases)
 		}
 		synctest.Wait() // the runner has reported its progress and waits
@@ -163,10 +164,10 @@ func TestLiveEndpoint(t *testing.T) {
 func TestLiveStopOnShutdown(t *testing.T) {
 	h, lab := newHandler(DefaultConfig())
 	done := make(chan error, 1)
-	lab.runLive = func(ctx context.Context, cfg overload.LiveConfig) (overload.LiveReport, error) {
+	lab.runLive = func(ctx context.Context, cfg live.Config) (live.Report, error) {
 		<-ctx.Done()
 		done <- ctx.Err()
-		return overload.LiveReport{}, ctx.Err()
+		return live.Report{}, ctx.Err()
 	}
 	srv := httptest.NewServer(h)
 	defer srv.Close()

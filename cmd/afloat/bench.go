@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/afloat/afloat/overload"
+	"github.com/afloat/afloat/overload/live"
 )
 
 const benchUsage = `Usage:
@@ -40,7 +40,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 
 // benchFlags are the flags of bench bulkhead.
 type benchFlags struct {
-	cfg       overload.LiveConfig
+	cfg       live.Config
 	modes     string
 	short     bool
 	asJSON    bool
@@ -62,11 +62,11 @@ func runBenchBulkhead(args []string, stdout, stderr io.Writer) int {
 	fs := newCommand("bench bulkhead", "afloat bench bulkhead [--short] [--modes LIST] [--work 10ms] [--deadline 100ms] [--json] | --soak 10m [--soak-every 10s] [--soak-load 10] [--soak-mode M]", printBenchNotes)
 	fs.DurationVar(&f.cfg.Work, "work", 10*time.Millisecond, "CPU time of one request on an idle core, 100µs to 1s")
 	fs.DurationVar(&f.cfg.Deadline, "deadline", 100*time.Millisecond, "clients give up after this long, from --work to 1m")
-	fs.StringVar(&f.modes, "modes", strings.Join(overload.LiveModes, ","), "protections to compare, comma-separated: "+strings.Join(overload.LiveModes, ", "))
+	fs.StringVar(&f.modes, "modes", strings.Join(live.Modes, ","), "protections to compare, comma-separated: "+strings.Join(live.Modes, ", "))
 	fs.BoolVar(&f.short, "short", false, "shorter phases (about 14 s a protection instead of 25 s)")
 	fs.BoolVar(&f.asJSON, "json", false, "print the report as JSON")
 	fs.DurationVar(&f.soak, "soak", 0, "instead of the comparison, a soak this long at --soak-load × capacity, printing the server's heap and goroutines: 4 × --soak-every (40s) to 24h")
-	fs.StringVar(&f.soakMode, "soak-mode", "afloat-adaptive", "the protection of the soak: "+strings.Join(overload.LiveModes, ", "))
+	fs.StringVar(&f.soakMode, "soak-mode", "afloat-adaptive", "the protection of the soak: "+strings.Join(live.Modes, ", "))
 	fs.Float64Var(&f.soakLoad, "soak-load", 10, "the load of the soak, × capacity, above 0 and at most 100")
 	fs.DurationVar(&f.soakEvery, "soak-every", 10*time.Second, "how often the soak samples the server, 1s to 1h")
 	if status, ok := fs.parse(args, stdout, stderr); !ok {
@@ -81,18 +81,18 @@ func runBenchBulkhead(args []string, stdout, stderr io.Writer) int {
 
 	if fs.given("soak") {
 		fmt.Fprintf(stderr, "soak: %s at %v × capacity for %v\n", f.soakMode, f.soakLoad, f.soak)
-		samples, err := overload.Soak(ctx, "", f.soakMode, f.soakLoad, f.soak, f.soakEvery, func(s overload.SoakSample) {
+		samples, err := live.Soak(ctx, "", f.soakMode, f.soakLoad, f.soak, f.soakEvery, func(s live.SoakSample) {
 			fmt.Fprintf(stdout, "%8.1f s  heap %7.2f MB  %5d goroutines  %8d answered  %8d refused\n",
 				s.At.Seconds(), float64(s.HeapInuse)/1e6, s.Goroutines, s.Good, s.Rejected)
 		})
 		if err != nil {
-			if errors.Is(err, overload.ErrConfig) {
+			if errors.Is(err, live.ErrConfig) {
 				return fail(err)
 			}
 			fmt.Fprintf(stderr, "afloat bench bulkhead: %v\n", err)
 			return exitError
 		}
-		if err := overload.Flat(samples, 8<<20); err != nil {
+		if err := live.Flat(samples, 8<<20); err != nil {
 			fmt.Fprintf(stdout, "NOT FLAT: %v\n", err)
 			return exitError
 		}
@@ -103,12 +103,12 @@ func runBenchBulkhead(args []string, stdout, stderr io.Writer) int {
 	cfg := f.cfg
 	cfg.Modes = strings.Split(f.modes, ",")
 	if f.short {
-		cfg.Phases = overload.ShortPhases
+		cfg.Phases = live.ShortPhases
 	}
 	cfg.Progress = func(s string) { fmt.Fprintln(stderr, s) }
-	rep, err := overload.RunLive(ctx, cfg)
+	rep, err := live.Run(ctx, cfg)
 	if err != nil {
-		if errors.Is(err, overload.ErrConfig) {
+		if errors.Is(err, live.ErrConfig) {
 			return fail(err)
 		}
 		fmt.Fprintf(stderr, "afloat bench bulkhead: %v\n", err)
@@ -122,7 +122,7 @@ func runBenchBulkhead(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	if err := overload.WriteLive(stdout, rep); err != nil {
+	if err := live.WriteReport(stdout, rep); err != nil {
 		return exitError
 	}
 	return exitOK
@@ -144,30 +144,30 @@ func (f *benchFlags) check(fs *command) error {
 		}
 	}
 	if soak {
-		if f.soakEvery < overload.MinSoakEvery || f.soakEvery > overload.MaxSoakEvery {
-			return fmt.Errorf("--soak-every %v: want %v to 1h", f.soakEvery, overload.MinSoakEvery)
+		if f.soakEvery < live.MinSoakEvery || f.soakEvery > live.MaxSoakEvery {
+			return fmt.Errorf("--soak-every %v: want %v to 1h", f.soakEvery, live.MinSoakEvery)
 		}
-		if least := overload.SoakIntervals * f.soakEvery; f.soak < least || f.soak > overload.MaxSoak {
+		if least := live.SoakIntervals * f.soakEvery; f.soak < least || f.soak > live.MaxSoak {
 			return fmt.Errorf("--soak %v: want %v (%d × --soak-every) to 24h, for three samples under load; leave --soak out to run the comparison",
-				f.soak, least, overload.SoakIntervals)
+				f.soak, least, live.SoakIntervals)
 		}
-		if !(f.soakLoad > 0 && f.soakLoad <= overload.MaxLoad) {
-			return fmt.Errorf("--soak-load %v: want a number above 0 and at most %d (× capacity)", f.soakLoad, overload.MaxLoad)
+		if !(f.soakLoad > 0 && f.soakLoad <= live.MaxLoad) {
+			return fmt.Errorf("--soak-load %v: want a number above 0 and at most %d (× capacity)", f.soakLoad, live.MaxLoad)
 		}
-		if !slices.Contains(overload.LiveModes, f.soakMode) {
-			return fmt.Errorf("--soak-mode %q: want one of %s", f.soakMode, strings.Join(overload.LiveModes, ", "))
+		if !slices.Contains(live.Modes, f.soakMode) {
+			return fmt.Errorf("--soak-mode %q: want one of %s", f.soakMode, strings.Join(live.Modes, ", "))
 		}
 		return nil
 	}
-	if w := f.cfg.Work; w < overload.MinWork || w > overload.MaxWork {
-		return fmt.Errorf("--work %v: want %v to %v", w, overload.MinWork, overload.MaxWork)
+	if w := f.cfg.Work; w < live.MinWork || w > live.MaxWork {
+		return fmt.Errorf("--work %v: want %v to %v", w, live.MinWork, live.MaxWork)
 	}
-	if d := f.cfg.Deadline; d < f.cfg.Work || d > overload.MaxDeadline {
+	if d := f.cfg.Deadline; d < f.cfg.Work || d > live.MaxDeadline {
 		return fmt.Errorf("--deadline %v: want the work (--work %v) to 1m", d, f.cfg.Work)
 	}
 	for _, m := range strings.Split(f.modes, ",") {
-		if !slices.Contains(overload.LiveModes, m) {
-			return fmt.Errorf("--modes: mode %q: want some of %s", m, strings.Join(overload.LiveModes, ", "))
+		if !slices.Contains(live.Modes, m) {
+			return fmt.Errorf("--modes: mode %q: want some of %s", m, strings.Join(live.Modes, ", "))
 		}
 	}
 	return nil

@@ -1,4 +1,4 @@
-package overload
+package live
 
 import (
 	"os"
@@ -6,8 +6,8 @@ import (
 )
 
 // TestMain lets this test binary be the server process of a live
-// comparison: RunLive starts it again with LiveServerEnv set.
+// comparison: Run starts it again with ServerEnv set.
 func TestMain(m *testing.M) {
-	ServeLiveIfChild()
+	ServeIfChild()
 	os.Exit(m.Run())
 }

@@ -1,4 +1,4 @@
-package overload
+package live
 
 import (
 	"bytes"
@@ -25,34 +25,25 @@ import (
 	"github.com/afloat/afloat/bulkhead"
 )
 
-// The live comparison: a real HTTP server on loopback with a CPU-bound
-// handler, and an open-loop load generator that sends requests at a set
-// rate whatever the server does — as users do — at one, three and ten
-// times what the server can do. It runs the same load through four
-// protections: none, afloat's bulkhead with a fixed limit, afloat's
-// adaptive limit, and failsafe-go's bulkhead (the peer).
-//
-// The server runs in a child process — this same binary, started with
-// LiveServerEnv set — on one core (GOMAXPROCS=1, and pinned with taskset
-// where there is one), so that the load generator does not steal the
-// server's CPU as it would inside one process.
+// ErrConfig is returned for a comparison or a soak that cannot be made.
+var ErrConfig = errors.New("live: invalid configuration")
 
-// LivePhase is a stretch of constant load, as a multiple of capacity.
-type LivePhase struct {
+// Phase is a stretch of constant load, as a multiple of capacity.
+type Phase struct {
 	Name     string
 	Load     float64
 	Duration time.Duration
 }
 
-// LiveConfig configures a live comparison. The zero value takes the
+// Config configures a live comparison. The zero value takes the
 // defaults on each field.
-type LiveConfig struct {
+type Config struct {
 	Work     time.Duration // CPU time of one request on an idle core; default 10 ms
 	Deadline time.Duration // clients give up after this; default 100 ms
-	Phases   []LivePhase   // default DefaultPhases
-	Modes    []string      // default LiveModes
+	Phases   []Phase       // default DefaultPhases
+	Modes    []string      // default Modes
 	// Executable is the binary to start as the server; default this one.
-	// It must call ServeLiveIfChild first thing (cmd/afloat does, and so do
+	// It must call ServeIfChild first thing (cmd/afloat does, and so do
 	// this package's tests).
 	Executable string
 	// Progress, if set, is told what runs.
@@ -62,9 +53,9 @@ type LiveConfig struct {
 // Bounds of a live comparison and of a soak, for callers that check their
 // input before they start one.
 const (
-	MinWork     = 100 * time.Microsecond // LiveConfig.Work
+	MinWork     = 100 * time.Microsecond // Config.Work
 	MaxWork     = time.Second
-	MaxDeadline = time.Minute // LiveConfig.Deadline, from Work
+	MaxDeadline = time.Minute // Config.Deadline, from Work
 	MaxLoad     = 100         // × capacity, a phase's or a soak's
 	// A soak samples the server every interval, from MinSoakEvery to
 	// MaxSoakEvery, and lasts from SoakIntervals intervals to MaxSoak. Flat
@@ -77,13 +68,13 @@ const (
 	MaxSoak       = 24 * time.Hour
 )
 
-// LiveModes are the protections compared.
-var LiveModes = []string{"none", "afloat-fixed", "afloat-adaptive", "failsafe-go"}
+// Modes are the protections compared.
+var Modes = []string{"none", "afloat-fixed", "afloat-adaptive", "failsafe-go"}
 
 // DefaultPhases is the load of a comparison: half of capacity, all of it,
 // three times it, half, ten times it, half. Recovery is measured in the
 // calm phases after the overloads.
-var DefaultPhases = []LivePhase{
+var DefaultPhases = []Phase{
 	{"0.5x", 0.5, 3 * time.Second},
 	{"1x", 1, 4 * time.Second},
 	{"3x", 3, 5 * time.Second},
@@ -93,7 +84,7 @@ var DefaultPhases = []LivePhase{
 }
 
 // ShortPhases is a quicker comparison, for the console.
-var ShortPhases = []LivePhase{
+var ShortPhases = []Phase{
 	{"0.5x", 0.5, 2 * time.Second},
 	{"1x", 1, 2 * time.Second},
 	{"3x", 3, 3 * time.Second},
@@ -126,8 +117,8 @@ type ModeReport struct {
 	Recovery map[string]time.Duration `json:"recovery_ns"`
 }
 
-// LiveReport is a whole comparison.
-type LiveReport struct {
+// Report is a whole comparison.
+type Report struct {
 	Cores     int           `json:"cores"`
 	Work      time.Duration `json:"work_ns"`
 	Deadline  time.Duration `json:"deadline_ns"`
@@ -184,22 +175,22 @@ func calibrate(work time.Duration) burner {
 // that a bulkhead can refuse a request it cannot serve in time.
 const deadlineHeader = "X-Deadline-Ms"
 
-// LiveServerEnv, set in a process's environment, makes ServeLiveIfChild
+// ServerEnv, set in a process's environment, makes ServeIfChild
 // turn that process into the server of a live comparison. Its value is the
 // work of one request, as a duration ("5ms").
-const LiveServerEnv = "AFLOAT_LIVE_SERVER"
+const ServerEnv = "AFLOAT_LIVE_SERVER"
 
-// ServeLiveIfChild serves a live comparison and exits if this process was
-// started as its server (LiveServerEnv set); otherwise it returns at once.
-// Call it first thing in main, and in TestMain of tests that run RunLive.
-func ServeLiveIfChild() {
-	work, ok := os.LookupEnv(LiveServerEnv)
+// ServeIfChild serves a live comparison and exits if this process was
+// started as its server (ServerEnv set); otherwise it returns at once.
+// Call it first thing in main, and in TestMain of tests that run Run.
+func ServeIfChild() {
+	work, ok := os.LookupEnv(ServerEnv)
 	if !ok {
 		return
 	}
 	d, err := time.ParseDuration(work)
 	if err != nil || d <= 0 {
-		fmt.Fprintf(os.Stderr, "overload: %s=%q: want a duration such as 5ms\n", LiveServerEnv, work)
+		fmt.Fprintf(os.Stderr, "live: %s=%q: want a duration such as 5ms\n", ServerEnv, work)
 		os.Exit(2)
 	}
 	srv, url, err := serve(calibrate(d))
@@ -227,7 +218,7 @@ func startChild(ctx context.Context, exe string, work time.Duration) (*child, er
 	if exe == "" {
 		var err error
 		if exe, err = os.Executable(); err != nil {
-			return nil, fmt.Errorf("overload: finding this binary for the server: %w", err)
+			return nil, fmt.Errorf("live: finding this binary for the server: %w", err)
 		}
 	}
 	name, args := exe, []string{}
@@ -235,7 +226,7 @@ func startChild(ctx context.Context, exe string, work time.Duration) (*child, er
 		name, args = ts, []string{"-c", "0", exe} // the server on core 0, the load wherever else
 	}
 	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Env = append(os.Environ(), LiveServerEnv+"="+work.String(), "GOMAXPROCS=1")
+	cmd.Env = append(os.Environ(), ServerEnv+"="+work.String(), "GOMAXPROCS=1")
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -246,7 +237,7 @@ func startChild(ctx context.Context, exe string, work time.Duration) (*child, er
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("overload: starting the server process: %w", err)
+		return nil, fmt.Errorf("live: starting the server process: %w", err)
 	}
 	line := make([]byte, 0, 64)
 	buf := make([]byte, 1)
@@ -254,7 +245,7 @@ func startChild(ctx context.Context, exe string, work time.Duration) (*child, er
 		if _, err := stdout.Read(buf); err != nil {
 			cmd.Process.Kill()
 			cmd.Wait()
-			return nil, fmt.Errorf("overload: the server process did not give its address: %w", err)
+			return nil, fmt.Errorf("live: the server process did not give its address: %w", err)
 		}
 		if buf[0] == '\n' {
 			break
@@ -306,20 +297,20 @@ func (c *child) setMode(ctx context.Context, client *http.Client, mode string, p
 	req, _ := http.NewRequestWithContext(ctx, "POST", u, nil)
 	res, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("overload: switching the server to %s: %w", mode, err)
+		return fmt.Errorf("live: switching the server to %s: %w", mode, err)
 	}
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(res.Body)
-		return fmt.Errorf("overload: switching the server to %s: %s", mode, msg)
+		return fmt.Errorf("live: switching the server to %s: %s", mode, msg)
 	}
 	return nil
 }
 
-// RunLive runs a live comparison. It starts the server process on a free
+// Run runs a live comparison. It starts the server process on a free
 // loopback port and stops it before it returns; it takes as long as the
 // phases take, per mode, plus a few seconds to measure the capacity.
-func RunLive(ctx context.Context, cfg LiveConfig) (LiveReport, error) {
+func Run(ctx context.Context, cfg Config) (Report, error) {
 	if cfg.Work == 0 {
 		cfg.Work = 10 * time.Millisecond
 	}
@@ -330,56 +321,56 @@ func RunLive(ctx context.Context, cfg LiveConfig) (LiveReport, error) {
 		cfg.Phases = DefaultPhases
 	}
 	if cfg.Modes == nil {
-		cfg.Modes = LiveModes
+		cfg.Modes = Modes
 	}
 	if cfg.Progress == nil {
 		cfg.Progress = func(string) {}
 	}
 	switch {
 	case cfg.Work < MinWork || cfg.Work > MaxWork:
-		return LiveReport{}, fmt.Errorf("%w: work %v: want %v to %v", ErrConfig, cfg.Work, MinWork, MaxWork)
+		return Report{}, fmt.Errorf("%w: work %v: want %v to %v", ErrConfig, cfg.Work, MinWork, MaxWork)
 	case cfg.Deadline < cfg.Work || cfg.Deadline > MaxDeadline:
-		return LiveReport{}, fmt.Errorf("%w: deadline %v: want the work (%v) to 1m", ErrConfig, cfg.Deadline, cfg.Work)
+		return Report{}, fmt.Errorf("%w: deadline %v: want the work (%v) to 1m", ErrConfig, cfg.Deadline, cfg.Work)
 	case len(cfg.Phases) == 0:
-		return LiveReport{}, fmt.Errorf("%w: no phases", ErrConfig)
+		return Report{}, fmt.Errorf("%w: no phases", ErrConfig)
 	}
 	for _, p := range cfg.Phases {
 		if !(p.Load > 0 && p.Load <= MaxLoad) || p.Duration <= 0 || p.Duration > time.Hour {
-			return LiveReport{}, fmt.Errorf("%w: phase %q: load %v × capacity for %v: want a load above 0 and at most 100, and up to an hour", ErrConfig, p.Name, p.Load, p.Duration)
+			return Report{}, fmt.Errorf("%w: phase %q: load %v × capacity for %v: want a load above 0 and at most 100, and up to an hour", ErrConfig, p.Name, p.Load, p.Duration)
 		}
 	}
 	for _, m := range cfg.Modes {
-		if !slices.Contains(LiveModes, m) {
-			return LiveReport{}, fmt.Errorf("%w: mode %q: want some of %v", ErrConfig, m, LiveModes)
+		if !slices.Contains(Modes, m) {
+			return Report{}, fmt.Errorf("%w: mode %q: want some of %v", ErrConfig, m, Modes)
 		}
 	}
 
 	srv, err := startChild(ctx, cfg.Executable, cfg.Work)
 	if err != nil {
-		return LiveReport{}, err
+		return Report{}, err
 	}
 	defer srv.stop()
 	defer pinSelf()()
 	client := newLoadClient()
 	defer client.CloseIdleConnections()
-	rep := LiveReport{Cores: 1, Work: cfg.Work, Deadline: cfg.Deadline}
+	rep := Report{Cores: 1, Work: cfg.Work, Deadline: cfg.Deadline}
 
 	cfg.Progress("measuring the server's capacity")
 	rep.NoLoadP50, rep.NoLoadP99 = noLoad(ctx, client, srv.url+"/none", 300)
 	rep.Capacity = capacity(ctx, client, srv.url+"/none", 4, 2*time.Second)
 	if ctx.Err() != nil {
-		return LiveReport{}, ctx.Err()
+		return Report{}, ctx.Err()
 	}
 	for _, mode := range cfg.Modes {
 		cfg.Progress("running " + mode)
 		if err := srv.setMode(ctx, client, mode, rep.NoLoadP50); err != nil {
-			return LiveReport{}, err
+			return Report{}, err
 		}
 		mr := runPhases(ctx, client, srv.url+"/work", rep, cfg)
 		mr.Mode = mode
 		rep.Modes = append(rep.Modes, mr)
 		if ctx.Err() != nil {
-			return LiveReport{}, ctx.Err()
+			return Report{}, ctx.Err()
 		}
 	}
 	srv.setMode(ctx, client, "none", rep.NoLoadP50) // drop the last backlog before stopping
@@ -414,7 +405,7 @@ func (s *liveServer) Close() { s.http.Close() }
 func serve(b burner) (*liveServer, string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, "", fmt.Errorf("overload: listen: %w", err)
+		return nil, "", fmt.Errorf("live: listen: %w", err)
 	}
 	s := &liveServer{ln: ln, b: b}
 	none := func(h http.Handler) http.Handler { return h }
@@ -500,7 +491,7 @@ func newProtection(mode string, cores int, p50 time.Duration) (func(http.Handler
 			})
 		}, nil
 	}
-	return nil, fmt.Errorf("%w: mode %q: want one of %v", ErrConfig, mode, LiveModes)
+	return nil, fmt.Errorf("%w: mode %q: want one of %v", ErrConfig, mode, Modes)
 }
 
 // call makes one request and reports its status and latency; status 0 is
@@ -561,7 +552,7 @@ type outcome struct {
 }
 
 // runPhases sends the open-loop load of every phase and sums it up.
-func runPhases(ctx context.Context, client *http.Client, url string, rep LiveReport, cfg LiveConfig) ModeReport {
+func runPhases(ctx context.Context, client *http.Client, url string, rep Report, cfg Config) ModeReport {
 	var mu sync.Mutex
 	var outs []outcome
 	var wg sync.WaitGroup
@@ -605,7 +596,7 @@ func runPhases(ctx context.Context, client *http.Client, url string, rep LiveRep
 	return summarizeLive(outs, phaseEnds, rep, cfg)
 }
 
-func summarizeLive(outs []outcome, phaseEnds []time.Duration, rep LiveReport, cfg LiveConfig) ModeReport {
+func summarizeLive(outs []outcome, phaseEnds []time.Duration, rep Report, cfg Config) ModeReport {
 	mr := ModeReport{Recovery: map[string]time.Duration{}}
 	begin := time.Duration(0)
 	for i, ph := range cfg.Phases {
@@ -668,7 +659,7 @@ func recovery(outs []outcome, from, to, limit, deadline time.Duration) time.Dura
 }
 
 // ErrStopped is returned by Soak when its context ends early.
-var ErrStopped = errors.New("overload: stopped")
+var ErrStopped = errors.New("live: stopped")
 
 // SoakSample is the process's state at one moment of a soak.
 type SoakSample struct {
@@ -694,8 +685,8 @@ func Soak(ctx context.Context, exe, mode string, load float64, d, interval time.
 	case d < SoakIntervals*interval || d > MaxSoak:
 		return nil, fmt.Errorf("%w: soak of %v: want %d × the sampling interval (%v) to 24h, for three samples under load", ErrConfig, d, SoakIntervals, SoakIntervals*interval)
 	}
-	if !slices.Contains(LiveModes, mode) {
-		return nil, fmt.Errorf("%w: mode %q: want one of %v", ErrConfig, mode, LiveModes)
+	if !slices.Contains(Modes, mode) {
+		return nil, fmt.Errorf("%w: mode %q: want one of %v", ErrConfig, mode, Modes)
 	}
 	work := 5 * time.Millisecond
 	srv, err := startChild(ctx, exe, work)
@@ -717,12 +708,12 @@ func Soak(ctx context.Context, exe, mode string, load float64, d, interval time.
 		req, _ := http.NewRequestWithContext(ctx, "GET", srv.url+"/stats", nil)
 		res, err := client.Do(req)
 		if err != nil {
-			return SoakSample{}, fmt.Errorf("overload: reading the server's stats: %w", err)
+			return SoakSample{}, fmt.Errorf("live: reading the server's stats: %w", err)
 		}
 		defer res.Body.Close()
 		var st SoakSample
 		if err := json.NewDecoder(res.Body).Decode(&st); err != nil {
-			return SoakSample{}, fmt.Errorf("overload: reading the server's stats: %w", err)
+			return SoakSample{}, fmt.Errorf("live: reading the server's stats: %w", err)
 		}
 		st.At, st.Good, st.Rejected = at, int(good.Load()), int(rejected.Load())
 		if progress != nil {
@@ -785,7 +776,7 @@ func Soak(ctx context.Context, exe, mode string, load float64, d, interval time.
 // goroutines back to where they started, give or take a few.
 func Flat(samples []SoakSample, slack uint64) error {
 	if len(samples) < 5 {
-		return fmt.Errorf("overload: %d soak samples, want at least 5: one before the load, three under it, one after", len(samples))
+		return fmt.Errorf("live: %d soak samples, want at least 5: one before the load, three under it, one after", len(samples))
 	}
 	during := samples[1 : len(samples)-1]
 	heaps := make([]uint64, len(during))
@@ -796,11 +787,11 @@ func Flat(samples []SoakSample, slack uint64) error {
 	median := heaps[len(heaps)/2]
 	last := samples[len(samples)-2]
 	if last.HeapInuse > median+slack {
-		return fmt.Errorf("overload: heap grew to %d bytes at the end of the load, median %d", last.HeapInuse, median)
+		return fmt.Errorf("live: heap grew to %d bytes at the end of the load, median %d", last.HeapInuse, median)
 	}
 	first, end := samples[0], samples[len(samples)-1]
 	if end.Goroutines > first.Goroutines+5 {
-		return fmt.Errorf("overload: %d goroutines after the load, %d before", end.Goroutines, first.Goroutines)
+		return fmt.Errorf("live: %d goroutines after the load, %d before", end.Goroutines, first.Goroutines)
 	}
 	return nil
 }
