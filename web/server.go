@@ -174,6 +174,7 @@ func newHandler(c Config) (http.Handler, *lab) {
 	mux.HandleFunc("GET /api/explain", api.explain)
 	mux.HandleFunc("POST /api/explain", api.explain)
 	mux.HandleFunc("POST /api/overload/compare", lab.compare)
+	mux.HandleFunc("GET /api/overload/game", lab.game)
 	mux.HandleFunc("GET /api/overload/live", lab.liveGet)
 	mux.HandleFunc("POST /api/overload/live", lab.liveStart)
 	mux.HandleFunc("GET /api/assign", al.get)
@@ -234,6 +235,7 @@ var apiMethods = map[string]string{
 	"/api/explain":   "GET, POST",
 
 	"/api/overload/compare": "POST",
+	"/api/overload/game":    "GET",
 	"/api/overload/live":    "GET, POST",
 
 	"/api/assign":         "GET",
