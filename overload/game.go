@@ -74,7 +74,7 @@ type Game struct {
 
 // gameReq is a request during play.
 type gameReq struct {
-	i      int // its row
+	i      int     // its row
 	left   float64 // work left
 	got    float64 // work received this period
 	permit bulkhead.Permit
