@@ -53,7 +53,7 @@ type benchFlags struct {
 // The flags of the comparison, and those of the soak: each set is refused
 // with the other, where it would be ignored.
 var (
-	comparisonFlags = []string{"work", "deadline", "modes", "short", "json"}
+	comparisonFlags = []string{"work", "deadline", "modes", "short", "json", "attempts"}
 	soakFlags       = []string{"soak-mode", "soak-load", "soak-every"}
 )
 
@@ -64,6 +64,7 @@ func runBenchBulkhead(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.cfg.Deadline, "deadline", 100*time.Millisecond, "clients give up after this long, from --work to 1m")
 	fs.StringVar(&f.modes, "modes", strings.Join(live.Modes, ","), "protections to compare, comma-separated: "+strings.Join(live.Modes, ", "))
 	fs.BoolVar(&f.short, "short", false, "shorter phases (about 14 s a protection instead of 25 s)")
+	fs.IntVar(&f.cfg.Attempts, "attempts", 3, fmt.Sprintf("runs of a protection before its result is given up as unreliable, 1 to %d", live.MaxAttempts))
 	fs.BoolVar(&f.asJSON, "json", false, "print the report as JSON")
 	fs.DurationVar(&f.soak, "soak", 0, "instead of the comparison, a soak this long at --soak-load × capacity, printing the server's heap and goroutines: 4 × --soak-every (40s) to 24h")
 	fs.StringVar(&f.soakMode, "soak-mode", "afloat-adaptive", "the protection of the soak: "+strings.Join(live.Modes, ", "))
@@ -120,9 +121,11 @@ func runBenchBulkhead(args []string, stdout, stderr io.Writer) int {
 		if err := enc.Encode(rep); err != nil {
 			return exitError
 		}
-		return exitOK
+	} else if err := live.WriteReport(stdout, rep); err != nil {
+		return exitError
 	}
-	if err := live.WriteReport(stdout, rep); err != nil {
+	if !rep.Reliable {
+		fmt.Fprintln(stderr, "afloat bench bulkhead: unreliable: the machine was too busy to give a meaningful answer; run it again on an idle machine")
 		return exitError
 	}
 	return exitOK
@@ -162,6 +165,9 @@ func (f *benchFlags) check(fs *command) error {
 	if w := f.cfg.Work; w < live.MinWork || w > live.MaxWork {
 		return fmt.Errorf("--work %v: want %v to %v", w, live.MinWork, live.MaxWork)
 	}
+	if a := f.cfg.Attempts; a < 1 || a > live.MaxAttempts {
+		return fmt.Errorf("--attempts %d: want 1 to %d", a, live.MaxAttempts)
+	}
 	if d := f.cfg.Deadline; d < f.cfg.Work || d > live.MaxDeadline {
 		return fmt.Errorf("--deadline %v: want the work (--work %v) to 1m", d, f.cfg.Work)
 	}
@@ -182,6 +188,18 @@ the measured capacity. Goodput is answers within the deadline per second
 divided by capacity; recovery is the time after an overload until a second
 passes with every answer within twice the no-load p99 and no give-up.
 
+Before each protection runs, the server fits its handler to --work of CPU
+time on its core, and the no-load latency and the capacity are measured.
+The run is checked: the server had at least 85 % of its core while it
+calibrated and while it was overloaded; the no-load p50 is 0.9 to 1.5 times
+the work (plus 2 ms); capacity × work is 0.7 to 1.05 (one core); goodput
+is at most 105 %; the first calm phase is served in full; the generator
+sent at least 95 % of the load; the no-load p50 after the run is within
+0.8 to 1.25 times the one before. A protection whose checks fail is run
+again from a new calibration, up to --attempts times; if one never
+passes, the machine was too busy: the command says so, prints the failed
+checks instead of the figures, and exits 1.
+
 With --soak, the command runs a soak instead: one protection (--soak-mode)
 at --soak-load × capacity, 5 ms of work a request, the server sampled every
 --soak-every and once more after the load. It is flat when the last sample
@@ -190,6 +208,6 @@ goroutines come back; that takes three samples under load, so --soak is at
 least 4 × --soak-every. Left out, there is no soak; --soak 0s is refused.
 The flags of the comparison (--work, --deadline, --modes, --short, --json)
 do not go with --soak, nor those of the soak without it. Exit status 2 for
-a refused flag, 1 for a failed run or a soak that is not flat.
+a refused flag, 1 for a failed or unreliable run or a soak that is not flat.
 `)
 }

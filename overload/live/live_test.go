@@ -47,6 +47,9 @@ func TestLiveConfigErrors(t *testing.T) {
 		{Phases: []Phase{{"x", 0, time.Second}}},
 		{Phases: []Phase{{"x", 2, -time.Second}}},
 		{Modes: []string{"magic"}},
+		{Modes: []string{}},
+		{Attempts: -1},
+		{Attempts: MaxAttempts + 1},
 	} {
 		if _, err := Run(ctx, c); !errors.Is(err, ErrConfig) {
 			t.Errorf("step %d: Run(%+v) = %v, want ErrConfig", i, c, err)
