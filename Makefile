@@ -38,7 +38,7 @@ fmt-check:
 # failures, so that this suite cannot pass without them. The browser tests
 # run on their own with -v so that they print the folder of their
 # screenshots.
-BROWSER_TESTS := ^(TestConsoleEndToEnd|TestAssignLabEndToEnd|TestAssignLabReadOnlyEndToEnd)$$
+BROWSER_TESTS := ^(TestConsoleEndToEnd|TestAssignLabEndToEnd|TestAssignLabReadOnlyEndToEnd|TestOverloadLabEndToEnd)$$
 unit: export AFLOAT_REQUIRE_REDIS := 1
 unit:
 	$(GO) test -race -count=1 -skip '$(BROWSER_TESTS)' ./...
