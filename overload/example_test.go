@@ -46,9 +46,10 @@ func ExampleCompare() {
 }
 
 // A run with the bulkhead the seed calls the winner: 100 inside, 100
-// outside. No request takes more than twice the nominal second.
+// outside, through the half-time peak. No request takes more than twice
+// the nominal second.
 func ExampleRun() {
-	r, err := overload.Run(overload.Config{Profile: "worldcup", Inside: 100, Outside: 100, Seed: 1})
+	r, err := overload.Run(overload.Config{Profile: "worldcup", Inside: 100, Outside: 100, Seed: 1, Duration: 5400})
 	if err != nil {
 		panic(err)
 	}

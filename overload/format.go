@@ -99,7 +99,7 @@ func WriteComparison(w io.Writer, runs []Result) error {
 	tw := tabwriter.NewWriter(w, 4, 4, 2, ' ', 0)
 	db := len(runs) > 0 && runs[0].Profile.Other != nil
 	if db {
-		fmt.Fprintln(tw, "run\tgoodput\trefused\ttimed out\tretries\twasted work\tworst\tp99\tpeak concurrency\tno connection\tother service's errors")
+		fmt.Fprintln(tw, "run\tgoodput\trefused\ttimed out\tretries\twasted work\tworst\tp99\tpeak concurrency\tno connection\tother service's errors\tin its worst second")
 	} else {
 		fmt.Fprintln(tw, "run\tgoodput\trefused\ttimed out\tretries\twasted work\tworst\tp99\tpeak concurrency\tworst useful minute\tuseful after the peak\twasted after the peak\trecovery")
 	}
@@ -109,7 +109,7 @@ func WriteComparison(w io.Writer, runs []Result) error {
 			s.Timeouts, s.Retries, 100*s.WastedShare, s.WorstResponse, s.P99Response, s.PeakConcurrency)
 		switch {
 		case db:
-			fmt.Fprintf(tw, "\t%d\t%.1f %%\n", s.Refused, 100*s.OtherErrorRate)
+			fmt.Fprintf(tw, "\t%d\t%.1f %%\t%.0f %%\n", s.Refused, 100*s.OtherErrorRate, 100*s.OtherWorstSecond)
 		case s.Peak:
 			rec := "never"
 			if s.RecoverySeconds >= 0 {

@@ -181,7 +181,10 @@ func TestWastedWork(t *testing.T) {
 // those that left are the ones in work and waiting — the vertical gap of
 // the lab's cumulative chart — in every run of both comparisons.
 func TestLittlesLaw(t *testing.T) {
-	for _, base := range []Config{{Profile: "database", Seed: 2, Duration: 200}, {Profile: "worldcup", Seed: 3, Duration: 5400}} {
+	// The World Cup up to the start of the collapse (retries, refusals,
+	// full queues and the adaptive limit's drops all happen by then), and
+	// the database's first two bursts.
+	for _, base := range []Config{{Profile: "database", Seed: 2, Duration: 200}, {Profile: "worldcup", Seed: 3, Duration: 4800}} {
 		runs, err := Compare(base)
 		if err != nil {
 			t.Fatal(err)
@@ -260,7 +263,7 @@ func TestWorldCup(t *testing.T) {
 // capacity minus load once the peak is over — the seed's "best case" does
 // not die without the retries.
 func TestWorldCupWithoutRetries(t *testing.T) {
-	r := mustRun(t, Config{Profile: "worldcup", Seed: 1, Retries: NoRetries})
+	r := mustRun(t, Config{Profile: "worldcup", Seed: 1, Retries: NoRetries, Duration: 7200}) // well past the half-time peak
 	s := r.Summary
 	t.Logf("no retries: recovery %v s after the peak, goodput %.1f %%, %.0f %% answered after the peak", s.RecoverySeconds, 100*s.Goodput, 100*s.UsefulAfterPeak)
 	if s.Retries != 0 || s.RecoverySeconds < 0 || s.RecoverySeconds > 600 || s.UsefulAfterPeak < 0.9 {
@@ -276,7 +279,7 @@ func TestWorldCupWithoutRetries(t *testing.T) {
 // bursts; the other service on it, whose load did not change, fails then.
 // The thread pool of 20 and a bulkhead of 20/20 keep both from happening.
 func TestDatabase(t *testing.T) {
-	runs, err := Compare(Config{Profile: "database", Seed: 1})
+	runs, err := Compare(Config{Profile: "database", Seed: 1, Duration: 200}) // the first two bursts
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,9 +291,10 @@ func TestDatabase(t *testing.T) {
 	if async.Run != "no limit" || threads.Run != "20 threads" || bulk.Run != "20/20" {
 		t.Fatalf("runs %q, %q, %q", async.Run, threads.Run, bulk.Run)
 	}
-	if async.PeakConcurrency != 200 || async.Refused == 0 || async.OtherErrors == 0 || async.OtherWorstSecond < 0.2 {
-		t.Errorf("async: %d connections at most, %d refused, %d errors of the other service (worst second %.2f); want all 200 taken, refusals, and the other service failing",
-			async.PeakConcurrency, async.Refused, async.OtherErrors, async.OtherWorstSecond)
+	// A query refused for want of a connection found all 200 in use.
+	if async.Refused == 0 || async.OtherErrors == 0 || async.OtherWorstSecond < 0.2 {
+		t.Errorf("async: %d refused, %d errors of the other service (worst second %.2f); want refusals (all 200 connections taken), and the other service failing",
+			async.Refused, async.OtherErrors, async.OtherWorstSecond)
 	}
 	for _, s := range []Summary{threads, bulk} {
 		if s.Refused != 0 || s.OtherErrors != 0 || s.PeakConcurrency > 50 {
