@@ -7,6 +7,8 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -152,6 +154,7 @@ func TestOverloadLabEndToEnd(t *testing.T) {
 		t.Errorf("Little's law note %q", note)
 	}
 	b.shot(ctx, "lab-03-worldcup")
+	viewShot(b, ctx, "lab-worldcup-view", "#exp-h", 1700) // docs/lab.png
 
 	// A limit out of range is refused before anything is sent.
 	b.do(ctx, "a limit of 0", typeInto("#lab-inside", "0"), click("#lab-run"))
@@ -233,6 +236,23 @@ func TestOverloadLabEndToEnd(t *testing.T) {
 		t.Errorf("Content-Security-Policy violations: %v", csp)
 	}
 	b.noProblems()
+}
+
+// viewShot saves what a window of the given height shows with an element
+// at its top: a part of a long page, for the README.
+func viewShot(b *browser, ctx context.Context, name, css string, height int64) {
+	b.t.Helper()
+	b.do(ctx, "view "+css, chromedp.EmulateViewport(1400, height), chromedp.ScrollIntoView(chromedp.CSS(css)),
+		chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector(%q).scrollIntoView({block: "start"})`, css)))
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	b.do(ctx, "restore the window", chromedp.EmulateViewport(1400, 1000))
+	if err != nil {
+		b.t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	if err := os.WriteFile(filepath.Join(b.shotDir(), name+".png"), png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
 }
 
 // gameAPI is GET /api/overload/game for the page's 24 periods.
