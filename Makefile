@@ -68,6 +68,7 @@ fuzz:
 	$(GO) test ./web -run '^$$' -fuzz '^FuzzRunQuery$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./web -run '^$$' -fuzz '^FuzzRunBody$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./web -run '^$$' -fuzz '^FuzzAssignBody$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./web -run '^$$' -fuzz '^FuzzCompareBody$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./web -run '^$$' -fuzz '^FuzzParseQuery$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./web -run '^$$' -fuzz '^FuzzDecodeObject$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/redact -run '^$$' -fuzz '^FuzzURL$$' -fuzztime $(FUZZTIME)

@@ -357,3 +357,28 @@ func TestCompareStopsWhenTheClientLeaves(t *testing.T) {
 		}
 	})
 }
+
+// FuzzCompareBody: the comparison's body either decodes to parameters a
+// comparison takes — every one in its range, and valid for the model — or
+// is refused with a 4xx naming what is wrong; it never panics.
+func FuzzCompareBody(f *testing.F) {
+	for _, s := range []string{compareExample, `{}`, `{"profile": "database", "retries": 0}`, `{"alpha": 1e999}`,
+		`{"inside": 0}`, `{"outside": 65536}`, `{"seed": -1}`, `{"alpha": "0.5"}`, `{"profile": null}`, `[]`, `{"retries": 1.5}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		lp, _, aerr := decodeCompare(body)
+		if aerr != nil {
+			if aerr.status < 400 || aerr.status > 499 || aerr.msg == "" {
+				t.Fatalf("%q: %+v", body, aerr)
+			}
+			return
+		}
+		if lp.Inside < 1 || lp.Outside < 1 || lp.Retries < 0 || lp.Retries > overload.MaxRetries || !(lp.Alpha >= 0 && lp.Alpha <= overload.MaxAlpha) {
+			t.Fatalf("%q: accepted %+v", body, lp)
+		}
+		if _, err := overload.Runs(lp.config()); err != nil {
+			t.Fatalf("%q: accepted %+v, which the model refuses: %v", body, lp, err)
+		}
+	})
+}
