@@ -139,6 +139,7 @@ export function leaveLab() {
 // relabelLab redraws the lab in the current language.
 export function relabelLab() {
   nameProfiles();
+  $("game-play").textContent = t(gameTimer ? "lab.games.pause" : "lab.games.play");
   if ($("lab").hidden) return;
   if (game) drawGame();
   if (last) drawCompare(last);
