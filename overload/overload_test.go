@@ -179,12 +179,17 @@ func TestWastedWork(t *testing.T) {
 
 // TestLittlesLaw: at every second's end, the tries that arrived minus
 // those that left are the ones in work and waiting — the vertical gap of
-// the lab's cumulative chart — in every run of both comparisons.
+// the lab's cumulative chart — in every run of two comparisons: the
+// database's first two bursts, and a small server (10 at full speed)
+// given four times its capacity for 20 s by clients that give up after
+// 3 s and retry, which fills queues with tries nobody waits for, refuses,
+// and has the adaptive limit drop tries past their deadline.
 func TestLittlesLaw(t *testing.T) {
-	// The World Cup up to the start of the collapse (retries, refusals,
-	// full queues and the adaptive limit's drops all happen by then), and
-	// the database's first two bursts.
-	for _, base := range []Config{{Profile: "database", Seed: 2, Duration: 200}, {Profile: "worldcup", Seed: 3, Duration: 4800}} {
+	withProfile(t, Profile{
+		Name: "burst", Duration: 120, Tick: 0.01, K: 10, Work: 1, Timeout: 3, Retries: 1, Inside: 10, Outside: 10,
+		Rate: func(t float64) float64 { return map[bool]float64{false: 5, true: 40}[t >= 20 && t < 40] },
+	})
+	for _, base := range []Config{{Profile: "database", Seed: 2, Duration: 200}, {Profile: "burst", Seed: 3}} {
 		runs, err := Compare(base)
 		if err != nil {
 			t.Fatal(err)
@@ -196,6 +201,12 @@ func TestLittlesLaw(t *testing.T) {
 				if in != s.Concurrency+s.Queued {
 					t.Fatalf("%s %s, second %d: %d arrived and not left, %d in work and %d waiting", base.Profile, r.Summary.Run, s.T, in, s.Concurrency, s.Queued)
 				}
+			}
+			// The paths the identity must hold across: retries without a
+			// limit and behind a queue longer than the clients wait (10/100),
+			// refusals by every bulkhead.
+			if base.Profile == "burst" && ((r.Config.Inside == 0 || r.Config.Outside == 100) && r.Summary.Retries == 0 || r.Config.Inside > 0 && r.Summary.Rejected == 0) {
+				t.Errorf("burst %s: %d retries, %d refused; want the overload to make clients retry and the bulkhead refuse", r.Summary.Run, r.Summary.Retries, r.Summary.Rejected)
 			}
 		}
 	}

@@ -289,7 +289,7 @@ type sim struct {
 	gate   *bulkhead.Bulkhead // the bulkhead or the thread pool; nil for none
 
 	series    []Second
-	deadlines deadlineHeap // tries not known to be done, by deadline
+	waiting   [2]deadlines // tries not known to be done, by deadline: the clients', the other service's
 	retries   retryHeap    // clients that gave up and will try again, by when
 	responses []float64
 	queued    int
@@ -369,25 +369,31 @@ func (s *sim) run(ctx context.Context) error {
 // queued or in work goes on without them (the server cannot know), and the
 // client tries again if it has tries left.
 func (s *sim) expire(now float64) {
-	for len(s.deadlines) > 0 && s.deadlines[0].deadline <= now {
-		r := heap.Pop(&s.deadlines).(*request)
-		if r.done {
-			continue
+	for i := range s.waiting {
+		d := &s.waiting[i]
+		for r := d.next(); r != nil && r.deadline <= now; r = d.next() {
+			d.pop()
+			if !r.done {
+				s.giveUp(r)
+			}
 		}
-		r.gone = true
-		if r.inWork {
-			s.server.giveUp()
-		}
-		if r.other {
-			// Counted by arrival, so that a second's error rate is the share
-			// of its requests that failed.
-			s.second(r.arrival).OtherErrors++
-			continue
-		}
-		s.second(r.deadline).Timeouts++
-		if r.attempt < s.p.Retries {
-			heap.Push(&s.retries, retry{at: r.deadline, attempt: r.attempt + 1})
-		}
+	}
+}
+
+func (s *sim) giveUp(r *request) {
+	r.gone = true
+	if r.inWork {
+		s.server.giveUp()
+	}
+	if r.other {
+		// Counted by arrival, so that a second's error rate is the share
+		// of its requests that failed.
+		s.second(r.arrival).OtherErrors++
+		return
+	}
+	s.second(r.deadline).Timeouts++
+	if r.attempt < s.p.Retries {
+		heap.Push(&s.retries, retry{at: r.deadline, attempt: r.attempt + 1})
 	}
 }
 
@@ -404,7 +410,11 @@ func (s *sim) send(t float64, attempt int, other bool) {
 		r.work = s.p.Work * math.Exp(s.rand.Normal(-sigma*sigma/2, sigma))
 	}
 	if !math.IsInf(r.deadline, 1) {
-		heap.Push(&s.deadlines, r)
+		k := 0
+		if other {
+			k = 1
+		}
+		s.waiting[k].push(r)
 	}
 	sec := s.second(t)
 	if other {

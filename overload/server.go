@@ -115,19 +115,33 @@ func (h *jobHeap) Pop() any {
 	return j
 }
 
-// deadlineHeap orders the requests still waiting for an answer by their
-// client's deadline.
-type deadlineHeap []*request
+// deadlines holds the tries still waiting for an answer in the order of
+// their client's deadline. A run's clients of one kind all wait the same
+// time and tries arrive in time order, so that is the order they came in:
+// a queue, not a heap.
+type deadlines struct {
+	q    []*request
+	head int
+}
 
-func (h deadlineHeap) Len() int           { return len(h) }
-func (h deadlineHeap) Less(i, j int) bool { return h[i].deadline < h[j].deadline }
-func (h deadlineHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *deadlineHeap) Push(x any)        { *h = append(*h, x.(*request)) }
-func (h *deadlineHeap) Pop() any {
-	old := *h
-	r := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return r
+func (d *deadlines) push(r *request) { d.q = append(d.q, r) }
+
+// next returns the try with the earliest deadline, nil if none.
+func (d *deadlines) next() *request {
+	if d.head == len(d.q) {
+		return nil
+	}
+	return d.q[d.head]
+}
+
+func (d *deadlines) pop() {
+	d.q[d.head] = nil
+	d.head++
+	if d.head >= 1024 && 2*d.head >= len(d.q) {
+		// Keep the memory to the tries still waiting.
+		d.q = append(d.q[:0], d.q[d.head:]...)
+		d.head = 0
+	}
 }
 
 // retry is a client that gave up and will try again.
