@@ -140,7 +140,7 @@ func (c *child) calibrate(ctx context.Context, client *http.Client, work time.Du
 	}
 	noLoad(ctx, client, c.url+"/none", 20) // warm the connection and the caches
 	cal.NoLoadP50, cal.NoLoadP99 = noLoad(ctx, client, c.url+"/none", max(50, min(300, int(time.Second/work))))
-	cal.Capacity = capacity(ctx, client, c.url+"/none", 4, max(time.Second, 100*work))
+	cal.Capacity = capacity(ctx, client, c.url+"/none", 4, max(2*time.Second, 200*work)) // long enough that goodput cannot pass it by chance
 	return cal, ctx.Err()
 }
 
