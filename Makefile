@@ -10,7 +10,7 @@ GO ?= go
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_INSTALL := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends
 
-.PHONY: test deps vet fmt-check lint tidy-check cross-build unit fuzz bench bench-assign
+.PHONY: test deps vet fmt-check lint tidy-check cross-build unit fuzz bench bench-assign soak
 
 test: deps vet fmt-check lint tidy-check cross-build unit
 
@@ -85,6 +85,12 @@ bench-assign:
 	$(GO) test ./assign -run '^$$' -bench 'Clients' -count 10 | tee assign.bench.txt
 	benchstat assign.bench.txt
 
+# soak runs the tests that hold a real server under load on the wall
+# clock (TestSoakShort: twelve seconds at 10× capacity in a child process,
+# heap and goroutines flat); make test runs none of them.
+soak:
+	AFLOAT_SOAK=1 $(GO) test -race -count=1 -run '^TestSoakShort$$' -v ./overload/live
+
 # fuzz runs each fuzz target for FUZZTIME (default 60s); it is not part of
 # make test, which must not depend on what a random search finds that day.
 FUZZTIME ?= 60s
@@ -95,6 +101,7 @@ fuzz:
 	$(GO) test ./web -run '^$$' -fuzz '^FuzzRunBody$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./web -run '^$$' -fuzz '^FuzzAssignBody$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./web -run '^$$' -fuzz '^FuzzQuotaBody$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./web -run '^$$' -fuzz '^FuzzCompareBody$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./web -run '^$$' -fuzz '^FuzzParseQuery$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./web -run '^$$' -fuzz '^FuzzDecodeObject$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/redact -run '^$$' -fuzz '^FuzzURL$$' -fuzztime $(FUZZTIME)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"strconv"
 	"text/tabwriter"
-	"time"
 )
 
 // Formats of a run's series.
@@ -23,23 +22,41 @@ const (
 // the file stays one table), or JSON lines ending with {"summary": …}.
 func WriteRun(w io.Writer, r Result, format string) error {
 	bw := bufio.NewWriter(w)
+	db := r.Profile.Other != nil
 	switch format {
 	case FormatTable:
 		tw := tabwriter.NewWriter(bw, 4, 4, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "t\tarrivals\tresponses\ttimeouts\twasted\trejected\tconcurrency\tqueued\tlimit\tworst\t")
+		fmt.Fprint(tw, "t\tarrivals\tretries\tresponses\tlate\ttimeouts\trejected\twork\twasted\tconcurrency\tqueued\tlimit\tworst\t")
+		if db {
+			fmt.Fprint(tw, "refused\tother\tother ok\tother errors\t")
+		}
+		fmt.Fprintln(tw)
 		for _, s := range r.Series {
-			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.0f\t%.2f\t\n", s.T, s.Arrivals, s.Responses, s.Timeouts,
-				s.Wasted, s.Rejected, s.Concurrency, s.Queued, s.Limit, s.Worst)
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t%d\t%d\t%.0f\t%.2f\t", s.T, s.Arrivals, s.Retries, s.Responses,
+				s.Late, s.Timeouts, s.Rejected, s.Work, s.Wasted, s.Concurrency, s.Queued, s.Limit, s.Worst)
+			if db {
+				fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t", s.Refused, s.OtherArrivals, s.OtherResponses, s.OtherErrors)
+			}
+			fmt.Fprintln(tw)
 		}
 		tw.Flush()
 		fmt.Fprintln(bw, SummaryLine(r.Summary))
 	case FormatCSV:
 		cw := csv.NewWriter(bw)
-		cw.Write([]string{"t", "arrivals", "responses", "timeouts", "wasted", "rejected", "concurrency", "queued", "limit", "worst_response"})
+		head := []string{"t", "arrivals", "retries", "responses", "late", "timeouts", "rejected", "work", "wasted", "concurrency", "queued", "limit", "worst_response"}
+		if db {
+			head = append(head, "refused", "other_arrivals", "other_responses", "other_errors")
+		}
+		cw.Write(head)
+		ftoa := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 		for _, s := range r.Series {
-			cw.Write([]string{strconv.Itoa(s.T), strconv.Itoa(s.Arrivals), strconv.Itoa(s.Responses), strconv.Itoa(s.Timeouts),
-				strconv.Itoa(s.Wasted), strconv.Itoa(s.Rejected), strconv.Itoa(s.Concurrency), strconv.Itoa(s.Queued),
-				strconv.FormatFloat(s.Limit, 'f', -1, 64), strconv.FormatFloat(s.Worst, 'f', -1, 64)})
+			row := []string{strconv.Itoa(s.T), strconv.Itoa(s.Arrivals), strconv.Itoa(s.Retries), strconv.Itoa(s.Responses),
+				strconv.Itoa(s.Late), strconv.Itoa(s.Timeouts), strconv.Itoa(s.Rejected), ftoa(s.Work), ftoa(s.Wasted),
+				strconv.Itoa(s.Concurrency), strconv.Itoa(s.Queued), ftoa(s.Limit), ftoa(s.Worst)}
+			if db {
+				row = append(row, strconv.Itoa(s.Refused), strconv.Itoa(s.OtherArrivals), strconv.Itoa(s.OtherResponses), strconv.Itoa(s.OtherErrors))
+			}
+			cw.Write(row)
 		}
 		cw.Flush()
 		if err := cw.Error(); err != nil {
@@ -59,62 +76,102 @@ func WriteRun(w io.Writer, r Result, format string) error {
 
 // SummaryLine is a run's summary in one line.
 func SummaryLine(s Summary) string {
-	recovery, lowest := "", ""
+	peak, db := "", ""
 	if s.Peak {
-		recovery = "; recovery after the largest peak: never"
+		peak = "; recovery after the largest peak: never"
 		if s.RecoverySeconds >= 0 {
-			recovery = fmt.Sprintf("; recovery after the largest peak: %.0f s", s.RecoverySeconds)
+			peak = fmt.Sprintf("; recovery after the largest peak: %.0f s", s.RecoverySeconds)
 		}
-		lowest = fmt.Sprintf(", worst useful minute %.0f %% of capacity", 100*s.LowestUsefulMinute)
+		peak += fmt.Sprintf(", worst useful minute %.0f %% of capacity; after the peak %.0f %% of the demand answered in time, %.0f %% of the work wasted",
+			100*s.LowestUsefulMinute, 100*s.UsefulAfterPeak, 100*s.WastedAfterPeak)
 	}
-	return fmt.Sprintf("summary %s: goodput %.1f %% (%d of %d answered in time, %d refused, %d timed out, %d wasted); "+
-		"worst response %.2f× nominal, p99 %.2f×; peak concurrency %d at %d s%s%s",
-		s.Run, 100*s.Goodput, s.Useful, s.Arrivals, s.Rejected, s.Timeouts, s.Wasted,
-		s.WorstResponse, s.P99Response, s.PeakConcurrency, s.PeakAt, recovery, lowest)
+	if s.OtherRequests > 0 {
+		db = fmt.Sprintf("; %d refused for want of a connection; the other service: %d requests, %.1f %% errors", s.Refused, s.OtherRequests, 100*s.OtherErrorRate)
+	}
+	return fmt.Sprintf("summary %s: goodput %.1f %% (%d of %d clients answered in time; %d tries, %d of them retries; %d refused, %d given up, %d answered late); "+
+		"wasted work %.0f requests' worth (%.1f %%); worst response %.2f× nominal, p99 %.2f×; peak concurrency %d at %d s (load at %d s)%s%s",
+		s.Run, 100*s.Goodput, s.Useful, s.Clients, s.Arrivals, s.Retries, s.Rejected, s.Timeouts, s.Late,
+		s.WastedWork, 100*s.WastedShare, s.WorstResponse, s.P99Response, s.PeakConcurrency, s.PeakAt, s.LoadPeakAt, peak, db)
 }
 
 // WriteComparison writes the summaries of several runs as a table.
 func WriteComparison(w io.Writer, runs []Result) error {
 	tw := tabwriter.NewWriter(w, 4, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "run\tgoodput\trefused\ttimed out\twasted\tworst\tp99\tpeak concurrency\tworst useful minute\trecovery")
+	db := len(runs) > 0 && runs[0].Profile.Other != nil
+	if db {
+		fmt.Fprintln(tw, "run\tgoodput\trefused\ttimed out\tretries\twasted work\tworst\tp99\tpeak concurrency\tno connection\tother service's errors\tin its worst second")
+	} else {
+		fmt.Fprintln(tw, "run\tgoodput\trefused\ttimed out\tretries\twasted work\tworst\tp99\tpeak concurrency\tworst useful minute\tuseful after the peak\twasted after the peak\trecovery")
+	}
 	for _, r := range runs {
 		s := r.Summary
-		rec, lowest := "—", "—"
-		if s.Peak {
-			rec = "never"
+		fmt.Fprintf(tw, "%s\t%.1f %%\t%d\t%d\t%d\t%.1f %%\t%.2f×\t%.2f×\t%d", s.Run, 100*s.Goodput, s.Rejected,
+			s.Timeouts, s.Retries, 100*s.WastedShare, s.WorstResponse, s.P99Response, s.PeakConcurrency)
+		switch {
+		case db:
+			fmt.Fprintf(tw, "\t%d\t%.1f %%\t%.0f %%\n", s.Refused, 100*s.OtherErrorRate, 100*s.OtherWorstSecond)
+		case s.Peak:
+			rec := "never"
 			if s.RecoverySeconds >= 0 {
 				rec = fmt.Sprintf("%.0f s", s.RecoverySeconds)
 			}
-			lowest = fmt.Sprintf("%.0f %%", 100*s.LowestUsefulMinute)
+			fmt.Fprintf(tw, "\t%.0f %%\t%.0f %%\t%.0f %%\t%s\n", 100*s.LowestUsefulMinute, 100*s.UsefulAfterPeak, 100*s.WastedAfterPeak, rec)
+		default:
+			fmt.Fprint(tw, "\t—\t—\t—\t—\n")
 		}
-		fmt.Fprintf(tw, "%s\t%.1f %%\t%d\t%d\t%d\t%.2f×\t%.2f×\t%d\t%s\t%s\n", s.Run, 100*s.Goodput, s.Rejected,
-			s.Timeouts, s.Wasted, s.WorstResponse, s.P99Response, s.PeakConcurrency, lowest, rec)
 	}
 	return tw.Flush()
 }
 
-// WriteLive writes a live comparison as a table.
-func WriteLive(w io.Writer, rep LiveReport) error {
-	fmt.Fprintf(w, "server: %d core, %v of CPU a request; capacity %.0f req/s; no-load p50 %v, p99 %v; clients give up after %v\n\n",
-		rep.Cores, rep.Work, rep.Capacity, rep.NoLoadP50.Round(10*time.Microsecond), rep.NoLoadP99.Round(10*time.Microsecond), rep.Deadline)
-	tw := tabwriter.NewWriter(w, 4, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "protection\tphase\tsent\tgoodput\tp50 admitted\tp99 admitted\tp99 / no-load p99\trefused\ttimed out\trecovery")
-	for _, m := range rep.Modes {
-		for _, p := range m.Phases {
-			rec := ""
-			if d, ok := m.Recovery[p.Name]; ok {
-				rec = "never"
-				if d >= 0 {
-					rec = d.String()
-				}
+// WriteGame writes a game as the article draws it: a row per request, a
+// column per period, each cell the work left at the period's end ("done"
+// in the period its work finishes, "wait" while it queues, "away" when it
+// is turned away), then the concurrency of each period.
+func WriteGame(w io.Writer, g Game) error {
+	bw := bufio.NewWriter(w)
+	tw := tabwriter.NewWriter(bw, 4, 4, 1, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "request\t")
+	for _, p := range g.Periods {
+		fmt.Fprintf(tw, "%d\t", p.Period)
+	}
+	fmt.Fprintln(tw, "took\t")
+	for i, r := range g.Requests {
+		fmt.Fprintf(tw, "%d\t", i+1)
+		for p := 1; p <= len(g.Periods); p++ {
+			k := p - r.Arrived
+			switch {
+			case k < 0 || k >= len(r.Cells):
+				fmt.Fprint(tw, "\t")
+			case r.Cells[k].State == "done":
+				fmt.Fprint(tw, "done\t")
+			case r.Cells[k].State == "queued":
+				fmt.Fprint(tw, "wait\t")
+			case r.Cells[k].State == "away":
+				fmt.Fprint(tw, "away\t")
+			default:
+				fmt.Fprintf(tw, "%.2f\t", r.Cells[k].Left)
 			}
-			ratio := "—"
-			if p.P99 > 0 && rep.NoLoadP99 > 0 {
-				ratio = fmt.Sprintf("%.2f×", float64(p.P99)/float64(rep.NoLoadP99))
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f %%\t%v\t%v\t%s\t%d\t%d\t%s\n", m.Mode, p.Name, p.Sent, 100*p.Goodput,
-				p.P50.Round(10*time.Microsecond), p.P99.Round(10*time.Microsecond), ratio, p.Rejected, p.Timeouts, rec)
+		}
+		if r.Took > 0 {
+			fmt.Fprintf(tw, "%d\t\n", r.Took)
+		} else {
+			fmt.Fprint(tw, "—\t\n")
 		}
 	}
-	return tw.Flush()
+	for _, row := range []struct {
+		name string
+		v    func(GamePeriod) int
+	}{
+		{"in work", func(p GamePeriod) int { return p.Inside }},
+		{"waiting", func(p GamePeriod) int { return p.Waiting }},
+		{"in system", func(p GamePeriod) int { return p.InSystem }},
+	} {
+		fmt.Fprintf(tw, "%s\t", row.name)
+		for _, p := range g.Periods {
+			fmt.Fprintf(tw, "%d\t", row.v(p))
+		}
+		fmt.Fprintln(tw, "\t")
+	}
+	tw.Flush()
+	return bw.Flush()
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -16,104 +17,309 @@ func mustRun(t *testing.T, c Config) Result {
 	return r
 }
 
-// TestGame1: two CPUs, 3 units a request, one request a period, no limit.
-// Concurrency and response time grow without bound; the first request
-// already takes 4 periods instead of 3.
+// withProfile adds a profile for the length of a test.
+func withProfile(t *testing.T, p Profile) {
+	t.Helper()
+	profiles = append(profiles, p)
+	t.Cleanup(func() { profiles = profiles[:len(profiles)-1] })
+}
+
+const eps = 1e-9
+
+func near(a, b float64) bool { return math.Abs(a-b) < eps }
+
+// TestGame1: the seed's game 1 in whole periods. Every cell of the first
+// five periods is worked out by hand: in period 3 three requests share two
+// CPUs (2/3 each); in period 4 the first needs only 1/3 and the others
+// share the rest (5/9 each); in period 5 four share them (1/2 each).
 func TestGame1(t *testing.T) {
-	r := mustRun(t, Config{Profile: "game1", Alpha: math.NaN()})
-	if got := r.Responses[0]; got <= 3 || got > 4 {
-		t.Errorf("the first request took %v periods, want more than 3, at most 4", got)
-	}
-	// Load is 150 % of capacity: a third of a request piles up each period.
-	for _, tc := range []struct{ period, atLeast int }{{10, 3}, {30, 9}, {59, 19}} {
-		if c := r.Series[tc.period].Concurrency; c < tc.atLeast {
-			t.Errorf("period %d: %d in the system, want at least %d (growing without bound)", tc.period, c, tc.atLeast)
-		}
-	}
-	n := len(r.Responses)
-	if n < 20 || r.Responses[n-1] < 3*r.Responses[0] {
-		t.Errorf("responses grew from %v to %v over %d requests; want them to keep growing", r.Responses[0], r.Responses[n-1], n)
-	}
-	for i := 1; i < n; i++ {
-		if r.Responses[i] < r.Responses[i-1]-1e-9 {
-			t.Fatalf("request %d took %v, faster than request %d's %v: time inside should only grow", i, r.Responses[i], i-1, r.Responses[i-1])
-		}
-	}
-}
-
-// TestGame2: the bouncer — at most 2 inside, 2 waiting, and a newcomer
-// who sees 2 waiting goes home. Every admitted request is served within 6
-// periods, twice the nominal, forever.
-func TestGame2(t *testing.T) {
-	r := mustRun(t, Config{Profile: "game2", Inside: 2, Outside: 2, Alpha: math.NaN()})
-	for _, s := range r.Series {
-		if s.Concurrency > 2 || s.Queued > 2 || s.Concurrency+s.Queued > 4 {
-			t.Fatalf("period %d: %d inside, %d waiting; want at most 2, 2 and 4", s.T, s.Concurrency, s.Queued)
-		}
-	}
-	for i, took := range r.Responses {
-		if took > 6+1e-9 {
-			t.Fatalf("request %d took %v periods, want at most 6", i, took)
-		}
-	}
-	if len(r.Responses) < 35 || r.Summary.Rejected < 15 {
-		t.Errorf("%d served, %d turned away in 60 periods; want about two thirds served", len(r.Responses), r.Summary.Rejected)
-	}
-	if w := r.Summary.WorstResponse; math.Abs(w-2) > 1e-9 {
-		t.Errorf("worst response %v× nominal, want exactly 2×", w)
-	}
-}
-
-// TestWorldCup: the seed's experiment. Without a limit the half-time peak
-// knocks the server over and concurrency keeps rising long after it; 100
-// inside and 100 outside keeps every answer within twice the nominal;
-// longer queues grow a long tail.
-func TestWorldCup(t *testing.T) {
-	runs, err := Compare("worldcup", 1)
+	g, err := PlayGame("game1", 60)
 	if err != nil {
 		t.Fatal(err)
 	}
-	byName := map[string]Summary{}
-	for _, r := range runs {
-		byName[r.Summary.Run] = r.Summary
+	left := [][]float64{ // request → work left after each period from its arrival
+		{2, 1, 1.0 / 3, 0},
+		{2, 4.0 / 3, 7.0 / 9, 5.0 / 18},
+		{7.0 / 3, 16.0 / 9, 23.0 / 18},
+		{22.0 / 9, 35.0 / 18},
+		{5.0 / 2},
 	}
-	none, r100, r500, r1000, adaptive := byName["no limit"], byName["100/100"], byName["100/500"], byName["100/1000"], byName["adaptive"]
+	for i, want := range left {
+		for k, w := range want {
+			if got := g.Requests[i].Cells[k].Left; !near(got, w) {
+				t.Errorf("step %d: request %d after period %d: %v left, want %v", i*10+k, i+1, g.Requests[i].Arrived+k, got, w)
+			}
+		}
+	}
+	// The article: the first request takes 4 periods instead of 3 ("a
+	// third more"); the second's answer comes in the three periods after
+	// the fifth — at the end of the sixth, 5 periods (the article says
+	// twice the nominal; its own rules give 5/3 of it); by the eighth
+	// period concurrency has tripled, from 2 to 6; the third request does
+	// not finish within the article's eight periods.
+	if g.Requests[0].Took != 4 || g.Requests[1].Took != 5 || g.Requests[2].Took != 7 {
+		t.Errorf("the first three requests took %d, %d and %d periods; want 4, 5 and 7",
+			g.Requests[0].Took, g.Requests[1].Took, g.Requests[2].Took)
+	}
+	if c2, c8 := g.Periods[1].Inside, g.Periods[7].Inside; c2 != 2 || c8 != 3*c2 {
+		t.Errorf("concurrency %d in period 2 and %d in period 8; want 2 and three times that", c2, c8)
+	}
+	if c4, c5 := g.Periods[3], g.Periods[4]; c4.Inside != 4 || c4.Finished != 1 || c5.Inside != 4 {
+		t.Errorf("periods 4 and 5: %+v, %+v; want 4 in work in both, the first leaving at the end of period 4", c4, c5)
+	}
+	// Load is 150 % of capacity: one CPU works in period 1, both from
+	// period 2 on, so 3 units arrive and 2 are done each period, and the
+	// work left after period p is exactly p + 1 — a third of a request more
+	// each period, without bound.
+	for p := 1; p <= 60; p++ {
+		sum := 0.0
+		for _, r := range g.Requests {
+			if k := p - r.Arrived; k >= 0 && k < len(r.Cells) {
+				sum += r.Cells[k].Left
+			}
+		}
+		if math.Abs(sum-float64(p+1)) > 1e-6 {
+			t.Fatalf("after period %d: %v units of work left, want %d", p, sum, p+1)
+		}
+	}
+	if c := g.Periods[59].Inside; c < 20 {
+		t.Errorf("period 60: %d in work, want at least 20", c)
+	}
+	took := 0
+	for i, r := range g.Requests {
+		if r.Took == 0 {
+			continue
+		}
+		if r.Took < took {
+			t.Fatalf("request %d took %d periods, less than the one before (%d)", i+1, r.Took, took)
+		}
+		took = r.Took
+	}
+	if took < 3*3 {
+		t.Errorf("the last answer took %d periods, want them to keep growing", took)
+	}
+}
 
-	p, _ := LookupProfile("worldcup")
-	noneRun := runs[0]
-	atPeakEnd := noneRun.Series[int(p.PeakEnd)].Concurrency
-	atEnd := noneRun.Series[len(noneRun.Series)-1].Concurrency
-	t.Logf("no limit: useful throughput falls to %.0f %% of capacity in the worst minute after half-time; goodput %.1f %%; concurrency %d at the end of the peak, %d at the end",
-		100*none.LowestUsefulMinute, 100*none.Goodput, atPeakEnd, atEnd)
-	if none.LowestUsefulMinute > 0.25 || none.RecoverySeconds >= 0 {
-		t.Errorf("no limit: worst useful minute %.0f %% of capacity, recovery %v s; want a collapse that does not recover", 100*none.LowestUsefulMinute, none.RecoverySeconds)
+// TestGame2: the bouncer, the real bulkhead with 2 inside and 2 waiting.
+// Concurrency inside stays 2, in the system at most 4; the third request
+// finishes in the sixth period, a third late, with 4 in the system; every
+// admitted request finishes within 6 periods, exactly twice the nominal;
+// from the ninth period one newcomer in three goes home (capacity is two
+// thirds of the load).
+func TestGame2(t *testing.T) {
+	g, err := PlayGame("game2", 60)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if atEnd <= atPeakEnd || float64(none.PeakAt) <= p.PeakEnd {
-		t.Errorf("no limit: concurrency %d after the peak, %d at the end, highest at %d s; want it still rising after the peak", atPeakEnd, atEnd, none.PeakAt)
+	for _, p := range g.Periods {
+		if p.Inside > 2 || p.Waiting > 2 || p.InSystem > 4 {
+			t.Fatalf("period %d: %d inside, %d waiting; want at most 2, 2 and 4", p.Period, p.Inside, p.Waiting)
+		}
+	}
+	if r3 := g.Requests[2]; r3.Took != 4 || g.Periods[5].InSystem != 4 || r3.Cells[len(r3.Cells)-1].State != "done" {
+		t.Errorf("request 3 took %d periods, %d in the system in period 6; want 4 and 4", r3.Took, g.Periods[5].InSystem)
+	}
+	worst, away := 0, []int{}
+	for i, r := range g.Requests {
+		if r.Cells[0].State == "away" {
+			away = append(away, r.Arrived)
+			continue
+		}
+		if r.Took > 6 {
+			t.Fatalf("request %d took %d periods, want at most 6", i+1, r.Took)
+		}
+		worst = max(worst, r.Took)
+	}
+	var want []int
+	for p := 9; p <= 60; p += 3 {
+		want = append(want, p)
+	}
+	if worst != 6 || !slices.Equal(away, want) {
+		t.Errorf("worst %d periods, turned away in periods %v; want exactly 6 and %v", worst, away, want)
+	}
+}
+
+func TestGameErrors(t *testing.T) {
+	for i, c := range []struct {
+		name    string
+		periods int
+	}{{"game3", 10}, {"", 10}, {"game1", 0}, {"game1", -1}, {"game2", MaxPeriods + 1}} {
+		if _, err := PlayGame(c.name, c.periods); !errors.Is(err, ErrConfig) {
+			t.Errorf("step %d: PlayGame(%q, %d) = %v, want ErrConfig", i, c.name, c.periods, err)
+		}
+	}
+}
+
+// TestWastedWork: one request of one unit of work on a server of one,
+// whose client gives up after half a second. The server works on it for a
+// second, the second half of it for nobody.
+func TestWastedWork(t *testing.T) {
+	withProfile(t, Profile{
+		Name: "one", Duration: 3, Tick: 0.1, K: 1, Work: 1, Timeout: 0.5, EveryTick: true,
+		Rate: func(t float64) float64 { return map[bool]float64{true: 10}[t < 0.05] },
+	})
+	r := mustRun(t, Config{Profile: "one"})
+	s := r.Summary
+	if s.Clients != 1 || s.Useful != 0 || s.Late != 1 || s.Timeouts != 1 || !near(s.WastedWork, 0.5) || !near(s.WastedShare, 0.5) {
+		t.Errorf("no retry: %+v; want 1 client, answered late, 0.5 of its 1 unit of work wasted", s)
+	}
+	// With a retry at the give-up (0.5 s), two share the server from then:
+	// the first gets its last 0.5 by 1.5 s; the retry, given up at 1.0 s
+	// with 0.25 done, gets 0.25 more by 1.5 s and its last 0.5 alone by
+	// 2.0 s. Wasted: 0.5 + 0.25 + 0.5 of 2 units.
+	r = mustRun(t, Config{Profile: "one", Retries: 1})
+	s = r.Summary
+	if s.Arrivals != 2 || s.Retries != 1 || s.Late != 2 || s.Timeouts != 2 || !near(s.WastedWork, 1.25) || !near(s.WastedShare, 1.25/2) {
+		t.Errorf("one retry: %+v; want 2 tries, both late, 1.25 of 2 units wasted", s)
+	}
+	if !near(r.Responses[0], 1.5) || !near(r.Responses[1], 1.5) {
+		t.Errorf("times inside %v, want 1.5 s and 1.5 s", r.Responses)
+	}
+}
+
+// TestLittlesLaw: at every second's end, the tries that arrived minus
+// those that left are the ones in work and waiting — the vertical gap of
+// the lab's cumulative chart — in every run of two comparisons: the
+// database's first two bursts, and a small server (10 at full speed)
+// given four times its capacity for 20 s by clients that give up after
+// 3 s and retry, which fills queues with tries nobody waits for, refuses,
+// and has the adaptive limit drop tries past their deadline.
+func TestLittlesLaw(t *testing.T) {
+	withProfile(t, Profile{
+		Name: "burst", Duration: 120, Tick: 0.01, K: 10, Work: 1, Timeout: 3, Retries: 1, Inside: 10, Outside: 10,
+		Rate: func(t float64) float64 { return map[bool]float64{false: 5, true: 40}[t >= 20 && t < 40] },
+	})
+	for _, base := range []Config{{Profile: "database", Seed: 2, Duration: 200}, {Profile: "burst", Seed: 3}} {
+		runs, err := Compare(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range runs {
+			in := 0
+			for _, s := range r.Series {
+				in += s.Arrivals + s.OtherArrivals - s.Departures
+				if in != s.Concurrency+s.Queued {
+					t.Fatalf("%s %s, second %d: %d arrived and not left, %d in work and %d waiting", base.Profile, r.Summary.Run, s.T, in, s.Concurrency, s.Queued)
+				}
+			}
+			// The paths the identity must hold across: retries without a
+			// limit and behind a queue longer than the clients wait (10/100),
+			// refusals by every bulkhead.
+			if base.Profile == "burst" && ((r.Config.Inside == 0 || r.Config.Outside == 100) && r.Summary.Retries == 0 || r.Config.Inside > 0 && r.Summary.Rejected == 0) {
+				t.Errorf("burst %s: %d retries, %d refused; want the overload to make clients retry and the bulkhead refuse", r.Summary.Run, r.Summary.Retries, r.Summary.Rejected)
+			}
+		}
+	}
+}
+
+// TestWorldCup: the seed's experiment on the linear server with clients
+// that give up after 10 s and try once more.
+func TestWorldCup(t *testing.T) {
+	runs, err := Compare(Config{Profile: "worldcup", Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := []string{"no limit", "100/100", "100/500", "100/1000", "adaptive"}
+	for i, r := range runs {
+		if r.Summary.Run != labels[i] {
+			t.Fatalf("run %d is %q, want %q", i, r.Summary.Run, labels[i])
+		}
+	}
+	none, r100, r500, r1000, adaptive := runs[0].Summary, runs[1].Summary, runs[2].Summary, runs[3].Summary, runs[4].Summary
+	p := runs[0].Profile
+	series := runs[0].Series
+	atPeakEnd, atEnd := series[int(p.PeakEnd)].Concurrency, series[len(series)-1].Concurrency
+	t.Logf("no limit: %.0f %% of the demand answered in time after the peak, %.0f %% of the work wasted; concurrency %d at the end of the peak, %d at the end, highest at %d s (load at %d s)",
+		100*none.UsefulAfterPeak, 100*none.WastedAfterPeak, atPeakEnd, atEnd, none.PeakAt, none.LoadPeakAt)
+
+	// Without a limit the half-time peak starts a retry storm on the
+	// linear server: no answer is in time after it (the seed says "about a
+	// quarter"; see docs/bulkhead.md for why equal requests under processor
+	// sharing cannot give that for long), nearly all the work goes to
+	// clients who have gone, and concurrency climbs long after the load.
+	if none.UsefulAfterPeak > 0.05 || none.WastedAfterPeak < 0.5 || none.RecoverySeconds >= 0 {
+		t.Errorf("no limit: %.3f of the demand answered after the peak, %.3f of the work wasted, recovery %v; want a collapse: under 5 %%, over half, never",
+			none.UsefulAfterPeak, none.WastedAfterPeak, none.RecoverySeconds)
+	}
+	if atEnd <= atPeakEnd || none.PeakAt <= none.LoadPeakAt+3600 {
+		t.Errorf("no limit: concurrency %d after the peak, %d at the end, highest at %d s (load at %d s); want it still rising an hour after the load's peak",
+			atPeakEnd, atEnd, none.PeakAt, none.LoadPeakAt)
 	}
 
-	if r100.WorstResponse > 2+1e-6 || r100.Timeouts != 0 || r100.Goodput < 0.95 || r100.RecoverySeconds != 0 {
+	if r100.WorstResponse > 2+eps || r100.Timeouts != 0 || r100.Goodput < 0.95 || r100.RecoverySeconds != 0 {
 		t.Errorf("100/100: worst %.2f× nominal, %d timeouts, goodput %.3f, recovery %v; want ≤ 2×, none, ≥ 95 %%, at once",
 			r100.WorstResponse, r100.Timeouts, r100.Goodput, r100.RecoverySeconds)
 	}
 	if r100.PeakConcurrency > 100 || r100.Rejected == 0 {
 		t.Errorf("100/100: peak concurrency %d, %d rejected; want ≤ 100 and brief rejections at the peaks", r100.PeakConcurrency, r100.Rejected)
 	}
-	// The long tail: fewer rejections, slower answers.
-	if !(r500.WorstResponse >= 5.5 && r1000.WorstResponse >= 10 && r500.Rejected < r100.Rejected && r1000.Rejected < r500.Rejected) {
-		t.Errorf("long tail: worst %.1f× and %.1f× nominal, rejected %d, %d, %d; want ≥ 5.5× and ≥ 10×, and fewer rejections as the queue grows",
-			r500.WorstResponse, r1000.WorstResponse, r100.Rejected, r500.Rejected, r1000.Rejected)
+	// The long tail: a queue of 500 makes the last in it wait 5 s, one of
+	// 1,000 10 s — longer than the clients wait, so those time out, try
+	// again and keep the queue full.
+	if !near(math.Round(r500.WorstResponse*100)/100, 6) || !near(math.Round(r1000.WorstResponse*100)/100, 11) || r500.Rejected >= r100.Rejected {
+		t.Errorf("long tail: worst %.2f× and %.2f× nominal, rejected %d, %d; want 6× and 11×, fewer rejections with the longer queue",
+			r500.WorstResponse, r1000.WorstResponse, r100.Rejected, r500.Rejected)
 	}
-	if r1000.Wasted == 0 || r1000.Goodput >= r100.Goodput {
-		t.Errorf("100/1000: %d wasted, goodput %.3f; want work wasted on clients who gave up, and less goodput than 100/100 (%.3f)", r1000.Wasted, r1000.Goodput, r100.Goodput)
+	if r1000.Timeouts == 0 || r1000.WastedWork == 0 || r1000.Goodput >= r100.Goodput {
+		t.Errorf("100/1000: %d timeouts, %.0f wasted, goodput %.3f; want clients who gave up in the queue, work wasted on them, and less goodput than 100/100 (%.3f)",
+			r1000.Timeouts, r1000.WastedWork, r1000.Goodput, r100.Goodput)
 	}
-	if adaptive.Goodput < 0.95 || adaptive.Wasted != 0 || adaptive.RecoverySeconds < 0 {
-		t.Errorf("adaptive: goodput %.3f, %d wasted, recovery %v; want ≥ 95 %%, none, a recovery", adaptive.Goodput, adaptive.Wasted, adaptive.RecoverySeconds)
+	if adaptive.Goodput < 0.95 || adaptive.WastedWork != 0 || adaptive.RecoverySeconds < 0 {
+		t.Errorf("adaptive: goodput %.3f, %.0f wasted, recovery %v; want ≥ 95 %%, none, a recovery", adaptive.Goodput, adaptive.WastedWork, adaptive.RecoverySeconds)
+	}
+}
+
+// TestWorldCupWithoutRetries: the same day with clients that never try
+// again. The linear server alone survives the peak: its backlog drains at
+// capacity minus load once the peak is over — the seed's "best case" does
+// not die without the retries.
+func TestWorldCupWithoutRetries(t *testing.T) {
+	r := mustRun(t, Config{Profile: "worldcup", Seed: 1, Retries: NoRetries, Duration: 7200}) // well past the half-time peak
+	s := r.Summary
+	t.Logf("no retries: recovery %v s after the peak, goodput %.1f %%, %.0f %% answered after the peak", s.RecoverySeconds, 100*s.Goodput, 100*s.UsefulAfterPeak)
+	if s.Retries != 0 || s.RecoverySeconds < 0 || s.RecoverySeconds > 600 || s.UsefulAfterPeak < 0.9 {
+		t.Errorf("no retries: %d retries, recovery %v s, %.3f answered after the peak; want none, within 10 minutes, ≥ 90 %%", s.Retries, s.RecoverySeconds, s.UsefulAfterPeak)
+	}
+	if float64(s.PeakAt) <= float64(s.LoadPeakAt) || float64(s.PeakAt) > r.Profile.PeakEnd {
+		t.Errorf("no retries: concurrency highest at %d s, the load at %d s; want it after the load, before the peak's end (%v s)", s.PeakAt, s.LoadPeakAt, r.Profile.PeakEnd)
+	}
+}
+
+// TestDatabase: the seed's asynchronous server pushes its concurrency onto
+// the shared database, which runs out of its 200 connections in the
+// bursts; the other service on it, whose load did not change, fails then.
+// The thread pool of 20 and a bulkhead of 20/20 keep both from happening.
+func TestDatabase(t *testing.T) {
+	runs, err := Compare(Config{Profile: "database", Seed: 1, Duration: 200}) // the first two bursts
+	if err != nil {
+		t.Fatal(err)
+	}
+	async, threads, bulk := runs[0].Summary, runs[1].Summary, runs[2].Summary
+	for _, s := range []Summary{async, threads, bulk} {
+		t.Logf("%s: peak %d connections, %d refused for want of one; the other service: %.2f %% errors, %.0f %% in its worst second; goodput %.1f %%, worst %.1f×",
+			s.Run, s.PeakConcurrency, s.Refused, 100*s.OtherErrorRate, 100*s.OtherWorstSecond, 100*s.Goodput, s.WorstResponse)
+	}
+	if async.Run != "no limit" || threads.Run != "20 threads" || bulk.Run != "20/20" {
+		t.Fatalf("runs %q, %q, %q", async.Run, threads.Run, bulk.Run)
+	}
+	// A query refused for want of a connection found all 200 in use.
+	if async.Refused == 0 || async.OtherErrors == 0 || async.OtherWorstSecond < 0.2 {
+		t.Errorf("async: %d refused, %d errors of the other service (worst second %.2f); want refusals (all 200 connections taken), and the other service failing",
+			async.Refused, async.OtherErrors, async.OtherWorstSecond)
+	}
+	for _, s := range []Summary{threads, bulk} {
+		if s.Refused != 0 || s.OtherErrors != 0 || s.PeakConcurrency > 50 {
+			t.Errorf("%s: %d refused, %d errors of the other service, %d connections at most; want none, none, and few", s.Run, s.Refused, s.OtherErrors, s.PeakConcurrency)
+		}
+	}
+	if bulk.Rejected == 0 || bulk.WorstResponse >= threads.WorstResponse {
+		t.Errorf("20/20: %d refused by the bulkhead, worst %.1f× against the pool's %.1f×; want the burst refused at once rather than queued",
+			bulk.Rejected, bulk.WorstResponse, threads.WorstResponse)
 	}
 }
 
 func TestRunsAreDeterministic(t *testing.T) {
-	c := Config{Profile: "overload2x", Inside: 100, Outside: 50, Adaptive: true, Seed: 9, Alpha: math.NaN(), Duration: 30}
+	c := Config{Profile: "overload2x", Inside: 100, Outside: 50, Adaptive: true, Seed: 9, Duration: 30}
 	a, b := mustRun(t, c), mustRun(t, c)
 	if !reflect.DeepEqual(a.Series, b.Series) || !reflect.DeepEqual(a.Summary, b.Summary) {
 		t.Fatal("two runs of one configuration differ")
@@ -124,19 +330,64 @@ func TestRunsAreDeterministic(t *testing.T) {
 	}
 }
 
+// TestZeroConfigIsTheDefault: the zero value of every field takes the
+// default — no bulkhead, the linear server, the profile's clients.
+func TestZeroConfigIsTheDefault(t *testing.T) {
+	def := mustRun(t, Config{Profile: "overload2x", Duration: 20})
+	explicit := mustRun(t, Config{Profile: "overload2x", Duration: 20, Alpha: 0, Retries: 0, Timeout: 2})
+	if !reflect.DeepEqual(def.Summary, explicit.Summary) {
+		t.Errorf("the zero Config differs from the explicit defaults:\n%+v\n%+v", def.Summary, explicit.Summary)
+	}
+	if nl := mustRun(t, Config{Profile: "overload2x", Duration: 20, Alpha: 0.5}); nl.Summary.Useful >= def.Summary.Useful {
+		t.Errorf("the non-linear server answered %d, the linear one %d; want fewer", nl.Summary.Useful, def.Summary.Useful)
+	}
+}
+
+func TestRuns(t *testing.T) {
+	runs, err := Runs(Config{Profile: "worldcup", Inside: 50, Outside: 20, Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range runs {
+		got = append(got, c.Label())
+		if c.Seed != 4 {
+			t.Errorf("%s: seed %d, want the base's", c.Label(), c.Seed)
+		}
+	}
+	if want := []string{"no limit", "50/20", "50/100", "50/200", "adaptive"}; !slices.Equal(got, want) {
+		t.Errorf("runs %v, want %v", got, want)
+	}
+	if a := runs[4]; a.Inside != 500 || a.Outside != 20 {
+		t.Errorf("adaptive starts at %d with a queue of %d, want 500 and 20", a.Inside, a.Outside)
+	}
+	for i, c := range []Config{{Profile: "worldcup", Threads: 3}, {Profile: "worldcup", Adaptive: true}, {Profile: "nowhere"}, {Profile: "worldcup", Alpha: -1}} {
+		if _, err := Runs(c); !errors.Is(err, ErrConfig) {
+			t.Errorf("step %d: Runs(%+v) = %v, want ErrConfig", i, c, err)
+		}
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
-	nan := math.NaN()
 	for i, c := range []Config{
-		{Profile: "derby", Alpha: nan},
-		{Profile: "worldcup", Inside: -1, Alpha: nan},
-		{Profile: "worldcup", Inside: 70000, Alpha: nan},
-		{Profile: "worldcup", Inside: 10, Outside: -5, Alpha: nan},
-		{Profile: "worldcup", Outside: 10, Alpha: nan},
-		{Profile: "worldcup", Adaptive: true, Alpha: nan},
+		{Profile: "derby"},
+		{Profile: "worldcup", Inside: -1},
+		{Profile: "worldcup", Inside: 70000},
+		{Profile: "worldcup", Inside: 10, Outside: -5},
+		{Profile: "worldcup", Outside: 10},
+		{Profile: "worldcup", Adaptive: true},
+		{Profile: "worldcup", Threads: -1},
+		{Profile: "worldcup", Threads: 20, Inside: 10},
 		{Profile: "worldcup", Alpha: -1},
-		{Profile: "worldcup", Alpha: nan, Timeout: -1},
-		{Profile: "worldcup", Alpha: nan, Timeout: math.Inf(1)},
-		{Profile: "worldcup", Alpha: nan, Duration: -3},
+		{Profile: "worldcup", Alpha: math.NaN()},
+		{Profile: "worldcup", Alpha: 101},
+		{Profile: "worldcup", Retries: -2},
+		{Profile: "worldcup", Retries: MaxRetries + 1},
+		{Profile: "worldcup", Timeout: -1},
+		{Profile: "worldcup", Timeout: math.Inf(1)},
+		{Profile: "worldcup", Timeout: math.NaN()},
+		{Profile: "worldcup", Duration: -3},
+		{Profile: "worldcup", Duration: MaxSeconds + 1},
 	} {
 		if _, err := Run(c); !errors.Is(err, ErrConfig) {
 			t.Errorf("step %d: Run(%+v) = %v, want ErrConfig", i, c, err)

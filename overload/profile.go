@@ -6,8 +6,7 @@ import (
 	"strings"
 )
 
-// Profile is a load and a server to put it on. Times are in seconds
-// (periods, for the games).
+// Profile is a load and a server to put it on. Times are in seconds.
 type Profile struct {
 	Name        string
 	Description string
@@ -18,20 +17,35 @@ type Profile struct {
 	Work     float64 // nominal time inside of one request
 	WorkCV   float64 // coefficient of variation of the work; 0 for fixed
 	Timeout  float64 // clients give up after this long; +Inf for never
-	Alpha    float64 // non-linear slowdown (Server.Alpha); 0 for linear
+	// Retries is how many times a client that gave up sends its request
+	// again, at once; a client the bulkhead refuses goes home.
+	Retries int
 
-	// Rate is the mean arrival rate, requests per second, at time t. With
-	// EveryTick set, exactly Rate(t)·Tick requests arrive each tick (rounded);
-	// otherwise the count is Poisson.
+	// Rate is the mean arrival rate of first tries, requests per second,
+	// at time t. The count of a tick is Poisson, or with EveryTick exactly
+	// Rate(t)·Tick, rounded.
 	Rate      func(t float64) float64
 	EveryTick bool
 
-	// PeakEnd is when the load's largest peak is over: recovery is measured
-	// from there. 0 for none.
-	PeakEnd float64
-	// PeakStart is when that peak begins; the collapse of useful throughput
-	// is measured from there.
-	PeakStart float64
+	// PeakStart and PeakEnd bound the load's largest peak: the collapse of
+	// useful throughput is measured from its start, recovery from its end,
+	// and the state "after the peak" from its end to AfterEnd. 0 for none.
+	PeakStart, PeakEnd, AfterEnd float64
+
+	// The database scenario. Conns is how many requests the server (there,
+	// the database) holds at once — its connections; one more is refused at
+	// once. 0 for no such limit. Other is the load of a second client of
+	// the same server (another service on the same database), whose
+	// requests give up after OtherTimeout and are never retried. Threads is
+	// the thread pool of the comparison's synchronous run.
+	Conns        int
+	Other        func(t float64) float64
+	OtherTimeout float64
+	Threads      int
+
+	// Inside and Outside are the limits a comparison uses when it is given
+	// none: the knee and as many again outside.
+	Inside, Outside int
 }
 
 // World Cup day, compressed into three hours: the usual smooth curve plus
@@ -62,41 +76,60 @@ func worldCupRate(t float64) float64 {
 		bump(t, wcWhistle, 1.5*wcPeak1, wcWidth)
 }
 
+// The database scenario: a service whose requests are one query each to a
+// database that runs 20 queries at full speed (50 ms each, 400 a second)
+// and slows down linearly above that, with 200 connections. The service
+// takes 200 requests a second, and five times in ten minutes a click storm
+// (or a GC pause, or a proxy that queued them) brings 300 more at once.
+// Another service sends the same database 100 queries a second, whose
+// callers give up after half a second.
+const (
+	dbBurst      = 300.0 // requests in a burst
+	dbBurstWidth = 0.05  // seconds: the standard deviation of a burst
+)
+
+func databaseRate(t float64) float64 {
+	r := 200.0
+	for _, at := range []float64{60, 180, 300, 420, 540} {
+		r += bump(t, at, dbBurst/(dbBurstWidth*math.Sqrt(2*math.Pi)), dbBurstWidth)
+	}
+	return r
+}
+
 var profiles = []Profile{
 	{
 		Name: "worldcup",
 		Description: "World Cup day in three hours: a smooth daily curve with peaks at kick-off, half-time (three times " +
-			"the first) and the final whistle, on a server that holds 100 requests in work at full speed (1 s each) " +
-			"and loses efficiency above that",
-		Duration: 3 * 3600, Tick: 0.01, K: wcK, Work: 1, Timeout: 10, Alpha: 0.5,
+			"the first) and the final whistle, on a server that holds 100 requests in work at full speed (1 s each); " +
+			"clients give up after 10 s and try once more",
+		Duration: 3 * 3600, Tick: 0.01, K: wcK, Work: 1, Timeout: 10, Retries: 1,
 		Rate:      worldCupRate,
-		PeakStart: wcHalftime - 3*wcWidth, PeakEnd: wcHalftime + 3*wcWidth,
+		PeakStart: wcHalftime - 3*wcWidth, PeakEnd: wcHalftime + 3*wcWidth, AfterEnd: wcWhistle - 3*wcWidth,
+		Inside: 100, Outside: 100,
 	},
 	{
-		Name:        "game1",
-		Description: "the seed's game 1: two CPUs, 3 units of work a request, one request a period (150 % of capacity), no limit",
-		Duration:    60, Tick: 1, K: 2, Work: 3, Timeout: math.Inf(1),
-		Rate:      func(float64) float64 { return 1 },
-		EveryTick: true,
-	},
-	{
-		Name:        "game2",
-		Description: "the seed's game 2, the bouncer: game 1's load with 2 inside and a queue of 2 (run it with --inside 2 --outside 2)",
-		Duration:    60, Tick: 1, K: 2, Work: 3, Timeout: math.Inf(1),
-		Rate:      func(float64) float64 { return 1 },
-		EveryTick: true,
+		Name: "database",
+		Description: "the seed's asynchronous server: a service of 200 requests a second, one query each to a database " +
+			"that runs 20 queries at full speed (50 ms) and has 200 connections, with bursts of 300 requests at once; " +
+			"another service sends the same database 100 queries a second and gives up after 0.5 s",
+		Duration: 600, Tick: 0.001, K: 20, Work: 0.05, Timeout: 5, Retries: 1,
+		Rate:  databaseRate,
+		Conns: 200, Other: func(float64) float64 { return 100 }, OtherTimeout: 0.5, Threads: 20,
+		Inside: 20, Outside: 20,
 	},
 	{
 		Name:        "overload2x",
 		Description: "1,000 requests per second for 10 minutes on a server whose knee is 50 requests in work (100 ms each): twice its capacity, for the adaptive limit",
-		Duration:    600, Tick: 0.001, K: 50, Work: 0.1, WorkCV: 0.3, Timeout: 2, Alpha: 0.5,
-		Rate: func(float64) float64 { return 1000 },
+		Duration:    600, Tick: 0.001, K: 50, Work: 0.1, WorkCV: 0.3, Timeout: 2,
+		Rate:   func(float64) float64 { return 1000 },
+		Inside: 50, Outside: 50,
 	},
 	{
 		Name:        "healthy",
 		Description: "300 requests per second for 10 minutes on the same server: 60 % of its capacity",
-		Duration:    600, Tick: 0.001, K: 50, Work: 0.1, WorkCV: 0.3, Timeout: 2, Alpha: 0.5,
-		Rate: func(float64) float64 { return 300 },
+		Duration:    600, Tick: 0.001, K: 50, Work: 0.1, WorkCV: 0.3, Timeout: 2,
+		Rate:   func(float64) float64 { return 300 },
+		Inside: 50, Outside: 50,
 	},
 }
 

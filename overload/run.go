@@ -1,13 +1,12 @@
 package overload
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/afloat/afloat/bulkhead"
@@ -18,24 +17,57 @@ import (
 // ErrConfig is returned for a run that cannot be made.
 var ErrConfig = errors.New("overload: invalid configuration")
 
-// Config is one run of a profile.
+// NoRetries, as Config.Retries, runs a profile with clients that never
+// try again after giving up (the zero value takes the profile's).
+const NoRetries = -1
+
+// Bounds of a Config, for callers that check their input first.
+const (
+	MaxAlpha   = 100
+	MaxRetries = 10
+	MaxSeconds = 86400 // Config.Timeout and Config.Duration
+	// MaxThreads bounds Config.Threads; the pool's queue is unbounded.
+	MaxThreads = bulkhead.MaxLimit
+)
+
+// Config is one run of a profile. The zero value of every field but
+// Profile takes the default: no bulkhead, the linear server, the profile's
+// clients and length.
 type Config struct {
-	Profile  string
-	Inside   int  // the bulkhead's limit (the initial one if Adaptive); 0 for no bulkhead
-	Outside  int  // the bulkhead's queue
-	Adaptive bool // let the limit adapt, and give the bulkhead each client's deadline
-	Seed     uint32
-	// Alpha, Timeout and Duration override the profile's when set: Alpha
-	// ≥ 0 (NaN for the profile's), Timeout and Duration > 0 seconds.
-	Alpha    float64
+	Profile string
+	// Inside is the bulkhead's limit (the initial one if Adaptive); 0 for
+	// no bulkhead. Outside is its queue.
+	Inside  int
+	Outside int
+	// Adaptive lets the limit adapt, and gives the bulkhead each client's
+	// deadline.
+	Adaptive bool
+	// Threads puts a thread pool in front of the server instead of a
+	// bulkhead: at most Threads requests inside and an unbounded queue, the
+	// synchronous server of the seed, whose pool caps its concurrency by
+	// accident. 0 for none.
+	Threads int
+	Seed    uint32
+	// Alpha is the slowdown above the knee: 0 (the default) is the seed's
+	// linear one — twice the requests in work, each twice as slow, the
+	// server's throughput unchanged; above 0, up to MaxAlpha, the server
+	// also loses capacity (server's doc), as real ones do.
+	Alpha float64
+	// Retries is how many times a client that gave up tries again: 0 for
+	// the profile's, NoRetries for never, at most MaxRetries.
+	Retries int
+	// Timeout and Duration override the profile's when above 0: seconds,
+	// at most MaxSeconds.
 	Timeout  float64
 	Duration float64
 }
 
 // Label names a run the way the lab shows it: "no limit", "100/100",
-// "adaptive".
+// "adaptive", "20 threads".
 func (c Config) Label() string {
 	switch {
+	case c.Threads > 0:
+		return fmt.Sprintf("%d threads", c.Threads)
 	case c.Inside == 0:
 		return "no limit"
 	case c.Adaptive:
@@ -45,68 +77,145 @@ func (c Config) Label() string {
 	}
 }
 
-// Second is what one second (one period, in the games) of a run saw.
+// Validate reports what makes a Config unusable, naming the field and the
+// range it takes.
+func (c Config) Validate() error {
+	if _, err := LookupProfile(c.Profile); err != nil {
+		return err
+	}
+	switch {
+	case c.Inside < 0 || c.Inside > bulkhead.MaxLimit:
+		return fmt.Errorf("%w: inside %d: want 0 (no limit) to %d", ErrConfig, c.Inside, bulkhead.MaxLimit)
+	case c.Outside < 0 || c.Outside > bulkhead.MaxQueue:
+		return fmt.Errorf("%w: outside %d: want 0 to %d", ErrConfig, c.Outside, bulkhead.MaxQueue)
+	case c.Inside == 0 && (c.Outside > 0 || c.Adaptive):
+		return fmt.Errorf("%w: a queue or an adaptive limit needs an inside limit", ErrConfig)
+	case c.Threads < 0 || c.Threads > MaxThreads:
+		return fmt.Errorf("%w: threads %d: want 0 (none) to %d", ErrConfig, c.Threads, MaxThreads)
+	case c.Threads > 0 && (c.Inside > 0 || c.Outside > 0 || c.Adaptive):
+		return fmt.Errorf("%w: threads %d: a thread pool or a bulkhead, not both", ErrConfig, c.Threads)
+	case !(c.Alpha >= 0 && c.Alpha <= MaxAlpha): // and not NaN
+		return fmt.Errorf("%w: alpha %v: want 0 (linear) to %d", ErrConfig, c.Alpha, MaxAlpha)
+	case c.Retries < NoRetries || c.Retries > MaxRetries:
+		return fmt.Errorf("%w: retries %d: want 0 (the profile's), %d (none) or 1 to %d", ErrConfig, c.Retries, NoRetries, MaxRetries)
+	case !(c.Timeout >= 0 && c.Timeout <= MaxSeconds):
+		return fmt.Errorf("%w: timeout %v s: want more than 0 and at most %d (0 for the profile's)", ErrConfig, c.Timeout, MaxSeconds)
+	case !(c.Duration >= 0 && c.Duration <= MaxSeconds):
+		return fmt.Errorf("%w: duration %v s: want more than 0 and at most %d (0 for the profile's)", ErrConfig, c.Duration, MaxSeconds)
+	}
+	return nil
+}
+
+// Second is what one second of a run saw. Work and Wasted are in
+// requests' worth: units of work divided by the nominal work of one
+// request, so that they compare with the counts.
 type Second struct {
-	T           int     `json:"t"`
-	Arrivals    int     `json:"arrivals"`
-	Responses   int     `json:"responses"` // answered before the client gave up
-	Timeouts    int     `json:"timeouts"`  // clients that gave up in this second
-	Wasted      int     `json:"wasted"`    // finished after their client gave up
-	Rejected    int     `json:"rejected"`  // refused by the bulkhead
-	Concurrency int     `json:"concurrency"`
-	Queued      int     `json:"queued"`
-	Limit       float64 `json:"limit"` // the bulkhead's, averaged over the second; 0 without one
+	T         int `json:"t"`
+	Arrivals  int `json:"arrivals"`  // tries sent, retries included (not the other service's)
+	Retries   int `json:"retries"`   // of which tries again after a give-up
+	Responses int `json:"responses"` // answered before the client gave up
+	Late      int `json:"late"`      // answered after the client gave up
+	Timeouts  int `json:"timeouts"`  // tries given up in this second
+	Rejected  int `json:"rejected"`  // refused by the bulkhead
+	// Departures counts every try that left the system — answered in time
+	// or late, refused, or dropped — the other service's included, so that
+	// the arrivals and departures summed up to a second's end differ by
+	// the requests in work and queued then (Little's law, drawn).
+	Departures int `json:"departures"`
+	// Work is what the server did; Wasted, the part of it spent on
+	// requests whose client had already gone.
+	Work        float64 `json:"work"`
+	Wasted      float64 `json:"wasted"`
+	Concurrency int     `json:"concurrency"` // in work at the second's end
+	Queued      int     `json:"queued"`      // waiting outside, likewise
+	Limit       float64 `json:"limit"`       // the bulkhead's, averaged over the second; 0 without one
 	Worst       float64 `json:"worst_response"`
+
+	// The database scenario: requests the server refused for want of a
+	// connection, and the second service's requests, answers in time and
+	// errors (refusals and give-ups).
+	Refused        int `json:"refused,omitempty"`
+	OtherArrivals  int `json:"other_arrivals,omitempty"`
+	OtherResponses int `json:"other_responses,omitempty"`
+	OtherErrors    int `json:"other_errors,omitempty"` // of the requests that arrived in this second
 }
 
 // Summary sums up a run.
 type Summary struct {
 	Run      string `json:"run"`
-	Arrivals int    `json:"arrivals"`
+	Clients  int    `json:"clients"`  // first tries
+	Arrivals int    `json:"arrivals"` // tries, retries included
+	Retries  int    `json:"retries"`
 	Useful   int    `json:"useful"` // answered in time
+	Late     int    `json:"late"`   // answered after the client gave up
 	Rejected int    `json:"rejected"`
 	Timeouts int    `json:"timeouts"`
-	Wasted   int    `json:"wasted"`
-	// Goodput is useful ÷ arrivals.
+	// Goodput is useful ÷ clients: the share of clients answered in time.
 	Goodput float64 `json:"goodput"`
+	// WastedWork is the server's work on requests whose client had gone, in
+	// requests' worth; WastedShare, its share of all the server's work.
+	WastedWork  float64 `json:"wasted_work"`
+	WastedShare float64 `json:"wasted_share"`
 	// WorstResponse and P99Response are times inside the system (queue
 	// included) of the requests that finished, as multiples of the nominal.
 	WorstResponse float64 `json:"worst_response_x"`
 	P99Response   float64 `json:"p99_response_x"`
 	// PeakConcurrency is the most requests in work at a second's end, at
-	// PeakAt seconds.
+	// PeakAt seconds; LoadPeakAt is when the clients' demand was highest.
 	PeakConcurrency int `json:"peak_concurrency"`
 	PeakAt          int `json:"peak_at_s"`
+	LoadPeakAt      int `json:"load_peak_at_s"`
+
+	// Peak says whether the profile has a peak, and so whether the rest
+	// was measured.
+	Peak bool `json:"peak"`
 	// LowestUsefulMinute is the least useful throughput of any minute from
-	// the largest peak on, as a share of the server's capacity; −1 for a
-	// profile without a peak.
+	// the start of the largest peak on, as a share of the server's
+	// capacity.
 	LowestUsefulMinute float64 `json:"lowest_useful_minute"`
+	// UsefulAfterPeak is the useful throughput from the end of the largest
+	// peak to the profile's AfterEnd as a share of normal — of the clients'
+	// demand then, which a healthy server answers in full; WastedAfterPeak
+	// is the share of the server's work then spent on clients who had gone.
+	UsefulAfterPeak float64 `json:"useful_after_peak"`
+	WastedAfterPeak float64 `json:"wasted_after_peak"`
 	// RecoverySeconds is the time from the end of the largest peak until
 	// the server is back to normal for 30 s in a row: nothing waits longer
 	// than twice the nominal and no client gives up. −1: not within the run.
 	RecoverySeconds float64 `json:"recovery_s"`
-	// Peak says whether the profile has a peak, and so whether
-	// LowestUsefulMinute and RecoverySeconds were measured.
-	Peak bool `json:"peak"`
+
+	// The database scenario: the requests the server refused for want of a
+	// connection, and the second service's requests, errors and error rate.
+	Refused        int     `json:"refused"`
+	OtherRequests  int     `json:"other_requests"`
+	OtherErrors    int     `json:"other_errors"`
+	OtherErrorRate float64 `json:"other_error_rate"`
+	// OtherWorstSecond is the second service's highest error rate in any
+	// one second.
+	OtherWorstSecond float64 `json:"other_worst_second"`
 }
 
 // Result is a run's series and summary.
 type Result struct {
 	Config  Config
-	Profile Profile
+	Profile Profile // with the Config's overrides applied
 	Series  []Second
 	Summary Summary
-	// Responses are the times inside the system of every request that
-	// finished, in seconds, in the order they finished.
+	// Responses are the times inside the system of every request of the
+	// first client that finished, in seconds, in the order they finished.
 	Responses []float64
 }
 
-// request is one client's request.
+// request is one try of one client's request.
 type request struct {
 	arrival, deadline float64
 	work              float64
+	attempt           int  // 0 for the first try
+	other             bool // the second service's
 	permit            bulkhead.Permit
-	done              bool
+	inWork            bool // in the server
+	gone              bool // its client has given up
+	done              bool // answered, refused, or dropped
 }
 
 // clock adapts the virtual clock to the bulkhead's Clock.
@@ -127,26 +236,15 @@ func Run(cfg Config) (Result, error) { return RunContext(context.Background(), c
 // a World Cup run takes about a second of CPU and tens of megabytes, work
 // a server must not go on with for a client that has left.
 func RunContext(ctx context.Context, cfg Config) (Result, error) {
-	p, err := LookupProfile(cfg.Profile)
-	if err != nil {
+	if err := cfg.Validate(); err != nil {
 		return Result{}, err
 	}
+	p, _ := LookupProfile(cfg.Profile)
 	switch {
-	case cfg.Inside < 0 || cfg.Inside > bulkhead.MaxLimit:
-		return Result{}, fmt.Errorf("%w: inside %d: want 0 (no limit) to %d", ErrConfig, cfg.Inside, bulkhead.MaxLimit)
-	case cfg.Outside < 0 || cfg.Outside > bulkhead.MaxQueue:
-		return Result{}, fmt.Errorf("%w: outside %d: want 0 to %d", ErrConfig, cfg.Outside, bulkhead.MaxQueue)
-	case cfg.Inside == 0 && (cfg.Outside > 0 || cfg.Adaptive):
-		return Result{}, fmt.Errorf("%w: a queue or an adaptive limit needs an inside limit", ErrConfig)
-	case !math.IsNaN(cfg.Alpha) && (cfg.Alpha < 0 || cfg.Alpha > 100):
-		return Result{}, fmt.Errorf("%w: alpha %v: want 0 (linear) to 100", ErrConfig, cfg.Alpha)
-	case cfg.Timeout < 0 || math.IsNaN(cfg.Timeout) || cfg.Timeout > 86400:
-		return Result{}, fmt.Errorf("%w: timeout %v s: want more than 0 and at most a day (0 for the profile's)", ErrConfig, cfg.Timeout)
-	case cfg.Duration < 0 || math.IsNaN(cfg.Duration) || cfg.Duration > 86400:
-		return Result{}, fmt.Errorf("%w: duration %v s: want more than 0 and at most a day (0 for the profile's)", ErrConfig, cfg.Duration)
-	}
-	if !math.IsNaN(cfg.Alpha) {
-		p.Alpha = cfg.Alpha
+	case cfg.Retries == NoRetries:
+		p.Retries = 0
+	case cfg.Retries > 0:
+		p.Retries = cfg.Retries
 	}
 	if cfg.Timeout > 0 {
 		p.Timeout = cfg.Timeout
@@ -154,19 +252,26 @@ func RunContext(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Duration > 0 {
 		p.Duration = math.Max(cfg.Duration, p.Tick)
 	}
-	s := &sim{p: p, cfg: cfg, rand: rng.New(cfg.Seed), clk: vclock.New(epoch), server: &Server{K: p.K, Alpha: p.Alpha}}
+	s := &sim{p: p, cfg: cfg, rand: rng.New(cfg.Seed), clk: vclock.New(epoch), server: &server{k: p.K, alpha: cfg.Alpha}}
 	s.series = make([]Second, int(math.Ceil(p.Duration)))
 	for i := range s.series {
 		s.series[i].T = i
 	}
-	if cfg.Inside > 0 {
+	var err error
+	switch {
+	case cfg.Threads > 0:
+		// A thread pool is, for the requests' concurrency, a semaphore with
+		// a queue nobody bounds.
+		s.gate, err = bulkhead.New(cfg.Threads, bulkhead.WithClock(clock{s.clk}), bulkhead.WithQueue(bulkhead.MaxQueue))
+	case cfg.Inside > 0:
 		opts := []bulkhead.Option{bulkhead.WithClock(clock{s.clk}), bulkhead.WithQueue(cfg.Outside)}
 		if cfg.Adaptive {
 			opts = append(opts, bulkhead.WithAdaptive(bulkhead.AdaptiveConfig{}))
 		}
-		if s.b, err = bulkhead.New(cfg.Inside, opts...); err != nil {
-			return Result{}, fmt.Errorf("%w: %v", ErrConfig, err)
-		}
+		s.gate, err = bulkhead.New(cfg.Inside, opts...)
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	if err := s.run(ctx); err != nil {
 		return Result{}, fmt.Errorf("overload: run %s stopped: %w", cfg.Label(), err)
@@ -180,12 +285,12 @@ type sim struct {
 	cfg    Config
 	rand   *rng.Rand
 	clk    *vclock.Clock
-	server *Server
-	b      *bulkhead.Bulkhead
+	server *server
+	gate   *bulkhead.Bulkhead // the bulkhead or the thread pool; nil for none
 
 	series    []Second
-	all       []*request // every request not known to be done (compacted as it grows)
-	kept      int        // len(all) after the last compaction
+	waiting   [2]deadlines // tries not known to be done, by deadline: the clients', the other service's
+	retries   retryHeap    // clients that gave up and will try again, by when
 	responses []float64
 	queued    int
 }
@@ -209,117 +314,219 @@ func (s *sim) run(ctx context.Context) error {
 			}
 		}
 		t0 := float64(k) * p.Tick
+		// Clients whose deadline has come give up first; then the clock
+		// moves (the bulkhead's own expiries fire), and the tries of this
+		// tick arrive: retries, then newcomers.
+		s.expire(t0 + p.Tick/2)
 		s.clk.AdvanceTo(at(t0))
-
-		mean := p.Rate(t0) * p.Tick
-		n := int(math.Round(mean))
+		for len(s.retries) > 0 && s.retries[0].at <= t0+p.Tick/2 {
+			s.send(t0, heap.Pop(&s.retries).(retry).attempt, false)
+		}
+		n := int(math.Round(p.Rate(t0) * p.Tick))
 		if !p.EveryTick {
-			n = s.rand.Poisson(mean)
+			n = s.rand.Poisson(p.Rate(t0) * p.Tick)
 		}
 		for range n {
-			s.arrive(t0)
+			s.send(t0, 0, false)
+		}
+		if p.Other != nil {
+			for range s.rand.Poisson(p.Other(t0) * p.Tick) {
+				s.send(t0, 0, true)
+			}
 		}
 
 		// Fluid processor sharing until the end of the tick, completion by
 		// completion, each at its own instant.
+		sec := s.second(t0)
 		now, end := t0, t0+p.Tick
 		for {
 			dt := s.server.nextCompletion()
 			if now+dt > end {
-				s.server.advance(end - now)
+				work, wasted := s.server.advance(end - now)
+				sec.Work, sec.Wasted = sec.Work+work/p.Work, sec.Wasted+wasted/p.Work
 				break
 			}
-			s.server.advance(dt)
+			work, wasted := s.server.advance(dt)
+			sec.Work, sec.Wasted = sec.Work+work/p.Work, sec.Wasted+wasted/p.Work
 			now += dt
 			r := s.server.pop()
 			s.clk.AdvanceTo(at(now))
 			s.finish(r, now)
 		}
 
-		sec := s.second(t0)
-		if s.b != nil {
-			sec.Limit += float64(s.b.Limit()) * p.Tick / math.Min(1, p.Duration) // time-weighted over the second
+		if s.gate != nil {
+			sec.Limit += float64(s.gate.Limit()) * p.Tick / math.Min(1, p.Duration) // time-weighted over the second
 		}
 		if next := float64(k+1) * p.Tick; int(next) != int(t0) || k == ticks-1 {
-			sec.Concurrency = s.server.InWork()
+			sec.Concurrency = s.server.inWork()
 			sec.Queued = s.queued
-		}
-	}
-	// Clients still waiting at the end gave up if their deadline passed.
-	for _, r := range s.all {
-		if !r.done && r.deadline < p.Duration {
-			s.second(r.deadline).Timeouts++
 		}
 	}
 	return nil
 }
 
-func (s *sim) arrive(t float64) {
-	r := &request{arrival: t, deadline: t + s.p.Timeout, work: s.p.Work}
+// expire lets the clients whose deadline is by now give up: a try still
+// queued or in work goes on without them (the server cannot know), and the
+// client tries again if it has tries left.
+func (s *sim) expire(now float64) {
+	for i := range s.waiting {
+		d := &s.waiting[i]
+		for r := d.next(); r != nil && r.deadline <= now; r = d.next() {
+			d.pop()
+			if !r.done {
+				s.giveUp(r)
+			}
+		}
+	}
+}
+
+func (s *sim) giveUp(r *request) {
+	r.gone = true
+	if r.inWork {
+		s.server.giveUp()
+	}
+	if r.other {
+		// Counted by arrival, so that a second's error rate is the share
+		// of its requests that failed.
+		s.second(r.arrival).OtherErrors++
+		return
+	}
+	s.second(r.deadline).Timeouts++
+	if r.attempt < s.p.Retries {
+		heap.Push(&s.retries, retry{at: r.deadline, attempt: r.attempt + 1})
+	}
+}
+
+// send is a try arriving at t.
+func (s *sim) send(t float64, attempt int, other bool) {
+	timeout := s.p.Timeout
+	if other {
+		timeout = s.p.OtherTimeout
+	}
+	r := &request{arrival: t, deadline: t + timeout, work: s.p.Work, attempt: attempt, other: other}
 	if s.p.WorkCV > 0 {
 		// Lognormal with the nominal mean and the profile's variation.
 		sigma := math.Sqrt(math.Log(1 + s.p.WorkCV*s.p.WorkCV))
 		r.work = s.p.Work * math.Exp(s.rand.Normal(-sigma*sigma/2, sigma))
 	}
-	s.all = append(s.all, r)
-	if len(s.all) >= 2*max(s.kept, 1024) {
-		// Keep only the requests still waiting or in work, so that memory
-		// follows the requests inside, not every request of the run.
-		s.all = slices.DeleteFunc(s.all, func(r *request) bool { return r.done })
-		s.kept = len(s.all)
+	if !math.IsInf(r.deadline, 1) {
+		k := 0
+		if other {
+			k = 1
+		}
+		s.waiting[k].push(r)
 	}
-	s.second(t).Arrivals++
-	if s.b == nil {
-		s.server.add(r, r.work)
+	sec := s.second(t)
+	if other {
+		sec.OtherArrivals++
+		s.enter(r, t) // the other service has no gate of ours
+		return
+	}
+	sec.Arrivals++
+	if attempt > 0 {
+		sec.Retries++
+	}
+	if s.gate == nil {
+		s.enter(r, t)
 		return
 	}
 	var deadline time.Time
-	if s.cfg.Adaptive && !math.IsInf(s.p.Timeout, 1) {
+	if s.cfg.Adaptive && !math.IsInf(r.deadline, 1) {
 		deadline = at(r.deadline) // the client's deadline travels with the request
 	}
 	s.queued++
-	s.b.Submit(bulkhead.PriorityNormal, deadline, func(pm bulkhead.Permit, err error) {
+	s.gate.Submit(bulkhead.PriorityNormal, deadline, func(pm bulkhead.Permit, err error) {
 		s.queued--
+		now := seconds(s.clk.Now())
 		if err != nil {
+			// A refusal is an answer: the client goes home. One whose client
+			// had already gone is dropped, and nobody hears of it.
+			if !r.gone {
+				s.second(now).Rejected++
+			}
+			s.second(now).Departures++
 			r.done = true
-			s.second(seconds(s.clk.Now())).Rejected++
 			return
 		}
 		r.permit = pm
-		s.server.add(r, r.work)
+		s.enter(r, now)
 	})
+}
+
+// enter puts a try in work, unless the server has no connection left for
+// it: then it fails at once.
+func (s *sim) enter(r *request, now float64) {
+	if s.p.Conns > 0 && s.server.inWork() >= s.p.Conns {
+		r.done = true
+		sec := s.second(now)
+		sec.Refused++
+		sec.Departures++
+		if r.other && !r.gone {
+			sec.OtherErrors++
+		}
+		r.permit.Release()
+		return
+	}
+	s.server.add(r)
 }
 
 func (s *sim) finish(r *request, now float64) {
 	r.done = true
-	took := now - r.arrival
-	s.responses = append(s.responses, took)
 	sec := s.second(now)
-	sec.Worst = math.Max(sec.Worst, took)
-	if now <= r.deadline {
-		sec.Responses++
-	} else {
-		sec.Wasted++
-		s.second(r.deadline).Timeouts++
+	sec.Departures++
+	switch {
+	case r.other:
+		if !r.gone {
+			sec.OtherResponses++
+		}
+	default:
+		took := now - r.arrival
+		s.responses = append(s.responses, took)
+		sec.Worst = math.Max(sec.Worst, took)
+		if r.gone {
+			sec.Late++
+		} else {
+			sec.Responses++
+		}
 	}
 	r.permit.Release()
 }
 
 func (s *sim) summary() Summary {
 	p := s.p
-	sum := Summary{Run: s.cfg.Label(), RecoverySeconds: -1, LowestUsefulMinute: -1}
+	sum := Summary{Run: s.cfg.Label(), RecoverySeconds: -1, LowestUsefulMinute: -1, UsefulAfterPeak: -1, WastedAfterPeak: -1}
+	work, highest := 0.0, math.Inf(-1)
 	for _, sec := range s.series {
 		sum.Arrivals += sec.Arrivals
+		sum.Retries += sec.Retries
 		sum.Useful += sec.Responses
+		sum.Late += sec.Late
 		sum.Rejected += sec.Rejected
 		sum.Timeouts += sec.Timeouts
-		sum.Wasted += sec.Wasted
+		sum.WastedWork += sec.Wasted
+		sum.Refused += sec.Refused
+		sum.OtherRequests += sec.OtherArrivals
+		sum.OtherErrors += sec.OtherErrors
+		work += sec.Work
+		if sec.OtherArrivals > 0 {
+			sum.OtherWorstSecond = math.Max(sum.OtherWorstSecond, float64(sec.OtherErrors)/float64(sec.OtherArrivals))
+		}
 		if sec.Concurrency > sum.PeakConcurrency {
 			sum.PeakConcurrency, sum.PeakAt = sec.Concurrency, sec.T
 		}
+		if rate := p.Rate(float64(sec.T)); rate > highest {
+			highest, sum.LoadPeakAt = rate, sec.T
+		}
 	}
-	if sum.Arrivals > 0 {
-		sum.Goodput = float64(sum.Useful) / float64(sum.Arrivals)
+	sum.Clients = sum.Arrivals - sum.Retries
+	if sum.Clients > 0 {
+		sum.Goodput = float64(sum.Useful) / float64(sum.Clients)
+	}
+	if work > 0 {
+		sum.WastedShare = sum.WastedWork / work
+	}
+	if sum.OtherRequests > 0 {
+		sum.OtherErrorRate = float64(sum.OtherErrors) / float64(sum.OtherRequests)
 	}
 	if len(s.responses) > 0 {
 		sorted := slices.Clone(s.responses)
@@ -339,12 +546,29 @@ func (s *sim) summary() Summary {
 			lowest = math.Min(lowest, float64(useful)/60/(p.K/p.Work))
 		}
 		sum.LowestUsefulMinute = lowest
+		// After the peak: useful answers against the demand, and the work
+		// that went to clients who had gone against all the work.
+		if end := min(len(s.series), int(p.AfterEnd)); end > int(p.PeakEnd) {
+			useful, demand, wasted, work := 0, 0, 0.0, 0.0
+			for _, sec := range s.series[int(p.PeakEnd):end] {
+				useful += sec.Responses
+				demand += sec.Arrivals - sec.Retries
+				wasted += sec.Wasted
+				work += sec.Work
+			}
+			if demand > 0 {
+				sum.UsefulAfterPeak = float64(useful) / float64(demand)
+			}
+			if work > 0 {
+				sum.WastedAfterPeak = wasted / work
+			}
+		}
 		// Recovery: 30 s in a row with no give-ups and every answer within
 		// twice the nominal time.
 		run := 0
 		for t := int(p.PeakEnd); t < len(s.series); t++ {
 			sec := s.series[t]
-			if sec.Timeouts == 0 && sec.Wasted == 0 && sec.Worst <= 2*p.Work {
+			if sec.Timeouts == 0 && sec.Late == 0 && sec.Worst <= 2*p.Work {
 				run++
 			} else {
 				run = 0
@@ -356,57 +580,4 @@ func (s *sim) summary() Summary {
 		}
 	}
 	return sum
-}
-
-// Compare runs the seed's experiment on a profile: no limit, 100 inside
-// with queues of 100, 500 and 1,000 outside, and the adaptive limit
-// (starting at 1,000, queue 100, with the clients' deadlines).
-func Compare(profile string, seed uint32) ([]Result, error) {
-	return CompareContext(context.Background(), profile, seed)
-}
-
-// CompareContext is Compare that stops early, with ctx's error, once ctx
-// is done.
-func CompareContext(ctx context.Context, profile string, seed uint32) ([]Result, error) {
-	nan := math.NaN()
-	runs := []Config{
-		{Profile: profile, Seed: seed, Alpha: nan},
-		{Profile: profile, Seed: seed, Alpha: nan, Inside: 100, Outside: 100},
-		{Profile: profile, Seed: seed, Alpha: nan, Inside: 100, Outside: 500},
-		{Profile: profile, Seed: seed, Alpha: nan, Inside: 100, Outside: 1000},
-		{Profile: profile, Seed: seed, Alpha: nan, Inside: 1000, Outside: 100, Adaptive: true},
-	}
-	// The runs share nothing, so they run side by side, each a pure
-	// function of its config — but no more at once than there are CPUs:
-	// more would not finish sooner, and each holds tens of megabytes.
-	out := make([]Result, len(runs))
-	errs := make([]error, len(runs))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	var wg sync.WaitGroup
-	for i, c := range runs {
-		wg.Go(func() {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				errs[i] = ctx.Err()
-				return
-			}
-			defer func() { <-sem }()
-			if out[i], errs[i] = RunContext(ctx, c); errs[i] != nil {
-				cancel() // the others' answers are of no use without this one
-			}
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		for _, e := range errs {
-			if e != nil && !errors.Is(e, context.Canceled) {
-				return nil, e // the first real failure: the runs differ only in the limit
-			}
-		}
-		return nil, fmt.Errorf("overload: comparison stopped: %w", context.Cause(ctx))
-	}
-	return out, nil
 }

@@ -5,50 +5,53 @@ import (
 	"math"
 )
 
-// Server is a processor-sharing server in fluid time: the requests in
+// server is a processor-sharing server in fluid time: the requests in
 // work share its capacity evenly, none gets more than one unit of work per
 // unit of time, and capacity a request cannot use goes to the others
-// (work-conserving). With Alpha = 0 the capacity is K whatever the load,
-// so twice the requests in work run twice as slow (linear slowdown); with
-// Alpha > 0 the capacity itself falls as the work in progress exceeds K,
+// (work-conserving). With alpha = 0 the capacity is k whatever the load,
+// so twice the requests in work run twice as slow (linear slowdown, the
+// seed's "best case"); with alpha > 0 the capacity itself falls as the
+// work in progress exceeds k,
 //
-//	capacity(n) = K / (1 + Alpha·max(0, n − K)/K),
+//	capacity(n) = k / (1 + alpha·max(0, n − k)/k),
 //
 // the bookkeeping, contention and memory that make a collapse metastable.
 //
 // Because every request runs at the same rate, the server tracks one
-// virtual clock V, the work each request has received so far, and a
-// request admitted at V₀ with work w finishes when V reaches V₀ + w.
+// virtual clock v, the work each request has received so far, and a
+// request admitted at v₀ with work w finishes when v reaches v₀ + w.
 //
-// A Server is not safe for concurrent use.
-type Server struct {
-	K     float64
-	Alpha float64
+// It also counts the requests in work whose client has gone, so that it
+// can say how much of its capacity went to them (wasted work).
+type server struct {
+	k     float64
+	alpha float64
 
-	v    float64 // work every request in work has received since V = 0
+	v    float64 // work every request in work has received since v = 0
+	gone int     // requests in work whose client has given up
 	jobs jobHeap
 }
 
 // job is a request in work.
 type job struct {
-	finish float64 // the V at which it is done
+	finish float64 // the v at which it is done
 	req    *request
 }
 
-// InWork returns the number of requests in work.
-func (s *Server) InWork() int { return len(s.jobs) }
+// inWork returns the number of requests in work.
+func (s *server) inWork() int { return len(s.jobs) }
 
 // capacity returns the units of work per unit of time the server delivers
 // with n requests in work.
-func (s *Server) capacity(n int) float64 {
-	if s.Alpha == 0 || float64(n) <= s.K {
-		return s.K
+func (s *server) capacity(n int) float64 {
+	if s.alpha == 0 || float64(n) <= s.k {
+		return s.k
 	}
-	return s.K / (1 + s.Alpha*(float64(n)-s.K)/s.K)
+	return s.k / (1 + s.alpha*(float64(n)-s.k)/s.k)
 }
 
 // rate returns the work per unit of time each request receives.
-func (s *Server) rate() float64 {
+func (s *server) rate() float64 {
 	n := len(s.jobs)
 	if n == 0 {
 		return 0
@@ -57,29 +60,44 @@ func (s *Server) rate() float64 {
 }
 
 // add puts a request in work.
-func (s *Server) add(r *request, work float64) {
-	heap.Push(&s.jobs, job{finish: s.v + work, req: r})
+func (s *server) add(r *request) {
+	r.inWork = true
+	if r.gone {
+		s.gone++
+	}
+	heap.Push(&s.jobs, job{finish: s.v + r.work, req: r})
 }
+
+// giveUp records that the client of a request in work has gone.
+func (s *server) giveUp() { s.gone++ }
 
 // nextCompletion returns how long until the next request is done at the
 // current rate, +Inf with nothing in work.
-func (s *Server) nextCompletion() float64 {
+func (s *server) nextCompletion() float64 {
 	if len(s.jobs) == 0 {
 		return math.Inf(1)
 	}
 	return (s.jobs[0].finish - s.v) / s.rate()
 }
 
-// advance runs the server for dt, which must not pass the next completion.
-func (s *Server) advance(dt float64) {
-	s.v += s.rate() * dt
+// advance runs the server for dt, which must not pass the next completion,
+// and returns the work it did: in all, and for requests whose client has
+// gone.
+func (s *server) advance(dt float64) (work, wasted float64) {
+	r := s.rate()
+	s.v += r * dt
+	return r * float64(len(s.jobs)) * dt, r * float64(s.gone) * dt
 }
 
 // pop removes the request that is done.
-func (s *Server) pop() *request {
+func (s *server) pop() *request {
 	j := heap.Pop(&s.jobs).(job)
 	if j.finish > s.v {
 		s.v = j.finish // absorb rounding: it is done exactly now
+	}
+	j.req.inWork = false
+	if j.req.gone {
+		s.gone--
 	}
 	return j.req
 }
@@ -95,4 +113,52 @@ func (h *jobHeap) Pop() any {
 	j := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return j
+}
+
+// deadlines holds the tries still waiting for an answer in the order of
+// their client's deadline. A run's clients of one kind all wait the same
+// time and tries arrive in time order, so that is the order they came in:
+// a queue, not a heap.
+type deadlines struct {
+	q    []*request
+	head int
+}
+
+func (d *deadlines) push(r *request) { d.q = append(d.q, r) }
+
+// next returns the try with the earliest deadline, nil if none.
+func (d *deadlines) next() *request {
+	if d.head == len(d.q) {
+		return nil
+	}
+	return d.q[d.head]
+}
+
+func (d *deadlines) pop() {
+	d.q[d.head] = nil
+	d.head++
+	if d.head >= 1024 && 2*d.head >= len(d.q) {
+		// Keep the memory to the tries still waiting.
+		d.q = append(d.q[:0], d.q[d.head:]...)
+		d.head = 0
+	}
+}
+
+// retry is a client that gave up and will try again.
+type retry struct {
+	at      float64
+	attempt int
+}
+
+type retryHeap []retry
+
+func (h retryHeap) Len() int           { return len(h) }
+func (h retryHeap) Less(i, j int) bool { return h[i].at < h[j].at }
+func (h retryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *retryHeap) Push(x any)        { *h = append(*h, x.(retry)) }
+func (h *retryHeap) Pop() any {
+	old := *h
+	r := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return r
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/afloat/afloat/overload"
 	"github.com/afloat/afloat/sim"
 	"github.com/afloat/afloat/sim/bots"
 )
@@ -139,6 +140,28 @@ func usedKeys(t *testing.T) []string {
 	for _, id := range []string{"budget_left", "worst_burn_1h", "worst_burn", "minutes_over_slo", "minutes_p99_over_1s",
 		"paged", "total_cost", "mean_age", "shed", "no_recommendations", "bad_build"} {
 		keys["debrief."+id] = true
+	}
+	// The overload lab names its profiles, games, cells, series and checks
+	// from the model's and the live harness's names.
+	for _, p := range overload.ProfileNames() {
+		keys["lab.profile_name."+p], keys["lab.intro."+p], keys["lab.lesson."+p] = true, true, true
+	}
+	for _, g := range overload.GameNames {
+		keys["lab.game."+g], keys["lab.games.rules."+g] = true, true
+	}
+	for _, family := range []struct {
+		prefix string
+		names  []string
+	}{
+		{"lab.cell.", []string{"done", "queued", "away"}},
+		{"lab.series.", []string{"arrivals", "responses", "timeouts", "wasted", "rejected", "refused", "other_errors", "concurrency"}},
+		{"lab.check.", []string{"cpu_share", "p50_vs_work", "capacity_vs_work", "goodput", "calm", "sent", "drift"}},
+		{"lab.slowdown.", []string{"linear_is", "nonlinear_is"}},
+		{"lab.live.chart.", []string{"goodput.axis", "p99.axis"}},
+	} {
+		for _, n := range family.names {
+			keys[family.prefix+n] = true
+		}
 	}
 	out := make([]string, 0, len(keys))
 	for k := range keys {

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
@@ -11,7 +12,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/afloat/afloat/bulkhead"
 	"github.com/afloat/afloat/overload"
+	"github.com/afloat/afloat/overload/live"
 )
 
 // lab serves the overload lab: the seed's experiment, computed in virtual
@@ -34,55 +37,104 @@ type lab struct {
 	maxComputing int
 	wait         time.Duration // how long a request waits before answering 202
 	grace        time.Duration // how long a computation nobody waits for goes on
-	runCompare   func(ctx context.Context, profile string, seed uint32) ([]overload.Result, error)
+	runCompare   func(ctx context.Context, base overload.Config) ([]overload.Result, error)
 
 	live       liveState
 	liveCancel context.CancelFunc
-	runLive    func(context.Context, overload.LiveConfig) (overload.LiveReport, error)
+	runLive    func(context.Context, live.Config) (live.Report, error)
 
 	stops []func() // the other labs' shutdowns (the assignment lab's)
 }
 
 // liveState is the live comparison as the page polls it.
 type liveState struct {
-	Running  bool                 `json:"running"`
-	Progress string               `json:"progress"`
-	Started  time.Time            `json:"started"`
-	Finished time.Time            `json:"finished"`
-	Error    string               `json:"error,omitempty"`
-	Report   *overload.LiveReport `json:"report,omitempty"`
+	Running  bool         `json:"running"`
+	Progress string       `json:"progress"`
+	Started  time.Time    `json:"started"`
+	Finished time.Time    `json:"finished"`
+	Error    string       `json:"error,omitempty"`
+	Report   *live.Report `json:"report,omitempty"`
 }
 
 // labPoint is one step of a run's series, summed (counts) or averaged
 // (concurrency, queue, limit) over Step seconds, so a three-hour run draws
-// in a few hundred points.
+// in a few hundred points. Counts are per second; Work and Wasted are in
+// requests' worth per second.
 type labPoint struct {
-	T           int     `json:"t"`
-	Arrivals    float64 `json:"arrivals"` // per second
-	Responses   float64 `json:"responses"`
-	Timeouts    float64 `json:"timeouts"`
-	Wasted      float64 `json:"wasted"`
-	Rejected    float64 `json:"rejected"`
-	Concurrency float64 `json:"concurrency"`
-	Queued      float64 `json:"queued"`
-	Limit       float64 `json:"limit"`
-	Worst       float64 `json:"worst_response"`
+	T              int     `json:"t"`
+	Arrivals       float64 `json:"arrivals"` // tries, retries included
+	Retries        float64 `json:"retries"`
+	Responses      float64 `json:"responses"` // in time
+	Late           float64 `json:"late"`
+	Timeouts       float64 `json:"timeouts"`
+	Rejected       float64 `json:"rejected"`
+	Departures     float64 `json:"departures"`
+	Work           float64 `json:"work"`
+	Wasted         float64 `json:"wasted"`
+	Concurrency    float64 `json:"concurrency"`
+	Queued         float64 `json:"queued"`
+	Limit          float64 `json:"limit"`
+	Worst          float64 `json:"worst_response"`
+	Refused        float64 `json:"refused"`
+	OtherArrivals  float64 `json:"other_arrivals"`
+	OtherResponses float64 `json:"other_responses"`
+	OtherErrors    float64 `json:"other_errors"`
 }
 
 type labRun struct {
-	Run     string           `json:"run"`
+	Run string `json:"run"` // the label, as the CLI prints it
+	// Kind is "none", "bulkhead", "adaptive" or "threads", with the limits,
+	// so that the page names the run in its own language.
+	Kind    string           `json:"kind"`
+	Inside  int              `json:"inside"`
+	Outside int              `json:"outside"`
+	Threads int              `json:"threads"`
 	Summary overload.Summary `json:"summary"`
 	Series  []labPoint       `json:"series"`
 }
 
+// labParams is what a comparison is computed from, its defaults filled in.
+type labParams struct {
+	Profile string  `json:"profile"`
+	Seed    uint32  `json:"seed"`
+	Inside  int     `json:"inside"`
+	Outside int     `json:"outside"`
+	Alpha   float64 `json:"alpha"`
+	Retries int     `json:"retries"` // 0 for none
+}
+
+func (p labParams) key() string {
+	return fmt.Sprintf("%s/%d/%d/%d/%g/%d", p.Profile, p.Seed, p.Inside, p.Outside, p.Alpha, p.Retries)
+}
+
+func (p labParams) config() overload.Config {
+	c := overload.Config{Profile: p.Profile, Seed: p.Seed, Inside: p.Inside, Outside: p.Outside, Alpha: p.Alpha, Retries: p.Retries}
+	if p.Retries == 0 {
+		c.Retries = overload.NoRetries
+	}
+	return c
+}
+
 type labCompare struct {
-	Profile     string   `json:"profile"`
-	Description string   `json:"description"`
-	Seed        uint32   `json:"seed"`
-	Step        int      `json:"step"` // seconds per point
-	Capacity    float64  `json:"capacity"`
-	Work        float64  `json:"work_s"`
-	Runs        []labRun `json:"runs"`
+	labParams
+	Description string  `json:"description"`
+	Timeout     float64 `json:"timeout_s"` // the clients'
+	Step        int     `json:"step"`      // seconds per point
+	Capacity    float64 `json:"capacity"`  // requests per second
+	K           float64 `json:"k"`         // the knee: requests in work at full speed
+	Work        float64 `json:"work_s"`
+	Duration    float64 `json:"duration_s"`
+	// The database scenario: the server's connections, the thread pool
+	// compared, and the other service's timeout.
+	Conns        int     `json:"conns,omitempty"`
+	Threads      int     `json:"threads,omitempty"`
+	OtherTimeout float64 `json:"other_timeout_s,omitempty"`
+	// The largest peak, and the stretch after it that the summary's
+	// "after the peak" figures cover; 0 for a profile without one.
+	PeakStart float64  `json:"peak_start_s"`
+	PeakEnd   float64  `json:"peak_end_s"`
+	AfterEnd  float64  `json:"after_end_s"`
+	Runs      []labRun `json:"runs"`
 
 	key     string
 	done    chan struct{} // closed when computed, failed or cancelled
@@ -101,7 +153,7 @@ const (
 
 func newLab(logger *slog.Logger) *lab {
 	return &lab{
-		logger: logger, results: map[string]*labCompare{}, runLive: overload.RunLive, runCompare: overload.CompareContext,
+		logger: logger, results: map[string]*labCompare{}, runLive: live.Run, runCompare: overload.CompareContext,
 		maxComputing: labMaxComputing, wait: labWait, grace: labGrace,
 	}
 }
@@ -109,41 +161,68 @@ func newLab(logger *slog.Logger) *lab {
 // labMaxBody bounds the lab's request bodies, which are a few fields.
 const labMaxBody = 4096
 
-// compareBody is a body of POST /api/overload/compare.
-type compareBody struct {
-	profile overload.Profile
-	seed    uint32
+// compareExample is the body of POST /api/overload/compare, every field
+// given; each may be left out for its default.
+const compareExample = `{"profile": "worldcup", "seed": 1, "inside": 100, "outside": 100, "alpha": 0, "retries": 1}`
+
+// decodeCompare reads a comparison's body: the profile (default worldcup),
+// the seed (default 1), the limits compared (default the profile's), the
+// server's slowdown (default 0, linear) and the clients' retries (default
+// the profile's; 0 for none).
+func decodeCompare(body []byte) (compareBody, *apiError) {
+	lp, p, aerr := decodeCompareFields(body)
+	return compareBody{lp, p}, aerr
 }
 
-// decodeCompare reads {"profile": "worldcup", "seed": 1}; both are
-// optional.
-func decodeCompare(body []byte) (compareBody, *apiError) {
-	f, aerr := decodeObject(body, `{"profile": "worldcup", "seed": 1}`, []string{"profile", "seed"})
+// compareBody is a decoded body of POST /api/overload/compare.
+type compareBody struct {
+	params  labParams
+	profile overload.Profile
+}
+
+func decodeCompareFields(body []byte) (labParams, overload.Profile, *apiError) {
+	f, aerr := decodeObject(body, compareExample, []string{"profile", "seed", "inside", "outside", "alpha", "retries"})
 	if aerr != nil {
-		return compareBody{}, aerr
+		return labParams{}, overload.Profile{}, aerr
 	}
 	name := "worldcup"
 	if raw, ok := f["profile"]; ok && json.Unmarshal(raw, &name) != nil {
-		return compareBody{}, badRequest("profile", "profile %s: want a string, one of %s", clip(raw), strings.Join(overload.ProfileNames(), ", "))
+		return labParams{}, overload.Profile{}, badRequest("profile", "profile %s: want a string, one of %s", clip(raw), strings.Join(overload.ProfileNames(), ", "))
 	}
 	p, err := overload.LookupProfile(name)
 	if err != nil {
-		return compareBody{}, badRequest("profile", "%v", err)
+		return labParams{}, overload.Profile{}, badRequest("profile", "%v", err)
 	}
-	seed, aerr := intField(f, "seed", 1, 0, math.MaxUint32)
-	if aerr != nil {
-		return compareBody{}, aerr
+	lp := labParams{Profile: p.Name}
+	var seed, inside, outside, retries int64
+	if seed, aerr = intField(f, "seed", 1, 0, math.MaxUint32); aerr != nil {
+		return labParams{}, p, aerr
 	}
-	return compareBody{profile: p, seed: uint32(seed)}, nil
+	if inside, aerr = intField(f, "inside", int64(p.Inside), 1, bulkhead.MaxLimit); aerr != nil {
+		return labParams{}, p, aerr
+	}
+	if outside, aerr = intField(f, "outside", int64(p.Outside), 1, bulkhead.MaxQueue); aerr != nil {
+		return labParams{}, p, aerr
+	}
+	if retries, aerr = intField(f, "retries", int64(p.Retries), 0, overload.MaxRetries); aerr != nil {
+		return labParams{}, p, aerr
+	}
+	lp.Seed, lp.Inside, lp.Outside, lp.Retries = uint32(seed), int(inside), int(outside), int(retries)
+	if raw, ok := f["alpha"]; ok {
+		if json.Unmarshal(raw, &lp.Alpha) != nil || !(lp.Alpha >= 0 && lp.Alpha <= overload.MaxAlpha) {
+			return labParams{}, p, badRequest("alpha", "alpha %s: want a number from 0 (linear) to %d", clip(raw), overload.MaxAlpha)
+		}
+	}
+	return lp, p, nil
 }
 
-// compare answers POST /api/overload/compare {"profile": "worldcup",
-// "seed": 1}: the five runs, or 202 {"computing": true} with Retry-After
-// while they are being computed — ask again within the grace period, or
-// the computation stops.
+// compare answers POST /api/overload/compare (compareExample): the
+// profile's comparison, or 202 {"computing": true} with Retry-After while
+// it is being computed — ask again within the grace period, or the
+// computation stops.
 func (l *lab) compare(w http.ResponseWriter, r *http.Request, req compareBody) {
-	p, seed := req.profile, req.seed
-	c, ok := l.join(p, seed)
+	lp, p := req.params, req.profile
+	c, ok := l.join(p, lp)
 	if !ok {
 		w.Header().Set("Retry-After", "2")
 		writeError(w, http.StatusServiceUnavailable, "", "another comparison is being computed (one at a time); try again in 2 s")
@@ -162,7 +241,7 @@ func (l *lab) compare(w http.ResponseWriter, r *http.Request, req compareBody) {
 	default:
 		if r.Context().Err() == nil {
 			w.Header().Set("Retry-After", "1")
-			writeJSON(w, http.StatusAccepted, map[string]any{"computing": true, "profile": p.Name, "seed": seed})
+			writeJSON(w, http.StatusAccepted, map[string]any{"computing": true, "profile": p.Name, "seed": lp.Seed})
 		}
 		return
 	}
@@ -176,8 +255,8 @@ func (l *lab) compare(w http.ResponseWriter, r *http.Request, req compareBody) {
 // join returns the comparison of p and seed, done or being computed,
 // starting it if it is neither and there is room, and counts the caller
 // among its waiters (leave uncounts it).
-func (l *lab) join(p overload.Profile, seed uint32) (*labCompare, bool) {
-	key := p.Name + "/" + strconv.FormatUint(uint64(seed), 10)
+func (l *lab) join(p overload.Profile, lp labParams) (*labCompare, bool) {
+	key := lp.key()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c, ok := l.results[key]
@@ -189,7 +268,7 @@ func (l *lab) join(p overload.Profile, seed uint32) (*labCompare, bool) {
 		c = &labCompare{key: key, done: make(chan struct{}), cancel: cancel}
 		l.results[key] = c
 		l.computing++
-		go l.compute(ctx, c, p, seed) // one computation per key, however many ask
+		go l.compute(ctx, c, p, lp) // one computation per key, however many ask
 	}
 	c.waiters++
 	if c.idle != nil {
@@ -222,13 +301,25 @@ func (l *lab) leave(c *labCompare) {
 	}
 }
 
-func (l *lab) compute(ctx context.Context, c *labCompare, p overload.Profile, seed uint32) {
-	runs, err := l.runCompare(ctx, p.Name, seed)
-	c.Profile, c.Description, c.Seed = p.Name, p.Description, seed
-	c.Capacity, c.Work = p.K/p.Work, p.Work
+func (l *lab) compute(ctx context.Context, c *labCompare, p overload.Profile, lp labParams) {
+	runs, err := l.runCompare(ctx, lp.config())
+	c.labParams, c.Description = lp, p.Description
+	c.Timeout, c.Capacity, c.K, c.Work, c.Duration = p.Timeout, p.K/p.Work, p.K, p.Work, p.Duration
+	c.Conns, c.Threads, c.OtherTimeout = p.Conns, p.Threads, p.OtherTimeout
+	c.PeakStart, c.PeakEnd, c.AfterEnd = p.PeakStart, p.PeakEnd, p.AfterEnd
 	c.Step = max(1, int(math.Ceil(p.Duration/720)))
 	for _, r := range runs {
-		c.Runs = append(c.Runs, labRun{Run: r.Summary.Run, Summary: r.Summary, Series: downsample(r.Series, c.Step)})
+		run := labRun{Run: r.Summary.Run, Kind: "bulkhead", Inside: r.Config.Inside, Outside: r.Config.Outside, Threads: r.Config.Threads,
+			Summary: r.Summary, Series: downsample(r.Series, c.Step)}
+		switch {
+		case r.Config.Threads > 0:
+			run.Kind = "threads"
+		case r.Config.Inside == 0:
+			run.Kind = "none"
+		case r.Config.Adaptive:
+			run.Kind = "adaptive"
+		}
+		c.Runs = append(c.Runs, run)
 	}
 
 	l.mu.Lock()
@@ -242,7 +333,7 @@ func (l *lab) compute(ctx context.Context, c *labCompare, p overload.Profile, se
 			delete(l.results, c.key) // not kept: the next ask tries again
 		}
 		if ctx.Err() == nil {
-			l.logger.Warn("overload comparison failed", "profile", p.Name, "seed", seed, "err", err)
+			l.logger.Warn("overload comparison failed", "comparison", lp.key(), "err", err)
 		}
 	default:
 		l.order = append(l.order, c.key)
@@ -264,18 +355,63 @@ func downsample(series []overload.Second, step int) []labPoint {
 		p := labPoint{T: chunk[0].T}
 		for _, s := range chunk {
 			p.Arrivals += float64(s.Arrivals) / n
+			p.Retries += float64(s.Retries) / n
 			p.Responses += float64(s.Responses) / n
+			p.Late += float64(s.Late) / n
 			p.Timeouts += float64(s.Timeouts) / n
-			p.Wasted += float64(s.Wasted) / n
 			p.Rejected += float64(s.Rejected) / n
+			p.Departures += float64(s.Departures) / n
+			p.Work += s.Work / n
+			p.Wasted += s.Wasted / n
 			p.Concurrency += float64(s.Concurrency) / n
 			p.Queued += float64(s.Queued) / n
 			p.Limit += s.Limit / n
 			p.Worst = math.Max(p.Worst, s.Worst)
+			p.Refused += float64(s.Refused) / n
+			p.OtherArrivals += float64(s.OtherArrivals) / n
+			p.OtherResponses += float64(s.OtherResponses) / n
+			p.OtherErrors += float64(s.OtherErrors) / n
 		}
+		// The last second of the chunk, not the mean: the cumulative chart
+		// draws arrivals minus departures against it.
+		p.Concurrency, p.Queued = float64(chunk[len(chunk)-1].Concurrency), float64(chunk[len(chunk)-1].Queued)
 		out = append(out, p)
 	}
 	return out
+}
+
+// game answers GET /api/overload/game?game=game1&periods=12: one of the
+// seed's games in whole periods, the grid the page animates.
+func (l *lab) game(w http.ResponseWriter, r *http.Request) {
+	q, aerr := parseQuery(r.URL.RawQuery)
+	if aerr != nil {
+		aerr.write(w)
+		return
+	}
+	for key := range q {
+		if key != "game" && key != "periods" {
+			writeError(w, http.StatusBadRequest, clipKey(key), fmt.Sprintf("unknown parameter %q: this endpoint takes game, periods", clip([]byte(key))))
+			return
+		}
+	}
+	name, periods := "game1", int64(12)
+	if v, ok := q["game"]; ok {
+		name = v[0]
+	}
+	if v, ok := q["periods"]; ok {
+		n, err := strconv.ParseInt(v[0], 10, 64)
+		if err != nil || n < 1 || n > overload.MaxPeriods {
+			writeError(w, http.StatusBadRequest, "periods", fmt.Sprintf("periods %q: want an integer from 1 to %d", clip([]byte(v[0])), overload.MaxPeriods))
+			return
+		}
+		periods = n
+	}
+	g, err := overload.PlayGame(name, int(periods))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "game", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, g)
 }
 
 // liveGet answers GET /api/overload/live: the state of the live
@@ -307,8 +443,8 @@ func (l *lab) liveStart(w http.ResponseWriter, r *http.Request, _ struct{}) {
 	l.live = liveState{Running: true, Progress: "starting", Started: time.Now()}
 	go func() {
 		defer cancel()
-		rep, err := l.runLive(ctx, overload.LiveConfig{
-			Phases: overload.ShortPhases,
+		rep, err := l.runLive(ctx, live.Config{
+			Phases: live.ShortPhases,
 			Progress: func(s string) {
 				l.mu.Lock()
 				l.live.Progress = s

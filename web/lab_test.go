@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/afloat/afloat/overload"
+	"github.com/afloat/afloat/overload/live"
 )
 
 func TestOverloadCompareEndpoint(t *testing.T) {
@@ -26,11 +28,20 @@ func TestOverloadCompareEndpoint(t *testing.T) {
 	}{
 		{`{"profile": "olympics"}`, 400, "profile", `profile "olympics": want one of worldcup`},
 		{`{"profile": 3}`, 400, "profile", `want a string, one of worldcup`},
-		{`{"profile": "game1", "seed": -3}`, 400, "seed", "from 0 to 4294967295"},
-		{`{"profile": "game1", "seed": 4294967296}`, 400, "seed", "from 0 to 4294967295"},
-		{`{"profile": "game1", "profile": "game2"}`, 400, "profile", "given more than once"},
+		{`{"profile": "game1"}`, 400, "profile", `profile "game1": want one of worldcup, database`},
+		{`{"profile": "database", "seed": -3}`, 400, "seed", "from 0 to 4294967295"},
+		{`{"profile": "database", "seed": 4294967296}`, 400, "seed", "from 0 to 4294967295"},
+		{`{"profile": "database", "profile": "healthy"}`, 400, "profile", "given more than once"},
+		{`{"inside": 0}`, 400, "inside", "inside 0: want an integer from 1 to 65535"},
+		{`{"inside": 1.5}`, 400, "inside", "from 1 to 65535"},
+		{`{"outside": 65536}`, 400, "outside", "outside 65536: want an integer from 1 to 65535"},
+		{`{"alpha": -0.1}`, 400, "alpha", "alpha -0.1: want a number from 0 (linear) to 100"},
+		{`{"alpha": "0.5"}`, 400, "alpha", "want a number from 0 (linear) to 100"},
+		{`{"alpha": 1e999}`, 400, "alpha", "want a number from 0 (linear) to 100"},
+		{`{"retries": 11}`, 400, "retries", "retries 11: want an integer from 0 to 10"},
+		{`{"retries": -1}`, 400, "retries", "from 0 to 10"},
 		{`{"limit": 5}`, 400, "limit", `unknown field "limit"`},
-		{`{"profile": "game1"`, 400, "", "malformed JSON"},
+		{`{"profile": "database"`, 400, "", "malformed JSON"},
 	} {
 		status, _, body := call(t, srv, "POST", "/api/overload/compare", "application/json", []byte(tc.body))
 		msg, _ := body["error"].(string)
@@ -39,17 +50,27 @@ func TestOverloadCompareEndpoint(t *testing.T) {
 			t.Errorf("step %d: %s = %d %v; want %d field %q mentioning %q", i, tc.body, status, body, tc.status, tc.field, tc.want)
 		}
 	}
-	if status, h, _ := call(t, srv, "GET", "/api/overload/compare?profile=game1", "", nil); status != 405 || h.Get("Allow") != "POST" {
+	if status, h, _ := call(t, srv, "GET", "/api/overload/compare?profile=database", "", nil); status != 405 || h.Get("Allow") != "POST" {
 		t.Errorf("GET: %d Allow %q, want 405 and POST: a comparison costs seconds of CPU", status, h.Get("Allow"))
 	}
 
 	// The answer is the package's own comparison, downsampled: the same
 	// runs, the same summaries.
-	runs, err := overload.Compare("game1", 5)
+	runs, err := overload.Compare(overload.Config{Profile: "database", Seed: 5, Inside: 30, Outside: 10, Alpha: 0.5, Retries: overload.NoRetries})
 	if err != nil {
 		t.Fatal(err)
 	}
-	status, _, body := call(t, srv, "POST", "/api/overload/compare", "application/json", []byte(`{"profile": "game1", "seed": 5}`))
+	// 202 while it computes (a second or more on a busy machine): ask
+	// again, as the page does.
+	var status int
+	var body map[string]any
+	for range 600 {
+		status, _, body = call(t, srv, "POST", "/api/overload/compare", "application/json",
+			[]byte(`{"profile": "database", "seed": 5, "inside": 30, "outside": 10, "alpha": 0.5, "retries": 0}`))
+		if status != 202 {
+			break
+		}
+	}
 	if status != 200 {
 		t.Fatalf("status %d: %v", status, body)
 	}
@@ -67,6 +88,45 @@ func TestOverloadCompareEndpoint(t *testing.T) {
 		}
 		if n := len(g["series"].([]any)); n == 0 || n > 720 {
 			t.Errorf("run %d: %d points, want 1 to 720", i, n)
+		}
+	}
+	if body["inside"] != 30.0 || body["outside"] != 10.0 || body["alpha"] != 0.5 || body["retries"] != 0.0 || body["conns"] != 200.0 {
+		t.Errorf("the answer's parameters: %v", body)
+	}
+	if k := []string{"none", "threads", "bulkhead"}; got[0].(map[string]any)["kind"] != k[0] || got[1].(map[string]any)["kind"] != k[1] || got[2].(map[string]any)["kind"] != k[2] {
+		t.Errorf("kinds of the runs: want %v", k)
+	}
+}
+
+// TestGameEndpoint: the grid is the package's game; bad parameters are
+// refused naming them.
+func TestGameEndpoint(t *testing.T) {
+	srv := newTestServer(t)
+	g, err := overload.PlayGame("game2", 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.Get(srv.URL + "/api/overload/game?game=game2&periods=9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got overload.Game
+	err = json.NewDecoder(res.Body).Decode(&got)
+	res.Body.Close()
+	if err != nil || res.StatusCode != 200 || !reflect.DeepEqual(got, g) {
+		t.Errorf("GET game2 for 9 periods: %d %v\n got %+v\nwant %+v", res.StatusCode, err, got, g)
+	}
+	for i, tc := range []struct{ query, field, want string }{
+		{"game=game3", "game", `game "game3": want one of game1, game2`},
+		{"periods=0", "periods", "periods \"0\": want an integer from 1 to 60"},
+		{"periods=61", "periods", "from 1 to 60"},
+		{"periods=x", "periods", "from 1 to 60"},
+		{"game=game1&game=game2", "game", "given more than once"},
+		{"speed=2", "speed", `unknown parameter "speed": this endpoint takes game, periods`},
+	} {
+		status, _, body := call(t, srv, "GET", "/api/overload/game?"+tc.query, "", nil)
+		if msg, _ := body["error"].(string); status != 400 || body["field"] != tc.field || !strings.Contains(msg, tc.want) {
+			t.Errorf("step %d: %s = %d %v; want 400 field %q mentioning %q", i, tc.query, status, body, tc.field, tc.want)
 		}
 	}
 }
@@ -89,7 +149,9 @@ func TestDownsample(t *testing.T) {
 		{T: 2, Arrivals: 30, Concurrency: 6, Worst: 2},
 	}
 	got := downsample(series, 2)
-	if len(got) != 2 || got[0].Arrivals != 15 || got[0].Concurrency != 3 || got[0].Worst != 3 || got[1].T != 2 || got[1].Arrivals != 30 {
+	// Concurrency is the step's last second's: the cumulative chart draws
+	// arrivals minus departures against it.
+	if len(got) != 2 || got[0].Arrivals != 15 || got[0].Concurrency != 4 || got[0].Worst != 3 || got[1].T != 2 || got[1].Arrivals != 30 {
 		t.Errorf("downsample = %+v", got)
 	}
 }
@@ -103,16 +165,16 @@ func TestLiveEndpoint(t *testing.T) {
 		h, lab := newHandler(DefaultConfig())
 		defer lab.stop()
 		release := make(chan struct{})
-		started := make(chan overload.LiveConfig, 1)
-		lab.runLive = func(ctx context.Context, cfg overload.LiveConfig) (overload.LiveReport, error) {
+		started := make(chan live.Config, 1)
+		lab.runLive = func(ctx context.Context, cfg live.Config) (live.Report, error) {
 			started <- cfg
 			cfg.Progress("running afloat-fixed")
 			select {
 			case <-release:
 			case <-ctx.Done():
-				return overload.LiveReport{}, ctx.Err()
+				return live.Report{}, ctx.Err()
 			}
-			return overload.LiveReport{Cores: 1, Capacity: 98, Modes: []overload.ModeReport{{Mode: "afloat-fixed"}}}, nil
+			return live.Report{Cores: 1, Capacity: 98, Modes: []live.ModeReport{{Mode: "afloat-fixed"}}}, nil
 		}
 		serve := func(method string) (int, map[string]any) {
 			rec := httptest.NewRecorder()
@@ -136,7 +198,7 @@ func TestLiveEndpoint(t *testing.T) {
 			t.Fatalf("start: %d %v", status, body)
 		}
 		cfg := <-started
-		if len(cfg.Phases) != len(overload.ShortPhases) {
+		if len(cfg.Phases) != len(live.ShortPhases) {
 			t.Errorf("phases %v, want the short ones", cfg.Phases)
 		}
 		synctest.Wait() // the runner has reported its progress and waits
@@ -163,10 +225,10 @@ func TestLiveEndpoint(t *testing.T) {
 func TestLiveStopOnShutdown(t *testing.T) {
 	h, lab := newHandler(DefaultConfig())
 	done := make(chan error, 1)
-	lab.runLive = func(ctx context.Context, cfg overload.LiveConfig) (overload.LiveReport, error) {
+	lab.runLive = func(ctx context.Context, cfg live.Config) (live.Report, error) {
 		<-ctx.Done()
 		done <- ctx.Err()
-		return overload.LiveReport{}, ctx.Err()
+		return live.Report{}, ctx.Err()
 	}
 	srv := httptest.NewServer(h)
 	defer srv.Close()
@@ -177,9 +239,9 @@ func TestLiveStopOnShutdown(t *testing.T) {
 	}
 }
 
-// compareRequest is POST /api/overload/compare for profile game1 and seed.
+// compareRequest is POST /api/overload/compare for profile database and seed.
 func compareRequest(seed int) *http.Request {
-	r := localRequest("POST", "/api/overload/compare", strings.NewReader(fmt.Sprintf(`{"profile": "game1", "seed": %d}`, seed)))
+	r := localRequest("POST", "/api/overload/compare", strings.NewReader(fmt.Sprintf(`{"profile": "database", "seed": %d}`, seed)))
 	r.Header.Set("Content-Type", "application/json")
 	return r
 }
@@ -191,9 +253,10 @@ func TestCompareAnswers202WhileComputing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h, lab := newHandler(DefaultConfig())
 		release := make(chan struct{})
-		lab.runCompare = func(ctx context.Context, profile string, seed uint32) ([]overload.Result, error) {
+		lab.runCompare = func(ctx context.Context, base overload.Config) ([]overload.Result, error) {
 			<-release
-			return overload.Compare("game1", seed)
+			base.Duration = 10
+			return overload.Compare(base)
 		}
 		get := func() *httptest.ResponseRecorder {
 			rec := httptest.NewRecorder()
@@ -221,7 +284,7 @@ func TestCompareIsSharedCappedAndCancelled(t *testing.T) {
 		h, lab := newHandler(DefaultConfig())
 		defer lab.stop()
 		var started, cancelled atomic.Int32
-		lab.runCompare = func(ctx context.Context, profile string, seed uint32) ([]overload.Result, error) {
+		lab.runCompare = func(ctx context.Context, base overload.Config) ([]overload.Result, error) {
 			started.Add(1)
 			<-ctx.Done()
 			cancelled.Add(1)
@@ -276,7 +339,7 @@ func TestCompareStopsWhenTheClientLeaves(t *testing.T) {
 		h, lab := newHandler(DefaultConfig())
 		defer lab.stop()
 		stopped := make(chan error, 1)
-		lab.runCompare = func(ctx context.Context, profile string, seed uint32) ([]overload.Result, error) {
+		lab.runCompare = func(ctx context.Context, base overload.Config) ([]overload.Result, error) {
 			<-ctx.Done()
 			stopped <- ctx.Err()
 			return nil, ctx.Err()
@@ -291,6 +354,31 @@ func TestCompareStopsWhenTheClientLeaves(t *testing.T) {
 		}
 		if d := time.Since(start); d != lab.grace {
 			t.Errorf("stopped %v after the client left, want the grace period %v", d, lab.grace)
+		}
+	})
+}
+
+// FuzzCompareBody: the comparison's body either decodes to parameters a
+// comparison takes — every one in its range, and valid for the model — or
+// is refused with a 4xx naming what is wrong; it never panics.
+func FuzzCompareBody(f *testing.F) {
+	for _, s := range []string{compareExample, `{}`, `{"profile": "database", "retries": 0}`, `{"alpha": 1e999}`,
+		`{"inside": 0}`, `{"outside": 65536}`, `{"seed": -1}`, `{"alpha": "0.5"}`, `{"profile": null}`, `[]`, `{"retries": 1.5}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		lp, _, aerr := decodeCompare(body)
+		if aerr != nil {
+			if aerr.status < 400 || aerr.status > 499 || aerr.msg == "" {
+				t.Fatalf("%q: %+v", body, aerr)
+			}
+			return
+		}
+		if lp.Inside < 1 || lp.Outside < 1 || lp.Retries < 0 || lp.Retries > overload.MaxRetries || !(lp.Alpha >= 0 && lp.Alpha <= overload.MaxAlpha) {
+			t.Fatalf("%q: accepted %+v", body, lp)
+		}
+		if _, err := overload.Runs(lp.config()); err != nil {
+			t.Fatalf("%q: accepted %+v, which the model refuses: %v", body, lp, err)
 		}
 	})
 }

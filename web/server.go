@@ -175,6 +175,7 @@ func newHandler(c Config) (http.Handler, *lab) {
 	mux.HandleFunc("POST /api/explain", api.explain)
 	mux.HandleFunc("POST /api/bot", api.bot)
 	mux.HandleFunc("POST /api/overload/compare", jsonHandler(labMaxBody, decodeCompare, lab.compare))
+	mux.HandleFunc("GET /api/overload/game", lab.game)
 	mux.HandleFunc("GET /api/overload/live", lab.liveGet)
 	mux.HandleFunc("POST /api/overload/live", jsonHandler(labMaxBody, decodeEmpty, lab.liveStart))
 	mux.HandleFunc("POST /api/quota/run", newQuotaLab(maxBody).run)
@@ -237,6 +238,7 @@ var apiMethods = map[string]string{
 	"/api/bot":       "POST",
 
 	"/api/overload/compare": "POST",
+	"/api/overload/game":    "GET",
 	"/api/overload/live":    "GET, POST",
 
 	"/api/quota/run": "POST",

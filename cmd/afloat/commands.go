@@ -33,7 +33,7 @@ var commands = []entry{
 		summary:  "the bots' points over many seeds: do nothing, runbook, expert"},
 
 	{path: "lab overload", run: runLabOverload, notes: printProfiles,
-		synopsis: "afloat lab overload --profile worldcup --inside 100 --outside 100 [--adaptive] [--format table|csv|jsonl]",
+		synopsis: "afloat lab overload [--profile worldcup] [--inside 100 --outside 100 [--adaptive] | --threads 20] [--compare] [--format table|csv|jsonl] | --game game1 [--periods 12]",
 		summary:  "the overload lab: a server's death after a peak, and the bulkhead"},
 
 	{path: "bench bulkhead", run: runBenchBulkhead, notes: printBenchNotes,

@@ -9,9 +9,9 @@ import (
 )
 
 // TestLabOverload: the command prints the package's run, series and
-// summary, in each format.
+// summary, in each format; its comparison; and the games' grids.
 func TestLabOverload(t *testing.T) {
-	r, err := overload.Run(overload.Config{Profile: "game2", Inside: 2, Outside: 2, Seed: 1, Alpha: 0})
+	r, err := overload.Run(overload.Config{Profile: "database", Inside: 20, Outside: 20, Seed: 1, Duration: 30, Retries: overload.NoRetries})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,17 +20,26 @@ func TestLabOverload(t *testing.T) {
 		if err := overload.WriteRun(&want, r, format); err != nil {
 			t.Fatal(err)
 		}
-		status, out, errOut := call(t, "", "lab", "overload", "--profile", "game2", "--inside", "2", "--outside", "2", "--format", format)
+		status, out, errOut := call(t, "", "lab", "overload", "--profile", "database", "--inside", "20", "--outside", "20", "--duration", "30", "--retries", "0", "--format", format)
 		if status != 0 || out != want.String() {
 			t.Errorf("%s: status %d, stderr %q, output differs from the package's:\n%s", format, status, errOut, out)
 		}
-		if format == "csv" && !strings.HasPrefix(errOut, "summary 2/2: goodput 65.0 %") {
+		if format == "csv" && errOut != overload.SummaryLine(r.Summary)+"\n" {
 			t.Errorf("csv: the summary on stderr is %q", errOut)
 		}
 	}
-	status, out, _ := call(t, "", "lab", "overload", "--profile", "game1", "--compare")
-	if status != 0 || !strings.Contains(out, "no limit") || !strings.Contains(out, "100/1000") || !strings.Contains(out, "adaptive") {
+	status, out, _ := call(t, "", "lab", "overload", "--profile", "database", "--duration", "60", "--compare")
+	if status != 0 || !strings.Contains(out, "no limit") || !strings.Contains(out, "20 threads") || !strings.Contains(out, "20/20") {
 		t.Errorf("--compare: status %d, output %q", status, out)
+	}
+	g, err := overload.PlayGame("game2", 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	overload.WriteGame(&want, g)
+	if status, out, errOut := call(t, "", "lab", "overload", "--game", "game2", "--periods", "9"); status != 0 || out != want.String() || !strings.Contains(out, "away") {
+		t.Errorf("--game game2: status %d, stderr %q, output\n%s", status, errOut, out)
 	}
 }
 
@@ -50,6 +59,17 @@ func TestLabAndBenchUsageErrors(t *testing.T) {
 		{[]string{"lab", "overload", "--duration", "1e12"}, []string{"duration"}},
 		{[]string{"lab", "overload", "--seed", "-1"}, []string{"-seed", "from 0 to 4294967295"}},
 		{[]string{"lab", "overload", "--adaptive"}, []string{"adaptive"}},
+		{[]string{"lab", "overload", "--alpha", "NaN"}, []string{"alpha NaN", "want 0 (linear) to 100"}},
+		{[]string{"lab", "overload", "--retries", "11"}, []string{"--retries 11", "want 0 to 10"}},
+		{[]string{"lab", "overload", "--retries", "-1"}, []string{"--retries -1", "want 0 to 10"}},
+		{[]string{"lab", "overload", "--timeout", "0"}, []string{"--timeout 0", "leave it out"}},
+		{[]string{"lab", "overload", "--threads", "20", "--inside", "5"}, []string{"a thread pool or a bulkhead"}},
+		{[]string{"lab", "overload", "--compare", "--adaptive", "--inside", "5"}, []string{"leave threads and adaptive out"}},
+		{[]string{"lab", "overload", "--compare", "--format", "csv"}, []string{"--format does not go with --compare"}},
+		{[]string{"lab", "overload", "--game", "game3"}, []string{`game "game3"`, "game1, game2"}},
+		{[]string{"lab", "overload", "--game", "game1", "--periods", "0"}, []string{"periods 0", "want 1 to 60"}},
+		{[]string{"lab", "overload", "--game", "game1", "--inside", "2"}, []string{"--inside does not go with --game"}},
+		{[]string{"lab", "overload", "--periods", "5"}, []string{"--periods only with --game"}},
 		{[]string{"lab", "overload", "extra"}, []string{`unexpected argument "extra"`}},
 		{[]string{"bench"}, []string{"missing benchmark"}},
 		{[]string{"bench", "redis"}, []string{`unknown benchmark "redis"`}},

@@ -9,12 +9,12 @@ package main
 import (
 	"os"
 
-	"github.com/afloat/afloat/overload"
+	"github.com/afloat/afloat/overload/live"
 )
 
 func main() {
 	// afloat bench bulkhead runs its server as this same binary in a child
 	// process: become that server if asked to.
-	overload.ServeLiveIfChild()
+	live.ServeIfChild()
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

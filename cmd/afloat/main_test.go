@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/afloat/afloat/overload"
+	"github.com/afloat/afloat/overload/live"
 	"github.com/afloat/afloat/sim"
 )
 
@@ -22,7 +22,7 @@ import (
 // bulkhead, as main lets the afloat binary be: a test that reaches a live
 // comparison or a soak starts os.Executable(), which here is this binary.
 func TestMain(m *testing.M) {
-	overload.ServeLiveIfChild()
+	live.ServeIfChild()
 	os.Exit(m.Run())
 }
 

@@ -1,28 +1,38 @@
-// The overload lab: the seed's five runs on the real bulkhead in virtual
-// time (POST /api/overload/compare), and the live HTTP comparison on demand
-// (POST, then GET /api/overload/live).
+// The overload lab: the seed's two games played period by period
+// (GET /api/overload/game), its experiments on the real bulkhead in
+// virtual time (POST /api/overload/compare), and the live HTTP comparison
+// on demand (POST, then GET /api/overload/live). Every chart has a data
+// table; every message is in the catalogues.
 import { t } from "./i18n.js";
 
 const $ = (id) => document.getElementById(id);
 
-// Okabe–Ito, as on the game's charts.
-// Concurrency, the signal, in black and thicker.
-const colours = ["#0072b2", "#009e73", "#d55e00", "#cc79a7", "#e69f00", "#000000"];
-const dashes = [[], [6, 4], [2, 3], [10, 3, 2, 3], [4, 4], []];
-
-const series = [
-  { key: "arrivals", scale: "y" },
-  { key: "responses", scale: "y" },
-  { key: "timeouts", scale: "y" },
-  { key: "wasted", scale: "y" },
-  { key: "rejected", scale: "y" },
-  { key: "concurrency", scale: "c" },
+// Okabe–Ito colours, with dashes so that the charts read without colour;
+// wasted work is the seed's dark grey, filled; concurrency, the signal
+// nobody watched, is black and thicker.
+const seriesDefs = [
+  { key: "arrivals", colour: "#0072b2", dash: [] },
+  { key: "responses", colour: "#009e73", dash: [6, 4] },
+  { key: "timeouts", colour: "#e69f00", dash: [2, 3] },
+  { key: "wasted", colour: "#4d4d4d", dash: [], fill: "rgba(77, 77, 77, 0.35)" },
+  { key: "rejected", colour: "#d55e00", dash: [10, 3, 2, 3] },
+  { key: "refused", colour: "#cc79a7", dash: [4, 4], database: true },
+  { key: "other_errors", colour: "#56b4e9", dash: [8, 2], database: true },
+  { key: "concurrency", colour: "#000000", dash: [], width: 2, scale: "c" },
 ];
+const modeColours = ["#000000", "#0072b2", "#009e73", "#d55e00"];
+const modeDashes = [[2, 3], [], [6, 4], [10, 3, 2, 3]];
 
-let last = null; // the last compare answer, to redraw in another language
-let lastLive = null; // the last live report, likewise
+const gamePeriods = 24; // the page plays this many periods of a game
+
+let last = null; // the last comparison, to redraw in another language
+let lastLive = null; // the last live state, likewise
+let game = null; // the game being played
+let gameShown = 0; // periods of it on the grid
+let gameTimer = 0;
 const statuses = {}; // element id → [key, params] of its message, likewise
-let plots = [];
+let plots = []; // the comparison's charts
+let livePlots = []; // the live comparison's
 let polling = 0;
 
 // postJSON sends a body to the API as JSON (the only kind of POST the
@@ -67,46 +77,235 @@ function say(id, key, params) {
   $(id).textContent = key ? t(key, params) : "";
 }
 
-function pct(v) {
-  return `${(100 * v).toFixed(1)} %`;
-}
+const num = (v) => Math.round(v).toLocaleString("en");
+const pct = (v) => `${(100 * v).toFixed(1)} %`;
+const pct0 = (v) => `${Math.round(100 * v)} %`;
 
-// setup fills the profile picker; called once with the scenarios' answer.
+// setupLab fills the profile picker and wires the controls; called once
+// with the scenarios' answer.
 export function setupLab(profiles) {
   const sel = $("lab-profile");
   sel.replaceChildren();
   for (const p of profiles) {
     const o = document.createElement("option");
     o.value = p;
-    o.textContent = p;
     sel.append(o);
   }
   sel.value = "worldcup";
+  nameProfiles();
+  sel.addEventListener("change", () => {
+    // The limits and the clients are the profile's until the user sets them.
+    for (const id of ["lab-inside", "lab-outside", "lab-retries"]) $(id).value = "";
+  });
   $("lab-form").addEventListener("submit", (e) => {
     e.preventDefault();
     runCompare();
   });
   $("live-run").addEventListener("click", startLive);
+  $("game-pick").addEventListener("change", () => loadGame());
+  $("game-step").addEventListener("click", () => {
+    stopPlaying();
+    stepGame();
+  });
+  $("game-play").addEventListener("click", () => (gameTimer ? stopPlaying() : play()));
+  $("game-reset").addEventListener("click", () => {
+    stopPlaying();
+    gameShown = 0;
+    drawGame();
+  });
 }
 
-// renderLab shows the lab view, computing the default run the first time.
+function nameProfiles() {
+  for (const o of $("lab-profile").options) o.textContent = t(`lab.profile_name.${o.value}`);
+}
+
+// renderLab shows the lab view: the game at its start and the default
+// comparison, the first time; the live comparison's last state.
 export async function renderLab() {
+  if (!game) loadGame();
+  else drawGame();
   if (!last) await runCompare();
-  else draw(last);
+  else drawCompare(last);
   pollLive(true);
 }
 
-async function runCompare() {
-  const seed = Number($("lab-seed").value);
-  if (!Number.isInteger(seed) || seed < 0 || seed > 4294967295) {
-    say("lab-status", "setup.seed_error");
+// leaveLab stops what runs while the lab is shown: the game's animation
+// and the live comparison's polling.
+export function leaveLab() {
+  stopPlaying();
+  clearTimeout(polling);
+}
+
+// relabelLab redraws the lab in the current language.
+export function relabelLab() {
+  nameProfiles();
+  $("game-play").textContent = t(gameTimer ? "lab.games.pause" : "lab.games.play");
+  if ($("lab").hidden) return;
+  if (game) drawGame();
+  if (last) drawCompare(last);
+  if (lastLive) drawLive(lastLive);
+  for (const [id, msg] of Object.entries(statuses)) {
+    if (msg) $(id).textContent = t(msg[0], msg[1]);
+  }
+}
+
+// ---- The games ----
+
+async function loadGame() {
+  stopPlaying();
+  try {
+    game = await getJSON(`/api/overload/game?game=${encodeURIComponent($("game-pick").value)}&periods=${gamePeriods}`);
+  } catch (err) {
+    say("game-status", "error.api", { message: err.message });
     return;
   }
+  gameShown = 0;
+  drawGame();
+}
+
+function stepGame() {
+  if (!game || gameShown >= game.periods.length) return;
+  gameShown++;
+  drawGame();
+}
+
+function play() {
+  if (!game) return;
+  if (gameShown >= game.periods.length) gameShown = 0;
+  gameTimer = setInterval(() => {
+    if ($("lab").hidden || gameShown >= game.periods.length) return stopPlaying();
+    stepGame();
+  }, 1000);
+  $("game-play").textContent = t("lab.games.pause");
+}
+
+function stopPlaying() {
+  clearInterval(gameTimer);
+  gameTimer = 0;
+  $("game-play").textContent = t("lab.games.play");
+}
+
+// cellText is what a cell of the grid says: the work left at the period's
+// end, or what happened to the request.
+function cellText(c) {
+  if (c.state === "work") return c.left.toFixed(2);
+  return t(`lab.cell.${c.state}`);
+}
+
+function drawGame() {
+  const g = game;
+  $("game-rules").textContent = t(`lab.games.rules.${g.name}`);
+  $("game-caption").textContent = t("lab.games.caption", { game: t(`lab.game.${g.name}`), period: gameShown });
+  const table = $("game-grid");
+  const head = document.createElement("tr");
+  const corner = document.createElement("th");
+  corner.scope = "col";
+  corner.textContent = t("lab.games.request");
+  head.append(corner);
+  for (let p = 1; p <= gameShown; p++) {
+    const th = document.createElement("th");
+    th.scope = "col";
+    th.textContent = t("lab.games.period_short", { period: p });
+    head.append(th);
+  }
+  const took = document.createElement("th");
+  took.scope = "col";
+  took.textContent = t("lab.games.took");
+  head.append(took);
+  table.tHead.replaceChildren(head);
+
+  const body = table.tBodies[0];
+  body.replaceChildren();
+  g.requests.forEach((r, i) => {
+    if (r.arrived > gameShown) return;
+    const tr = body.insertRow();
+    tr.dataset.request = i + 1;
+    const th = document.createElement("th");
+    th.scope = "row";
+    th.textContent = t("lab.games.request_n", { n: i + 1 });
+    tr.append(th);
+    for (let p = 1; p <= gameShown; p++) {
+      const td = tr.insertCell();
+      td.dataset.period = p;
+      const c = r.cells[p - r.arrived];
+      if (p < r.arrived || !c) continue;
+      td.className = c.state + (p === gameShown ? " now" : "");
+      td.textContent = cellText(c);
+    }
+    const seen = r.cells[Math.min(r.cells.length, gameShown - r.arrived + 1) - 1];
+    tr.insertCell().textContent = seen && seen.state === "done" ? String(r.took) : "";
+  });
+
+  const foot = table.tFoot || table.createTFoot();
+  foot.replaceChildren();
+  for (const [key, field] of [["lab.games.inside", "inside"], ["lab.games.waiting", "waiting"], ["lab.games.in_system", "in_system"]]) {
+    if (field === "waiting" && !g.inside) continue;
+    const tr = foot.insertRow();
+    const th = document.createElement("th");
+    th.scope = "row";
+    th.textContent = t(key);
+    tr.append(th);
+    for (let p = 1; p <= gameShown; p++) tr.insertCell().textContent = String(g.periods[p - 1][field]);
+    tr.insertCell();
+  }
+
+  $("game-step").disabled = gameShown >= g.periods.length;
+  if (gameShown === 0) say("game-status", "lab.games.start");
+  else narrate(g, gameShown);
+}
+
+// narrate says what happened in a period, in words.
+function narrate(g, p) {
+  const col = g.periods[p - 1];
+  const parts = [t(g.inside ? "lab.games.period_bouncer" : "lab.games.period", { period: p, inside: col.inside, waiting: col.waiting })];
+  g.requests.forEach((r, i) => {
+    const c = r.cells[p - r.arrived];
+    if (!c) return;
+    if (c.state === "done") parts.push(t("lab.games.leaves", { n: i + 1, took: r.took }));
+    if (c.state === "away") parts.push(t("lab.games.away", { n: i + 1 }));
+  });
+  statuses["game-status"] = null;
+  $("game-status").textContent = parts.join(" ");
+}
+
+// ---- The experiment ----
+
+// params reads the form; null (with a message) if a field is out of range.
+function params() {
+  const body = { profile: $("lab-profile").value };
+  const fields = [
+    ["seed", "lab-seed", 0, 4294967295],
+    ["inside", "lab-inside", 1, 65535],
+    ["outside", "lab-outside", 1, 65535],
+    ["retries", "lab-retries", 0, 10],
+  ];
+  for (const [name, id, lo, hi] of fields) {
+    const raw = $(id).value.trim();
+    if (raw === "") continue; // the default
+    const v = Number(raw);
+    if (!Number.isInteger(v) || v < lo || v > hi) {
+      say("lab-status", "lab.field_error", { field: $(id).labels[0].textContent, lo, hi });
+      $(id).focus();
+      return null;
+    }
+    body[name] = v;
+  }
+  body.alpha = Number($("lab-slowdown").value);
+  return body;
+}
+
+async function runCompare() {
+  const body = params();
+  if (!body) return;
   say("lab-status", "lab.computing");
   $("lab-run").disabled = true;
   try {
-    last = await getJSON("/api/overload/compare", postJSON({ profile: $("lab-profile").value, seed }));
-    draw(last);
+    last = await getJSON("/api/overload/compare", postJSON(body));
+    // Show what ran: the defaults the server filled in.
+    $("lab-inside").value = last.inside;
+    $("lab-outside").value = last.outside;
+    $("lab-retries").value = last.retries;
+    drawCompare(last);
     say("lab-status", "lab.done");
   } catch (err) {
     say("lab-status", "error.api", { message: err.message });
@@ -115,143 +314,337 @@ async function runCompare() {
   }
 }
 
-function draw(c) {
-  $("lab-profile-desc").textContent = t(`lab.profile.${c.profile}`);
+function runName(r) {
+  switch (r.kind) {
+    case "none":
+      return t("lab.run.none");
+    case "adaptive":
+      return t("lab.run.adaptive", { inside: r.inside });
+    case "threads":
+      return t("lab.run.threads", { n: r.threads });
+  }
+  return `${r.inside}/${r.outside}`;
+}
+
+const isDatabase = (c) => c.conns > 0;
+
+// summaryColumns are the summary table's columns for a comparison.
+function summaryColumns(c) {
+  const s = (f) => (r) => f(r.summary);
+  if (isDatabase(c)) {
+    return [
+      ["lab.col.goodput", s((x) => pct(x.goodput))],
+      ["lab.col.refused", s((x) => num(x.rejected))],
+      ["lab.col.no_connection", s((x) => num(x.refused))],
+      ["lab.col.other_errors", s((x) => pct(x.other_error_rate))],
+      ["lab.col.other_worst", s((x) => pct0(x.other_worst_second))],
+      ["lab.col.worst", s((x) => `${x.worst_response_x.toFixed(2)} ×`)],
+      ["lab.col.peak_connections", s((x) => num(x.peak_concurrency))],
+    ];
+  }
+  return [
+    ["lab.col.goodput", s((x) => pct(x.goodput))],
+    ["lab.col.refused", s((x) => num(x.rejected))],
+    ["lab.col.timeouts", s((x) => num(x.timeouts))],
+    ["lab.col.retries", s((x) => num(x.retries))],
+    ["lab.col.wasted", s((x) => pct(x.wasted_share))],
+    ["lab.col.worst", s((x) => `${x.worst_response_x.toFixed(2)} ×`)],
+    ["lab.col.peak", s((x) => num(x.peak_concurrency))],
+    ["lab.col.after", s((x) => (x.peak ? pct0(x.useful_after_peak) : "—"))],
+    ["lab.col.recovery", s((x) => (x.peak ? (x.recovery_s >= 0 ? `${x.recovery_s} s` : t("lab.never")) : "—"))],
+  ];
+}
+
+function drawCompare(c) {
+  const long = c.duration_s >= 3600;
+  $("lab-profile-intro").textContent = t(`lab.intro.${c.profile}`);
+  $("lab-profile-desc").textContent = t("lab.params", {
+    inside: c.inside,
+    outside: c.outside,
+    slowdown: t(c.alpha > 0 ? "lab.slowdown.nonlinear_is" : "lab.slowdown.linear_is", { alpha: c.alpha }),
+    retries: c.retries,
+    timeout: c.timeout_s,
+    seed: c.seed,
+  });
+  $("lab-lesson").textContent = t(`lab.lesson.${c.profile}`);
+  $("lab-conclusion").textContent = conclusion(c, long);
+
+  $("lab-summary-cap").textContent = t("lab.summary_caption", { n: c.runs.length });
+  const cols = summaryColumns(c);
+  const head = document.createElement("tr");
+  for (const key of ["lab.col.run", ...cols.map((col) => col[0])]) {
+    const th = document.createElement("th");
+    th.scope = "col";
+    th.textContent = t(key);
+    head.append(th);
+  }
+  $("lab-summary").tHead.replaceChildren(head);
   const tbody = $("lab-summary").tBodies[0];
   tbody.replaceChildren();
   for (const r of c.runs) {
-    const s = r.summary;
     const tr = tbody.insertRow();
     const th = document.createElement("th");
     th.scope = "row";
-    th.textContent = runName(r.run);
+    th.textContent = runName(r);
     tr.append(th);
-    const cells = [
-      pct(s.goodput),
-      s.rejected.toLocaleString("en"),
-      s.timeouts.toLocaleString("en"),
-      s.wasted.toLocaleString("en"),
-      `${s.worst_response_x.toFixed(2)} ×`,
-      s.peak_concurrency.toLocaleString("en"),
-      s.peak ? pct(s.lowest_useful_minute) : "—",
-      s.peak ? (s.recovery_s >= 0 ? `${s.recovery_s} s` : t("lab.never")) : "—",
-    ];
-    for (const v of cells) tr.insertCell().textContent = v;
+    for (const [, f] of cols) tr.insertCell().textContent = f(r);
   }
-
-  // Every chart on the same scales, so that the runs compare at a glance.
-  const ranges = { rate: 1, concurrency: 10 };
-  for (const r of c.runs) {
-    for (const p of r.series) {
-      for (const s of series) {
-        if (s.scale === "y") ranges.rate = Math.max(ranges.rate, p[s.key]);
-      }
-      ranges.concurrency = Math.max(ranges.concurrency, p.concurrency);
-    }
-  }
-  ranges.long = c.runs.length > 0 && c.runs[0].series.at(-1).t >= 3600;
 
   for (const p of plots) p.destroy();
   plots = [];
-  const root = $("lab-charts");
-  root.replaceChildren();
-  c.runs.forEach((r, i) => {
-    const fig = document.createElement("figure");
-    fig.className = "chart";
-    const cap = document.createElement("figcaption");
-    cap.id = `lab-cap-${i}`;
-    cap.textContent = t("lab.chart", { run: runName(r.run), step: c.step });
-    fig.setAttribute("aria-labelledby", cap.id);
-    const canvas = document.createElement("div");
-    canvas.setAttribute("aria-hidden", "true");
-    const details = document.createElement("details");
-    details.className = "data";
-    const summary = document.createElement("summary");
-    summary.textContent = t("chart.table");
-    details.append(summary);
-    details.addEventListener("toggle", () => {
-      if (details.open && !details.querySelector("table")) details.append(dataTable(r, ranges.long));
+  drawRuns(c, long);
+  drawLittle(c, long);
+}
+
+// conclusion is the comparison in one line, from its figures.
+function conclusion(c, long) {
+  const none = c.runs[0].summary;
+  if (isDatabase(c)) {
+    const fixed = c.runs[c.runs.length - 1].summary;
+    return t("lab.conclusion.database", {
+      conns: c.conns,
+      refused: num(none.refused),
+      other: pct0(none.other_worst_second),
+      threads: c.threads,
+      bulkhead: runName(c.runs[c.runs.length - 1]),
+      fixed: pct0(fixed.other_worst_second),
     });
-    fig.append(cap, canvas, details);
-    root.append(fig);
-    plots.push(plot(canvas, r, fig.clientWidth, ranges));
+  }
+  const first = c.runs[1].summary;
+  if (!none.peak) {
+    return t("lab.conclusion.flat", { none: pct(none.goodput), run: runName(c.runs[1]), goodput: pct(first.goodput), worst: first.worst_response_x.toFixed(2) });
+  }
+  return t(none.recovery_s >= 0 ? "lab.conclusion.recovers" : "lab.conclusion.dies", {
+    useful: pct0(none.useful_after_peak),
+    wasted: pct0(none.wasted_after_peak),
+    peak: num(none.peak_concurrency),
+    at: clockOf(none.peak_at_s, long),
+    load: clockOf(none.load_peak_at_s, long),
+    recovery: none.recovery_s,
+    run: runName(c.runs[1]),
+    worst: first.worst_response_x.toFixed(2),
+    goodput: pct(first.goodput),
   });
 }
 
-function runName(run) {
-  return run === "no limit" ? t("lab.run.none") : run === "adaptive" ? t("lab.run.adaptive") : run;
+// figure makes a chart's figure: caption, canvas, and a data table behind
+// a disclosure, built when opened.
+function figure(root, id, caption, table) {
+  const fig = document.createElement("figure");
+  fig.className = "chart";
+  fig.id = id;
+  const cap = document.createElement("figcaption");
+  cap.id = `${id}-cap`;
+  cap.textContent = caption;
+  fig.setAttribute("aria-labelledby", cap.id);
+  const canvas = document.createElement("div");
+  canvas.setAttribute("aria-hidden", "true");
+  const details = document.createElement("details");
+  details.className = "data";
+  const summary = document.createElement("summary");
+  summary.textContent = t("chart.table");
+  details.append(summary);
+  details.addEventListener("toggle", () => {
+    if (details.open && !details.querySelector("table")) details.append(dataTable(table(), caption));
+  });
+  fig.append(cap, canvas, details);
+  root.append(fig);
+  return canvas;
 }
 
-function plot(el, r, width, ranges) {
-  const long = ranges.long;
-  const xs = r.series.map((p) => p.t);
-  const cols = series.map((s) =>
-    r.series.map((p) => (s.key === "concurrency" ? Math.max(1, p[s.key]) : p[s.key])),
-  );
-  return new uPlot(
-    {
-      width: Math.max(300, (width || 600) - 20),
-      height: 230,
-      scales: {
-        x: { time: false },
-        y: { range: [0, Math.ceil(ranges.rate * 1.05)] },
-        c: { distr: 3, log: 10, range: [1, 10 ** Math.ceil(Math.log10(ranges.concurrency))] },
-      },
-      axes: [
-        { incrs: timeSteps, values: (u, splits) => splits.map((v) => clockOf(v, long)) },
-        { scale: "y", label: t("lab.axis.rate"), size: 56 },
-        { scale: "c", side: 1, label: t("lab.axis.concurrency"), grid: { show: false }, size: 60 },
-      ],
-      series: [
-        { label: t("lab.axis.time"), value: (u, v) => (v == null ? "—" : clockOf(v, long)) },
-        ...series.map((s, i) => ({
-          label: t(`lab.series.${s.key}`),
-          scale: s.scale,
-          stroke: colours[i],
-          dash: dashes[i],
-          width: s.key === "concurrency" ? 2 : 1.5,
-          points: { show: false },
-          value: (u, v) => (v == null ? "—" : v.toFixed(s.key === "concurrency" ? 0 : 1)),
-        })),
-      ],
-    },
-    [xs, ...cols],
-    el,
-  );
-}
-
-function dataTable(r, long) {
+// dataTable is a chart's figures as a table, in a scroll region a
+// keyboard can reach.
+function dataTable({ head, rows }, label) {
   const table = document.createElement("table");
-  const head = table.createTHead().insertRow();
-  for (const label of [t("lab.axis.time"), ...series.map((s) => t(`lab.series.${s.key}`))]) {
+  const tr = table.createTHead().insertRow();
+  for (const h of head) {
     const th = document.createElement("th");
     th.scope = "col";
-    th.textContent = label;
-    head.append(th);
+    th.textContent = h;
+    tr.append(th);
   }
   const body = table.createTBody();
-  for (const p of r.series) {
-    const tr = body.insertRow();
+  for (const row of rows) {
+    const r = body.insertRow();
     const th = document.createElement("th");
     th.scope = "row";
-    th.textContent = clockOf(p.t, long);
-    tr.append(th);
-    for (const s of series) tr.insertCell().textContent = p[s.key].toFixed(s.key === "concurrency" ? 0 : 1);
+    th.textContent = row[0];
+    r.append(th);
+    for (const v of row.slice(1)) r.insertCell().textContent = v;
   }
   const wrap = document.createElement("div");
   wrap.className = "table-wrap";
+  wrap.tabIndex = 0;
+  wrap.setAttribute("role", "region");
+  wrap.setAttribute("aria-label", t("lab.table_of", { chart: label }));
   wrap.append(table);
   return wrap;
 }
 
-// relabelLab redraws the lab in the current language.
-export function relabelLab() {
-  if (last && !$("lab").hidden) draw(last);
-  if (lastLive) liveTable(lastLive);
-  for (const [id, msg] of Object.entries(statuses)) {
-    if (msg) $(id).textContent = t(msg[0], msg[1]);
+function drawRuns(c, long) {
+  const defs = seriesDefs.filter((s) => !s.database || isDatabase(c));
+  // Every chart on the same scales, so that the runs compare at a glance.
+  let rate = 1;
+  let conc = 10;
+  for (const r of c.runs) {
+    for (const p of r.series) {
+      for (const s of defs) if (s.scale !== "c") rate = Math.max(rate, p[s.key]);
+      conc = Math.max(conc, p.concurrency);
+    }
+  }
+  const root = $("lab-charts");
+  root.replaceChildren();
+  c.runs.forEach((r, i) => {
+    const caption = t(isDatabase(c) ? "lab.chart.database" : "lab.chart", { run: runName(r), step: c.step });
+    const table = () => ({
+      head: [t("lab.axis.time"), ...defs.map((s) => t(`lab.series.${s.key}`))],
+      rows: r.series.map((p) => [clockOf(p.t, long), ...defs.map((s) => p[s.key].toFixed(s.scale === "c" ? 0 : 1))]),
+    });
+    const el = figure(root, `lab-chart-${i}`, caption, table);
+    const xs = r.series.map((p) => p.t);
+    const cols = defs.map((s) => r.series.map((p) => (s.scale === "c" ? Math.max(1, p[s.key]) : p[s.key])));
+    plots.push(
+      new uPlot(
+        {
+          width: Math.max(300, (el.parentElement.clientWidth || 600) - 20),
+          height: 230,
+          scales: {
+            x: { time: false },
+            y: { range: [0, Math.ceil(rate * 1.05)] },
+            c: { distr: 3, log: 10, range: [1, 10 ** Math.ceil(Math.log10(conc))] },
+          },
+          axes: [
+            { incrs: timeSteps, values: (u, splits) => splits.map((v) => clockOf(v, long)) },
+            { scale: "y", label: t("lab.axis.rate"), size: 56 },
+            { scale: "c", side: 1, label: t(isDatabase(c) ? "lab.axis.connections" : "lab.axis.concurrency"), grid: { show: false }, size: 60 },
+          ],
+          series: [
+            { label: t("lab.axis.time"), value: (u, v) => (v == null ? "—" : clockOf(v, long)) },
+            ...defs.map((s) => ({
+              label: t(`lab.series.${s.key}`),
+              scale: s.scale || "y",
+              stroke: s.colour,
+              fill: s.fill,
+              dash: s.dash,
+              width: s.width || 1.5,
+              points: { show: false },
+              value: (u, v) => (v == null ? "—" : v.toFixed(s.scale === "c" ? 0 : 1)),
+            })),
+          ],
+        },
+        [xs, ...cols],
+        el,
+      ),
+    );
+  });
+}
+
+// cumulative returns the requests that arrived and that left, summed to
+// the end of each point of a run's series, and the point's end time.
+function cumulative(r, c) {
+  const ends = [];
+  const arrived = [];
+  const left = [];
+  let a = 0;
+  let d = 0;
+  r.series.forEach((p, i) => {
+    const end = i + 1 < r.series.length ? r.series[i + 1].t : c.duration_s;
+    const n = end - p.t;
+    a += (p.arrivals + p.other_arrivals) * n;
+    d += p.departures * n;
+    ends.push(end);
+    arrived.push(Math.round(a));
+    left.push(Math.round(d));
+  });
+  return { ends, arrived, left };
+}
+
+// drawLittle draws Little's law for the unprotected run and the first
+// protected one: requests arrived and left, summed over the run. At a
+// moment (the end of the largest peak, or the most crowded point) the
+// vertical gap between the curves is the requests inside, the horizontal
+// one the time the last of them spends inside.
+function drawLittle(c, long) {
+  const root = $("lab-little");
+  root.replaceChildren();
+  const picks = isDatabase(c) ? [0, c.runs.length - 1] : [0, 1];
+  const none = cumulative(c.runs[0], c);
+  let at = none.ends.findIndex((e) => e > c.peak_end_s);
+  if (!(c.peak_end_s > 0) || at < 0) {
+    at = 0;
+    none.arrived.forEach((v, i) => {
+      if (v - none.left[i] > none.arrived[at] - none.left[at]) at = i;
+    });
+  }
+  for (const i of picks) {
+    const r = c.runs[i];
+    const cum = cumulative(r, c);
+    const inside = cum.arrived[at] - cum.left[at];
+    const out = cum.left.findIndex((v) => v >= cum.arrived[at]);
+    const gap = out >= 0 ? cum.ends[out] - cum.ends[at] : -1;
+    const caption = t("lab.little.chart", { run: runName(r) });
+    const note = t(gap >= 0 ? "lab.little.gaps" : "lab.little.gaps_never", {
+      time: clockOf(cum.ends[at], long),
+      inside: num(inside),
+      leave: gap >= 0 ? clockOf(cum.ends[out], long) : "",
+      wait: gap >= 0 ? clockOf(gap, gap >= 3600) : "",
+    });
+    const table = () => ({
+      head: [t("lab.axis.time"), t("lab.little.arrived"), t("lab.little.left"), t("lab.little.inside")],
+      rows: cum.ends.map((e, k) => [clockOf(e, long), num(cum.arrived[k]), num(cum.left[k]), num(cum.arrived[k] - cum.left[k])]),
+    });
+    const el = figure(root, `lab-little-${i}`, caption, table);
+    const p = document.createElement("p");
+    p.className = "help little-note";
+    p.textContent = note;
+    el.after(p);
+    const draw = (u) => {
+      const ctx = u.ctx;
+      const x0 = u.valToPos(cum.ends[at], "x", true);
+      const yA = u.valToPos(cum.arrived[at], "y", true);
+      const yD = u.valToPos(cum.left[at], "y", true);
+      ctx.save();
+      ctx.lineWidth = 3 * devicePixelRatio;
+      ctx.strokeStyle = "#d55e00";
+      ctx.beginPath();
+      ctx.moveTo(x0, yA);
+      ctx.lineTo(x0, yD);
+      ctx.stroke();
+      if (gap >= 0) {
+        ctx.strokeStyle = "#cc79a7";
+        ctx.setLineDash([6 * devicePixelRatio, 4 * devicePixelRatio]);
+        ctx.beginPath();
+        ctx.moveTo(x0, yA);
+        ctx.lineTo(u.valToPos(cum.ends[out], "x", true), yA);
+        ctx.stroke();
+      }
+      ctx.restore();
+    };
+    plots.push(
+      new uPlot(
+        {
+          width: Math.max(300, (el.parentElement.clientWidth || 600) - 20),
+          height: 230,
+          scales: { x: { time: false }, y: { range: [0, Math.max(10, cum.arrived.at(-1)) * 1.05] } },
+          axes: [
+            { incrs: timeSteps, values: (u, splits) => splits.map((v) => clockOf(v, long)) },
+            { scale: "y", label: t("lab.little.axis"), size: 70, values: (u, splits) => splits.map((v) => num(v)) },
+          ],
+          series: [
+            { label: t("lab.axis.time"), value: (u, v) => (v == null ? "—" : clockOf(v, long)) },
+            { label: t("lab.little.arrived"), stroke: "#0072b2", width: 2, points: { show: false }, value: (u, v) => (v == null ? "—" : num(v)) },
+            { label: t("lab.little.left"), stroke: "#009e73", dash: [6, 4], width: 2, points: { show: false }, value: (u, v) => (v == null ? "—" : num(v)) },
+          ],
+          hooks: { draw: [draw] },
+        },
+        [cum.ends, cum.arrived, cum.left],
+        el,
+      ),
+    );
   }
 }
+
+// ---- The live comparison ----
 
 async function startLive() {
   try {
@@ -280,26 +673,134 @@ async function pollLive(once) {
   }
   if (st.error) say("live-status", "error.api", { message: st.error });
   else if (st.report) say("live-status", "lab.live.done");
-  if (st.report) liveTable(st.report);
   else if (once) say("live-status", "");
+  if (st.report) {
+    lastLive = st.report;
+    drawLive(st.report);
+  }
 }
 
 function ms(ns) {
   return `${(ns / 1e6).toFixed(1)} ms`;
 }
 
-function liveTable(rep) {
-  lastLive = rep;
-  $("live-server").textContent = t("lab.live.server", {
-    capacity: Math.round(rep.capacity),
-    work: ms(rep.work_ns),
-    p50: ms(rep.no_load_p50_ns),
-    p99: ms(rep.no_load_p99_ns),
-    deadline: ms(rep.deadline_ns),
+function checkText(m, c) {
+  return t("lab.check.line", {
+    mode: m.mode,
+    check: t(`lab.check.${c.name}`),
+    phase: c.phase || "—",
+    value: +c.value.toPrecision(3),
+    min: +c.min.toPrecision(3),
+    max: +c.max.toPrecision(3),
   });
-  const table = $("live-table");
-  table.hidden = false;
-  const tbody = table.tBodies[0];
+}
+
+function drawLive(rep) {
+  for (const p of livePlots) p.destroy();
+  livePlots = [];
+  const cal = $("live-calibration");
+  cal.replaceChildren();
+  for (const m of rep.modes) {
+    const li = document.createElement("li");
+    li.textContent = t("lab.live.calibration", {
+      mode: m.mode,
+      capacity: Math.round(m.calibration.capacity),
+      work: ms(rep.work_ns),
+      p50: ms(m.calibration.no_load_p50_ns),
+      p99: ms(m.calibration.no_load_p99_ns),
+      core: m.calibration.cpu_share >= 0 ? pct0(m.calibration.cpu_share) : "—",
+      attempts: m.attempts.length,
+      verdict: t(m.reliable ? "lab.live.passed" : "lab.live.failed"),
+    });
+    cal.append(li);
+  }
+  const warn = $("live-warning");
+  const charts = $("live-charts");
+  charts.replaceChildren();
+  if (!rep.reliable) {
+    // No figures: they would mean nothing. Say so, and which checks failed.
+    warn.hidden = false;
+    warn.replaceChildren();
+    const p = document.createElement("p");
+    p.textContent = t("lab.live.unreliable");
+    const ul = document.createElement("ul");
+    for (const m of rep.modes) {
+      if (m.reliable || !m.attempts.length) continue;
+      for (const c of m.attempts.at(-1).checks) {
+        if (c.ok) continue;
+        const li = document.createElement("li");
+        li.textContent = checkText(m, c);
+        ul.append(li);
+      }
+    }
+    warn.append(p, ul);
+    $("live-conclusion").textContent = "";
+    $("live-table-wrap").hidden = true;
+    return;
+  }
+  warn.hidden = true;
+  const c = rep.conclusion;
+  $("live-conclusion").textContent = c
+    ? t(c.none_goodput >= 0 ? "lab.live.conclusion" : "lab.live.conclusion_no_none", {
+        load: c.load,
+        best: c.best,
+        goodput: pct0(c.goodput),
+        ratio: c.p99_ratio.toFixed(1),
+        none: c.none_goodput >= 0 ? pct0(c.none_goodput) : "",
+      })
+    : "";
+  liveCharts(rep, charts);
+  liveTable(rep);
+}
+
+// liveCharts draws goodput and the p99 ratio against the load of each
+// phase, a line per protection.
+function liveCharts(rep, root) {
+  const phases = rep.modes[0].phases.map((p) => p.name);
+  const xs = phases.map((_, i) => i);
+  const ratio = (m, p) => (p.p99_ns > 0 && m.calibration.no_load_p99_ns > 0 ? p.p99_ns / m.calibration.no_load_p99_ns : null);
+  for (const [id, key, value, digits] of [
+    ["live-goodput", "lab.live.chart.goodput", (m, p) => 100 * p.goodput, 0],
+    ["live-p99", "lab.live.chart.p99", ratio, 2],
+  ]) {
+    const caption = t(key);
+    const table = () => ({
+      head: [t("lab.live.col.phase"), ...rep.modes.map((m) => m.mode)],
+      rows: phases.map((name, i) => [name, ...rep.modes.map((m) => (value(m, m.phases[i]) == null ? "—" : value(m, m.phases[i]).toFixed(digits)))]),
+    });
+    const el = figure(root, id, caption, table);
+    livePlots.push(
+      new uPlot(
+        {
+          width: Math.max(300, (el.parentElement.clientWidth || 600) - 20),
+          height: 230,
+          scales: { x: { time: false, range: [-0.3, phases.length - 0.7] }, y: { range: (u, lo, hi) => [0, Math.max(hi * 1.1, digits ? 2.5 : 100)] } },
+          axes: [
+            { splits: () => xs, values: (u, splits) => splits.map((v) => phases[v] ?? "") },
+            { label: t(key + ".axis"), size: 56 },
+          ],
+          series: [
+            { label: t("lab.live.col.phase"), value: (u, v) => (v == null ? "—" : phases[v]) },
+            ...rep.modes.map((m, i) => ({
+              label: m.mode,
+              stroke: modeColours[i % modeColours.length],
+              dash: modeDashes[i % modeDashes.length],
+              width: 2,
+              points: { show: true, size: 6 },
+              value: (u, v) => (v == null ? "—" : v.toFixed(digits)),
+            })),
+          ],
+        },
+        [xs, ...rep.modes.map((m) => m.phases.map((p) => value(m, p)))],
+        el,
+      ),
+    );
+  }
+}
+
+function liveTable(rep) {
+  $("live-table-wrap").hidden = false;
+  const tbody = $("live-table").tBodies[0];
   tbody.replaceChildren();
   for (const m of rep.modes) {
     for (const p of m.phases) {
@@ -309,7 +810,9 @@ function liveTable(rep) {
       th.textContent = m.mode;
       tr.append(th);
       const rec = m.recovery_ns && p.name in m.recovery_ns ? (m.recovery_ns[p.name] >= 0 ? ms(m.recovery_ns[p.name]) : t("lab.never")) : "";
-      for (const v of [p.name, pct(p.goodput), p.p50_ns ? ms(p.p50_ns) : "—", p.p99_ns ? ms(p.p99_ns) : "—", p.rejected, p.timeouts, rec]) {
+      const ratio = p.p99_ns > 0 ? `${(p.p99_ns / m.calibration.no_load_p99_ns).toFixed(2)} ×` : "—";
+      const core = p.cpu_share >= 0 ? pct0(p.cpu_share) : "—";
+      for (const v of [p.name, pct0(p.goodput), p.p50_ns ? ms(p.p50_ns) : "—", p.p99_ns ? ms(p.p99_ns) : "—", ratio, p.rejected, p.timeouts, core, rec]) {
         tr.insertCell().textContent = v;
       }
     }

@@ -1,9 +1,10 @@
-package overload
+package live
 
 import (
 	"context"
 	"errors"
 	"math"
+	"os"
 	"testing"
 	"time"
 )
@@ -12,9 +13,12 @@ import (
 // twelve seconds at ten times the server's capacity through afloat's
 // adaptive bulkhead, in a real server process on loopback. The server's
 // heap stays flat and its goroutines come back to where they were.
+//
+// It runs on the wall clock for twelve seconds, so it is not part of make
+// test: make soak runs it (AFLOAT_SOAK=1).
 func TestSoakShort(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a 12-second soak")
+	if os.Getenv("AFLOAT_SOAK") == "" {
+		t.Skip("a 12-second wall-clock soak: make soak runs it (AFLOAT_SOAK=1)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -37,15 +41,18 @@ func TestSoakShort(t *testing.T) {
 
 func TestLiveConfigErrors(t *testing.T) {
 	ctx := context.Background()
-	for i, c := range []LiveConfig{
+	for i, c := range []Config{
 		{Work: time.Microsecond},
 		{Work: 10 * time.Millisecond, Deadline: time.Millisecond},
-		{Phases: []LivePhase{{"x", 0, time.Second}}},
-		{Phases: []LivePhase{{"x", 2, -time.Second}}},
+		{Phases: []Phase{{"x", 0, time.Second}}},
+		{Phases: []Phase{{"x", 2, -time.Second}}},
 		{Modes: []string{"magic"}},
+		{Modes: []string{}},
+		{Attempts: -1},
+		{Attempts: MaxAttempts + 1},
 	} {
-		if _, err := RunLive(ctx, c); !errors.Is(err, ErrConfig) {
-			t.Errorf("step %d: RunLive(%+v) = %v, want ErrConfig", i, c, err)
+		if _, err := Run(ctx, c); !errors.Is(err, ErrConfig) {
+			t.Errorf("step %d: Run(%+v) = %v, want ErrConfig", i, c, err)
 		}
 	}
 	if _, err := Soak(ctx, "", "magic", 10, time.Second, time.Second, nil); !errors.Is(err, ErrConfig) {
@@ -75,7 +82,7 @@ func TestLiveConfigErrors(t *testing.T) {
 	if err := Flat(make([]SoakSample, 4), 0); err == nil {
 		t.Error("Flat judged 4 samples: two under load cannot show growth")
 	}
-	if _, err := RunLive(ctx, LiveConfig{Phases: []LivePhase{{"x", math.NaN(), time.Second}}}); !errors.Is(err, ErrConfig) {
-		t.Errorf("RunLive at NaN × capacity: %v", err)
+	if _, err := Run(ctx, Config{Phases: []Phase{{"x", math.NaN(), time.Second}}}); !errors.Is(err, ErrConfig) {
+		t.Errorf("Run at NaN × capacity: %v", err)
 	}
 }
