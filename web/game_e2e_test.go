@@ -53,9 +53,9 @@ func display(a sim.Action) string {
 }
 
 // fill fills a catalogue message's {placeholders}.
-func fill(msg string, vars map[string]string) string {
+func fill[V any](msg string, vars map[string]V) string {
 	for k, v := range vars {
-		msg = strings.ReplaceAll(msg, "{"+k+"}", v)
+		msg = strings.ReplaceAll(msg, "{"+k+"}", fmt.Sprint(v))
 	}
 	return msg
 }

@@ -23,22 +23,6 @@ import (
 	"github.com/afloat/afloat/overload/live"
 )
 
-// fill puts values into a catalogue message, as the page's t() does.
-func fill(msg string, vars map[string]any) string {
-	return regexp.MustCompile(`\{(\w+)\}`).ReplaceAllStringFunc(msg, func(m string) string {
-		if v, ok := vars[m[1:len(m)-1]]; ok {
-			return fmt.Sprint(v)
-		}
-		return m
-	})
-}
-
-// typeInto empties an input and types a value into it, key by key, as a
-// person does.
-func typeInto(css, v string) chromedp.Action[chromedp.Void] {
-	return chromedp.Steps(setValue(css, ""), chromedp.SendKeys(chromedp.CSS(css), v))
-}
-
 // liveReports are the live comparison's answers the lab test serves, one
 // trustworthy and one from a busy machine, in turn: the real comparison
 // takes minutes of both cores (overload/live tests it, a hog included),
@@ -126,6 +110,8 @@ func TestOverloadLabEndToEnd(t *testing.T) {
 		t.Errorf("game 1, period 8: the page says %q, want it to start %q", got, want)
 	}
 	b.shot(ctx, "lab-01-game1")
+	b.do(ctx, "settle", waitSettled())
+	b.checkAxe(ctx, "en: game 1 grid")
 
 	// Game 2: play, pause, and the grid is still the API's.
 	game2 := gameAPI(t, base, "game2")
@@ -157,7 +143,7 @@ func TestOverloadLabEndToEnd(t *testing.T) {
 	viewShot(b, ctx, "lab-worldcup-view", "#exp-h", 1700) // docs/lab.png
 
 	// A limit out of range is refused before anything is sent.
-	b.do(ctx, "a limit of 0", typeInto("#lab-inside", "0"), click("#lab-run"))
+	b.do(ctx, "a limit of 0", typeReplacing("#lab-inside", "0"), click("#lab-run"))
 	if got, want := b.text(ctx, "#lab-status"), fill(en["lab.field_error"], map[string]any{"field": en["lab.inside"], "lo": 1, "hi": 65535}); got != want {
 		t.Errorf("inside 0: the page says %q, want %q", got, want)
 	}
@@ -167,14 +153,16 @@ func TestOverloadLabEndToEnd(t *testing.T) {
 	body := `{"profile": "database", "seed": 2, "inside": 20, "outside": 20, "retries": 0, "alpha": %s}`
 	for _, alpha := range []string{"0", "0.5"} {
 		want := compareAPI(t, base, fmt.Sprintf(body, alpha))
-		b.do(ctx, "database, alpha "+alpha, choose("lab-profile", "database"), typeInto("#lab-seed", "2"), typeInto("#lab-inside", "20"),
-			typeInto("#lab-outside", "20"), typeInto("#lab-retries", "0"), choose("lab-slowdown", alpha), click("#lab-run"),
+		b.do(ctx, "database, alpha "+alpha, choose("lab-profile", "database"), typeReplacing("#lab-seed", "2"), typeReplacing("#lab-inside", "20"),
+			typeReplacing("#lab-outside", "20"), typeReplacing("#lab-retries", "0"), choose("lab-slowdown", alpha), click("#lab-run"),
 			waitFor(fmt.Sprintf(`document.getElementById("lab-status").textContent === %q && document.querySelectorAll("#lab-summary tbody tr").length === 3`, en["lab.done"])))
 		checkSummary(t, b, ctx, want)
 		b.do(ctx, "database charts", waitFor(`document.querySelectorAll("#lab-charts .uplot").length === 3 && document.querySelectorAll("#lab-little .uplot").length === 2`))
 	}
 	b.do(ctx, "open a chart's table", click("#lab-chart-0 details summary"), waitFor(`document.querySelectorAll("#lab-chart-0 details tbody tr").length === 600`))
 	b.shot(ctx, "lab-04-database")
+	b.do(ctx, "settle", waitSettled())
+	b.checkAxe(ctx, "en: database scenario, a chart table open")
 
 	// The live comparison: a trustworthy report as two charts, a table and
 	// a conclusion; then one from a busy machine as a warning, no figures.
@@ -186,6 +174,8 @@ func TestOverloadLabEndToEnd(t *testing.T) {
 		t.Errorf("live table: %d rows, want 4 protections × 6 phases", n)
 	}
 	b.shot(ctx, "lab-05-live")
+	b.do(ctx, "settle", waitSettled())
+	b.checkAxe(ctx, "en: live report")
 	b.do(ctx, "live, busy machine", click("#live-run"), waitFor(`!document.getElementById("live-warning").hidden`))
 	warning := b.text(ctx, "#live-warning")
 	if !strings.HasPrefix(warning, en["lab.live.unreliable"]) || !strings.Contains(warning, en["lab.check.cpu_share"]) ||
@@ -207,8 +197,8 @@ func TestOverloadLabEndToEnd(t *testing.T) {
 			t.Errorf("%s: game 1, period 4 says %q, want it to start %q", lang, got, want)
 		}
 		b.do(ctx, lang+": play and pause", click("#game-play"), waitFor(`document.querySelectorAll("#game-grid thead th").length >= 7`), click("#game-play"), click("#game-reset"))
-		b.do(ctx, lang+": database", choose("lab-profile", "database"), typeInto("#lab-seed", "2"), typeInto("#lab-inside", "20"),
-			typeInto("#lab-outside", "20"), typeInto("#lab-retries", "0"), choose("lab-slowdown", "0.5"), click("#lab-run"),
+		b.do(ctx, lang+": database", choose("lab-profile", "database"), typeReplacing("#lab-seed", "2"), typeReplacing("#lab-inside", "20"),
+			typeReplacing("#lab-outside", "20"), typeReplacing("#lab-retries", "0"), choose("lab-slowdown", "0.5"), click("#lab-run"),
 			waitFor(fmt.Sprintf(`document.getElementById("lab-status").textContent === %q`, c["lab.done"])))
 		if got := b.text(ctx, "#lab-summary thead th:nth-child(2)"); got != c["lab.col.goodput"] {
 			t.Errorf("%s: the summary's goodput column is headed %q, want %q", lang, got, c["lab.col.goodput"])
@@ -231,6 +221,8 @@ func TestOverloadLabEndToEnd(t *testing.T) {
 			}
 		}
 		b.shot(ctx, "lab-06-"+lang)
+		b.do(ctx, "settle", waitSettled())
+		b.checkAxe(ctx, lang+": overload lab")
 	}
 	if csp := evaluate[[]string](b, ctx, `window.__csp || []`); len(csp) > 0 {
 		t.Errorf("Content-Security-Policy violations: %v", csp)

@@ -367,7 +367,7 @@ func FuzzCompareBody(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		lp, _, aerr := decodeCompare(body)
+		lp, _, aerr := decodeCompareFields(body)
 		if aerr != nil {
 			if aerr.status < 400 || aerr.status > 499 || aerr.msg == "" {
 				t.Fatalf("%q: %+v", body, aerr)
