@@ -78,13 +78,11 @@ bench:
 	$(GO) test -c -o bulkhead.test ./bulkhead
 	rm -f bulkhead.bench.txt; for i in 1 2 3 4 5 6 7 8 9 10; do ./bulkhead.test -test.run '^$$' -test.bench . -test.benchmem | tee -a bulkhead.bench.txt; done
 	$(GO) test -c -o region.test ./quota/region
-	$(GO) test -c -o fastclock.test ./internal/fastclock
-	rm -f region.bench.txt fastclock.bench.txt; for i in 1 2 3 4 5 6 7 8 9 10; do ./region.test -test.run '^$$' -test.bench . -test.benchmem | tee -a region.bench.txt; ./fastclock.test -test.run '^$$' -test.bench . | tee -a fastclock.bench.txt; done
+	rm -f region.bench.txt; for i in 1 2 3 4 5 6 7 8 9 10; do ./region.test -test.run '^$$' -test.bench . -test.benchmem | tee -a region.bench.txt; done
 	$(GO) test -run '^$$' -bench 'APIRun' -count 10 ./web | tee web.bench.txt
 	$(GO) test -run '^$$' -bench 'ConsoleTenX' -benchtime 1x -count 6 ./web | tee console.bench.txt
 	benchstat sim.bench.txt
 	benchstat bulkhead.bench.txt
 	benchstat region.bench.txt
-	benchstat fastclock.bench.txt
 	benchstat web.bench.txt
 	benchstat console.bench.txt
