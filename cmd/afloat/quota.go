@@ -19,14 +19,21 @@ const quotaUsage = `Usage:
                      [--faults shift,partition,crash,skew,dup] [--log FILE]
   afloat quota chaos --seeds A-B [--workers N] [flags]
   afloat quota sim   --seed S [--mode ...] [--step 1s] [flags]
-  afloat quota check FILE
+  afloat quota check FILE...
+  afloat quota coordinator --listen ADDR --config FILE [--etcd ENDPOINTS] [--event-log FILE]
+  afloat quota region --name NAME --coordinator ADDRS --listen ADDR --config FILE [--event-log FILE]
 
 Subcommands:
   chaos   run the global quota under faults in virtual time and check it:
           a JSON-lines event log, then a one-line JSON summary
   sim     the same run for a human: CSV of offered and admitted tokens per
           region per step, ready to plot
-  check   check an event log written by chaos --log
+  check   check event logs — chaos --log's, or several processes' --event-log
+          files, merged by time
+  coordinator  the lease coordinator as a service: on etcd (--etcd), or an
+          embedded single-member etcd in --data-dir; run several for failover
+  region  a region agent: the lock-free limiter, renewing over the network,
+          and a local decision API (POST /v1/allow)
 
 Run 'afloat quota <subcommand> --help' for its flags.
 `
@@ -46,6 +53,12 @@ func runQuota(args []string, stdout, stderr io.Writer) int {
 		return runQuotaSim(args[1:], stdout, stderr)
 	case "check":
 		return runQuotaCheck(args[1:], stdout, stderr)
+	case "coordinator":
+		return runQuotaCoordinator(args[1:], stdout, stderr)
+	case "region":
+		return runQuotaRegion(args[1:], stdout, stderr)
+	case "etcd":
+		return runQuotaEtcd(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "afloat quota: unknown subcommand %q\n\n%s", args[0], quotaUsage)
 	return exitUsage
@@ -231,23 +244,29 @@ func runQuotaSim(args []string, stdout, stderr io.Writer) int {
 }
 
 func runQuotaCheck(args []string, stdout, stderr io.Writer) int {
-	c := newCommand("quota check", "afloat quota check FILE", printCheckNotes)
+	c := newCommand("quota check", "afloat quota check FILE...", printCheckNotes)
 	rest, status, ok := c.parseWithArgs(args, stdout, stderr)
 	if !ok {
 		return status
 	}
-	if len(rest) != 1 {
-		return usageError(stderr, "quota check", fmt.Errorf("want one FILE, the event log of afloat quota chaos --log (or - for standard input)"))
+	if len(rest) == 0 {
+		return usageError(stderr, "quota check", fmt.Errorf("want one FILE or more: event logs of afloat quota chaos --log or of --event-log (- for standard input)"))
+	}
+	var all collected
+	for _, name := range rest {
+		if err := readLog(name, os.Stdin, &all); err != nil {
+			if errors.Is(err, chaos.ErrNoEvents) || errors.Is(err, chaos.ErrTruncated) {
+				// The run did not finish (or never started): its check fails.
+				fmt.Fprintf(stderr, "afloat quota check: %v\n", err)
+				return exitError
+			}
+			return usageError(stderr, "quota check", err)
+		}
 	}
 	chk := chaos.NewChecker()
 	end := &lastTime{chk: chk}
-	if err := readLog(rest[0], os.Stdin, end); err != nil {
-		if errors.Is(err, chaos.ErrNoEvents) || errors.Is(err, chaos.ErrTruncated) {
-			// The run did not finish (or never started): its check fails.
-			fmt.Fprintf(stderr, "afloat quota check: %v\n", err)
-			return exitError
-		}
-		return usageError(stderr, "quota check", err)
+	for _, e := range chaos.Merge(all) {
+		end.Write(&e)
 	}
 	rep := chk.Finish(end.t)
 	line, _ := json.Marshal(struct {
@@ -260,6 +279,11 @@ func runQuotaCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	return exitOK
 }
+
+// collected keeps the events of several logs, to merge them.
+type collected []chaos.Event
+
+func (c *collected) Write(e *chaos.Event) { *c = append(*c, *e) }
 
 // readLog feeds the events of the log in the file name (- for stdin) to w;
 // errors name the file.
@@ -284,14 +308,18 @@ func readLog(name string, stdin io.Reader, w chaos.EventWriter) error {
 func printCheckNotes(w io.Writer) {
 	fmt.Fprint(w, `
 FILE is the event log of afloat quota chaos --log FILE, or its standard
-output (the log, then the summary line). The check prints one JSON line,
+output (the log, then the summary line), or the --event-log files of a
+cluster's coordinators and region agents: several files are merged by
+time (t_ns) and checked as one run. The check prints one JSON line,
 {"ev":"check","violations":N,...}, and exits 1 when N > 0.
 
 A log that ends before its run did is not checked: it exits 1 with what is
 missing, and prints no check line. That is a log with no events (an empty
 file) or a truncated one: no stop event (a run writes stop last), or a last
-line cut off before its newline. A line that is not an event anywhere else
-refuses the file: exit 2, with the line number.
+line cut off before its newline. Each file is judged on its own: a
+process's --event-log gains its stop line when the process stops (a killed
+process's file gets one when it is restarted and stopped). A line that is
+not an event anywhere else refuses the file: exit 2, with the line number.
 `)
 }
 

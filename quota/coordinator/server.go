@@ -53,6 +53,7 @@ type Stats struct {
 type serverOptions struct {
 	nudge    func(quota.Nudge)
 	onCommit func(at time.Duration, s Step)
+	written  func()
 	maxOps   int
 	core     []Option
 	expiry   time.Duration
@@ -74,6 +75,12 @@ func WithNudges(f func(quota.Nudge)) ServerOption {
 func WithCommitted(f func(at time.Duration, s Step)) ServerOption {
 	return func(o *serverOptions) { o.onCommit = f }
 }
+
+// WithWritten calls f after each transaction is written and its steps
+// told to WithCommitted's function, before the calls are answered: where
+// an event log flushes, so that nothing a region receives is missing from
+// it.
+func WithWritten(f func()) ServerOption { return func(o *serverOptions) { o.written = f } }
 
 // WithMaxOps caps the operations of one ledger transaction; the default is
 // what the ledger says (MaxOpser), else 128, etcd's default limit.
@@ -107,7 +114,17 @@ func NewServer(ctx context.Context, cfg Config, ledger Ledger, opts ...ServerOpt
 	if s.opts.maxOps > 0 {
 		s.maxOps = s.opts.maxOps
 	}
-	core, err := Open(ctx, cfg, ledger, 0, s.opts.core...)
+	if ledger == nil {
+		return nil, fmt.Errorf("%w: nil ledger", quota.ErrConfig)
+	}
+	snap, err := ledger.Fence(ctx) // may wait long: a campaign
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: fencing the ledger: %w", err)
+	}
+	// The clock starts now, not before the fence: every restored lease
+	// counts for a whole lease duration and margin from here.
+	s.start = time.Now()
+	core, err := New(cfg, snap, 0, s.opts.core...)
 	if err != nil {
 		return nil, err
 	}
@@ -340,6 +357,9 @@ func (s *Server) flush(ctx context.Context) error {
 				if s.opts.onCommit != nil {
 					s.opts.onCommit(p.at, p.step)
 				}
+			}
+			if s.opts.written != nil {
+				s.opts.written()
 			}
 			for _, p := range txn {
 				if p.done != nil {

@@ -1,0 +1,171 @@
+//go:build embedetcd
+
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+)
+
+const embeddedEtcd = true
+
+// Member is a running embedded etcd member.
+type Member struct {
+	etcd *embed.Etcd
+	lock *os.File
+	// ClientURL is where its clients connect.
+	ClientURL string
+}
+
+// urlsFile keeps the ports a member chose, so that it restarts on them.
+const urlsFile = "afloat-etcd.json"
+
+// StartMember starts an embedded etcd member and waits until it serves.
+func StartMember(ctx context.Context, cfg MemberConfig) (*Member, error) {
+	if cfg.Name == "" {
+		cfg.Name = "afloat"
+	}
+	if cfg.DataDir == "" {
+		return nil, fmt.Errorf("%w: --data-dir is required", ErrConfigFile)
+	}
+	lock, err := lockDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			lock.Close()
+		}
+	}()
+	var saved struct{ Client, Peer string }
+	if data, err := os.ReadFile(filepath.Join(cfg.DataDir, urlsFile)); err == nil {
+		json.Unmarshal(data, &saved) //nolint:errcheck // a bad file: choose again
+	}
+	pick := func(given, kept string) (string, error) {
+		if given != "" {
+			return given, nil
+		}
+		if kept != "" {
+			return kept, nil
+		}
+		return freeURL()
+	}
+	if cfg.ClientURL, err = pick(cfg.ClientURL, saved.Client); err != nil {
+		return nil, err
+	}
+	if cfg.PeerURL, err = pick(cfg.PeerURL, saved.Peer); err != nil {
+		return nil, err
+	}
+	data, _ := json.Marshal(struct{ Client, Peer string }{cfg.ClientURL, cfg.PeerURL})
+	if err := os.WriteFile(filepath.Join(cfg.DataDir, urlsFile), data, 0o600); err != nil {
+		return nil, fmt.Errorf("service: data directory: %w", err)
+	}
+	if cfg.AdvertisePeerURL == "" {
+		cfg.AdvertisePeerURL = cfg.PeerURL
+	}
+	if cfg.AdvertiseClientURL == "" {
+		cfg.AdvertiseClientURL = cfg.ClientURL
+	}
+	if cfg.InitialCluster == "" {
+		cfg.InitialCluster = cfg.Name + "=" + cfg.AdvertisePeerURL
+	}
+	if cfg.TickMs == 0 {
+		cfg.TickMs = 50
+	}
+	if cfg.ElectionMs == 0 {
+		cfg.ElectionMs = 500
+	}
+	ec := embed.NewConfig()
+	ec.Name = cfg.Name
+	ec.Dir = filepath.Join(cfg.DataDir, "etcd")
+	parse := func(field, s string) ([]url.URL, error) {
+		u, err := url.Parse(s)
+		if err != nil || u.Scheme != "http" || u.Host == "" {
+			return nil, fmt.Errorf("%w: %s %q: want http://host:port", ErrConfigFile, field, s)
+		}
+		return []url.URL{*u}, nil
+	}
+	if ec.ListenClientUrls, err = parse("client URL", cfg.ClientURL); err != nil {
+		return nil, err
+	}
+	if ec.AdvertiseClientUrls, err = parse("advertised client URL", cfg.AdvertiseClientURL); err != nil {
+		return nil, err
+	}
+	if ec.ListenPeerUrls, err = parse("peer URL", cfg.PeerURL); err != nil {
+		return nil, err
+	}
+	if ec.AdvertisePeerUrls, err = parse("advertised peer URL", cfg.AdvertisePeerURL); err != nil {
+		return nil, err
+	}
+	ec.InitialCluster = cfg.InitialCluster
+	ec.InitialClusterToken = "afloat-quota"
+	ec.TickMs, ec.ElectionMs = cfg.TickMs, cfg.ElectionMs
+	// The ledger compacts what it writes (etcdledger.Config.CompactEvery);
+	// this keeps the member's own history bounded too.
+	ec.AutoCompactionMode = "revision"
+	ec.AutoCompactionRetention = "10000"
+	ec.LogLevel = "error"
+	ec.Logger = "zap"
+	e, err := embed.StartEtcd(ec)
+	if err != nil {
+		return nil, fmt.Errorf("service: starting etcd in %s: %w", ec.Dir, err)
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		e.Close()
+		return nil, fmt.Errorf("service: etcd: %w", err)
+	case <-ctx.Done():
+		e.Close()
+		return nil, ctx.Err()
+	case <-time.After(60 * time.Second):
+		e.Close()
+		return nil, errors.New("service: etcd did not become ready within 60 s (a cluster waits for a quorum of its members)")
+	}
+	ok = true
+	return &Member{etcd: e, lock: lock, ClientURL: cfg.ClientURL}, nil
+}
+
+// Err reports the member's fatal errors.
+func (m *Member) Err() <-chan error { return m.etcd.Err() }
+
+// Close stops the member and releases its data directory.
+func (m *Member) Close() {
+	m.etcd.Close()
+	m.lock.Close()
+}
+
+// freeURL is http://127.0.0.1:port with a port free now.
+func freeURL() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("service: finding a free port: %w", err)
+	}
+	defer l.Close()
+	return "http://" + l.Addr().String(), nil
+}
+
+// RunMember runs an embedded member until ctx ends.
+func RunMember(ctx context.Context, cfg MemberConfig) error {
+	m, err := StartMember(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-m.Err():
+		return fmt.Errorf("service: etcd: %w", err)
+	}
+}

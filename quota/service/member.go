@@ -1,0 +1,63 @@
+package service
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// MemberConfig configures one embedded etcd member: the zero-setup
+// coordinator's single member, or one member of a cluster in a process of
+// its own (afloat quota etcd, which the end-to-end test runs three of).
+type MemberConfig struct {
+	Name    string
+	DataDir string
+	// ClientURL and PeerURL are where the member listens (http://127.0.0.1:port);
+	// empty: a free loopback port, kept in the data directory so that a
+	// restart listens where it did.
+	ClientURL, PeerURL string
+	// AdvertisePeerURL is what other members dial (a proxy's address, in
+	// the end-to-end test); default PeerURL. AdvertiseClientURL likewise.
+	AdvertisePeerURL, AdvertiseClientURL string
+	// InitialCluster is name=peerURL,... for a new cluster; default this
+	// member alone.
+	InitialCluster string
+	// TickMs and ElectionMs are etcd's heartbeat interval and election
+	// timeout; defaults 50 and 500: a dead etcd leader costs well under a
+	// second, and sessions can be 1 s (etcd grants ⌈1.5 × 500 ms⌉).
+	TickMs, ElectionMs uint
+}
+
+// ErrDataDirInUse: another process runs on the data directory.
+var ErrDataDirInUse = errors.New("service: the data directory is in use by another process")
+
+// lockDir takes an exclusive lock on dir/afloat.lock, or fails at once
+// with ErrDataDirInUse: two etcd members on one data directory would
+// corrupt it (bbolt's own lock would only make the second one hang).
+func lockDir(dir string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("service: data directory: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "afloat.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("service: data directory: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		pid, _ := os.ReadFile(f.Name())
+		f.Close()
+		return nil, fmt.Errorf("%w: %s is locked (by pid %s); stop that process or give another --data-dir", ErrDataDirInUse, dir, strings.TrimSpace(string(pid)))
+	}
+	f.Truncate(0)                                 //nolint:errcheck // the pid is a courtesy
+	f.WriteAt([]byte(fmt.Sprint(os.Getpid())), 0) //nolint:errcheck
+	return f, nil
+}
+
+// EmbeddedEtcd says whether this binary can run an embedded etcd. The
+// embedded server (go.etcd.io/etcd/server/v3/embed) is built only with
+// the build tag embedetcd: it more than doubles a cold build of
+// cmd/afloat (35 s → over 80 s here), and a new user's first go run of
+// the console must stay quick (docs/quota.md, "Build").
+const EmbeddedEtcd = embeddedEtcd
