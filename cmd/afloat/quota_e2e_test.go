@@ -554,8 +554,8 @@ func postAllow(client *http.Client, addr, tenant string) bool {
 }
 
 func (tr *traffic) set(share map[string]float64) { tr.share.Store(&share) }
-func (tr *traffic) pause()                        { tr.set(map[string]float64{}) }
-func (tr *traffic) stop()                         { tr.cancel(); tr.wg.Wait() }
+func (tr *traffic) pause()                       { tr.set(map[string]float64{}) }
+func (tr *traffic) stop()                        { tr.cancel(); tr.wg.Wait() }
 
 func (tr *traffic) admitted() map[string]map[string]int64 {
 	tr.mu.Lock()
