@@ -39,9 +39,17 @@ fmt-check:
 # run on their own with -v so that they print the folder of their
 # screenshots.
 BROWSER_TESTS := ^(TestConsoleEndToEnd|TestAssignLabEndToEnd|TestAssignLabReadOnlyEndToEnd)$$
+# The quota's etcd tests and its end-to-end test need the embedded etcd
+# server, which only a build with the tag embedetcd has (docs/quota.md,
+# "Build"); the end-to-end test runs with -v so that it prints when
+# renewals resumed after the leader's death.
+QUOTA_E2E := ^TestQuotaEndToEnd$$
 unit: export AFLOAT_REQUIRE_REDIS := 1
 unit:
-	$(GO) test -race -count=1 -skip '$(BROWSER_TESTS)' ./...
+	$(GO) test -race -count=1 -skip '$(BROWSER_TESTS)|$(QUOTA_E2E)' ./...
+	$(GO) vet -tags embedetcd ./quota/... ./cmd/...
+	$(GO) test -race -count=1 -tags embedetcd ./quota/etcdledger ./quota/service
+	$(GO) test -race -count=1 -run '$(QUOTA_E2E)' -v ./cmd/afloat
 	AFLOAT_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -run '$(BROWSER_TESTS)' -v ./web
 
 # bench-assign runs afloat assign bench (50 workers, 100 members, 10 s,
@@ -68,6 +76,7 @@ fuzz:
 	$(GO) test ./assign -run '^$$' -fuzz '^FuzzParseProxyList$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./assign -run '^$$' -fuzz '^FuzzClientOptions$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/chaos -run '^$$' -fuzz '^FuzzParseEvent$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./quota/service -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME)
 
 # bench runs the benchmarks docs/benchmarks.md quotes and summarises them
 # with benchstat (go install golang.org/x/perf/cmd/benchstat@latest). The

@@ -11,17 +11,21 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 const embeddedEtcd = true
 
 // Member is a running embedded etcd member.
 type Member struct {
-	etcd *embed.Etcd
-	lock *os.File
+	etcd    *embed.Etcd
+	lock    *os.File
+	closing *atomic.Bool
 	// ClientURL is where its clients connect.
 	ClientURL string
 }
@@ -114,7 +118,12 @@ func StartMember(ctx context.Context, cfg MemberConfig) (*Member, error) {
 	// this keeps the member's own history bounded too.
 	ec.AutoCompactionMode = "revision"
 	ec.AutoCompactionRetention = "10000"
-	ec.LogLevel = "error"
+	// etcd's own errors go to stderr, except the ones every shutdown
+	// prints (its listeners closing), which would read as failures.
+	closing := &atomic.Bool{}
+	lg := zap.New(quietCore{zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()),
+		zapcore.Lock(os.Stderr), zapcore.ErrorLevel), closing})
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
 	ec.Logger = "zap"
 	e, err := embed.StartEtcd(ec)
 	if err != nil {
@@ -133,7 +142,7 @@ func StartMember(ctx context.Context, cfg MemberConfig) (*Member, error) {
 		return nil, errors.New("service: etcd did not become ready within 60 s (a cluster waits for a quorum of its members)")
 	}
 	ok = true
-	return &Member{etcd: e, lock: lock, ClientURL: cfg.ClientURL}, nil
+	return &Member{etcd: e, lock: lock, closing: closing, ClientURL: cfg.ClientURL}, nil
 }
 
 // Err reports the member's fatal errors.
@@ -141,6 +150,7 @@ func (m *Member) Err() <-chan error { return m.etcd.Err() }
 
 // Close stops the member and releases its data directory.
 func (m *Member) Close() {
+	m.closing.Store(true)
 	m.etcd.Close()
 	m.lock.Close()
 }
@@ -168,4 +178,21 @@ func RunMember(ctx context.Context, cfg MemberConfig) error {
 	case err := <-m.Err():
 		return fmt.Errorf("service: etcd: %w", err)
 	}
+}
+
+// quietCore drops every entry once its member is closing.
+type quietCore struct {
+	zapcore.Core
+	closing *atomic.Bool
+}
+
+func (q quietCore) With(f []zapcore.Field) zapcore.Core {
+	return quietCore{q.Core.With(f), q.closing}
+}
+
+func (q quietCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if q.closing.Load() || !q.Enabled(e.Level) {
+		return ce
+	}
+	return ce.AddCore(e, q)
 }
