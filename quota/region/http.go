@@ -41,11 +41,13 @@ type TenantFunc func(*http.Request) string
 
 // Middleware returns net/http middleware that spends each request's cost
 // from its tenant's quota and answers 429 Too Many Requests when there is
-// none, with Retry-After: the time to the next local refill that fits the
-// request, rounded up to the second (the header's precision); or, when no
-// time can be promised (no valid lease: the coordinator is unreachable),
-// the bounded retry policy — the region's own retry interval, doubling
-// while it fails, at most MaxRetryAfter — with the body saying so. An
+// none, with Retry-After (Limiter.RetryAfter's rule): the earliest of the
+// next local refill that fits the request and the activation of a lease
+// already received, rounded up to the second (the header's precision); or,
+// when no time can be promised (no valid lease: the coordinator is
+// unreachable), the bounded retry policy — when the region will next try
+// the coordinator, backing off while it fails, at most MaxRetryAfter —
+// with the body saying so. An
 // unknown tenant gets 403. tenant is required: without it the middleware
 // is refused with an error wrapping quota.ErrConfig.
 func (l *Limiter) Middleware(tenant TenantFunc, opts ...MiddlewareOption) (func(http.Handler) http.Handler, error) {

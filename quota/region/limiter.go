@@ -62,7 +62,8 @@ type bucket struct {
 	mode       quota.Mode
 	held       uint64 // highest lease ID installed
 	reported   bool
-	demand     quota.Micro // the demand last reported
+	demand     quota.Micro  // the demand last reported
+	pending    pendingGrant // a grant received that starts later
 }
 
 // maxCachedTenants is the most tenants a limiter keeps token caches for.

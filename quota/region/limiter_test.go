@@ -481,3 +481,40 @@ func TestCachesAndWordNeverExceedTheBurst(t *testing.T) {
 		}
 	}
 }
+
+// TestRetryAfterRule: the earliest known of the next refill and the
+// activation of a received lease; else the next renewal the region will
+// try, as a policy (not a promise).
+func TestRetryAfterRule(t *testing.T) {
+	l := newLimiter(t)
+	ms := time.Millisecond
+	step := func(i int, now int64, cost int64, wantD time.Duration, wantOK bool) {
+		t.Helper()
+		if d, ok := l.RetryAfter(now, "acme", cost); d != wantD || ok != wantOK {
+			t.Errorf("step %d: RetryAfter(%v, %d) = %v, %v; want %v, %v", i, time.Duration(now), cost, d, ok, wantD, wantOK)
+		}
+	}
+	// Never asked: the first renewal comes within the retry interval.
+	step(0, int64(100*ms), 1, 400*ms, false)
+	// Asked at 0, unanswered: the next try at 500 ms.
+	l.Request(0, "acme")
+	step(1, int64(100*ms), 1, 400*ms, false)
+	// Asked again at 500 ms, still unanswered: the interval doubles.
+	l.Request(int64(500*ms), "acme")
+	step(2, int64(600*ms), 1, 900*ms, false)
+	// A grant arrived that starts at 2 s: its activation is a promise,
+	// for a cost its burst holds.
+	l.expect("acme", int64(2*time.Second), 10*quota.One)
+	step(3, int64(600*ms), 1, 1400*ms, true)
+	step(4, int64(600*ms), 11, 900*ms, false)
+	// A lease of 10/s, empty: the next refill that fits, 100 ms a token.
+	in := grantAt(t, l, int64(3*time.Second), int64(3*time.Second), 10, 10, nil)
+	if !in.OK() {
+		t.Fatal(in.Outcome)
+	}
+	step(5, int64(3*time.Second), 1, 100*ms, true)
+	step(6, int64(3*time.Second), 3, 300*ms, true)
+	// A cost above the burst never fits this lease: the region, refusing,
+	// asks for more within HotInterval (250 ms) — a policy, not a promise.
+	step(7, int64(3*time.Second), 11, 250*ms, false)
+}

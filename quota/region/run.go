@@ -157,6 +157,7 @@ func (l *Limiter) renew(ctx context.Context, c Coordinator, tenant string, o *ru
 	}
 	l.counters.renewals.Add(1)
 	if g.ActivateAfter > 0 {
+		l.expect(tenant, l.Now()+int64(g.ActivateAfter), g.Lease.Burst)
 		t := time.NewTimer(g.ActivateAfter)
 		select {
 		case <-t.C:
