@@ -65,6 +65,7 @@ func RunCoordinator(ctx context.Context, o CoordinatorOptions) error {
 	}
 	log := o.Logger
 	endpoints := o.Etcd
+	maxOps := o.Config.Etcd.MaxTxnOps
 	if len(endpoints) == 0 {
 		dir := o.DataDir
 		if dir == "" {
@@ -77,6 +78,9 @@ func RunCoordinator(ctx context.Context, o CoordinatorOptions) error {
 		defer m.Close()
 		log.Info("quota coordinator: embedded etcd", "data_dir", dir, "client_url", m.ClientURL)
 		endpoints = []string{m.ClientURL}
+		if maxOps == 0 {
+			maxOps = DefaultEmbeddedMaxTxnOps
+		}
 	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints: endpoints, DialTimeout: 3 * time.Second,
@@ -99,7 +103,7 @@ func RunCoordinator(ctx context.Context, o CoordinatorOptions) error {
 	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	ledger, err := etcdledger.Open(octx, etcdledger.Config{
 		Client: cli, Prefix: o.Config.Etcd.Prefix, Cluster: o.Config.Cluster, Candidate: advertise,
-		SessionTTL: o.Config.Etcd.SessionTTL, MaxTxnOps: o.Config.Etcd.MaxTxnOps,
+		SessionTTL: o.Config.Etcd.SessionTTL, MaxTxnOps: maxOps,
 	})
 	cancel()
 	if err != nil {

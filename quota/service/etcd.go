@@ -114,6 +114,10 @@ func StartMember(ctx context.Context, cfg MemberConfig) (*Member, error) {
 	ec.InitialCluster = cfg.InitialCluster
 	ec.InitialClusterToken = "afloat-quota"
 	ec.TickMs, ec.ElectionMs = cfg.TickMs, cfg.ElectionMs
+	if cfg.MaxTxnOps == 0 {
+		cfg.MaxTxnOps = DefaultEmbeddedMaxTxnOps
+	}
+	ec.MaxTxnOps = cfg.MaxTxnOps
 	// The ledger compacts what it writes (etcdledger.Config.CompactEvery);
 	// this keeps the member's own history bounded too.
 	ec.AutoCompactionMode = "revision"

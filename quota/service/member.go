@@ -29,7 +29,16 @@ type MemberConfig struct {
 	// timeout; defaults 50 and 500: a dead etcd leader costs well under a
 	// second, and sessions can be 1 s (etcd grants ⌈1.5 × 500 ms⌉).
 	TickMs, ElectionMs uint
+	// MaxTxnOps is the member's limit on the operations of a transaction
+	// (etcd's --max-txn-ops); default DefaultEmbeddedMaxTxnOps.
+	MaxTxnOps uint
 }
+
+// DefaultEmbeddedMaxTxnOps is an embedded member's limit on the operations
+// of a transaction: 1,024 rather than etcd's 128, so that the coordinator
+// writes a burst of renewals in fewer, larger transactions (each costs a
+// raft round and an fsync, whatever its size).
+const DefaultEmbeddedMaxTxnOps = 1024
 
 // ErrDataDirInUse: another process runs on the data directory.
 var ErrDataDirInUse = errors.New("service: the data directory is in use by another process")

@@ -1,0 +1,194 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/afloat/afloat/quota"
+	"github.com/afloat/afloat/quota/coordinator"
+	"github.com/afloat/afloat/quota/remote"
+)
+
+// The load benchmarks measure the services over loopback HTTP; they run
+// only when asked (AFLOAT_QUOTA_BENCH=1), are bounded in time, and print
+// what they measured: docs/benchmarks.md quotes them.
+
+func benchOnly(t *testing.T) {
+	if os.Getenv("AFLOAT_QUOTA_BENCH") == "" {
+		t.Skip("a load benchmark: AFLOAT_QUOTA_BENCH=1 to run it")
+	}
+}
+
+// openLoop calls f at rate calls a second for d, from enough goroutines
+// that a slow call does not slow the schedule, and returns the latencies
+// of the calls that succeeded and the count of those that failed.
+func openLoop(rate float64, d time.Duration, workers int, f func(i int) error) (lat []time.Duration, failed int64, elapsed time.Duration) {
+	var mu sync.Mutex
+	var fails atomic.Int64
+	jobs := make(chan int, workers*4)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			var mine []time.Duration
+			for i := range jobs {
+				t0 := time.Now()
+				if err := f(i); err != nil {
+					fails.Add(1)
+					continue
+				}
+				mine = append(mine, time.Since(t0))
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
+		})
+	}
+	start := time.Now()
+	n := int(rate * d.Seconds())
+	for i := range n {
+		at := start.Add(time.Duration(float64(i) / rate * float64(time.Second)))
+		if w := time.Until(at); w > 0 {
+			time.Sleep(w)
+		}
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	elapsed = time.Since(start)
+	slices.Sort(lat)
+	return lat, fails.Load(), elapsed
+}
+
+func pct(lat []time.Duration, p float64) time.Duration {
+	if len(lat) == 0 {
+		return 0
+	}
+	return lat[min(len(lat)-1, int(p*float64(len(lat))))]
+}
+
+// TestBenchDecisionAPI: a region agent's POST /v1/allow at 10,000 checks a
+// second over loopback HTTP for 10 s (the load generator in the same
+// process, on keep-alive connections). Target: p99 ≤ 1 ms.
+func TestBenchDecisionAPI(t *testing.T) {
+	benchOnly(t)
+	cfg, err := ParseConfig([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// A coordinator in process (a ledger in memory: this measures the
+	// agent's API, which never calls the coordinator per decision).
+	srv, err := coordinator.NewServer(ctx, coordinator.Config{Tenants: cfg.QuotaTenants()}, coordinator.NewMemLedger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Run(ctx)
+	h, _ := remote.Handler(remote.HandlerConfig{Tokens: cfg.Tokens(), Lead: func() (remote.Backend, string) { return srv, "" }})
+	cl, _ := net.Listen("tcp", "127.0.0.1:0")
+	go http.Serve(cl, h)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a, err := NewAgent(RegionOptions{Config: cfg, Name: "eu", Coordinators: []string{"http://" + cl.Addr().String()}, Listen: "127.0.0.1:0", Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan string, 1)
+	a.o.Ready = func(s string) { ready <- s }
+	go a.Run(ctx)
+	url := "http://" + <-ready + "/v1/allow"
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, Timeout: 5 * time.Second}
+	call := func(int) error {
+		resp, err := client.Post(url, "application/json", strings.NewReader(`{"tenant":"acme","endpoint":"/","n":1}`))
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	}
+	openLoop(2000, time.Second, 64, call) // warm: connections, a lease
+	const rate = 10_000
+	lat, failed, elapsed := openLoop(rate, 10*time.Second, 64, call)
+	fmt.Printf("decision API: %d checks in %v = %.0f/s (offered %d/s), %d failed; latency p50 %v p99 %v p99.9 %v max %v\n",
+		len(lat), elapsed.Round(time.Millisecond), float64(len(lat))/elapsed.Seconds(), rate, failed,
+		pct(lat, 0.5), pct(lat, 0.99), pct(lat, 0.999), pct(lat, 1))
+}
+
+// renewLoad drives renewals of tenants × regions through the network API
+// at rate a second for d, each pair renewing its newest lease (so that
+// every renewal also ends the lease it confirms), and reports what the
+// server wrote.
+func renewLoad(t *testing.T, base string, cfg *Config, srv *coordinator.Server, rate float64, d time.Duration) string {
+	t.Helper()
+	regions := []string{"eu", "us", "ap"}
+	clients := map[string]*remote.Client{}
+	for _, r := range regions {
+		c, err := remote.NewClient(remote.ClientConfig{Endpoints: []string{base}, Region: r, Token: cfg.Regions[r].Token,
+			HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 10 * time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients[r] = c
+	}
+	type pair struct {
+		mu      sync.Mutex
+		seq     uint64
+		holding uint64
+	}
+	tenants := cfg.QuotaTenants()
+	pairs := make([]pair, len(tenants)*len(regions))
+	call := func(i int) error {
+		k := i % len(pairs)
+		p := &pairs[k]
+		p.mu.Lock()
+		p.seq++
+		req := quota.Request{Tenant: tenants[k/len(regions)].Name, Region: regions[k%len(regions)], Seq: p.seq,
+			Holding: p.holding, Demand: 100 * quota.One, Epoch: 0}
+		p.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		g, err := clients[req.Region].Renew(ctx, req)
+		if err != nil {
+			return err
+		}
+		p.mu.Lock()
+		p.holding = max(p.holding, g.Lease.ID)
+		p.mu.Unlock()
+		return nil
+	}
+	before := srv.Stats()
+	lat, failed, elapsed := openLoop(rate, d, 2048, call)
+	after := srv.Stats()
+	txns, ops := after.Txns-before.Txns, after.Ops-before.Ops
+	return fmt.Sprintf("%d renewals in %v = %.0f/s (offered %.0f/s), %d failed; latency p50 %v p99 %v max %v; %d etcd txns = %.0f/s, %.1f ops/txn",
+		len(lat), elapsed.Round(time.Millisecond), float64(len(lat))/elapsed.Seconds(), rate, failed,
+		pct(lat, 0.5), pct(lat, 0.99), pct(lat, 1), txns, float64(txns)/elapsed.Seconds(), float64(ops)/max(1, float64(txns)))
+}
+
+// manyTenants is a config of n tenants in three regions.
+func manyTenants(n int) *Config {
+	var b strings.Builder
+	b.WriteString("regions:\n  eu: {token: \"eu-token-0123456789\"}\n  us: {token: \"us-token-0123456789\"}\n  ap: {token: \"ap-token-0123456789\"}\ntenants:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "  - {name: t%05d, rate: 100, burst: 200}\n", i)
+	}
+	cfg, err := ParseConfig([]byte(b.String()))
+	if err != nil {
+		panic(err)
+	}
+	return cfg
+}
