@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -54,6 +55,7 @@ type serverOptions struct {
 	nudge    func(quota.Nudge)
 	onCommit func(at time.Duration, s Step)
 	written  func()
+	logger   *slog.Logger
 	maxOps   int
 	core     []Option
 	expiry   time.Duration
@@ -81,6 +83,10 @@ func WithCommitted(f func(at time.Duration, s Step)) ServerOption {
 // an event log flushes, so that nothing a region receives is missing from
 // it.
 func WithWritten(f func()) ServerOption { return func(o *serverOptions) { o.written = f } }
+
+// WithLogger logs each failed write (at Warn) to logger; by default the
+// server logs nothing and counts them (Stats.Failures).
+func WithLogger(logger *slog.Logger) ServerOption { return func(o *serverOptions) { o.logger = logger } }
 
 // WithMaxOps caps the operations of one ledger transaction; the default is
 // what the ledger says (MaxOpser), else 128, etcd's default limit.
@@ -339,6 +345,10 @@ func (s *Server) flush(ctx context.Context) error {
 			}
 			if err != nil {
 				s.stats.Failures++
+				if s.opts.logger != nil {
+					s.opts.logger.Warn("quota coordinator: ledger write failed; its calls fail and its steps are written again",
+						"ops", len(all), "steps", n, "err", err)
+				}
 				// Written again with the next write; their calls fail now.
 				rest := make([]pending, 0, len(batch)+len(s.queue))
 				for _, p := range batch {

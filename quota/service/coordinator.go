@@ -199,6 +199,7 @@ func lead(ctx context.Context, o CoordinatorOptions, ledger *etcdledger.Ledger, 
 	unix := func(d time.Duration) int64 { return srv.Start().UnixNano() + int64(d) }
 	opts := []coordinator.ServerOption{
 		coordinator.WithNudges(mail.Put),
+		coordinator.WithLogger(log),
 	}
 	if events != nil {
 		opts = append(opts,
