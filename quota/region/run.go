@@ -60,12 +60,12 @@ func WithLogger(logger *slog.Logger) RunOption { return func(o *runOptions) { o.
 
 // RunStats counts what Run did, since New.
 type RunStats struct {
-	Renewals       int64 // requests answered with a grant
-	RenewFailures  int64 // requests that failed (timeouts, refusals, unreachable coordinator)
-	Installed      int64 // grants put into use
-	Ignored        int64 // grants not installed (Outcome other than Accepted)
-	Returns        int64 // leases given back and acknowledged
-	ReturnFailures int64 // returns that failed (the coordinator counts the lease until it expires)
+	Renewals       int64 `json:"renewals"`        // requests answered with a grant
+	RenewFailures  int64 `json:"renew_failures"`  // requests that failed (timeouts, refusals, unreachable coordinator)
+	Installed      int64 `json:"installed"`       // grants put into use
+	Ignored        int64 `json:"ignored"`         // grants not installed (Outcome other than Accepted)
+	Returns        int64 `json:"returns"`         // leases given back and acknowledged
+	ReturnFailures int64 `json:"return_failures"` // returns that failed (the coordinator counts the lease until it expires)
 }
 
 type runCounters struct {
