@@ -335,7 +335,7 @@ func TestDeterministic(t *testing.T) {
 		w.Flush()
 		return sha256.Sum256(buf.Bytes())
 	}
-	if hash() != hash() {
+	if first, second := hash(), hash(); first != second {
 		t.Fatal("the same seed gave two different logs")
 	}
 }

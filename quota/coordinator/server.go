@@ -86,7 +86,9 @@ func WithWritten(f func()) ServerOption { return func(o *serverOptions) { o.writ
 
 // WithLogger logs each failed write (at Warn) to logger; by default the
 // server logs nothing and counts them (Stats.Failures).
-func WithLogger(logger *slog.Logger) ServerOption { return func(o *serverOptions) { o.logger = logger } }
+func WithLogger(logger *slog.Logger) ServerOption {
+	return func(o *serverOptions) { o.logger = logger }
+}
 
 // WithMaxOps caps the operations of one ledger transaction; the default is
 // what the ledger says (MaxOpser), else 128, etcd's default limit.

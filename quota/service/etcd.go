@@ -11,7 +11,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -28,6 +30,27 @@ type Member struct {
 	closing *atomic.Bool
 	// ClientURL is where its clients connect.
 	ClientURL string
+}
+
+// lockDir takes an exclusive lock on dir/afloat.lock, or fails at once
+// with ErrDataDirInUse: two etcd members on one data directory would
+// corrupt it (bbolt's own lock would only make the second one hang).
+func lockDir(dir string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("service: data directory: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "afloat.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("service: data directory: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		pid, _ := os.ReadFile(f.Name())
+		f.Close()
+		return nil, fmt.Errorf("%w: %s is locked (by pid %s); stop that process or give another --data-dir", ErrDataDirInUse, dir, strings.TrimSpace(string(pid)))
+	}
+	f.Truncate(0)                                 //nolint:errcheck // the pid is a courtesy
+	f.WriteAt([]byte(fmt.Sprint(os.Getpid())), 0) //nolint:errcheck
+	return f, nil
 }
 
 // urlsFile keeps the ports a member chose, so that it restarts on them.

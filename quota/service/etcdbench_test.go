@@ -10,12 +10,15 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/afloat/afloat/quota"
 	"github.com/afloat/afloat/quota/coordinator"
 	"github.com/afloat/afloat/quota/etcdledger"
 	"github.com/afloat/afloat/quota/remote"
@@ -89,4 +92,69 @@ func TestBenchRenewals(t *testing.T) {
 	fmt.Printf("renewals, steady: %s\n", renewLoad(t, base, cfg, srv, 6000, 10*time.Second))
 	fmt.Printf("etcd floor, before: %s\n", before)
 	fmt.Printf("etcd floor, after: %s\n", seqRate())
+}
+
+// renewLoad drives renewals of tenants × regions through the network API
+// at rate a second for d, each pair renewing its newest lease (so that
+// every renewal also ends the lease it confirms), and reports what the
+// server wrote.
+func renewLoad(t *testing.T, base string, cfg *Config, srv *coordinator.Server, rate float64, d time.Duration) string {
+	t.Helper()
+	regions := []string{"eu", "us", "ap"}
+	clients := map[string]*remote.Client{}
+	for _, r := range regions {
+		c, err := remote.NewClient(remote.ClientConfig{Endpoints: []string{base}, Region: r, Token: cfg.Regions[r].Token,
+			HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 10 * time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients[r] = c
+	}
+	type pair struct {
+		mu      sync.Mutex
+		seq     uint64
+		holding uint64
+	}
+	tenants := cfg.QuotaTenants()
+	pairs := make([]pair, len(tenants)*len(regions))
+	call := func(i int) error {
+		k := i % len(pairs)
+		p := &pairs[k]
+		p.mu.Lock()
+		p.seq++
+		req := quota.Request{Tenant: tenants[k/len(regions)].Name, Region: regions[k%len(regions)], Seq: p.seq,
+			Holding: p.holding, Demand: 100 * quota.One, Epoch: 0}
+		p.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		g, err := clients[req.Region].Renew(ctx, req)
+		if err != nil {
+			return err
+		}
+		p.mu.Lock()
+		p.holding = max(p.holding, g.Lease.ID)
+		p.mu.Unlock()
+		return nil
+	}
+	before := srv.Stats()
+	lat, failed, elapsed := openLoop(rate, d, 2048, call)
+	after := srv.Stats()
+	txns, ops := after.Txns-before.Txns, after.Ops-before.Ops
+	return fmt.Sprintf("%d renewals in %v = %.0f/s (offered %.0f/s), %d failed; latency p50 %v p99 %v max %v; %d etcd txns = %.0f/s, %.1f ops/txn",
+		len(lat), elapsed.Round(time.Millisecond), float64(len(lat))/elapsed.Seconds(), rate, failed,
+		pct(lat, 0.5), pct(lat, 0.99), pct(lat, 1), txns, float64(txns)/elapsed.Seconds(), float64(ops)/max(1, float64(txns)))
+}
+
+// manyTenants is a config of n tenants in three regions.
+func manyTenants(n int) *Config {
+	var b strings.Builder
+	b.WriteString("regions:\n  eu: {token: \"eu-token-0123456789\"}\n  us: {token: \"us-token-0123456789\"}\n  ap: {token: \"ap-token-0123456789\"}\ntenants:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "  - {name: t%05d, rate: 100, burst: 200}\n", i)
+	}
+	cfg, err := ParseConfig([]byte(b.String()))
+	if err != nil {
+		panic(err)
+	}
+	return cfg
 }
