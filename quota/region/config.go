@@ -28,6 +28,11 @@ type Config struct {
 	Retry, MaxRetry time.Duration
 	// MaxRetryAfter caps the Retry-After the middleware promises; 30 s.
 	MaxRetryAfter time.Duration
+	// Jitter spreads re-sends: each wait before re-sending an unanswered
+	// request is stretched by a random fraction up to Jitter, so that
+	// regions (and tenants) cut off together do not come back in step.
+	// 0 (the default) for none: the chaos harness's runs replay exactly.
+	Jitter float64
 	// Caches is how many token caches each lease is spent from (see
 	// state in bucket.go): 0 for the default, four per P (GOMAXPROCS at
 	// New) and at most 64; −1 for none, so that every request takes from
@@ -91,6 +96,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: retry %v up to %v: want 1ms ≤ retry ≤ max retry ≤ 1h", quota.ErrConfig, c.Retry, c.MaxRetry)
 	case c.MaxRetryAfter < time.Second || c.MaxRetryAfter > time.Hour:
 		return fmt.Errorf("%w: max Retry-After %v: want 1s to 1h", quota.ErrConfig, c.MaxRetryAfter)
+	case !(c.Jitter >= 0 && c.Jitter <= 1):
+		return fmt.Errorf("%w: jitter %v: want 0 to 1", quota.ErrConfig, c.Jitter)
 	case c.Caches < -1 || c.Caches > 1024:
 		return fmt.Errorf("%w: caches %d: want -1 (none), 0 (the default: 4 per P, at most 64) or 1 to 1024", quota.ErrConfig, c.Caches)
 	}

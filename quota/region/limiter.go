@@ -64,6 +64,7 @@ type bucket struct {
 	reported   bool
 	demand     quota.Micro  // the demand last reported
 	pending    pendingGrant // a grant received that starts later
+	jitter     float64      // this request's stretch of the retry interval
 }
 
 // maxCachedTenants is the most tenants a limiter keeps token caches for.

@@ -296,6 +296,7 @@ func TestConfigErrors(t *testing.T) {
 		{Config{Region: "eu", Tenants: []string{"a"}, Retry: time.Second, MaxRetry: time.Millisecond}, "retry 1s up to 1ms"},
 		{Config{Region: "eu", Tenants: []string{"a"}, Caches: -2}, "caches -2: want -1 (none), 0 (the default: 4 per P, at most 64) or 1 to 1024"},
 		{Config{Region: "eu", Tenants: []string{"a"}, Caches: 5000}, "caches 5000"},
+		{Config{Region: "eu", Tenants: []string{"a"}, Jitter: 2}, "jitter 2: want 0 to 1"},
 	} {
 		if _, err := New(tc.cfg); !errors.Is(err, quota.ErrConfig) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("step %d: %v, want %q", i, err, tc.want)
@@ -517,4 +518,26 @@ func TestRetryAfterRule(t *testing.T) {
 	// A cost above the burst never fits this lease: the region, refusing,
 	// asks for more within HotInterval (250 ms) — a policy, not a promise.
 	step(7, int64(3*time.Second), 11, 250*ms, false)
+}
+
+// TestJitterStretchesRetries: with Jitter, a re-send waits the retry
+// interval stretched by at most that fraction, never less.
+func TestJitterStretchesRetries(t *testing.T) {
+	cfg := DefaultConfig("eu", "acme")
+	cfg.Jitter = 0.5
+	l, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		at := int64(i) * int64(time.Minute)
+		l.Request(at, "acme") // unanswered: the interval doubles each time
+		retry := int64(l.retryAfterFailures(l.bucket("acme").failures))
+		if l.Due(at+retry-1, "acme") {
+			t.Fatalf("step %d: due before the retry interval", i)
+		}
+		if !l.Due(at+retry*3/2, "acme") {
+			t.Fatalf("step %d: not due after the interval and the largest stretch", i)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package region
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/afloat/afloat/quota"
@@ -35,6 +36,9 @@ func (l *Limiter) Request(now int64, tenant string) (quota.Request, error) {
 		b.failures++ // the previous request is still unanswered
 	}
 	b.seq++
+	if l.cfg.Jitter > 0 {
+		b.jitter = rand.Float64() * l.cfg.Jitter
+	}
 	b.sent[b.seq%uint64(len(b.sent))] = sentReq{b.seq, now}
 	b.lastSend = now
 	b.nudged = false
@@ -84,7 +88,7 @@ func (l *Limiter) Due(now int64, tenant string) bool {
 	if b.answered < b.seq {
 		// Waiting for an answer: re-send after the retry interval, which
 		// doubles while the coordinator stays silent.
-		return since >= int64(l.retryAfterFailures(b.failures))
+		return since >= int64(float64(l.retryAfterFailures(b.failures))*(1+b.jitter))
 	}
 	s := b.cur.Load()
 	switch {

@@ -75,6 +75,7 @@ func NewAgent(o RegionOptions) (*Agent, error) {
 	}
 	cfg := region.DefaultConfig(o.Name, names...)
 	cfg.Retry, cfg.MaxRetry = o.Config.Agent.Retry, o.Config.Agent.MaxRetry
+	cfg.Jitter = 0.2 // regions cut off together come back spread over a fifth of the interval
 	// Request numbers never repeat across restarts: the coordinator
 	// answers a number it has seen with the grant it gave it.
 	a.start = time.Now()
