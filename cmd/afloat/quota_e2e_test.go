@@ -171,6 +171,8 @@ func (p *proc) start() {
 	}
 	p.cmd = exec.Command(p.bin, p.args...)
 	p.cmd.Stdout, p.cmd.Stderr = f, f
+	// Should the test itself die, its cluster dies with it.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
 		p.t.Fatalf("%s: %v", p.name, err)
 	}
