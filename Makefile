@@ -83,6 +83,8 @@ fuzz:
 	$(GO) test ./assign -run '^$$' -fuzz '^FuzzClientOptions$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/chaos -run '^$$' -fuzz '^FuzzParseEvent$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/service -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./quota/service -run '^$$' -fuzz '^FuzzAllowBody$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./quota/remote -run '^$$' -fuzz '^FuzzRenewBody$$' -fuzztime $(FUZZTIME)
 
 # bench runs the benchmarks docs/benchmarks.md quotes and summarises them
 # with benchstat (go install golang.org/x/perf/cmd/benchstat@latest). The

@@ -180,3 +180,39 @@ func TestFollowerSendsToLeader(t *testing.T) {
 		t.Fatalf("through the follower: %v", err)
 	}
 }
+
+// FuzzRenewBody: whatever a region sends, the coordinator answers with a
+// status from the API's list, and never grants to another region.
+func FuzzRenewBody(f *testing.F) {
+	f.Add([]byte(`{"requests":[{"tenant":"acme","region":"eu","seq":1}]}`))
+	f.Add([]byte(`{"requests":[{"tenant":"acme","region":"us","seq":1}]}`))
+	f.Add([]byte(`{"requests":[{"tenant":"nobody","region":"eu","seq":1,"demand":-5,"balance":99}]}`))
+	f.Add([]byte(`{"requests":null}`))
+	f.Add([]byte(`[`))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tn := quota.Tenant{Name: "acme", Rate: 100 * quota.One, Burst: 100 * quota.One, Regions: []string{"eu", "us"}}
+	srv, err := coordinator.NewServer(ctx, coordinator.Config{Tenants: []quota.Tenant{tn}}, coordinator.NewMemLedger())
+	if err != nil {
+		f.Fatal(err)
+	}
+	go srv.Run(ctx)
+	h, _ := remote.Handler(remote.HandlerConfig{Tokens: tokens, Lead: func() (remote.Backend, string) { return srv, "" }})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req := httptest.NewRequest("POST", "/v1/renew", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+tokens["eu"])
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		switch rec.Code {
+		case 200, 400, 403, 413:
+		default:
+			t.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+		for _, l := range srv.Live("acme") {
+			if l.Region != "eu" {
+				t.Fatalf("eu's token got a lease for %s", l.Region)
+			}
+		}
+	})
+}

@@ -1,7 +1,11 @@
 package service
 
 import (
+	"bytes"
 	"errors"
+	"io"
+	"log/slog"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,6 +90,36 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		if err := cfg.Validate(); err != nil {
 			t.Fatalf("a parsed config does not validate: %v", err)
+		}
+	})
+}
+
+// FuzzAllowBody: the decision API answers any body with 200 or a refusal
+// naming what is wrong, never a panic.
+func FuzzAllowBody(f *testing.F) {
+	f.Add([]byte(`{"tenant":"acme","endpoint":"/","n":1}`))
+	f.Add([]byte(`{"tenant":"acme","n":-3}`))
+	f.Add([]byte(`{"tenant":"mallory"}`))
+	f.Add([]byte(`{"tenant":"acme"} {}`))
+	cfg, err := ParseConfig([]byte(good))
+	if err != nil {
+		f.Fatal(err)
+	}
+	a, err := NewAgent(RegionOptions{Config: cfg, Name: "eu", Coordinators: []string{"http://127.0.0.1:1"}, Listen: "127.0.0.1:0",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		f.Fatal(err)
+	}
+	h := a.Handler()
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req := httptest.NewRequest("POST", "/v1/allow", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		switch rec.Code {
+		case 200, 400, 404, 413:
+		default:
+			t.Fatalf("status %d: %s", rec.Code, rec.Body)
 		}
 	})
 }
