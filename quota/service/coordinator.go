@@ -173,21 +173,27 @@ func RunCoordinator(ctx context.Context, o CoordinatorOptions) error {
 		}
 	}()
 
+	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		select {
 		case err := <-serveErr:
 			return fmt.Errorf("service: serving: %w", err)
 		default:
 		}
+		began := time.Now()
 		err := lead(ctx, o, ledger, events, mail, &current, log)
 		if ctx.Err() != nil {
 			break
 		}
-		log.Warn("quota coordinator: not leading; campaigning again", "err", err)
+		if time.Since(began) > 10*time.Second {
+			backoff = 100 * time.Millisecond // it led a while: campaign again at once
+		}
+		log.Warn("quota coordinator: not leading; campaigning again", "err", err, "after", backoff)
 		select {
 		case <-ctx.Done():
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(backoff):
 		}
+		backoff = min(2*backoff, 2*time.Second) // etcd unreachable: do not spin
 	}
 	return nil
 }
