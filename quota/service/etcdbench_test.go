@@ -137,12 +137,12 @@ func renewLoad(t *testing.T, base string, cfg *Config, srv *coordinator.Server, 
 		return nil
 	}
 	before := srv.Stats()
-	lat, failed, elapsed := openLoop(rate, d, 2048, call)
+	lat, lag, failed, elapsed := openLoop(rate, d, 2048, call)
 	after := srv.Stats()
 	txns, ops := after.Txns-before.Txns, after.Ops-before.Ops
-	return fmt.Sprintf("%d renewals in %v = %.0f/s (offered %.0f/s), %d failed; latency p50 %v p99 %v max %v; %d etcd txns = %.0f/s, %.1f ops/txn",
+	return fmt.Sprintf("%d renewals in %v = %.0f/s (offered %.0f/s), %d failed; latency p50 %v p99 %v max %v; sends behind schedule p99 %v; %d etcd txns = %.0f/s, %.1f ops/txn",
 		len(lat), elapsed.Round(time.Millisecond), float64(len(lat))/elapsed.Seconds(), rate, failed,
-		pct(lat, 0.5), pct(lat, 0.99), pct(lat, 1), txns, float64(txns)/elapsed.Seconds(), float64(ops)/max(1, float64(txns)))
+		pct(lat, 0.5), pct(lat, 0.99), pct(lat, 1), pct(lag, 0.99), txns, float64(txns)/elapsed.Seconds(), float64(ops)/max(1, float64(txns)))
 }
 
 // manyTenants is a config of n tenants in three regions.

@@ -29,20 +29,28 @@ func benchOnly(t *testing.T) {
 	}
 }
 
-// openLoop calls f at rate calls a second for d, from enough goroutines
-// that a slow call does not slow the schedule, and returns the latencies
-// of the calls that succeeded and the count of those that failed.
-func openLoop(rate float64, d time.Duration, workers int, f func(i int) error) (lat []time.Duration, failed int64, elapsed time.Duration) {
+// openLoop calls f at rate calls a second for d, from workers goroutines,
+// and returns the latencies of the calls that succeeded (from when a
+// worker sent each), the count of those that failed, and the lag of the
+// sends behind their schedule: a backlog (too few workers, a stalled
+// server) shows there, so that a latency measured from the send cannot
+// hide it (coordinated omission).
+func openLoop(rate float64, d time.Duration, workers int, f func(i int) error) (lat, lag []time.Duration, failed int64, elapsed time.Duration) {
 	var mu sync.Mutex
 	var fails atomic.Int64
-	jobs := make(chan int, workers*4)
+	type job struct {
+		i  int
+		at time.Time
+	}
+	jobs := make(chan job, 1<<16)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
-			var mine []time.Duration
-			for i := range jobs {
+			var mine, late []time.Duration
+			for j := range jobs {
 				t0 := time.Now()
-				if err := f(i); err != nil {
+				late = append(late, t0.Sub(j.at))
+				if err := f(j.i); err != nil {
 					fails.Add(1)
 					continue
 				}
@@ -50,6 +58,7 @@ func openLoop(rate float64, d time.Duration, workers int, f func(i int) error) (
 			}
 			mu.Lock()
 			lat = append(lat, mine...)
+			lag = append(lag, late...)
 			mu.Unlock()
 		})
 	}
@@ -60,13 +69,14 @@ func openLoop(rate float64, d time.Duration, workers int, f func(i int) error) (
 		if w := time.Until(at); w > 0 {
 			time.Sleep(w)
 		}
-		jobs <- i
+		jobs <- job{i, at}
 	}
 	close(jobs)
 	wg.Wait()
 	elapsed = time.Since(start)
 	slices.Sort(lat)
-	return lat, fails.Load(), elapsed
+	slices.Sort(lag)
+	return lat, lag, fails.Load(), elapsed
 }
 
 func pct(lat []time.Duration, p float64) time.Duration {
@@ -121,8 +131,8 @@ func TestBenchDecisionAPI(t *testing.T) {
 	}
 	openLoop(2000, time.Second, 64, call) // warm: connections, a lease
 	const rate = 10_000
-	lat, failed, elapsed := openLoop(rate, 10*time.Second, 64, call)
-	fmt.Printf("decision API: %d checks in %v = %.0f/s (offered %d/s), %d failed; latency p50 %v p99 %v p99.9 %v max %v\n",
+	lat, lag, failed, elapsed := openLoop(rate, 10*time.Second, 64, call)
+	fmt.Printf("decision API: %d checks in %v = %.0f/s (offered %d/s), %d failed; latency p50 %v p99 %v p99.9 %v max %v; sends behind schedule p50 %v p99 %v\n",
 		len(lat), elapsed.Round(time.Millisecond), float64(len(lat))/elapsed.Seconds(), rate, failed,
-		pct(lat, 0.5), pct(lat, 0.99), pct(lat, 0.999), pct(lat, 1))
+		pct(lat, 0.5), pct(lat, 0.99), pct(lat, 0.999), pct(lat, 1), pct(lag, 0.5), pct(lag, 0.99))
 }
