@@ -5,7 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
-	"time"
+	"testing/synctest"
 
 	"github.com/afloat/afloat/quota"
 )
@@ -37,6 +37,10 @@ func (g *gate) Commit(ctx context.Context, epoch uint64, ops ...Op) error {
 // transaction; a failed write fails its calls, and its steps are written
 // with the next one.
 func TestServerAnswersOnlyWhenWritten(t *testing.T) {
+	synctest.Test(t, testServerAnswersOnlyWhenWritten)
+}
+
+func testServerAnswersOnlyWhenWritten(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	g := &gate{MemLedger: NewMemLedger(), open: make(chan struct{})}
@@ -58,14 +62,15 @@ func TestServerAnswersOnlyWhenWritten(t *testing.T) {
 		return ch
 	}
 	first := ask("eu", 1)
+	synctest.Wait() // everything blocked: the first write waits at the gate
 	select {
 	case a := <-first:
 		t.Fatalf("answered before the write: %+v", a)
-	case <-time.After(50 * time.Millisecond):
+	default:
 	}
 	// Three more while the first write is held: they queue.
 	more := []chan answer{ask("us", 1), ask("ap", 1), ask("eu", 2)}
-	time.Sleep(50 * time.Millisecond)
+	synctest.Wait()
 	close(g.open)
 	for i, ch := range append([]chan answer{first}, more...) {
 		if a := <-ch; a.err != nil || a.g.Lease.ID == 0 {
@@ -107,4 +112,6 @@ func TestServerAnswersOnlyWhenWritten(t *testing.T) {
 	if err := srv.Run(ctx); !errors.Is(err, quota.ErrStaleEpoch) {
 		t.Fatalf("Run after the fence: %v", err)
 	}
+	cancel()
+	synctest.Wait()
 }
