@@ -26,6 +26,7 @@ type Core struct {
 	epoch   uint64
 	nextID  uint64
 	tenants map[string]*tenantState
+	order   []*tenantState // by name: Expire's order, so that runs replay exactly
 	stopped error
 	broken  breakage.Set
 }
@@ -105,6 +106,9 @@ func New(cfg Config, snap Snapshot, now time.Duration, opts ...Option) (*Core, e
 			ts.regions[r] = &regionState{}
 		}
 		c.tenants[t.Name] = ts
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.tenants)) {
+		c.order = append(c.order, c.tenants[name])
 	}
 	c.epoch, c.nextID = snap.Epoch, max(snap.NextID, 1)
 	for _, l := range snap.Leases {
@@ -380,9 +384,9 @@ func (c *Core) Expire(now time.Duration) ([]Step, error) {
 		return nil, c.stopped
 	}
 	var steps []Step
-	for _, name := range slices.Sorted(maps.Keys(c.tenants)) { // in order: runs replay exactly
+	for _, ts := range c.order {
 		var x Step
-		x.expire(c.tenants[name], now)
+		x.expire(ts, now)
 		if len(x.Ops) > 0 {
 			steps = append(steps, x)
 		}

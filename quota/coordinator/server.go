@@ -111,7 +111,10 @@ const DefaultMaxOps = 128
 // for calls to be answered.
 func NewServer(ctx context.Context, cfg Config, ledger Ledger, opts ...ServerOption) (*Server, error) {
 	s := &Server{ledger: ledger, start: time.Now(), kick: make(chan struct{}, 1), stopped: make(chan struct{})}
-	s.opts.expiry = time.Second
+	// Often, so that each pass ends few leases: a pass a second over
+	// thousands of tenants ended thousands of leases at once, under the
+	// lock, and every call waited behind it.
+	s.opts.expiry = 100 * time.Millisecond
 	for _, o := range opts {
 		o(&s.opts)
 	}
@@ -193,6 +196,78 @@ func (s *Server) Renew(ctx context.Context, req quota.Request) (quota.Grant, err
 	return g, nil
 }
 
+// Result is the answer to one call of a batch.
+type Result struct {
+	Grant quota.Grant
+	Err   error
+}
+
+// RenewBatch renews many requests at once: one turn of the lock for all
+// of them, so that a region's batch does not queue its requests one by one
+// behind the lock (thousands of goroutines contending for one mutex
+// hand it over slowly), their steps written together. Each result is
+// answered once its step is written, as Renew's.
+func (s *Server) RenewBatch(ctx context.Context, reqs []quota.Request) []Result {
+	out := make([]Result, len(reqs))
+	done := make([]chan error, len(reqs))
+	var nudges []quota.Nudge
+	s.mu.Lock()
+	at := s.Since()
+	for i, req := range reqs {
+		g, ns, step, err := s.core.Renew(at, req)
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		out[i].Grant = g
+		nudges = append(nudges, ns...)
+		done[i] = s.enqueueLocked(at, step)
+	}
+	s.kickCommitter()
+	s.mu.Unlock()
+	ok := false
+	for i, d := range done {
+		if d == nil {
+			continue
+		}
+		if err := s.wait(ctx, d); err != nil {
+			out[i] = Result{Err: err}
+		} else {
+			ok = true
+		}
+	}
+	if ok && s.opts.nudge != nil {
+		for _, n := range nudges {
+			s.opts.nudge(n)
+		}
+	}
+	return out
+}
+
+// ReturnBatch is RenewBatch for returns.
+func (s *Server) ReturnBatch(ctx context.Context, rets []quota.Return) []error {
+	out := make([]error, len(rets))
+	done := make([]chan error, len(rets))
+	s.mu.Lock()
+	at := s.Since()
+	for i, ret := range rets {
+		step, err := s.core.Return(at, ret)
+		if err != nil {
+			out[i] = err
+			continue
+		}
+		done[i] = s.enqueueLocked(at, step)
+	}
+	s.kickCommitter()
+	s.mu.Unlock()
+	for i, d := range done {
+		if d != nil {
+			out[i] = s.wait(ctx, d)
+		}
+	}
+	return out
+}
+
 // Return implements region.Coordinator: it returns once the return is
 // written.
 func (s *Server) Return(ctx context.Context, ret quota.Return) error {
@@ -214,13 +289,22 @@ func (s *Server) Return(ctx context.Context, ret quota.Return) error {
 // no ops still waits for every step before it: the answer it carries (a
 // repeated grant) may rest on them.
 func (s *Server) enqueue(at time.Duration, step Step) chan error {
+	done := s.enqueueLocked(at, step)
+	s.kickCommitter()
+	return done
+}
+
+func (s *Server) enqueueLocked(at time.Duration, step Step) chan error {
 	done := make(chan error, 1)
 	s.queue = append(s.queue, pending{at: at, step: step, done: done})
+	return done
+}
+
+func (s *Server) kickCommitter() {
 	select {
 	case s.kick <- struct{}{}:
 	default:
 	}
-	return done
 }
 
 func (s *Server) wait(ctx context.Context, done chan error) error {
@@ -242,7 +326,7 @@ func (s *Server) Live(tenant string) []quota.Lease {
 }
 
 // Run is the committer: it writes the queued steps, batched, and answers
-// their calls; every second it ends expired leases. It returns when ctx
+// their calls; ten times a second it ends expired leases. It returns when ctx
 // ends or when the ledger refuses a write for a stale epoch (a successor
 // has fenced it: then quota.ErrStaleEpoch, and every call from then on
 // fails with it). Other write errors fail the calls of that write — the

@@ -15,12 +15,15 @@ import (
 	"time"
 
 	"github.com/afloat/afloat/quota"
+	"github.com/afloat/afloat/quota/coordinator"
 )
 
-// Backend is what the handler serves: a coordinator.Server.
+// Backend is what the handler serves: a coordinator.Server. A body's
+// calls go to it as one batch: one turn of its lock, their writes
+// together.
 type Backend interface {
-	Renew(ctx context.Context, req quota.Request) (quota.Grant, error)
-	Return(ctx context.Context, ret quota.Return) error
+	RenewBatch(ctx context.Context, reqs []quota.Request) []coordinator.Result
+	ReturnBatch(ctx context.Context, rets []quota.Return) []error
 	Epoch() uint64
 }
 
@@ -171,18 +174,14 @@ func (h *handler) renew(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	ans := Answer{Results: make([]Result, len(body.Requests))}
 	// Every request at once: their writes go into the same transactions.
-	var wg sync.WaitGroup
-	for i, q := range body.Requests {
-		wg.Go(func() {
-			g, err := b.Renew(ctx, q)
-			if err != nil {
-				ans.Results[i] = Result{Error: err.Error(), Code: codeOf(err)}
-				return
-			}
-			ans.Results[i] = Result{Grant: &g}
-		})
+	for i, r := range b.RenewBatch(ctx, body.Requests) {
+		if r.Err != nil {
+			ans.Results[i] = Result{Error: r.Err.Error(), Code: codeOf(r.Err)}
+			continue
+		}
+		g := r.Grant
+		ans.Results[i] = Result{Grant: &g}
 	}
-	wg.Wait()
 	ans.Epoch = b.Epoch()
 	if h.cfg.Nudges != nil {
 		ans.Nudges = h.cfg.Nudges.Take(region)
@@ -209,15 +208,11 @@ func (h *handler) ret(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
 	defer cancel()
 	ans := Answer{Results: make([]Result, len(body.Returns))}
-	var wg sync.WaitGroup
-	for i, q := range body.Returns {
-		wg.Go(func() {
-			if err := b.Return(ctx, q); err != nil {
-				ans.Results[i] = Result{Error: err.Error(), Code: codeOf(err)}
-			}
-		})
+	for i, err := range b.ReturnBatch(ctx, body.Returns) {
+		if err != nil {
+			ans.Results[i] = Result{Error: err.Error(), Code: codeOf(err)}
+		}
 	}
-	wg.Wait()
 	ans.Epoch = b.Epoch()
 	writeJSON(w, ans)
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,7 +75,8 @@ func TestBenchRenewals(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ledger.Close()
-	srv, err := coordinator.NewServer(ctx, coordinator.Config{Tenants: cfg.QuotaTenants()}, ledger)
+	timed := &timedLedger{Ledger: ledger}
+	srv, err := coordinator.NewServer(ctx, coordinator.Config{Tenants: cfg.QuotaTenants()}, timed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,8 +90,8 @@ func TestBenchRenewals(t *testing.T) {
 	// Every pair's first lease (30,000 grants), then the steady state: a
 	// renewal every 5 s (half a 10 s lease) for each of 30,000 pairs is
 	// 6,000 a second.
-	fmt.Printf("renewals, first leases: %s\n", renewLoad(t, base, cfg, srv, 6000, 5*time.Second))
-	fmt.Printf("renewals, steady: %s\n", renewLoad(t, base, cfg, srv, 6000, 10*time.Second))
+	fmt.Printf("renewals, first leases: %s; %s\n", renewLoad(t, base, cfg, srv, 6000, 5*time.Second), timed.take())
+	fmt.Printf("renewals, steady: %s; %s\n", renewLoad(t, base, cfg, srv, 6000, 10*time.Second), timed.take())
 	fmt.Printf("etcd floor, before: %s\n", before)
 	fmt.Printf("etcd floor, after: %s\n", seqRate())
 }
@@ -157,4 +159,30 @@ func manyTenants(n int) *Config {
 		panic(err)
 	}
 	return cfg
+}
+
+// timedLedger times each write to etcd: where a renewal's latency goes.
+type timedLedger struct {
+	*etcdledger.Ledger
+	mu  sync.Mutex
+	lat []time.Duration
+}
+
+func (l *timedLedger) Commit(ctx context.Context, epoch uint64, ops ...coordinator.Op) error {
+	t0 := time.Now()
+	err := l.Ledger.Commit(ctx, epoch, ops...)
+	l.mu.Lock()
+	l.lat = append(l.lat, time.Since(t0))
+	l.mu.Unlock()
+	return err
+}
+
+// take reports the writes' latencies since the last call.
+func (l *timedLedger) take() string {
+	l.mu.Lock()
+	lat := l.lat
+	l.lat = nil
+	l.mu.Unlock()
+	slices.Sort(lat)
+	return fmt.Sprintf("etcd txn latency p50 %v p99 %v max %v", pct(lat, 0.5), pct(lat, 0.99), pct(lat, 1))
 }
