@@ -2,6 +2,7 @@ package service
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -122,4 +123,19 @@ func FuzzAllowBody(f *testing.F) {
 			t.Fatalf("status %d: %s", rec.Code, rec.Body)
 		}
 	})
+}
+
+// TestAllowAnswerEncoding: the decision API's hand-written answer is what
+// encoding/json writes.
+func TestAllowAnswerEncoding(t *testing.T) {
+	for i, ans := range []AllowAnswer{
+		{}, {Allowed: true, Remaining: 315.066713}, {Remaining: 0.000001, RetryAfter: 1.197},
+		{RetryAfter: 30, RetryKnown: true, Remaining: 999999999999.999999},
+	} {
+		var want bytes.Buffer
+		json.NewEncoder(&want).Encode(ans)
+		if got := appendAllowAnswer(nil, ans); string(got) != want.String() {
+			t.Errorf("step %d: %s, want %s", i, got, want.String())
+		}
+	}
 }
