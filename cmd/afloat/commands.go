@@ -70,8 +70,20 @@ var commands = []entry{
 		synopsis: "afloat quota sim   --seed S [--mode ...] [--step 1s] [flags]",
 		summary:  "the same run as CSV of offered and admitted tokens per region\nper step, ready to plot"},
 	{path: "quota check", run: runQuotaCheck, notes: printCheckNotes,
-		synopsis: "afloat quota check FILE",
-		summary:  "check an event log written by quota chaos --log"},
+		synopsis: "afloat quota check FILE...",
+		summary:  "check event logs — quota chaos --log's, or several processes'\n--event-log files, merged by time"},
+	{path: "quota coordinator", run: runQuotaCoordinator,
+		synopsis: "afloat quota coordinator --listen ADDR --config FILE [--etcd ENDPOINTS | --data-dir DIR] [--event-log FILE]",
+		summary:  "the lease coordinator as a service: on etcd (--etcd), or an\nembedded single-member etcd in --data-dir; run several for failover"},
+	{path: "quota region", run: runQuotaRegion,
+		synopsis: "afloat quota region --name NAME --coordinator ADDRS --listen ADDR --config FILE [--event-log FILE]",
+		summary:  "a region agent: the lock-free limiter, renewing over the\nnetwork, and a local decision API (POST /v1/allow)"},
+	// quota etcd runs one embedded etcd member; the end-to-end test starts
+	// three, each in a process of its own. Not in the help: the zero-setup
+	// path is quota coordinator without --etcd, and a real cluster is
+	// deployed with etcd's own tools.
+	{path: "quota etcd", run: runQuotaEtcd, hidden: true,
+		synopsis: "afloat quota etcd --name N --data-dir DIR [--client-url URL] [--peer-url URL] [--initial-cluster N=URL,...]"},
 }
 
 // groups holds what a command with subcommands says beyond its table
@@ -99,6 +111,7 @@ type entry struct {
 	summary  string          // what it does, for the lists of help, one line or more
 	notes    func(io.Writer) // more help after the flags, or nil
 	run      func(c *command, args []string) int
+	hidden   bool // left out of the lists of help (it still has its own --help)
 }
 
 // A group is what a command with subcommands says of itself.
@@ -172,7 +185,7 @@ func find(path string) *entry {
 func subcommands(name string) []*entry {
 	var subs []*entry
 	for i := range commands {
-		if strings.HasPrefix(commands[i].path, name+" ") {
+		if strings.HasPrefix(commands[i].path, name+" ") && !commands[i].hidden {
 			subs = append(subs, &commands[i])
 		}
 	}
@@ -200,7 +213,9 @@ Commands:
 		width = max(width, len(e.path))
 	}
 	for _, e := range commands {
-		writeItem(w, width, e.path, e.summary)
+		if !e.hidden {
+			writeItem(w, width, e.path, e.summary)
+		}
 	}
 	writeItem(w, width, "help", "print this help")
 	fmt.Fprint(w, "\nRun 'afloat <command> --help' for a command's flags.\n")

@@ -193,21 +193,32 @@ func runQuotaCheck(c *command, args []string) int {
 	if !ok {
 		return status
 	}
-	if len(rest) != 1 {
-		return c.usage(fmt.Errorf("want one FILE, the event log of afloat quota chaos --log (or - for standard input)"))
+	if len(rest) == 0 {
+		return c.usage(fmt.Errorf("want one FILE or more: event logs of afloat quota chaos --log or of --event-log (- for standard input)"))
+	}
+	var all collected
+	for _, name := range rest {
+		if err := readLog(name, c.stdin, &all); err != nil {
+			if errors.Is(err, chaos.ErrNoEvents) || errors.Is(err, chaos.ErrTruncated) {
+				// The run did not finish (or never started): its check fails.
+				return c.failed(err)
+			}
+			return c.usage(err)
+		}
 	}
 	chk := chaos.NewChecker()
 	end := &lastTime{chk: chk}
-	if err := readLog(rest[0], c.stdin, end); err != nil {
-		if errors.Is(err, chaos.ErrNoEvents) || errors.Is(err, chaos.ErrTruncated) {
-			// The run did not finish (or never started): its check fails.
-			return c.failed(err)
-		}
-		return c.usage(err)
+	for _, e := range chaos.Merge(all) {
+		end.Write(&e)
 	}
 	rep := chk.Finish(end.t)
 	return writeEvent(c.stdout, "check", rep, rep.Violations == 0)
 }
+
+// collected keeps the events of several logs, to merge them.
+type collected []chaos.Event
+
+func (c *collected) Write(e *chaos.Event) { *c = append(*c, *e) }
 
 // readLog feeds the events of the log in the file name (- for stdin) to w;
 // errors name the file.
@@ -232,14 +243,18 @@ func readLog(name string, stdin io.Reader, w chaos.EventWriter) error {
 func printCheckNotes(w io.Writer) {
 	fmt.Fprint(w, `
 FILE is the event log of afloat quota chaos --log FILE, or its standard
-output (the log, then the summary line). The check prints one JSON line,
+output (the log, then the summary line), or the --event-log files of a
+cluster's coordinators and region agents: several files are merged by
+time (t_ns) and checked as one run. The check prints one JSON line,
 {"ev":"check","violations":N,...}, and exits 1 when N > 0.
 
 A log that ends before its run did is not checked: it exits 1 with what is
 missing, and prints no check line. That is a log with no events (an empty
 file) or a truncated one: no stop event (a run writes stop last), or a last
-line cut off before its newline. A line that is not an event anywhere else
-refuses the file: exit 2, with the line number.
+line cut off before its newline. Each file is judged on its own: a
+process's --event-log gains its stop line when the process stops (a killed
+process's file gets one when it is restarted and stopped). A line that is
+not an event anywhere else refuses the file: exit 2, with the line number.
 `)
 }
 

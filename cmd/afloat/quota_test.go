@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/afloat/afloat/quota/service"
 )
 
 // TestQuotaChaos: the log's lines carry the fields the issue names, the
@@ -115,7 +117,20 @@ func TestQuotaUsageErrors(t *testing.T) {
 		{[]string{"quota", "chaos", "--workers", "1000"}, "--workers 1000"},
 		{[]string{"quota", "chaos", "--log", "/nonexistent/dir/log"}, "--log"},
 		{[]string{"quota", "sim", "--step", "1ms"}, "--step 1ms"},
-		{[]string{"quota", "check"}, "want one FILE"},
+		{[]string{"quota", "check"}, "want one FILE or more"},
+		// The services: each refusal names its flag or its config field.
+		{[]string{"quota", "coordinator"}, "--config FILE is required"},
+		{[]string{"quota", "coordinator", "--config", "/nonexistent.yaml"}, "--config: service: invalid config file"},
+		{[]string{"quota", "coordinator", "--config", "testdata/quota-bad-rate.yaml"}, "tenants[0].rate -5: want above 0"},
+		{[]string{"quota", "coordinator", "--config", "../../docs/quota-cluster.yaml", "--etcd", "127.0.0.1:99999"}, `--etcd: "http://127.0.0.1:99999": want a port from 1 to 65535`},
+		{[]string{"quota", "coordinator", "--config", "../../docs/quota-cluster.yaml", "--etcd", ","}, "--etcd: empty"},
+		{[]string{"quota", "coordinator", "--config", "../../docs/quota-cluster.yaml", "--etcd", "a:1", "--data-dir", "x"}, "--etcd and --data-dir"},
+		{[]string{"quota", "coordinator", "--config", "../../docs/quota-cluster.yaml", "--listen", "127.0.0.1:70000"}, "--listen"},
+		{[]string{"quota", "region", "--coordinator", "a:1"}, "--name is required"},
+		{[]string{"quota", "region", "--name", "eu"}, "--coordinator: empty"},
+		{[]string{"quota", "region", "--name", "mars", "--coordinator", "a:1", "--config", "../../docs/quota-cluster.yaml"}, `--name "mars": not in the config's regions`},
+		{[]string{"quota", "region", "--name", "eu", "--coordinator", "ftp://a:1", "--config", "../../docs/quota-cluster.yaml"}, `--coordinator: "ftp://a:1"`},
+		{[]string{"quota", "etcd"}, "--data-dir is required"},
 		{[]string{"quota", "check", "/nonexistent"}, "no such file"},
 		// A zero or negative duration is refused, not taken as the default.
 		{[]string{"quota", "chaos", "--duration", "0s"}, "--duration 0s: want 1s to 24h"},
@@ -210,5 +225,17 @@ func TestQuotaCheckIncompleteLogs(t *testing.T) {
 				t.Errorf("step %d: quota check %s: stderr %q does not mention %q", i, filepath.Base(tc.path), errOut, w)
 			}
 		}
+	}
+}
+
+// TestQuotaCoordinatorWithoutEmbeddedEtcd: a binary built without the
+// embedetcd tag says how to get the embedded etcd, or to give --etcd.
+func TestQuotaCoordinatorWithoutEmbeddedEtcd(t *testing.T) {
+	if service.EmbeddedEtcd {
+		t.Skip("built with the embedded etcd")
+	}
+	status, _, errOut := call(t, "", "quota", "coordinator", "--config", "../../docs/quota-cluster.yaml", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir())
+	if status != 1 || !strings.Contains(errOut, "-tags embedetcd") || !strings.Contains(errOut, "--etcd ENDPOINTS") {
+		t.Fatalf("status %d, stderr %q", status, errOut)
 	}
 }

@@ -72,7 +72,7 @@ func TestScriptedFaultsHold(t *testing.T) {
 // broke: with each planted fault, the same script fails the checker.
 func TestScriptedMutationsAreCaught(t *testing.T) {
 	for _, b := range []breakage.Set{{RenewRefills: true}, {NoFencing: true}, {FullToEvery: true}} {
-		sum := mustRun(t, scripted(t, Config{Seed: 11, Duration: 150 * s}, labActions()), WithBreakage(b))
+		sum := mustRun(t, scripted(t, Config{Seed: 11, Duration: 150 * s}, labActions()), b)
 		if sum.OK() {
 			t.Fatalf("%+v: the checker found nothing wrong", b)
 		}

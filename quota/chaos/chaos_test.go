@@ -21,9 +21,13 @@ func rates(eu, us, ap float64) map[string]float64 {
 	return map[string]float64{"eu": eu, "us": us, "ap": ap}
 }
 
-func mustRun(t *testing.T, cfg Config, opts ...Option) Summary {
+func mustRun(t *testing.T, cfg Config, broken ...breakage.Set) Summary {
 	t.Helper()
-	sum, err := Run(cfg, opts...)
+	var b breakage.Set
+	if len(broken) > 0 {
+		b = broken[0]
+	}
+	sum, err := run(cfg, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +275,7 @@ func TestMutationsAreCaught(t *testing.T) {
 		{"caches on top of a full bucket", breakage.Set{CachesOverBurst: true}, surge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sum := mustRun(t, Config{Seed: 6, Duration: 120 * s, Schedule: tc.sched}, WithBreakage(tc.b))
+			sum := mustRun(t, Config{Seed: 6, Duration: 120 * s, Schedule: tc.sched}, tc.b)
 			if sum.OK() {
 				t.Fatalf("the checker found nothing wrong with %q", tc.name)
 			}
@@ -331,7 +335,7 @@ func TestDeterministic(t *testing.T) {
 		w.Flush()
 		return sha256.Sum256(buf.Bytes())
 	}
-	if hash() != hash() {
+	if first, second := hash(), hash(); first != second {
 		t.Fatal("the same seed gave two different logs")
 	}
 }
@@ -341,7 +345,7 @@ func TestDeterministic(t *testing.T) {
 func TestLogRoundTrip(t *testing.T) {
 	var buf bytes.Buffer
 	w := NewJSONWriter(&buf)
-	sum := mustRun(t, Config{Seed: 9, Duration: 90 * s, Log: w}, WithBreakage(breakage.Set{RenewRefills: true}))
+	sum := mustRun(t, Config{Seed: 9, Duration: 90 * s, Log: w}, breakage.Set{RenewRefills: true})
 	w.Flush()
 	c := NewChecker()
 	if err := ReadLog(&buf, c); err != nil {

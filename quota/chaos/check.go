@@ -79,7 +79,7 @@ type Report struct {
 	WorstExcess     float64 `json:"worst_excess"`
 	WorstFrom       int64   `json:"worst_from_ns"`
 	WorstTo         int64   `json:"worst_to_ns"`
-	Allowed         float64 `json:"allowed_excess"` // regions·E in best-effort mode, else 0
+	Allowed         float64 `json:"allowed_excess"` // regions·E in best-effort mode, else 0 (the largest of any tenant)
 	PeakRate        float64 `json:"peak_rate"`      // largest Σ of rate shares, tokens/s
 	PeakBurst       float64 `json:"peak_burst"`     // largest Σ of burst shares + credit
 	Leases          int     `json:"leases"`
@@ -112,6 +112,14 @@ func (c *Checker) Write(e *Event) {
 	switch e.Ev {
 	case "start":
 		mode := e.Why
+		if old := c.tenants[e.Tenant]; old != nil {
+			// Every process of a cluster announces the tenants it serves;
+			// one tenant, one configuration.
+			if old.rate != e.Rate || old.burst != e.Burst || old.regions != int(e.N) || old.mode != mode {
+				c.violate(e.T, "tenant %q started again with another configuration", e.Tenant)
+			}
+			return
+		}
 		tc := &tenantCheck{
 			name: e.Tenant, r: e.Rate.Float(), rate: e.Rate, b: e.Burst.Float(), burst: e.Burst,
 			regions: int(e.N), mode: mode, minPrefix: math.Inf(1), using: map[string]*usage{},
@@ -120,7 +128,7 @@ func (c *Checker) Write(e *Event) {
 			tc.e = e.Balance.Float()
 		}
 		c.tenants[e.Tenant] = tc
-		c.report.Allowed = float64(tc.regions) * tc.e
+		c.report.Allowed = max(c.report.Allowed, float64(tc.regions)*tc.e)
 	case "admit":
 		tc := c.tenant(e)
 		if tc == nil {
@@ -145,9 +153,9 @@ func (c *Checker) Write(e *Event) {
 		if excess > c.report.WorstExcess {
 			c.report.WorstExcess, c.report.WorstFrom, c.report.WorstTo = excess, tc.minAt, e.T
 		}
-		if excess > c.report.Allowed+1e-6 {
-			c.violate(e.T, "%.6g tokens admitted in the window from %v: R·Δ + B is %.6g (allowed excess %.6g)",
-				excess+tc.r*float64(e.T-tc.minAt)/1e9+tc.b, time.Duration(tc.minAt), tc.r*float64(e.T-tc.minAt)/1e9+tc.b, c.report.Allowed)
+		if allowed := float64(tc.regions) * tc.e; excess > allowed+1e-6 {
+			c.violate(e.T, "tenant %s: %.6g tokens admitted in the window from %v: R·Δ + B is %.6g (allowed excess %.6g)",
+				tc.name, excess+tc.r*float64(e.T-tc.minAt)/1e9+tc.b, time.Duration(tc.minAt), tc.r*float64(e.T-tc.minAt)/1e9+tc.b, allowed)
 		}
 	case "reject":
 		c.report.Rejected += e.N

@@ -3,6 +3,7 @@ package chaos
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -330,4 +331,45 @@ func ReadLog(r io.Reader, w EventWriter) error {
 		return fmt.Errorf("%w: no stop event after line %d (%v of virtual time): the run did not finish writing it", ErrTruncated, lastEvent, time.Duration(lastT))
 	}
 	return nil
+}
+
+// Merge orders the events of several logs — of a cluster's processes,
+// each writing its own — into one run for a Checker: by time, and at one
+// instant by what must come first (a grant before its install, the old
+// lease's end of use before the install of its successor, an install
+// before the admissions under it), the order within each log kept
+// otherwise. Events keep their
+// times: within one process's log, writers on several goroutines may
+// have appended them slightly out of order.
+func Merge(events []Event) []Event {
+	out := slices.Clone(events)
+	slices.SortStableFunc(out, func(a, b Event) int {
+		if c := cmp.Compare(a.T, b.T); c != 0 {
+			return c
+		}
+		return cmp.Compare(rank(a.Ev), rank(b.Ev))
+	})
+	return out
+}
+
+func rank(ev string) int {
+	switch ev {
+	case "start":
+		return 0
+	case "restart":
+		return 1
+	case "lease", "credit":
+		return 2
+	case "supersede", "expire", "return": // the old lease stops being used as the new one starts
+		return 3
+	case "install":
+		return 4
+	case "admit", "reject":
+		return 5
+	case "end":
+		return 6
+	case "stop", "summary":
+		return 8
+	}
+	return 7
 }

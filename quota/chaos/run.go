@@ -34,28 +34,16 @@ type Summary struct {
 // OK says whether the run kept every promise.
 func (s Summary) OK() bool { return s.Violations == 0 }
 
-// Option is an option of Run.
-type Option func(*options)
-
-type options struct {
-	broken breakage.Set
-}
-
-// WithBreakage plants deliberate faults in the coordinator, the ledger and
-// the regions, to show that the checker catches them; its type cannot be
-// named outside quota/..., so no user can.
-func WithBreakage(b breakage.Set) Option { return func(o *options) { o.broken = b } }
-
 // Run runs one seed and checks it.
-func Run(cfg Config, opts ...Option) (Summary, error) {
+func Run(cfg Config) (Summary, error) { return run(cfg, breakage.Set{}) }
+
+// run is Run with deliberate faults planted in the coordinator, the ledger
+// and the regions: the mutation checks show that the checker catches each.
+func run(cfg Config, broken breakage.Set) (Summary, error) {
 	if err := cfg.Validate(); err != nil {
 		return Summary{}, err
 	}
 	cfg = cfg.withDefaults()
-	var o options
-	for _, f := range opts {
-		f(&o)
-	}
 	sch := cfg.Schedule
 	if sch == nil {
 		sch = Draw(cfg)
@@ -65,7 +53,7 @@ func Run(cfg Config, opts ...Option) (Summary, error) {
 	if cfg.Log != nil {
 		out = Tee{cfg.Log, chk}
 	}
-	s, err := newSim(cfg, sch, out, o.broken)
+	s, err := newSim(cfg, sch, out, broken)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -100,7 +88,7 @@ type Many struct {
 
 // RunMany runs seeds from to to (inclusive) on workers goroutines (0: one
 // per CPU) and reports the worst. Logs are not written.
-func RunMany(cfg Config, from, to uint32, workers int, opts ...Option) (Many, error) {
+func RunMany(cfg Config, from, to uint32, workers int) (Many, error) {
 	if to < from {
 		return Many{}, fmt.Errorf("chaos: seeds %d-%d: want the first no larger than the last", from, to)
 	}
@@ -124,7 +112,7 @@ func RunMany(cfg Config, from, to uint32, workers int, opts ...Option) (Many, er
 			for seed := range seeds {
 				c := cfg
 				c.Seed = seed
-				s, err := Run(c, opts...)
+				s, err := Run(c)
 				results <- result{s, err}
 			}
 		})

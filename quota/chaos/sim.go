@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/afloat/afloat/internal/rng"
 	"github.com/afloat/afloat/quota"
 	"github.com/afloat/afloat/quota/coordinator"
 	"github.com/afloat/afloat/quota/internal/breakage"
+	"github.com/afloat/afloat/quota/internal/settings"
 	"github.com/afloat/afloat/quota/region"
 )
 
@@ -147,7 +149,7 @@ type sim struct {
 	regions []*regionNode
 	coords  []*coordNode
 	cur     int // the coordinator process regions turn to
-	ledger  *coordinator.MemLedger
+	ledger  coordinator.Ledger
 	net     *rng.Rand
 	out     EventWriter
 	ev      Event
@@ -197,14 +199,17 @@ func (s *sim) nextArrival(r *regionNode) {
 func newSim(cfg Config, sch *Schedule, out EventWriter, broken breakage.Set) (*sim, error) {
 	s := &sim{cfg: cfg, t: cfg.Tenant, sch: sch, end: int64(cfg.Duration), out: out, broken: broken}
 	s.net = rng.New(cfg.Seed ^ 0x85ebca6b)
-	s.ledger = coordinator.NewBrokenMemLedger(broken)
+	s.ledger = coordinator.NewMemLedger()
+	if broken.NoFencing {
+		s.ledger = &unfenced{Ledger: s.ledger}
+	}
 	for i, name := range s.t.Regions {
 		rc := region.DefaultConfig(name, s.t.Name)
 		rc.Caches = 1 // one cache, so that the run depends on its seed alone
 		if cfg.NoCaches {
 			rc.Caches = -1
 		}
-		lim, err := region.New(rc, region.WithBreakage(broken))
+		lim, err := region.New(rc, region.Option(func(o *settings.Limiter) { o.Faults = broken }))
 		if err != nil {
 			return nil, err
 		}
@@ -228,11 +233,8 @@ func (s *sim) startCoordinator() error {
 		cl = s.sch.CoordClocks[k%n]
 	}
 	node := &coordNode{clock: cl}
-	onEnd := func(l quota.Lease, at time.Duration, why coordinator.EndReason) {
-		s.emit(Event{Ev: "end", Region: l.Region, ID: l.ID, Epoch: l.Epoch, Why: string(why)})
-	}
-	core, err := coordinator.New(context.Background(), coordinator.Config{Tenants: []quota.Tenant{s.t}, OnEnd: onEnd},
-		s.ledger, time.Duration(cl.local(s.now)), coordinator.WithBreakage(s.broken))
+	core, err := coordinator.Open(context.Background(), coordinator.Config{Tenants: []quota.Tenant{s.t}},
+		s.ledger, time.Duration(cl.local(s.now)), coordinator.Option(func(o *settings.Core) { o.Faults = s.broken }))
 	if err != nil {
 		return err
 	}
@@ -374,9 +376,11 @@ func (s *sim) handle(it item) error {
 			return nil
 		}
 		if !c.paused {
-			if err := c.core.Expire(context.Background(), time.Duration(c.clock.local(s.now))); errors.Is(err, quota.ErrStaleEpoch) {
-				s.fence(int(it.b))
-				return nil
+			steps, _ := c.core.Expire(time.Duration(c.clock.local(s.now)))
+			for _, st := range steps {
+				if err := s.write(int(it.b), st); errors.Is(err, quota.ErrStaleEpoch) {
+					return nil
+				}
 			}
 		}
 		s.at(s.now+int64(time.Second), it)
@@ -448,6 +452,26 @@ func (s *sim) handle(it item) error {
 	return nil
 }
 
+// write is coordinator k's runner: it writes a step to the ledger and,
+// once written, tells of the leases that ended. A write refused for a
+// stale epoch stops the coordinator.
+func (s *sim) write(k int, st coordinator.Step) error {
+	c := s.coords[k]
+	if len(st.Ops) > 0 {
+		if err := s.ledger.Commit(context.Background(), c.core.Epoch(), st.Ops...); err != nil {
+			if errors.Is(err, quota.ErrStaleEpoch) {
+				c.core.Fenced(err)
+				s.fence(k)
+			}
+			return err
+		}
+	}
+	for _, e := range st.Ended {
+		s.emit(Event{Ev: "end", Region: e.Lease.Region, ID: e.Lease.ID, Epoch: e.Lease.Epoch, Why: string(e.Why)})
+	}
+	return nil
+}
+
 func (s *sim) fence(k int) {
 	c := s.coords[k]
 	if !c.fenced {
@@ -470,10 +494,12 @@ func (s *sim) deliverToCoord(it item) error {
 		return nil
 	}
 	now := time.Duration(c.clock.local(s.now))
-	ctx := context.Background()
 	switch it.m.what {
 	case 0:
-		g, nudges, err := c.core.Renew(ctx, now, it.m.req)
+		g, nudges, step, err := c.core.Renew(now, it.m.req)
+		if err == nil {
+			err = s.write(int(it.b), step)
+		}
 		if errors.Is(err, quota.ErrStaleEpoch) {
 			s.fence(int(it.b))
 			return nil
@@ -484,11 +510,12 @@ func (s *sim) deliverToCoord(it item) error {
 			s.refused++
 			return nil
 		}
-		l := g.Lease
-		s.emit(Event{
-			Ev: "lease", Region: l.Region, ID: l.ID, Epoch: l.Epoch, Rate: l.Rate, Burst: l.Burst, Transfer: l.Transfer,
-			Activates: c.clock.real(int64(l.Activates)), Expires: c.clock.real(int64(l.Expires)),
-		})
+		if l := step.Granted; l.ID != 0 { // else a retry, answered with the grant it had
+			s.emit(Event{
+				Ev: "lease", Region: l.Region, ID: l.ID, Epoch: l.Epoch, Rate: l.Rate, Burst: l.Burst, Transfer: l.Transfer,
+				Activates: c.clock.real(int64(l.Activates)), Expires: c.clock.real(int64(l.Expires)),
+			})
+		}
 		s.send(int(it.a), false, int(it.b), &message{what: 1, grant: g})
 		for _, n := range nudges {
 			for i, rr := range s.regions {
@@ -498,8 +525,10 @@ func (s *sim) deliverToCoord(it item) error {
 			}
 		}
 	case 2:
-		before := c.core.Credit(s.t.Name)
-		err := c.core.Return(ctx, now, it.m.ret)
+		step, err := c.core.Return(now, it.m.ret)
+		if err == nil {
+			err = s.write(int(it.b), step)
+		}
 		if errors.Is(err, quota.ErrStaleEpoch) {
 			s.fence(int(it.b))
 			return nil
@@ -508,8 +537,8 @@ func (s *sim) deliverToCoord(it item) error {
 			s.refused++
 			return nil
 		}
-		if after := c.core.Credit(s.t.Name); after > before {
-			s.emit(Event{Ev: "credit", Region: it.m.ret.Region, ID: it.m.ret.LeaseID, Balance: after - before})
+		if step.Credit > 0 {
+			s.emit(Event{Ev: "credit", Region: it.m.ret.Region, ID: it.m.ret.LeaseID, Balance: step.Credit})
 		}
 	}
 	return nil
@@ -526,7 +555,7 @@ func (s *sim) deliverToRegion(it item) {
 		r.lim.Nudge(it.m.nudge)
 	case 1:
 		in := r.lim.Install(local, it.m.grant)
-		if !in.OK {
+		if !in.OK() {
 			return
 		}
 		if in.Dropped.ID != 0 && r.using == in.Dropped.ID {
@@ -542,4 +571,28 @@ func (s *sim) deliverToRegion(it item) {
 			s.send(int(it.a), true, r.conn, &message{what: 2, ret: *in.Return})
 		}
 	}
+}
+
+// unfenced is a ledger without epoch fencing, a deliberate fault of the
+// mutation checks: it writes every commit at the newest epoch, so a paused
+// coordinator that wakes up keeps granting beside its successor.
+type unfenced struct {
+	coordinator.Ledger
+	mu    sync.Mutex
+	epoch uint64
+}
+
+func (u *unfenced) Fence(ctx context.Context) (coordinator.Snapshot, error) {
+	snap, err := u.Ledger.Fence(ctx)
+	u.mu.Lock()
+	u.epoch = max(u.epoch, snap.Epoch)
+	u.mu.Unlock()
+	return snap, err
+}
+
+func (u *unfenced) Commit(ctx context.Context, _ uint64, ops ...coordinator.Op) error {
+	u.mu.Lock()
+	epoch := u.epoch
+	u.mu.Unlock()
+	return u.Ledger.Commit(ctx, epoch, ops...)
 }

@@ -1,8 +1,8 @@
 package coordinator
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/afloat/afloat/quota"
 	"github.com/afloat/afloat/quota/internal/breakage"
+	"github.com/afloat/afloat/quota/internal/settings"
 )
 
 // Core is the coordinator's logic: it grants, renews, shrinks and moves
@@ -22,12 +23,11 @@ import (
 // shares it can no longer write, and stops with quota.ErrStaleEpoch at
 // its next write. A Core that has stopped stays stopped.
 type Core struct {
-	ledger  Ledger
 	epoch   uint64
 	nextID  uint64
 	tenants map[string]*tenantState
+	order   []*tenantState // by name: Expire's order, so that runs replay exactly
 	stopped error
-	onEnd   func(quota.Lease, time.Duration, EndReason)
 	broken  breakage.Set
 }
 
@@ -45,6 +45,10 @@ type regionState struct {
 	nudged   bool
 	heard    time.Duration // last request
 	ever     bool          // heard at all
+	// last is the grant that answered the region's newest request: a
+	// retry of that request (the same Seq) gets it again rather than a
+	// second lease.
+	last quota.Grant
 }
 
 // counted is a lease and the end of the interval in which it counts.
@@ -68,36 +72,31 @@ const (
 // Config configures a Core.
 type Config struct {
 	Tenants []quota.Tenant
-	// OnEnd, if set, is told of every lease that stops counting, and when.
-	OnEnd func(l quota.Lease, at time.Duration, why EndReason)
 }
 
-// Option is an option of New.
-type Option func(*Core)
-
-// WithBreakage plants deliberate faults, for the chaos harness's mutation
-// checks; its type cannot be named outside quota/..., so no user can.
-func WithBreakage(b breakage.Set) Option { return func(c *Core) { c.broken = b } }
+// Option is an option of New. There are none a user needs today: the
+// type leaves room for them, and lets the chaos harness (inside quota/)
+// plant the deliberate faults of its mutation checks.
+type Option func(*settings.Core)
 
 // nudgeEvery is how often a region may be nudged: once per round trip or
 // so is plenty, and a storm of nudges would only repeat itself.
 const nudgeEvery = 250 * time.Millisecond
 
-// New fences the ledger and restores its leases: a new epoch that keeps
-// counting every unexpired lease of the old ones. It cannot read the old
-// coordinator's clock, so each restored lease counts for a whole lease
-// duration and margin from now — longer than it can be in use.
-func New(ctx context.Context, cfg Config, ledger Ledger, now time.Duration, opts ...Option) (*Core, error) {
-	if ledger == nil {
-		return nil, fmt.Errorf("%w: nil ledger", quota.ErrConfig)
-	}
-	c := &Core{ledger: ledger, tenants: map[string]*tenantState{}, onEnd: cfg.OnEnd}
+// New starts a coordinator from a fenced ledger's snapshot: a new epoch
+// that keeps counting every unexpired lease of the old ones. It cannot
+// read the old coordinator's clock, so each restored lease counts for a
+// whole lease duration and margin from now — longer than it can be in
+// use. Open fences a ledger and calls New.
+func New(cfg Config, snap Snapshot, now time.Duration, opts ...Option) (*Core, error) {
+	var set settings.Core
 	for _, o := range opts {
-		o(c)
+		o(&set)
 	}
-	for _, t := range cfg.Tenants {
+	c := &Core{tenants: map[string]*tenantState{}, broken: set.Faults}
+	for i, t := range cfg.Tenants {
 		if err := t.Validate(); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("tenants[%d]: %w", i, err)
 		}
 		if _, dup := c.tenants[t.Name]; dup {
 			return nil, fmt.Errorf("%w: tenant %q configured twice", quota.ErrConfig, t.Name)
@@ -108,9 +107,8 @@ func New(ctx context.Context, cfg Config, ledger Ledger, now time.Duration, opts
 		}
 		c.tenants[t.Name] = ts
 	}
-	snap, err := ledger.Fence(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("coordinator: fencing the ledger: %w", err)
+	for _, name := range slices.Sorted(maps.Keys(c.tenants)) {
+		c.order = append(c.order, c.tenants[name])
 	}
 	c.epoch, c.nextID = snap.Epoch, max(snap.NextID, 1)
 	for _, l := range snap.Leases {
@@ -118,9 +116,13 @@ func New(ctx context.Context, cfg Config, ledger Ledger, now time.Duration, opts
 		if ts == nil || ts.regions[l.Region] == nil {
 			continue // a tenant or region no longer configured: nothing spends for it here
 		}
+		c.nextID = max(c.nextID, l.ID+1)
 		rs := ts.regions[l.Region]
 		d := ts.t.LeaseDuration + ts.t.SkewMargin
 		rs.live = append(rs.live, counted{Lease: l, until: now + d})
+	}
+	for _, rs := range c.allRegions() {
+		slices.SortFunc(rs.live, func(a, b counted) int { return cmp.Compare(a.ID, b.ID) })
 	}
 	for name, cr := range snap.Credit {
 		if ts := c.tenants[name]; ts != nil {
@@ -130,11 +132,42 @@ func New(ctx context.Context, cfg Config, ledger Ledger, now time.Duration, opts
 	return c, nil
 }
 
+// Open fences the ledger — every older coordinator that shares it can no
+// longer write — and starts a coordinator on its contents.
+func Open(ctx context.Context, cfg Config, ledger Ledger, now time.Duration, opts ...Option) (*Core, error) {
+	if ledger == nil {
+		return nil, fmt.Errorf("%w: nil ledger", quota.ErrConfig)
+	}
+	snap, err := ledger.Fence(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: fencing the ledger: %w", err)
+	}
+	return New(cfg, snap, now, opts...)
+}
+
+func (c *Core) allRegions() []*regionState {
+	var out []*regionState
+	for _, ts := range c.tenants {
+		for _, rs := range ts.regions {
+			out = append(out, rs)
+		}
+	}
+	return out
+}
+
 // Epoch is this coordinator's epoch.
 func (c *Core) Epoch() uint64 { return c.epoch }
 
 // Stopped is why the coordinator stopped (quota.ErrStaleEpoch), or nil.
 func (c *Core) Stopped() error { return c.stopped }
+
+// Fenced stops the coordinator for good: its runner found that a write
+// was refused for a stale epoch (err wraps quota.ErrStaleEpoch).
+func (c *Core) Fenced(err error) {
+	if c.stopped == nil {
+		c.stopped = err
+	}
+}
 
 func (c *Core) lookup(tenant, region string) (*tenantState, *regionState, error) {
 	ts := c.tenants[tenant]
@@ -148,68 +181,49 @@ func (c *Core) lookup(tenant, region string) (*tenantState, *regionState, error)
 	return ts, rs, nil
 }
 
-// txn gathers the changes of one step: the ledger ops, the leases that
-// stop counting (told to OnEnd once written), and the live sets as they
-// were (put back if the write fails, so that a failed step changes
-// nothing).
-type txn struct {
-	ops   []Op
-	ended []ending
-	saved map[*regionState][]counted
+// Step is what one call changed and what its runner must do about it:
+// write Ops to the ledger in one transaction, and only once they are
+// written send the call's answer and tell of the leases that Ended. The
+// core has already applied the step to its own state: if the write fails,
+// the state keeps counting leases that were never sent and stops counting
+// leases that the ledger still holds — either way the coordinator grants
+// less, never more. The runner writes the ops again with its next write
+// (they set absolute values, so writing them twice is harmless), so that
+// the ledger catches up; a write refused for a stale epoch stops the core
+// (Fenced).
+type Step struct {
+	Ops   []Op
+	Ended []Ended
+	// Granted is the lease a renewal granted; ID 0 for none.
+	Granted quota.Lease
+	// Returned is the return that added Credit to its tenant's credit.
+	Returned quota.Return
+	Credit   quota.Micro
 }
 
-type ending struct {
-	l   quota.Lease
-	why EndReason
+// Ended is a lease that stopped counting, and why.
+type Ended struct {
+	Lease quota.Lease
+	Why   EndReason
 }
 
 // end drops leases from a region's live set: those for which drop says so.
-func (x *txn) end(rs *regionState, why EndReason, drop func(counted) bool) {
-	if x.saved == nil {
-		x.saved = map[*regionState][]counted{}
-	}
-	if _, ok := x.saved[rs]; !ok {
-		x.saved[rs] = slices.Clone(rs.live)
-	}
+func (x *Step) end(rs *regionState, why EndReason, drop func(counted) bool) {
 	rs.live = slices.DeleteFunc(rs.live, func(l counted) bool {
 		if !drop(l) {
 			return false
 		}
-		x.ops = append(x.ops, Op{Kind: EndLease, ID: l.ID})
-		x.ended = append(x.ended, ending{l.Lease, why})
+		x.Ops = append(x.Ops, Op{Kind: EndLease, ID: l.ID, Tenant: l.Tenant})
+		x.Ended = append(x.Ended, Ended{l.Lease, why})
 		return true
 	})
 }
 
 // expire ends the leases of a tenant whose counted interval is over.
-func (x *txn) expire(ts *tenantState, now time.Duration) {
+func (x *Step) expire(ts *tenantState, now time.Duration) {
 	for _, r := range ts.t.Regions {
 		x.end(ts.regions[r], Expired, func(l counted) bool { return l.until <= now })
 	}
-}
-
-// commit writes the step's ops. On success it tells OnEnd of the leases
-// that ended; on failure it puts the live sets back, and a stale epoch
-// stops the coordinator for good.
-func (c *Core) commit(ctx context.Context, now time.Duration, x *txn) error {
-	if len(x.ops) == 0 {
-		return nil
-	}
-	if err := c.ledger.Commit(ctx, c.epoch, x.ops...); err != nil {
-		for rs, live := range x.saved {
-			rs.live = live
-		}
-		if errors.Is(err, quota.ErrStaleEpoch) {
-			c.stopped = err
-		}
-		return err
-	}
-	if c.onEnd != nil {
-		for _, e := range x.ended {
-			c.onEnd(e.l, now, e.why)
-		}
-	}
-	return nil
 }
 
 // peak is the largest rate and burst of a region's live leases: what the
@@ -228,23 +242,27 @@ func peak(rs *regionState) (rate, burst quota.Micro) {
 // expired. It also returns the regions to nudge: those holding more than
 // their target while this region gets less than its own.
 //
-// The lease is written to the ledger before it is returned; if the write
-// fails, nothing is granted.
-func (c *Core) Renew(ctx context.Context, now time.Duration, req quota.Request) (quota.Grant, []quota.Nudge, error) {
+// The grant may be sent only once the step's ops are written. A retry of
+// the region's newest request (the same Seq) gets the same grant and an
+// empty step: requests are idempotent.
+func (c *Core) Renew(now time.Duration, req quota.Request) (quota.Grant, []quota.Nudge, Step, error) {
 	if c.stopped != nil {
-		return quota.Grant{}, nil, c.stopped
+		return quota.Grant{}, nil, Step{}, c.stopped
 	}
 	ts, rs, err := c.lookup(req.Tenant, req.Region)
 	if err != nil {
-		return quota.Grant{}, nil, err
+		return quota.Grant{}, nil, Step{}, err
 	}
 	if req.Epoch > c.epoch {
 		// The region has heard from a newer coordinator.
 		c.stopped = fmt.Errorf("%w: region %q has seen epoch %d, this coordinator is %d", quota.ErrStaleEpoch, req.Region, req.Epoch, c.epoch)
-		return quota.Grant{}, nil, c.stopped
+		return quota.Grant{}, nil, Step{}, c.stopped
+	}
+	if req.Seq != 0 && rs.last.Seq == req.Seq && rs.last.Lease.ID != 0 {
+		return rs.last, nil, Step{}, nil
 	}
 	t := ts.t
-	var x txn
+	var x Step
 	x.expire(ts, now)
 	// The region holds req.Holding and never goes back to an older lease.
 	if req.Holding != 0 {
@@ -255,7 +273,6 @@ func (c *Core) Renew(ctx context.Context, now time.Duration, req quota.Request) 
 	}
 	rs.balance = max(0, req.Balance)
 	rs.heard, rs.ever = now, true
-
 	// A region not heard from for a whole lease is not spending (its
 	// lease has run out): its last demand no longer holds a share.
 	demand := make(map[string]quota.Micro, len(ts.regions))
@@ -287,19 +304,17 @@ func (c *Core) Renew(ctx context.Context, now time.Duration, req quota.Request) 
 		Rate: rate, Burst: burst, Transfer: transfer,
 		Activates: now, Expires: now + t.LeaseDuration + t.SkewMargin,
 	}
-	x.ops = append(x.ops, Op{Kind: PutLease, Lease: lease})
+	x.Ops = append(x.Ops, Op{Kind: PutLease, Lease: lease})
+	x.Granted = lease
 	if transfer > 0 {
-		x.ops = append(x.ops, Op{Kind: AddCredit, Tenant: t.Name, Credit: -transfer})
+		ts.credit -= transfer
+		x.Ops = append(x.Ops, Op{Kind: SetCredit, Tenant: t.Name, Credit: ts.credit})
 	}
 	if c.broken.ReuseBeforeConfirm {
 		// Wrong on purpose: forget the old leases now, unconfirmed.
 		x.end(rs, Superseded, func(counted) bool { return true })
 	}
-	if err := c.commit(ctx, now, &x); err != nil {
-		return quota.Grant{}, nil, err
-	}
 	c.nextID++
-	ts.credit -= transfer
 	rs.live = append(rs.live, counted{Lease: lease, until: lease.Expires})
 
 	var nudges []quota.Nudge
@@ -317,11 +332,13 @@ func (c *Core) Renew(ctx context.Context, now time.Duration, req quota.Request) 
 			nudges = append(nudges, quota.Nudge{Tenant: t.Name, Region: name, Epoch: c.epoch})
 		}
 	}
-	return quota.Grant{
+	g := quota.Grant{
 		Lease: lease, Seq: req.Seq,
 		ValidFor: t.LeaseDuration, Margin: t.SkewMargin,
 		Mode: t.Mode, Emergency: t.Emergency,
-	}, nudges, nil
+	}
+	rs.last = g
+	return g, nudges, x, nil
 }
 
 // Return handles a region's return of a lease: the lease stops counting,
@@ -329,48 +346,52 @@ func (c *Core) Renew(ctx context.Context, now time.Duration, req quota.Request) 
 // burst share (so credit and live bursts together stay within B). A
 // duplicate, a late return of a lease that has expired, or one of an
 // unknown lease changes nothing: returns are idempotent.
-func (c *Core) Return(ctx context.Context, now time.Duration, ret quota.Return) error {
+func (c *Core) Return(now time.Duration, ret quota.Return) (Step, error) {
 	if c.stopped != nil {
-		return c.stopped
+		return Step{}, c.stopped
 	}
 	ts, rs, err := c.lookup(ret.Tenant, ret.Region)
 	if err != nil {
-		return err
+		return Step{}, err
 	}
 	if ret.Epoch > c.epoch {
 		c.stopped = fmt.Errorf("%w: region %q has seen epoch %d, this coordinator is %d", quota.ErrStaleEpoch, ret.Region, ret.Epoch, c.epoch)
-		return c.stopped
+		return Step{}, c.stopped
 	}
-	var x txn
+	var x Step
 	x.expire(ts, now)
 	if !slices.ContainsFunc(rs.live, func(l counted) bool { return l.ID == ret.LeaseID }) {
-		return c.commit(ctx, now, &x)
+		return x, nil
 	}
 	_, before := peak(rs)
 	x.end(rs, Returned, func(l counted) bool { return l.ID == ret.LeaseID })
 	_, after := peak(rs)
 	credit := min(max(0, ret.Balance), before-after)
 	if credit > 0 {
-		x.ops = append(x.ops, Op{Kind: AddCredit, Tenant: ts.t.Name, Credit: credit})
+		ts.credit += credit
+		x.Credit, x.Returned = credit, ret
+		x.Ops = append(x.Ops, Op{Kind: SetCredit, Tenant: ts.t.Name, Credit: ts.credit})
 	}
-	if err := c.commit(ctx, now, &x); err != nil {
-		return err
-	}
-	ts.credit += credit
-	return nil
+	return x, nil
 }
 
-// Expire ends every lease whose counted interval is over; the runner calls
-// it now and then so that the ledger does not keep dead leases.
-func (c *Core) Expire(ctx context.Context, now time.Duration) error {
+// Expire ends every lease whose counted interval is over, one step per
+// tenant that had any (so that no step grows with the number of
+// tenants); the runner calls it now and then so that the ledger does not
+// keep dead leases.
+func (c *Core) Expire(now time.Duration) ([]Step, error) {
 	if c.stopped != nil {
-		return c.stopped
+		return nil, c.stopped
 	}
-	var x txn
-	for _, name := range slices.Sorted(maps.Keys(c.tenants)) { // in order: runs replay exactly
-		x.expire(c.tenants[name], now)
+	var steps []Step
+	for _, ts := range c.order {
+		var x Step
+		x.expire(ts, now)
+		if len(x.Ops) > 0 {
+			steps = append(steps, x)
+		}
 	}
-	return c.commit(ctx, now, &x)
+	return steps, nil
 }
 
 // Live returns the leases that count now, for inspection and tests.

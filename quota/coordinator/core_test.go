@@ -17,18 +17,57 @@ func seedTenant() quota.Tenant {
 	return quota.Tenant{Name: "acme", Rate: 500 * quota.One, Burst: 6000 * quota.One, Regions: []string{"eu", "us", "ap"}}.WithDefaults()
 }
 
-func newCore(t *testing.T, l Ledger, now time.Duration) *Core {
+// ledgered is a core and its ledger, the runner at its simplest: each
+// step written before its answer, a stale write stopping the core.
+type ledgered struct {
+	*Core
+	l Ledger
+}
+
+func (c *ledgered) write(s Step) error {
+	if len(s.Ops) == 0 {
+		return nil
+	}
+	err := c.l.Commit(ctx, c.Epoch(), s.Ops...)
+	if errors.Is(err, quota.ErrStaleEpoch) {
+		c.Fenced(err)
+	}
+	return err
+}
+
+func (c *ledgered) Renew(_ context.Context, now time.Duration, req quota.Request) (quota.Grant, []quota.Nudge, error) {
+	g, nudges, step, err := c.Core.Renew(now, req)
+	if err == nil {
+		err = c.write(step)
+	}
+	return g, nudges, err
+}
+
+func (c *ledgered) Return(_ context.Context, now time.Duration, ret quota.Return) error {
+	step, err := c.Core.Return(now, ret)
+	if err == nil {
+		err = c.write(step)
+	}
+	return err
+}
+
+func newCore(t *testing.T, l Ledger, now time.Duration) *ledgered {
 	t.Helper()
-	c, err := New(ctx, Config{Tenants: []quota.Tenant{seedTenant()}}, l, now)
+	c, err := Open(ctx, Config{Tenants: []quota.Tenant{seedTenant()}}, l, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return &ledgered{c, l}
 }
 
-func renew(t *testing.T, c *Core, now time.Duration, region string, holding uint64, demand float64) quota.Grant {
+var lastSeq uint64
+
+// seq numbers requests: every request in these tests is a new one.
+func seq() uint64 { lastSeq++; return lastSeq }
+
+func renew(t *testing.T, c *ledgered, now time.Duration, region string, holding uint64, demand float64) quota.Grant {
 	t.Helper()
-	g, _, err := c.Renew(ctx, now, quota.Request{Tenant: "acme", Region: region, Seq: 1, Holding: holding, Epoch: c.Epoch(), Demand: quota.Tokens(demand)})
+	g, _, err := c.Renew(ctx, now, quota.Request{Tenant: "acme", Region: region, Seq: seq(), Holding: holding, Epoch: c.Epoch(), Demand: quota.Tokens(demand)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +75,7 @@ func renew(t *testing.T, c *Core, now time.Duration, region string, holding uint
 }
 
 // invariants checks the live leases against R and B, with the credit.
-func invariants(t *testing.T, c *Core) {
+func invariants(t *testing.T, c *ledgered) {
 	t.Helper()
 	var spans []quota.Span
 	for _, l := range c.Live("acme") {
@@ -144,7 +183,7 @@ func TestFencingAndRestore(t *testing.T) {
 	if succ.Epoch() <= old.Epoch() {
 		t.Fatalf("epochs %d then %d", old.Epoch(), succ.Epoch())
 	}
-	if _, _, err := old.Renew(ctx, 2*time.Millisecond, quota.Request{Tenant: "acme", Region: "us", Seq: 1}); !errors.Is(err, quota.ErrStaleEpoch) {
+	if _, _, err := old.Renew(ctx, 2*time.Millisecond, quota.Request{Tenant: "acme", Region: "us", Seq: seq()}); !errors.Is(err, quota.ErrStaleEpoch) {
 		t.Fatalf("the fenced coordinator granted: %v", err)
 	}
 	if old.Stopped() == nil {
@@ -161,7 +200,7 @@ func TestFencingAndRestore(t *testing.T) {
 	// A region that has seen the new epoch stops an old coordinator too.
 	l2 := NewMemLedger()
 	a := newCore(t, l2, 0)
-	if _, _, err := a.Renew(ctx, 0, quota.Request{Tenant: "acme", Region: "eu", Seq: 1, Epoch: a.Epoch() + 1}); !errors.Is(err, quota.ErrStaleEpoch) {
+	if _, _, err := a.Renew(ctx, 0, quota.Request{Tenant: "acme", Region: "eu", Seq: seq(), Epoch: a.Epoch() + 1}); !errors.Is(err, quota.ErrStaleEpoch) {
 		t.Fatalf("request from a newer epoch: %v", err)
 	}
 }
@@ -213,7 +252,7 @@ func TestInvariantsUnderRandomTraffic(t *testing.T) {
 			if h := held[reg]; len(h) > 0 {
 				holding = h[r.IntN(len(h))]
 			}
-			g, _, err := c.Renew(ctx, now, quota.Request{Tenant: "acme", Region: reg, Seq: 1, Holding: holding, Demand: quota.Micro(r.Int64N(int64(900 * quota.One)))})
+			g, _, err := c.Renew(ctx, now, quota.Request{Tenant: "acme", Region: reg, Seq: seq(), Holding: holding, Demand: quota.Micro(r.Int64N(int64(900 * quota.One)))})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -237,15 +276,15 @@ func TestInvariantsUnderRandomTraffic(t *testing.T) {
 }
 
 func TestConfigAndLookupErrors(t *testing.T) {
-	if _, err := New(ctx, Config{}, nil, 0); !errors.Is(err, quota.ErrConfig) {
+	if _, err := Open(ctx, Config{}, nil, 0); !errors.Is(err, quota.ErrConfig) {
 		t.Errorf("nil ledger: %v", err)
 	}
 	bad := seedTenant()
 	bad.Rate = 0
-	if _, err := New(ctx, Config{Tenants: []quota.Tenant{bad}}, NewMemLedger(), 0); !errors.Is(err, quota.ErrConfig) {
+	if _, err := Open(ctx, Config{Tenants: []quota.Tenant{bad}}, NewMemLedger(), 0); !errors.Is(err, quota.ErrConfig) {
 		t.Errorf("bad tenant: %v", err)
 	}
-	if _, err := New(ctx, Config{Tenants: []quota.Tenant{seedTenant(), seedTenant()}}, NewMemLedger(), 0); err == nil || !strings.Contains(err.Error(), "configured twice") {
+	if _, err := Open(ctx, Config{Tenants: []quota.Tenant{seedTenant(), seedTenant()}}, NewMemLedger(), 0); err == nil || !strings.Contains(err.Error(), "configured twice") {
 		t.Errorf("duplicate tenant: %v", err)
 	}
 	c := newCore(t, NewMemLedger(), 0)
@@ -264,8 +303,8 @@ func TestLedgerAllOrNothing(t *testing.T) {
 	snap, _ := l.Fence(ctx)
 	err := l.Commit(ctx, snap.Epoch,
 		Op{Kind: PutLease, Lease: quota.Lease{ID: 1, Tenant: "acme"}},
-		Op{Kind: AddCredit, Tenant: "acme", Credit: -1})
-	if err == nil || !strings.Contains(err.Error(), "credit would be") {
+		Op{Kind: SetCredit, Tenant: "acme", Credit: -1})
+	if err == nil || !strings.Contains(err.Error(), "want 0 or more") {
 		t.Fatalf("negative credit: %v", err)
 	}
 	if s, _ := l.Fence(ctx); len(s.Leases) != 0 {

@@ -4,17 +4,21 @@
 // a hot one only after the cold region has confirmed its smaller lease or
 // its old lease has expired — until then both count.
 //
-// Core is the logic, stepping on explicit time; Server runs it in process
-// with a clock and a lock. Durable state goes through a Ledger: every
-// grant is written before it is sent, and New fences the ledger with a
-// higher epoch, so a successor keeps counting the leases it restores and
-// a predecessor that wakes up cannot write, and so cannot grant. MemLedger
-// is the in-memory ledger; an etcd ledger comes with the network API.
+// Core is the logic, pure: it steps on explicit time, does no I/O, and
+// returns from each call a Step — the ledger ops to write and the leases
+// that ended. Server is its runner: a lock, the monotonic clock, and a
+// committer that writes the steps of concurrent calls in batched ledger
+// transactions outside the lock and answers each call only once its step
+// is written (a grant is never sent before it is durable). Durable state
+// goes through a Ledger: Fence makes the caller the only writer with a
+// higher epoch, so a successor keeps counting the leases it restores and a
+// predecessor that wakes up cannot write, and so cannot grant. MemLedger
+// is the in-memory ledger; quota/etcdledger keeps it in etcd.
 //
-//	ledger := coordinator.NewMemLedger()
-//	srv, err := coordinator.NewServer(ctx, coordinator.Config{Tenants: tenants}, ledger, deliverNudge)
-//	go srv.Run(ctx)
-//	go limiter.Run(ctx, srv) // a region.Limiter renews through it
+//	srv, err := coordinator.NewServer(ctx, coordinator.Config{Tenants: tenants}, ledger,
+//		coordinator.WithNudges(deliver))
+//	go srv.Run(ctx)          // the committer
+//	go limiter.Run(ctx, srv) // a region.Limiter renews through it (or quota/remote over HTTP)
 //
 // The rebalancing policy is quota.Allocate: floors for every region,
 // max-min fairness on reported demand above them. docs/quota.md gives the

@@ -14,13 +14,21 @@ import (
 func ExampleCore() {
 	ctx := context.Background()
 	t := quota.Tenant{Name: "acme", Rate: 500 * quota.One, Burst: 6000 * quota.One, Regions: []string{"eu", "us"}}
-	c, err := coordinator.New(ctx, coordinator.Config{Tenants: []quota.Tenant{t}}, coordinator.NewMemLedger(), 0)
+	ledger := coordinator.NewMemLedger()
+	c, err := coordinator.Open(ctx, coordinator.Config{Tenants: []quota.Tenant{t}}, ledger, 0)
 	if err != nil {
 		panic(err)
 	}
-	g, _, _ := c.Renew(ctx, 0, quota.Request{Tenant: "acme", Region: "eu", Seq: 1, Demand: 600 * quota.One})
+	// The core computes; its runner writes the step, then sends the grant.
+	g, _, step, _ := c.Renew(0, quota.Request{Tenant: "acme", Region: "eu", Seq: 1, Demand: 600 * quota.One})
+	if err := ledger.Commit(ctx, c.Epoch(), step.Ops...); err != nil {
+		panic(err)
+	}
 	fmt.Printf("lease %d: %v/s, burst %v, valid %v\n", g.Lease.ID, g.Lease.Rate, g.Lease.Burst, g.ValidFor)
-	g, _, _ = c.Renew(ctx, time.Second, quota.Request{Tenant: "acme", Region: "us", Seq: 1, Demand: 400 * quota.One})
+	g, _, step, _ = c.Renew(time.Second, quota.Request{Tenant: "acme", Region: "us", Seq: 1, Demand: 400 * quota.One})
+	if err := ledger.Commit(ctx, c.Epoch(), step.Ops...); err != nil {
+		panic(err)
+	}
 	fmt.Printf("lease %d: %v/s while eu holds its share\n", g.Lease.ID, g.Lease.Rate)
 	// Output:
 	// lease 1: 495/s, burst 5940, valid 10s

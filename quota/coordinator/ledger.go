@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/afloat/afloat/quota"
-	"github.com/afloat/afloat/quota/internal/breakage"
 )
 
 // Ledger is the coordinator's durable state: the leases it has granted
@@ -46,8 +45,9 @@ const (
 	// EndLease forgets a lease that has ended (returned, superseded or
 	// expired). Ending an unknown lease does nothing.
 	EndLease
-	// AddCredit adds Credit (negative: takes it) to Tenant's credit.
-	AddCredit
+	// SetCredit sets Tenant's credit to Credit. Values, not deltas:
+	// writing an op twice leaves the ledger as writing it once.
+	SetCredit
 )
 
 // Op is one change to the ledger.
@@ -55,8 +55,8 @@ type Op struct {
 	Kind   OpKind
 	Lease  quota.Lease // PutLease
 	ID     uint64      // EndLease
-	Tenant string      // AddCredit
-	Credit quota.Micro // AddCredit
+	Tenant string      // SetCredit; EndLease (where the ledger keys leases by tenant)
+	Credit quota.Micro // SetCredit
 }
 
 // MemLedger is a Ledger in memory: the embedded default's and the chaos
@@ -68,7 +68,6 @@ type MemLedger struct {
 	nextID uint64
 	leases map[uint64]quota.Lease
 	credit map[string]quota.Micro
-	broken breakage.Set
 }
 
 var _ Ledger = (*MemLedger)(nil)
@@ -76,14 +75,6 @@ var _ Ledger = (*MemLedger)(nil)
 // NewMemLedger returns an empty ledger at epoch 0.
 func NewMemLedger() *MemLedger {
 	return &MemLedger{nextID: 1, leases: map[uint64]quota.Lease{}, credit: map[string]quota.Micro{}}
-}
-
-// NewBrokenMemLedger is a ledger with deliberate faults, for the chaos
-// harness's mutation checks.
-func NewBrokenMemLedger(b breakage.Set) *MemLedger {
-	l := NewMemLedger()
-	l.broken = b
-	return l
 }
 
 // Fence implements Ledger.
@@ -106,7 +97,7 @@ func (l *MemLedger) Commit(ctx context.Context, epoch uint64, ops ...Op) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if epoch != l.epoch && !l.broken.NoFencing {
+	if epoch != l.epoch {
 		return fmt.Errorf("%w: write at epoch %d, the ledger is at %d", quota.ErrStaleEpoch, epoch, l.epoch)
 	}
 	// Check everything first: all or nothing.
@@ -118,11 +109,11 @@ func (l *MemLedger) Commit(ctx context.Context, epoch uint64, ops ...Op) error {
 				return fmt.Errorf("coordinator: ledger op %d: lease ID 0", i)
 			}
 		case EndLease:
-		case AddCredit:
-			credit[op.Tenant] += op.Credit
-			if credit[op.Tenant] < 0 {
-				return fmt.Errorf("coordinator: ledger op %d: tenant %q credit would be %v", i, op.Tenant, credit[op.Tenant])
+		case SetCredit:
+			if op.Credit < 0 {
+				return fmt.Errorf("coordinator: ledger op %d: tenant %q credit %v: want 0 or more", i, op.Tenant, op.Credit)
 			}
+			credit[op.Tenant] = op.Credit
 		default:
 			return fmt.Errorf("coordinator: ledger op %d: unknown kind %d", i, op.Kind)
 		}

@@ -2,9 +2,11 @@ package region
 
 import (
 	"math"
+	"math/bits"
+	"runtime"
 	"sync/atomic"
+	"unsafe"
 
-	"github.com/afloat/afloat/internal/pid"
 	"github.com/afloat/afloat/quota"
 )
 
@@ -23,7 +25,7 @@ const sealed = math.MaxInt64
 // Two cores admitting from one word move its cache line between them on
 // every request, which costs more than the rest of Allow together on some
 // machines (docs/benchmarks.md#global-quota). So a lease large enough has
-// caches as well: one per P, each holding up to chunk whole tokens taken
+// caches as well: several (four per P by default), each holding up to chunk whole tokens taken
 // from the word chunk at a time, spent with a compare-and-swap on a line
 // no other core writes. The word's capacity tau is the burst less what
 // the caches may hold (len(caches)·chunk tokens), so the tokens the
@@ -49,11 +51,11 @@ type state struct {
 	from     int64   // local ns: valid from
 	until    int64   // local ns: valid until (exclusive)
 	mode     quota.Mode
-	caches   []cache // one per P; nil for none
+	caches   []cache // picked at random per request; nil for none
 	chunk    int64   // the most tokens a cache holds, and takes at a time
 }
 
-// cache is one P's tokens of a state. An admission from it writes held
+// cache is a share of a state's tokens. An admission from it writes held
 // alone: the tokens it admitted are counted as what went in less what is
 // held and what was taken out for other requests, so that the demand
 // count costs the fast path nothing. Padded to 128 bytes, a line of its
@@ -79,19 +81,40 @@ func (c *cache) fast() int64 {
 // bucket's current state.
 const cacheSealed = math.MinInt64
 
+// defaultCaches is how many token caches a lease gets by default: four per
+// P, so that goroutines running at once rarely pick the same one, and at
+// most 64, since every cache may hold tokens an idle spell leaves unused.
+func defaultCaches() int { return min(4*runtime.GOMAXPROCS(0), 64) }
+
+// stackShift drops the bits of a stack address that differ between one
+// goroutine's frames: goroutine stacks start at 2 KiB. The rest is mixed
+// (Fibonacci hashing), since stacks grow to 8, 32 KiB and more, and their
+// addresses then share their low bits.
+const stackShift = 11
+
+// roundCaches rounds a number of caches up to a power of two, so that a
+// mask picks one.
+func roundCaches(k int) int {
+	if k <= 1 {
+		return k
+	}
+	return 1 << bits.Len(uint(k-1))
+}
+
 // maxCacheChunk bounds a cache's tokens; a lease gets caches only when
-// its burst covers 64 full caches per P, so that they hold at most a 64th
+// its burst covers 64 full caches each, so that they hold at most a 64th
 // of it.
 const maxCacheChunk = 32
 
 // withCaches gives the state k caches, if its burst is large enough, and
 // takes what they may hold off the word's capacity (unless overBurst, a
 // deliberate fault for the chaos harness's mutation checks). Called once,
-// before the state is published.
+// before the state is published. k is rounded up to a power of two.
 func (s *state) withCaches(k int, overBurst bool) {
 	if k < 1 || s.perToken == 0 {
 		return
 	}
+	k = roundCaches(k)
 	chunk := min(maxCacheChunk, int64(s.lease.Burst/quota.One)/(64*int64(k)))
 	if chunk < 1 {
 		return
@@ -165,10 +188,16 @@ func (s *state) take(now, n int64) (admitted, retry bool, idle int64) {
 		}
 		return admitted, retry, idle
 	}
-	p := pid.P()
-	if p >= len(s.caches) { // fewer caches than Ps (GOMAXPROCS grew, or Caches set): share
-		p %= len(s.caches) // (not on every call: a division is a fifth of the fast path)
-	}
+	// Which cache: one chosen by the address of this goroutine's stack,
+	// so that a goroutine keeps to one cache (and its line stays in the
+	// core that runs it) while goroutines running at once mostly keep to
+	// different ones. No state is shared to choose, and no runtime
+	// internal is needed (the P a goroutine runs on would serve better,
+	// but only the runtime's procPin knows it, and a library does not
+	// link to it). A stack that moves as it grows moves to another cache:
+	// a hint, not a rule; correctness never depends on the choice.
+	var here byte
+	p := int((uint64(uintptr(unsafe.Pointer(&here)))>>stackShift)*0x9E3779B97F4A7C15>>32) & (len(s.caches) - 1)
 	c := &s.caches[p]
 	for {
 		h := c.held.Load()
@@ -189,7 +218,7 @@ func (s *state) take(now, n int64) (admitted, retry bool, idle int64) {
 	return admitted, retry, idle
 }
 
-// takeSlow serves a request that the P's cache cannot: from the word,
+// takeSlow serves a request that its cache cannot: from the word,
 // taking enough with it to fill the cache again; else from the word
 // alone; else from the word and every cache together. In that last case,
 // under contention, other requests may empty the caches between the count
@@ -291,7 +320,7 @@ func (c *cache) spend(need int64) int64 {
 }
 
 // deposit puts up to n tokens into the cache without taking it past
-// chunk, and returns what did not fit (another goroutine of the same P
+// chunk, and returns what did not fit (another goroutine
 // filled it first, or the state was sealed).
 func (c *cache) deposit(n, chunk int64) (rest int64) {
 	for {

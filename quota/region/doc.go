@@ -4,7 +4,8 @@
 //
 //	lim, err := region.New(region.DefaultConfig("eu", "acme"))
 //	go lim.Run(ctx, coord)                          // renews leases through the coordinator
-//	http.Handle("/", lim.Middleware()(handler))     // 429 + Retry-After when the quota is spent
+//	mw, err := lim.Middleware(tenantOfAPIKey)       // whose quota a request spends: a proved identity
+//	http.Handle("/", mw(handler))                   // 429 + Retry-After when the quota is spent
 //	ok := lim.Allow("acme", 1)                      // or by hand
 //
 // The bucket refills at the leased rate and holds at most the leased
@@ -12,18 +13,18 @@
 // never refilled; after a gap the bucket starts empty, unless the
 // coordinator transfers confirmed returned tokens. A lease ends
 // ValidFor − Margin after the region sent the request it answers, on the
-// region's own monotonic clock (less twice that clock's error bound), so
-// the region always stops before the coordinator stops counting the
-// lease; refill is derated by the clock's possible drift. The clock is
-// the CPU's time-stamp counter where the kernel keeps time with it, kept
-// within 50 µs of the monotonic clock, and time.Since elsewhere: it is
-// most of what Allow costs (ClockSource says which). In hard mode nothing is admitted without a valid lease;
-// in best-effort mode an emergency allowance E covers the gap, refilled
-// only from tokens a full bucket would drop.
+// region's own monotonic clock, so the region always stops before the
+// coordinator stops counting the lease; refill is derated by the clock's
+// possible drift. The clock is time.Since, which reads the monotonic
+// clock alone; it is most of what Allow costs. In hard mode nothing is
+// admitted without a valid lease; in best-effort mode an emergency
+// allowance E covers the gap, refilled only from tokens a full bucket
+// would drop.
 //
-// Two cores admitting for one tenant do not share a cache line on the
-// common path: each P spends from a small token cache of its own,
-// refilled a few tokens at a time from the lease's shared bucket, whose
+// Two cores admitting for one tenant seldom share a cache line on the
+// common path: a request spends from one of several small token caches
+// (four per P, picked at random), refilled a few tokens at a time from
+// the lease's shared bucket, whose
 // capacity is the burst less what the caches may hold — so the tokens a
 // region holds never exceed its burst, and an idle spell may leave up to
 // a 64th of it unused (Config.Caches; docs/quota.md, "Token caches").

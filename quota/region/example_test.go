@@ -22,7 +22,7 @@ func ExampleLimiter() {
 		ValidFor: 10 * time.Second, Margin: 500 * time.Millisecond,
 	}
 	in := lim.Install(0, grant)
-	fmt.Println("installed:", in.OK, "until", time.Duration(in.Until).Round(time.Millisecond))
+	fmt.Println("installed:", in.OK(), "until", time.Duration(in.Until).Round(time.Millisecond))
 
 	second := int64(time.Second)
 	admitted := 0

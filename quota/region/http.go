@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/afloat/afloat/quota"
 )
 
 type middleware struct {
@@ -16,12 +18,6 @@ type middleware struct {
 
 // MiddlewareOption configures Middleware.
 type MiddlewareOption func(*middleware)
-
-// WithTenant says whose quota a request spends; by default the
-// X-Tenant header.
-func WithTenant(f func(*http.Request) string) MiddlewareOption {
-	return func(m *middleware) { m.tenant = f }
-}
 
 // WithCost weighs a request; by default every request costs 1. A tenant's
 // per-endpoint weights (quota.Tenant.Costs) plug in here:
@@ -37,17 +33,29 @@ func WithRejectHandler(f func(w http.ResponseWriter, r *http.Request, retryAfter
 	return func(m *middleware) { m.reject = f }
 }
 
+// TenantFunc says whose quota a request spends: the tenant of the
+// identity the request has proved (its API key, its client certificate,
+// a claim of a verified token), never a name the client merely states —
+// a header such as X-Tenant lets any client spend another's quota.
+type TenantFunc func(*http.Request) string
+
 // Middleware returns net/http middleware that spends each request's cost
 // from its tenant's quota and answers 429 Too Many Requests when there is
-// none, with Retry-After: the time to the next local refill that fits the
-// request, rounded up to the second (the header's precision); or, when no
-// time can be promised (no valid lease: the coordinator is unreachable),
-// the bounded retry policy — the region's own retry interval, doubling
-// while it fails, at most MaxRetryAfter — with the body saying so. An
-// unknown tenant gets 403.
-func (l *Limiter) Middleware(opts ...MiddlewareOption) func(http.Handler) http.Handler {
+// none, with Retry-After (Limiter.RetryAfter's rule): the earliest of the
+// next local refill that fits the request and the activation of a lease
+// already received, rounded up to the second (the header's precision); or,
+// when no time can be promised (no valid lease: the coordinator is
+// unreachable), the bounded retry policy — when the region will next try
+// the coordinator, backing off while it fails, at most MaxRetryAfter —
+// with the body saying so. An
+// unknown tenant gets 403. tenant is required: without it the middleware
+// is refused with an error wrapping quota.ErrConfig.
+func (l *Limiter) Middleware(tenant TenantFunc, opts ...MiddlewareOption) (func(http.Handler) http.Handler, error) {
+	if tenant == nil {
+		return nil, fmt.Errorf("%w: region: Middleware needs a tenant function (whose quota a request spends)", quota.ErrConfig)
+	}
 	m := &middleware{
-		tenant: func(r *http.Request) string { return r.Header.Get("X-Tenant") },
+		tenant: tenant,
 		cost:   func(*http.Request) int64 { return 1 },
 		reject: rejectDefault,
 	}
@@ -70,7 +78,7 @@ func (l *Limiter) Middleware(opts ...MiddlewareOption) func(http.Handler) http.H
 			d, known := l.RetryAfter(now, tenant, cost)
 			m.reject(w, r, d, known)
 		})
-	}
+	}, nil
 }
 
 func rejectDefault(w http.ResponseWriter, r *http.Request, d time.Duration, known bool) {

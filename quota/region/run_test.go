@@ -2,6 +2,7 @@ package region_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -27,17 +28,14 @@ func newSystem(t *testing.T, ctx context.Context) *system {
 	tn := quota.Tenant{Name: "acme", Rate: 500 * quota.One, Burst: 6000 * quota.One, Regions: []string{"eu", "us", "ap"}}
 	s := &system{lims: map[string]*region.Limiter{}}
 	for _, r := range tn.Regions {
-		// The bubble's fake time moves time.Since, not the TSC that the
-		// default clock reads once it has measured its rate.
-		origin := time.Now()
-		l, err := region.New(region.DefaultConfig(r, "acme"), region.WithClock(func() int64 { return int64(time.Since(origin)) }))
+		l, err := region.New(region.DefaultConfig(r, "acme"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		s.lims[r] = l
 	}
 	srv, err := coordinator.NewServer(ctx, coordinator.Config{Tenants: []quota.Tenant{tn}}, coordinator.NewMemLedger(),
-		func(n quota.Nudge) { s.lims[n.Region].Nudge(n) })
+		coordinator.WithNudges(func(n quota.Nudge) { s.lims[n.Region].Nudge(n) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,16 +101,26 @@ func TestMiddleware(t *testing.T) {
 		defer cancel()
 		s := newSystem(t, ctx)
 		eu := s.lims["eu"]
-		h := eu.Middleware(region.WithCost(func(r *http.Request) int64 {
-			if r.URL.Path == "/export" {
-				return 100
-			}
-			return 1
-		}))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+		if _, err := eu.Middleware(nil); !errors.Is(err, quota.ErrConfig) {
+			t.Fatalf("Middleware(nil): %v, want quota.ErrConfig", err)
+		}
+		// The tenant comes from what the request proved: here an API key.
+		keys := map[string]string{"key-acme": "acme", "key-mallory": "mallory"}
+		mw, err := eu.Middleware(func(r *http.Request) string { return keys[r.Header.Get("Authorization")] },
+			region.WithCost(func(r *http.Request) int64 {
+				if r.URL.Path == "/export" {
+					return 100
+				}
+				return 1
+			}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
 		get := func(path, tenant string) *httptest.ResponseRecorder {
 			rec := httptest.NewRecorder()
 			req := httptest.NewRequest("GET", path, nil)
-			req.Header.Set("X-Tenant", tenant)
+			req.Header.Set("Authorization", "key-"+tenant)
 			h.ServeHTTP(rec, req)
 			return rec
 		}
@@ -124,6 +132,7 @@ func TestMiddleware(t *testing.T) {
 		if rec := get("/", "mallory"); rec.Code != 403 {
 			t.Fatalf("unknown tenant: %d", rec.Code)
 		}
+		go s.srv.Run(ctx)
 		go eu.Run(ctx, s.srv)
 		time.Sleep(2 * time.Second) // a lease, and two seconds of refill
 		if rec := get("/", "acme"); rec.Code != 200 {

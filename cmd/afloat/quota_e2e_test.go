@@ -1,0 +1,583 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/afloat/afloat/internal/faultproxy"
+	"github.com/afloat/afloat/quota/chaos"
+)
+
+// TestQuotaEndToEnd runs the global quota as a user deploys it, each part
+// an OS process of its own on loopback: a 3-member etcd cluster (embedded
+// members, afloat quota etcd), 2 coordinator replicas and 3 region agents,
+// with a fault-injecting TCP proxy on every link — between etcd members,
+// from each coordinator to each member, from each region to each
+// coordinator. It drives traffic into each region through the decision
+// API and, in one run: kills the leading coordinator (kill -9), kills an
+// etcd member (kill -9), partitions a region for longer than a lease,
+// moves all traffic to one region, and stops everything and restarts it
+// from its data directories. Then afloat quota check, on the merged event
+// logs, must find 0 violations: R·Δ + B for the hard tenant, R·Δ + B + 3E
+// for the best-effort one, nothing admitted without a lease in hard mode.
+// It prints how long after the leader's death renewals resumed.
+//
+// AFLOAT_QUOTA_E2E_LOGS=DIR keeps the event logs (and the processes'
+// stderr) in DIR.
+func TestQuotaEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary with the embedded etcd and runs a cluster for about a minute")
+	}
+	dir := t.TempDir()
+	if keep := os.Getenv("AFLOAT_QUOTA_E2E_LOGS"); keep != "" {
+		if err := os.MkdirAll(keep, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		dir = keep
+	}
+	bin := filepath.Join(t.TempDir(), "afloat")
+	build := exec.Command("go", "build", "-tags", "embedetcd", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags embedetcd: %v\n%s", err, out)
+	}
+	c := newCluster(t, bin, dir)
+	defer c.stopAll()
+
+	c.startEtcd()
+	c.startCoordinators()
+	c.startRegions()
+	traffic := c.drive()
+	defer traffic.stop()
+
+	step := func(name string, d time.Duration) {
+		t.Logf("%s: %v", name, d)
+		time.Sleep(d)
+	}
+	traffic.set(map[string]float64{"eu": 1, "us": 1, "ap": 1})
+	step("steady traffic in every region", 4*time.Second)
+
+	// 1. The leading coordinator dies.
+	lead := c.leader()
+	before := traffic.admitted()
+	killedAt := time.Now()
+	c.coords[lead].kill()
+	step(fmt.Sprintf("killed coordinator %d (the leader) with SIGKILL", lead), 3*time.Second)
+	during := traffic.admittedSince(before)
+	for _, r := range regions {
+		if during[r]["acme"] == 0 {
+			t.Errorf("region %s admitted nothing for the hard tenant in the 3 s after the leader's death: its lease should outlast it", r)
+		}
+	}
+
+	// 2. An etcd member dies.
+	c.etcd[0].kill()
+	step("killed etcd member 0 with SIGKILL", 3*time.Second)
+
+	// 3. A region is cut off from both coordinators for longer than a lease.
+	for _, p := range c.regionLinks["ap"] {
+		p.Cut()
+	}
+	step("partitioned region ap from the coordinators (lease 3 s)", 5*time.Second)
+	for _, p := range c.regionLinks["ap"] {
+		p.Heal()
+	}
+	step("healed ap", 2*time.Second)
+
+	// 4. All traffic moves to one region.
+	traffic.set(map[string]float64{"us": 3})
+	step("all traffic into us", 5*time.Second)
+
+	// 5. Everything stops, and starts again from its data directories.
+	traffic.pause()
+	c.stopRegions()
+	c.stopCoordinators()
+	c.stopEtcd()
+	t.Log("stopped every process")
+	c.startEtcd()
+	c.startCoordinators()
+	c.startRegions()
+	traffic.set(map[string]float64{"eu": 1, "us": 1, "ap": 1})
+	step("restarted from the data directories; traffic everywhere", 5*time.Second)
+	traffic.pause()
+	c.stopAll()
+
+	// Renewals resumed: the first grant of a later epoch after the kill.
+	resumed := c.firstGrantAfter(killedAt)
+	fmt.Printf("quota e2e: renewals resumed %v after the leader coordinator's kill -9 (etcd --heartbeat-interval 50 --election-timeout 500, session TTL 1 s; goal ≤ 2 s)\n", resumed.Round(time.Millisecond))
+	if resumed <= 0 {
+		t.Errorf("no grant after the leader's death")
+	}
+
+	// The merged logs, checked by the CLI as a user would.
+	args := append([]string{"quota", "check"}, c.logs()...)
+	var out, errOut bytes.Buffer
+	status := run(args, nil, &out, &errOut)
+	t.Logf("afloat quota check: status %d\n%s%s", status, out.String(), errOut.String())
+	var rep struct {
+		Violations      int      `json:"violations"`
+		Messages        []string `json:"messages"`
+		Admitted        int64    `json:"admitted"`
+		Rejected        int64    `json:"rejected"`
+		Leases          int      `json:"leases"`
+		NoLeaseAdmitted int64    `json:"admitted_without_lease"`
+		WorstExcess     float64  `json:"worst_excess"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("quota check printed %q: %v", out.String(), err)
+	}
+	if status != exitOK || rep.Violations != 0 {
+		t.Fatalf("quota check: status %d, %d violations: %v", status, rep.Violations, rep.Messages)
+	}
+	if rep.Admitted == 0 || rep.Leases == 0 {
+		t.Fatalf("quota check saw %d admitted tokens and %d leases: the run did nothing", rep.Admitted, rep.Leases)
+	}
+	fmt.Printf("quota e2e: %d leases, %d tokens admitted, %d refused, %d admitted without a lease (best-effort only), worst window %.1f tokens from its bound, 0 violations\n",
+		rep.Leases, rep.Admitted, rep.Rejected, rep.NoLeaseAdmitted, rep.WorstExcess)
+}
+
+var regions = []string{"eu", "us", "ap"}
+
+// proc is one OS process of the cluster.
+type proc struct {
+	t    *testing.T
+	name string
+	args []string
+	bin  string
+	log  string // stderr goes here
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func (p *proc) start() {
+	p.t.Helper()
+	f, err := os.OpenFile(p.log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.cmd = exec.Command(p.bin, p.args...)
+	p.cmd.Stdout, p.cmd.Stderr = f, f
+	// Should the test itself die, its cluster dies with it.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		p.t.Fatalf("%s: %v", p.name, err)
+	}
+	p.done = make(chan struct{})
+	go func() {
+		p.cmd.Wait() //nolint:errcheck // killed on purpose, or stopped
+		f.Close()
+		close(p.done)
+	}()
+}
+
+func (p *proc) running() bool {
+	if p.cmd == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func (p *proc) kill() {
+	if p.running() {
+		p.cmd.Process.Kill() //nolint:errcheck
+		<-p.done
+	}
+}
+
+// stop sends SIGTERM and waits (then SIGKILL after 10 s).
+func (p *proc) stop() {
+	if !p.running() {
+		return
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		p.t.Errorf("%s did not stop within 10 s of SIGTERM; killed", p.name)
+		p.kill()
+	}
+}
+
+type cluster struct {
+	t   *testing.T
+	bin string
+	dir string
+
+	etcd        []*proc
+	coords      []*proc
+	regions     map[string]*proc
+	regionAddrs map[string]string
+	regionLinks map[string][]*faultproxy.Proxy
+	etcdClient  []*faultproxy.Proxy
+	proxies     []*faultproxy.Proxy
+	config      string
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func newCluster(t *testing.T, bin, dir string) *cluster {
+	c := &cluster{t: t, bin: bin, dir: dir, regions: map[string]*proc{}, regionAddrs: map[string]string{},
+		regionLinks: map[string][]*faultproxy.Proxy{}}
+	proxy := func(target string) *faultproxy.Proxy {
+		p, err := faultproxy.New(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.proxies = append(c.proxies, p)
+		return p
+	}
+	// etcd: every member's peer and client ports behind a proxy.
+	var initial []string
+	type member struct{ client, peer string }
+	members := make([]member, 3)
+	peerProxies := make([]*faultproxy.Proxy, 3)
+	for i := range members {
+		members[i] = member{freeAddr(t), freeAddr(t)}
+		peerProxies[i] = proxy(members[i].peer)
+		c.etcdClient = append(c.etcdClient, proxy(members[i].client))
+		initial = append(initial, fmt.Sprintf("m%d=%s", i, peerProxies[i].URL()))
+	}
+	for i, m := range members {
+		c.etcd = append(c.etcd, &proc{t: t, name: fmt.Sprintf("etcd m%d", i), bin: bin, log: filepath.Join(dir, fmt.Sprintf("etcd-m%d.stderr", i)),
+			args: []string{"quota", "etcd", "--name", fmt.Sprintf("m%d", i), "--data-dir", filepath.Join(dir, fmt.Sprintf("etcd-m%d", i)),
+				"--client-url", "http://" + m.client, "--peer-url", "http://" + m.peer,
+				"--advertise-peer-url", peerProxies[i].URL(), "--advertise-client-url", c.etcdClient[i].URL(),
+				"--initial-cluster", strings.Join(initial, ",")}})
+	}
+	var etcdURLs []string
+	for _, p := range c.etcdClient {
+		etcdURLs = append(etcdURLs, p.URL())
+	}
+	// Two coordinators, each region reaching each through a proxy.
+	coordAddrs := []string{freeAddr(t), freeAddr(t)}
+	for k, addr := range coordAddrs {
+		c.coords = append(c.coords, &proc{t: t, name: fmt.Sprintf("coordinator %d", k), bin: bin,
+			log: filepath.Join(dir, fmt.Sprintf("coordinator-%d.stderr", k)),
+			args: []string{"quota", "coordinator", "--listen", addr, "--config", filepath.Join(dir, "quota.yaml"),
+				"--etcd", strings.Join(etcdURLs, ","), "--event-log", filepath.Join(dir, fmt.Sprintf("coordinator-%d.jsonl", k))}})
+	}
+	for _, r := range regions {
+		var links []string
+		for _, addr := range coordAddrs {
+			p := proxy(addr)
+			c.regionLinks[r] = append(c.regionLinks[r], p)
+			links = append(links, p.Addr())
+		}
+		c.regionAddrs[r] = freeAddr(t)
+		c.regions[r] = &proc{t: t, name: "region " + r, bin: bin, log: filepath.Join(dir, "region-"+r+".stderr"),
+			args: []string{"quota", "region", "--name", r, "--coordinator", strings.Join(links, ","), "--listen", c.regionAddrs[r],
+				"--config", filepath.Join(dir, "quota.yaml"), "--event-log", filepath.Join(dir, "region-"+r+".jsonl")}}
+	}
+	c.config = filepath.Join(dir, "quota.yaml")
+	// Leases of 3 s, so that a partition longer than a lease fits in
+	// seconds; a session TTL of 1 s (etcd's minimum with an election
+	// timeout of 500 ms), so that a dead leader blocks its successor ~1 s.
+	cfg := `cluster: e2e
+regions:
+  eu: {token: "eu-token-0123456789abcdef"}
+  us: {token: "us-token-0123456789abcdef"}
+  ap: {token: "ap-token-0123456789abcdef"}
+tenants:
+  - {name: acme, rate: 200, burst: 400, mode: hard, lease_duration: 3s, skew_margin: 200ms}
+  - {name: beta, rate: 100, burst: 100, mode: best-effort, emergency: 20, lease_duration: 3s, skew_margin: 200ms}
+etcd: {session_ttl: 1}
+agent: {retry: 100ms, max_retry: 500ms}
+`
+	if err := os.WriteFile(c.config, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func (c *cluster) startEtcd() {
+	for _, p := range c.etcd {
+		p.start()
+	}
+	// Ready when every member answers on its client port.
+	c.waitFor("etcd", func() bool {
+		for _, p := range c.etcdClient {
+			resp, err := http.Get(p.URL() + "/health")
+			if err != nil {
+				return false
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !strings.Contains(string(body), `"health":"true"`) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func (c *cluster) startCoordinators() {
+	for _, p := range c.coords {
+		p.start()
+	}
+	c.waitFor("a leading coordinator", func() bool { return c.leaderOrNone() >= 0 })
+}
+
+func (c *cluster) startRegions() {
+	for _, r := range regions {
+		c.regions[r].start()
+	}
+	c.waitFor("the regions' decision APIs", func() bool {
+		for _, r := range regions {
+			if _, err := http.Get("http://" + c.regionAddrs[r] + "/v1/status"); err != nil {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func (c *cluster) waitFor(what string, ok func() bool) {
+	c.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("%s not ready within 60 s (logs in %s)", what, c.dir)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// leaderOrNone finds the coordinator that answers an empty renewal with
+// 200: the leader; −1 if none does.
+func (c *cluster) leaderOrNone() int {
+	for k, p := range c.coords {
+		if !p.running() {
+			continue
+		}
+		addr := p.args[slicesIndex(p.args, "--listen")+1]
+		req, _ := http.NewRequest("POST", "http://"+addr+"/v1/renew", strings.NewReader(`{"requests":[]}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer eu-token-0123456789abcdef")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			return k
+		}
+	}
+	return -1
+}
+
+func slicesIndex(s []string, v string) int {
+	for i, x := range s {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}
+
+func (c *cluster) leader() int {
+	c.t.Helper()
+	k := c.leaderOrNone()
+	if k < 0 {
+		c.t.Fatal("no coordinator leads")
+	}
+	return k
+}
+
+func (c *cluster) stopRegions() {
+	for _, r := range regions {
+		c.regions[r].stop()
+	}
+}
+
+func (c *cluster) stopCoordinators() {
+	for _, p := range c.coords {
+		p.stop()
+	}
+}
+
+func (c *cluster) stopEtcd() {
+	for _, p := range c.etcd {
+		p.stop()
+	}
+}
+
+func (c *cluster) stopAll() {
+	c.stopRegions()
+	c.stopCoordinators()
+	c.stopEtcd()
+	for _, p := range c.proxies {
+		p.Close()
+	}
+	c.proxies = nil
+}
+
+func (c *cluster) logs() []string {
+	var out []string
+	for k := range c.coords {
+		out = append(out, filepath.Join(c.dir, fmt.Sprintf("coordinator-%d.jsonl", k)))
+	}
+	for _, r := range regions {
+		out = append(out, filepath.Join(c.dir, "region-"+r+".jsonl"))
+	}
+	return out
+}
+
+// firstGrantAfter reads the coordinators' logs for the first lease
+// granted after t by an epoch that started after t: how long after t
+// renewals resumed.
+func (c *cluster) firstGrantAfter(t0 time.Time) time.Duration {
+	var restarts []chaos.Event
+	var leases []chaos.Event
+	for k := range c.coords {
+		f, err := os.Open(filepath.Join(c.dir, fmt.Sprintf("coordinator-%d.jsonl", k)))
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			e, err := chaos.ParseEvent(sc.Bytes())
+			if err != nil {
+				continue
+			}
+			switch e.Ev {
+			case "restart":
+				restarts = append(restarts, e)
+			case "lease":
+				leases = append(leases, e)
+			}
+		}
+		f.Close()
+	}
+	var epoch uint64
+	for _, e := range restarts {
+		if e.T > t0.UnixNano() && (epoch == 0 || e.Epoch < epoch) {
+			epoch = e.Epoch
+		}
+	}
+	first := int64(0)
+	for _, e := range leases {
+		if e.Epoch == epoch && (first == 0 || e.T < first) {
+			first = e.T
+		}
+	}
+	if first == 0 {
+		return 0
+	}
+	return time.Duration(first - t0.UnixNano())
+}
+
+// traffic drives requests into the regions' decision APIs.
+type traffic struct {
+	c      *cluster
+	share  atomic.Pointer[map[string]float64]
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	count  map[string]map[string]int64 // region → tenant → allowed
+}
+
+// perRegion is the requests a second into a region at share 1: acme's
+// R is 200, so three regions at 150 a second each offer more than it.
+const perRegion = 150
+
+func (c *cluster) drive() *traffic {
+	ctx, cancel := context.WithCancel(context.Background())
+	tr := &traffic{c: c, cancel: cancel, count: map[string]map[string]int64{}}
+	none := map[string]float64{}
+	tr.share.Store(&none)
+	client := &http.Client{Timeout: 2 * time.Second}
+	for _, r := range regions {
+		tr.count[r] = map[string]int64{}
+		for _, tenant := range []string{"acme", "beta"} {
+			tr.wg.Go(func() {
+				tick := time.NewTicker(time.Second / perRegion)
+				defer tick.Stop()
+				debt := 0.0
+				for {
+					select {
+					case <-ctx.Done():
+						return
+					case <-tick.C:
+					}
+					debt += (*tr.share.Load())[r]
+					for ; debt >= 1; debt-- {
+						ok := postAllow(client, c.regionAddrs[r], tenant)
+						if ok {
+							tr.mu.Lock()
+							tr.count[r][tenant]++
+							tr.mu.Unlock()
+						}
+					}
+				}
+			})
+		}
+	}
+	return tr
+}
+
+func postAllow(client *http.Client, addr, tenant string) bool {
+	resp, err := client.Post("http://"+addr+"/v1/allow", "application/json", strings.NewReader(`{"tenant":"`+tenant+`","n":1}`))
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var ans struct {
+		Allowed bool `json:"allowed"`
+	}
+	json.NewDecoder(resp.Body).Decode(&ans) //nolint:errcheck
+	return ans.Allowed
+}
+
+func (tr *traffic) set(share map[string]float64) { tr.share.Store(&share) }
+func (tr *traffic) pause()                       { tr.set(map[string]float64{}) }
+func (tr *traffic) stop()                        { tr.cancel(); tr.wg.Wait() }
+
+func (tr *traffic) admitted() map[string]map[string]int64 {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	out := map[string]map[string]int64{}
+	for r, m := range tr.count {
+		out[r] = map[string]int64{}
+		for t, n := range m {
+			out[r][t] = n
+		}
+	}
+	return out
+}
+
+func (tr *traffic) admittedSince(before map[string]map[string]int64) map[string]map[string]int64 {
+	now := tr.admitted()
+	for r, m := range now {
+		for t := range m {
+			m[t] -= before[r][t]
+		}
+	}
+	return now
+}

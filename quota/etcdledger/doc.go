@@ -1,0 +1,17 @@
+// Package etcdledger keeps the quota coordinator's ledger in etcd
+// (go.etcd.io/etcd/client/v3): the leases granted and not yet ended, each
+// tenant's credit and the next lease id, under one key prefix.
+//
+// Fencing is etcd's election: Fence campaigns (concurrency.Election) and
+// returns once this process leads; the epoch is its election key's create
+// revision, and every Commit is one transaction guarded by
+// Compare(CreateRevision(key) = epoch). A leader that was paused, cut off
+// or replaced cannot write, so it cannot grant. Lease expiries are the
+// coordinator's own deadlines, stored as data, never etcd lease TTLs.
+//
+//	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints})
+//	ledger, err := etcdledger.Open(ctx, etcdledger.Config{Client: cli, Cluster: "prod", Candidate: myURL})
+//	srv, err := coordinator.NewServer(ctx, cfg, ledger) // blocks until this replica leads
+//
+// Its tests run against a real embedded etcd: go test -tags embedetcd.
+package etcdledger

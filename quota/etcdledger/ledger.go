@@ -1,0 +1,409 @@
+package etcdledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/afloat/afloat/quota"
+	"github.com/afloat/afloat/quota/coordinator"
+)
+
+// Errors of the ledger.
+var (
+	// ErrForeign: the key prefix holds data that is not this quota
+	// cluster's ledger — another cluster's, or something else entirely.
+	// The ledger refuses to start rather than count or overwrite it.
+	ErrForeign = errors.New("etcdledger: the key prefix holds another cluster's data")
+	// ErrNotLeader: the ledger has not (or no longer) won the election.
+	ErrNotLeader = errors.New("etcdledger: not the leader")
+)
+
+// format names the layout of the keys under the prefix.
+const format = "afloat-quota-ledger/1"
+
+// Config configures a Ledger. The zero value of each optional field takes
+// the default given with it.
+type Config struct {
+	// Client is the etcd client; required. The ledger does not close it.
+	Client *clientv3.Client
+	// Prefix is where the ledger keeps its keys; default "/afloat/quota/".
+	Prefix string
+	// Cluster names the quota cluster the prefix belongs to; default
+	// "afloat". A prefix written by another cluster is refused
+	// (ErrForeign), so two clusters pointed at one etcd by mistake cannot
+	// count each other's leases.
+	Cluster string
+	// Candidate is what this coordinator announces when it leads: its
+	// address, so that followers can send regions to it.
+	Candidate string
+	// SessionTTL is the etcd lease, in seconds, that keeps the election
+	// key alive: how long a dead leader blocks its successor. Default 2;
+	// etcd grants at least ⌈1.5 × its election timeout⌉ (1 s with
+	// --election-timeout 500, 2 s with the default 1000).
+	SessionTTL int
+	// MaxTxnOps is etcd's limit on the operations of a transaction
+	// (--max-txn-ops); default 128.
+	MaxTxnOps int
+	// CompactEvery compacts the etcd history once this many revisions
+	// have passed since the last compaction, keeping the last
+	// CompactEvery; default 10,000, −1 for never (an etcd run with its
+	// own --auto-compaction). Thousands of writes a second would fill
+	// etcd's storage quota (2 GiB by default) within hours without it.
+	CompactEvery int64
+}
+
+func (c Config) withDefaults() Config {
+	if c.Prefix == "" {
+		c.Prefix = "/afloat/quota/"
+	}
+	if !strings.HasSuffix(c.Prefix, "/") {
+		c.Prefix += "/"
+	}
+	if c.Cluster == "" {
+		c.Cluster = "afloat"
+	}
+	if c.SessionTTL == 0 {
+		c.SessionTTL = 2
+	}
+	if c.MaxTxnOps == 0 {
+		c.MaxTxnOps = 128
+	}
+	if c.CompactEvery == 0 {
+		c.CompactEvery = 10_000
+	}
+	return c
+}
+
+// Validate reports the first field out of range.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case c.Client == nil:
+		return fmt.Errorf("%w: etcdledger: no etcd client", quota.ErrConfig)
+	case len(c.Cluster) > 128:
+		return fmt.Errorf("%w: etcdledger: cluster name of %d bytes: want at most 128", quota.ErrConfig, len(c.Cluster))
+	case c.SessionTTL < 1 || c.SessionTTL > 600:
+		return fmt.Errorf("%w: etcdledger: session TTL %d s: want 1 to 600", quota.ErrConfig, c.SessionTTL)
+	case c.MaxTxnOps < 8 || c.MaxTxnOps > 1_000_000:
+		return fmt.Errorf("%w: etcdledger: max txn ops %d: want 8 to 1000000", quota.ErrConfig, c.MaxTxnOps)
+	case c.CompactEvery < -1 || (c.CompactEvery > 0 && c.CompactEvery < 100):
+		return fmt.Errorf("%w: etcdledger: compact every %d revisions: want -1 (never) or at least 100", quota.ErrConfig, c.CompactEvery)
+	}
+	return nil
+}
+
+// Ledger is a coordinator.Ledger on etcd. Fence campaigns in an
+// etcd election and returns once this process leads; the epoch is the
+// create revision of its election key, so every later leader's is higher.
+// Commit writes every batch of ops as one transaction guarded by
+// Compare(CreateRevision(leader key) = epoch): once a successor has won —
+// or this leader's session has expired, deleting its key — a deposed or
+// paused leader can write nothing. Lease expiries are the coordinator's
+// own deadlines, stored as data; no etcd lease TTL is put on a quota
+// lease (etcd resets every lease's TTL when its own leader changes).
+//
+// Keys under the prefix: meta (format and cluster name), election/…,
+// lease/<id> (a quota.Lease in JSON), credit/<tenant> (micro-tokens),
+// nextid. A Ledger is safe for concurrent use.
+type Ledger struct {
+	cfg Config
+
+	mu          sync.Mutex
+	session     *concurrency.Session
+	election    *concurrency.Election
+	key         string // the election key while leading
+	epoch       int64
+	lastCompact int64
+	nextID      uint64
+}
+
+var (
+	_ coordinator.Ledger   = (*Ledger)(nil)
+	_ coordinator.MaxOpser = (*Ledger)(nil)
+)
+
+// Open checks that the prefix is this cluster's ledger (writing its meta
+// key if the prefix is empty) and returns a ledger that does not lead yet.
+func Open(ctx context.Context, cfg Config) (*Ledger, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	l := &Ledger{cfg: cfg}
+	meta, _ := json.Marshal(struct {
+		Format  string `json:"format"`
+		Cluster string `json:"cluster"`
+	}{format, cfg.Cluster})
+	metaKey := cfg.Prefix + "meta"
+	// Write the meta key only into an empty prefix.
+	resp, err := cfg.Client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(metaKey), "=", 0)).
+		Then(clientv3.OpGet(cfg.Prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())).
+		Else(clientv3.OpGet(metaKey)).
+		Commit()
+	if err != nil {
+		return nil, fmt.Errorf("etcdledger: reading %s: %w", metaKey, err)
+	}
+	if resp.Succeeded {
+		if n := resp.Responses[0].GetResponseRange().Count; n > 0 {
+			return nil, fmt.Errorf("%w: %s holds %d keys and no %s: not an afloat quota ledger; use another --etcd-prefix", ErrForeign, cfg.Prefix, n, metaKey)
+		}
+		put, err := cfg.Client.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(metaKey), "=", 0)).
+			Then(clientv3.OpPut(metaKey, string(meta))).
+			Commit()
+		if err != nil {
+			return nil, fmt.Errorf("etcdledger: writing %s: %w", metaKey, err)
+		}
+		if put.Succeeded {
+			return l, nil
+		}
+		// Another coordinator wrote it first: check what it wrote.
+		get, err := cfg.Client.Get(ctx, metaKey)
+		if err != nil {
+			return nil, fmt.Errorf("etcdledger: reading %s: %w", metaKey, err)
+		}
+		return l, l.checkMeta(get.Kvs, meta)
+	}
+	return l, l.checkMeta(resp.Responses[0].GetResponseRange().Kvs, meta)
+}
+
+func (l *Ledger) checkMeta(kvs []*mvccpb.KeyValue, want []byte) error {
+	if len(kvs) == 0 {
+		return fmt.Errorf("%w: %smeta vanished while starting", ErrForeign, l.cfg.Prefix)
+	}
+	if string(kvs[0].Value) != string(want) {
+		return fmt.Errorf("%w: %smeta is %s, this coordinator's is %s: another quota cluster (or another version) writes here; use another --etcd-prefix or cluster name",
+			ErrForeign, l.cfg.Prefix, kvs[0].Value, want)
+	}
+	return nil
+}
+
+// MaxOps implements coordinator.MaxOpser: etcd's limit, less the one
+// operation Commit adds (the next id).
+func (l *Ledger) MaxOps() int { return l.cfg.MaxTxnOps - 1 }
+
+// Fence implements coordinator.Ledger: it campaigns, blocking until this
+// process leads (or ctx ends), then reads the ledger.
+func (l *Ledger) Fence(ctx context.Context) (coordinator.Snapshot, error) {
+	l.mu.Lock()
+	s := l.session
+	l.mu.Unlock()
+	if s == nil || isDone(s.Done()) {
+		var err error
+		s, err = concurrency.NewSession(l.cfg.Client, concurrency.WithTTL(l.cfg.SessionTTL))
+		if err != nil {
+			return coordinator.Snapshot{}, fmt.Errorf("etcdledger: starting a session: %w", err)
+		}
+	}
+	e := concurrency.NewElection(s, l.cfg.Prefix+"election")
+	if err := e.Campaign(ctx, l.cfg.Candidate); err != nil {
+		return coordinator.Snapshot{}, fmt.Errorf("etcdledger: campaigning: %w", err)
+	}
+	snap := coordinator.Snapshot{Epoch: uint64(e.Rev()), Credit: map[string]quota.Micro{}}
+	p := l.cfg.Prefix
+	// One read, at one revision, after winning: everything every earlier
+	// leader wrote is in it, and nothing it writes can change it now.
+	resp, err := l.cfg.Client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(e.Key()), "=", e.Rev())).
+		Then(clientv3.OpGet(p+"lease/", clientv3.WithPrefix()),
+			clientv3.OpGet(p+"credit/", clientv3.WithPrefix()),
+			clientv3.OpGet(p+"nextid")).
+		Commit()
+	if err != nil {
+		return coordinator.Snapshot{}, fmt.Errorf("etcdledger: reading the ledger: %w", err)
+	}
+	if !resp.Succeeded {
+		return coordinator.Snapshot{}, fmt.Errorf("%w: lost the election while reading the ledger", quota.ErrStaleEpoch)
+	}
+	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
+		var ls quota.Lease
+		if err := json.Unmarshal(kv.Value, &ls); err != nil || ls.ID == 0 {
+			return coordinator.Snapshot{}, fmt.Errorf("%w: %s: not a lease: %q", ErrForeign, kv.Key, kv.Value)
+		}
+		snap.Leases = append(snap.Leases, ls)
+		snap.NextID = max(snap.NextID, ls.ID+1)
+	}
+	for _, kv := range resp.Responses[1].GetResponseRange().Kvs {
+		v, err := strconv.ParseInt(string(kv.Value), 10, 64)
+		if err != nil || v < 0 {
+			return coordinator.Snapshot{}, fmt.Errorf("%w: %s: not a credit: %q", ErrForeign, kv.Key, kv.Value)
+		}
+		snap.Credit[strings.TrimPrefix(string(kv.Key), p+"credit/")] = quota.Micro(v)
+	}
+	if kvs := resp.Responses[2].GetResponseRange().Kvs; len(kvs) > 0 {
+		v, err := strconv.ParseUint(string(kvs[0].Value), 10, 64)
+		if err != nil {
+			return coordinator.Snapshot{}, fmt.Errorf("%w: %snextid: %q", ErrForeign, p, kvs[0].Value)
+		}
+		snap.NextID = max(snap.NextID, v)
+	}
+	snap.NextID = max(snap.NextID, 1)
+	l.mu.Lock()
+	l.session, l.election, l.key, l.epoch, l.nextID = s, e, e.Key(), e.Rev(), snap.NextID
+	l.lastCompact = max(l.lastCompact, resp.Header.Revision)
+	l.mu.Unlock()
+	return snap, nil
+}
+
+// Commit implements coordinator.Ledger: one transaction, guarded by the
+// leader key's create revision. Ops on one key keep the last (etcd
+// refuses a key twice in one transaction): a lease put and ended in one
+// batch is deleted.
+func (l *Ledger) Commit(ctx context.Context, epoch uint64, ops ...coordinator.Op) error {
+	l.mu.Lock()
+	key, cur := l.key, l.epoch
+	next := l.nextID
+	l.mu.Unlock()
+	if key == "" || uint64(cur) != epoch {
+		return fmt.Errorf("%w: write at epoch %d, this ledger leads at %d", quota.ErrStaleEpoch, epoch, cur)
+	}
+	p := l.cfg.Prefix
+	order := make([]string, 0, len(ops))
+	last := make(map[string]clientv3.Op, len(ops))
+	set := func(k string, op clientv3.Op) {
+		if _, ok := last[k]; !ok {
+			order = append(order, k)
+		}
+		last[k] = op
+	}
+	for i, op := range ops {
+		switch op.Kind {
+		case coordinator.PutLease:
+			if op.Lease.ID == 0 {
+				return fmt.Errorf("etcdledger: op %d: lease ID 0", i)
+			}
+			v, err := json.Marshal(op.Lease)
+			if err != nil {
+				return fmt.Errorf("etcdledger: op %d: %w", i, err)
+			}
+			k := leaseKey(p, op.Lease.ID)
+			set(k, clientv3.OpPut(k, string(v)))
+			next = max(next, op.Lease.ID+1)
+		case coordinator.EndLease:
+			k := leaseKey(p, op.ID)
+			set(k, clientv3.OpDelete(k))
+		case coordinator.SetCredit:
+			if op.Credit < 0 {
+				return fmt.Errorf("etcdledger: op %d: tenant %q credit %v: want 0 or more", i, op.Tenant, op.Credit)
+			}
+			k := p + "credit/" + op.Tenant
+			if op.Credit == 0 {
+				set(k, clientv3.OpDelete(k))
+			} else {
+				set(k, clientv3.OpPut(k, strconv.FormatInt(int64(op.Credit), 10)))
+			}
+		default:
+			return fmt.Errorf("etcdledger: op %d: unknown kind %d", i, op.Kind)
+		}
+	}
+	then := make([]clientv3.Op, 0, len(order)+1)
+	for _, k := range order {
+		then = append(then, last[k])
+	}
+	then = append(then, clientv3.OpPut(p+"nextid", strconv.FormatUint(next, 10)))
+	if len(then) > l.cfg.MaxTxnOps {
+		return fmt.Errorf("etcdledger: %d operations in one transaction: etcd takes at most %d", len(then), l.cfg.MaxTxnOps)
+	}
+	resp, err := l.cfg.Client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", int64(epoch))).
+		Then(then...).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("etcdledger: writing %d ops: %w", len(then), err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("%w: the election key of epoch %d is gone: a successor leads, or this leader's session expired", quota.ErrStaleEpoch, epoch)
+	}
+	l.mu.Lock()
+	l.nextID = max(l.nextID, next)
+	rev := resp.Header.Revision
+	compact := l.cfg.CompactEvery > 0 && rev-l.lastCompact >= 2*l.cfg.CompactEvery
+	if compact {
+		l.lastCompact = rev - l.cfg.CompactEvery
+	}
+	l.mu.Unlock()
+	if compact {
+		// Keep the last CompactEvery revisions; an error here costs disk,
+		// not correctness, and the next threshold tries again.
+		go l.cfg.Client.Compact(context.WithoutCancel(ctx), rev-l.cfg.CompactEvery) //nolint:errcheck
+	}
+	return nil
+}
+
+func leaseKey(prefix string, id uint64) string {
+	return prefix + "lease/" + fmt.Sprintf("%020d", id)
+}
+
+// Epoch is the epoch this ledger leads at; 0 before Fence.
+func (l *Ledger) Epoch() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return uint64(l.epoch)
+}
+
+// Leader returns the candidate value of the coordinator that leads now
+// (its address), or ErrNotLeader's sentinel wrapped when none does.
+func (l *Ledger) Leader(ctx context.Context) (string, error) {
+	resp, err := l.cfg.Client.Get(ctx, l.cfg.Prefix+"election/", clientv3.WithFirstCreate()...)
+	if err != nil {
+		return "", fmt.Errorf("etcdledger: reading the election: %w", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return "", fmt.Errorf("%w: no coordinator leads", ErrNotLeader)
+	}
+	return string(resp.Kvs[0].Value), nil
+}
+
+// Lost is closed when this ledger's session ends (its etcd lease expired
+// or was revoked): it no longer leads, and its writes are refused.
+func (l *Ledger) Lost() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.session == nil {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return l.session.Done()
+}
+
+// Close resigns (if leading) and ends the session, so that a successor
+// need not wait for the session's TTL.
+func (l *Ledger) Close() error {
+	l.mu.Lock()
+	s, e := l.session, l.election
+	l.session, l.election, l.key = nil, nil, ""
+	l.mu.Unlock()
+	if e != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), timeoutClose)
+		e.Resign(ctx) //nolint:errcheck // Close revokes the lease anyway
+		cancel()
+	}
+	if s != nil {
+		return s.Close()
+	}
+	return nil
+}
+
+func isDone(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// timeoutClose bounds Close's resignation.
+const timeoutClose = 2 * time.Second

@@ -1,0 +1,154 @@
+//go:build embedetcd
+
+package etcdledger_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/afloat/afloat/quota"
+	"github.com/afloat/afloat/quota/coordinator"
+	"github.com/afloat/afloat/quota/etcdledger"
+	"github.com/afloat/afloat/quota/service"
+)
+
+// etcd starts a real single-member etcd for the test and returns a client
+// factory.
+func etcd(t *testing.T) func() *clientv3.Client {
+	t.Helper()
+	m, err := service.StartMember(context.Background(), service.MemberConfig{Name: "test", DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return func() *clientv3.Client {
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cli.Close() })
+		return cli
+	}
+}
+
+func open(t *testing.T, cli *clientv3.Client, cluster string) *etcdledger.Ledger {
+	t.Helper()
+	l, err := etcdledger.Open(context.Background(), etcdledger.Config{Client: cli, Cluster: cluster, Candidate: "http://" + cluster, SessionTTL: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// TestFencingAndRestore: a successor's epoch is higher; the deposed
+// leader's writes are refused; the successor reads every lease and credit
+// the first wrote, and writes on.
+func TestFencingAndRestore(t *testing.T) {
+	newClient := etcd(t)
+	ctx := context.Background()
+	a := open(t, newClient(), "c")
+	snap, err := a.Fence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease := quota.Lease{ID: 1, Tenant: "acme", Region: "eu", Epoch: snap.Epoch, Rate: 5 * quota.One, Burst: 10 * quota.One, Expires: time.Second}
+	if err := a.Commit(ctx, snap.Epoch,
+		coordinator.Op{Kind: coordinator.PutLease, Lease: lease},
+		coordinator.Op{Kind: coordinator.PutLease, Lease: quota.Lease{ID: 2, Tenant: "acme", Region: "us"}},
+		coordinator.Op{Kind: coordinator.EndLease, ID: 2}, // put and ended in one batch: deleted
+		coordinator.Op{Kind: coordinator.SetCredit, Tenant: "acme", Credit: 3 * quota.One},
+		coordinator.Op{Kind: coordinator.SetCredit, Tenant: "acme", Credit: 4 * quota.One}, // the last wins
+	); err != nil {
+		t.Fatal(err)
+	}
+
+	b := open(t, newClient(), "c")
+	won := make(chan coordinator.Snapshot, 1)
+	go func() {
+		s, err := b.Fence(ctx) // waits: a leads
+		if err != nil {
+			t.Error(err)
+		}
+		won <- s
+	}()
+	select {
+	case <-won:
+		t.Fatal("a second ledger won the election while the first leads")
+	case <-time.After(300 * time.Millisecond):
+	}
+	a.Close() // a resigns (a dead leader's session expires within its TTL instead)
+	var s2 coordinator.Snapshot
+	select {
+	case s2 = <-won:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the successor did not win")
+	}
+	if s2.Epoch <= snap.Epoch {
+		t.Fatalf("epochs %d then %d: want increasing", snap.Epoch, s2.Epoch)
+	}
+	if len(s2.Leases) != 1 || s2.Leases[0] != lease || s2.Credit["acme"] != 4*quota.One || s2.NextID != 3 {
+		t.Fatalf("restored %+v", s2)
+	}
+	if err := a.Commit(ctx, snap.Epoch, coordinator.Op{Kind: coordinator.PutLease, Lease: quota.Lease{ID: 9}}); !errors.Is(err, quota.ErrStaleEpoch) {
+		t.Fatalf("the deposed leader wrote: %v", err)
+	}
+	// A leader whose key is gone (its session expired) cannot write even
+	// with its own epoch: the guard is in the transaction, in etcd.
+	cli := newClient()
+	if _, err := cli.Delete(ctx, "/afloat/quota/election/", clientv3.WithPrefix()); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(ctx, s2.Epoch, coordinator.Op{Kind: coordinator.PutLease, Lease: quota.Lease{ID: 10}}); !errors.Is(err, quota.ErrStaleEpoch) {
+		t.Fatalf("a leader without its key wrote: %v", err)
+	}
+}
+
+// TestForeignPrefix: a prefix holding another cluster's ledger, or keys
+// that are no ledger, is refused with the reason.
+func TestForeignPrefix(t *testing.T) {
+	newClient := etcd(t)
+	ctx := context.Background()
+	cli := newClient()
+	open(t, cli, "blue")
+	_, err := etcdledger.Open(ctx, etcdledger.Config{Client: cli, Cluster: "green"})
+	if !errors.Is(err, etcdledger.ErrForeign) {
+		t.Fatalf("another cluster's prefix: %v, want ErrForeign", err)
+	}
+	t.Log(err)
+	if _, err := cli.Put(ctx, "/other/app/key", "x"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = etcdledger.Open(ctx, etcdledger.Config{Client: cli, Prefix: "/other/", Cluster: "green"})
+	if !errors.Is(err, etcdledger.ErrForeign) {
+		t.Fatalf("a prefix with other keys: %v, want ErrForeign", err)
+	}
+	t.Log(err)
+}
+
+// TestTooManyOps: a batch over etcd's limit is refused whole by the
+// ledger, before etcd sees it; the server's batches stay under it.
+func TestTooManyOps(t *testing.T) {
+	newClient := etcd(t)
+	ctx := context.Background()
+	l := open(t, newClient(), "c")
+	snap, err := l.Fence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []coordinator.Op
+	for i := range l.MaxOps() + 1 {
+		ops = append(ops, coordinator.Op{Kind: coordinator.PutLease, Lease: quota.Lease{ID: uint64(i + 1)}})
+	}
+	if err := l.Commit(ctx, snap.Epoch, ops...); err == nil {
+		t.Fatal("a transaction over the limit was accepted")
+	}
+	if err := l.Commit(ctx, snap.Epoch, ops[:l.MaxOps()]...); err != nil {
+		t.Fatalf("a transaction at the limit: %v", err)
+	}
+}

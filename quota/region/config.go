@@ -1,0 +1,110 @@
+package region
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/afloat/afloat/quota"
+)
+
+// Config configures a Limiter. The zero value of each optional field takes
+// the default given with it.
+type Config struct {
+	// Region is where this limiter runs; required.
+	Region string
+	// Tenants are the tenants it serves; others are refused.
+	Tenants []string
+	// MaxDrift bounds how much faster than real time this machine's
+	// monotonic clock may run (NTP slews by at most 500 ppm). Refill is
+	// derated and lease validity shortened by it, so that a fast clock
+	// cannot admit more than the lease allows; default 500e-6.
+	MaxDrift float64
+	// HotInterval is how soon a region whose demand outgrows its share
+	// asks again; default 250 ms.
+	HotInterval time.Duration
+	// Retry is the first wait before re-sending an unanswered request; it
+	// doubles up to MaxRetry while the coordinator stays unreachable.
+	// Defaults 500 ms and 8 s.
+	Retry, MaxRetry time.Duration
+	// MaxRetryAfter caps the Retry-After the middleware promises; 30 s.
+	MaxRetryAfter time.Duration
+	// Jitter spreads re-sends: each wait before re-sending an unanswered
+	// request is stretched by a random fraction up to Jitter, so that
+	// regions (and tenants) cut off together do not come back in step.
+	// 0 (the default) for none: the chaos harness's runs replay exactly.
+	Jitter float64
+	// Caches is how many token caches each lease is spent from (see
+	// state in bucket.go): 0 for the default, four per P (GOMAXPROCS at
+	// New) and at most 64; −1 for none, so that every request takes from
+	// the one shared word. The chaos harness uses 1, so that a run depends
+	// on its seed alone and not on which cache served a call. A limiter
+	// serving more than maxCachedTenants tenants has none: 128 bytes per
+	// cache per tenant would add up, and its requests spread over many
+	// buckets anyway.
+	Caches int
+	// SeqBase numbers requests from SeqBase+1. A region that restarts must
+	// not reuse the numbers its previous run sent — the coordinator
+	// answers a request it has seen with the grant it gave it, for
+	// idempotent retries — so a process sets it from the wall clock
+	// (quota/agent does); 0 for tests and simulations.
+	SeqBase uint64
+}
+
+// DefaultConfig returns the defaults for a region.
+func DefaultConfig(region string, tenants ...string) Config {
+	return Config{
+		Region: region, Tenants: tenants,
+		MaxDrift: 500e-6, HotInterval: 250 * time.Millisecond,
+		Retry: 500 * time.Millisecond, MaxRetry: 8 * time.Second,
+		MaxRetryAfter: 30 * time.Second,
+	}
+}
+
+func (c Config) withDefaults() Config {
+	d := DefaultConfig(c.Region, c.Tenants...)
+	if c.MaxDrift == 0 {
+		c.MaxDrift = d.MaxDrift
+	}
+	if c.HotInterval == 0 {
+		c.HotInterval = d.HotInterval
+	}
+	if c.Retry == 0 {
+		c.Retry = d.Retry
+	}
+	if c.MaxRetry == 0 {
+		c.MaxRetry = d.MaxRetry
+	}
+	if c.MaxRetryAfter == 0 {
+		c.MaxRetryAfter = d.MaxRetryAfter
+	}
+	return c
+}
+
+// Validate reports the first field out of range.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case c.Region == "" || len(c.Region) > 64:
+		return fmt.Errorf("%w: region %q: want 1 to 64 bytes", quota.ErrConfig, c.Region)
+	case len(c.Tenants) == 0 || len(c.Tenants) > 100_000:
+		return fmt.Errorf("%w: %d tenants: want 1 to 100000", quota.ErrConfig, len(c.Tenants))
+	case !(c.MaxDrift >= 0 && c.MaxDrift <= 0.01):
+		return fmt.Errorf("%w: max drift %v: want 0 to 0.01", quota.ErrConfig, c.MaxDrift)
+	case c.HotInterval < time.Millisecond || c.HotInterval > time.Minute:
+		return fmt.Errorf("%w: hot interval %v: want 1ms to 1m", quota.ErrConfig, c.HotInterval)
+	case c.Retry < time.Millisecond || c.MaxRetry < c.Retry || c.MaxRetry > time.Hour:
+		return fmt.Errorf("%w: retry %v up to %v: want 1ms ≤ retry ≤ max retry ≤ 1h", quota.ErrConfig, c.Retry, c.MaxRetry)
+	case c.MaxRetryAfter < time.Second || c.MaxRetryAfter > time.Hour:
+		return fmt.Errorf("%w: max Retry-After %v: want 1s to 1h", quota.ErrConfig, c.MaxRetryAfter)
+	case !(c.Jitter >= 0 && c.Jitter <= 1):
+		return fmt.Errorf("%w: jitter %v: want 0 to 1", quota.ErrConfig, c.Jitter)
+	case c.Caches < -1 || c.Caches > 1024:
+		return fmt.Errorf("%w: caches %d: want -1 (none), 0 (the default: 4 per P, at most 64) or 1 to 1024", quota.ErrConfig, c.Caches)
+	}
+	for i, t := range c.Tenants {
+		if t == "" || len(t) > 128 {
+			return fmt.Errorf("%w: tenants[%d] %q: want 1 to 128 bytes", quota.ErrConfig, i, t)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,143 @@
+package region
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/afloat/afloat/quota"
+)
+
+// Request builds the tenant's next request to the coordinator, and
+// records when it was sent: the lease that answers it ends ValidFor −
+// Margin after now, on this clock. Demand is what was offered since the
+// previous request, per second.
+func (l *Limiter) Request(now int64, tenant string) (quota.Request, error) {
+	b := l.bucket(tenant)
+	if b == nil {
+		return quota.Request{}, fmt.Errorf("%w: %q is not served in region %q", quota.ErrUnknownTenant, tenant, l.cfg.Region)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	offered := b.offeredSince(true)
+	b.rejected.Swap(0)
+	b.hot.Store(false)
+	var demand quota.Micro = -1 // unknown on the first request
+	if b.reported && now > b.lastReport {
+		demand = quota.Micro(float64(offered) * float64(quota.One) * 1e9 / float64(now-b.lastReport))
+	} else if b.reported {
+		demand = 0
+	}
+	b.reported, b.lastReport = true, now
+	if demand >= 0 {
+		b.demand = demand
+	}
+	if b.seq > l.cfg.SeqBase && b.answered < b.seq {
+		b.failures++ // the previous request is still unanswered
+	}
+	b.seq++
+	if l.cfg.Jitter > 0 {
+		b.jitter = rand.Float64() * l.cfg.Jitter
+	}
+	b.sent[b.seq%uint64(len(b.sent))] = sentReq{b.seq, now}
+	b.lastSend = now
+	b.nudged = false
+	s := b.cur.Load()
+	var bal quota.Micro
+	if s.valid(now) {
+		bal = s.balance(now)
+	}
+	return quota.Request{
+		Tenant: tenant, Region: l.cfg.Region, Seq: b.seq,
+		Holding: b.held, Epoch: b.epoch, Demand: demand, Balance: bal,
+	}, nil
+}
+
+// Nudge records the coordinator's request to renew soon.
+func (l *Limiter) Nudge(n quota.Nudge) {
+	b := l.bucket(n.Tenant)
+	if b == nil || n.Region != l.cfg.Region {
+		return
+	}
+	b.mu.Lock()
+	if n.Epoch >= b.epoch {
+		b.nudged = true
+	}
+	b.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Due says whether the tenant should send a request now: it has no valid
+// lease, half its lease has passed, it was nudged, or its demand outgrew
+// its share (at most every HotInterval) — and no request is waiting for
+// an answer, unless that one has waited the retry interval.
+func (l *Limiter) Due(now int64, tenant string) bool {
+	b := l.bucket(tenant)
+	if b == nil {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.seq == l.cfg.SeqBase {
+		return true // never asked
+	}
+	since := now - b.lastSend
+	if b.answered < b.seq {
+		// Waiting for an answer: re-send after the retry interval, which
+		// doubles while the coordinator stays silent.
+		return since >= int64(float64(l.retryAfterFailures(b.failures))*(1+b.jitter))
+	}
+	s := b.cur.Load()
+	switch {
+	case !s.valid(now):
+		return since >= int64(l.cfg.Retry)
+	case b.nudged:
+		return true
+	case b.hot.Load() && since >= int64(l.cfg.HotInterval):
+		return true
+	case since >= 4*int64(l.cfg.HotInterval) && b.demand > 0 &&
+		float64(b.offeredSince(false))*float64(quota.One)*1e9/float64(since) < 0.5*float64(b.demand):
+		// Demand has fallen by half since the last report: say so now,
+		// so that the coordinator can move the share where it is wanted
+		// instead of waiting for the next renewal.
+		return true
+	}
+	return since >= b.validFor/2
+}
+
+func (l *Limiter) retryAfterFailures(n int) time.Duration {
+	d := l.cfg.Retry
+	for range min(n, 30) {
+		if d *= 2; d >= l.cfg.MaxRetry {
+			return l.cfg.MaxRetry
+		}
+	}
+	return d
+}
+
+// Return gives the tenant's lease back, as when the region shuts down: the
+// bucket is invalidated first, then the returned message carries its
+// balance. False if there was no valid lease.
+func (l *Limiter) Return(now int64, tenant string) (quota.Return, bool) {
+	b := l.bucket(tenant)
+	if b == nil {
+		return quota.Return{}, false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.cur.Load()
+	if !s.valid(now) {
+		return quota.Return{}, false
+	}
+	tat, held := s.seal()
+	var bal quota.Micro
+	if tat != sealed {
+		bal = s.balanceAt(tat, now) + quota.Micro(held)*quota.One
+	}
+	b.offered.Add(s.takeOffered())
+	b.cur.Store(&state{lease: quota.Lease{}, mode: s.mode})
+	return quota.Return{Tenant: tenant, Region: l.cfg.Region, LeaseID: s.lease.ID, Epoch: b.epoch, Balance: bal}, true
+}

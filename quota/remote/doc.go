@@ -1,0 +1,19 @@
+// Package remote is the network API between region agents and the
+// coordinator: HTTP/1.1 and JSON (why not gRPC: docs/quota.md, "The
+// network API").
+//
+// Handler serves a coordinator (a coordinator.Server, or whichever
+// replica leads: a follower answers 503 and names the leader). Each
+// region presents its own bearer token, compared in constant time; a body
+// holds at most MaxBatch renewals or returns in MaxBody bytes; calls are
+// idempotent (a renewal's Seq is its request id). Client is a region's
+// side — it implements region.Coordinator, batches concurrent calls into
+// one HTTP request, and follows the leader among the coordinators it was
+// configured with.
+//
+//	h, err := remote.Handler(remote.HandlerConfig{Tokens: tokens, Lead: lead})
+//	http.ListenAndServe(addr, h)
+//
+//	c, err := remote.NewClient(remote.ClientConfig{Endpoints: urls, Region: "eu", Token: tok, OnNudge: lim.Nudge})
+//	go lim.Run(ctx, c)
+package remote

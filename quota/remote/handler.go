@@ -1,0 +1,259 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/afloat/afloat/quota"
+	"github.com/afloat/afloat/quota/coordinator"
+)
+
+// Backend is what the handler serves: a coordinator.Server. A body's
+// calls go to it as one batch: one turn of its lock, their writes
+// together.
+type Backend interface {
+	RenewBatch(ctx context.Context, reqs []quota.Request) []coordinator.Result
+	ReturnBatch(ctx context.Context, rets []quota.Return) []error
+	Epoch() uint64
+}
+
+// Leadership says who serves: the backend while this process leads, or
+// nil and the leader's URL (empty when unknown) while it follows.
+type Leadership func() (b Backend, leader string)
+
+// HandlerConfig configures Handler.
+type HandlerConfig struct {
+	// Tokens maps each region to its bearer token; required, every token
+	// at least 16 bytes.
+	Tokens map[string]string
+	// Lead says who serves; required.
+	Lead Leadership
+	// Nudges holds the nudges for each region until it next calls; may
+	// be nil (no nudges).
+	Nudges *Mailbox
+	// Logger logs refused credentials; nil logs nothing.
+	Logger *slog.Logger
+	// Timeout bounds the wait for the ledger; default 5 s.
+	Timeout time.Duration
+}
+
+// Handler serves the coordinator's API (see wire.go). It is safe for
+// concurrent use.
+func Handler(cfg HandlerConfig) (http.Handler, error) {
+	if cfg.Lead == nil {
+		return nil, fmt.Errorf("%w: remote: no leadership function", quota.ErrConfig)
+	}
+	if len(cfg.Tokens) == 0 {
+		return nil, fmt.Errorf("%w: remote: no region tokens", quota.ErrConfig)
+	}
+	for r, tok := range cfg.Tokens {
+		if len(tok) < 16 {
+			return nil, fmt.Errorf("%w: remote: token of region %q has %d bytes: want at least 16", quota.ErrConfig, r, len(tok))
+		}
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	h := &handler{cfg: cfg}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/renew", h.renew)
+	mux.HandleFunc("POST /v1/return", h.ret)
+	return mux, nil
+}
+
+type handler struct {
+	cfg HandlerConfig
+}
+
+// region authenticates the request: the region whose token it carries.
+// Every token is compared, in constant time, so that neither the token's
+// bytes nor which region it matched shows in the time taken.
+func (h *handler) region(r *http.Request) (string, bool) {
+	auth := r.Header.Get("Authorization")
+	tok, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok {
+		return "", false
+	}
+	found := ""
+	for region, want := range h.cfg.Tokens {
+		if subtle.ConstantTimeCompare([]byte(tok), []byte(want)) == 1 {
+			found = region
+		}
+	}
+	return found, found != ""
+}
+
+func refuse(w http.ResponseWriter, code int, ref Refusal) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if code == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(ref) //nolint:errcheck // the client went away
+}
+
+// begin authenticates, checks leadership and reads the body into v.
+func (h *handler) begin(w http.ResponseWriter, r *http.Request, v any) (string, Backend, bool) {
+	region, ok := h.region(r)
+	if !ok {
+		if h.cfg.Logger != nil {
+			h.cfg.Logger.Warn("quota coordinator: refused a request without a valid region token",
+				"remote", r.RemoteAddr, "path", r.URL.Path, "authorization", presence(r.Header.Get("Authorization")))
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="afloat-quota"`)
+		refuse(w, http.StatusUnauthorized, Refusal{Error: "remote: a valid region token is required (Authorization: Bearer TOKEN)"})
+		return "", nil, false
+	}
+	b, leader := h.cfg.Lead()
+	if b == nil {
+		refuse(w, http.StatusServiceUnavailable, Refusal{Error: "remote: this coordinator is not the leader", Leader: leader})
+		return "", nil, false
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+		refuse(w, http.StatusUnsupportedMediaType, Refusal{Error: fmt.Sprintf("remote: Content-Type %q: want application/json", ct)})
+		return "", nil, false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			refuse(w, http.StatusRequestEntityTooLarge, Refusal{Error: fmt.Sprintf("remote: body over %d bytes", MaxBody)})
+		} else {
+			refuse(w, http.StatusBadRequest, Refusal{Error: "remote: reading the body: " + err.Error()})
+		}
+		return "", nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		refuse(w, http.StatusBadRequest, Refusal{Error: "remote: body: " + err.Error()})
+		return "", nil, false
+	}
+	if dec.More() {
+		refuse(w, http.StatusBadRequest, Refusal{Error: "remote: body: more than one JSON value"})
+		return "", nil, false
+	}
+	return region, b, true
+}
+
+func presence(s string) string {
+	if s == "" {
+		return "missing"
+	}
+	return "wrong"
+}
+
+func (h *handler) renew(w http.ResponseWriter, r *http.Request) {
+	var body RenewBody
+	region, b, ok := h.begin(w, r, &body)
+	if !ok {
+		return
+	}
+	if n := len(body.Requests); n > MaxBatch {
+		refuse(w, http.StatusRequestEntityTooLarge, Refusal{Error: fmt.Sprintf("remote: %d requests: want at most %d", n, MaxBatch)})
+		return
+	}
+	for i, q := range body.Requests {
+		if q.Region != region {
+			refuse(w, http.StatusForbidden, Refusal{Error: fmt.Sprintf("remote: requests[%d] is for region %q; this token is region %q's", i, q.Region, region)})
+			return
+		}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
+	defer cancel()
+	ans := Answer{Results: make([]Result, len(body.Requests))}
+	// Every request at once: their writes go into the same transactions.
+	for i, r := range b.RenewBatch(ctx, body.Requests) {
+		if r.Err != nil {
+			ans.Results[i] = Result{Error: r.Err.Error(), Code: codeOf(r.Err)}
+			continue
+		}
+		g := r.Grant
+		ans.Results[i] = Result{Grant: &g}
+	}
+	ans.Epoch = b.Epoch()
+	if h.cfg.Nudges != nil {
+		ans.Nudges = h.cfg.Nudges.Take(region)
+	}
+	writeJSON(w, ans)
+}
+
+func (h *handler) ret(w http.ResponseWriter, r *http.Request) {
+	var body ReturnBody
+	region, b, ok := h.begin(w, r, &body)
+	if !ok {
+		return
+	}
+	if n := len(body.Returns); n > MaxBatch {
+		refuse(w, http.StatusRequestEntityTooLarge, Refusal{Error: fmt.Sprintf("remote: %d returns: want at most %d", n, MaxBatch)})
+		return
+	}
+	for i, q := range body.Returns {
+		if q.Region != region {
+			refuse(w, http.StatusForbidden, Refusal{Error: fmt.Sprintf("remote: returns[%d] is for region %q; this token is region %q's", i, q.Region, region)})
+			return
+		}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
+	defer cancel()
+	ans := Answer{Results: make([]Result, len(body.Returns))}
+	for i, err := range b.ReturnBatch(ctx, body.Returns) {
+		if err != nil {
+			ans.Results[i] = Result{Error: err.Error(), Code: codeOf(err)}
+		}
+	}
+	ans.Epoch = b.Epoch()
+	writeJSON(w, ans)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(v) //nolint:errcheck // the client went away
+}
+
+// Mailbox keeps the nudges for each region until it next calls: a
+// coordinator cannot call a region (regions may sit behind NAT, and a
+// region never waits on the coordinator per request), so nudges ride on
+// answers. It keeps at most one per tenant and region. It is safe for
+// concurrent use; the zero value is ready.
+type Mailbox struct {
+	mu  sync.Mutex
+	box map[string]map[string]quota.Nudge // region → tenant → nudge
+}
+
+// Put keeps n for its region.
+func (m *Mailbox) Put(n quota.Nudge) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.box == nil {
+		m.box = map[string]map[string]quota.Nudge{}
+	}
+	if m.box[n.Region] == nil {
+		m.box[n.Region] = map[string]quota.Nudge{}
+	}
+	m.box[n.Region][n.Tenant] = n
+}
+
+// Take returns and forgets the region's nudges.
+func (m *Mailbox) Take(region string) []quota.Nudge {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []quota.Nudge
+	for _, n := range m.box[region] {
+		out = append(out, n)
+	}
+	delete(m.box, region)
+	return out
+}

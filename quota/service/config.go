@@ -1,0 +1,270 @@
+package service
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/afloat/afloat/quota"
+)
+
+// Config is the file every process of a quota cluster reads: the
+// coordinators, to know the tenants and the regions' tokens; a region
+// agent, its tenants and its own token. YAML, or JSON (a YAML subset).
+// Tenants live here for now; the extension point for keeping them in
+// etcd instead is Config.Tenants → coordinator.Config (docs/quota.md).
+type Config struct {
+	// Cluster names the quota cluster; the etcd prefix records it, and a
+	// coordinator refuses a prefix written by another. Default "afloat".
+	Cluster string `yaml:"cluster"`
+	// Regions maps each region to its settings.
+	Regions map[string]RegionConfig `yaml:"regions"`
+	// Tenants are what each tenant bought.
+	Tenants []TenantConfig `yaml:"tenants"`
+	// Etcd configures the ledger.
+	Etcd EtcdConfig `yaml:"etcd"`
+	// Agent configures the region agents' renewal.
+	Agent AgentConfig `yaml:"agent"`
+}
+
+// RegionConfig is a region's entry.
+type RegionConfig struct {
+	// Token is the bearer token the region presents to the coordinator:
+	// at least 16 bytes. TokenFile, instead, names a file holding it.
+	Token     string `yaml:"token"`
+	TokenFile string `yaml:"token_file"`
+}
+
+// TenantConfig is a tenant's entry: quota.Tenant in the file's units.
+type TenantConfig struct {
+	Name string `yaml:"name"`
+	// Rate is R in tokens per second; Burst is B in tokens.
+	Rate  float64 `yaml:"rate"`
+	Burst float64 `yaml:"burst"`
+	// Mode is hard (default) or best-effort.
+	Mode string `yaml:"mode"`
+	// Emergency is E, best-effort only, in tokens.
+	Emergency float64 `yaml:"emergency"`
+	// Regions lists where its traffic enters; default every region.
+	Regions       []string         `yaml:"regions"`
+	LeaseDuration time.Duration    `yaml:"lease_duration"`
+	SkewMargin    time.Duration    `yaml:"skew_margin"`
+	Floor         float64          `yaml:"floor"`
+	Costs         map[string]int64 `yaml:"costs"`
+}
+
+// EtcdConfig configures the ledger on etcd.
+type EtcdConfig struct {
+	// Prefix is where the ledger's keys live; default /afloat/quota/.
+	Prefix string `yaml:"prefix"`
+	// SessionTTL is the election session's TTL in seconds; default 2.
+	SessionTTL int `yaml:"session_ttl"`
+	// MaxTxnOps is the etcd cluster's --max-txn-ops; default 128.
+	MaxTxnOps int `yaml:"max_txn_ops"`
+}
+
+// AgentConfig configures region agents.
+type AgentConfig struct {
+	// Retry is the first wait before asking the coordinator again; it
+	// doubles up to MaxRetry. Defaults 250 ms and 2 s: a failover costs
+	// regions at most one MaxRetry of renewals.
+	Retry    time.Duration `yaml:"retry"`
+	MaxRetry time.Duration `yaml:"max_retry"`
+}
+
+// Errors of the package.
+var (
+	// ErrConfigFile: the config file is malformed or out of range; the
+	// message names the field.
+	ErrConfigFile = errors.New("service: invalid config file")
+)
+
+// LoadConfig reads and validates a config file.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfigFile, err)
+	}
+	cfg, err := ParseConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for name, r := range cfg.Regions {
+		if r.TokenFile != "" {
+			tok, err := os.ReadFile(r.TokenFile)
+			if err != nil {
+				return nil, fmt.Errorf("%w: regions.%s.token_file: %v", ErrConfigFile, name, err)
+			}
+			r.Token = strings.TrimSpace(string(tok))
+			r.TokenFile = ""
+			if len(r.Token) < 16 {
+				return nil, fmt.Errorf("%w: regions.%s.token_file: a token of %d bytes: want at least 16", ErrConfigFile, name, len(r.Token))
+			}
+			cfg.Regions[name] = r
+		}
+	}
+	return cfg, nil
+}
+
+// maxConfig bounds a config file: 10,000 tenants fit in a few MB.
+const maxConfig = 64 << 20
+
+// ParseConfig decodes and validates a config file's contents. Unknown
+// fields are refused, and every error names the field.
+func ParseConfig(data []byte) (*Config, error) {
+	if len(data) > maxConfig {
+		return nil, fmt.Errorf("%w: %d bytes: want at most %d", ErrConfigFile, len(data), maxConfig)
+	}
+	var cfg Config
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%w: the file is empty", ErrConfigFile)
+		}
+		return nil, fmt.Errorf("%w: %v", ErrConfigFile, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+// Validate reports the first field out of range, naming it.
+func (c *Config) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrConfigFile}, args...)...)
+	}
+	if c.Cluster == "" {
+		c.Cluster = "afloat"
+	}
+	if len(c.Cluster) > 128 {
+		return bad("cluster: %d bytes: want 1 to 128", len(c.Cluster))
+	}
+	if len(c.Regions) == 0 || len(c.Regions) > 64 {
+		return bad("regions: %d: want 1 to 64", len(c.Regions))
+	}
+	tokens := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(c.Regions)) {
+		r := c.Regions[name]
+		switch {
+		case name == "" || len(name) > 64 || strings.ContainsAny(name, "/ \t\n"):
+			return bad("regions: name %q: want 1 to 64 bytes, no slash or space", name)
+		case r.Token != "" && r.TokenFile != "":
+			return bad("regions.%s: token and token_file: give one", name)
+		case r.TokenFile == "" && len(r.Token) < 16:
+			return bad("regions.%s.token: %d bytes: want at least 16 (or a token_file)", name, len(r.Token))
+		}
+		if r.Token != "" {
+			if other, dup := tokens[r.Token]; dup {
+				return bad("regions.%s.token: the same as regions.%s.token: each region needs its own", name, other)
+			}
+			tokens[r.Token] = name
+		}
+	}
+	if len(c.Tenants) == 0 || len(c.Tenants) > 100_000 {
+		return bad("tenants: %d: want 1 to 100000", len(c.Tenants))
+	}
+	seen := map[string]int{}
+	for i := range c.Tenants {
+		t := &c.Tenants[i]
+		field := fmt.Sprintf("tenants[%d]", i)
+		if j, dup := seen[t.Name]; dup {
+			return bad("%s.name %q: already tenants[%d]", field, t.Name, j)
+		}
+		seen[t.Name] = i
+		switch {
+		case t.Name == "" || len(t.Name) > 128 || strings.ContainsAny(t.Name, "/\n"):
+			return bad("%s.name %q: want 1 to 128 bytes, no slash", field, t.Name)
+		case !(t.Rate > 0 && t.Rate <= 1e9):
+			return bad("%s.rate %v: want above 0 and at most 1e9 tokens a second", field, t.Rate)
+		case !(t.Burst >= 0 && t.Burst <= 1e12):
+			return bad("%s.burst %v: want 0 to 1e12 tokens", field, t.Burst)
+		case !(t.Emergency >= 0 && t.Emergency <= 1e12) || math.IsNaN(t.Emergency):
+			return bad("%s.emergency %v: want 0 to the burst", field, t.Emergency)
+		}
+		if t.Mode == "" {
+			t.Mode = "hard"
+		}
+		if _, err := quota.ParseMode(t.Mode); err != nil {
+			return bad("%s.mode %q: want hard or best-effort", field, t.Mode)
+		}
+		if len(t.Regions) == 0 {
+			t.Regions = slices.Sorted(maps.Keys(c.Regions))
+		}
+		for j, r := range t.Regions {
+			if _, ok := c.Regions[r]; !ok {
+				return bad("%s.regions[%d] %q: not in regions", field, j, r)
+			}
+		}
+		if err := t.tenant().Validate(); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrConfigFile, field, err)
+		}
+	}
+	switch e := c.Etcd; {
+	case e.SessionTTL < 0 || e.SessionTTL > 600:
+		return bad("etcd.session_ttl %d: want 1 to 600 seconds (0 for the default, 2)", e.SessionTTL)
+	case e.MaxTxnOps != 0 && (e.MaxTxnOps < 8 || e.MaxTxnOps > 1_000_000):
+		return bad("etcd.max_txn_ops %d: want 8 to 1000000 (0 for the default, 128)", e.MaxTxnOps)
+	case e.Prefix != "" && !strings.HasPrefix(e.Prefix, "/"):
+		return bad("etcd.prefix %q: want a path starting with /", e.Prefix)
+	}
+	a := &c.Agent
+	if a.Retry == 0 {
+		a.Retry = 250 * time.Millisecond
+	}
+	if a.MaxRetry == 0 {
+		a.MaxRetry = 2 * time.Second
+	}
+	if a.Retry < time.Millisecond || a.MaxRetry < a.Retry || a.MaxRetry > time.Hour {
+		return bad("agent.retry %v, agent.max_retry %v: want 1ms ≤ retry ≤ max_retry ≤ 1h", a.Retry, a.MaxRetry)
+	}
+	return nil
+}
+
+func (t TenantConfig) tenant() quota.Tenant {
+	mode, _ := quota.ParseMode(t.Mode)
+	return quota.Tenant{
+		Name: t.Name, Rate: quota.Tokens(t.Rate), Burst: quota.Tokens(t.Burst),
+		Regions: t.Regions, Mode: mode, Emergency: quota.Tokens(t.Emergency),
+		LeaseDuration: t.LeaseDuration, SkewMargin: t.SkewMargin, Floor: t.Floor, Costs: t.Costs,
+	}
+}
+
+// QuotaTenants is the tenants as the quota packages take them.
+func (c *Config) QuotaTenants() []quota.Tenant {
+	out := make([]quota.Tenant, len(c.Tenants))
+	for i, t := range c.Tenants {
+		out[i] = t.tenant().WithDefaults()
+	}
+	return out
+}
+
+// Tokens maps each region to its token.
+func (c *Config) Tokens() map[string]string {
+	out := make(map[string]string, len(c.Regions))
+	for name, r := range c.Regions {
+		out[name] = r.Token
+	}
+	return out
+}
+
+// TenantsOf lists the tenants whose traffic enters region, in file order.
+func (c *Config) TenantsOf(region string) []quota.Tenant {
+	var out []quota.Tenant
+	for _, t := range c.QuotaTenants() {
+		if t.HasRegion(region) {
+			out = append(out, t)
+		}
+	}
+	return out
+}

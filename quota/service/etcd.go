@@ -1,0 +1,225 @@
+//go:build embedetcd
+
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+const embeddedEtcd = true
+
+// Member is a running embedded etcd member.
+type Member struct {
+	etcd    *embed.Etcd
+	lock    *os.File
+	closing *atomic.Bool
+	// ClientURL is where its clients connect.
+	ClientURL string
+}
+
+// lockDir takes an exclusive lock on dir/afloat.lock, or fails at once
+// with ErrDataDirInUse: two etcd members on one data directory would
+// corrupt it (bbolt's own lock would only make the second one hang).
+func lockDir(dir string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("service: data directory: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "afloat.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("service: data directory: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		pid, _ := os.ReadFile(f.Name())
+		f.Close()
+		return nil, fmt.Errorf("%w: %s is locked (by pid %s); stop that process or give another --data-dir", ErrDataDirInUse, dir, strings.TrimSpace(string(pid)))
+	}
+	f.Truncate(0)                                 //nolint:errcheck // the pid is a courtesy
+	f.WriteAt([]byte(fmt.Sprint(os.Getpid())), 0) //nolint:errcheck
+	return f, nil
+}
+
+// urlsFile keeps the ports a member chose, so that it restarts on them.
+const urlsFile = "afloat-etcd.json"
+
+// StartMember starts an embedded etcd member and waits until it serves.
+func StartMember(ctx context.Context, cfg MemberConfig) (*Member, error) {
+	if cfg.Name == "" {
+		cfg.Name = "afloat"
+	}
+	if cfg.DataDir == "" {
+		return nil, fmt.Errorf("%w: --data-dir is required", ErrConfigFile)
+	}
+	lock, err := lockDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			lock.Close()
+		}
+	}()
+	var saved struct{ Client, Peer string }
+	if data, err := os.ReadFile(filepath.Join(cfg.DataDir, urlsFile)); err == nil {
+		json.Unmarshal(data, &saved) //nolint:errcheck // a bad file: choose again
+	}
+	pick := func(given, kept string) (string, error) {
+		if given != "" {
+			return given, nil
+		}
+		if kept != "" {
+			return kept, nil
+		}
+		return freeURL()
+	}
+	if cfg.ClientURL, err = pick(cfg.ClientURL, saved.Client); err != nil {
+		return nil, err
+	}
+	if cfg.PeerURL, err = pick(cfg.PeerURL, saved.Peer); err != nil {
+		return nil, err
+	}
+	data, _ := json.Marshal(struct{ Client, Peer string }{cfg.ClientURL, cfg.PeerURL})
+	if err := os.WriteFile(filepath.Join(cfg.DataDir, urlsFile), data, 0o600); err != nil {
+		return nil, fmt.Errorf("service: data directory: %w", err)
+	}
+	if cfg.AdvertisePeerURL == "" {
+		cfg.AdvertisePeerURL = cfg.PeerURL
+	}
+	if cfg.AdvertiseClientURL == "" {
+		cfg.AdvertiseClientURL = cfg.ClientURL
+	}
+	if cfg.InitialCluster == "" {
+		cfg.InitialCluster = cfg.Name + "=" + cfg.AdvertisePeerURL
+	}
+	if cfg.TickMs == 0 {
+		cfg.TickMs = 50
+	}
+	if cfg.ElectionMs == 0 {
+		cfg.ElectionMs = 500
+	}
+	ec := embed.NewConfig()
+	ec.Name = cfg.Name
+	ec.Dir = filepath.Join(cfg.DataDir, "etcd")
+	parse := func(field, s string) ([]url.URL, error) {
+		u, err := url.Parse(s)
+		if err != nil || u.Scheme != "http" || u.Host == "" {
+			return nil, fmt.Errorf("%w: %s %q: want http://host:port", ErrConfigFile, field, s)
+		}
+		return []url.URL{*u}, nil
+	}
+	if ec.ListenClientUrls, err = parse("client URL", cfg.ClientURL); err != nil {
+		return nil, err
+	}
+	if ec.AdvertiseClientUrls, err = parse("advertised client URL", cfg.AdvertiseClientURL); err != nil {
+		return nil, err
+	}
+	if ec.ListenPeerUrls, err = parse("peer URL", cfg.PeerURL); err != nil {
+		return nil, err
+	}
+	if ec.AdvertisePeerUrls, err = parse("advertised peer URL", cfg.AdvertisePeerURL); err != nil {
+		return nil, err
+	}
+	ec.InitialCluster = cfg.InitialCluster
+	ec.InitialClusterToken = "afloat-quota"
+	ec.TickMs, ec.ElectionMs = cfg.TickMs, cfg.ElectionMs
+	if cfg.MaxTxnOps == 0 {
+		cfg.MaxTxnOps = DefaultEmbeddedMaxTxnOps
+	}
+	ec.MaxTxnOps = cfg.MaxTxnOps
+	// The ledger compacts what it writes (etcdledger.Config.CompactEvery);
+	// this keeps the member's own history bounded too.
+	ec.AutoCompactionMode = "revision"
+	ec.AutoCompactionRetention = "10000"
+	// etcd's own errors go to stderr, except the ones every shutdown
+	// prints (its listeners closing), which would read as failures.
+	closing := &atomic.Bool{}
+	lg := zap.New(quietCore{zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()),
+		zapcore.Lock(os.Stderr), zapcore.ErrorLevel), closing})
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
+	ec.Logger = "zap"
+	e, err := embed.StartEtcd(ec)
+	if err != nil {
+		return nil, fmt.Errorf("service: starting etcd in %s: %w", ec.Dir, err)
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		e.Close()
+		return nil, fmt.Errorf("service: etcd: %w", err)
+	case <-ctx.Done():
+		e.Close()
+		return nil, ctx.Err()
+	case <-time.After(60 * time.Second):
+		e.Close()
+		return nil, errors.New("service: etcd did not become ready within 60 s (a cluster waits for a quorum of its members)")
+	}
+	ok = true
+	return &Member{etcd: e, lock: lock, closing: closing, ClientURL: cfg.ClientURL}, nil
+}
+
+// Err reports the member's fatal errors.
+func (m *Member) Err() <-chan error { return m.etcd.Err() }
+
+// Close stops the member and releases its data directory.
+func (m *Member) Close() {
+	m.closing.Store(true)
+	m.etcd.Close()
+	m.lock.Close()
+}
+
+// freeURL is http://127.0.0.1:port with a port free now.
+func freeURL() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("service: finding a free port: %w", err)
+	}
+	defer l.Close()
+	return "http://" + l.Addr().String(), nil
+}
+
+// RunMember runs an embedded member until ctx ends.
+func RunMember(ctx context.Context, cfg MemberConfig) error {
+	m, err := StartMember(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-m.Err():
+		return fmt.Errorf("service: etcd: %w", err)
+	}
+}
+
+// quietCore drops every entry once its member is closing.
+type quietCore struct {
+	zapcore.Core
+	closing *atomic.Bool
+}
+
+func (q quietCore) With(f []zapcore.Field) zapcore.Core {
+	return quietCore{q.Core.With(f), q.closing}
+}
+
+func (q quietCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if q.closing.Load() || !q.Enabled(e.Level) {
+		return ce
+	}
+	return ce.AddCore(e, q)
+}

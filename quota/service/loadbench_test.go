@@ -1,0 +1,224 @@
+package service
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/afloat/afloat/quota/coordinator"
+	"github.com/afloat/afloat/quota/remote"
+)
+
+// The load benchmarks measure the services over loopback HTTP; they run
+// only when asked (AFLOAT_QUOTA_BENCH=1), are bounded in time, and print
+// what they measured: docs/benchmarks.md quotes them.
+
+func benchOnly(t *testing.T) {
+	if os.Getenv("AFLOAT_QUOTA_BENCH") == "" {
+		t.Skip("a load benchmark: AFLOAT_QUOTA_BENCH=1 to run it")
+	}
+}
+
+// openLoop calls f at rate calls a second for d, from workers goroutines,
+// and returns the latencies of the calls that succeeded (from when a
+// worker sent each), the count of those that failed, and the lag of the
+// sends behind their schedule: a backlog (too few workers, a stalled
+// server) shows there, so that a latency measured from the send cannot
+// hide it (coordinated omission).
+func openLoop(rate float64, d time.Duration, workers int, f func(i int) error) (lat, lag []time.Duration, failed int64, elapsed time.Duration) {
+	var mu sync.Mutex
+	var fails atomic.Int64
+	type job struct {
+		i  int
+		at time.Time
+	}
+	jobs := make(chan job, 1<<16)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			var mine, late []time.Duration
+			for j := range jobs {
+				t0 := time.Now()
+				late = append(late, t0.Sub(j.at))
+				if err := f(j.i); err != nil {
+					fails.Add(1)
+					continue
+				}
+				mine = append(mine, time.Since(t0))
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			lag = append(lag, late...)
+			mu.Unlock()
+		})
+	}
+	start := time.Now()
+	n := int(rate * d.Seconds())
+	for i := range n {
+		at := start.Add(time.Duration(float64(i) / rate * float64(time.Second)))
+		if w := time.Until(at); w > 0 {
+			time.Sleep(w)
+		}
+		jobs <- job{i, at}
+	}
+	close(jobs)
+	wg.Wait()
+	elapsed = time.Since(start)
+	slices.Sort(lat)
+	slices.Sort(lag)
+	return lat, lag, fails.Load(), elapsed
+}
+
+func pct(lat []time.Duration, p float64) time.Duration {
+	if len(lat) == 0 {
+		return 0
+	}
+	return lat[min(len(lat)-1, int(p*float64(len(lat))))]
+}
+
+// TestBenchDecisionAPI: a region agent's POST /v1/allow at 10,000 checks a
+// second over loopback HTTP for 10 s, on keep-alive connections. The
+// agent (and an in-process coordinator that leases to it) runs in a
+// process of its own — this test binary again, as TestBenchAgentProcess,
+// with GOGC=400 as afloat quota region sets it — so that the load
+// generator's garbage collection and goroutines do not stop the agent's.
+// Target: p99 ≤ 1 ms.
+func TestBenchDecisionAPI(t *testing.T) {
+	benchOnly(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run", "^TestBenchAgentProcess$")
+	// GOGC=400: what afloat quota region runs the agent with.
+	cmd.Env = append(os.Environ(), "AFLOAT_QUOTA_BENCH_AGENT=1", "GOGC=400")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); cmd.Wait() }()
+	sc := bufio.NewScanner(out)
+	var addr string
+	for sc.Scan() {
+		if a, ok := strings.CutPrefix(sc.Text(), "agent "); ok {
+			addr = a
+			break
+		}
+	}
+	if addr == "" {
+		t.Fatal("the agent process printed no address")
+	}
+	go io.Copy(io.Discard, out)
+	// A lean client, as wrk is: each worker owns a keep-alive connection,
+	// writes one prepared request and reads the answer; no allocation per
+	// call, so that the generator's own garbage collection does not add to
+	// the latencies it measures.
+	body := `{"tenant":"acme","endpoint":"/","n":1}`
+	req := []byte("POST /v1/allow HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\nContent-Length: " +
+		strconv.Itoa(len(body)) + "\r\n\r\n" + body)
+	type conn struct {
+		c   net.Conn
+		r   *bufio.Reader
+		buf []byte
+	}
+	conns := make(chan *conn, 128)
+	for range 128 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns <- &conn{c: c, r: bufio.NewReaderSize(c, 4096), buf: make([]byte, 4096)}
+	}
+	call := func(int) error {
+		k := <-conns
+		defer func() { conns <- k }()
+		if _, err := k.c.Write(req); err != nil {
+			return err
+		}
+		status, err := k.r.ReadSlice('\n')
+		if err != nil {
+			return err
+		}
+		if !bytes.HasPrefix(status, []byte("HTTP/1.1 200")) {
+			return fmt.Errorf("status %q", status)
+		}
+		n := -1
+		for {
+			line, err := k.r.ReadSlice('\n')
+			if err != nil {
+				return err
+			}
+			if len(line) <= 2 {
+				break
+			}
+			if v, ok := bytes.CutPrefix(line, []byte("Content-Length: ")); ok {
+				n, _ = strconv.Atoi(string(bytes.TrimSpace(v)))
+			}
+		}
+		if n < 0 || n > len(k.buf) {
+			return fmt.Errorf("content length %d", n)
+		}
+		_, err = io.ReadFull(k.r, k.buf[:n])
+		return err
+	}
+	openLoop(2000, time.Second, 64, call) // warm: connections, a lease
+	const rate = 10_000
+	lat, lag, failed, elapsed := openLoop(rate, 10*time.Second, 64, call)
+	fmt.Printf("decision API: %d checks in %v = %.0f/s (offered %d/s), %d failed; latency p50 %v p99 %v p99.9 %v max %v; sends behind schedule p50 %v p99 %v\n",
+		len(lat), elapsed.Round(time.Millisecond), float64(len(lat))/elapsed.Seconds(), rate, failed,
+		pct(lat, 0.5), pct(lat, 0.99), pct(lat, 0.999), pct(lat, 1), pct(lag, 0.5), pct(lag, 0.99))
+}
+
+// TestBenchAgentProcess is the agent of TestBenchDecisionAPI, in its own
+// process: it prints "agent ADDR" and serves until its standard input
+// closes.
+func TestBenchAgentProcess(t *testing.T) {
+	if os.Getenv("AFLOAT_QUOTA_BENCH_AGENT") == "" {
+		t.Skip("the agent process of TestBenchDecisionAPI")
+	}
+	cfg, err := ParseConfig([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv, err := coordinator.NewServer(ctx, coordinator.Config{Tenants: cfg.QuotaTenants()}, coordinator.NewMemLedger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Run(ctx)
+	h, _ := remote.Handler(remote.HandlerConfig{Tokens: cfg.Tokens(), Lead: func() (remote.Backend, string) { return srv, "" }})
+	cl, _ := net.Listen("tcp", "127.0.0.1:0")
+	go http.Serve(cl, h)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a, err := NewAgent(RegionOptions{Config: cfg, Name: "eu", Coordinators: []string{"http://" + cl.Addr().String()}, Listen: "127.0.0.1:0", Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.o.Ready = func(s string) { fmt.Printf("agent %s\n", s) }
+	go a.Run(ctx)
+	io.Copy(io.Discard, os.Stdin) // until the parent closes it
+}

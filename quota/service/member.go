@@ -1,0 +1,44 @@
+package service
+
+import "errors"
+
+// MemberConfig configures one embedded etcd member: the zero-setup
+// coordinator's single member, or one member of a cluster in a process of
+// its own (afloat quota etcd, which the end-to-end test runs three of).
+type MemberConfig struct {
+	Name    string
+	DataDir string
+	// ClientURL and PeerURL are where the member listens (http://127.0.0.1:port);
+	// empty: a free loopback port, kept in the data directory so that a
+	// restart listens where it did.
+	ClientURL, PeerURL string
+	// AdvertisePeerURL is what other members dial (a proxy's address, in
+	// the end-to-end test); default PeerURL. AdvertiseClientURL likewise.
+	AdvertisePeerURL, AdvertiseClientURL string
+	// InitialCluster is name=peerURL,... for a new cluster; default this
+	// member alone.
+	InitialCluster string
+	// TickMs and ElectionMs are etcd's heartbeat interval and election
+	// timeout; defaults 50 and 500: a dead etcd leader costs well under a
+	// second, and sessions can be 1 s (etcd grants ⌈1.5 × 500 ms⌉).
+	TickMs, ElectionMs uint
+	// MaxTxnOps is the member's limit on the operations of a transaction
+	// (etcd's --max-txn-ops); default DefaultEmbeddedMaxTxnOps.
+	MaxTxnOps uint
+}
+
+// DefaultEmbeddedMaxTxnOps is an embedded member's limit on the operations
+// of a transaction: 1,024 rather than etcd's 128, so that the coordinator
+// writes a burst of renewals in fewer, larger transactions (each costs a
+// raft round and an fsync, whatever its size).
+const DefaultEmbeddedMaxTxnOps = 1024
+
+// ErrDataDirInUse: another process runs on the data directory.
+var ErrDataDirInUse = errors.New("service: the data directory is in use by another process")
+
+// EmbeddedEtcd says whether this binary can run an embedded etcd. The
+// embedded server (go.etcd.io/etcd/server/v3/embed) is built only with
+// the build tag embedetcd: it more than doubles a cold build of
+// cmd/afloat (35 s → over 80 s here), and a new user's first go run of
+// the console must stay quick (docs/quota.md, "Build").
+const EmbeddedEtcd = embeddedEtcd

@@ -1,0 +1,368 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/afloat/afloat/quota"
+	"github.com/afloat/afloat/quota/chaos"
+	"github.com/afloat/afloat/quota/region"
+	"github.com/afloat/afloat/quota/remote"
+)
+
+// RegionOptions configures RunRegion.
+type RegionOptions struct {
+	Config *Config
+	// Name is the region; it must be in the config's regions.
+	Name string
+	// Coordinators are the coordinators' URLs.
+	Coordinators []string
+	// Listen is the decision API's address (host:port).
+	Listen string
+	// EventLog, if not empty, is the event log's path.
+	EventLog string
+	// Logger logs what the agent does; required.
+	Logger *slog.Logger
+	// Ready, if not nil, is called with the API's address once it serves.
+	Ready func(addr string)
+}
+
+// Agent is a region agent: a region.Limiter for the tenants whose
+// traffic enters the region, renewing through the coordinators, and a
+// local decision API answering from local state only.
+type Agent struct {
+	o       RegionOptions
+	lim     *region.Limiter
+	tenants map[string]quota.Tenant
+	start   time.Time // the limiter's clock is Unix start + lim.Now()
+	events  *EventLog
+
+	mu    sync.Mutex
+	using map[string]usingLease // tenant → the lease in use, for the event log
+}
+
+type usingLease struct {
+	id    uint64
+	until int64 // on the limiter's clock
+}
+
+// NewAgent checks the options and builds an agent; Run runs it.
+func NewAgent(o RegionOptions) (*Agent, error) {
+	if o.Config == nil || o.Logger == nil {
+		return nil, fmt.Errorf("%w: a config and a logger are required", ErrConfigFile)
+	}
+	if _, ok := o.Config.Regions[o.Name]; !ok {
+		return nil, fmt.Errorf("%w: --name %q: not in the config's regions", ErrConfigFile, o.Name)
+	}
+	ts := o.Config.TenantsOf(o.Name)
+	if len(ts) == 0 {
+		return nil, fmt.Errorf("%w: --name %q: no tenant's traffic enters this region", ErrConfigFile, o.Name)
+	}
+	a := &Agent{o: o, tenants: map[string]quota.Tenant{}, using: map[string]usingLease{}}
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.Name
+		a.tenants[t.Name] = t
+	}
+	cfg := region.DefaultConfig(o.Name, names...)
+	cfg.Retry, cfg.MaxRetry = o.Config.Agent.Retry, o.Config.Agent.MaxRetry
+	cfg.Jitter = 0.2 // regions cut off together come back spread over a fifth of the interval
+	// Request numbers never repeat across restarts: the coordinator
+	// answers a number it has seen with the grant it gave it.
+	a.start = time.Now()
+	cfg.SeqBase = uint64(a.start.UnixMicro())
+	lim, err := region.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	a.lim = lim
+	return a, nil
+}
+
+// Limiter is the agent's limiter.
+func (a *Agent) Limiter() *region.Limiter { return a.lim }
+
+func (a *Agent) unix(now int64) int64 { return a.start.UnixNano() + now }
+
+// Run runs the agent until ctx ends, then gives its leases back.
+func (a *Agent) Run(ctx context.Context) error {
+	o := a.o
+	log := o.Logger
+	client, err := remote.NewClient(remote.ClientConfig{
+		Endpoints: o.Coordinators, Region: o.Name, Token: o.Config.Regions[o.Name].Token,
+		OnNudge: a.lim.Nudge,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return fmt.Errorf("service: --listen %s: %w", o.Listen, err)
+	}
+	if o.EventLog != "" {
+		if a.events, err = OpenEventLog(o.EventLog); err != nil {
+			ln.Close()
+			return err
+		}
+		a.events.starts(a.unix(a.lim.Now()), o.Config.QuotaTenants())
+	}
+	hs := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 10 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(ln) }()
+	log.Info("quota region: serving", "region", o.Name, "listen", ln.Addr().String(), "tenants", len(a.tenants), "coordinators", o.Coordinators)
+	if o.Ready != nil {
+		o.Ready(ln.Addr().String())
+	}
+
+	rctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		a.lim.Run(rctx, client, region.WithLogger(log), region.WithHooks(region.Hooks{
+			Installed: a.installed,
+			Returned: func(at int64, ret quota.Return, err error) {
+				a.mu.Lock()
+				if u := a.using[ret.Tenant]; u.id == ret.LeaseID {
+					delete(a.using, ret.Tenant)
+				}
+				a.mu.Unlock()
+				a.events.Write(&chaos.Event{T: a.unix(at), Ev: "return", Tenant: ret.Tenant, Region: ret.Region, ID: ret.LeaseID, Balance: ret.Balance})
+			},
+		}))
+	})
+	wg.Go(func() { a.watch(rctx, client) })
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		runErr = fmt.Errorf("service: serving: %w", err)
+	}
+	sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
+	hs.Shutdown(sctx) //nolint:errcheck
+	scancel()
+	cancel()
+	wg.Wait()
+	if err := a.events.Close(); err != nil && runErr == nil {
+		runErr = err
+	}
+	st := a.lim.RunStats()
+	log.Info("quota region: stopped", "region", o.Name, "renewals", st.Renewals, "renew_failures", st.RenewFailures,
+		"returns", st.Returns, "return_failures", st.ReturnFailures)
+	return runErr
+}
+
+// installed logs an install, and what it ended.
+func (a *Agent) installed(at int64, in region.Installed) {
+	t := in.Lease.Tenant
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if u, ok := a.using[t]; ok {
+		if in.Dropped.ID == u.id {
+			a.events.Write(&chaos.Event{T: a.unix(at), Ev: "supersede", Tenant: t, Region: a.o.Name, ID: u.id})
+		} else {
+			// It ran out before the new one came.
+			a.events.Write(&chaos.Event{T: a.unix(u.until), Ev: "expire", Tenant: t, Region: a.o.Name, ID: u.id})
+		}
+	}
+	a.using[t] = usingLease{id: in.Lease.ID, until: in.Until}
+	a.events.Write(&chaos.Event{T: a.unix(at), Ev: "install", Tenant: t, Region: a.o.Name, ID: in.Lease.ID, Epoch: in.Lease.Epoch})
+}
+
+// watch logs leases that run out, and polls the coordinator for nudges.
+func (a *Agent) watch(ctx context.Context, client *remote.Client) {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	var lastPoll time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := a.lim.Now()
+		a.mu.Lock()
+		for tenant, u := range a.using {
+			if now >= u.until {
+				a.events.Write(&chaos.Event{T: a.unix(u.until), Ev: "expire", Tenant: tenant, Region: a.o.Name, ID: u.id})
+				delete(a.using, tenant)
+			}
+		}
+		a.mu.Unlock()
+		if time.Since(lastPoll) >= 250*time.Millisecond {
+			lastPoll = time.Now()
+			pctx, cancel := context.WithTimeout(ctx, time.Second)
+			client.Poll(pctx) //nolint:errcheck // renewals report the coordinator's state
+			cancel()
+		}
+	}
+}
+
+// AllowRequest is the body of POST /v1/allow.
+type AllowRequest struct {
+	Tenant   string `json:"tenant"`
+	Endpoint string `json:"endpoint"`
+	// N is how many requests to the endpoint; default 1. The cost is N
+	// times the endpoint's cost.
+	N int64 `json:"n"`
+}
+
+// AllowAnswer is the answer of POST /v1/allow.
+type AllowAnswer struct {
+	Allowed bool `json:"allowed"`
+	// Remaining is the tokens left in the region's bucket for the tenant.
+	Remaining float64 `json:"remaining"`
+	// RetryAfter is, when refused, the seconds to wait (see
+	// region.Limiter.RetryAfter); RetryKnown says whether it is a
+	// promise or the bounded retry policy.
+	RetryAfter float64 `json:"retry_after"`
+	RetryKnown bool    `json:"retry_known"`
+}
+
+// maxAllowBody bounds a decision request.
+const maxAllowBody = 4 << 10
+
+// Handler is the decision API: POST /v1/allow, and GET /v1/status for a
+// look at the leases. It answers from local state only: no call to the
+// coordinator is made for a decision.
+func (a *Agent) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/allow", a.allow)
+	mux.HandleFunc("GET /v1/status", a.status)
+	return mux
+}
+
+// bufs holds the decision API's buffers: a check allocates little, so
+// that garbage collection adds little to its tail.
+var bufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func (a *Agent) allow(w http.ResponseWriter, r *http.Request) {
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+		httpError(w, http.StatusUnsupportedMediaType, fmt.Sprintf("quota region: Content-Type %q: want application/json", ct))
+		return
+	}
+	buf := bufs.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 2*maxAllowBody {
+			buf.Reset()
+			bufs.Put(buf)
+		}
+	}()
+	buf.Reset()
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxAllowBody)); err != nil {
+		httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("quota region: body over %d bytes", maxAllowBody))
+		return
+	}
+	var req AllowRequest
+	dec := json.NewDecoder(bytes.NewReader(buf.Bytes()))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil || dec.More() {
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("quota region: body: want one object {\"tenant\",\"endpoint\",\"n\"}: %v", err))
+		return
+	}
+	if req.N == 0 {
+		req.N = 1
+	}
+	t, ok := a.tenants[req.Tenant]
+	switch {
+	case !ok:
+		httpError(w, http.StatusNotFound, fmt.Sprintf("quota region: tenant %q: not served in region %q", req.Tenant, a.o.Name))
+		return
+	case req.N < 1 || req.N > 1_000_000:
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("quota region: n %d: want 1 to 1000000", req.N))
+		return
+	case len(req.Endpoint) > 1024:
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("quota region: endpoint of %d bytes: want at most 1024", len(req.Endpoint)))
+		return
+	}
+	cost := req.N * t.Cost(req.Endpoint)
+	now := a.lim.Now()
+	var ans AllowAnswer
+	if a.lim.AllowAt(now, req.Tenant, cost) {
+		ans.Allowed = true
+		a.events.Write(&chaos.Event{T: a.unix(now), Ev: "admit", Tenant: req.Tenant, Region: a.o.Name, N: cost})
+	} else {
+		d, known := a.lim.RetryAfter(now, req.Tenant, cost)
+		ans.RetryAfter, ans.RetryKnown = math.Ceil(d.Seconds()*1000)/1000, known
+		a.events.Write(&chaos.Event{T: a.unix(now), Ev: "reject", Tenant: req.Tenant, Region: a.o.Name, N: cost})
+	}
+	st := a.lim.Status(now, req.Tenant)
+	ans.Remaining = st.Balance.Float()
+	out := appendAllowAnswer(buf.AvailableBuffer()[:0], ans)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	w.Write(out) //nolint:errcheck // the client went away
+}
+
+// appendAllowAnswer writes ans as encoding/json would (its four fields are
+// two bools and two finite floats), without its allocations.
+func appendAllowAnswer(out []byte, ans AllowAnswer) []byte {
+	out = append(out, `{"allowed":`...)
+	out = strconv.AppendBool(out, ans.Allowed)
+	out = append(out, `,"remaining":`...)
+	out = strconv.AppendFloat(out, ans.Remaining, 'f', -1, 64)
+	out = append(out, `,"retry_after":`...)
+	out = strconv.AppendFloat(out, ans.RetryAfter, 'f', -1, 64)
+	out = append(out, `,"retry_known":`...)
+	out = strconv.AppendBool(out, ans.RetryKnown)
+	return append(out, "}\n"...)
+}
+
+// TenantStatus is a tenant's line in GET /v1/status.
+type TenantStatus struct {
+	Tenant  string  `json:"tenant"`
+	Lease   uint64  `json:"lease"`
+	Epoch   uint64  `json:"epoch"`
+	Valid   bool    `json:"valid"`
+	Rate    float64 `json:"rate"`
+	Burst   float64 `json:"burst"`
+	Balance float64 `json:"balance"`
+	// ValidFor is the seconds the lease has left.
+	ValidFor float64 `json:"valid_for"`
+}
+
+func (a *Agent) status(w http.ResponseWriter, r *http.Request) {
+	now := a.lim.Now()
+	out := struct {
+		Region  string          `json:"region"`
+		Tenants []TenantStatus  `json:"tenants"`
+		Run     region.RunStats `json:"run"`
+	}{Region: a.o.Name, Run: a.lim.RunStats()}
+	for _, name := range a.lim.Tenants() {
+		st := a.lim.Status(now, name)
+		ts := TenantStatus{Tenant: name, Lease: st.Lease.ID, Epoch: st.Epoch, Valid: st.Valid,
+			Rate: st.Lease.Rate.Float(), Burst: st.Lease.Burst.Float(), Balance: st.Balance.Float()}
+		if st.Valid {
+			ts.ValidFor = time.Duration(st.Until - now).Seconds()
+		}
+		out.Tenants = append(out.Tenants, ts)
+		if len(out.Tenants) == 1000 {
+			break // a look, not a dump
+		}
+	}
+	writeJSON(w, out)
+}
+
+func httpError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(struct { //nolint:errcheck // the client went away
+		Error string `json:"error"`
+	}{msg})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(v) //nolint:errcheck // the client went away
+}
