@@ -331,12 +331,23 @@ type slotKey struct{}
 // proxy the request fails with ErrPoolEmpty before anything is dialled.
 func (pp *ProxyPool) ProxyFunc() func(*http.Request) (*url.URL, error) {
 	return func(req *http.Request) (*url.URL, error) {
-		m, err := pp.pool.Pick(req.Context())
-		if err != nil {
-			return nil, err
+		// http.Transport asks again when it retries a request on a fresh
+		// connection (the kept-alive one was closed under it): one request
+		// is one assignment, so through Transport a retry goes to the
+		// proxy already picked for it.
+		s, _ := req.Context().Value(slotKey{}).(*pickSlot)
+		m := ""
+		if s != nil {
+			m = s.member
 		}
-		if s, ok := req.Context().Value(slotKey{}).(*pickSlot); ok {
-			s.member = m
+		if m == "" {
+			var err error
+			if m, err = pp.pool.Pick(req.Context()); err != nil {
+				return nil, err
+			}
+			if s != nil {
+				s.member = m
+			}
 		}
 		pp.mu.Lock()
 		u, ok := pp.cands[m]
@@ -345,7 +356,7 @@ func (pp *ProxyPool) ProxyFunc() func(*http.Request) (*url.URL, error) {
 			return u, nil
 		}
 		// Imported by another worker: its name is its URL.
-		u, err = url.Parse(m)
+		u, err := url.Parse(m)
 		if err != nil {
 			return nil, fmt.Errorf("assign: pool member %q is not a proxy URL: %w", clip(m), err)
 		}

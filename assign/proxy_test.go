@@ -295,3 +295,42 @@ func checkPool(t *testing.T, ctx context.Context, pp *ProxyPool, step string, jo
 		t.Fatalf("%s: joined %v restored %v left %v; want %v %v %v (health %+v)", step, rep.Joined, rep.Restored, rep.Left, joined, restored, left, rep.Health)
 	}
 }
+
+// TestTransportRetryIsOneAssignment: http.Transport asks its Proxy func
+// again when it retries a request on a fresh connection (the kept-alive
+// one was closed under it). The retry goes through the proxy already
+// picked and counts nothing more: TestProxyPool once saw 61 assignments
+// where 60 requests were sent, when good2's idle connection died.
+func TestTransportRetryIsOneAssignment(t *testing.T) {
+	_, c := newClient(t)
+	ctx := ctxFor(t)
+	p := newPool(t, c, "retry")
+	pp, err := NewProxyPool(p, ProbeConfig{URL: "http://127.0.0.1:1/", Timeout: time.Second, Concurrency: 1}, RestoreCurrentMinimum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Add(ctx, 0, "http://10.0.0.1:3128", "http://10.0.0.2:3128"); err != nil {
+		t.Fatal(err)
+	}
+	proxy := pp.ProxyFunc()
+	slot := &pickSlot{}
+	req := httptest.NewRequest("GET", "http://example.test/", nil).WithContext(context.WithValue(ctx, slotKey{}, slot))
+	first, err := proxy(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := proxy(req) // the transport's retry of the same request
+	if err != nil || again.String() != first.String() {
+		t.Fatalf("the retry went to %v (%v), want %v", again, err, first)
+	}
+	if cs := counts(t, p); cs["http://10.0.0.1:3128"]+cs["http://10.0.0.2:3128"] != 1 {
+		t.Fatalf("counts %v after one request and its retry, want one assignment", cs)
+	}
+	// Without a slot (ProxyFunc used on its own) each call is a request.
+	if _, err := proxy(httptest.NewRequest("GET", "http://example.test/", nil).WithContext(ctx)); err != nil {
+		t.Fatal(err)
+	}
+	if cs := counts(t, p); cs["http://10.0.0.1:3128"]+cs["http://10.0.0.2:3128"] != 2 {
+		t.Fatalf("counts %v, want two assignments", cs)
+	}
+}
