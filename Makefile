@@ -10,9 +10,9 @@ GO ?= go
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_INSTALL := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends
 
-.PHONY: test deps vet fmt-check lint tidy-check cross-build unit fuzz bench bench-assign bench-quota soak
+.PHONY: test deps vet fmt-check lint tidy-check cross-build boundaries unit fuzz bench bench-assign bench-quota soak
 
-test: deps vet fmt-check lint tidy-check cross-build unit
+test: deps vet fmt-check lint tidy-check cross-build boundaries unit
 
 # deps installs what the tests need when it is missing: Debian's chromium
 # for the console's browser test, and Debian's redis-server (which brings
@@ -62,6 +62,16 @@ tidy-check:
 cross-build:
 	GOARCH=386 $(GO) build ./...
 	GOARCH=arm64 $(GO) build ./...
+
+# boundaries keeps the models free of processes and peers (ARCHITECTURE.md:
+# importing a model must not import os/exec or a peer library) and the
+# build free of runtime tricks (no go:linkname anywhere).
+MODELS := ./overload ./sim ./bulkhead ./quota ./quota/chaos
+boundaries:
+	@bad=$$($(GO) list -deps $(MODELS) | grep -E '^os/exec$$|failsafe-go|gubernator'); \
+	if [ -n "$$bad" ]; then echo "a model imports what it must not: $$bad"; \
+	$(GO) list -f '{{.ImportPath}}: {{join .Imports " "}}' -deps $(MODELS) | grep -E 'os/exec|failsafe-go|gubernator'; exit 1; fi
+	@if grep -rn --include='*.go' 'go:linkname' .; then echo "go:linkname is not allowed"; exit 1; fi
 
 # AFLOAT_REQUIRE_BROWSER and AFLOAT_REQUIRE_REDIS turn the skips of the
 # browser tests (no chromium) and the Redis tests (no redis-server) into
