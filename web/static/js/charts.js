@@ -258,33 +258,46 @@ class Chart {
       this.thead.replaceChildren(tr);
     }
     if (!this.details.open) return;
-    const rows = this.tbody.rows;
-    let keep = Math.min(rows.length, this.frames.length);
-    // A row whose minute no longer matches the frame means the run changed.
-    for (let i = 0; i < keep; i++) {
-      if (rows[i].dataset.sig !== this.signature(this.frames[i])) {
-        keep = i;
-        break;
-      }
-    }
-    while (rows.length > keep) this.tbody.deleteRow(rows.length - 1);
-    for (let i = keep; i < this.frames.length; i++) {
-      const f = this.frames[i];
-      const tr = this.tbody.insertRow();
-      tr.dataset.sig = this.signature(f);
-      const th = document.createElement("th");
-      th.scope = "row";
-      th.textContent = f.clock;
-      tr.append(th);
+    syncRows(this.tbody, this.frames, (f) => this.signature(f), (tr, f) => {
+      rowHeader(tr, f.clock);
       for (const s of this.def.series) {
         tr.insertCell().textContent = fmt(s.map ? s.map(f[s.key]) : f[s.key], s.digits);
       }
-    }
+    });
   }
 
   signature(f) {
     return `${f.minute}|${this.def.series.map((s) => f[s.key]).join("|")}`;
   }
+}
+
+// syncRows brings a data table's body up to date with items: rows whose
+// signature still matches their item stay (a table of thousands of rows is
+// not rebuilt on every minute), the first that differs and all after it
+// are redrawn — a changed signature means the run changed from there.
+function syncRows(tbody, items, signature, fill) {
+  const rows = tbody.rows;
+  let keep = Math.min(rows.length, items.length);
+  for (let i = 0; i < keep; i++) {
+    if (rows[i].dataset.sig !== signature(items[i])) {
+      keep = i;
+      break;
+    }
+  }
+  while (rows.length > keep) tbody.deleteRow(rows.length - 1);
+  for (let i = keep; i < items.length; i++) {
+    const tr = tbody.insertRow();
+    tr.dataset.sig = signature(items[i]);
+    fill(tr, items[i]);
+  }
+}
+
+// rowHeader starts a row with its header cell.
+function rowHeader(tr, text) {
+  const th = document.createElement("th");
+  th.scope = "row";
+  th.textContent = text;
+  tr.append(th);
 }
 
 // narrow is the phone layout, where the charts are tabs.
@@ -573,26 +586,11 @@ export class LiveChart {
       if (relabel) this.tbody.replaceChildren();
     }
     if (!this.details.open) return;
-    const rows = this.tbody.rows;
-    let keep = Math.min(rows.length, this.rows.length);
-    for (let i = 0; i < keep; i++) {
-      if (rows[i].dataset.sig !== this.signature(this.rows[i])) {
-        keep = i;
-        break;
-      }
-    }
-    while (rows.length > keep) this.tbody.deleteRow(rows.length - 1);
-    for (let i = keep; i < this.rows.length; i++) {
-      const r = this.rows[i];
-      const tr = this.tbody.insertRow();
-      tr.dataset.sig = this.signature(r);
-      const th = document.createElement("th");
-      th.scope = "row";
-      th.textContent = def.x.format(def.x.get(r));
-      tr.append(th);
+    syncRows(this.tbody, this.rows, (r) => this.signature(r), (tr, r) => {
+      rowHeader(tr, def.x.format(def.x.get(r)));
       for (const s of def.series) tr.insertCell().textContent = fmt(s.get(r), s.digits);
       if (def.state) tr.insertCell().textContent = def.state(r);
-    }
+    });
   }
 
   signature(r) {
