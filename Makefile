@@ -139,6 +139,7 @@ fuzz:
 	$(GO) test ./quota/chaos -run '^$$' -fuzz '^FuzzParseEvent$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/service -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/service -run '^$$' -fuzz '^FuzzAllowBody$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./quota/service -run '^$$' -fuzz '^FuzzDecodeAllow$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/remote -run '^$$' -fuzz '^FuzzRenewBody$$' -fuzztime $(FUZZTIME)
 
 # bench runs the benchmarks docs/benchmarks.md quotes and summarises them

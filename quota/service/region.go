@@ -261,10 +261,8 @@ func (a *Agent) allow(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("quota region: body over %d bytes", maxAllowBody))
 		return
 	}
-	var req AllowRequest
-	dec := json.NewDecoder(bytes.NewReader(buf.Bytes()))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil || dec.More() {
+	req, err := decodeAllow(buf.Bytes())
+	if err != nil {
 		httpError(w, http.StatusBadRequest, fmt.Sprintf("quota region: body: want one object {\"tenant\",\"endpoint\",\"n\"}: %v", err))
 		return
 	}
