@@ -64,10 +64,10 @@ const (
 // Op is one change to the ledger.
 type Op struct {
 	Kind   OpKind
-	Lease  quota.Lease // PutLease
-	ID     uint64      // EndLease
-	Tenant string      // SetCredit; EndLease (where the ledger keys leases by tenant)
-	Credit quota.Micro // SetCredit
+	Lease  quota.Lease  // PutLease
+	ID     uint64       // EndLease
+	Tenant string       // SetCredit; EndLease (where the ledger keys leases by tenant)
+	Credit quota.Micro  // SetCredit
 	Record TenantRecord // PutTenant
 }
 
@@ -75,9 +75,9 @@ type Op struct {
 // harness's. It outlives the coordinators that use it, as an external
 // store would. It is safe for concurrent use.
 type MemLedger struct {
-	mu     sync.Mutex
-	epoch  uint64
-	nextID uint64
+	mu      sync.Mutex
+	epoch   uint64
+	nextID  uint64
 	leases  map[uint64]quota.Lease
 	credit  map[string]quota.Micro
 	tenants map[string]TenantRecord
