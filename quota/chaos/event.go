@@ -364,7 +364,7 @@ func Merge(events []Event) []Event {
 
 func rank(ev string) int {
 	switch ev {
-	case "start":
+	case "start", "tenant":
 		return 0
 	case "restart":
 		return 1
