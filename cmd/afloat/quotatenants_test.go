@@ -6,11 +6,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,14 +36,19 @@ operators:
 	}
 	tokFile := filepath.Join(dir, "token")
 	os.WriteFile(tokFile, []byte("alice-token-0123456789\n"), 0o600) //nolint:errcheck
-	start := func() (string, func()) {
+	m, err := service.StartMember(context.Background(), service.MemberConfig{Name: "t", DataDir: filepath.Join(dir, "etcd")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	start := func(k int) (string, func()) {
 		ctx, cancel := context.WithCancel(context.Background())
 		ready := make(chan string, 1)
 		done := make(chan error, 1)
 		go func() {
 			done <- service.RunCoordinator(ctx, service.CoordinatorOptions{Config: cfg, Listen: "127.0.0.1:0",
-				DataDir: filepath.Join(dir, "etcd"), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-				EventLog: filepath.Join(dir, "coordinator.jsonl"),
+				Etcd: []string{m.ClientURL}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+				EventLog: filepath.Join(dir, fmt.Sprintf("coordinator-%d.jsonl", k)),
 				Ready:    func(a string) { ready <- a }})
 		}()
 		var addr string
@@ -52,12 +59,14 @@ operators:
 		case <-time.After(60 * time.Second):
 			t.Fatal("the coordinator did not start")
 		}
-		return addr, func() { cancel(); <-done }
+		return addr, sync.OnceFunc(func() { cancel(); <-done })
 	}
-	addr, stop := start()
+	addr, stop := start(0)
+	addr2, stop2 := start(1)
+	defer stop2()
 	tenants := func(args ...string) (int, string, string) {
 		var out, errOut bytes.Buffer
-		full := append([]string{"quota", "tenants", args[0], "--coordinator", addr, "--token-file", tokFile}, args[1:]...)
+		full := append([]string{"quota", "tenants", args[0], "--coordinator", addr + "," + addr2, "--token-file", tokFile}, args[1:]...)
 		var status int
 		for range 100 { // until the coordinator leads
 			out.Reset()
@@ -88,9 +97,43 @@ operators:
 	if st, out, errOut := tenants("get", "--name", "beta"); st != 0 || !strings.Contains(out, `"lease_duration":"2s"`) || !strings.Contains(out, `"by":"alice"`) {
 		t.Fatalf("get: %d %s %s", st, out, errOut)
 	}
-	stop()
+	// The follower, asked alone, names the leader; given both, the CLI
+	// goes on to the leader.
+	follower, leader := "", ""
+	for _, a := range []string{addr, addr2} {
+		var out, errOut bytes.Buffer
+		var st int
+		for range 50 { // until the follower has read who leads (every 250 ms)
+			out.Reset()
+			errOut.Reset()
+			st = run([]string{"quota", "tenants", "list", "--coordinator", a, "--token-file", tokFile}, strings.NewReader(""), &out, &errOut)
+			if !strings.HasSuffix(strings.TrimSpace(errOut.String()), "this coordinator is not the leader") {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if st == 0 {
+			leader = a
+		} else if strings.Contains(errOut.String(), "is not the leader; the leader is http://") {
+			follower = a
+		} else {
+			t.Fatalf("list at %s: %d %s", a, st, errOut.String())
+		}
+		if strings.Contains(out.String()+errOut.String(), "alice-token") {
+			t.Fatal("the token was printed")
+		}
+	}
+	if follower == "" || leader == "" {
+		t.Fatalf("leader %q, follower %q", leader, follower)
+	}
+	// The leader stops: the follower takes over, from etcd's tenants.
+	if leader == addr {
+		stop()
+	} else {
+		stop2()
+	}
 	// Restarted on the same etcd: the ledger's tenants, not the file's.
-	addr, stop = start()
+	addr, stop = start(2)
 	defer stop()
 	st, out, errOut := tenants("list")
 	var list struct{ Tenants []service.TenantView }
