@@ -3,6 +3,7 @@ package coordinator
 import (
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -223,5 +224,27 @@ func TestTenantOps(t *testing.T) {
 	}
 	if got := len(c.Tenants()); got != 2 {
 		t.Fatalf("%d tenants listed, want 2", got)
+	}
+	// A region taken out: refused at once, its lease counts until it ends.
+	g3, _, err := c.Renew(ctx, 2*time.Second, quota.Request{Tenant: "acme", Region: "us", Seq: 9, Demand: quota.One})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acme := seedTenant()
+	acme.Regions = []string{"eu", "ap"}
+	if _, _, err := c.PutTenant(3*time.Second, acme, "bob", false, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Renew(ctx, 3*time.Second, quota.Request{Tenant: "acme", Region: "us", Seq: 10}); !errors.Is(err, quota.ErrUnknownRegion) {
+		t.Fatalf("renew in a removed region: %v", err)
+	}
+	if !slices.ContainsFunc(c.Live("acme"), func(l quota.Lease) bool { return l.ID == g3.Lease.ID }) {
+		t.Fatal("the removed region's lease stopped counting before it ended")
+	}
+	if _, err := c.Expire(g3.Lease.Expires); err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(c.Live("acme"), func(l quota.Lease) bool { return l.Region == "us" }) {
+		t.Fatal("the removed region's lease counts after its end")
 	}
 }
