@@ -328,6 +328,7 @@ func (h *tenantsAPI) put(w http.ResponseWriter, r *http.Request, create bool) {
 	defer cancel()
 	rec, err := b.PutTenant(ctx, tc.tenant(), who, create, spec.Version)
 	if err != nil {
+		h.unconfirmed(err, who, spec.Name)
 		answer(w, codeOf(err), apiError{Error: err.Error()})
 		return
 	}
@@ -368,6 +369,7 @@ func (h *tenantsAPI) del(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
 	if err := b.DeleteTenant(ctx, req.Name, who, req.Version); err != nil {
+		h.unconfirmed(err, who, req.Name)
 		answer(w, codeOf(err), apiError{Error: err.Error()})
 		return
 	}
@@ -376,4 +378,13 @@ func (h *tenantsAPI) del(w http.ResponseWriter, r *http.Request) {
 			"version", old.Version+1, "old", viewOrNil(old), "new", nil)
 	}
 	answer(w, http.StatusOK, struct{}{})
+}
+
+// unconfirmed logs a change the coordinator took but the ledger has not
+// confirmed: it holds in this coordinator and is written again with the
+// next write (its event reaches the event log once written).
+func (h *tenantsAPI) unconfirmed(err error, who, tenant string) {
+	if h.log != nil && errors.Is(err, coordinator.ErrNotWritten) {
+		h.log.Warn("quota coordinator: tenant change taken, not yet confirmed written", "operator", who, "tenant", tenant, "err", err)
+	}
 }
