@@ -141,6 +141,7 @@ func RunCoordinator(ctx context.Context, o CoordinatorOptions) error {
 		ln.Close()
 		return err
 	}
+	h = withTenantsAPI(h, o.Config, &current, &leader, log)
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 15 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
 	serveErr := make(chan error, 1)
@@ -218,6 +219,7 @@ func lead(ctx context.Context, o CoordinatorOptions, ledger *etcdledger.Ledger, 
 					events.Write(&chaos.Event{T: unix(at), Ev: "lease", Tenant: l.Tenant, Region: l.Region, ID: l.ID, Epoch: l.Epoch,
 						Rate: l.Rate, Burst: l.Burst, Transfer: l.Transfer, Activates: unix(l.Activates), Expires: unix(l.Expires)})
 				}
+				events.tenantEvent(unix(at), s.Tenant)
 				if s.Credit > 0 {
 					events.Write(&chaos.Event{T: unix(at), Ev: "credit", Tenant: s.Returned.Tenant, Region: s.Returned.Region,
 						ID: s.Returned.LeaseID, Balance: s.Credit})
@@ -235,6 +237,7 @@ func lead(ctx context.Context, o CoordinatorOptions, ledger *etcdledger.Ledger, 
 	epoch := srv.Epoch()
 	log.Info("quota coordinator: leading", "epoch", epoch)
 	events.Write(&chaos.Event{T: time.Now().UnixNano(), Ev: "restart", Epoch: epoch})
+	events.loaded(time.Now().UnixNano(), srv.Tenants())
 	events.Flush() //nolint:errcheck
 
 	rctx, cancel := context.WithCancel(ctx)
