@@ -1,0 +1,110 @@
+package service
+
+import (
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// scraped is one scrape of GET /metrics, parsed.
+type scraped map[string]*dto.MetricFamily
+
+// scrape fetches and parses base+"/metrics".
+func scrape(t *testing.T, base string) scraped {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s/metrics: %d", base, resp.StatusCode)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s/metrics: %v", base, err)
+	}
+	return fams
+}
+
+// value is the value of the sample of name whose labels include labels
+// (name=value pairs); for a histogram, its count. ok is false when there
+// is none.
+func (s scraped) value(name string, labels ...string) (float64, bool) {
+	f := s[name]
+	if f == nil {
+		return 0, false
+	}
+next:
+	for _, m := range f.GetMetric() {
+		have := map[string]string{}
+		for _, l := range m.GetLabel() {
+			have[l.GetName()] = l.GetValue()
+		}
+		for i := 0; i+1 < len(labels); i += 2 {
+			if have[labels[i]] != labels[i+1] {
+				continue next
+			}
+		}
+		switch {
+		case m.Gauge != nil:
+			return m.GetGauge().GetValue(), true
+		case m.Counter != nil:
+			return m.GetCounter().GetValue(), true
+		case m.Histogram != nil:
+			return float64(m.GetHistogram().GetSampleCount()), true
+		}
+	}
+	return 0, false
+}
+
+// must is value, failing the test when the sample is missing.
+func (s scraped) must(t *testing.T, name string, labels ...string) float64 {
+	t.Helper()
+	v, ok := s.value(name, labels...)
+	if !ok {
+		t.Fatalf("no sample %s%v in the scrape", name, labels)
+	}
+	return v
+}
+
+// histSum is a histogram's sum of observations.
+func (s scraped) histSum(name string, labels ...string) float64 {
+	f := s[name]
+	if f == nil {
+		return 0
+	}
+	var sum float64
+	for _, m := range f.GetMetric() {
+		ok := true
+		have := map[string]string{}
+		for _, l := range m.GetLabel() {
+			have[l.GetName()] = l.GetValue()
+		}
+		for i := 0; i+1 < len(labels); i += 2 {
+			ok = ok && have[labels[i]] == labels[i+1]
+		}
+		if ok && m.Histogram != nil {
+			sum += m.GetHistogram().GetSampleSum()
+		}
+	}
+	return sum
+}
+
+// quotaNames lists the afloat_quota_ families in a scrape, sorted.
+func (s scraped) quotaNames() []string {
+	var names []string
+	for n := range s {
+		if strings.HasPrefix(n, metricPrefix) {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
