@@ -184,9 +184,9 @@ type dashboard struct {
 		} `json:"list"`
 	} `json:"templating"`
 	Panels []struct {
-		ID      int    `json:"id"`
-		Type    string `json:"type"`
-		Title   string `json:"title"`
+		ID      int                      `json:"id"`
+		Type    string                   `json:"type"`
+		Title   string                   `json:"title"`
 		GridPos struct{ H, W, X, Y int } `json:"gridPos"`
 		Targets []struct {
 			RefID string `json:"refId"`

@@ -40,15 +40,15 @@ type Readiness struct {
 // observe serves GET /metrics from reg, GET /healthz and GET /readyz from
 // ready on mux.
 func observe(mux *http.ServeMux, reg *prometheus.Registry, ready func() Readiness) {
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+	mux.Handle("/metrics", getOnly(promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		MaxRequestsInFlight: maxScrapes, Timeout: 10 * time.Second,
-	}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	})))
+	mux.Handle("/healthz", getOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		w.Write([]byte("ok\n")) //nolint:errcheck // the client went away
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+	})))
+	mux.Handle("/readyz", getOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rd := ready()
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
@@ -56,6 +56,20 @@ func observe(mux *http.ServeMux, reg *prometheus.Registry, ready func() Readines
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
 		json.NewEncoder(w).Encode(rd) //nolint:errcheck // the client went away
+	})))
+}
+
+// getOnly answers 405 to any method but GET and HEAD: the routes are
+// read-only, whatever mux they share (the coordinator's API sits behind
+// a catch-all pattern, which would otherwise take a POST /metrics).
+func getOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			httpError(w, http.StatusMethodNotAllowed, "quota: "+r.URL.Path+" is read-only: GET or HEAD")
+			return
+		}
+		h.ServeHTTP(w, r)
 	})
 }
 

@@ -1,6 +1,8 @@
 package service
 
 import (
+	"encoding/json"
+	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -107,4 +109,30 @@ func (s scraped) quotaNames() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// readyz is GET base/readyz: the status and the body.
+func readyz(t *testing.T, base string) (int, Readiness) {
+	t.Helper()
+	resp, err := http.Get(base + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var rd Readiness
+	if err := json.NewDecoder(resp.Body).Decode(&rd); err != nil {
+		t.Fatalf("GET %s/readyz: %v", base, err)
+	}
+	return resp.StatusCode, rd
+}
+
+func healthz(t *testing.T, base string) int {
+	t.Helper()
+	resp, err := http.Get(base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body) //nolint:errcheck
+	resp.Body.Close()
+	return resp.StatusCode
 }
