@@ -233,12 +233,11 @@ func TestDashboardQueriesNameExposedMetrics(t *testing.T) {
 			t.Errorf("panel %q: id %d used twice", p.Title, p.ID)
 		}
 		ids[p.ID] = true
-		for j, q := range d.Panels[:i] {
+		for _, q := range d.Panels[:i] {
 			a, b := p.GridPos, q.GridPos
 			if a.X < b.X+b.W && b.X < a.X+a.W && a.Y < b.Y+b.H && b.Y < a.Y+a.H {
 				t.Errorf("panels %q and %q overlap", q.Title, p.Title)
 			}
-			_ = j
 		}
 		if p.GridPos.X+p.GridPos.W > 24 {
 			t.Errorf("panel %q: x %d + w %d past the 24 columns", p.Title, p.GridPos.X, p.GridPos.W)

@@ -291,3 +291,26 @@ func TestMetricsAndHealth(t *testing.T) {
 		t.Fatalf("coordinator /healthz: %d", code)
 	}
 }
+
+// histSum is a histogram's sum of observations.
+func (s scraped) histSum(name string, labels ...string) float64 {
+	f := s[name]
+	if f == nil {
+		return 0
+	}
+	var sum float64
+	for _, m := range f.GetMetric() {
+		ok := true
+		have := map[string]string{}
+		for _, l := range m.GetLabel() {
+			have[l.GetName()] = l.GetValue()
+		}
+		for i := 0; i+1 < len(labels); i += 2 {
+			ok = ok && have[labels[i]] == labels[i+1]
+		}
+		if ok && m.Histogram != nil {
+			sum += m.GetHistogram().GetSampleSum()
+		}
+	}
+	return sum
+}

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"sort"
-	"strings"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
@@ -74,41 +72,6 @@ func (s scraped) must(t *testing.T, name string, labels ...string) float64 {
 		t.Fatalf("no sample %s%v in the scrape", name, labels)
 	}
 	return v
-}
-
-// histSum is a histogram's sum of observations.
-func (s scraped) histSum(name string, labels ...string) float64 {
-	f := s[name]
-	if f == nil {
-		return 0
-	}
-	var sum float64
-	for _, m := range f.GetMetric() {
-		ok := true
-		have := map[string]string{}
-		for _, l := range m.GetLabel() {
-			have[l.GetName()] = l.GetValue()
-		}
-		for i := 0; i+1 < len(labels); i += 2 {
-			ok = ok && have[labels[i]] == labels[i+1]
-		}
-		if ok && m.Histogram != nil {
-			sum += m.GetHistogram().GetSampleSum()
-		}
-	}
-	return sum
-}
-
-// quotaNames lists the afloat_quota_ families in a scrape, sorted.
-func (s scraped) quotaNames() []string {
-	var names []string
-	for n := range s {
-		if strings.HasPrefix(n, metricPrefix) {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	return names
 }
 
 // readyz is GET base/readyz: the status and the body.
