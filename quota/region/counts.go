@@ -50,3 +50,23 @@ func (l *Limiter) Counts(tenant string) (Counts, bool) {
 // UnknownTenant is how many requests named a tenant the limiter does not
 // serve, since New.
 func (l *Limiter) UnknownTenant() int64 { return l.unknown.Load() }
+
+// Grants is how many grants Run has received that Install answered with
+// o, since New (the sum over outcomes other than Accepted is
+// RunStats.Ignored). Grants installed by another runner calling Install
+// are not counted.
+func (l *Limiter) Grants(o Outcome) int64 {
+	if o < 0 || o >= numOutcomes {
+		return 0
+	}
+	return l.counters.outcomes[o].Load()
+}
+
+// Outcomes lists every Outcome, in order.
+func Outcomes() []Outcome {
+	out := make([]Outcome, numOutcomes)
+	for i := range out {
+		out[i] = Outcome(i)
+	}
+	return out
+}

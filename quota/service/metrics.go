@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"time"
 
@@ -97,7 +98,7 @@ func newAgentMetrics(lim *region.Limiter) *agentMetrics {
 		admitted:  d("admitted_tokens_total", "Tokens admitted, by reason: lease (under a valid lease) or emergency (from the allowance).", "tenant", "reason"),
 		refused:   d("refused_tokens_total", "Tokens refused, by reason: exhausted (a valid lease lacked them), no_lease, allowance_spent (best effort, no lease, allowance spent).", "tenant", "reason"),
 		unknown:   d("unknown_tenant_requests_total", "Requests naming a tenant the region does not serve."),
-		grants:    d("grants_total", "Grants received, by outcome: installed, or ignored (stale, not newer, over on arrival...).", "outcome"),
+		grants:    d("grants_total", "Grants received, by what the region did: accepted (installed), or ignored as stale_epoch, not_newer, unknown_request, over_on_arrival or not_this_region.", "outcome"),
 		returns:   d("returns_total", "Leases given back, by result: acknowledged, or failed (the coordinator counts the lease until it expires).", "result"),
 	})
 	m := &agentMetrics{reg: reg, renewal: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -152,10 +153,30 @@ func (c *regionCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(c.unknown, c.lim.UnknownTenant())
 	rs := c.lim.RunStats()
-	counter(c.grants, rs.Installed, "installed")
-	counter(c.grants, rs.Ignored, "ignored")
+	for _, o := range region.Outcomes() {
+		counter(c.grants, c.lim.Grants(o), outcomeLabel(o))
+	}
 	counter(c.returns, rs.Returns, "acknowledged")
 	counter(c.returns, rs.ReturnFailures, "failed")
+}
+
+// outcomeLabel is an Outcome as a label value.
+func outcomeLabel(o region.Outcome) string {
+	switch o {
+	case region.Accepted:
+		return "accepted"
+	case region.NotThisRegion:
+		return "not_this_region"
+	case region.StaleEpoch:
+		return "stale_epoch"
+	case region.NotNewer:
+		return "not_newer"
+	case region.UnknownRequest:
+		return "unknown_request"
+	case region.OverOnArrival:
+		return "over_on_arrival"
+	}
+	return "outcome_" + strconv.Itoa(int(o))
 }
 
 // timedCoordinator times a region's renewals: the latency a region sees,

@@ -234,7 +234,7 @@ func TestMetricsAndHealth(t *testing.T) {
 	if v := s.must(t, "afloat_quota_region_unknown_tenant_requests_total"); v != 0 {
 		t.Errorf("unknown tenant requests: %v", v)
 	}
-	installed := s.must(t, "afloat_quota_region_grants_total", "outcome", "installed")
+	installed := s.must(t, "afloat_quota_region_grants_total", "outcome", "accepted")
 	renewals := s.must(t, "afloat_quota_region_renewal_duration_seconds", "result", "granted")
 	if installed < 2 || renewals < installed {
 		t.Errorf("%v grants installed, %v renewals timed: want 2 or more, and at least as many renewals", installed, renewals)
