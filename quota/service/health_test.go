@@ -139,3 +139,28 @@ func TestRegionReadiness(t *testing.T) {
 		t.Fatalf("lease_valid of beta: %v", v)
 	}
 }
+
+// TestMonotonic: a counter read lower than last time reports the last
+// value; a series missing from a scrape is forgotten.
+func TestMonotonic(t *testing.T) {
+	var m monotonic
+	a, b := [3]string{"x", "acme"}, [3]string{"x", "beta"}
+	for i, step := range []struct {
+		keys [][3]string
+		vals []float64
+		want []float64
+	}{
+		{[][3]string{a, b}, []float64{10, 5}, []float64{10, 5}},
+		{[][3]string{a, b}, []float64{9, 7}, []float64{10, 7}},  // a read racing requests: held
+		{[][3]string{a}, []float64{12}, []float64{12}},          // beta gone
+		{[][3]string{a, b}, []float64{12, 1}, []float64{12, 1}}, // beta back, from its new count
+	} {
+		m.begin()
+		for j, k := range step.keys {
+			if got := m.at(k, step.vals[j]); got != step.want[j] {
+				t.Errorf("step %d: at(%v, %v) = %v, want %v", i, k, step.vals[j], got, step.want[j])
+			}
+		}
+		m.end()
+	}
+}

@@ -46,22 +46,46 @@ func newRegistry() *prometheus.Registry {
 
 // monotonic keeps counters read at scrape time from going back: a read
 // racing requests may be a few tokens off (region.Counts), and Prometheus
-// takes a counter that falls for a restart.
+// takes a counter that falls for a restart. A series missing from a
+// scrape (its tenant gone) is forgotten, so that a tenant removed and
+// added again starts from its new counts. The collector holds mu for a
+// whole scrape.
 type monotonic struct {
 	mu   sync.Mutex
-	last map[[3]string]float64
+	gen  uint64
+	last map[[3]string]seenValue
 }
 
-func (m *monotonic) at(key [3]string, v float64) float64 {
+type seenValue struct {
+	v   float64
+	gen uint64
+}
+
+// begin starts a scrape; end forgets what it did not see.
+func (m *monotonic) begin() {
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.gen++
 	if m.last == nil {
-		m.last = map[[3]string]float64{}
+		m.last = map[[3]string]seenValue{}
 	}
-	if prev, ok := m.last[key]; ok && prev > v {
-		return prev
+}
+
+func (m *monotonic) end() {
+	for k, sv := range m.last {
+		if sv.gen != m.gen {
+			delete(m.last, k)
+		}
 	}
-	m.last[key] = v
+	m.mu.Unlock()
+}
+
+// at is v, or the value reported last if v is lower. Called between
+// begin and end.
+func (m *monotonic) at(key [3]string, v float64) float64 {
+	if prev, ok := m.last[key]; ok && prev.v > v {
+		v = prev.v
+	}
+	m.last[key] = seenValue{v, m.gen}
 	return v
 }
 
@@ -128,6 +152,8 @@ func (c *regionCollector) Collect(ch chan<- prometheus.Metric) {
 		copy(key[1:], labels)
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, c.seen.at(key, float64(v)), labels...)
 	}
+	c.seen.begin()
+	defer c.seen.end()
 	now := c.lim.Now()
 	for _, t := range c.lim.Tenants() {
 		st := c.lim.Status(now, t)
