@@ -234,8 +234,9 @@ type AllowAnswer struct {
 const maxAllowBody = 4 << 10
 
 // Handler is the decision API: POST /v1/allow, and GET /v1/status for a
-// look at the leases; GET /metrics, /healthz and /readyz as well. It answers from local state only: no call to the
-// coordinator is made for a decision.
+// look at the leases; GET /metrics, /healthz and /readyz as well. It
+// answers from local state only: no call to the coordinator is made for
+// a decision.
 func (a *Agent) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/allow", a.allow)
