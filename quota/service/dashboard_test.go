@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -206,14 +207,50 @@ var (
 // TestDashboardQueriesNameExposedMetrics: every query of the dashboard
 // (panels and template variables) names only metrics /metrics exposes,
 // matches and groups only by labels those metrics have, and uses only
-// variables the dashboard defines; panel ids are unique, and no panels
-// overlap on Grafana's 24-column grid.
+// variables the dashboard defines; every metric is on a panel; panel ids
+// are unique, and no panels overlap on Grafana's 24-column grid. And the
+// check catches each planted mistake below.
 func TestDashboardQueriesNameExposedMetrics(t *testing.T) {
 	have := exposed(t)
 	raw, err := os.ReadFile(dashboardFile)
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, p := range checkDashboard(t, raw, have) {
+		t.Error(p)
+	}
+	for i, tc := range []struct{ what, from, to, want string }{
+		{"a metric not exposed", "afloat_quota_region_balance_tokens{", "afloat_quota_region_balances_tokens{", "is not exposed"},
+		{"a label the metric lacks", `afloat_quota_coordinator_leader"`, `afloat_quota_coordinator_leader{tenant=\"x\"}"`, `has no label "tenant"`},
+		{"grouping by a label none has", "sum by (le) (rate(afloat_quota_coordinator_ledger_txn_ops_bucket", "sum by (le, tenant) (rate(afloat_quota_coordinator_ledger_txn_ops_bucket", `grouped by "tenant"`},
+		{"an undefined variable", `region=~\"$region\", result=\"granted\"`, `region=~\"$regions\", result=\"granted\"`, "variable $regions"},
+		{"a metric on no panel", "afloat_quota_region_returns_total", "afloat_quota_region_grants_total", "afloat_quota_region_returns_total is on no panel"},
+		{"overlapping panels", `"x": 12,
+        "y": 1`, `"x": 6,
+        "y": 1`, "overlap"},
+		{"a panel id twice", `"id": 3,`, `"id": 2,`, "used twice"},
+		{"unbalanced brackets", "(afloat_quota_coordinator_tenant_burst_tokens{", "(afloat_quota_coordinator_tenant_burst_tokens{{", "unbalanced"},
+	} {
+		if !strings.Contains(string(raw), tc.from) {
+			t.Fatalf("step %d: %s: %q not in the dashboard", i, tc.what, tc.from)
+		}
+		bad := strings.Replace(string(raw), tc.from, tc.to, 1)
+		found := false
+		for _, p := range checkDashboard(t, []byte(bad), have) {
+			found = found || strings.Contains(p, tc.want)
+		}
+		if !found {
+			t.Errorf("step %d: %s: not caught (want a problem naming %q)", i, tc.what, tc.want)
+		}
+	}
+}
+
+// checkDashboard lists what is wrong with the dashboard raw, given the
+// series have exposes.
+func checkDashboard(t *testing.T, raw []byte, have map[string][]string) []string {
+	t.Helper()
+	var problems []string
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	var d dashboard
 	if err := json.Unmarshal(raw, &d); err != nil {
 		t.Fatal(err)
@@ -230,17 +267,17 @@ func TestDashboardQueriesNameExposedMetrics(t *testing.T) {
 	used := map[string]bool{}
 	for i, p := range d.Panels {
 		if ids[p.ID] {
-			t.Errorf("panel %q: id %d used twice", p.Title, p.ID)
+			bad("panel %q: id %d used twice", p.Title, p.ID)
 		}
 		ids[p.ID] = true
 		for _, q := range d.Panels[:i] {
 			a, b := p.GridPos, q.GridPos
 			if a.X < b.X+b.W && b.X < a.X+a.W && a.Y < b.Y+b.H && b.Y < a.Y+a.H {
-				t.Errorf("panels %q and %q overlap", q.Title, p.Title)
+				bad("panels %q and %q overlap", q.Title, p.Title)
 			}
 		}
 		if p.GridPos.X+p.GridPos.W > 24 {
-			t.Errorf("panel %q: x %d + w %d past the 24 columns", p.Title, p.GridPos.X, p.GridPos.W)
+			bad("panel %q: x %d + w %d past the 24 columns", p.Title, p.GridPos.X, p.GridPos.W)
 		}
 		for _, tg := range p.Targets {
 			exprs = append(exprs, tg.Expr)
@@ -249,14 +286,14 @@ func TestDashboardQueriesNameExposedMetrics(t *testing.T) {
 	for _, e := range exprs {
 		names := metricRe.FindAllString(e, -1)
 		if len(names) == 0 {
-			t.Errorf("query %q names no afloat metric", e)
+			bad("query %q names no afloat metric", e)
 		}
 		labels := map[string]bool{}
 		for _, n := range names {
 			used[n] = true
 			ls, ok := have[n]
 			if !ok {
-				t.Errorf("query %q: metric %s is not exposed", e, n)
+				bad("query %q: metric %s is not exposed", e, n)
 			}
 			for _, l := range ls {
 				labels[l] = true
@@ -265,34 +302,35 @@ func TestDashboardQueriesNameExposedMetrics(t *testing.T) {
 		for _, m := range matcherRe.FindAllStringSubmatch(e, -1) {
 			for _, l := range labelRe.FindAllStringSubmatch(m[2], -1) {
 				if !slices.Contains(have[m[1]], l[1]) {
-					t.Errorf("query %q: %s has no label %q", e, m[1], l[1])
+					bad("query %q: %s has no label %q", e, m[1], l[1])
 				}
 			}
 		}
 		for _, m := range byRe.FindAllStringSubmatch(e, -1) {
 			for _, l := range strings.Split(m[1], ",") {
 				if l = strings.TrimSpace(l); l != "" && !labels[l] {
-					t.Errorf("query %q: grouped by %q, a label none of its metrics has", e, l)
+					bad("query %q: grouped by %q, a label none of its metrics has", e, l)
 				}
 			}
 		}
 		for _, v := range varRe.FindAllStringSubmatch(e, -1) {
 			if !vars[v[1]] {
-				t.Errorf("query %q: variable $%s is not defined", e, v[1])
+				bad("query %q: variable $%s is not defined", e, v[1])
 			}
 		}
 		if strings.Count(e, "(") != strings.Count(e, ")") || strings.Count(e, "{") != strings.Count(e, "}") ||
 			strings.Count(e, "[") != strings.Count(e, "]") {
-			t.Errorf("query %q: unbalanced brackets", e)
+			bad("query %q: unbalanced brackets", e)
 		}
 	}
 	// Every quota metric is on the dashboard (a histogram by any of its series).
 	for n := range have {
 		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(n, "_bucket"), "_sum"), "_count")
 		if !used[n] && !used[base+"_bucket"] && !used[base+"_sum"] && !used[base+"_count"] {
-			t.Errorf("metric %s is on no panel", n)
+			bad("metric %s is on no panel", n)
 		}
 	}
+	return problems
 }
 
 // TestMetricsDocumented: docs/quota.md's table lists every metric the
