@@ -42,6 +42,7 @@ type Readiness struct {
 func observe(mux *http.ServeMux, reg *prometheus.Registry, ready func() Readiness) {
 	mux.Handle("/metrics", getOnly(promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		MaxRequestsInFlight: maxScrapes, Timeout: 10 * time.Second,
+		ErrorHandling: promhttp.ContinueOnError, // a bad series must not hide the others
 	})))
 	mux.Handle("/healthz", getOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

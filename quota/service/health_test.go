@@ -164,3 +164,27 @@ func TestMonotonic(t *testing.T) {
 		m.end()
 	}
 }
+
+// TestScrapeSurvivesABadLabel: a tenant name Prometheus refuses (not
+// UTF-8) costs its own series, not the scrape (with the default error
+// handling the whole scrape would be a 500) or the process.
+func TestScrapeSurvivesABadLabel(t *testing.T) {
+	srv, err := coordinator.NewServer(context.Background(), coordinator.Config{Tenants: []quota.Tenant{
+		{Name: "ok", Rate: quota.One, Burst: quota.One, Regions: []string{"eu"}},
+		{Name: "bad\xff", Rate: quota.One, Burst: quota.One, Regions: []string{"eu"}},
+	}}, coordinator.NewMemLedger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	current := func() *coordinator.Server { return srv }
+	m := newCoordMetrics(current, func() []string { return []string{"ok", "bad\xff"} })
+	ts := httptest.NewServer(m.handler(http.NotFoundHandler(), coordReady(current, func() string { return "" }, "")))
+	defer ts.Close()
+	s := scrape(t, ts.URL)
+	if v := s.must(t, "afloat_quota_coordinator_tenant_rate_tokens_per_second", "tenant", "ok"); v != 1 {
+		t.Fatalf("the good tenant's R: %v", v)
+	}
+	if v := s.must(t, "afloat_quota_coordinator_leader"); v != 1 {
+		t.Fatalf("leader: %v", v)
+	}
+}

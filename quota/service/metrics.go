@@ -89,6 +89,19 @@ func (m *monotonic) at(key [3]string, v float64) float64 {
 	return v
 }
 
+// constMetric is prometheus.MustNewConstMetric without the panic: a
+// series Prometheus refuses costs that series (the scrape goes on, with
+// promhttp.ContinueOnError: see observe), never the process. A label
+// value that is not UTF-8 — a tenant name from outside — is refused when
+// the registry gathers, and handled the same way.
+func constMetric(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) prometheus.Metric {
+	m, err := prometheus.NewConstMetric(d, t, v, labels...)
+	if err != nil {
+		return prometheus.NewInvalidMetric(d, err)
+	}
+	return m
+}
+
 // agentMetrics are a region agent's metrics.
 type agentMetrics struct {
 	reg     *prometheus.Registry
@@ -144,13 +157,13 @@ func (c *regionCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *regionCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+		ch <- constMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	counter := func(d *prometheus.Desc, v int64, labels ...string) {
 		var key [3]string
 		key[0] = d.String()
 		copy(key[1:], labels)
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, c.seen.at(key, float64(v)), labels...)
+		ch <- constMetric(d, prometheus.CounterValue, c.seen.at(key, float64(v)), labels...)
 	}
 	c.seen.begin()
 	defer c.seen.end()
@@ -291,7 +304,7 @@ func (c *coordCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *coordCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+		ch <- constMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	srv := c.current()
 	if srv == nil {
