@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/afloat/afloat/quota"
 	"github.com/afloat/afloat/quota/coordinator"
 )
@@ -144,16 +146,17 @@ func TestRegionReadiness(t *testing.T) {
 // value; a series missing from a scrape is forgotten.
 func TestMonotonic(t *testing.T) {
 	var m monotonic
-	a, b := [3]string{"x", "acme"}, [3]string{"x", "beta"}
+	d := prometheus.NewDesc("x", "x", nil, nil)
+	a, b := seriesKey{d: d, a: "acme"}, seriesKey{d: d, a: "beta"}
 	for i, step := range []struct {
-		keys [][3]string
+		keys []seriesKey
 		vals []float64
 		want []float64
 	}{
-		{[][3]string{a, b}, []float64{10, 5}, []float64{10, 5}},
-		{[][3]string{a, b}, []float64{9, 7}, []float64{10, 7}},  // a read racing requests: held
-		{[][3]string{a}, []float64{12}, []float64{12}},          // beta gone
-		{[][3]string{a, b}, []float64{12, 1}, []float64{12, 1}}, // beta back, from its new count
+		{[]seriesKey{a, b}, []float64{10, 5}, []float64{10, 5}},
+		{[]seriesKey{a, b}, []float64{9, 7}, []float64{10, 7}},  // a read racing requests: held
+		{[]seriesKey{a}, []float64{12}, []float64{12}},          // beta gone
+		{[]seriesKey{a, b}, []float64{12, 1}, []float64{12, 1}}, // beta back, from its new count
 	} {
 		m.begin()
 		for j, k := range step.keys {

@@ -53,7 +53,13 @@ func newRegistry() *prometheus.Registry {
 type monotonic struct {
 	mu   sync.Mutex
 	gen  uint64
-	last map[[3]string]seenValue
+	last map[seriesKey]seenValue
+}
+
+// seriesKey names a series: its metric and up to two label values.
+type seriesKey struct {
+	d    *prometheus.Desc
+	a, b string
 }
 
 type seenValue struct {
@@ -66,7 +72,7 @@ func (m *monotonic) begin() {
 	m.mu.Lock()
 	m.gen++
 	if m.last == nil {
-		m.last = map[[3]string]seenValue{}
+		m.last = map[seriesKey]seenValue{}
 	}
 }
 
@@ -81,7 +87,7 @@ func (m *monotonic) end() {
 
 // at is v, or the value reported last if v is lower. Called between
 // begin and end.
-func (m *monotonic) at(key [3]string, v float64) float64 {
+func (m *monotonic) at(key seriesKey, v float64) float64 {
 	if prev, ok := m.last[key]; ok && prev.v > v {
 		v = prev.v
 	}
@@ -160,9 +166,13 @@ func (c *regionCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- constMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	counter := func(d *prometheus.Desc, v int64, labels ...string) {
-		var key [3]string
-		key[0] = d.String()
-		copy(key[1:], labels)
+		key := seriesKey{d: d}
+		if len(labels) > 0 {
+			key.a = labels[0]
+		}
+		if len(labels) > 1 {
+			key.b = labels[1]
+		}
 		ch <- constMetric(d, prometheus.CounterValue, c.seen.at(key, float64(v)), labels...)
 	}
 	c.seen.begin()
