@@ -48,6 +48,8 @@ type Agent struct {
 
 	mu    sync.Mutex
 	using map[string]usingLease // tenant → the lease in use, for the event log
+
+	metrics *agentMetrics // GET /metrics (metrics.go)
 }
 
 type usingLease struct {
@@ -85,6 +87,7 @@ func NewAgent(o RegionOptions) (*Agent, error) {
 		return nil, err
 	}
 	a.lim = lim
+	a.metrics = newAgentMetrics(lim)
 	return a, nil
 }
 
@@ -127,7 +130,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	rctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		a.lim.Run(rctx, client, region.WithLogger(log), region.WithHooks(region.Hooks{
+		a.lim.Run(rctx, a.metrics.timed(client), region.WithLogger(log), region.WithHooks(region.Hooks{
 			Installed: a.installed,
 			Returned: func(at int64, ret quota.Return, err error) {
 				a.mu.Lock()
@@ -231,12 +234,14 @@ type AllowAnswer struct {
 const maxAllowBody = 4 << 10
 
 // Handler is the decision API: POST /v1/allow, and GET /v1/status for a
-// look at the leases. It answers from local state only: no call to the
-// coordinator is made for a decision.
+// look at the leases; GET /metrics, /healthz and /readyz as well. It
+// answers from local state only: no call to the coordinator is made for
+// a decision.
 func (a *Agent) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/allow", a.allow)
 	mux.HandleFunc("GET /v1/status", a.status)
+	observe(mux, a.metrics.reg, a.regionReady) // GET /metrics, /healthz, /readyz (health.go)
 	return mux
 }
 
