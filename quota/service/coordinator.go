@@ -129,7 +129,7 @@ func RunCoordinator(ctx context.Context, o CoordinatorOptions) error {
 		leader  atomic.Value // string: the leader's URL as last read
 	)
 	leader.Store("")
-	o.metrics = newCoordMetrics(current.Load, tenantNames(o.Config))
+	o.metrics = newCoordMetrics(current.Load)
 	mail := &remote.Mailbox{}
 	h, err := remote.Handler(remote.HandlerConfig{
 		Tokens: o.Config.Tokens(), Nudges: mail, Logger: log,

@@ -49,7 +49,7 @@ func exposed(t *testing.T) map[string][]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := newCoordMetrics(func() *coordinator.Server { return srv }, tenantNames(cfg))
+	m := newCoordMetrics(func() *coordinator.Server { return srv })
 	m.txn.WithLabelValues("ok")
 	cs := httptest.NewServer(m.handler(http.NotFoundHandler(), coordReady(func() *coordinator.Server { return srv }, func() string { return "" }, "")))
 	defer cs.Close()

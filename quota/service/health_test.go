@@ -31,7 +31,7 @@ func TestCoordinatorReadiness(t *testing.T) {
 	)
 	const self = "http://self:7070"
 	current := func() *coordinator.Server { return srv }
-	m := newCoordMetrics(current, tenantNames(cfg))
+	m := newCoordMetrics(current)
 	ts := httptest.NewServer(m.handler(http.NotFoundHandler(), coordReady(current, func() string { return leader }, self)))
 	defer ts.Close()
 
@@ -180,7 +180,7 @@ func TestScrapeSurvivesABadLabel(t *testing.T) {
 		t.Fatal(err)
 	}
 	current := func() *coordinator.Server { return srv }
-	m := newCoordMetrics(current, func() []string { return []string{"ok", "bad\xff"} })
+	m := newCoordMetrics(current)
 	ts := httptest.NewServer(m.handler(http.NotFoundHandler(), coordReady(current, func() string { return "" }, "")))
 	defer ts.Close()
 	s := scrape(t, ts.URL)
@@ -189,5 +189,51 @@ func TestScrapeSurvivesABadLabel(t *testing.T) {
 	}
 	if v := s.must(t, "afloat_quota_coordinator_leader"); v != 1 {
 		t.Fatalf("leader: %v", v)
+	}
+}
+
+// TestCoordinatorMetricsFollowTenants: a tenant created through the
+// leader's API shows in the next scrape, and is gone from the one after
+// its deletion — the collector reads the leader's own list.
+func TestCoordinatorMetricsFollowTenants(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg, err := ParseConfig([]byte(metricsConfigNoEtcd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := coordinator.NewServer(ctx, coordinator.Config{Tenants: cfg.QuotaTenants()}, coordinator.NewMemLedger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { srv.Run(ctx); close(done) }() //nolint:errcheck // ends with ctx
+	defer func() { cancel(); <-done }()
+	current := func() *coordinator.Server { return srv }
+	ts := httptest.NewServer(newCoordMetrics(current).handler(http.NotFoundHandler(), coordReady(current, func() string { return "" }, "")))
+	defer ts.Close()
+	const rate = "afloat_quota_coordinator_tenant_rate_tokens_per_second"
+	if _, ok := scrape(t, ts.URL).value(rate, "tenant", "gamma"); ok {
+		t.Fatal("gamma before it exists")
+	}
+	gamma := quota.Tenant{Name: "gamma", Rate: 7 * quota.One, Burst: 70 * quota.One, Regions: []string{"eu"}}.WithDefaults()
+	if _, err := srv.PutTenant(ctx, gamma, "test", true, 0); err != nil {
+		t.Fatal(err)
+	}
+	s := scrape(t, ts.URL)
+	if v := s.must(t, rate, "tenant", "gamma"); v != 7 {
+		t.Fatalf("gamma's R: %v, want 7", v)
+	}
+	if v := s.must(t, "afloat_quota_coordinator_share_rate_tokens_per_second", "tenant", "gamma", "region", "eu"); v != 0 {
+		t.Fatalf("gamma's share before any renewal: %v", v)
+	}
+	if err := srv.DeleteTenant(ctx, "gamma", "test", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := scrape(t, ts.URL).value(rate, "tenant", "gamma"); ok {
+		t.Fatal("gamma after its deletion")
+	}
+	if v := scrape(t, ts.URL).must(t, rate, "tenant", "acme"); v != 10 {
+		t.Fatalf("acme's R: %v", v)
 	}
 }

@@ -267,20 +267,21 @@ type coordMetrics struct {
 // coordCollector reads the leading server's core at scrape time.
 type coordCollector struct {
 	current func() *coordinator.Server
-	tenants func() []string
 
 	leader, epoch, tenantRate, tenantBurst, tenantAllowance, shareRate, shareBurst, leases *prometheus.Desc
 }
 
 // newCoordMetrics: current is the server while the replica leads (nil
-// while it follows); tenants lists the configured tenants' names.
-func newCoordMetrics(current func() *coordinator.Server, tenants func() []string) *coordMetrics {
+// while it follows). The tenants are the leader's own list, read at each
+// scrape, so that tenants created or deleted through the API show at
+// once.
+func newCoordMetrics(current func() *coordinator.Server) *coordMetrics {
 	reg := newRegistry()
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(metricPrefix+"coordinator_"+name, help, labels, nil)
 	}
 	reg.MustRegister(&coordCollector{
-		current: current, tenants: tenants,
+		current:         current,
 		leader:          d("leader", "1 while this replica leads (won the election and loaded the ledger), else 0."),
 		epoch:           d("epoch", "The fencing epoch this replica leads at (the election key's create revision); 0 while it follows."),
 		tenantRate:      d("tenant_rate_tokens_per_second", "The tenant's global rate R (leader only).", "tenant"),
@@ -324,11 +325,8 @@ func (c *coordCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(c.leader, 1)
 	gauge(c.epoch, float64(srv.Epoch()))
-	for _, name := range c.tenants() {
-		t, ok := srv.Tenant(name)
-		if !ok {
-			continue
-		}
+	for _, rec := range srv.Tenants() {
+		t, name := rec.Tenant, rec.Name
 		gauge(c.tenantRate, t.Rate.Float(), name)
 		gauge(c.tenantBurst, t.Burst.Float(), name)
 		gauge(c.tenantAllowance, t.Emergency.Float(), name)
@@ -353,18 +351,6 @@ func (c *coordCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(c.shareBurst, s.burst.Float(), name, r)
 			gauge(c.leases, float64(s.n), name, r)
 		}
-	}
-}
-
-// tenantNames lists the configured tenants' names, for the coordinator's
-// metrics; with tenants kept as data, the list to read instead.
-func tenantNames(c *Config) func() []string {
-	return func() []string {
-		names := make([]string, len(c.Tenants))
-		for i, t := range c.Tenants {
-			names[i] = t.Name
-		}
-		return names
 	}
 }
 
