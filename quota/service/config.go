@@ -34,6 +34,10 @@ type Config struct {
 	Etcd EtcdConfig `yaml:"etcd"`
 	// Agent configures the region agents' renewal.
 	Agent AgentConfig `yaml:"agent"`
+	// Envoy maps Envoy's rate-limit descriptors to tenants (envoy.go).
+	Envoy EnvoyConfig `yaml:"envoy"`
+	// Proxy maps the reverse proxy's requests to tenants (proxy.go).
+	Proxy ProxyConfig `yaml:"proxy"`
 }
 
 // RegionConfig is a region's entry.
@@ -110,6 +114,15 @@ func LoadConfig(path string) (*Config, error) {
 				return nil, fmt.Errorf("%w: regions.%s.token_file: a token of %d bytes: want at least 16", ErrConfigFile, name, len(r.Token))
 			}
 			cfg.Regions[name] = r
+		}
+	}
+	if e := &cfg.Envoy; e.TokenFile != "" {
+		tok, err := os.ReadFile(e.TokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: envoy.token_file: %v", ErrConfigFile, err)
+		}
+		if e.Token, e.TokenFile = strings.TrimSpace(string(tok)), ""; len(e.Token) < 16 {
+			return nil, fmt.Errorf("%w: envoy.token_file: a token of %d bytes: want at least 16", ErrConfigFile, len(e.Token))
 		}
 	}
 	return cfg, nil
@@ -228,7 +241,10 @@ func (c *Config) Validate() error {
 	if a.Retry < time.Millisecond || a.MaxRetry < a.Retry || a.MaxRetry > time.Hour {
 		return bad("agent.retry %v, agent.max_retry %v: want 1ms ≤ retry ≤ max_retry ≤ 1h", a.Retry, a.MaxRetry)
 	}
-	return nil
+	if err := c.Envoy.validate(seen); err != nil {
+		return err
+	}
+	return c.Proxy.validate(seen)
 }
 
 func (t TenantConfig) tenant() quota.Tenant {
