@@ -119,13 +119,15 @@ func (p *ProxyConfig) route(r *http.Request) (tenant, endpoint string) {
 func CheckUpstream(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	bad := func(why string) error {
-		return fmt.Errorf("%w: --upstream %q: %s", ErrConfigFile, raw, why)
+		// Redacted: a password in the URL stays out of the message.
+		return fmt.Errorf("%w: --upstream %q: %s", ErrConfigFile, u.Redacted(), why)
 	}
 	switch {
 	case raw == "":
 		return nil, fmt.Errorf("%w: --upstream: empty: want an http(s)://host[:port] URL", ErrConfigFile)
 	case err != nil:
-		return nil, fmt.Errorf("%w: --upstream: %v", ErrConfigFile, err)
+		// url's errors quote the URL, password and all.
+		return nil, fmt.Errorf("%w: --upstream: not a URL: want http(s)://host[:port]", ErrConfigFile)
 	case u.Scheme != "http" && u.Scheme != "https":
 		return nil, bad("scheme " + strconv.Quote(u.Scheme) + ": want http or https")
 	case u.Host == "" || u.Hostname() == "":
