@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/afloat/afloat/quota/chaos"
 	"github.com/afloat/afloat/quota/region"
 )
 
@@ -178,15 +180,50 @@ func (a *Agent) ProxyHandler(upstream string) (http.Handler, error) {
 			http.Error(w, "quota region: the upstream did not answer", http.StatusBadGateway)
 		},
 	}
+	cost := func(r *http.Request) (string, int64) {
+		t, ep := p.route(r)
+		return t, a.tenants[t].Cost(ep)
+	}
 	mw, err := a.lim.Middleware(func(r *http.Request) string {
 		t, _ := p.route(r)
 		return t
 	}, region.WithCost(func(r *http.Request) int64 {
-		t, ep := p.route(r)
-		return a.tenants[t].Cost(ep)
+		_, c := cost(r)
+		return c
 	}))
 	if err != nil {
 		return nil, err
 	}
-	return mw(rp), nil
+	// The event log gets the proxy's decisions as it gets the decision
+	// API's: an admission when the middleware passes a request on; a
+	// refusal when it does not pass on a request of a tenant it serves.
+	inner := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d, _ := r.Context().Value(decisionKey{}).(*decision); d != nil {
+			d.admitted = true
+			a.events.Write(&chaos.Event{T: a.unix(d.at), Ev: "admit", Tenant: d.tenant, Region: a.o.Name, N: d.cost})
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	if a.o.EventLog == "" {
+		return inner, nil
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d := &decision{at: a.lim.Now()}
+		d.tenant, d.cost = cost(r)
+		inner.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), decisionKey{}, d)))
+		if _, served := a.tenants[d.tenant]; served && !d.admitted {
+			a.events.Write(&chaos.Event{T: a.unix(d.at), Ev: "reject", Tenant: d.tenant, Region: a.o.Name, N: d.cost})
+		}
+	}), nil
 }
+
+// decision is a proxied request's quota decision, for the event log.
+type decision struct {
+	tenant   string
+	cost     int64
+	at       int64
+	admitted bool
+}
+
+// decisionKey keys a *decision in a proxied request's context.
+type decisionKey struct{}

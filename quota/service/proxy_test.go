@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -227,8 +229,10 @@ func TestRunServesFronts(t *testing.T) {
 	}))
 	defer coord.Close()
 	up := newUpstream(t)
+	events := filepath.Join(t.TempDir(), "events.jsonl")
 	a, err := NewAgent(RegionOptions{Config: mustConfig(t, fronted), Name: "eu", Coordinators: []string{coord.URL},
-		Listen: "127.0.0.1:0", GRPCListen: "127.0.0.1:0", Upstream: up.URL, ProxyListen: "127.0.0.1:0", Logger: quietLog()})
+		Listen: "127.0.0.1:0", GRPCListen: "127.0.0.1:0", Upstream: up.URL, ProxyListen: "127.0.0.1:0", Logger: quietLog(),
+		EventLog: events})
 	must(t, err)
 	ready := make(chan string, 1)
 	a.o.Ready = func(s string) { ready <- s }
@@ -266,5 +270,11 @@ func TestRunServesFronts(t *testing.T) {
 	}
 	if _, err := net.DialTimeout("tcp", proxyAddr, time.Second); err == nil {
 		t.Fatal("the proxy still listens after Run")
+	}
+	// Both refusals are in the event log, as the decision API's are.
+	log, err := os.ReadFile(events)
+	must(t, err)
+	if n := strings.Count(string(log), `"ev":"reject","tenant":"acme","region":"eu","n":1`); n != 2 {
+		t.Fatalf("%d refusals of acme in the event log, want 2:\n%s", n, log)
 	}
 }
