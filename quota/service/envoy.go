@@ -337,11 +337,11 @@ func (s *rlsServer) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReq
 		}
 		c := envoyCall{rule: a.envoy.match(entries), hits: hits}
 		if h := d.GetHitsAddend(); h != nil {
-			if v := h.GetValue(); v < 1 || v > maxEnvoyHits {
+			v := h.GetValue()
+			if v < 1 || v > maxEnvoyHits {
 				return nil, invalid("descriptors[%d].hits_addend %d: want 1 to %d", i, v, maxEnvoyHits)
-			} else {
-				c.hits = int64(v)
 			}
+			c.hits = int64(v)
 		}
 		if c.rule >= 0 {
 			r := e.Descriptors[c.rule]
