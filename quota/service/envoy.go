@@ -370,10 +370,14 @@ func (s *rlsServer) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReq
 		cost := c.hits * c.cost
 		ok := a.lim.AllowAt(now, c.tenant, cost)
 		st := a.lim.Status(now, c.tenant)
+		var rate float64 // the region's share now: none without a valid lease
+		if st.Valid {
+			rate = st.Lease.Rate.Float()
+		}
 		ds := &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK,
 			CurrentLimit: &rlsv3.RateLimitResponse_RateLimit{
 				Name:            c.tenant,
-				RequestsPerUnit: clampU32(st.Lease.Rate.Float() / float64(c.cost)),
+				RequestsPerUnit: clampU32(rate / float64(c.cost)),
 				Unit:            rlsv3.RateLimitResponse_RateLimit_SECOND,
 			},
 			LimitRemaining: clampU32(st.Balance.Float() / float64(c.cost)),
@@ -382,8 +386,8 @@ func (s *rlsServer) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReq
 			a.events.Write(&chaos.Event{T: a.unix(now), Ev: "admit", Tenant: c.tenant, Region: a.o.Name, N: cost})
 			// A token bucket's window "resets" when it is full again.
 			var full time.Duration
-			if r := st.Lease.Rate.Float(); r > 0 {
-				full = time.Duration(math.Ceil(max(0, st.Lease.Burst.Float()-st.Balance.Float()) / r * 1e9))
+			if rate > 0 {
+				full = time.Duration(math.Ceil(max(0, st.Lease.Burst.Float()-st.Balance.Float()) / rate * 1e9))
 			}
 			ds.DurationUntilReset = durationpb.New(full)
 		} else {

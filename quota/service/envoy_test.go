@@ -224,7 +224,11 @@ func TestEnvoyRLSMatchesLimiter(t *testing.T) {
 					t.Fatalf("step %d: descriptor %d: reset %v, the twin's retry %v", step, i, got, d)
 				}
 			}
-			if want := uint32(ts.Lease.Rate.Float() / float64(p.cost)); st.CurrentLimit.RequestsPerUnit != want ||
+			rate := 0.0
+			if ts.Valid {
+				rate = ts.Lease.Rate.Float()
+			}
+			if want := uint32(rate / float64(p.cost)); st.CurrentLimit.RequestsPerUnit != want ||
 				st.CurrentLimit.Unit != rlsv3.RateLimitResponse_RateLimit_SECOND {
 				t.Fatalf("step %d: limit %v, want %d a second", step, st.CurrentLimit, want)
 			}
@@ -232,6 +236,15 @@ func TestEnvoyRLSMatchesLimiter(t *testing.T) {
 		if resp.OverallCode != wantOverall {
 			t.Fatalf("step %d: overall %v, want %v", step, resp.OverallCode, wantOverall)
 		}
+	}
+	// Past the lease's end: refused by both, with no rate to show.
+	clock.advance(2 * time.Hour)
+	resp, err := client.ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{Domain: "edge",
+		Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("tenant", "acme")}})
+	must(t, err)
+	if twin.AllowAt(twin.Now(), "acme", 1) || resp.OverallCode != rlsv3.RateLimitResponse_OVER_LIMIT ||
+		resp.Statuses[0].CurrentLimit.RequestsPerUnit != 0 || resp.Statuses[0].LimitRemaining != 0 {
+		t.Fatalf("after the lease: %v", resp)
 	}
 	// Both answers were common, or the test proves little.
 	if ok < 100 || overAcme < 100 || unmatched < 50 {
