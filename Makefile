@@ -96,6 +96,7 @@ unit:
 	$(GO) test -race -count=1 -skip '$(BROWSER_TESTS)' ./web
 	$(GO) vet -tags embedetcd ./quota/... ./cmd/...
 	$(GO) test -count=1 -tags embedetcd ./quota/etcdledger ./quota/service
+	$(GO) test -count=1 -tags embedetcd -run '^TestQuotaTenants' ./cmd/afloat
 	$(GO) test -count=1 -run '$(QUOTA_E2E)' -v ./cmd/afloat
 	AFLOAT_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -run '$(BROWSER_TESTS)' -v ./web
 

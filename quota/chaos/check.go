@@ -29,6 +29,18 @@ import (
 //     holding one lease at a time;
 //   - in hard mode, no admission by a region that holds no lease.
 //
+// A tenant event changes R and B (and E, the mode, the regions) from its
+// time on, by the coordinator's shrink rule: a grow holds at once; after
+// a shrink the old limits hold until every lease granted before the
+// change has expired (the latest expiry among the leases the log has
+// granted by then), the new ones from there. The bound is then, for a
+// window [s, t], ∫ₛᵗ R(u) du + B(s), with R(u) and B(u) the larger of the
+// limits in force at u; the invariants are checked against the same
+// limits at each instant; the allowed excess is the largest regions·E the
+// tenant has had. A start event for a tenant that a tenant event has
+// changed is a process announcing its config file, which the ledger's
+// tenants overrule: it is not checked against them.
+//
 // Feed it events in order (Write), then call Finish.
 type Checker struct {
 	tenants map[string]*tenantCheck
@@ -57,6 +69,102 @@ type tenantCheck struct {
 	spans     []quota.Span // credit held, as a pseudo-region
 	using     map[string]*usage
 	uses      []usage
+	// Changes of the configuration (tenant events).
+	changed    bool
+	allowed    float64     // the largest regions·E so far
+	maxExpires int64       // the latest expiry of the leases granted so far
+	holds      []capHold   // old limits holding after a shrink
+	history    []capChange // every change, for the invariants over time
+	f          float64     // ∫ R(u) du from the tenant's start to fAt, tokens
+	fAt        int64
+	minF, minB float64 // F(s) and B(s) at minAt
+}
+
+// capHold: after a shrink, the old limits hold until the leases granted
+// before it have expired.
+type capHold struct {
+	until       int64
+	r, b        float64
+	rate, burst quota.Micro
+}
+
+type capChange struct {
+	at, until         int64
+	oldRate, oldBurst quota.Micro
+	newRate, newBurst quota.Micro
+}
+
+// rcap and bcap are the limits in force at u ≥ fAt.
+func (tc *tenantCheck) rcap(u int64) float64 {
+	r := tc.r
+	for _, h := range tc.holds {
+		if h.until > u {
+			r = max(r, h.r)
+		}
+	}
+	return r
+}
+
+func (tc *tenantCheck) bcap(u int64) float64 {
+	b := tc.b
+	for _, h := range tc.holds {
+		if h.until > u {
+			b = max(b, h.b)
+		}
+	}
+	return b
+}
+
+// advance integrates R(u) up to t.
+func (tc *tenantCheck) advance(t int64) {
+	for tc.fAt < t {
+		next := t
+		for _, h := range tc.holds {
+			if h.until > tc.fAt && h.until < next {
+				next = h.until
+			}
+		}
+		tc.f += tc.rcap(tc.fAt) * float64(next-tc.fAt) / 1e9
+		tc.fAt = next
+	}
+	tc.holds = slices.DeleteFunc(tc.holds, func(h capHold) bool { return h.until <= t })
+}
+
+// change applies a tenant event to a known tenant.
+func (c *Checker) change(tc *tenantCheck, e *Event) {
+	tc.changed = true
+	if e.Why == "delete" {
+		return // its leases count on, under the limits they were granted under
+	}
+	tc.advance(e.T)
+	until := max(e.T, tc.maxExpires)
+	if until > e.T && (e.Rate < tc.rate || e.Burst < tc.burst) {
+		tc.holds = append(tc.holds, capHold{until: until, r: tc.r, b: tc.b, rate: tc.rate, burst: tc.burst})
+	}
+	tc.history = append(tc.history, capChange{at: e.T, until: until, oldRate: tc.rate, oldBurst: tc.burst, newRate: e.Rate, newBurst: e.Burst})
+	tc.r, tc.rate, tc.b, tc.burst = e.Rate.Float(), e.Rate, e.Burst.Float(), e.Burst
+	tc.regions, tc.mode, tc.e = int(e.N), e.Mode, 0
+	if tc.mode == quota.BestEffort.String() {
+		tc.e = e.Balance.Float()
+	}
+	tc.allowed = max(tc.allowed, float64(tc.regions)*tc.e)
+	c.report.Allowed = max(c.report.Allowed, tc.allowed)
+}
+
+// capsAt are the limits the invariants hold at u, from the history.
+func (tc *tenantCheck) capsAt(u int64) (rate, burst quota.Micro) {
+	rate, burst = tc.history[0].oldRate, tc.history[0].oldBurst
+	for _, h := range tc.history {
+		if h.at <= u {
+			rate, burst = h.newRate, h.newBurst
+		}
+	}
+	for _, h := range tc.history {
+		if h.at <= u && u < h.until {
+			rate, burst = max(rate, h.oldRate), max(burst, h.oldBurst)
+		}
+	}
+	return rate, burst
 }
 
 type leaseCheck struct {
@@ -110,9 +218,19 @@ func (c *Checker) Write(e *Event) {
 	}
 	c.last = e.T
 	switch e.Ev {
-	case "start":
+	case "start", "tenant":
 		mode := e.Why
+		if e.Ev == "tenant" {
+			mode = e.Mode
+		}
 		if old := c.tenants[e.Tenant]; old != nil {
+			if e.Ev == "tenant" {
+				c.change(old, e)
+				return
+			}
+			if old.changed {
+				return // a process's config file; the ledger overrules it
+			}
 			// Every process of a cluster announces the tenants it serves;
 			// one tenant, one configuration.
 			if old.rate != e.Rate || old.burst != e.Burst || old.regions != int(e.N) || old.mode != mode {
@@ -123,12 +241,14 @@ func (c *Checker) Write(e *Event) {
 		tc := &tenantCheck{
 			name: e.Tenant, r: e.Rate.Float(), rate: e.Rate, b: e.Burst.Float(), burst: e.Burst,
 			regions: int(e.N), mode: mode, minPrefix: math.Inf(1), using: map[string]*usage{},
+			fAt: e.T, changed: e.Ev == "tenant",
 		}
 		if mode == quota.BestEffort.String() {
 			tc.e = e.Balance.Float()
 		}
+		tc.allowed = float64(tc.regions) * tc.e
 		c.tenants[e.Tenant] = tc
-		c.report.Allowed = max(c.report.Allowed, float64(tc.regions)*tc.e)
+		c.report.Allowed = max(c.report.Allowed, tc.allowed)
 	case "admit":
 		tc := c.tenant(e)
 		if tc == nil {
@@ -141,21 +261,25 @@ func (c *Checker) Write(e *Event) {
 		} else if u == nil {
 			c.report.NoLeaseAdmitted += e.N
 		}
-		ts := float64(e.T) / 1e9
+		// With F(t) = ∫ R(u) du, the window [s, t] may admit
+		// F(t) − F(s) + B(s): the worst start minimises A(s⁻) − F(s) + B(s).
+		tc.advance(e.T)
 		if !tc.started || e.T != tc.lastAdmit {
-			if p := tc.admitted - tc.r*ts; p < tc.minPrefix {
-				tc.minPrefix, tc.minAt = p, e.T
+			b := tc.bcap(e.T)
+			if p := tc.admitted - tc.f + b; p < tc.minPrefix {
+				tc.minPrefix, tc.minAt, tc.minF, tc.minB = p, e.T, tc.f, b
 			}
 			tc.started, tc.lastAdmit = true, e.T
 		}
 		tc.admitted += float64(e.N)
-		excess := tc.admitted - tc.r*ts - tc.minPrefix - tc.b
+		excess := tc.admitted - tc.f - tc.minPrefix
 		if excess > c.report.WorstExcess {
 			c.report.WorstExcess, c.report.WorstFrom, c.report.WorstTo = excess, tc.minAt, e.T
 		}
-		if allowed := float64(tc.regions) * tc.e; excess > allowed+1e-6 {
+		if allowed := tc.allowed; excess > allowed+1e-6 {
+			bound := tc.f - tc.minF + tc.minB
 			c.violate(e.T, "tenant %s: %.6g tokens admitted in the window from %v: R·Δ + B is %.6g (allowed excess %.6g)",
-				tc.name, excess+tc.r*float64(e.T-tc.minAt)/1e9+tc.b, time.Duration(tc.minAt), tc.r*float64(e.T-tc.minAt)/1e9+tc.b, allowed)
+				tc.name, excess+bound, time.Duration(tc.minAt), bound, allowed)
 		}
 	case "reject":
 		c.report.Rejected += e.N
@@ -165,6 +289,7 @@ func (c *Checker) Write(e *Event) {
 			return
 		}
 		c.report.Leases++
+		tc.maxExpires = max(tc.maxExpires, e.Expires)
 		if _, dup := c.leases[e.ID]; dup {
 			c.violate(e.T, "lease %d granted twice", e.ID)
 			return
@@ -228,6 +353,54 @@ func (c *Checker) Write(e *Event) {
 	}
 }
 
+// checkInvariants checks the sums of the spans against the limits in
+// force: one sweep for each interval in which they are constant.
+func (c *Checker) checkInvariants(tc *tenantCheck, spans []quota.Span) {
+	type seg struct {
+		from, to    int64
+		rate, burst quota.Micro
+	}
+	segs := []seg{{math.MinInt64, math.MaxInt64, tc.rate, tc.burst}}
+	if len(tc.history) > 0 {
+		var cuts []int64
+		for _, h := range tc.history {
+			cuts = append(cuts, h.at, h.until)
+		}
+		slices.Sort(cuts)
+		cuts = slices.Compact(cuts)
+		segs = segs[:0]
+		from := int64(math.MinInt64)
+		for _, cut := range append(cuts, math.MaxInt64) {
+			if cut > from {
+				r, b := tc.capsAt(from)
+				segs = append(segs, seg{from, cut, r, b})
+			}
+			from = cut
+		}
+	}
+	for _, sg := range segs {
+		in := spans
+		if len(segs) > 1 {
+			in = nil
+			for _, s := range spans {
+				s.From, s.To = max(s.From, time.Duration(sg.from)), min(s.To, time.Duration(sg.to))
+				if s.To > s.From {
+					in = append(in, s)
+				}
+			}
+		}
+		p := quota.PeakOf(in)
+		c.report.PeakRate = max(c.report.PeakRate, p.Rate.Float())
+		c.report.PeakBurst = max(c.report.PeakBurst, p.Burst.Float())
+		if p.Rate > sg.rate {
+			c.violate(int64(p.RateAt), "tenant %s: rate shares sum to %v, R is %v", tc.name, p.Rate, sg.rate)
+		}
+		if p.Burst > sg.burst {
+			c.violate(int64(p.BurstAt), "tenant %s: burst shares and credit sum to %v, B is %v", tc.name, p.Burst, sg.burst)
+		}
+	}
+}
+
 func (c *Checker) tenant(e *Event) *tenantCheck {
 	tc := c.tenants[e.Tenant]
 	if tc == nil {
@@ -285,15 +458,7 @@ func (c *Checker) Finish(end int64) Report {
 			}
 			spans = append(spans, quota.SpanOf(lc.l, time.Duration(lc.ended)))
 		}
-		p := quota.PeakOf(spans)
-		c.report.PeakRate = max(c.report.PeakRate, p.Rate.Float())
-		c.report.PeakBurst = max(c.report.PeakBurst, p.Burst.Float())
-		if p.Rate > tc.rate {
-			c.violate(int64(p.RateAt), "tenant %s: rate shares sum to %v, R is %v", name, p.Rate, tc.rate)
-		}
-		if p.Burst > tc.burst {
-			c.violate(int64(p.BurstAt), "tenant %s: burst shares and credit sum to %v, B is %v", name, p.Burst, tc.burst)
-		}
+		c.checkInvariants(tc, spans)
 		for _, u := range tc.uses {
 			lc := c.leases[u.id]
 			if lc == nil {

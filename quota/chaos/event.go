@@ -45,6 +45,12 @@ import (
 //	sample     a region's state (Config.Sample): the lease id it spends
 //	           under (none: no valid lease), its epoch, rate and burst, and
 //	           the bucket's balance
+//	tenant     an operator (by) changed the tenant's configuration at the
+//	           coordinator, in force from t_ns: why is create, update,
+//	           delete, seed (the config file's, written once) or load (what
+//	           a new leader read from its ledger); rate, burst, n
+//	           (regions), balance (E) and mode are the configuration after
+//	           the change (before it, for a delete)
 //	stop       the end of the run
 type Event struct {
 	T         int64              `json:"t_ns"`
@@ -64,6 +70,8 @@ type Event struct {
 	Rates     map[string]float64 `json:"rates,omitempty"`
 	Offset    int64              `json:"offset_ns,omitempty"`
 	Drift     float64            `json:"drift,omitempty"`
+	Mode      string             `json:"mode,omitempty"`
+	By        string             `json:"by,omitempty"`
 }
 
 // eventJSON is Event with the quota amounts in tokens, for reading logs.
@@ -112,7 +120,7 @@ func (e *Event) AppendJSON(b []byte) []byte {
 	num("n", e.N)
 	num("id", int64(e.ID))
 	num("epoch", int64(e.Epoch))
-	lease := e.Ev == "lease"
+	lease := e.Ev == "lease" || e.Ev == "tenant"
 	amt("rate", e.Rate, lease)
 	amt("burst", e.Burst, lease)
 	amt("transfer", e.Transfer, false)
@@ -120,6 +128,8 @@ func (e *Event) AppendJSON(b []byte) []byte {
 	num("activates_ns", e.Activates)
 	num("expires_ns", e.Expires)
 	str("why", e.Why)
+	str("mode", e.Mode)
+	str("by", e.By)
 	num("offset_ns", e.Offset)
 	if e.Drift != 0 {
 		b = append(b, `,"drift":`...)
@@ -354,7 +364,7 @@ func Merge(events []Event) []Event {
 
 func rank(ev string) int {
 	switch ev {
-	case "start":
+	case "start", "tenant":
 		return 0
 	case "restart":
 		return 1

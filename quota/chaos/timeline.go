@@ -226,7 +226,8 @@ func (tl *Timeline) finish(end int64) {
 }
 
 // WindowExcess is, over the events written so far, the most tokens
-// admitted in a window ending at t beyond R·Δ (Δ the window's length),
+// admitted in a window ending at t beyond R·Δ (Δ the window's length;
+// ∫R over the window when a tenant event changed R),
 // over every start: A(t) − R·t − min over admissions s of (A(s⁻) − R·s),
 // the quantity the checker bounds by B. 0 for a tenant that admitted
 // nothing (the empty window). t must not precede the last admission.
@@ -235,5 +236,9 @@ func (c *Checker) WindowExcess(tenant string, t int64) float64 {
 	if tc == nil || !tc.started {
 		return 0
 	}
-	return max(0, tc.admitted-tc.r*float64(t)/1e9-tc.minPrefix)
+	if t > tc.fAt {
+		tc.advance(t)
+	}
+	// The worst window's admissions beyond ∫R: its bound less B(s).
+	return max(0, tc.admitted-tc.f-tc.minPrefix+tc.minB)
 }

@@ -29,12 +29,22 @@ type Core struct {
 	order   []*tenantState // by name: Expire's order, so that runs replay exactly
 	stopped error
 	broken  breakage.Set
+	seed    []string // the config's tenants the ledger lacks, to write (Seeding)
+	seeded  bool
 }
 
 type tenantState struct {
 	t       quota.Tenant
 	credit  quota.Micro
-	regions map[string]*regionState
+	regions map[string]*regionState // t.Regions, and removed regions whose leases still count
+	names   []string                // regions' keys, sorted: the order steps end leases in
+	version uint64                  // of its configuration; 0 for a tenant restored only from leases
+	by      string                  // who made the configuration
+	// deleted: an operator deleted the tenant, or the ledger holds leases
+	// of a tenant it no longer has. It grants nothing, and is forgotten
+	// once its leases have stopped counting; until then they count, also
+	// against a tenant created again under its name.
+	deleted bool
 }
 
 type regionState struct {
@@ -71,6 +81,10 @@ const (
 
 // Config configures a Core.
 type Config struct {
+	// Tenants seed the ledger: while it has never been seeded
+	// (Snapshot.Seeded false), the core serves these and the ledger's
+	// own, and Seeding writes the ones the ledger lacks. Once the ledger
+	// is seeded its tenants are the truth and Tenants are ignored.
 	Tenants []quota.Tenant
 }
 
@@ -94,32 +108,49 @@ func New(cfg Config, snap Snapshot, now time.Duration, opts ...Option) (*Core, e
 		o(&set)
 	}
 	c := &Core{tenants: map[string]*tenantState{}, broken: set.Faults}
+	for i, r := range snap.Tenants {
+		if err := r.Tenant.Validate(); err != nil {
+			return nil, fmt.Errorf("coordinator: the ledger's tenant %d: %w", i, err)
+		}
+		if _, dup := c.tenants[r.Name]; dup {
+			return nil, fmt.Errorf("%w: the ledger holds tenant %q twice", quota.ErrConfig, r.Name)
+		}
+		c.tenants[r.Name] = newTenantState(r.Tenant.WithDefaults(), max(r.Version, 1), r.By)
+	}
+	seen := map[string]bool{}
 	for i, t := range cfg.Tenants {
 		if err := t.Validate(); err != nil {
 			return nil, fmt.Errorf("tenants[%d]: %w", i, err)
 		}
-		if _, dup := c.tenants[t.Name]; dup {
+		if seen[t.Name] {
 			return nil, fmt.Errorf("%w: tenant %q configured twice", quota.ErrConfig, t.Name)
 		}
-		ts := &tenantState{t: t.WithDefaults(), regions: map[string]*regionState{}}
-		for _, r := range t.Regions {
-			ts.regions[r] = &regionState{}
+		seen[t.Name] = true
+		if snap.Seeded || c.tenants[t.Name] != nil {
+			continue // the ledger's tenants are the truth
 		}
-		c.tenants[t.Name] = ts
+		c.tenants[t.Name] = newTenantState(t.WithDefaults(), 1, SeedBy)
+		c.seed = append(c.seed, t.Name)
+	}
+	c.seeded = snap.Seeded
+	c.epoch, c.nextID = snap.Epoch, max(snap.NextID, 1)
+	for _, l := range snap.Leases {
+		c.nextID = max(c.nextID, l.ID+1)
+		ts := c.tenants[l.Tenant]
+		if ts == nil {
+			// A deleted tenant's lease may still be spent: it counts, and
+			// against a tenant created again under the name.
+			ts = &tenantState{t: quota.Tenant{Name: l.Tenant}, regions: map[string]*regionState{}, deleted: true}
+			c.tenants[l.Tenant] = ts
+		}
+		rs := ts.region(l.Region)
+		// As long as it was granted for (its tenant's lease duration may
+		// have shrunk since), and a whole one from now.
+		d := max(ts.t.LeaseDuration+ts.t.SkewMargin, l.Expires-l.Activates)
+		rs.live = append(rs.live, counted{Lease: l, until: now + d})
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.tenants)) {
 		c.order = append(c.order, c.tenants[name])
-	}
-	c.epoch, c.nextID = snap.Epoch, max(snap.NextID, 1)
-	for _, l := range snap.Leases {
-		ts := c.tenants[l.Tenant]
-		if ts == nil || ts.regions[l.Region] == nil {
-			continue // a tenant or region no longer configured: nothing spends for it here
-		}
-		c.nextID = max(c.nextID, l.ID+1)
-		rs := ts.regions[l.Region]
-		d := ts.t.LeaseDuration + ts.t.SkewMargin
-		rs.live = append(rs.live, counted{Lease: l, until: now + d})
 	}
 	for _, rs := range c.allRegions() {
 		slices.SortFunc(rs.live, func(a, b counted) int { return cmp.Compare(a.ID, b.ID) })
@@ -171,11 +202,11 @@ func (c *Core) Fenced(err error) {
 
 func (c *Core) lookup(tenant, region string) (*tenantState, *regionState, error) {
 	ts := c.tenants[tenant]
-	if ts == nil {
+	if ts == nil || ts.deleted {
 		return nil, nil, fmt.Errorf("%w: %q", quota.ErrUnknownTenant, tenant)
 	}
 	rs := ts.regions[region]
-	if rs == nil {
+	if rs == nil || !ts.t.HasRegion(region) {
 		return nil, nil, fmt.Errorf("%w: tenant %q has no region %q", quota.ErrUnknownRegion, tenant, region)
 	}
 	return ts, rs, nil
@@ -196,6 +227,8 @@ type Step struct {
 	Ended []Ended
 	// Granted is the lease a renewal granted; ID 0 for none.
 	Granted quota.Lease
+	// Tenant is the tenant change the step writes; nil for none.
+	Tenant *TenantChange
 	// Returned is the return that added Credit to its tenant's credit.
 	Returned quota.Return
 	Credit   quota.Micro
@@ -221,7 +254,7 @@ func (x *Step) end(rs *regionState, why EndReason, drop func(counted) bool) {
 
 // expire ends the leases of a tenant whose counted interval is over.
 func (x *Step) expire(ts *tenantState, now time.Duration) {
-	for _, r := range ts.t.Regions {
+	for _, r := range ts.names {
 		x.end(ts.regions[r], Expired, func(l counted) bool { return l.until <= now })
 	}
 }
@@ -276,8 +309,8 @@ func (c *Core) Renew(now time.Duration, req quota.Request) (quota.Grant, []quota
 	// A region not heard from for a whole lease is not spending (its
 	// lease has run out): its last demand no longer holds a share.
 	demand := make(map[string]quota.Micro, len(ts.regions))
-	for name, r := range ts.regions {
-		if r.ever && now-r.heard < t.LeaseDuration+t.SkewMargin {
+	for _, name := range t.Regions {
+		if r := ts.regions[name]; r.ever && now-r.heard < t.LeaseDuration+t.SkewMargin {
 			demand[name] = r.demand
 		}
 	}
@@ -366,7 +399,9 @@ func (c *Core) Return(now time.Duration, ret quota.Return) (Step, error) {
 	_, before := peak(rs)
 	x.end(rs, Returned, func(l counted) bool { return l.ID == ret.LeaseID })
 	_, after := peak(rs)
-	credit := min(max(0, ret.Balance), before-after)
+	// Within what the burst freed, and within B: after a shrink of B the
+	// freed share may be more than the new B leaves room for.
+	credit := min(max(0, ret.Balance), before-after, max(0, ts.t.Burst-ts.credit-ts.bursts()))
 	if credit > 0 {
 		ts.credit += credit
 		x.Credit, x.Returned = credit, ret
@@ -391,6 +426,7 @@ func (c *Core) Expire(now time.Duration) ([]Step, error) {
 			steps = append(steps, x)
 		}
 	}
+	c.forget()
 	return steps, nil
 }
 
@@ -401,7 +437,7 @@ func (c *Core) Live(tenant string) []quota.Lease {
 		return nil
 	}
 	var out []quota.Lease
-	for _, r := range ts.t.Regions {
+	for _, r := range ts.names {
 		for _, l := range ts.regions[r].live {
 			out = append(out, l.Lease)
 		}
@@ -420,7 +456,7 @@ func (c *Core) Credit(tenant string) quota.Micro {
 // Tenant returns a tenant's configuration, with defaults.
 func (c *Core) Tenant(name string) (quota.Tenant, bool) {
 	ts := c.tenants[name]
-	if ts == nil {
+	if ts == nil || ts.deleted {
 		return quota.Tenant{}, false
 	}
 	return ts.t, true

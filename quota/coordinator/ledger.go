@@ -34,6 +34,10 @@ type Snapshot struct {
 	NextID uint64 // above every lease ID ever written
 	Leases []quota.Lease
 	Credit map[string]quota.Micro // by tenant
+	// Tenants are the tenants the ledger holds, by name; Seeded says
+	// whether a config file has seeded it (Config.Tenants).
+	Tenants []TenantRecord
+	Seeded  bool
 }
 
 // OpKind is what an Op does.
@@ -48,33 +52,43 @@ const (
 	// SetCredit sets Tenant's credit to Credit. Values, not deltas:
 	// writing an op twice leaves the ledger as writing it once.
 	SetCredit
+	// PutTenant writes Record, the tenant named Tenant.
+	PutTenant
+	// DeleteTenant deletes the tenant named Tenant.
+	DeleteTenant
+	// MarkSeeded records that the config file's tenants were written:
+	// from then on the ledger's tenants are the truth.
+	MarkSeeded
 )
 
 // Op is one change to the ledger.
 type Op struct {
 	Kind   OpKind
-	Lease  quota.Lease // PutLease
-	ID     uint64      // EndLease
-	Tenant string      // SetCredit; EndLease (where the ledger keys leases by tenant)
-	Credit quota.Micro // SetCredit
+	Lease  quota.Lease  // PutLease
+	ID     uint64       // EndLease
+	Tenant string       // SetCredit; EndLease (where the ledger keys leases by tenant)
+	Credit quota.Micro  // SetCredit
+	Record TenantRecord // PutTenant
 }
 
 // MemLedger is a Ledger in memory: the embedded default's and the chaos
 // harness's. It outlives the coordinators that use it, as an external
 // store would. It is safe for concurrent use.
 type MemLedger struct {
-	mu     sync.Mutex
-	epoch  uint64
-	nextID uint64
-	leases map[uint64]quota.Lease
-	credit map[string]quota.Micro
+	mu      sync.Mutex
+	epoch   uint64
+	nextID  uint64
+	leases  map[uint64]quota.Lease
+	credit  map[string]quota.Micro
+	tenants map[string]TenantRecord
+	seeded  bool
 }
 
 var _ Ledger = (*MemLedger)(nil)
 
 // NewMemLedger returns an empty ledger at epoch 0.
 func NewMemLedger() *MemLedger {
-	return &MemLedger{nextID: 1, leases: map[uint64]quota.Lease{}, credit: map[string]quota.Micro{}}
+	return &MemLedger{nextID: 1, leases: map[uint64]quota.Lease{}, credit: map[string]quota.Micro{}, tenants: map[string]TenantRecord{}}
 }
 
 // Fence implements Ledger.
@@ -87,7 +101,12 @@ func (l *MemLedger) Fence(ctx context.Context) (Snapshot, error) {
 	l.epoch++
 	leases := slices.Collect(maps.Values(l.leases))
 	slices.SortFunc(leases, func(a, b quota.Lease) int { return cmp.Compare(a.ID, b.ID) })
-	return Snapshot{Epoch: l.epoch, NextID: l.nextID, Leases: leases, Credit: maps.Clone(l.credit)}, nil
+	var tenants []TenantRecord
+	for _, name := range slices.Sorted(maps.Keys(l.tenants)) {
+		tenants = append(tenants, l.tenants[name])
+	}
+	return Snapshot{Epoch: l.epoch, NextID: l.nextID, Leases: leases, Credit: maps.Clone(l.credit),
+		Tenants: tenants, Seeded: l.seeded}, nil
 }
 
 // Commit implements Ledger.
@@ -114,6 +133,11 @@ func (l *MemLedger) Commit(ctx context.Context, epoch uint64, ops ...Op) error {
 				return fmt.Errorf("coordinator: ledger op %d: tenant %q credit %v: want 0 or more", i, op.Tenant, op.Credit)
 			}
 			credit[op.Tenant] = op.Credit
+		case PutTenant:
+			if op.Record.Name != op.Tenant || op.Tenant == "" {
+				return fmt.Errorf("coordinator: ledger op %d: tenant record %q under the name %q", i, op.Record.Name, op.Tenant)
+			}
+		case DeleteTenant, MarkSeeded:
 		default:
 			return fmt.Errorf("coordinator: ledger op %d: unknown kind %d", i, op.Kind)
 		}
@@ -125,6 +149,12 @@ func (l *MemLedger) Commit(ctx context.Context, epoch uint64, ops ...Op) error {
 			l.nextID = max(l.nextID, op.Lease.ID+1)
 		case EndLease:
 			delete(l.leases, op.ID)
+		case PutTenant:
+			l.tenants[op.Tenant] = op.Record
+		case DeleteTenant:
+			delete(l.tenants, op.Tenant)
+		case MarkSeeded:
+			l.seeded = true
 		}
 	}
 	l.credit = credit

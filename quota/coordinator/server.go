@@ -337,6 +337,16 @@ func (s *Server) Run(ctx context.Context) error {
 	defer tick.Stop()
 	var retry <-chan time.Time
 	backoff := 50 * time.Millisecond
+	// The config's tenants the ledger lacks are written first.
+	s.mu.Lock()
+	if seed := s.core.Seeding(); len(seed) > 0 {
+		at := s.Since()
+		for _, st := range seed {
+			s.queue = append(s.queue, pending{at: at, step: st})
+		}
+		s.kickCommitter()
+	}
+	s.mu.Unlock()
 	for {
 		select {
 		case <-ctx.Done():

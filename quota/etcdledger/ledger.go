@@ -114,7 +114,10 @@ func (c Config) Validate() error {
 //
 // Keys under the prefix: meta (format and cluster name), election/…,
 // lease/<id> (a quota.Lease in JSON), credit/<tenant> (micro-tokens),
-// nextid. A Ledger is safe for concurrent use.
+// nextid, tenant/<name> (a coordinator.TenantRecord in JSON) and
+// tenants-seeded (present once a config file's tenants were written).
+// Tenants are written by the leader in the same fenced transactions as
+// the leases, so a deposed leader cannot change one either. A Ledger is safe for concurrent use.
 type Ledger struct {
 	cfg Config
 
@@ -218,7 +221,9 @@ func (l *Ledger) Fence(ctx context.Context) (coordinator.Snapshot, error) {
 		If(clientv3.Compare(clientv3.CreateRevision(e.Key()), "=", e.Rev())).
 		Then(clientv3.OpGet(p+"lease/", clientv3.WithPrefix()),
 			clientv3.OpGet(p+"credit/", clientv3.WithPrefix()),
-			clientv3.OpGet(p+"nextid")).
+			clientv3.OpGet(p+"nextid"),
+			clientv3.OpGet(p+"tenant/", clientv3.WithPrefix()),
+			clientv3.OpGet(p+"tenants-seeded")).
 		Commit()
 	if err != nil {
 		return coordinator.Snapshot{}, fmt.Errorf("etcdledger: reading the ledger: %w", err)
@@ -248,6 +253,14 @@ func (l *Ledger) Fence(ctx context.Context) (coordinator.Snapshot, error) {
 		}
 		snap.NextID = max(snap.NextID, v)
 	}
+	for _, kv := range resp.Responses[3].GetResponseRange().Kvs {
+		var rec coordinator.TenantRecord
+		if err := json.Unmarshal(kv.Value, &rec); err != nil || p+"tenant/"+rec.Name != string(kv.Key) {
+			return coordinator.Snapshot{}, fmt.Errorf("%w: %s: not a tenant: %q", ErrForeign, kv.Key, kv.Value)
+		}
+		snap.Tenants = append(snap.Tenants, rec)
+	}
+	snap.Seeded = len(resp.Responses[4].GetResponseRange().Kvs) > 0
 	snap.NextID = max(snap.NextID, 1)
 	l.mu.Lock()
 	l.session, l.election, l.key, l.epoch, l.nextID = s, e, e.Key(), e.Rev(), snap.NextID
@@ -303,6 +316,22 @@ func (l *Ledger) Commit(ctx context.Context, epoch uint64, ops ...coordinator.Op
 			} else {
 				set(k, clientv3.OpPut(k, strconv.FormatInt(int64(op.Credit), 10)))
 			}
+		case coordinator.PutTenant:
+			if op.Tenant == "" || op.Record.Name != op.Tenant {
+				return fmt.Errorf("etcdledger: op %d: tenant record %q under the name %q", i, op.Record.Name, op.Tenant)
+			}
+			v, err := json.Marshal(op.Record)
+			if err != nil {
+				return fmt.Errorf("etcdledger: op %d: %w", i, err)
+			}
+			k := p + "tenant/" + op.Tenant
+			set(k, clientv3.OpPut(k, string(v)))
+		case coordinator.DeleteTenant:
+			k := p + "tenant/" + op.Tenant
+			set(k, clientv3.OpDelete(k))
+		case coordinator.MarkSeeded:
+			k := p + "tenants-seeded"
+			set(k, clientv3.OpPut(k, "1"))
 		default:
 			return fmt.Errorf("etcdledger: op %d: unknown kind %d", i, op.Kind)
 		}

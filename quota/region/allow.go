@@ -1,6 +1,10 @@
 package region
 
-import "github.com/afloat/afloat/quota"
+import (
+	"sync/atomic"
+
+	"github.com/afloat/afloat/quota"
+)
 
 // Allow takes cost tokens of tenant's quota now, or refuses. Shorthand
 // for AllowAt(l.Now(), tenant, cost).
@@ -14,7 +18,11 @@ func (l *Limiter) Allow(tenant string, cost int64) bool {
 // below 1 are refused.
 func (l *Limiter) AllowAt(now int64, tenant string, cost int64) bool {
 	b := l.bucket(tenant)
-	if b == nil || cost < 1 {
+	if b == nil {
+		l.unknown.Add(1)
+		return false
+	}
+	if cost < 1 {
 		return false
 	}
 	s := b.cur.Load()
@@ -30,14 +38,19 @@ func (l *Limiter) AllowAt(now int64, tenant string, cost int64) bool {
 			}
 			return true
 		}
-		b.refuse(cost)
+		b.refuse(&b.refusedEmpty, cost)
 		return false
 	}
 	b.offered.Add(cost)
-	if s.mode == quota.BestEffort && b.spendReserve(cost) {
-		return true
+	if s.mode == quota.BestEffort {
+		if b.spendReserve(cost) {
+			b.emergency.Add(cost)
+			return true
+		}
+		b.refuse(&b.refusedSpent, cost)
+		return false
 	}
-	b.refuse(cost)
+	b.refuse(&b.refusedNoLease, cost)
 	return false
 }
 
@@ -51,8 +64,9 @@ func (b *bucket) offeredSince(reset bool) int64 {
 	return b.offered.Load() + s.peekOffered()
 }
 
-func (b *bucket) refuse(cost int64) {
-	b.rejected.Add(cost)
+// refuse counts a refusal of cost tokens for its reason.
+func (b *bucket) refuse(reason *atomic.Int64, cost int64) {
+	reason.Add(cost)
 	if !b.hot.Load() {
 		b.hot.Store(true)
 	}

@@ -27,6 +27,8 @@ const (
 	UnknownRequest
 	// OverOnArrival: the lease had already ended when it arrived.
 	OverOnArrival
+
+	numOutcomes // how many outcomes there are
 )
 
 func (o Outcome) String() string {

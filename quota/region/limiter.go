@@ -35,21 +35,29 @@ type Limiter struct {
 	broken   breakage.Set
 	wake     chan struct{} // tells Run that a tenant wants renewing
 	counters runCounters
+	unknown  atomic.Int64 // requests refused for a tenant not served here (Counts)
 }
 
 // bucket is one tenant's: the current lease's state, the demand counters
 // Allow bumps, and the renewal bookkeeping (under mu).
 type bucket struct {
-	cur      atomic.Pointer[state]
-	offered  atomic.Int64 // tokens offered since the last request, without a valid lease (and carried over from replaced ones)
-	rejected atomic.Int64 // of which refused
-	hot      atomic.Bool  // refused something since the last request
-	inFlight atomic.Bool  // Run has a renewal under way
-	reserve  atomic.Int64 // Micro: the emergency allowance left (best effort)
+	cur     atomic.Pointer[state]
+	offered atomic.Int64 // tokens offered since the last request, without a valid lease (and carried over from replaced ones)
+	// The refusals and the allowance's admissions since New, in tokens
+	// (Counts): one add on paths that already wrote a counter, none on
+	// the admitting path, whose count Counts derives from offered.
+	refusedEmpty   atomic.Int64 // a valid lease without the tokens
+	refusedNoLease atomic.Int64 // no valid lease (hard mode)
+	refusedSpent   atomic.Int64 // no valid lease, the emergency allowance spent (best effort)
+	emergency      atomic.Int64 // admitted from the emergency allowance
+	hot            atomic.Bool  // refused something since the last request
+	inFlight       atomic.Bool  // Run has a renewal under way
+	reserve        atomic.Int64 // Micro: the emergency allowance left (best effort)
 	// reserveCap is the allowance's size, E, from the grants.
 	reserveCap atomic.Int64
 
 	mu         sync.Mutex
+	offeredAcc int64 // tokens offered up to the last request (Counts)
 	seq        uint64
 	sent       [32]sentReq // ring of recent requests, by seq
 	lastSend   int64

@@ -20,7 +20,7 @@ func (l *Limiter) Request(now int64, tenant string) (quota.Request, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	offered := b.offeredSince(true)
-	b.rejected.Swap(0)
+	b.offeredAcc += offered
 	b.hot.Store(false)
 	var demand quota.Micro = -1 // unknown on the first request
 	if b.reported && now > b.lastReport {

@@ -70,6 +70,7 @@ type RunStats struct {
 
 type runCounters struct {
 	renewals, renewFailures, installed, ignored, returns, returnFailures atomic.Int64
+	outcomes                                                             [numOutcomes]atomic.Int64 // grants Run received, by what Install did (Grants)
 }
 
 // RunStats reports Run's counters.
@@ -168,6 +169,7 @@ func (l *Limiter) renew(ctx context.Context, c Coordinator, tenant string, o *ru
 	}
 	now := l.Now()
 	in := l.Install(now, g)
+	l.counters.outcomes[in.Outcome].Add(1)
 	if !in.OK() {
 		l.counters.ignored.Add(1)
 		return

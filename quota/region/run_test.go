@@ -90,6 +90,22 @@ func TestRunnersInProcess(t *testing.T) {
 		cancel()
 		wg.Wait()
 		t.Logf("admitted %v", admitted)
+		// The metrics' counts: admissions as counted, less at most a few
+		// that raced a renewal; every grant by its outcome.
+		for name, l := range s.lims {
+			c, _ := l.Counts("acme")
+			if want := int64(admitted[name]); c.Admitted > want || c.Admitted < want*99/100 {
+				t.Errorf("%s: Counts().Admitted = %d, want %d (or up to 1 %% fewer)", name, c.Admitted, want)
+			}
+			st := l.RunStats()
+			var all int64
+			for _, o := range region.Outcomes() {
+				all += l.Grants(o)
+			}
+			if l.Grants(region.Accepted) != st.Installed || all != st.Installed+st.Ignored || st.Installed == 0 {
+				t.Errorf("%s: %d grants accepted and %d in all, want %d installed and %d ignored", name, l.Grants(region.Accepted), all, st.Installed, st.Ignored)
+			}
+		}
 	})
 }
 

@@ -14,7 +14,10 @@ type Status struct {
 	Until   int64 // on this clock
 	Balance quota.Micro
 	Reserve quota.Micro // emergency allowance left
-	Epoch   uint64
+	// Allowance is the emergency allowance's size, E, from the grants
+	// (best-effort mode; 0 in hard mode).
+	Allowance quota.Micro
+	Epoch     uint64
 }
 
 // Status reports a tenant's lease and balance at now.
@@ -24,7 +27,8 @@ func (l *Limiter) Status(now int64, tenant string) Status {
 		return Status{}
 	}
 	s := b.cur.Load()
-	st := Status{Lease: s.lease, Valid: s.valid(now), Until: s.until, Reserve: quota.Micro(b.reserve.Load())}
+	st := Status{Lease: s.lease, Valid: s.valid(now), Until: s.until, Reserve: quota.Micro(b.reserve.Load()),
+		Allowance: quota.Micro(b.reserveCap.Load())}
 	if st.Valid {
 		st.Balance = s.balance(now)
 	}

@@ -38,6 +38,17 @@ type Config struct {
 	Envoy EnvoyConfig `yaml:"envoy"`
 	// Proxy maps the reverse proxy's requests to tenants (proxy.go).
 	Proxy ProxyConfig `yaml:"proxy"`
+	// Operators may change the tenants through the coordinator's API
+	// (docs/quota.md, "Tenants"), each with its own token; the name is
+	// who made a change in the audit log.
+	Operators map[string]OperatorConfig `yaml:"operators"`
+}
+
+// OperatorConfig is an operator's entry: Token, at least 16 bytes, or
+// TokenFile naming a file holding it.
+type OperatorConfig struct {
+	Token     string `yaml:"token"`
+	TokenFile string `yaml:"token_file"`
 }
 
 // RegionConfig is a region's entry.
@@ -125,6 +136,22 @@ func LoadConfig(path string) (*Config, error) {
 			return nil, fmt.Errorf("%w: envoy.token_file: a token of %d bytes: want at least 16", ErrConfigFile, len(e.Token))
 		}
 	}
+	for name, o := range cfg.Operators {
+		if o.TokenFile != "" {
+			tok, err := os.ReadFile(o.TokenFile)
+			if err != nil {
+				return nil, fmt.Errorf("%w: operators.%s.token_file: %v", ErrConfigFile, name, err)
+			}
+			o.Token, o.TokenFile = strings.TrimSpace(string(tok)), ""
+			if len(o.Token) < 16 {
+				return nil, fmt.Errorf("%w: operators.%s.token_file: a token of %d bytes: want at least 16", ErrConfigFile, name, len(o.Token))
+			}
+			cfg.Operators[name] = o
+		}
+	}
+	if err := cfg.checkTokens(); err != nil {
+		return nil, err
+	}
 	return cfg, nil
 }
 
@@ -195,6 +222,60 @@ func (c *Config) Validate() error {
 			return bad("%s.name %q: already tenants[%d]", field, t.Name, j)
 		}
 		seen[t.Name] = i
+		if err := c.CheckTenant(field, t); err != nil {
+			return err
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Operators)) {
+		o := c.Operators[name]
+		switch {
+		case name == "" || len(name) > 64 || strings.ContainsAny(name, "/ \t\n"):
+			return bad("operators: name %q: want 1 to 64 bytes, no slash or space", name)
+		case o.Token != "" && o.TokenFile != "":
+			return bad("operators.%s: token and token_file: give one", name)
+		case o.TokenFile == "" && len(o.Token) < 16:
+			return bad("operators.%s.token: %d bytes: want at least 16 (or a token_file)", name, len(o.Token))
+		}
+	}
+	if err := c.checkTokens(); err != nil {
+		return err
+	}
+	return c.validateRest()
+}
+
+// checkTokens refuses a token used twice among regions and operators:
+// each credential names one principal.
+func (c *Config) checkTokens() error {
+	seen := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(c.Regions)) {
+		if tok := c.Regions[name].Token; tok != "" {
+			seen[tok] = "regions." + name
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Operators)) {
+		if tok := c.Operators[name].Token; tok != "" {
+			if other, dup := seen[tok]; dup {
+				return fmt.Errorf("%w: operators.%s.token: the same as %s.token: each needs its own", ErrConfigFile, name, other)
+			}
+			seen[tok] = "operators." + name
+		}
+	}
+	if tok := c.Envoy.Token; tok != "" {
+		if other, dup := seen[tok]; dup {
+			return fmt.Errorf("%w: envoy.token: the same as %s.token: each needs its own", ErrConfigFile, other)
+		}
+	}
+	return nil
+}
+
+// CheckTenant validates one tenant entry, naming its fields under field
+// (tenants[3], or tenant in the API), and fills its defaults: the one
+// validator of the config file and of the tenants API.
+func (c *Config) CheckTenant(field string, t *TenantConfig) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrConfigFile}, args...)...)
+	}
+	{
 		switch {
 		case t.Name == "" || len(t.Name) > 128 || strings.ContainsAny(t.Name, "/\n"):
 			return bad("%s.name %q: want 1 to 128 bytes, no slash", field, t.Name)
@@ -223,6 +304,13 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%w: %s: %v", ErrConfigFile, field, err)
 		}
 	}
+	return nil
+}
+
+func (c *Config) validateRest() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrConfigFile}, args...)...)
+	}
 	switch e := c.Etcd; {
 	case e.SessionTTL < 0 || e.SessionTTL > 600:
 		return bad("etcd.session_ttl %d: want 1 to 600 seconds (0 for the default, 2)", e.SessionTTL)
@@ -241,10 +329,14 @@ func (c *Config) Validate() error {
 	if a.Retry < time.Millisecond || a.MaxRetry < a.Retry || a.MaxRetry > time.Hour {
 		return bad("agent.retry %v, agent.max_retry %v: want 1ms ≤ retry ≤ max_retry ≤ 1h", a.Retry, a.MaxRetry)
 	}
-	if err := c.Envoy.validate(seen); err != nil {
+	tenants := make(map[string]int, len(c.Tenants))
+	for i, t := range c.Tenants {
+		tenants[t.Name] = i
+	}
+	if err := c.Envoy.validate(tenants); err != nil {
 		return err
 	}
-	return c.Proxy.validate(seen)
+	return c.Proxy.validate(tenants)
 }
 
 func (t TenantConfig) tenant() quota.Tenant {

@@ -44,6 +44,10 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{good + "etcd: {max_txn_ops: 2}\n", "etcd.max_txn_ops 2: want 8 to 1000000"},
 		{good + "etcd: {prefix: nope}\n", `etcd.prefix "nope": want a path starting with /`},
 		{good + "agent: {retry: 5s, max_retry: 1s}\n", "agent.retry 5s, agent.max_retry 1s"},
+		{good + "operators: {alice: {token: short}}\n", "operators.alice.token: 5 bytes: want at least 16"},
+		{good + "operators: {alice: {token: \"eu-token-0123456789\"}}\n", "operators.alice.token: the same as regions.eu.token"},
+		{good + "operators: {\"a b\": {token: \"alice-token-0123456789\"}}\n", `operators: name "a b"`},
+		{good + "operators: {alice: {token: \"alice-token-0123456789\", token_file: x}}\n", "operators.alice: token and token_file: give one"},
 	} {
 		_, err := ParseConfig([]byte(tc.file))
 		if !errors.Is(err, ErrConfigFile) || !strings.Contains(err.Error(), tc.want) {

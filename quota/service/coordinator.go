@@ -41,6 +41,8 @@ type CoordinatorOptions struct {
 	Logger *slog.Logger
 	// Ready, if not nil, is called with the API's address once it serves.
 	Ready func(addr string)
+
+	metrics *coordMetrics // set by RunCoordinator, for lead
 }
 
 // DefaultDataDir is the embedded etcd's default data directory.
@@ -127,6 +129,7 @@ func RunCoordinator(ctx context.Context, o CoordinatorOptions) error {
 		leader  atomic.Value // string: the leader's URL as last read
 	)
 	leader.Store("")
+	o.metrics = newCoordMetrics(current.Load, tenantNames(o.Config))
 	mail := &remote.Mailbox{}
 	h, err := remote.Handler(remote.HandlerConfig{
 		Tokens: o.Config.Tokens(), Nudges: mail, Logger: log,
@@ -141,6 +144,8 @@ func RunCoordinator(ctx context.Context, o CoordinatorOptions) error {
 		ln.Close()
 		return err
 	}
+	h = withTenantsAPI(h, o.Config, &current, &leader, log)
+	h = o.metrics.handler(h, coordReady(current.Load, func() string { return leader.Load().(string) }, advertise))
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 15 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
 	serveErr := make(chan error, 1)
@@ -163,6 +168,8 @@ func RunCoordinator(ctx context.Context, o CoordinatorOptions) error {
 			lctx, cancel := context.WithTimeout(ctx, time.Second)
 			if l, err := ledger.Leader(lctx); err == nil {
 				leader.Store(l)
+			} else if errors.Is(err, etcdledger.ErrNotLeader) {
+				leader.Store("") // none leads: /readyz says so
 			}
 			cancel()
 			select {
@@ -218,6 +225,7 @@ func lead(ctx context.Context, o CoordinatorOptions, ledger *etcdledger.Ledger, 
 					events.Write(&chaos.Event{T: unix(at), Ev: "lease", Tenant: l.Tenant, Region: l.Region, ID: l.ID, Epoch: l.Epoch,
 						Rate: l.Rate, Burst: l.Burst, Transfer: l.Transfer, Activates: unix(l.Activates), Expires: unix(l.Expires)})
 				}
+				events.tenantEvent(unix(at), s.Tenant)
 				if s.Credit > 0 {
 					events.Write(&chaos.Event{T: unix(at), Ev: "credit", Tenant: s.Returned.Tenant, Region: s.Returned.Region,
 						ID: s.Returned.LeaseID, Balance: s.Credit})
@@ -228,13 +236,14 @@ func lead(ctx context.Context, o CoordinatorOptions, ledger *etcdledger.Ledger, 
 	}
 	log.Info("quota coordinator: campaigning")
 	var err error
-	srv, err = coordinator.NewServer(ctx, coordinator.Config{Tenants: o.Config.QuotaTenants()}, ledger, opts...)
+	srv, err = coordinator.NewServer(ctx, coordinator.Config{Tenants: o.Config.QuotaTenants()}, o.metrics.ledger(ledger), opts...)
 	if err != nil {
 		return err
 	}
 	epoch := srv.Epoch()
 	log.Info("quota coordinator: leading", "epoch", epoch)
 	events.Write(&chaos.Event{T: time.Now().UnixNano(), Ev: "restart", Epoch: epoch})
+	events.loaded(time.Now().UnixNano(), srv.Tenants())
 	events.Flush() //nolint:errcheck
 
 	rctx, cancel := context.WithCancel(ctx)

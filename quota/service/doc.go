@@ -7,7 +7,10 @@
 // Retry-After, ProxyHandler), the cluster's config
 // file (LoadConfig: YAML or JSON, every error naming its field), event
 // logs for afloat quota check, and embedded etcd members (StartMember,
-// only in a binary built with -tags embedetcd: see EmbeddedEtcd).
+// only in a binary built with -tags embedetcd: see EmbeddedEtcd). Both
+// processes serve GET /metrics (Prometheus, a registry per process),
+// /healthz and /readyz on their API listener (docs/quota.md, "Metrics and
+// health").
 //
 //	cfg, err := service.LoadConfig("quota.yaml")
 //	err = service.RunCoordinator(ctx, service.CoordinatorOptions{Config: cfg, Listen: ":7070", Etcd: endpoints, Logger: log})

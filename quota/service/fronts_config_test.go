@@ -34,6 +34,7 @@ func TestFrontConfigErrors(t *testing.T) {
 		{envoy("  domain: edge\n  descriptors:\n    - {entries: [{key: k}], tenant: acme, endpoint: " + strings.Repeat("e", 1025) + "}\n"), "envoy.descriptors[0].endpoint: 1025 bytes"},
 		{envoy("  domain: edge\n" + rule + "    - {entries: [{key: k, value: v}], tenant: acme, endpoint: /x}\n"), "envoy.descriptors[1].entries: the same as descriptors[0].entries"},
 		{envoy("  domain: edge\n  bogus: 1\n" + rule), "field bogus not found"},
+		{envoy("  domain: edge\n  token: eu-token-0123456789\n" + rule), "envoy.token: the same as regions.eu.token: each needs its own"},
 		{proxy("  tenant_header: 'X Tenant'\n"), `proxy.tenant_header "X Tenant": want a header name`},
 		{proxy("  routes:\n    - {host: 'a.test:80', tenant: acme}\n"), `proxy.routes[0].host "a.test:80": want a host name without port`},
 		{proxy("  routes:\n    - {path_prefix: search, tenant: acme}\n"), `proxy.routes[0].path_prefix "search": want a path starting with /`},

@@ -59,8 +59,9 @@ type Agent struct {
 	mu    sync.Mutex
 	using map[string]usingLease // tenant → the lease in use, for the event log
 
-	envoy *envoyIndex // nil without the config's envoy section
-	front fronts      // the gRPC service and the proxy, while Run serves them
+	envoy   *envoyIndex   // nil without the config's envoy section
+	front   fronts        // the gRPC service and the proxy, while Run serves them
+	metrics *agentMetrics // GET /metrics (metrics.go)
 }
 
 type usingLease struct {
@@ -105,6 +106,7 @@ func NewAgent(o RegionOptions) (*Agent, error) {
 	if err := a.checkFronts(); err != nil {
 		return nil, err
 	}
+	a.metrics = newAgentMetrics(lim)
 	return a, nil
 }
 
@@ -152,7 +154,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	rctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		a.lim.Run(rctx, client, region.WithLogger(log), region.WithHooks(region.Hooks{
+		a.lim.Run(rctx, a.metrics.timed(client), region.WithLogger(log), region.WithHooks(region.Hooks{
 			Installed: a.installed,
 			Returned: func(at int64, ret quota.Return, err error) {
 				a.mu.Lock()
@@ -257,12 +259,14 @@ type AllowAnswer struct {
 const maxAllowBody = 4 << 10
 
 // Handler is the decision API: POST /v1/allow, and GET /v1/status for a
-// look at the leases. It answers from local state only: no call to the
-// coordinator is made for a decision.
+// look at the leases; GET /metrics, /healthz and /readyz as well. It
+// answers from local state only: no call to the coordinator is made for
+// a decision.
 func (a *Agent) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/allow", a.allow)
 	mux.HandleFunc("GET /v1/status", a.status)
+	observe(mux, a.metrics.reg, a.regionReady) // GET /metrics, /healthz, /readyz (health.go)
 	return mux
 }
 

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestQuotaTenantsFlags: each refused command line names its flag, and
+// never prints the token.
+func TestQuotaTenantsFlags(t *testing.T) {
+	dir := t.TempDir()
+	tok := filepath.Join(dir, "token")
+	os.WriteFile(tok, []byte("alice-token-0123456789\n"), 0o600) //nolint:errcheck
+	short := filepath.Join(dir, "short")
+	os.WriteFile(short, []byte("abc\n"), 0o600) //nolint:errcheck
+	t.Setenv(tokenEnv, "")
+	base := []string{"--coordinator", "127.0.0.1:7070", "--token-file", tok}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"quota", "tenants"}, "want a verb first"},
+		{[]string{"quota", "tenants", "rename"}, "want a verb first"},
+		{[]string{"quota", "tenants", "list"}, "--coordinator: empty"},
+		{[]string{"quota", "tenants", "list", "--coordinator", "127.0.0.1:7070"}, "--token-file: want the operator's token"},
+		{[]string{"quota", "tenants", "list", "--coordinator", "127.0.0.1:7070", "--token-file", short}, "a token of 3 bytes: want at least 16"},
+		{[]string{"quota", "tenants", "list", "--coordinator", "127.0.0.1:7070", "--token-file", filepath.Join(dir, "none")}, "--token-file: open"},
+		{append([]string{"quota", "tenants", "get"}, base...), "--name: want the tenant's name"},
+		{append([]string{"quota", "tenants", "create", "--name", "x", "--rate", "1"}, base...), "--rate and --burst: both are required"},
+		{append([]string{"quota", "tenants", "update", "--name", "x", "--rate", "-1"}, base...), "--rate -1: want a number of at least 0"},
+		{append([]string{"quota", "tenants", "update", "--name", "x", "--burst", "NaN"}, base...), "--burst NaN"},
+		{append([]string{"quota", "tenants", "update", "--name", "x", "--mode", "soft"}, base...), `--mode "soft": want hard or best-effort`},
+		{append([]string{"quota", "tenants", "update", "--name", "x", "--lease", "soon"}, base...), `--lease "soon": want a duration`},
+		{append([]string{"quota", "tenants", "update", "--name", "x", "--regions", ","}, base...), "--regions: empty"},
+		{append([]string{"quota", "tenants", "delete", "--name", "x", "--rate", "1"}, base...), "flag provided but not defined: -rate"},
+	} {
+		var out, errOut bytes.Buffer
+		st := run(c.args, strings.NewReader(""), &out, &errOut)
+		if st != exitUsage || !strings.Contains(errOut.String(), c.want) {
+			t.Errorf("%v: status %d, %q; want 2 naming %q", c.args, st, errOut.String(), c.want)
+		}
+		if strings.Contains(out.String()+errOut.String(), "alice-token") {
+			t.Errorf("%v: the token was printed", c.args)
+		}
+	}
+}

@@ -1,0 +1,316 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/afloat/afloat/quota"
+)
+
+// Tenants as data. A coordinator's tenants live in its ledger beside the
+// leases, written by the leader in its fenced transactions; an operator
+// creates, updates and deletes them through PutTenant and DeleteTenant,
+// and a change takes effect at each region's next renewal.
+//
+// The shrink rule: from the change on, no grant raises the sum of live
+// shares above the new R or B. A grant only fills the room that the
+// new limits leave beside every lease still counting — also those
+// granted under the old limits — so the sums, if they were above the new
+// limits, only fall, and are within them once every lease granted before
+// the change has stopped counting: at the latest one lease duration and
+// skew margin after it. Credit (returned tokens waiting to be moved) is
+// cut at once to what the new B leaves beside the live bursts. A delete
+// keeps the tenant's leases counting until they end, also against a
+// tenant created again under the same name.
+
+// Errors of the tenant operations.
+var (
+	// ErrTenantExists: a create named a tenant that exists.
+	ErrTenantExists = errors.New("coordinator: the tenant exists")
+	// ErrVersionMismatch: an update or delete named a version of the
+	// tenant that is no longer its newest: someone else changed it since.
+	ErrVersionMismatch = errors.New("coordinator: the tenant changed since that version")
+)
+
+// SeedBy is who made a tenant the config file seeded.
+const SeedBy = "config file"
+
+// TenantRecord is a tenant as the ledger keeps it: its configuration,
+// the version of it (1 for the first, one more at each change) and who
+// made it.
+type TenantRecord struct {
+	quota.Tenant
+	Version uint64
+	By      string
+}
+
+// TenantChange is a change of a tenant's configuration, for the audit log
+// and the event log: Op is create, update, delete or seed; Old is the
+// configuration before (zero for a create or seed), New after (zero for a
+// delete); Dropped is the credit the change cut.
+type TenantChange struct {
+	Op       string
+	By       string
+	Old, New quota.Tenant
+	Version  uint64
+	Dropped  quota.Micro
+}
+
+func newTenantState(t quota.Tenant, version uint64, by string) *tenantState {
+	ts := &tenantState{t: t, version: version, by: by, regions: map[string]*regionState{}}
+	for _, r := range t.Regions {
+		ts.region(r)
+	}
+	return ts
+}
+
+// region returns the region's state, adding it if it is new.
+func (ts *tenantState) region(name string) *regionState {
+	if rs := ts.regions[name]; rs != nil {
+		return rs
+	}
+	rs := &regionState{}
+	ts.regions[name] = rs
+	i, _ := slices.BinarySearch(ts.names, name)
+	ts.names = slices.Insert(ts.names, i, name)
+	return rs
+}
+
+// bursts is the sum of the regions' largest live bursts.
+func (ts *tenantState) bursts() quota.Micro {
+	var sum quota.Micro
+	for _, rs := range ts.regions {
+		_, b := peak(rs)
+		sum += b
+	}
+	return sum
+}
+
+// forget drops the regions a tenant no longer has and the deleted
+// tenants, once none of their leases counts.
+func (c *Core) forget() {
+	c.order = slices.DeleteFunc(c.order, func(ts *tenantState) bool {
+		for _, name := range slices.Clone(ts.names) {
+			if rs := ts.regions[name]; len(rs.live) == 0 && (ts.deleted || !ts.t.HasRegion(name)) {
+				delete(ts.regions, name)
+				ts.names = slices.DeleteFunc(ts.names, func(n string) bool { return n == name })
+			}
+		}
+		if ts.deleted && len(ts.names) == 0 {
+			delete(c.tenants, ts.t.Name)
+			return true
+		}
+		return false
+	})
+}
+
+// Seeding returns the steps that write the config's tenants the ledger
+// lacks, one step each, and mark the ledger seeded (in the last); none
+// once it is. The runner writes them before anything else.
+func (c *Core) Seeding() []Step {
+	if c.seeded {
+		return nil
+	}
+	var steps []Step
+	for _, name := range c.seed {
+		ts := c.tenants[name]
+		if ts == nil || ts.deleted || ts.by != SeedBy || ts.version != 1 {
+			continue // changed by an operator since: that write holds it
+		}
+		rec := TenantRecord{Tenant: ts.t, Version: ts.version, By: ts.by}
+		steps = append(steps, Step{Ops: []Op{{Kind: PutTenant, Tenant: name, Record: rec}},
+			Tenant: &TenantChange{Op: "seed", By: SeedBy, New: ts.t, Version: ts.version}})
+	}
+	if len(steps) == 0 {
+		steps = append(steps, Step{})
+	}
+	last := &steps[len(steps)-1]
+	last.Ops = append(last.Ops, Op{Kind: MarkSeeded})
+	c.seeded, c.seed = true, nil
+	return steps
+}
+
+// PutTenant creates (create true) or replaces a tenant's configuration.
+// ifVersion, if not 0, must be the tenant's version: an update computed
+// from an older read is refused (ErrVersionMismatch) rather than undo a
+// change it did not see. The change applies to the next renewal of each
+// region; the step writes it, and its leases count on as the shrink rule
+// says (see the file's comment).
+func (c *Core) PutTenant(now time.Duration, t quota.Tenant, by string, create bool, ifVersion uint64) (TenantRecord, Step, error) {
+	if c.stopped != nil {
+		return TenantRecord{}, Step{}, c.stopped
+	}
+	if err := t.Validate(); err != nil {
+		return TenantRecord{}, Step{}, err
+	}
+	t = t.WithDefaults()
+	t.Regions = slices.Clone(t.Regions)
+	t.Costs = maps.Clone(t.Costs)
+	ts := c.tenants[t.Name]
+	exists := ts != nil && !ts.deleted
+	switch {
+	case create && exists:
+		return TenantRecord{}, Step{}, fmt.Errorf("%w: %q (version %d)", ErrTenantExists, t.Name, ts.version)
+	case !create && !exists:
+		return TenantRecord{}, Step{}, fmt.Errorf("%w: %q", quota.ErrUnknownTenant, t.Name)
+	case !create && ifVersion != 0 && ts.version != ifVersion:
+		return TenantRecord{}, Step{}, fmt.Errorf("%w: %q is at version %d, not %d", ErrVersionMismatch, t.Name, ts.version, ifVersion)
+	}
+	ch := &TenantChange{Op: "update", By: by}
+	if create {
+		ch.Op = "create"
+	}
+	var x Step
+	if ts == nil {
+		ts = newTenantState(t, 0, by)
+		c.tenants[t.Name] = ts
+		i, _ := slices.BinarySearchFunc(c.order, t.Name, func(a *tenantState, n string) int {
+			return cmpString(a.t.Name, n)
+		})
+		c.order = slices.Insert(c.order, i, ts)
+	} else {
+		x.expire(ts, now)
+		if exists {
+			ch.Old = ts.t
+		}
+	}
+	ts.t, ts.by, ts.deleted = t, by, false
+	ts.version++
+	for _, r := range t.Regions {
+		ts.region(r)
+	}
+	if limit := max(0, t.Burst-ts.bursts()); ts.credit > limit {
+		ch.Dropped = ts.credit - limit
+		ts.credit = limit
+		x.Ops = append(x.Ops, Op{Kind: SetCredit, Tenant: t.Name, Credit: ts.credit})
+	}
+	rec := TenantRecord{Tenant: t, Version: ts.version, By: by}
+	x.Ops = append(x.Ops, Op{Kind: PutTenant, Tenant: t.Name, Record: rec})
+	ch.New, ch.Version = t, ts.version
+	x.Tenant = ch
+	return rec, x, nil
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// DeleteTenant deletes a tenant: it grants nothing more, its credit is
+// dropped, and its leases count until they end. ifVersion as PutTenant's.
+func (c *Core) DeleteTenant(now time.Duration, name, by string, ifVersion uint64) (Step, error) {
+	if c.stopped != nil {
+		return Step{}, c.stopped
+	}
+	ts := c.tenants[name]
+	if ts == nil || ts.deleted {
+		return Step{}, fmt.Errorf("%w: %q", quota.ErrUnknownTenant, name)
+	}
+	if ifVersion != 0 && ts.version != ifVersion {
+		return Step{}, fmt.Errorf("%w: %q is at version %d, not %d", ErrVersionMismatch, name, ts.version, ifVersion)
+	}
+	var x Step
+	x.expire(ts, now)
+	ch := &TenantChange{Op: "delete", By: by, Old: ts.t, Version: ts.version + 1, Dropped: ts.credit}
+	ts.deleted = true
+	ts.version++
+	if ts.credit > 0 {
+		ts.credit = 0
+		x.Ops = append(x.Ops, Op{Kind: SetCredit, Tenant: name, Credit: 0})
+	}
+	x.Ops = append(x.Ops, Op{Kind: DeleteTenant, Tenant: name})
+	x.Tenant = ch
+	c.forget()
+	return x, nil
+}
+
+// Tenants lists the tenants, by name.
+func (c *Core) Tenants() []TenantRecord {
+	var out []TenantRecord
+	for _, ts := range c.order {
+		if !ts.deleted {
+			out = append(out, TenantRecord{Tenant: ts.t, Version: ts.version, By: ts.by})
+		}
+	}
+	return out
+}
+
+// TenantRecord returns one tenant.
+func (c *Core) TenantRecord(name string) (TenantRecord, bool) {
+	ts := c.tenants[name]
+	if ts == nil || ts.deleted {
+		return TenantRecord{}, false
+	}
+	return TenantRecord{Tenant: ts.t, Version: ts.version, By: ts.by}, true
+}
+
+// PutTenant creates or updates a tenant (Core.PutTenant) and returns once
+// the change is written to the ledger. An error after the core took the
+// change (the write failed) says so: the change holds in this
+// coordinator and is written again with its next write.
+func (s *Server) PutTenant(ctx context.Context, t quota.Tenant, by string, create bool, ifVersion uint64) (TenantRecord, error) {
+	s.mu.Lock()
+	at := s.Since()
+	rec, step, err := s.core.PutTenant(at, t, by, create, ifVersion)
+	var done chan error
+	if err == nil {
+		done = s.enqueue(at, step)
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return TenantRecord{}, err
+	}
+	if err := s.wait(ctx, done); err != nil {
+		return TenantRecord{}, fmt.Errorf("%w: %w", ErrNotWritten, err)
+	}
+	return rec, nil
+}
+
+// DeleteTenant deletes a tenant (Core.DeleteTenant) and returns once the
+// delete is written.
+func (s *Server) DeleteTenant(ctx context.Context, name, by string, ifVersion uint64) error {
+	s.mu.Lock()
+	at := s.Since()
+	step, err := s.core.DeleteTenant(at, name, by, ifVersion)
+	var done chan error
+	if err == nil {
+		done = s.enqueue(at, step)
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := s.wait(ctx, done); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotWritten, err)
+	}
+	return nil
+}
+
+// ErrNotWritten: the coordinator took a tenant change but the ledger has
+// not confirmed it yet; it is written again with the next write (or the
+// coordinator was fenced, and its successor does not have it). Read the
+// tenant to see where it stands.
+var ErrNotWritten = errors.New("coordinator: the change is not confirmed written")
+
+// Tenants lists the tenants.
+func (s *Server) Tenants() []TenantRecord {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.core.Tenants()
+}
+
+// TenantRecord returns one tenant.
+func (s *Server) TenantRecord(name string) (TenantRecord, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.core.TenantRecord(name)
+}
