@@ -79,8 +79,8 @@ var commands = []entry{
 		synopsis: "afloat quota coordinator --listen ADDR --config FILE [--etcd ENDPOINTS | --data-dir DIR] [--event-log FILE]",
 		summary:  "the lease coordinator as a service: on etcd (--etcd), or an\nembedded single-member etcd in --data-dir; run several for failover"},
 	{path: "quota region", run: runQuotaRegion,
-		synopsis: "afloat quota region --name NAME --coordinator ADDRS --listen ADDR --config FILE [--event-log FILE]",
-		summary:  "a region agent: the lock-free limiter, renewing over the\nnetwork, and a local decision API (POST /v1/allow)"},
+		synopsis: "afloat quota region --name NAME --coordinator ADDRS --listen ADDR --config FILE [--event-log FILE]\n                   [--grpc-listen ADDR] [--upstream URL [--proxy-listen ADDR]]",
+		summary:  "a region agent: the lock-free limiter, renewing over the\nnetwork, and a local decision API (POST /v1/allow); Envoy's\nrate-limit service (--grpc-listen) and a reverse proxy (--upstream)"},
 	// quota etcd runs one embedded etcd member; the end-to-end test starts
 	// three, each in a process of its own. Not in the help: the zero-setup
 	// path is quota coordinator without --etcd, and a real cluster is

@@ -103,12 +103,15 @@ func runQuotaCoordinator(c *command, args []string) int {
 
 func runQuotaRegion(c *command, args []string) int {
 	stderr := c.stderr
-	var name, coords, listen, configPath, eventLog string
+	var name, coords, listen, configPath, eventLog, grpcListen, upstream, proxyListen string
 	c.StringVar(&name, "name", "", "the region's `NAME`, one of the config's regions")
 	c.StringVar(&coords, "coordinator", "", "the coordinators' `ADDRS` (host:port or URLs, comma-separated); the region follows the leader")
 	c.StringVar(&listen, "listen", "127.0.0.1:7080", "`ADDR` (host:port) of the local decision API (POST /v1/allow)")
 	c.StringVar(&configPath, "config", "", "the cluster's config `FILE` (YAML or JSON)")
 	c.StringVar(&eventLog, "event-log", "", "append the event log (JSON lines, t_ns in Unix ns) to `FILE`, for afloat quota check")
+	c.StringVar(&grpcListen, "grpc-listen", "", "also serve Envoy's rate-limit service (gRPC) on `ADDR` (host:port); needs the config's envoy section")
+	c.StringVar(&upstream, "upstream", "", "also run a reverse proxy to `URL` (http or https) that answers 429 + Retry-After; needs the config's proxy section")
+	c.StringVar(&proxyListen, "proxy-listen", "", "`ADDR` (host:port) of the reverse proxy (default 127.0.0.1:7090 with --upstream)")
 	if status, ok := c.parse(args); !ok {
 		return status
 	}
@@ -118,6 +121,27 @@ func runQuotaRegion(c *command, args []string) int {
 	}
 	if err := checkListenAddr("--listen", listen); err != nil {
 		return fail(err)
+	}
+	if grpcListen != "" {
+		if err := checkListenAddr("--grpc-listen", grpcListen); err != nil {
+			return fail(err)
+		}
+	}
+	if upstream != "" {
+		if _, err := service.CheckUpstream(upstream); err != nil {
+			return fail(err)
+		}
+		if proxyListen == "" {
+			proxyListen = "127.0.0.1:7090"
+		}
+	}
+	if proxyListen != "" {
+		if upstream == "" {
+			return fail(errors.New("--proxy-listen: the proxy needs --upstream URL"))
+		}
+		if err := checkListenAddr("--proxy-listen", proxyListen); err != nil {
+			return fail(err)
+		}
 	}
 	endpoints, err := splitURLs("--coordinator", coords)
 	if err != nil {
@@ -130,6 +154,7 @@ func runQuotaRegion(c *command, args []string) int {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	a, err := service.NewAgent(service.RegionOptions{
 		Config: cfg, Name: name, Coordinators: endpoints, Listen: listen, EventLog: eventLog, Logger: log,
+		GRPCListen: grpcListen, Upstream: upstream, ProxyListen: proxyListen,
 	})
 	if err != nil {
 		return fail(err)

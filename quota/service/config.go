@@ -34,6 +34,10 @@ type Config struct {
 	Etcd EtcdConfig `yaml:"etcd"`
 	// Agent configures the region agents' renewal.
 	Agent AgentConfig `yaml:"agent"`
+	// Envoy maps Envoy's rate-limit descriptors to tenants (envoy.go).
+	Envoy EnvoyConfig `yaml:"envoy"`
+	// Proxy maps the reverse proxy's requests to tenants (proxy.go).
+	Proxy ProxyConfig `yaml:"proxy"`
 	// Operators may change the tenants through the coordinator's API
 	// (docs/quota.md, "Tenants"), each with its own token; the name is
 	// who made a change in the audit log.
@@ -121,6 +125,15 @@ func LoadConfig(path string) (*Config, error) {
 				return nil, fmt.Errorf("%w: regions.%s.token_file: a token of %d bytes: want at least 16", ErrConfigFile, name, len(r.Token))
 			}
 			cfg.Regions[name] = r
+		}
+	}
+	if e := &cfg.Envoy; e.TokenFile != "" {
+		tok, err := os.ReadFile(e.TokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: envoy.token_file: %v", ErrConfigFile, err)
+		}
+		if e.Token, e.TokenFile = strings.TrimSpace(string(tok)), ""; len(e.Token) < 16 {
+			return nil, fmt.Errorf("%w: envoy.token_file: a token of %d bytes: want at least 16", ErrConfigFile, len(e.Token))
 		}
 	}
 	for name, o := range cfg.Operators {
@@ -247,6 +260,11 @@ func (c *Config) checkTokens() error {
 			seen[tok] = "operators." + name
 		}
 	}
+	if tok := c.Envoy.Token; tok != "" {
+		if other, dup := seen[tok]; dup {
+			return fmt.Errorf("%w: envoy.token: the same as %s.token: each needs its own", ErrConfigFile, other)
+		}
+	}
 	return nil
 }
 
@@ -311,7 +329,14 @@ func (c *Config) validateRest() error {
 	if a.Retry < time.Millisecond || a.MaxRetry < a.Retry || a.MaxRetry > time.Hour {
 		return bad("agent.retry %v, agent.max_retry %v: want 1ms ≤ retry ≤ max_retry ≤ 1h", a.Retry, a.MaxRetry)
 	}
-	return nil
+	tenants := make(map[string]int, len(c.Tenants))
+	for i, t := range c.Tenants {
+		tenants[t.Name] = i
+	}
+	if err := c.Envoy.validate(tenants); err != nil {
+		return err
+	}
+	return c.Proxy.validate(tenants)
 }
 
 func (t TenantConfig) tenant() quota.Tenant {

@@ -2,7 +2,9 @@
 // coordinator replica on etcd, serving the network API of quota/remote,
 // campaigning for the lead and failing over), Agent (a region agent: a
 // region.Limiter renewing over the network, and a local decision API,
-// POST /v1/allow, for services not written in Go), the cluster's config
+// POST /v1/allow, for services not written in Go; Envoy's rate-limit
+// service over gRPC, GRPCServer; a reverse proxy answering 429 with
+// Retry-After, ProxyHandler), the cluster's config
 // file (LoadConfig: YAML or JSON, every error naming its field), event
 // logs for afloat quota check, and embedded etcd members (StartMember,
 // only in a binary built with -tags embedetcd: see EmbeddedEtcd). Both

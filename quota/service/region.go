@@ -32,8 +32,18 @@ type RegionOptions struct {
 	EventLog string
 	// Logger logs what the agent does; required.
 	Logger *slog.Logger
-	// Ready, if not nil, is called with the API's address once it serves.
+	// Ready, if not nil, is called with the API's address once it serves
+	// (and the gRPC service and the proxy, when asked for, serve too).
 	Ready func(addr string)
+	// GRPCListen, if not empty, is the address of Envoy's rate-limit
+	// service (GRPCServer; the config's envoy section).
+	GRPCListen string
+	// Upstream, if not empty, is the URL the reverse proxy on ProxyListen
+	// fronts (ProxyHandler; the config's proxy section).
+	Upstream    string
+	ProxyListen string
+
+	clock func() int64 // the limiter's clock, for tests (export_test.go)
 }
 
 // Agent is a region agent: a region.Limiter for the tenants whose
@@ -49,6 +59,8 @@ type Agent struct {
 	mu    sync.Mutex
 	using map[string]usingLease // tenant → the lease in use, for the event log
 
+	envoy   *envoyIndex   // nil without the config's envoy section
+	front   fronts        // the gRPC service and the proxy, while Run serves them
 	metrics *agentMetrics // GET /metrics (metrics.go)
 }
 
@@ -82,11 +94,18 @@ func NewAgent(o RegionOptions) (*Agent, error) {
 	// answers a number it has seen with the grant it gave it.
 	a.start = time.Now()
 	cfg.SeqBase = uint64(a.start.UnixMicro())
-	lim, err := region.New(cfg)
+	var opts []region.Option
+	if o.clock != nil {
+		opts = append(opts, region.WithClock(o.clock))
+	}
+	lim, err := region.New(cfg, opts...)
 	if err != nil {
 		return nil, err
 	}
 	a.lim = lim
+	if err := a.checkFronts(); err != nil {
+		return nil, err
+	}
 	a.metrics = newAgentMetrics(lim)
 	return a, nil
 }
@@ -120,8 +139,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	hs := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 10 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 3)
 	go func() { serveErr <- hs.Serve(ln) }()
+	if err := a.startFronts(serveErr); err != nil {
+		hs.Close()
+		a.events.Close() //nolint:errcheck // the error at hand says more
+		return err
+	}
 	log.Info("quota region: serving", "region", o.Name, "listen", ln.Addr().String(), "tenants", len(a.tenants), "coordinators", o.Coordinators)
 	if o.Ready != nil {
 		o.Ready(ln.Addr().String())
@@ -151,6 +175,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
 	hs.Shutdown(sctx) //nolint:errcheck
+	a.stopFronts(sctx)
 	scancel()
 	cancel()
 	wg.Wait()

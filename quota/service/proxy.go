@@ -1,0 +1,229 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/textproto"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/afloat/afloat/quota/chaos"
+	"github.com/afloat/afloat/quota/region"
+)
+
+// ProxyConfig is the config file's proxy section: how the region agent's
+// reverse proxy (--upstream URL) tells whose quota a request spends.
+// Routes are tried first, in file order; then, if TenantHeader is set,
+// the header. A request neither names is refused with 403, as
+// region.Middleware refuses an unknown tenant; so is a header naming a
+// tenant the region does not serve.
+//
+//	proxy:
+//	  routes:
+//	    - {host: api.acme.example, path_prefix: /search, tenant: acme, endpoint: /search}
+//	    - {host: api.acme.example, tenant: acme}
+//	  tenant_header: X-Tenant   # only behind a front that sets it
+type ProxyConfig struct {
+	// TenantHeader, if set, names the header that carries the tenant.
+	// Any client can state any name in a header: set it only when every
+	// request reaches the agent through a front (a gateway, a mesh) that
+	// authenticates the client and sets the header itself, overwriting
+	// what the client sent.
+	TenantHeader string `yaml:"tenant_header"`
+	// Routes map hosts and paths to tenants; at most 10000.
+	Routes []ProxyRoute `yaml:"routes"`
+}
+
+// ProxyRoute maps requests to a tenant.
+type ProxyRoute struct {
+	// Host matches the request's host, without its port, ignoring case;
+	// empty matches any.
+	Host string `yaml:"host"`
+	// PathPrefix matches paths that start with it; empty matches any. It
+	// starts with a slash.
+	PathPrefix string `yaml:"path_prefix"`
+	// Tenant is whose quota a match spends: one of the config's tenants.
+	Tenant string `yaml:"tenant"`
+	// Endpoint prices a match (the tenant's costs); empty for the
+	// request's path.
+	Endpoint string `yaml:"endpoint"`
+}
+
+func (p *ProxyConfig) configured() bool { return p.TenantHeader != "" || len(p.Routes) > 0 }
+
+// validate checks the proxy section; tenants are the config's names.
+func (p *ProxyConfig) validate(tenants map[string]int) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: proxy."+format, append([]any{ErrConfigFile}, args...)...)
+	}
+	if h := p.TenantHeader; h != "" {
+		if len(h) > 128 || strings.IndexFunc(h, func(r rune) bool {
+			return !(r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+		}) >= 0 {
+			return bad("tenant_header %q: want a header name of 1 to 128 letters, digits and dashes", h)
+		}
+		p.TenantHeader = textproto.CanonicalMIMEHeaderKey(h)
+	}
+	if len(p.Routes) > maxEnvoyRules {
+		return bad("routes: %d: want at most %d", len(p.Routes), maxEnvoyRules)
+	}
+	for i := range p.Routes {
+		r := &p.Routes[i]
+		field := fmt.Sprintf("routes[%d]", i)
+		switch {
+		case len(r.Host) > 253 || strings.ContainsAny(r.Host, "/:@ \t\n"):
+			return bad("%s.host %q: want a host name without port, at most 253 bytes (empty: any)", field, r.Host)
+		case r.PathPrefix != "" && (r.PathPrefix[0] != '/' || len(r.PathPrefix) > maxEnvoyString):
+			return bad("%s.path_prefix %q: want a path starting with / of at most %d bytes (empty: any)", field, r.PathPrefix, maxEnvoyString)
+		case len(r.Endpoint) > maxEnvoyString:
+			return bad("%s.endpoint: %d bytes: want at most %d", field, len(r.Endpoint), maxEnvoyString)
+		}
+		if _, ok := tenants[r.Tenant]; !ok {
+			return bad("%s.tenant %q: not in tenants", field, r.Tenant)
+		}
+		r.Host = strings.ToLower(r.Host)
+	}
+	return nil
+}
+
+// route says whose quota r spends and which endpoint prices it: tenant
+// "" for none.
+func (p *ProxyConfig) route(r *http.Request) (tenant, endpoint string) {
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	for i := range p.Routes {
+		rt := &p.Routes[i]
+		if (rt.Host == "" || strings.EqualFold(rt.Host, host)) && strings.HasPrefix(r.URL.Path, rt.PathPrefix) {
+			if rt.Endpoint != "" {
+				return rt.Tenant, rt.Endpoint
+			}
+			return rt.Tenant, r.URL.Path
+		}
+	}
+	if p.TenantHeader != "" {
+		if vs := r.Header[p.TenantHeader]; len(vs) == 1 {
+			return vs[0], r.URL.Path
+		}
+	}
+	return "", r.URL.Path
+}
+
+// CheckUpstream parses the reverse proxy's upstream URL: http or https,
+// with a host, a port (if any) from 1 to 65535, and no user, query or
+// fragment (credentials in a URL end up in logs).
+func CheckUpstream(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	bad := func(why string) error {
+		// Redacted: a password in the URL stays out of the message.
+		return fmt.Errorf("%w: --upstream %q: %s", ErrConfigFile, u.Redacted(), why)
+	}
+	switch {
+	case raw == "":
+		return nil, fmt.Errorf("%w: --upstream: empty: want an http(s)://host[:port] URL", ErrConfigFile)
+	case err != nil:
+		// url's errors quote the URL, password and all.
+		return nil, fmt.Errorf("%w: --upstream: not a URL: want http(s)://host[:port]", ErrConfigFile)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, bad("scheme " + strconv.Quote(u.Scheme) + ": want http or https")
+	case u.Host == "" || u.Hostname() == "":
+		return nil, bad("no host: want http(s)://host[:port]")
+	case u.User != nil:
+		return nil, bad("user info: give credentials to the upstream another way")
+	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
+		return nil, bad("a query or fragment: want a base URL")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, bad("port " + p + ": want 1 to 65535")
+		}
+	}
+	return u, nil
+}
+
+// ProxyHandler returns the agent's reverse proxy to upstream: each
+// request is mapped to a tenant and an endpoint by the config's proxy
+// section and spends the endpoint's cost from the region's limiter
+// (region.Middleware); admitted requests go to upstream, with
+// X-Forwarded-For, -Host and -Proto set; refused ones get 429 Too Many
+// Requests with Retry-After in whole seconds, rounded up, and a one-line
+// body; requests without a tenant of this region, 403. An upstream that
+// cannot be reached gives 502. Run serves it on RegionOptions.ProxyListen
+// when RegionOptions.Upstream is set. Safe for concurrent use.
+func (a *Agent) ProxyHandler(upstream string) (http.Handler, error) {
+	u, err := CheckUpstream(upstream)
+	if err != nil {
+		return nil, err
+	}
+	p := &a.o.Config.Proxy
+	if !p.configured() {
+		return nil, fmt.Errorf("%w: --upstream: the config has no proxy section: routes or tenant_header (docs/quota.md, \"Envoy and reverse proxy\")", ErrConfigFile)
+	}
+	log := a.o.Logger
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.ResponseHeaderTimeout = time.Minute
+	tr.MaxIdleConnsPerHost = 256
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(u)
+			pr.SetXForwarded()
+		},
+		Transport: tr,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			log.Warn("quota region: upstream", "host", u.Host, "path", r.URL.Path, "err", err)
+			http.Error(w, "quota region: the upstream did not answer", http.StatusBadGateway)
+		},
+	}
+	cost := func(r *http.Request) (string, int64) {
+		t, ep := p.route(r)
+		return t, a.tenants[t].Cost(ep)
+	}
+	mw, err := a.lim.Middleware(func(r *http.Request) string {
+		t, _ := p.route(r)
+		return t
+	}, region.WithCost(func(r *http.Request) int64 {
+		_, c := cost(r)
+		return c
+	}))
+	if err != nil {
+		return nil, err
+	}
+	// The event log gets the proxy's decisions as it gets the decision
+	// API's: an admission when the middleware passes a request on; a
+	// refusal when it does not pass on a request of a tenant it serves.
+	inner := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d, _ := r.Context().Value(decisionKey{}).(*decision); d != nil {
+			d.admitted = true
+			a.events.Write(&chaos.Event{T: a.unix(d.at), Ev: "admit", Tenant: d.tenant, Region: a.o.Name, N: d.cost})
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	if a.o.EventLog == "" {
+		return inner, nil
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d := &decision{at: a.lim.Now()}
+		d.tenant, d.cost = cost(r)
+		inner.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), decisionKey{}, d)))
+		if _, served := a.tenants[d.tenant]; served && !d.admitted {
+			a.events.Write(&chaos.Event{T: a.unix(d.at), Ev: "reject", Tenant: d.tenant, Region: a.o.Name, N: d.cost})
+		}
+	}), nil
+}
+
+// decision is a proxied request's quota decision, for the event log.
+type decision struct {
+	tenant   string
+	cost     int64
+	at       int64
+	admitted bool
+}
+
+// decisionKey keys a *decision in a proxied request's context.
+type decisionKey struct{}
