@@ -12,6 +12,7 @@ const grey = "#59636e";
 const look = {
   afloat: { colour: "#0072b2", dash: [] },
   gubernator: { colour: "#d55e00", dash: [6, 4] },
+  gubernator_rate: { colour: "#cc79a7", dash: [10, 3, 2, 3] },
   naive: { colour: "#009e73", dash: [2, 3] },
 };
 
@@ -32,13 +33,20 @@ function fixed(v, digits) {
   return Number(v).toFixed(digits);
 }
 
+// signed is a whole number of tokens with its sign: "+12" over the bound,
+// "-4182" under it, "0" (never "-0") on it.
+function signed(v) {
+  const w = Math.round(v) || 0;
+  return (w > 0 ? "+" : "") + String(w);
+}
+
 // cells are the summary table's columns after the system's name: the
 // catalogue key of the heading and the text of the cell. The browser test
 // reads the same rounding.
 export function cells(s) {
   const u = s.utilization;
   return [
-    ["quota.peers.col.worst", (s.worst_window > 0 ? "+" : "") + fixed(s.worst_window, 0)],
+    ["quota.peers.col.worst", signed(s.worst_window)],
     ["quota.peers.col.verdict", t(s.worst_window <= 0 ? "quota.peers.held" : "quota.peers.exceeded")],
     ["quota.peers.col.util_before", fixed(100 * u.before, 0)],
     ["quota.peers.col.util_shift", fixed(100 * u.shift, 0)],
@@ -116,8 +124,8 @@ function buildCharts() {
     d.systems.map((sys) => ({
       key: `${sys.id}-${key}`,
       label: () => t(`quota.peers.sys.${sys.id}`),
-      colour: look[sys.id].colour,
-      dash: look[sys.id].dash,
+      colour: (look[sys.id] || look.afloat).colour,
+      dash: (look[sys.id] || look.afloat).dash,
       digits: 0,
       get: (r) => sys[key][r.i],
     }));
@@ -129,7 +137,7 @@ function buildCharts() {
       x,
       scales: perS,
       series: [
-        { key: "offered", label: () => t("quota.series.offered"), colour: grey, dash: [10, 3, 2, 3], width: 1.5, digits: 0, get: (r) => d.offered[r.i] },
+        { key: "offered", label: () => t("quota.series.offered"), colour: grey, dash: [1, 3], width: 1.5, digits: 0, get: (r) => d.offered[r.i] },
         { key: "r", label: () => t("quota.series.r"), colour: "#000000", width: 1.5, digits: 0, get: () => d.tenant.rate },
         ...perSystem("per_second"),
       ],
