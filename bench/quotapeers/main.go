@@ -42,7 +42,7 @@ func main() {
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("quotapeers", flag.ContinueOnError)
-	duration := fs.Duration("duration", 60*time.Second, "length of the run (10s to 2m): shift at a quarter, partition at half, heal at three quarters")
+	duration := fs.Duration("duration", 60*time.Second, "length of the run (4s to 2m): shift at a quarter, partition at half, heal at three quarters")
 	out := fs.String("out", "", "write the result as JSON to this file (\"\" for none)")
 	lease := fs.Duration("lease", 10*time.Second, "afloat's lease length (2s to 12s: B ≥ R·lease)")
 	if err := fs.Parse(args); err != nil {
