@@ -55,7 +55,6 @@ type recorder struct {
 	offered  [][]atomic.Int64 // [region][bin], by when the request was due
 	mu       sync.Mutex
 	lat      []time.Duration
-	errs     atomic.Int64
 }
 
 func newRecorder(sc schedule) *recorder {
