@@ -10,7 +10,7 @@ GO ?= go
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_INSTALL := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends
 
-.PHONY: test deps vet fmt-check lint tidy-check cross-build boundaries unit fuzz bench bench-assign bench-quota soak
+.PHONY: test deps vet fmt-check lint tidy-check cross-build boundaries unit fuzz bench bench-assign bench-quota bench-quota-peers check-quota-peers soak
 
 test: deps vet fmt-check lint tidy-check cross-build boundaries unit
 
@@ -120,6 +120,18 @@ soak:
 # etcd, and a region's decision API at 10,000 checks a second; about 40 s.
 bench-quota:
 	AFLOAT_QUOTA_BENCH=1 $(GO) test -tags embedetcd -count=1 -run '^(TestBenchRenewals|TestBenchDecisionAPI)$$' -v ./quota/service
+
+# bench-quota-peers runs afloat's global quota, a 3-peer Gubernator cluster
+# and a naive split side by side (bench/quotapeers, a module of its own so
+# that Gubernator never enters afloat's go.mod): 60 s of traffic, a shift
+# and a partition, on the wall clock; it rewrites the JSON the console's
+# quota lab draws (docs/benchmarks.md). check-quota-peers vets and tests
+# that module (a 6 s run). Neither is part of make test: a cold build of
+# Gubernator's dependencies alone takes minutes.
+bench-quota-peers:
+	cd bench/quotapeers && $(GO) run . --out ../../web/static/data/quota-peers.json
+check-quota-peers:
+	cd bench/quotapeers && $(GO) mod tidy -diff && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 
 # fuzz runs each fuzz target for FUZZTIME (default 60s); it is not part of
 # make test, which must not depend on what a random search finds that day.

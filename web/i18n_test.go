@@ -63,9 +63,16 @@ func usedKeys(t *testing.T) []string {
 	// The quota lab passes some keys around before it calls t (an error
 	// to show, the explanation of an action): every "quota.…" string in its
 	// script is a key.
-	quotaJS, _ := fs.ReadFile(static, "static/js/quota.js")
-	for _, m := range regexp.MustCompile(`"(quota\.[a-z0-9_.-]*[a-z0-9_])"`).FindAllSubmatch(quotaJS, -1) {
-		keys[string(m[1])] = true
+	// So does its comparison with Gubernator (quotapeers.js), which also
+	// names each system measured by its id in the embedded result.
+	for _, name := range []string{"static/js/quota.js", "static/js/quotapeers.js"} {
+		quotaJS, _ := fs.ReadFile(static, name)
+		for _, m := range regexp.MustCompile(`"(quota\.[a-z0-9_.-]*[a-z0-9_])"`).FindAllSubmatch(quotaJS, -1) {
+			keys[string(m[1])] = true
+		}
+	}
+	for _, s := range quotaPeersResult(t).Systems {
+		keys["quota.peers.sys."+s.ID] = true
 	}
 	for _, sc := range sim.Scenarios() {
 		keys["scenario."+sc.Name+".title"] = true

@@ -6,6 +6,7 @@
 // shown. A share link carries the run and the second.
 import { t } from "./i18n.js";
 import { LiveChart } from "./charts.js";
+import { peers } from "./quotapeers.js";
 
 const $ = (id) => document.getElementById(id);
 const REGIONS = ["eu", "us", "ap"];
@@ -767,6 +768,7 @@ function replayNote() {
 
 function setup() {
   window.afloat.quota = q;
+  peers.setup();
   $("quota-form").addEventListener("submit", (e) => {
     e.preventDefault();
     newRun(true);
@@ -822,6 +824,7 @@ async function start(params) {
 }
 
 async function render() {
+  peers.render(); // the measured comparison: independent of the run
   if (!q.resp && !q.busy && !q.req) {
     await newRun();
     return;
@@ -832,6 +835,7 @@ async function render() {
 }
 
 function relabel() {
+  peers.relabel();
   modeHelp();
   if (q.resp) {
     for (const c of charts) c.build();

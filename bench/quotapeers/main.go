@@ -1,0 +1,190 @@
+// Command quotapeers runs afloat's global quota, a Gubernator cluster and a
+// naive split side by side under one traffic shift and one partition, in
+// wall-clock time on loopback, and writes what it measured as JSON (the
+// console's global quota lab draws it; docs/benchmarks.md quotes it).
+//
+//	cd bench/quotapeers && go run . --out ../../web/static/data/quota-peers.json
+//
+// It is a module of its own so that Gubernator and its dependencies never
+// become dependencies of afloat: the root module does not see this folder.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+)
+
+const tenantName = "acme"
+
+var regionNames = []string{"eu", "us", "ap"}
+
+// tenant is the one tenant all three limit: R tokens a second, burst B,
+// and afloat's lease length.
+type tenant struct {
+	Rate  float64       `json:"rate"`
+	Burst float64       `json:"burst"`
+	Lease time.Duration `json:"-"`
+}
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "quotapeers:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("quotapeers", flag.ContinueOnError)
+	duration := fs.Duration("duration", 60*time.Second, "length of the run (4s to 2m): shift at a quarter, partition at half, heal at three quarters")
+	out := fs.String("out", "", "write the result as JSON to this file (\"\" for none)")
+	lease := fs.Duration("lease", 10*time.Second, "afloat's lease length (2s to 12s: B ≥ R·lease)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *duration < 4*time.Second || *duration > 2*time.Minute {
+		return fmt.Errorf("--duration %v: must be between 4s and 2m", *duration)
+	}
+	if *lease < 2*time.Second || *lease > 12*time.Second {
+		return fmt.Errorf("--lease %v: must be between 2s and 12s", *lease)
+	}
+	t := tenant{Rate: 500, Burst: 6000, Lease: *lease}
+	sc := defaultSchedule(t, *duration)
+	res, err := compare(context.Background(), t, sc)
+	if err != nil {
+		return err
+	}
+	res.Command = "cd bench/quotapeers && go run . " + strings.Join(args, " ")
+	printTable(os.Stdout, res)
+	if *out != "" {
+		b, err := json.MarshalIndent(res, "", " ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(*out, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// defaultSchedule: 2 R offered throughout — enough that every system has
+// spent its initial burst before the shift — evenly at first; at a quarter
+// of the run 96 % of it moves to eu; at half eu is cut off from the others
+// (afloat: from its coordinator, which runs beside us; Gubernator: from
+// both other peers, us owning the key); at three quarters the cut heals.
+func defaultSchedule(t tenant, d time.Duration) schedule {
+	total := 2 * t.Rate
+	return schedule{
+		Duration: d, Shift: d / 4, Partition: d / 2, Heal: 3 * d / 4,
+		Hot: 0, Cut: 0, Owner: 1,
+		Before: []float64{total / 3, total / 3, total / 3},
+		After:  []float64{0.96 * total, 0.02 * total, 0.02 * total},
+	}
+}
+
+func compare(ctx context.Context, t tenant, sc schedule) (*result, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	res := &result{
+		Date: time.Now().UTC().Format(time.RFC3339), Go: runtime.Version(), Gubernator: "v2.13.0",
+		CPUs: runtime.NumCPU(), LoadBefore: loadavg(), Tenant: t, LeaseS: t.Lease.Seconds(),
+		Schedule: sc.json(), BinMS: float64(bin / time.Millisecond),
+	}
+	af, err := newAfloat(ctx, t, regionNames)
+	if err != nil {
+		return nil, err
+	}
+	defer af.close()
+	gb, err := newGubernator(ctx, t, regionNames, sc.Owner, limitIsBurst)
+	if err != nil {
+		return nil, err
+	}
+	defer closeGubernator(gb)
+	gr, err := newGubernator(ctx, t, regionNames, sc.Owner, limitIsRate)
+	if err != nil {
+		return nil, err
+	}
+	defer closeGubernator(gr)
+	nv := newNaive(t, len(regionNames))
+	// afloat's regions refuse until their first lease: wait for it, so
+	// that the run starts with every system able to admit.
+	deadline := time.Now().Add(10 * time.Second)
+	for !af.ready() {
+		if time.Now().After(deadline) {
+			return nil, errors.New("afloat: no lease in 10 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	systems := []struct {
+		id  string
+		sys system
+	}{{"afloat", af}, {"gubernator", gb}, {"gubernator_rate", gr}, {"naive", nv}}
+	recs := make([]*recorder, len(systems))
+	start := time.Now()
+	done := make(chan struct{})
+	for i, s := range systems {
+		recs[i] = newRecorder(sc)
+		go func() { drive(ctx, start, s.sys, sc, recs[i]); done <- struct{}{} }()
+	}
+	go faults(ctx, start, sc, []system{af, gb, gr, nv})
+	for range systems {
+		<-done
+	}
+	res.LoadAfter = loadavg()
+	for i, s := range systems {
+		res.Systems = append(res.Systems, recs[i].summary(s.id, t, sc))
+	}
+	res.Seconds = seconds(sc)
+	res.Offered = recs[0].offeredPerSecond()
+	return res, nil
+}
+
+// faults cuts the partitioned region off at sc.Partition and heals it at
+// sc.Heal, in every system at once.
+func faults(ctx context.Context, start time.Time, sc schedule, systems []system) {
+	for _, step := range []struct {
+		at  time.Duration
+		cut bool
+	}{{sc.Partition, true}, {sc.Heal, false}} {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(start.Add(step.at))):
+		}
+		for _, s := range systems {
+			s.partition(sc.Cut, step.cut)
+		}
+	}
+}
+
+// closeGubernator closes a cluster, waiting at most 5 s: Gubernator's
+// Close can wait for ever on a peer call in flight (seen once:
+// globalManager.Close never returned), and the process ends anyway.
+func closeGubernator(g *gubernatorSystem) {
+	closed := make(chan struct{})
+	go func() { g.close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		fmt.Fprintln(os.Stderr, "quotapeers: a Gubernator cluster did not close in 5 s; leaving it")
+	}
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}

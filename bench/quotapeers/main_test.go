@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestShortRun runs the comparison for 6 s (afloat on 2 s leases, so that
+// the cut region's lease runs out while it is cut off) and checks what
+// must hold whatever the machine's load: afloat and the naive split keep
+// within R·Δ + B (the naive split's buckets start full, so it may touch
+// the bound, by at most the 1-token resolution of the windows), the naive
+// split's busy region never gets more than its third of R over the shift
+// (plus its third of B), and the JSON has every series for the whole run.
+func TestShortRun(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "peers.json")
+	if err := run([]string{"--duration", "6s", "--lease", "2s", "--out", out}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res result
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Systems) != 4 || len(res.Seconds) != 6 || len(res.Offered) != 6 {
+		t.Fatalf("%d systems, %d seconds, %d offered; want 4, 6, 6", len(res.Systems), len(res.Seconds), len(res.Offered))
+	}
+	for _, s := range res.Systems {
+		if len(s.PerSecond) != 6 || len(s.HotPerSecond) != 6 || len(s.Excess) != 6 || s.Latency.N == 0 {
+			t.Errorf("%s: series %d %d %d, %d decisions", s.ID, len(s.PerSecond), len(s.HotPerSecond), len(s.Excess), s.Latency.N)
+		}
+		switch s.ID {
+		case "afloat":
+			if s.WorstWindow > 0 {
+				t.Errorf("afloat: worst window %+.1f tokens over R·Δ + B", s.WorstWindow)
+			}
+		case "naive":
+			if s.WorstWindow > 1 {
+				t.Errorf("naive: worst window %+.1f tokens over R·Δ + B", s.WorstWindow)
+			}
+			hot := 0.0
+			for _, x := range s.HotPerSecond[2:] { // from the shift, at 1.5 s
+				hot += x
+			}
+			if limit := 4.5*res.Tenant.Rate/3 + res.Tenant.Burst/3 + 1; hot > limit {
+				t.Errorf("naive: the busy region admitted %.0f after the shift, above its third's %.0f", hot, limit)
+			}
+		}
+	}
+	if !strings.HasPrefix(res.Command, "cd bench/quotapeers && go run . --duration 6s") {
+		t.Errorf("command %q", res.Command)
+	}
+}
+
+func TestFlagsRefused(t *testing.T) {
+	for _, args := range [][]string{{"--duration", "1s"}, {"--duration", "3m"}, {"--lease", "1s"}, {"--lease", "13s"}} {
+		err := run(args)
+		if err == nil || !strings.Contains(err.Error(), args[0]) {
+			t.Errorf("%v: %v, want an error naming %s", args, err, args[0])
+		}
+	}
+}
+
+// TestFaultProxy: the proxy forwards, a cut drops the connection in use
+// and holds new ones silent, and healing lets a new connection through.
+func TestFaultProxy(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { // an echo server, a line at a time
+				defer c.Close()
+				r := bufio.NewReader(c)
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					c.Write([]byte(line))
+				}
+			}()
+		}
+	}()
+	p, err := newFaultProxy(ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.shutdown()
+	echo := func(c net.Conn) error {
+		c.SetDeadline(time.Now().Add(300 * time.Millisecond))
+		if _, err := c.Write([]byte("ping\n")); err != nil {
+			return err
+		}
+		_, err := bufio.NewReader(c).ReadString('\n')
+		return err
+	}
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", p.addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	live := dial()
+	if err := echo(live); err != nil {
+		t.Fatalf("before the cut: %v", err)
+	}
+	p.setCut(true)
+	if err := echo(live); err == nil {
+		t.Error("the connection in use still answers after the cut")
+	}
+	if err := echo(dial()); err == nil {
+		t.Error("a new connection answers during the cut")
+	}
+	p.setCut(false)
+	if err := echo(dial()); err != nil {
+		t.Errorf("after healing: %v", err)
+	}
+}
