@@ -140,13 +140,15 @@ export function leaveLab() {
 export function relabelLab() {
   nameProfiles();
   $("game-play").textContent = t(gameTimer ? "lab.games.pause" : "lab.games.play");
+  // Messages are said again even while the lab is hidden: renderLab
+  // redraws the charts on the way back, but not what was said.
+  for (const [id, msg] of Object.entries(statuses)) {
+    if (msg) $(id).textContent = t(msg[0], msg[1]);
+  }
   if ($("lab").hidden) return;
   if (game) drawGame();
   if (last) drawCompare(last);
   if (lastLive) drawLive(lastLive);
-  for (const [id, msg] of Object.entries(statuses)) {
-    if (msg) $(id).textContent = t(msg[0], msg[1]);
-  }
 }
 
 // ---- The games ----
