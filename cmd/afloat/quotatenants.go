@@ -35,7 +35,7 @@ func quotaTenants(verb string) func(c *command, args []string) int {
 			c.StringVar(&name, "name", "", "the tenant's `NAME`")
 		}
 		if verb == "create" || verb == "update" {
-			c.Float64Var(&rate, "rate", 0, "R: tokens a `SECOND`, above 0")
+			c.Float64Var(&rate, "rate", 0, "R: `TOKENS` a second, above 0")
 			c.Float64Var(&burst, "burst", 0, "B: `TOKENS`, 0 or more")
 			c.StringVar(&mode, "mode", "", "hard or best-effort")
 			c.Float64Var(&emergency, "emergency", 0, "E: `TOKENS` each region may spend beyond its lease, best-effort only")

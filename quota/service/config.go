@@ -101,6 +101,9 @@ var (
 	// ErrConfigFile: the config file is malformed or out of range; the
 	// message names the field.
 	ErrConfigFile = errors.New("service: invalid config file")
+	// ErrInvalidTenant: a tenant sent to the tenants API is out of range;
+	// the message names the field (the rules are the config file's).
+	ErrInvalidTenant = errors.New("service: invalid tenant")
 )
 
 // LoadConfig reads and validates a config file.

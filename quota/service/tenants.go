@@ -97,7 +97,7 @@ func DecodeTenantSpec(body []byte) (TenantSpec, error) {
 // file's validator.
 func (c *Config) Apply(t TenantConfig, s TenantSpec) (TenantConfig, error) {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{ErrConfigFile}, args...)...)
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidTenant}, args...)...)
 	}
 	t.Name = s.Name
 	if s.Rate != nil {
@@ -139,7 +139,9 @@ func (c *Config) Apply(t TenantConfig, s TenantSpec) (TenantConfig, error) {
 		t.Costs = maps.Clone(s.Costs)
 	}
 	if err := c.CheckTenant("tenant", &t); err != nil {
-		return TenantConfig{}, err
+		// The same rules as the file's, but no file is involved: say so.
+		msg := strings.TrimPrefix(err.Error(), ErrConfigFile.Error()+": ")
+		return TenantConfig{}, fmt.Errorf("%w: %s", ErrInvalidTenant, msg)
 	}
 	return t, nil
 }
