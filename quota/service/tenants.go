@@ -264,7 +264,7 @@ func codeOf(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, coordinator.ErrTenantExists), errors.Is(err, coordinator.ErrVersionMismatch):
 		return http.StatusConflict
-	case errors.Is(err, ErrConfigFile), errors.Is(err, quota.ErrConfig):
+	case errors.Is(err, ErrInvalidTenant), errors.Is(err, ErrConfigFile), errors.Is(err, quota.ErrConfig):
 		return http.StatusUnprocessableEntity
 	}
 	return http.StatusServiceUnavailable
