@@ -247,6 +247,9 @@ func TestQuotaPeersEndToEnd(t *testing.T) {
 			t.Errorf("%s: keys missing from the catalogue: %v", lang, missing)
 		}
 		b.do(ctx, lang+": close the table", chromedp.Evaluate[chromedp.Void](`document.querySelector("#chart-quota-peers-rate details").open = false`))
+		if lang == "en" {
+			viewShot(b, ctx, "quota-peers", "#quota-peers-h", 1500) // docs/quota-peers.png
+		}
 	}
 	if csp := evaluate[[]string](b, ctx, `window.__csp || []`); len(csp) > 0 {
 		t.Errorf("Content-Security-Policy violations: %v", csp)
