@@ -324,7 +324,7 @@ func TestManyTenants(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if scan := l.few != nil; scan != (n <= fewTenants) {
+		if scan := l.idx.Load().few; scan != (n <= fewTenants) {
 			t.Fatalf("%d tenants: scan %v", n, scan)
 		}
 		last := names[n-1]
