@@ -80,6 +80,7 @@ type bucket struct {
 	mu         sync.Mutex
 	offeredAcc int64 // tokens offered up to the last request (Counts)
 	seq        uint64
+	seq0       uint64      // seq when the bucket was made: nothing asked yet while seq is seq0
 	sent       [32]sentReq // ring of recent requests, by seq
 	lastSend   int64
 	answered   uint64 // highest seq answered
@@ -173,7 +174,8 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 
 // newBucket is a new tenant's bucket, with no lease.
 func (l *Limiter) newBucket() *bucket {
-	b := &bucket{seq: l.seqHigh.Load(), epoch: l.epochHigh.Load()}
+	seq := l.seqHigh.Load()
+	b := &bucket{seq: seq, seq0: seq, epoch: l.epochHigh.Load()}
 	b.cur.Store(&state{})
 	return b
 }

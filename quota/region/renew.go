@@ -32,7 +32,7 @@ func (l *Limiter) Request(now int64, tenant string) (quota.Request, error) {
 	if demand >= 0 {
 		b.demand = demand
 	}
-	if b.seq > l.cfg.SeqBase && b.answered < b.seq {
+	if b.seq > b.seq0 && b.answered < b.seq {
 		b.failures++ // the previous request is still unanswered
 	}
 	b.seq++
@@ -79,7 +79,7 @@ func (l *Limiter) Due(now int64, tenant string) bool {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.seq == l.cfg.SeqBase {
+	if b.seq == b.seq0 {
 		return true // never asked
 	}
 	since := now - b.lastSend
