@@ -15,9 +15,8 @@ import (
 // counting passes calls to a coordinator and counts renewals by tenant.
 type counting struct {
 	region.Coordinator
-	mu      sync.Mutex
-	renews  map[string]int
-	returns []quota.Return
+	mu     sync.Mutex
+	renews map[string]int
 }
 
 func (c *counting) Renew(ctx context.Context, req quota.Request) (quota.Grant, error) {

@@ -52,9 +52,11 @@ type RegionOptions struct {
 // traffic enters the region, renewing through the coordinators, and a
 // local decision API answering from local state only.
 type Agent struct {
-	o       RegionOptions
-	lim     *region.Limiter
-	tenants atomic.Pointer[map[string]quota.Tenant] // immutable, swapped whole as the coordinator's list changes (regiontenants.go)
+	o   RegionOptions
+	lim *region.Limiter
+	// tenants: immutable, swapped whole as the coordinator's list
+	// changes (regiontenants.go), so readers take no lock.
+	tenants atomic.Pointer[map[string]quota.Tenant]
 	start   time.Time // the limiter's clock is Unix start + lim.Now()
 	events  *EventLog
 
