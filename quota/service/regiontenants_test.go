@@ -28,7 +28,8 @@ operators:
 // TestRegionFollowsTenants: a coordinator on an embedded etcd member and
 // a region agent on loopback. A tenant created through the tenants API
 // is admitted on the agent's POST /v1/allow within a bounded time, at
-// its endpoint costs, and shows in the agent's /metrics and /v1/status;
+// its endpoint costs (and at new ones after an update), and shows in the
+// agent's /metrics and /v1/status;
 // a tenant of another region is never served here; a deleted tenant is
 // refused with 404 (as a tenant the region never served), leaves
 // /metrics and /v1/status, and is renewed no more.
@@ -172,6 +173,15 @@ func TestRegionFollowsTenants(t *testing.T) {
 	logMu.Unlock()
 	if !added {
 		t.Fatal("no log line for beta's addition")
+	}
+
+	// Updated: the new cost is in use within a poll.
+	operator("/update", `{"name":"beta","costs":{"/big":2}}`)
+	bounded("beta's new cost", func() bool { tn, ok := a.tenant("beta"); return ok && tn.Cost("/big") == 2 })
+	before := scrape(t, region).must(t, "afloat_quota_region_admitted_tokens_total", "tenant", "beta", "reason", "lease")
+	bounded("beta admitted at its new cost", func() bool { _, ok := allow("beta", "/big"); return ok })
+	if v := scrape(t, region).must(t, "afloat_quota_region_admitted_tokens_total", "tenant", "beta", "reason", "lease"); v != before+2 {
+		t.Fatalf("beta's admitted tokens after one /big at cost 2: %v, want %v", v, before+2)
 	}
 
 	// Deleted: refused with 404, gone from /metrics and /v1/status, no
