@@ -13,7 +13,8 @@ type Config struct {
 	// Region is where this limiter runs; required.
 	Region string
 	// Tenants are the tenants it serves at first; others are refused.
-	// SetTenants changes the set while the limiter runs.
+	// SetTenants changes the set while the limiter runs, so none is
+	// allowed: a region that waits for the coordinator's list.
 	Tenants []string
 	// MaxDrift bounds how much faster than real time this machine's
 	// monotonic clock may run (NTP slews by at most 500 ppm). Refill is
@@ -87,8 +88,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Region == "" || len(c.Region) > 64:
 		return fmt.Errorf("%w: region %q: want 1 to 64 bytes", quota.ErrConfig, c.Region)
-	case len(c.Tenants) == 0 || len(c.Tenants) > MaxTenants:
-		return fmt.Errorf("%w: %d tenants: want 1 to %d", quota.ErrConfig, len(c.Tenants), MaxTenants)
+	case len(c.Tenants) > MaxTenants:
+		return fmt.Errorf("%w: %d tenants: want 0 to %d", quota.ErrConfig, len(c.Tenants), MaxTenants)
 	case !(c.MaxDrift >= 0 && c.MaxDrift <= 0.01):
 		return fmt.Errorf("%w: max drift %v: want 0 to 0.01", quota.ErrConfig, c.MaxDrift)
 	case c.HotInterval < time.Millisecond || c.HotInterval > time.Minute:

@@ -200,3 +200,24 @@ func TestSetTenantsUnderAllow(t *testing.T) {
 		t.Fatalf("Tenants %v, want %v", got, big)
 	}
 }
+
+// TestNoTenantsAtFirst: a limiter may start with no tenant (a region
+// waiting for the coordinator's list); it refuses everything until
+// SetTenants and a grant.
+func TestNoTenantsAtFirst(t *testing.T) {
+	l, err := New(DefaultConfig("eu"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.AllowAt(0, "acme", 1) || len(l.Tenants()) != 0 || l.UnknownTenant() != 1 {
+		t.Fatalf("an empty limiter: tenants %v, unknown %d", l.Tenants(), l.UnknownTenant())
+	}
+	if added, _, err := l.SetTenants(0, []string{"acme"}); err != nil || !slices.Equal(added, []string{"acme"}) {
+		t.Fatalf("SetTenants: added %v, err %v", added, err)
+	}
+	l.cfg.MaxDrift = 0
+	grantFor(t, l, 0, "acme", 10, 3)
+	if got := admitN(l, 0, 5); got != 3 {
+		t.Fatalf("admitted %d of 5 from a burst of 3, want 3", got)
+	}
+}

@@ -81,10 +81,9 @@ func NewAgent(o RegionOptions) (*Agent, error) {
 	if _, ok := o.Config.Regions[o.Name]; !ok {
 		return nil, fmt.Errorf("%w: --name %q: not in the config's regions", ErrConfigFile, o.Name)
 	}
+	// The file's tenants of the region, until the coordinator's list
+	// comes (regiontenants.go); none is fine: the region waits for it.
 	ts := o.Config.TenantsOf(o.Name)
-	if len(ts) == 0 {
-		return nil, fmt.Errorf("%w: --name %q: no tenant's traffic enters this region", ErrConfigFile, o.Name)
-	}
 	a := &Agent{o: o, using: map[string]usingLease{}}
 	names := make([]string, len(ts))
 	first := make(map[string]quota.Tenant, len(ts))
