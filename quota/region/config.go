@@ -12,7 +12,9 @@ import (
 type Config struct {
 	// Region is where this limiter runs; required.
 	Region string
-	// Tenants are the tenants it serves; others are refused.
+	// Tenants are the tenants it serves at first; others are refused.
+	// SetTenants changes the set while the limiter runs, so none is
+	// allowed: a region that waits for the coordinator's list.
 	Tenants []string
 	// MaxDrift bounds how much faster than real time this machine's
 	// monotonic clock may run (NTP slews by at most 500 ppm). Refill is
@@ -37,10 +39,10 @@ type Config struct {
 	// state in bucket.go): 0 for the default, four per P (GOMAXPROCS at
 	// New) and at most 64; −1 for none, so that every request takes from
 	// the one shared word. The chaos harness uses 1, so that a run depends
-	// on its seed alone and not on which cache served a call. A limiter
-	// serving more than maxCachedTenants tenants has none: 128 bytes per
-	// cache per tenant would add up, and its requests spread over many
-	// buckets anyway.
+	// on its seed alone and not on which cache served a call. A lease
+	// installed while the limiter serves more than maxCachedTenants
+	// tenants has none: 128 bytes per cache per tenant would add up, and
+	// its requests spread over many buckets anyway.
 	Caches int
 	// SeqBase numbers requests from SeqBase+1. A region that restarts must
 	// not reuse the numbers its previous run sent — the coordinator
@@ -86,8 +88,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Region == "" || len(c.Region) > 64:
 		return fmt.Errorf("%w: region %q: want 1 to 64 bytes", quota.ErrConfig, c.Region)
-	case len(c.Tenants) == 0 || len(c.Tenants) > 100_000:
-		return fmt.Errorf("%w: %d tenants: want 1 to 100000", quota.ErrConfig, len(c.Tenants))
+	case len(c.Tenants) > MaxTenants:
+		return fmt.Errorf("%w: %d tenants: want 0 to %d", quota.ErrConfig, len(c.Tenants), MaxTenants)
 	case !(c.MaxDrift >= 0 && c.MaxDrift <= 0.01):
 		return fmt.Errorf("%w: max drift %v: want 0 to 0.01", quota.ErrConfig, c.MaxDrift)
 	case c.HotInterval < time.Millisecond || c.HotInterval > time.Minute:

@@ -31,5 +31,8 @@
 //
 // The renewal side — Request, Install, Nudge, Due, Return — steps on
 // explicit time; Run drives it with a ticker, and package quota/chaos
-// drives it in virtual time. Limiter is safe for concurrent use.
+// drives it in virtual time. SetTenants changes the tenants served while
+// all of this runs (tenants are data on the coordinator): Allow finds a
+// tenant through an immutable index that SetTenants replaces whole, so
+// it still takes no lock. Limiter is safe for concurrent use.
 package region

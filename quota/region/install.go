@@ -98,6 +98,7 @@ func (l *Limiter) Install(now int64, g quota.Grant) Installed {
 		return Installed{Outcome: OverOnArrival}
 	}
 	b.epoch = max(b.epoch, g.Lease.Epoch)
+	atomicMax(&l.epochHigh, b.epoch)
 	b.answered = max(b.answered, g.Seq)
 	if g.Seq == b.seq {
 		b.failures = 0
@@ -119,7 +120,7 @@ func (l *Limiter) Install(now int64, g quota.Grant) Installed {
 		ns.perToken = 1e9 * float64(quota.One) / float64(g.Lease.Rate) * (1 + l.cfg.MaxDrift)
 		ns.tau = int64(math.Floor(g.Lease.Burst.Float() * ns.perToken))
 		ns.cost1 = int64(math.Ceil(ns.perToken))
-		ns.withCaches(l.caches, l.broken.CachesOverBurst)
+		ns.withCaches(l.cachesNow(), l.broken.CachesOverBurst)
 	}
 	old := b.cur.Load()
 	var inst Installed

@@ -22,12 +22,11 @@ import (
 // the lease answers, so the region always stops before the coordinator
 // stops counting the lease.
 type Limiter struct {
-	cfg     Config
-	buckets map[string]*bucket // fixed at New: no lock to read it
-	// few holds the buckets again, in a slice, when there are at most
-	// fewTenants: comparing a handful of strings is cheaper than hashing
-	// one, and the lookup is a fifth of Allow's cost otherwise.
-	few      []named
+	cfg Config
+	// idx is the tenants served and their buckets: an immutable index,
+	// replaced whole by SetTenants (copy on write), so that Allow reads it
+	// with one atomic load and no lock.
+	idx      atomic.Pointer[index]
 	start    time.Time // the monotonic clock's reading at New, when clock is nil
 	clock    func() int64
 	clock0   int64 // clock's reading at New
@@ -36,6 +35,28 @@ type Limiter struct {
 	wake     chan struct{} // tells Run that a tenant wants renewing
 	counters runCounters
 	unknown  atomic.Int64 // requests refused for a tenant not served here (Counts)
+
+	// seqHigh and epochHigh are the highest request number sent and the
+	// highest epoch seen, over every tenant: a tenant added later (or
+	// again) numbers its requests after them, so that the coordinator
+	// never takes a new request for a retry of an old one, and it starts
+	// at the newest epoch known.
+	seqHigh, epochHigh atomic.Uint64
+
+	setMu   sync.Mutex     // serializes SetTenants
+	leaving []quota.Return // leases of removed tenants, for Run to give back (under setMu)
+}
+
+// index is a set of tenants and their buckets. It never changes once
+// published.
+type index struct {
+	buckets map[string]*bucket
+	// list holds the buckets again, in the order they were added. When
+	// there are at most fewTenants (few), bucket scans it instead of the
+	// map: comparing a handful of strings is cheaper than hashing one,
+	// and the lookup is a fifth of Allow's cost otherwise.
+	list []named
+	few  bool
 }
 
 // bucket is one tenant's: the current lease's state, the demand counters
@@ -59,6 +80,7 @@ type bucket struct {
 	mu         sync.Mutex
 	offeredAcc int64 // tokens offered up to the last request (Counts)
 	seq        uint64
+	seq0       uint64      // seq when the bucket was made: nothing asked yet while seq is seq0
 	sent       [32]sentReq // ring of recent requests, by seq
 	lastSend   int64
 	answered   uint64 // highest seq answered
@@ -88,15 +110,16 @@ type named struct {
 
 // bucket finds tenant's bucket: nil for a tenant the limiter does not serve.
 func (l *Limiter) bucket(tenant string) *bucket {
-	if l.few != nil {
-		for i := range l.few {
-			if l.few[i].tenant == tenant {
-				return l.few[i].b
+	ix := l.idx.Load()
+	if ix.few {
+		for i := range ix.list {
+			if ix.list[i].tenant == tenant {
+				return ix.list[i].b
 			}
 		}
 		return nil
 	}
-	return l.buckets[tenant]
+	return ix.buckets[tenant]
 }
 
 type sentReq struct {
@@ -124,10 +147,9 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 	for _, o := range opts {
 		o(&set)
 	}
-	l := &Limiter{cfg: cfg, buckets: map[string]*bucket{}, wake: make(chan struct{}, 1),
-		clock: set.Clock, broken: set.Faults}
+	l := &Limiter{cfg: cfg, wake: make(chan struct{}, 1), clock: set.Clock, broken: set.Faults}
 	switch l.caches = cfg.Caches; {
-	case l.caches == -1 || len(cfg.Tenants) > maxCachedTenants:
+	case l.caches == -1:
 		l.caches = 0
 	case l.caches == 0:
 		l.caches = defaultCaches()
@@ -137,26 +159,45 @@ func New(cfg Config, opts ...Option) (*Limiter, error) {
 	} else {
 		l.start = time.Now()
 	}
+	l.seqHigh.Store(cfg.SeqBase)
+	ix := &index{buckets: make(map[string]*bucket, len(cfg.Tenants))}
 	for _, t := range cfg.Tenants {
-		if _, dup := l.buckets[t]; dup {
+		if _, dup := ix.buckets[t]; dup {
 			return nil, fmt.Errorf("%w: tenant %q listed twice", quota.ErrConfig, t)
 		}
-		b := &bucket{seq: cfg.SeqBase}
-		b.cur.Store(&state{})
-		l.buckets[t] = b
-		l.few = append(l.few, named{t, b})
+		ix.add(t, l.newBucket())
 	}
-	if len(l.few) > fewTenants {
-		l.few = nil
-	}
+	ix.few = len(ix.list) <= fewTenants
+	l.idx.Store(ix)
 	return l, nil
+}
+
+// newBucket is a new tenant's bucket, with no lease.
+func (l *Limiter) newBucket() *bucket {
+	seq := l.seqHigh.Load()
+	b := &bucket{seq: seq, seq0: seq, epoch: l.epochHigh.Load()}
+	b.cur.Store(&state{})
+	return b
+}
+
+func (ix *index) add(tenant string, b *bucket) {
+	ix.buckets[tenant] = b
+	ix.list = append(ix.list, named{tenant, b})
 }
 
 // Region is the limiter's region.
 func (l *Limiter) Region() string { return l.cfg.Region }
 
-// Tenants lists the tenants it serves.
-func (l *Limiter) Tenants() []string { return append([]string(nil), l.cfg.Tenants...) }
+// Tenants lists the tenants it serves now (New's, as SetTenants changed
+// them), in the order they were added.
+func (l *Limiter) Tenants() []string {
+	ix := l.idx.Load()
+	out := make([]string, len(ix.list))
+	for i, n := range ix.list {
+		out[i] = n.tenant
+	}
+	return out
+}
 
 // Now reads the limiter's clock: monotonic nanoseconds since New. It is
 // time.Since of a reading with a monotonic part, which reads the

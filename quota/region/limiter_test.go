@@ -290,7 +290,7 @@ func TestConfigErrors(t *testing.T) {
 		want string
 	}{
 		{Config{Tenants: []string{"a"}}, `region ""`},
-		{Config{Region: "eu"}, "0 tenants"},
+		{Config{Region: "eu", Tenants: make([]string, MaxTenants+1)}, "100001 tenants: want 0 to 100000"},
 		{Config{Region: "eu", Tenants: []string{""}}, `tenants[0] ""`},
 		{Config{Region: "eu", Tenants: []string{"a"}, MaxDrift: 0.5}, "max drift 0.5"},
 		{Config{Region: "eu", Tenants: []string{"a"}, Retry: time.Second, MaxRetry: time.Millisecond}, "retry 1s up to 1ms"},
@@ -324,7 +324,7 @@ func TestManyTenants(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if scan := l.few != nil; scan != (n <= fewTenants) {
+		if scan := l.idx.Load().few; scan != (n <= fewTenants) {
 			t.Fatalf("%d tenants: scan %v", n, scan)
 		}
 		last := names[n-1]

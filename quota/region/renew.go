@@ -32,10 +32,11 @@ func (l *Limiter) Request(now int64, tenant string) (quota.Request, error) {
 	if demand >= 0 {
 		b.demand = demand
 	}
-	if b.seq > l.cfg.SeqBase && b.answered < b.seq {
+	if b.seq > b.seq0 && b.answered < b.seq {
 		b.failures++ // the previous request is still unanswered
 	}
 	b.seq++
+	atomicMax(&l.seqHigh, b.seq)
 	if l.cfg.Jitter > 0 {
 		b.jitter = rand.Float64() * l.cfg.Jitter
 	}
@@ -64,10 +65,7 @@ func (l *Limiter) Nudge(n quota.Nudge) {
 		b.nudged = true
 	}
 	b.mu.Unlock()
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
+	l.poke()
 }
 
 // Due says whether the tenant should send a request now: it has no valid
@@ -81,7 +79,7 @@ func (l *Limiter) Due(now int64, tenant string) bool {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.seq == l.cfg.SeqBase {
+	if b.seq == b.seq0 {
 		return true // never asked
 	}
 	since := now - b.lastSend
@@ -126,6 +124,11 @@ func (l *Limiter) Return(now int64, tenant string) (quota.Return, bool) {
 	if b == nil {
 		return quota.Return{}, false
 	}
+	return l.giveBack(now, tenant, b)
+}
+
+// giveBack invalidates b's lease and says what to give back.
+func (l *Limiter) giveBack(now int64, tenant string, b *bucket) (quota.Return, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := b.cur.Load()

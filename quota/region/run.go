@@ -101,11 +101,13 @@ func (l *Limiter) Run(ctx context.Context, c Coordinator, opts ...RunOption) err
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, maxInFlight)
 	for {
-		for _, tenant := range l.cfg.Tenants {
+		// The tenants of this pass: SetTenants may change the set while
+		// it runs; one added meanwhile waits for the next (it woke Run).
+		for _, n := range l.idx.Load().list {
 			if ctx.Err() != nil {
 				break
 			}
-			b := l.bucket(tenant)
+			tenant, b := n.tenant, n.b
 			if b.inFlight.Load() || !l.Due(l.Now(), tenant) {
 				continue
 			}
@@ -117,7 +119,20 @@ func (l *Limiter) Run(ctx context.Context, c Coordinator, opts ...RunOption) err
 			b.inFlight.Store(true)
 			wg.Go(func() {
 				defer func() { b.inFlight.Store(false); <-sem }()
-				l.renew(ctx, c, tenant, &o)
+				l.renew(ctx, c, tenant, b, &o)
+			})
+		}
+		// Removed tenants' leases go back at once, each on its own
+		// goroutine like a renewal.
+		for _, ret := range l.takeLeaving() {
+			if ctx.Err() != nil {
+				l.requeue(ret)
+				continue
+			}
+			wg.Go(func() {
+				rctx, cancel := context.WithTimeout(ctx, l.cfg.MaxRetry)
+				defer cancel()
+				l.sendReturn(rctx, c, l.Now(), ret, &o)
 			})
 		}
 		select {
@@ -131,12 +146,14 @@ func (l *Limiter) Run(ctx context.Context, c Coordinator, opts ...RunOption) err
 	}
 }
 
-func (l *Limiter) renew(ctx context.Context, c Coordinator, tenant string, o *runOptions) {
+func (l *Limiter) renew(ctx context.Context, c Coordinator, tenant string, b *bucket, o *runOptions) {
+	if l.bucket(tenant) != b {
+		return // removed since the pass began
+	}
 	req, err := l.Request(l.Now(), tenant)
 	if err != nil {
 		return
 	}
-	b := l.bucket(tenant)
 	b.mu.Lock()
 	timeout := l.retryAfterFailures(b.failures)
 	b.mu.Unlock()
@@ -204,15 +221,28 @@ func (l *Limiter) returnAll(c Coordinator, o *runOptions) {
 	defer cancel()
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 256)
-	for _, tenant := range l.cfg.Tenants {
+	send := func(now int64, ret quota.Return) {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			l.sendReturn(ctx, c, now, ret, o)
+		})
+	}
+	for _, ret := range l.takeLeaving() {
+		send(l.Now(), ret)
+	}
+	for _, n := range l.idx.Load().list {
 		now := l.Now()
-		if ret, ok := l.Return(now, tenant); ok {
-			sem <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				l.sendReturn(ctx, c, now, ret, o)
-			})
+		if ret, ok := l.giveBack(now, n.tenant, n.b); ok {
+			send(now, ret)
 		}
 	}
 	wg.Wait()
+}
+
+// requeue keeps a removed tenant's return for returnAll.
+func (l *Limiter) requeue(ret quota.Return) {
+	l.setMu.Lock()
+	l.leaving = append(l.leaving, ret)
+	l.setMu.Unlock()
 }

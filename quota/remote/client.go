@@ -185,33 +185,78 @@ func (c *Client) sendReturns(calls []*call) {
 	}
 }
 
-// send posts body to the leader, following a follower's answer to the
-// leader it names (only among the configured endpoints: the token goes
-// nowhere else) and trying each endpoint once when one does not answer.
+// send posts body to the leader (see leaderDo) and checks the answer.
 func (c *Client) send(ctx context.Context, path string, body any, want int) (Answer, error) {
 	data, err := json.Marshal(body)
 	if err != nil {
 		return Answer{}, err
 	}
+	var ans Answer
+	err = c.leaderDo(ctx, http.MethodPost, path, data, func(raw []byte) error {
+		if err := json.Unmarshal(raw, &ans); err != nil {
+			return fmt.Errorf("remote: answer: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return Answer{}, err
+	}
+	if len(ans.Results) != want {
+		return Answer{}, fmt.Errorf("remote: %d results for %d calls", len(ans.Results), want)
+	}
+	if c.cfg.OnNudge != nil {
+		for _, nd := range ans.Nudges {
+			c.cfg.OnNudge(nd)
+		}
+	}
+	return ans, nil
+}
+
+// Tenants asks the leader for the tenants whose traffic enters this
+// region (GET /v1/region/tenants): an agent polls it to serve tenants
+// created through the coordinator's API and to drop deleted ones. An
+// answer for another region, or with a tenant twice or unnamed, is an
+// error: the agent keeps the set it has.
+func (c *Client) Tenants(ctx context.Context) (RegionTenants, error) {
+	var ans RegionTenants
+	err := c.leaderDo(ctx, http.MethodGet, "/v1/region/tenants", nil, func(raw []byte) error {
+		if err := json.Unmarshal(raw, &ans); err != nil {
+			return fmt.Errorf("remote: tenants answer: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return RegionTenants{}, err
+	}
+	if ans.Region != c.cfg.Region {
+		return RegionTenants{}, fmt.Errorf("remote: tenants answer for region %q, want %q", ans.Region, c.cfg.Region)
+	}
+	seen := make(map[string]bool, len(ans.Tenants))
+	for i, t := range ans.Tenants {
+		if t.Name == "" || seen[t.Name] {
+			return RegionTenants{}, fmt.Errorf("remote: tenants answer: tenants[%d] %q: empty or listed twice", i, t.Name)
+		}
+		seen[t.Name] = true
+	}
+	return ans, nil
+}
+
+// leaderDo sends a request to the leader, following a follower's answer
+// to the leader it names (only among the configured endpoints: the token
+// goes nowhere else) and trying each endpoint once when one does not
+// answer; decode reads a 200 answer.
+func (c *Client) leaderDo(ctx context.Context, method, path string, data []byte, decode func([]byte) error) error {
 	n := len(c.cfg.Endpoints)
 	var last error
 	for try := 0; try < n+1; try++ {
 		i := int(c.leader.Load()) % n
-		ans, leader, err := c.post(ctx, c.cfg.Endpoints[i]+path, data)
+		raw, leader, err := c.do(ctx, method, c.cfg.Endpoints[i]+path, data)
 		if err == nil {
-			if len(ans.Results) != want {
-				return Answer{}, fmt.Errorf("remote: %d results for %d calls", len(ans.Results), want)
-			}
-			if c.cfg.OnNudge != nil {
-				for _, nd := range ans.Nudges {
-					c.cfg.OnNudge(nd)
-				}
-			}
-			return ans, nil
+			return decode(raw)
 		}
 		last = err
 		if errors.Is(err, ErrUnauthorized) {
-			return Answer{}, err
+			return err
 		}
 		next := (i + 1) % n
 		if leader != "" {
@@ -223,37 +268,41 @@ func (c *Client) send(ctx context.Context, path string, body any, want int) (Ans
 		}
 		c.leader.CompareAndSwap(int64(i), int64(next))
 	}
-	return Answer{}, fmt.Errorf("%w: %v", ErrNoLeader, last)
+	return fmt.Errorf("%w: %v", ErrNoLeader, last)
 }
 
-func (c *Client) post(ctx context.Context, u string, data []byte) (Answer, string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(data))
-	if err != nil {
-		return Answer{}, "", err
+// do makes one HTTP request; it returns a 200 answer's body, or the
+// error and the leader a follower named.
+func (c *Client) do(ctx context.Context, method, u string, data []byte) ([]byte, string, error) {
+	var body io.Reader
+	if data != nil {
+		body = bytes.NewReader(data)
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, "", err
+	}
+	if data != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
 	resp, err := c.cfg.HTTP.Do(req)
 	if err != nil {
-		return Answer{}, "", fmt.Errorf("remote: %w", err)
+		return nil, "", fmt.Errorf("remote: %w", err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 4*MaxBody))
 	if err != nil {
-		return Answer{}, "", fmt.Errorf("remote: reading the answer: %w", err)
+		return nil, "", fmt.Errorf("remote: reading the answer: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		var ref Refusal
 		json.Unmarshal(raw, &ref) //nolint:errcheck // the status says enough
 		switch resp.StatusCode {
 		case http.StatusUnauthorized, http.StatusForbidden:
-			return Answer{}, "", fmt.Errorf("%w: %s: %s", ErrUnauthorized, resp.Status, ref.Error)
+			return nil, "", fmt.Errorf("%w: %s: %s", ErrUnauthorized, resp.Status, ref.Error)
 		}
-		return Answer{}, ref.Leader, fmt.Errorf("remote: %s: %s: %s", u, resp.Status, ref.Error)
+		return nil, ref.Leader, fmt.Errorf("remote: %s: %s: %s", u, resp.Status, ref.Error)
 	}
-	var ans Answer
-	if err := json.Unmarshal(raw, &ans); err != nil {
-		return Answer{}, "", fmt.Errorf("remote: answer: %w", err)
-	}
-	return ans, "", nil
+	return raw, "", nil
 }

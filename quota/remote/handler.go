@@ -25,6 +25,8 @@ type Backend interface {
 	RenewBatch(ctx context.Context, reqs []quota.Request) []coordinator.Result
 	ReturnBatch(ctx context.Context, rets []quota.Return) []error
 	Epoch() uint64
+	// Tenants lists the tenants (GET /v1/region/tenants).
+	Tenants() []coordinator.TenantRecord
 }
 
 // Leadership says who serves: the backend while this process leads, or
@@ -68,6 +70,7 @@ func Handler(cfg HandlerConfig) (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/renew", h.renew)
 	mux.HandleFunc("POST /v1/return", h.ret)
+	mux.HandleFunc("GET /v1/region/tenants", h.tenants)
 	return mux, nil
 }
 
@@ -105,19 +108,8 @@ func refuse(w http.ResponseWriter, code int, ref Refusal) {
 
 // begin authenticates, checks leadership and reads the body into v.
 func (h *handler) begin(w http.ResponseWriter, r *http.Request, v any) (string, Backend, bool) {
-	region, ok := h.region(r)
+	region, b, ok := h.authLead(w, r)
 	if !ok {
-		if h.cfg.Logger != nil {
-			h.cfg.Logger.Warn("quota coordinator: refused a request without a valid region token",
-				"remote", r.RemoteAddr, "path", r.URL.Path, "authorization", presence(r.Header.Get("Authorization")))
-		}
-		w.Header().Set("WWW-Authenticate", `Bearer realm="afloat-quota"`)
-		refuse(w, http.StatusUnauthorized, Refusal{Error: "remote: a valid region token is required (Authorization: Bearer TOKEN)"})
-		return "", nil, false
-	}
-	b, leader := h.cfg.Lead()
-	if b == nil {
-		refuse(w, http.StatusServiceUnavailable, Refusal{Error: "remote: this coordinator is not the leader", Leader: leader})
 		return "", nil, false
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
@@ -145,6 +137,46 @@ func (h *handler) begin(w http.ResponseWriter, r *http.Request, v any) (string, 
 		return "", nil, false
 	}
 	return region, b, true
+}
+
+// authLead authenticates the region and checks that this coordinator
+// leads; when not, it has answered.
+func (h *handler) authLead(w http.ResponseWriter, r *http.Request) (string, Backend, bool) {
+	region, ok := h.region(r)
+	if !ok {
+		if h.cfg.Logger != nil {
+			h.cfg.Logger.Warn("quota coordinator: refused a request without a valid region token",
+				"remote", r.RemoteAddr, "path", r.URL.Path, "authorization", presence(r.Header.Get("Authorization")))
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="afloat-quota"`)
+		refuse(w, http.StatusUnauthorized, Refusal{Error: "remote: a valid region token is required (Authorization: Bearer TOKEN)"})
+		return "", nil, false
+	}
+	b, leader := h.cfg.Lead()
+	if b == nil {
+		refuse(w, http.StatusServiceUnavailable, Refusal{Error: "remote: this coordinator is not the leader", Leader: leader})
+		return "", nil, false
+	}
+	return region, b, true
+}
+
+// tenants answers GET /v1/region/tenants: the tenants whose traffic
+// enters the caller's region, so that its agent serves the tenants
+// operators create and stops serving those they delete. The region is
+// the token's: a region learns its own tenants, never another's.
+func (h *handler) tenants(w http.ResponseWriter, r *http.Request) {
+	region, b, ok := h.authLead(w, r)
+	if !ok {
+		return
+	}
+	ans := RegionTenants{Region: region, Tenants: []RegionTenant{}}
+	for _, rec := range b.Tenants() {
+		if rec.HasRegion(region) {
+			ans.Tenants = append(ans.Tenants, RegionTenant{Name: rec.Name, Version: rec.Version, Costs: rec.Costs})
+		}
+	}
+	ans.Epoch = b.Epoch()
+	writeJSON(w, ans)
 }
 
 func presence(s string) string {

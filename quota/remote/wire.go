@@ -6,11 +6,16 @@ import (
 	"github.com/afloat/afloat/quota"
 )
 
-// The API, version 1: two POST routes, JSON both ways, one bearer token
-// per region (Authorization: Bearer TOKEN).
+// The API, version 1: two POST routes and a GET, JSON both ways, one
+// bearer token per region (Authorization: Bearer TOKEN).
 //
 //	POST /v1/renew   {"requests":[quota.Request...]}  → {"epoch":E,"results":[{"grant":…}|{"error":…,"code":…}],"nudges":[…]}
 //	POST /v1/return  {"returns":[quota.Return...]}    → {"epoch":E,"results":[{}|{"error":…,"code":…}]}
+//	GET  /v1/region/tenants                          → {"epoch":E,"region":R,"tenants":[{"name":…,"version":V,"costs":{…}}...]}
+//
+// GET /v1/region/tenants lists the tenants whose regions include the
+// token's region, as the leader has them now: region agents poll it to
+// follow the tenants operators create and delete.
 //
 // Every request and return in a body must name the region the token
 // belongs to. A follower answers 503 with {"error":…,"leader":URL}; a
@@ -43,6 +48,23 @@ type Answer struct {
 	Epoch   uint64        `json:"epoch"`
 	Results []Result      `json:"results"`
 	Nudges  []quota.Nudge `json:"nudges,omitempty"`
+}
+
+// RegionTenants is the answer of GET /v1/region/tenants.
+type RegionTenants struct {
+	Epoch   uint64         `json:"epoch"`
+	Region  string         `json:"region"`
+	Tenants []RegionTenant `json:"tenants"`
+}
+
+// RegionTenant is a tenant in RegionTenants: what an agent needs to serve
+// it (limits and leases come with grants).
+type RegionTenant struct {
+	Name string `json:"name"`
+	// Version is the tenant's version on the coordinator, for logs.
+	Version uint64 `json:"version"`
+	// Costs weighs requests by endpoint (quota.Tenant.Costs).
+	Costs map[string]int64 `json:"costs,omitempty"`
 }
 
 // Refusal is the body of any other answer.

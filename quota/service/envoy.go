@@ -345,7 +345,7 @@ func (s *rlsServer) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReq
 		}
 		if c.rule >= 0 {
 			r := e.Descriptors[c.rule]
-			t, ok := a.tenants[r.Tenant]
+			t, ok := a.tenant(r.Tenant)
 			if !ok {
 				return nil, status.Errorf(codes.FailedPrecondition, "quota region: descriptors[%d]: tenant %q (envoy.descriptors[%d]): not served in region %q",
 					i, r.Tenant, c.rule, a.o.Name)

@@ -182,7 +182,8 @@ func (a *Agent) ProxyHandler(upstream string) (http.Handler, error) {
 	}
 	cost := func(r *http.Request) (string, int64) {
 		t, ep := p.route(r)
-		return t, a.tenants[t].Cost(ep)
+		tn, _ := a.tenant(t)
+		return t, tn.Cost(ep)
 	}
 	mw, err := a.lim.Middleware(func(r *http.Request) string {
 		t, _ := p.route(r)
@@ -211,7 +212,7 @@ func (a *Agent) ProxyHandler(upstream string) (http.Handler, error) {
 		d := &decision{at: a.lim.Now()}
 		d.tenant, d.cost = cost(r)
 		inner.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), decisionKey{}, d)))
-		if _, served := a.tenants[d.tenant]; served && !d.admitted {
+		if _, served := a.tenant(d.tenant); served && !d.admitted {
 			a.events.Write(&chaos.Event{T: a.unix(d.at), Ev: "reject", Tenant: d.tenant, Region: a.o.Name, N: d.cost})
 		}
 	}), nil

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/afloat/afloat/quota"
@@ -43,16 +44,19 @@ type RegionOptions struct {
 	Upstream    string
 	ProxyListen string
 
-	clock func() int64 // the limiter's clock, for tests (export_test.go)
+	clock        func() int64  // the limiter's clock, for tests (export_test.go)
+	tenantsEvery time.Duration // how often the agent asks for its tenants; default tenantsEvery (regiontenants.go)
 }
 
 // Agent is a region agent: a region.Limiter for the tenants whose
 // traffic enters the region, renewing through the coordinators, and a
 // local decision API answering from local state only.
 type Agent struct {
-	o       RegionOptions
-	lim     *region.Limiter
-	tenants map[string]quota.Tenant
+	o   RegionOptions
+	lim *region.Limiter
+	// tenants: immutable, swapped whole as the coordinator's list
+	// changes (regiontenants.go), so readers take no lock.
+	tenants atomic.Pointer[map[string]quota.Tenant]
 	start   time.Time // the limiter's clock is Unix start + lim.Now()
 	events  *EventLog
 
@@ -77,16 +81,17 @@ func NewAgent(o RegionOptions) (*Agent, error) {
 	if _, ok := o.Config.Regions[o.Name]; !ok {
 		return nil, fmt.Errorf("%w: --name %q: not in the config's regions", ErrConfigFile, o.Name)
 	}
+	// The file's tenants of the region, until the coordinator's list
+	// comes (regiontenants.go); none is fine: the region waits for it.
 	ts := o.Config.TenantsOf(o.Name)
-	if len(ts) == 0 {
-		return nil, fmt.Errorf("%w: --name %q: no tenant's traffic enters this region", ErrConfigFile, o.Name)
-	}
-	a := &Agent{o: o, tenants: map[string]quota.Tenant{}, using: map[string]usingLease{}}
+	a := &Agent{o: o, using: map[string]usingLease{}}
 	names := make([]string, len(ts))
+	first := make(map[string]quota.Tenant, len(ts))
 	for i, t := range ts {
 		names[i] = t.Name
-		a.tenants[t.Name] = t
+		first[t.Name] = t
 	}
+	a.tenants.Store(&first) // the file's, until the coordinator answers
 	cfg := region.DefaultConfig(o.Name, names...)
 	cfg.Retry, cfg.MaxRetry = o.Config.Agent.Retry, o.Config.Agent.MaxRetry
 	cfg.Jitter = 0.2 // regions cut off together come back spread over a fifth of the interval
@@ -146,7 +151,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.events.Close() //nolint:errcheck // the error at hand says more
 		return err
 	}
-	log.Info("quota region: serving", "region", o.Name, "listen", ln.Addr().String(), "tenants", len(a.tenants), "coordinators", o.Coordinators)
+	log.Info("quota region: serving", "region", o.Name, "listen", ln.Addr().String(), "tenants", len(*a.tenants.Load()), "coordinators", o.Coordinators)
 	if o.Ready != nil {
 		o.Ready(ln.Addr().String())
 	}
@@ -167,6 +172,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}))
 	})
 	wg.Go(func() { a.watch(rctx, client) })
+	wg.Go(func() { a.followTenants(rctx, client) })
 	var runErr error
 	select {
 	case <-ctx.Done():
@@ -299,7 +305,7 @@ func (a *Agent) allow(w http.ResponseWriter, r *http.Request) {
 	if req.N == 0 {
 		req.N = 1
 	}
-	t, ok := a.tenants[req.Tenant]
+	t, ok := a.tenant(req.Tenant)
 	switch {
 	case !ok:
 		httpError(w, http.StatusNotFound, fmt.Sprintf("quota region: tenant %q: not served in region %q", req.Tenant, a.o.Name))

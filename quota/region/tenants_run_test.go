@@ -1,0 +1,132 @@
+package region_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/afloat/afloat/quota"
+	"github.com/afloat/afloat/quota/coordinator"
+	"github.com/afloat/afloat/quota/region"
+)
+
+// counting passes calls to a coordinator and counts renewals by tenant.
+type counting struct {
+	region.Coordinator
+	mu     sync.Mutex
+	renews map[string]int
+}
+
+func (c *counting) Renew(ctx context.Context, req quota.Request) (quota.Grant, error) {
+	c.mu.Lock()
+	c.renews[req.Tenant]++
+	c.mu.Unlock()
+	return c.Coordinator.Renew(ctx, req)
+}
+
+func (c *counting) count(tenant string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.renews[tenant]
+}
+
+// TestRunFollowsSetTenants: Run asks for a tenant added while it runs at
+// once (its first grant within a pass, in virtual time), stops renewing a
+// removed one, and gives the removed one's lease back to the coordinator
+// with its balance. Virtual time (synctest).
+func TestRunFollowsSetTenants(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sctx, stopSrv := context.WithCancel(context.Background())
+		defer stopSrv()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		tenants := []quota.Tenant{
+			{Name: "acme", Rate: 100 * quota.One, Burst: 1000 * quota.One, Regions: []string{"eu"}},
+			{Name: "beta", Rate: 50 * quota.One, Burst: 500 * quota.One, Regions: []string{"eu"}},
+		}
+		srv, err := coordinator.NewServer(sctx, coordinator.Config{Tenants: tenants}, coordinator.NewMemLedger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := region.New(region.DefaultConfig("eu", "acme"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &counting{Coordinator: srv, renews: map[string]int{}}
+		var mu sync.Mutex
+		var returned []quota.Return
+		var wg sync.WaitGroup
+		var swg sync.WaitGroup
+		swg.Go(func() { srv.Run(sctx) })
+		wg.Go(func() {
+			l.Run(ctx, c, region.WithHooks(region.Hooks{Returned: func(_ int64, ret quota.Return, err error) {
+				mu.Lock()
+				if err == nil && ret.Tenant == "acme" { // beta's renewals give back the leases they replace
+					returned = append(returned, ret)
+				}
+				mu.Unlock()
+			}}))
+		})
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if !l.Status(l.Now(), "acme").Valid || l.Allow("beta", 1) {
+			t.Fatal("acme without a lease after 1 s, or beta admitted before it was added")
+		}
+
+		if _, _, err := l.SetTenants(l.Now(), []string{"acme", "beta"}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // Run woke, asked and installed: no time passed
+		if st := l.Status(l.Now(), "beta"); !st.Valid || st.Lease.Rate != 50*quota.One {
+			t.Fatalf("beta without its lease right after it was added: %+v", st)
+		}
+		// A new lease starts empty: 101 ms at 50/s (derated by MaxDrift)
+		// refills 5.05 tokens.
+		time.Sleep(101 * time.Millisecond)
+		if got := admitted(l, "beta", 10); got != 5 {
+			t.Fatalf("beta admitted %d of 10 after 101 ms at 50/s, want 5", got)
+		}
+
+		time.Sleep(time.Second)
+		synctest.Wait()
+		acme := l.Status(l.Now(), "acme")
+		if _, _, err := l.SetTenants(l.Now(), []string{"beta"}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		mu.Lock()
+		got := returned
+		mu.Unlock()
+		if len(got) != 1 || got[0].Tenant != "acme" || got[0].LeaseID != acme.Lease.ID || got[0].Balance != acme.Balance {
+			t.Fatalf("returns %+v, want acme's lease %d with its balance %v", got, acme.Lease.ID, acme.Balance)
+		}
+		if l.Allow("acme", 1) {
+			t.Fatal("removed acme admitted")
+		}
+		n, nb := c.count("acme"), c.count("beta")
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if c.count("acme") != n {
+			t.Fatalf("acme renewed %d times after it was removed", c.count("acme")-n)
+		}
+		if c.count("beta") < nb+10 || !l.Allow("beta", 1) {
+			t.Fatalf("beta renewed %d times in a minute of 10 s leases, or refused", c.count("beta")-nb)
+		}
+		cancel()
+		wg.Wait()
+		stopSrv()
+		swg.Wait()
+	})
+}
+
+func admitted(l *region.Limiter, tenant string, n int) int {
+	got := 0
+	for range n {
+		if l.Allow(tenant, 1) {
+			got++
+		}
+	}
+	return got
+}
