@@ -337,11 +337,37 @@ func (c *cluster) startEtcd() {
 	})
 }
 
+// startCoordinators starts every replica and waits until each serves and
+// one leads: a replica that exits at start (its port taken meanwhile, etcd
+// not answering) fails the test here, in its own words, and not later as
+// a missing event log.
 func (c *cluster) startCoordinators() {
 	for _, p := range c.coords {
 		p.start()
 	}
-	c.waitFor("a leading coordinator", func() bool { return c.leaderOrNone() >= 0 })
+	c.waitFor("every coordinator serving, one leading", func() bool {
+		for _, p := range c.coords {
+			if !p.running() {
+				c.t.Fatalf("%s exited at start; its output ends:\n%s", p.name, tailOf(p.log, 2000))
+			}
+			resp, err := http.Get("http://" + p.args[slicesIndex(p.args, "--listen")+1] + "/healthz")
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+		}
+		return c.leaderOrNone() >= 0
+	})
+}
+
+// tailOf is the last n bytes of the file at path, for a failure's message
+// (the test's folder is gone once it fails).
+func tailOf(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	return string(b[max(0, len(b)-n):])
 }
 
 func (c *cluster) startRegions() {
