@@ -158,6 +158,9 @@ fuzz:
 	$(GO) test ./quota/service -run '^$$' -fuzz '^FuzzAllowBody$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/service -run '^$$' -fuzz '^FuzzDecodeAllow$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/remote -run '^$$' -fuzz '^FuzzRenewBody$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./quota/remote -run '^$$' -fuzz '^FuzzRegionTenantsAnswer$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./quota/service -run '^$$' -fuzz '^FuzzDecodeTenantSpec$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./quota/service -run '^$$' -fuzz '^FuzzShouldRateLimit$$' -fuzztime $(FUZZTIME)
 
 # bench runs the benchmarks docs/benchmarks.md quotes and summarises them
 # with benchstat (go install golang.org/x/perf/cmd/benchstat@latest). The
