@@ -503,6 +503,10 @@ func TestRetryAfterRule(t *testing.T) {
 	// Asked again at 500 ms, still unanswered: the interval doubles.
 	l.Request(int64(500*ms), "acme")
 	step(2, int64(600*ms), 1, 900*ms, false)
+	// The next try is overdue at 1.6 s (due at 1.5 s, not yet answered):
+	// not "retry now", which would meet the same refusal, but the first
+	// retry interval.
+	step(21, int64(1600*ms), 1, 500*ms, false)
 	// A grant arrived that starts at 2 s: its activation is a promise,
 	// for a cost its burst holds.
 	l.expect("acme", int64(2*time.Second), 10*quota.One)

@@ -85,7 +85,13 @@ func (l *Limiter) RetryAfter(now int64, tenant string, cost int64) (d time.Durat
 			wait = int64(l.cfg.HotInterval)
 		}
 	}
-	next := max(0, last+wait-now)
+	next := last + wait - now
+	if next <= 0 {
+		// The ask is due or in flight: its answer is not here yet, and a
+		// client told "0" would come straight back to the same refusal.
+		// The soonest the answer can help is the first retry interval.
+		next = int64(l.cfg.Retry)
+	}
 	return min(time.Duration(next), l.cfg.MaxRetryAfter), false
 }
 
