@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -232,14 +234,52 @@ type cluster struct {
 	config      string
 }
 
+// freeAddr is a free loopback address below the kernel's ephemeral port
+// range. The processes bind it later, and again after a restart; a port
+// from the ephemeral range (what listening on port 0 gives) may meanwhile
+// become the local end of an outgoing connection — one run found a
+// coordinator's event log missing because it could not bind its port,
+// twice. Ports are random, checked free, and never handed out twice by
+// one test binary.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	freeMu.Lock()
+	defer freeMu.Unlock()
+	lo, hi := 20000, ephemeralLow()-1
+	for range 1000 {
+		port := lo + rand.IntN(hi-lo+1)
+		if freeUsed[port] {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		freeUsed[port] = true
+		return l.Addr().String()
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Fatal("no free loopback port below the ephemeral range")
+	return ""
+}
+
+var (
+	freeMu   sync.Mutex
+	freeUsed = map[int]bool{}
+)
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's
+// default 32768 where it cannot be read, or where it leaves too little
+// room below it).
+func ephemeralLow() int {
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 24000 {
+				return n
+			}
+		}
+	}
+	return 32768
 }
 
 func newCluster(t *testing.T, bin, dir string) *cluster {
