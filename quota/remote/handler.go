@@ -186,21 +186,31 @@ func presence(s string) string {
 	return "wrong"
 }
 
+// batchOf checks a batch of n items (named what in the messages) before
+// anything is done: at most MaxBatch, and every item for the region whose
+// token came with it; otherwise it refuses and says false.
+func batchOf(w http.ResponseWriter, what, region string, n int, regionOf func(int) string) bool {
+	if n > MaxBatch {
+		refuse(w, http.StatusRequestEntityTooLarge, Refusal{Error: fmt.Sprintf("remote: %d %s: want at most %d", n, what, MaxBatch)})
+		return false
+	}
+	for i := range n {
+		if r := regionOf(i); r != region {
+			refuse(w, http.StatusForbidden, Refusal{Error: fmt.Sprintf("remote: %s[%d] is for region %q; this token is region %q's", what, i, r, region)})
+			return false
+		}
+	}
+	return true
+}
+
 func (h *handler) renew(w http.ResponseWriter, r *http.Request) {
 	var body RenewBody
 	region, b, ok := h.begin(w, r, &body)
 	if !ok {
 		return
 	}
-	if n := len(body.Requests); n > MaxBatch {
-		refuse(w, http.StatusRequestEntityTooLarge, Refusal{Error: fmt.Sprintf("remote: %d requests: want at most %d", n, MaxBatch)})
+	if !batchOf(w, "requests", region, len(body.Requests), func(i int) string { return body.Requests[i].Region }) {
 		return
-	}
-	for i, q := range body.Requests {
-		if q.Region != region {
-			refuse(w, http.StatusForbidden, Refusal{Error: fmt.Sprintf("remote: requests[%d] is for region %q; this token is region %q's", i, q.Region, region)})
-			return
-		}
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
 	defer cancel()
@@ -227,15 +237,8 @@ func (h *handler) ret(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if n := len(body.Returns); n > MaxBatch {
-		refuse(w, http.StatusRequestEntityTooLarge, Refusal{Error: fmt.Sprintf("remote: %d returns: want at most %d", n, MaxBatch)})
+	if !batchOf(w, "returns", region, len(body.Returns), func(i int) string { return body.Returns[i].Region }) {
 		return
-	}
-	for i, q := range body.Returns {
-		if q.Region != region {
-			refuse(w, http.StatusForbidden, Refusal{Error: fmt.Sprintf("remote: returns[%d] is for region %q; this token is region %q's", i, q.Region, region)})
-			return
-		}
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
 	defer cancel()
