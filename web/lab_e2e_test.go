@@ -115,7 +115,7 @@ func TestOverloadLabEndToEnd(t *testing.T) {
 
 	// Game 2: play, pause, and the grid is still the API's.
 	game2 := gameAPI(t, base, "game2")
-	b.do(ctx, "game 2", choose("game-pick", "game2"), waitFor(`document.querySelectorAll("#game-grid thead th").length === 2`),
+	b.do(ctx, "game 2", choose("game-pick", "game2"), waitFor(`!document.getElementById("game-grid").hasAttribute("aria-busy") && document.querySelectorAll("#game-grid thead th").length === 2`),
 		click("#game-play"), waitFor(`document.querySelectorAll("#game-grid thead th").length >= 8`), click("#game-play"))
 	shown := evaluate[int](b, ctx, `document.querySelectorAll("#game-grid thead th").length`) - 2
 	checkGrid(t, b, ctx, game2, shown, en)
@@ -189,7 +189,7 @@ func TestOverloadLabEndToEnd(t *testing.T) {
 	for _, lang := range []string{"cy", "tl"} {
 		c := catalogue(t, lang)
 		b.do(ctx, lang, choose("lang", lang), waitFor(fmt.Sprintf(`document.documentElement.lang === %q`, lang)))
-		b.do(ctx, lang+": game 1", choose("game-pick", "game1"), waitFor(`document.querySelectorAll("#game-grid thead th").length === 2`),
+		b.do(ctx, lang+": game 1", choose("game-pick", "game1"), waitFor(`!document.getElementById("game-grid").hasAttribute("aria-busy") && document.querySelectorAll("#game-grid thead th").length === 2`),
 			click("#game-step"), click("#game-step"), press("#game-step"), click("#game-step"),
 			waitFor(`document.querySelectorAll("#game-grid thead th").length === 6`))
 		checkGrid(t, b, ctx, game1, 4, c)

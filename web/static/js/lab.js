@@ -153,16 +153,31 @@ export function relabelLab() {
 
 // ---- The games ----
 
+// gameLoads counts loadGame's calls, so that only the latest one draws.
+let gameLoads = 0;
+
+// loadGame fetches the chosen game and shows it at its start. While it
+// loads the grid is busy and its buttons are off: a step taken on the old
+// game would be lost when the new one arrives.
 async function loadGame() {
   stopPlaying();
+  const mine = ++gameLoads;
+  const buttons = ["game-step", "game-play", "game-reset"].map((id) => $(id));
+  $("game-grid").setAttribute("aria-busy", "true");
+  for (const b of buttons) b.disabled = true;
+  let g = null;
   try {
-    game = await getJSON(`/api/overload/game?game=${encodeURIComponent($("game-pick").value)}&periods=${gamePeriods}`);
+    g = await getJSON(`/api/overload/game?game=${encodeURIComponent($("game-pick").value)}&periods=${gamePeriods}`);
   } catch (err) {
-    say("game-status", "error.api", { message: err.message });
-    return;
+    if (mine === gameLoads) say("game-status", "error.api", { message: err.message });
   }
+  if (mine !== gameLoads) return; // a later choice is loading
+  $("game-grid").removeAttribute("aria-busy");
+  for (const b of buttons) b.disabled = false;
+  if (!g) return;
+  game = g;
   gameShown = 0;
-  drawGame();
+  drawGame(); // after the buttons: it turns step off at the game's end
 }
 
 function stepGame() {
