@@ -17,6 +17,10 @@ type Profile struct {
 	Work     float64 // nominal time inside of one request
 	WorkCV   float64 // coefficient of variation of the work; 0 for fixed
 	Timeout  float64 // clients give up after this long; +Inf for never
+	// MaxPatience, when above Timeout, makes clients differ: each try
+	// gives up after a time drawn log-uniformly between Timeout and
+	// MaxPatience. 0 for all alike.
+	MaxPatience float64
 	// Retries is how many times a client that gave up sends its request
 	// again, at once; a client the bulkhead refuses goes home.
 	Retries int
@@ -67,13 +71,19 @@ func bump(t, at, height, width float64) float64 {
 	return height * math.Exp(-d*d/2)
 }
 
-func worldCupRate(t float64) float64 {
-	// The daily curve: from 45 % to 65 % of capacity over the three hours.
-	base := wcK * (0.55 - 0.10*math.Cos(math.Pi*t/(3*3600)))
-	return base +
-		bump(t, wcKickoff, wcPeak1, wcWidth) +
-		bump(t, wcHalftime, 3*wcPeak1, wcWidth) +
-		bump(t, wcWhistle, 1.5*wcPeak1, wcWidth)
+func worldCupRate(t float64) float64 { return worldCupWith(3 * wcPeak1)(t) }
+
+// worldCupWith is the World Cup day with a half-time peak of this height,
+// for the calibration's sweep.
+func worldCupWith(halftime float64) func(float64) float64 {
+	return func(t float64) float64 {
+		// The daily curve: from 45 % to 65 % of capacity over the three hours.
+		base := wcK * (0.55 - 0.10*math.Cos(math.Pi*t/(3*3600)))
+		return base +
+			bump(t, wcKickoff, wcPeak1, wcWidth) +
+			bump(t, wcHalftime, halftime, wcWidth) +
+			bump(t, wcWhistle, 1.5*wcPeak1, wcWidth)
+	}
 }
 
 // The database scenario: a service whose requests are one query each to a
@@ -101,8 +111,8 @@ var profiles = []Profile{
 		Name: "worldcup",
 		Description: "World Cup day in three hours: a smooth daily curve with peaks at kick-off, half-time (three times " +
 			"the first) and the final whistle, on a server that holds 100 requests in work at full speed (1 s each); " +
-			"clients give up after 10 s and try once more",
-		Duration: 3 * 3600, Tick: 0.01, K: wcK, Work: 1, Timeout: 10, Retries: 1,
+			"clients — call-centre operators with a customer on the line — give up after 10 s to 20 min and try once more",
+		Duration: 3 * 3600, Tick: 0.01, K: wcK, Work: 1, Timeout: 10, MaxPatience: 20 * 60, Retries: 1,
 		Rate:      worldCupRate,
 		PeakStart: wcHalftime - 3*wcWidth, PeakEnd: wcHalftime + 3*wcWidth, AfterEnd: wcWhistle - 3*wcWidth,
 		Inside: 100, Outside: 100,

@@ -57,7 +57,8 @@ type Config struct {
 	// the profile's, NoRetries for never, at most MaxRetries.
 	Retries int
 	// Timeout and Duration override the profile's when above 0: seconds,
-	// at most MaxSeconds.
+	// at most MaxSeconds. With a Timeout every client gives up after
+	// exactly that long, however the profile's clients vary.
 	Timeout  float64
 	Duration float64
 }
@@ -209,6 +210,7 @@ type Result struct {
 // request is one try of one client's request.
 type request struct {
 	arrival, deadline float64
+	seq               uint64 // order of arrival among the waiting, for equal deadlines
 	work              float64
 	attempt           int  // 0 for the first try
 	other             bool // the second service's
@@ -247,11 +249,16 @@ func RunContext(ctx context.Context, cfg Config) (Result, error) {
 		p.Retries = cfg.Retries
 	}
 	if cfg.Timeout > 0 {
-		p.Timeout = cfg.Timeout
+		p.Timeout, p.MaxPatience = cfg.Timeout, 0
 	}
 	if cfg.Duration > 0 {
 		p.Duration = math.Max(cfg.Duration, p.Tick)
 	}
+	return run(ctx, cfg, p)
+}
+
+// run runs a valid Config on p, the profile with the Config's overrides.
+func run(ctx context.Context, cfg Config, p Profile) (Result, error) {
 	s := &sim{p: p, cfg: cfg, rand: rng.New(cfg.Seed), clk: vclock.New(epoch), server: &server{k: p.K, alpha: cfg.Alpha}}
 	s.series = make([]Second, int(math.Ceil(p.Duration)))
 	for i := range s.series {
@@ -400,8 +407,13 @@ func (s *sim) giveUp(r *request) {
 // send is a try arriving at t.
 func (s *sim) send(t float64, attempt int, other bool) {
 	timeout := s.p.Timeout
-	if other {
+	switch {
+	case other:
 		timeout = s.p.OtherTimeout
+	case s.p.MaxPatience > timeout:
+		// Log-uniform: as many clients give up between 10 s and 20 s as
+		// between 10 min and 20 min.
+		timeout *= math.Exp(s.rand.Float64() * math.Log(s.p.MaxPatience/timeout))
 	}
 	r := &request{arrival: t, deadline: t + timeout, work: s.p.Work, attempt: attempt, other: other}
 	if s.p.WorkCV > 0 {

@@ -115,32 +115,60 @@ func (h *jobHeap) Pop() any {
 	return j
 }
 
-// deadlines holds the tries still waiting for an answer in the order of
-// their client's deadline. A run's clients of one kind all wait the same
-// time and tries arrive in time order, so that is the order they came in:
-// a queue, not a heap.
+// deadlines holds the tries still waiting for an answer, earliest
+// deadline first, and among equal deadlines in the order they came (so
+// that a run whose clients all wait the same time gives up in arrival
+// order). Clients' patience varies, so this is a heap, not a queue.
 type deadlines struct {
-	q    []*request
-	head int
+	h   []*request
+	seq uint64
 }
 
-func (d *deadlines) push(r *request) { d.q = append(d.q, r) }
+func (d *deadlines) before(i, j int) bool {
+	a, b := d.h[i], d.h[j]
+	return a.deadline < b.deadline || a.deadline == b.deadline && a.seq < b.seq
+}
+
+func (d *deadlines) push(r *request) {
+	d.seq++
+	r.seq = d.seq
+	d.h = append(d.h, r)
+	for i := len(d.h) - 1; i > 0; {
+		up := (i - 1) / 2
+		if !d.before(i, up) {
+			break
+		}
+		d.h[i], d.h[up] = d.h[up], d.h[i]
+		i = up
+	}
+}
 
 // next returns the try with the earliest deadline, nil if none.
 func (d *deadlines) next() *request {
-	if d.head == len(d.q) {
+	if len(d.h) == 0 {
 		return nil
 	}
-	return d.q[d.head]
+	return d.h[0]
 }
 
 func (d *deadlines) pop() {
-	d.q[d.head] = nil
-	d.head++
-	if d.head >= 1024 && 2*d.head >= len(d.q) {
-		// Keep the memory to the tries still waiting.
-		d.q = append(d.q[:0], d.q[d.head:]...)
-		d.head = 0
+	n := len(d.h) - 1
+	d.h[0] = d.h[n]
+	d.h[n] = nil
+	d.h = d.h[:n]
+	for i := 0; ; {
+		least, l, r := i, 2*i+1, 2*i+2
+		if l < n && d.before(l, least) {
+			least = l
+		}
+		if r < n && d.before(r, least) {
+			least = r
+		}
+		if least == i {
+			return
+		}
+		d.h[i], d.h[least] = d.h[least], d.h[i]
+		i = least
 	}
 }
 

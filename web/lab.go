@@ -118,10 +118,13 @@ func (p labParams) config() overload.Config {
 type labCompare struct {
 	labParams
 	Description string  `json:"description"`
-	Timeout     float64 `json:"timeout_s"` // the clients'
-	Step        int     `json:"step"`      // seconds per point
-	Capacity    float64 `json:"capacity"`  // requests per second
-	K           float64 `json:"k"`         // the knee: requests in work at full speed
+	Timeout     float64 `json:"timeout_s"` // the clients': the least patient
+	// MaxPatience, when above Timeout, is how long the most patient wait:
+	// each gives up after a time drawn log-uniformly between the two.
+	MaxPatience float64 `json:"max_patience_s,omitempty"`
+	Step        int     `json:"step"`     // seconds per point
+	Capacity    float64 `json:"capacity"` // requests per second
+	K           float64 `json:"k"`        // the knee: requests in work at full speed
 	Work        float64 `json:"work_s"`
 	Duration    float64 `json:"duration_s"`
 	// The database scenario: the server's connections, the thread pool
@@ -304,7 +307,7 @@ func (l *lab) leave(c *labCompare) {
 func (l *lab) compute(ctx context.Context, c *labCompare, p overload.Profile, lp labParams) {
 	runs, err := l.runCompare(ctx, lp.config())
 	c.labParams, c.Description = lp, p.Description
-	c.Timeout, c.Capacity, c.K, c.Work, c.Duration = p.Timeout, p.K/p.Work, p.K, p.Work, p.Duration
+	c.Timeout, c.MaxPatience, c.Capacity, c.K, c.Work, c.Duration = p.Timeout, p.MaxPatience, p.K/p.Work, p.K, p.Work, p.Duration
 	c.Conns, c.Threads, c.OtherTimeout = p.Conns, p.Threads, p.OtherTimeout
 	c.PeakStart, c.PeakEnd, c.AfterEnd = p.PeakStart, p.PeakEnd, p.AfterEnd
 	c.Step = max(1, int(math.Ceil(p.Duration/720)))

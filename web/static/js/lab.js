@@ -380,7 +380,10 @@ function drawCompare(c) {
     outside: c.outside,
     slowdown: t(c.alpha > 0 ? "lab.slowdown.nonlinear_is" : "lab.slowdown.linear_is", { alpha: c.alpha }),
     retries: c.retries,
-    timeout: c.timeout_s,
+    patience:
+      c.max_patience_s > c.timeout_s
+        ? t("lab.patience.spread", { min: c.timeout_s, max: Math.round(c.max_patience_s / 60) })
+        : t("lab.patience.fixed", { timeout: c.timeout_s }),
     seed: c.seed,
   });
   $("lab-lesson").textContent = t(`lab.lesson.${c.profile}`);
