@@ -320,6 +320,17 @@ func TestWorldCupAllAlike(t *testing.T) {
 	if s.UsefulAfterPeak > 0.01 || s.RecoverySeconds >= 0 {
 		t.Errorf("all alike: %.3f answered after the peak, recovery %v; want none, never", s.UsefulAfterPeak, s.RecoverySeconds)
 	}
+	// A most patient client who waits no longer than the least is the same.
+	if same := mustRun(t, Config{Profile: "worldcup", Seed: 1, MaxPatience: 10, Duration: 7200}).Summary; !reflect.DeepEqual(same, s) {
+		t.Errorf("max patience 10 s: %+v, want the same as a timeout of 10 s: %+v", same, s)
+	}
+	// Operators who wait at most 5 minutes: the server dies outright, as
+	// the calibration's sweep shows.
+	short := mustRun(t, Config{Profile: "worldcup", Seed: 1, MaxPatience: 300, Duration: 7200}).Summary
+	t.Logf("up to 5 min: %.1f %% answered after the peak", 100*short.UsefulAfterPeak)
+	if short.UsefulAfterPeak > 0.05 || short.RecoverySeconds >= 0 {
+		t.Errorf("up to 5 min: %.3f answered after the peak, recovery %v; want under 5 %%, never", short.UsefulAfterPeak, short.RecoverySeconds)
+	}
 }
 
 // TestWorldCupSensitivity prints how the death after the half-time peak
@@ -503,9 +514,21 @@ func TestConfigErrors(t *testing.T) {
 		{Profile: "worldcup", Timeout: math.NaN()},
 		{Profile: "worldcup", Duration: -3},
 		{Profile: "worldcup", Duration: MaxSeconds + 1},
+		{Profile: "worldcup", MaxPatience: -1},
+		{Profile: "worldcup", MaxPatience: math.NaN()},
+		{Profile: "worldcup", MaxPatience: math.Inf(1)},
+		{Profile: "worldcup", MaxPatience: MaxSeconds + 1},
+		{Profile: "worldcup", MaxPatience: 9},               // below the profile's 10 s
+		{Profile: "worldcup", Timeout: 30, MaxPatience: 20}, // below the timeout given
+		{Profile: "database", MaxPatience: 4},
 	} {
 		if _, err := Run(c); !errors.Is(err, ErrConfig) {
 			t.Errorf("step %d: Run(%+v) = %v, want ErrConfig", i, c, err)
 		}
+	}
+	// The message names the field and its range, with the timeout it
+	// is measured from.
+	if err := (Config{Profile: "worldcup", Timeout: 30, MaxPatience: 20}).Validate(); err == nil || !strings.Contains(err.Error(), "max patience 20 s: want the timeout (30 s) to 86400") {
+		t.Errorf("max patience below the timeout: %v", err)
 	}
 }

@@ -57,10 +57,15 @@ type Config struct {
 	// the profile's, NoRetries for never, at most MaxRetries.
 	Retries int
 	// Timeout and Duration override the profile's when above 0: seconds,
-	// at most MaxSeconds. With a Timeout every client gives up after
-	// exactly that long, however the profile's clients vary.
+	// at most MaxSeconds. With a Timeout and no MaxPatience every client
+	// gives up after exactly that long, however the profile's clients vary.
 	Timeout  float64
 	Duration float64
+	// MaxPatience, when above 0, is how long the most patient client waits:
+	// each try gives up after a time drawn log-uniformly between the timeout
+	// (Timeout or the profile's) and MaxPatience — equal to the timeout, all
+	// alike. Seconds, at least the timeout, at most MaxSeconds.
+	MaxPatience float64
 }
 
 // Label names a run the way the lab shows it: "no limit", "100/100",
@@ -81,8 +86,13 @@ func (c Config) Label() string {
 // Validate reports what makes a Config unusable, naming the field and the
 // range it takes.
 func (c Config) Validate() error {
-	if _, err := LookupProfile(c.Profile); err != nil {
+	p, err := LookupProfile(c.Profile)
+	if err != nil {
 		return err
+	}
+	timeout := p.Timeout
+	if c.Timeout > 0 {
+		timeout = c.Timeout
 	}
 	switch {
 	case c.Inside < 0 || c.Inside > bulkhead.MaxLimit:
@@ -103,6 +113,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: timeout %v s: want more than 0 and at most %d (0 for the profile's)", ErrConfig, c.Timeout, MaxSeconds)
 	case !(c.Duration >= 0 && c.Duration <= MaxSeconds):
 		return fmt.Errorf("%w: duration %v s: want more than 0 and at most %d (0 for the profile's)", ErrConfig, c.Duration, MaxSeconds)
+	case !(c.MaxPatience >= 0 && c.MaxPatience <= MaxSeconds) || c.MaxPatience > 0 && c.MaxPatience < timeout:
+		return fmt.Errorf("%w: max patience %v s: want the timeout (%v s) to %d (0 for the profile's)", ErrConfig, c.MaxPatience, timeout, MaxSeconds)
 	}
 	return nil
 }
@@ -250,6 +262,9 @@ func RunContext(ctx context.Context, cfg Config) (Result, error) {
 	}
 	if cfg.Timeout > 0 {
 		p.Timeout, p.MaxPatience = cfg.Timeout, 0
+	}
+	if cfg.MaxPatience > 0 {
+		p.MaxPatience = cfg.MaxPatience
 	}
 	if cfg.Duration > 0 {
 		p.Duration = math.Max(cfg.Duration, p.Tick)

@@ -302,6 +302,7 @@ func (a *api) scenarios(w http.ResponseWriter, r *http.Request) {
 		"sources":   sim.Sources(),
 
 		"lab_profiles": overload.ProfileNames(),
+		"lab_patience": labPatienceRanges(),
 		"lab_games":    overload.GameNames,
 	})
 }

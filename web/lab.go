@@ -101,14 +101,18 @@ type labParams struct {
 	Outside int     `json:"outside"`
 	Alpha   float64 `json:"alpha"`
 	Retries int     `json:"retries"` // 0 for none
+	// Patience is how long the most patient client waits, in seconds:
+	// each gives up after a time drawn log-uniformly between the profile's
+	// timeout and this; equal to the timeout, all alike.
+	Patience float64 `json:"max_patience_s"`
 }
 
 func (p labParams) key() string {
-	return fmt.Sprintf("%s/%d/%d/%d/%g/%d", p.Profile, p.Seed, p.Inside, p.Outside, p.Alpha, p.Retries)
+	return fmt.Sprintf("%s/%d/%d/%d/%g/%d/%g", p.Profile, p.Seed, p.Inside, p.Outside, p.Alpha, p.Retries, p.Patience)
 }
 
 func (p labParams) config() overload.Config {
-	c := overload.Config{Profile: p.Profile, Seed: p.Seed, Inside: p.Inside, Outside: p.Outside, Alpha: p.Alpha, Retries: p.Retries}
+	c := overload.Config{Profile: p.Profile, Seed: p.Seed, Inside: p.Inside, Outside: p.Outside, Alpha: p.Alpha, Retries: p.Retries, MaxPatience: p.Patience}
 	if p.Retries == 0 {
 		c.Retries = overload.NoRetries
 	}
@@ -119,12 +123,9 @@ type labCompare struct {
 	labParams
 	Description string  `json:"description"`
 	Timeout     float64 `json:"timeout_s"` // the clients': the least patient
-	// MaxPatience, when above Timeout, is how long the most patient wait:
-	// each gives up after a time drawn log-uniformly between the two.
-	MaxPatience float64 `json:"max_patience_s,omitempty"`
-	Step        int     `json:"step"`     // seconds per point
-	Capacity    float64 `json:"capacity"` // requests per second
-	K           float64 `json:"k"`        // the knee: requests in work at full speed
+	Step        int     `json:"step"`      // seconds per point
+	Capacity    float64 `json:"capacity"`  // requests per second
+	K           float64 `json:"k"`         // the knee: requests in work at full speed
 	Work        float64 `json:"work_s"`
 	Duration    float64 `json:"duration_s"`
 	// The database scenario: the server's connections, the thread pool
@@ -166,12 +167,39 @@ const labMaxBody = 4096
 
 // compareExample is the body of POST /api/overload/compare, every field
 // given; each may be left out for its default.
-const compareExample = `{"profile": "worldcup", "seed": 1, "inside": 100, "outside": 100, "alpha": 0, "retries": 1}`
+const compareExample = `{"profile": "worldcup", "seed": 1, "inside": 100, "outside": 100, "alpha": 0, "retries": 1, "max_patience_s": 1200}`
+
+// labPatience is the range of a profile's max_patience_s: from its timeout
+// (all clients alike) to overload.MaxSeconds, and its default.
+type labPatience struct {
+	Min     float64 `json:"min"`
+	Max     float64 `json:"max"`
+	Default float64 `json:"default"`
+}
+
+func patienceOf(p overload.Profile) labPatience {
+	d := p.MaxPatience
+	if d < p.Timeout {
+		d = p.Timeout
+	}
+	return labPatience{Min: p.Timeout, Max: overload.MaxSeconds, Default: d}
+}
+
+// labPatienceRanges gives the page each profile's range, so that it can
+// refuse a value in the user's language before sending it.
+func labPatienceRanges() map[string]labPatience {
+	out := map[string]labPatience{}
+	for _, p := range overload.Profiles() {
+		out[p.Name] = patienceOf(p)
+	}
+	return out
+}
 
 // decodeCompare reads a comparison's body: the profile (default worldcup),
 // the seed (default 1), the limits compared (default the profile's), the
-// server's slowdown (default 0, linear) and the clients' retries (default
-// the profile's; 0 for none).
+// server's slowdown (default 0, linear), the clients' retries (default
+// the profile's; 0 for none) and how long the most patient waits (default
+// the profile's).
 func decodeCompare(body []byte) (compareBody, *apiError) {
 	lp, p, aerr := decodeCompareFields(body)
 	return compareBody{lp, p}, aerr
@@ -184,7 +212,7 @@ type compareBody struct {
 }
 
 func decodeCompareFields(body []byte) (labParams, overload.Profile, *apiError) {
-	f, aerr := decodeObject(body, compareExample, []string{"profile", "seed", "inside", "outside", "alpha", "retries"})
+	f, aerr := decodeObject(body, compareExample, []string{"profile", "seed", "inside", "outside", "alpha", "retries", "max_patience_s"})
 	if aerr != nil {
 		return labParams{}, overload.Profile{}, aerr
 	}
@@ -212,11 +240,28 @@ func decodeCompareFields(body []byte) (labParams, overload.Profile, *apiError) {
 	}
 	lp.Seed, lp.Inside, lp.Outside, lp.Retries = uint32(seed), int(inside), int(outside), int(retries)
 	if raw, ok := f["alpha"]; ok {
-		if json.Unmarshal(raw, &lp.Alpha) != nil || !(lp.Alpha >= 0 && lp.Alpha <= overload.MaxAlpha) {
+		if lp.Alpha, ok = number(raw); !ok || !(lp.Alpha >= 0 && lp.Alpha <= overload.MaxAlpha) {
 			return labParams{}, p, badRequest("alpha", "alpha %s: want a number from 0 (linear) to %d", clip(raw), overload.MaxAlpha)
 		}
 	}
+	r := patienceOf(p)
+	lp.Patience = r.Default
+	if raw, ok := f["max_patience_s"]; ok {
+		if lp.Patience, ok = number(raw); !ok || !(lp.Patience >= r.Min && lp.Patience <= r.Max) {
+			return labParams{}, p, badRequest("max_patience_s", "max_patience_s %s: want seconds from %g (the profile's timeout: all clients alike) to %g", clip(raw), r.Min, r.Max)
+		}
+	}
 	return lp, p, nil
+}
+
+// number reads a JSON number; null, which encoding/json would take as
+// "leave the default", is not one.
+func number(raw json.RawMessage) (float64, bool) {
+	var v float64
+	if string(raw) == "null" || json.Unmarshal(raw, &v) != nil {
+		return 0, false
+	}
+	return v, true
 }
 
 // compare answers POST /api/overload/compare (compareExample): the
@@ -307,7 +352,7 @@ func (l *lab) leave(c *labCompare) {
 func (l *lab) compute(ctx context.Context, c *labCompare, p overload.Profile, lp labParams) {
 	runs, err := l.runCompare(ctx, lp.config())
 	c.labParams, c.Description = lp, p.Description
-	c.Timeout, c.MaxPatience, c.Capacity, c.K, c.Work, c.Duration = p.Timeout, p.MaxPatience, p.K/p.Work, p.K, p.Work, p.Duration
+	c.Timeout, c.Capacity, c.K, c.Work, c.Duration = p.Timeout, p.K/p.Work, p.K, p.Work, p.Duration
 	c.Conns, c.Threads, c.OtherTimeout = p.Conns, p.Threads, p.OtherTimeout
 	c.PeakStart, c.PeakEnd, c.AfterEnd = p.PeakStart, p.PeakEnd, p.AfterEnd
 	c.Step = max(1, int(math.Ceil(p.Duration/720)))

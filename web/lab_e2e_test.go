@@ -129,7 +129,7 @@ func TestOverloadLabEndToEnd(t *testing.T) {
 	// the limits it ran with shown in the form, five charts and Little's law
 	// drawn for no limit and 100/100.
 	checkSummary(t, b, ctx, worldCup)
-	for id, want := range map[string]string{"#lab-inside": "100", "#lab-outside": "100", "#lab-retries": "1"} {
+	for id, want := range map[string]string{"#lab-inside": "100", "#lab-outside": "100", "#lab-retries": "1", "#lab-patience": "1200"} {
 		if got := evaluate[string](b, ctx, fmt.Sprintf(`document.querySelector(%q).value`, id)); got != want {
 			t.Errorf("%s shows %q after the default run, want %q", id, got, want)
 		}
@@ -147,16 +147,24 @@ func TestOverloadLabEndToEnd(t *testing.T) {
 	if got, want := b.text(ctx, "#lab-status"), fill(en["lab.field_error"], map[string]any{"field": en["lab.inside"], "lo": 1, "hi": 65535}); got != want {
 		t.Errorf("inside 0: the page says %q, want %q", got, want)
 	}
+	// So is a most patient client who waits less than the least patient.
+	b.do(ctx, "a patience of 5 s", typeReplacing("#lab-inside", "100"), typeReplacing("#lab-patience", "5"), click("#lab-run"))
+	if got, want := b.text(ctx, "#lab-status"), fill(en["lab.field_error"], map[string]any{"field": en["lab.patience"], "lo": 10, "hi": 86400}); got != want {
+		t.Errorf("patience 5 s: the page says %q, want %q", got, want)
+	}
 
 	// The database scenario from typed limits, the linear and the
 	// non-linear database.
-	body := `{"profile": "database", "seed": 2, "inside": 20, "outside": 20, "retries": 0, "alpha": %s}`
+	body := `{"profile": "database", "seed": 2, "inside": 20, "outside": 20, "retries": 0, "alpha": %s, "max_patience_s": 60}`
 	for _, alpha := range []string{"0", "0.5"} {
 		want := compareAPI(t, base, fmt.Sprintf(body, alpha))
 		b.do(ctx, "database, alpha "+alpha, choose("lab-profile", "database"), typeReplacing("#lab-seed", "2"), typeReplacing("#lab-inside", "20"),
-			typeReplacing("#lab-outside", "20"), typeReplacing("#lab-retries", "0"), choose("lab-slowdown", alpha), click("#lab-run"),
+			typeReplacing("#lab-outside", "20"), typeReplacing("#lab-retries", "0"), typeReplacing("#lab-patience", "60"), choose("lab-slowdown", alpha), click("#lab-run"),
 			waitFor(fmt.Sprintf(`document.getElementById("lab-status").textContent === %q && document.querySelectorAll("#lab-summary tbody tr").length === 3`, en["lab.done"])))
 		checkSummary(t, b, ctx, want)
+		if got, part := b.text(ctx, "#lab-profile-desc"), fill(en["lab.patience.spread_s"], map[string]any{"min": 5, "max": 60}); !strings.Contains(got, part) {
+			t.Errorf("database, patience 60 s: the page says %q, want it to say %q", got, part)
+		}
 		b.do(ctx, "database charts", waitFor(`document.querySelectorAll("#lab-charts .uplot").length === 3 && document.querySelectorAll("#lab-little .uplot").length === 2`))
 	}
 	b.do(ctx, "open a chart's table", click("#lab-chart-0 details summary"), waitFor(`document.querySelectorAll("#lab-chart-0 details tbody tr").length === 600`))
@@ -198,7 +206,7 @@ func TestOverloadLabEndToEnd(t *testing.T) {
 		}
 		b.do(ctx, lang+": play and pause", click("#game-play"), waitFor(`document.querySelectorAll("#game-grid thead th").length >= 7`), click("#game-play"), click("#game-reset"))
 		b.do(ctx, lang+": database", choose("lab-profile", "database"), typeReplacing("#lab-seed", "2"), typeReplacing("#lab-inside", "20"),
-			typeReplacing("#lab-outside", "20"), typeReplacing("#lab-retries", "0"), choose("lab-slowdown", "0.5"), click("#lab-run"),
+			typeReplacing("#lab-outside", "20"), typeReplacing("#lab-retries", "0"), typeReplacing("#lab-patience", "60"), choose("lab-slowdown", "0.5"), click("#lab-run"),
 			waitFor(fmt.Sprintf(`document.getElementById("lab-status").textContent === %q`, c["lab.done"])))
 		if got := b.text(ctx, "#lab-summary thead th:nth-child(2)"); got != c["lab.col.goodput"] {
 			t.Errorf("%s: the summary's goodput column is headed %q, want %q", lang, got, c["lab.col.goodput"])

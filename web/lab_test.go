@@ -38,8 +38,14 @@ func TestOverloadCompareEndpoint(t *testing.T) {
 		{`{"alpha": -0.1}`, 400, "alpha", "alpha -0.1: want a number from 0 (linear) to 100"},
 		{`{"alpha": "0.5"}`, 400, "alpha", "want a number from 0 (linear) to 100"},
 		{`{"alpha": 1e999}`, 400, "alpha", "want a number from 0 (linear) to 100"},
+		{`{"alpha": null}`, 400, "alpha", "want a number from 0 (linear) to 100"},
 		{`{"retries": 11}`, 400, "retries", "retries 11: want an integer from 0 to 10"},
 		{`{"retries": -1}`, 400, "retries", "from 0 to 10"},
+		{`{"max_patience_s": 9}`, 400, "max_patience_s", "max_patience_s 9: want seconds from 10 (the profile's timeout: all clients alike) to 86400"},
+		{`{"profile": "database", "max_patience_s": 4.9}`, 400, "max_patience_s", "from 5 (the profile's timeout"},
+		{`{"max_patience_s": 86401}`, 400, "max_patience_s", "to 86400"},
+		{`{"max_patience_s": "600"}`, 400, "max_patience_s", "want seconds from 10"},
+		{`{"max_patience_s": null}`, 400, "max_patience_s", "want seconds from 10"},
 		{`{"limit": 5}`, 400, "limit", `unknown field "limit"`},
 		{`{"profile": "database"`, 400, "", "malformed JSON"},
 	} {
@@ -56,7 +62,7 @@ func TestOverloadCompareEndpoint(t *testing.T) {
 
 	// The answer is the package's own comparison, downsampled: the same
 	// runs, the same summaries.
-	runs, err := overload.Compare(overload.Config{Profile: "database", Seed: 5, Inside: 30, Outside: 10, Alpha: 0.5, Retries: overload.NoRetries})
+	runs, err := overload.Compare(overload.Config{Profile: "database", Seed: 5, Inside: 30, Outside: 10, Alpha: 0.5, Retries: overload.NoRetries, MaxPatience: 60})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +72,7 @@ func TestOverloadCompareEndpoint(t *testing.T) {
 	var body map[string]any
 	for range 600 {
 		status, _, body = call(t, srv, "POST", "/api/overload/compare", "application/json",
-			[]byte(`{"profile": "database", "seed": 5, "inside": 30, "outside": 10, "alpha": 0.5, "retries": 0}`))
+			[]byte(`{"profile": "database", "seed": 5, "inside": 30, "outside": 10, "alpha": 0.5, "retries": 0, "max_patience_s": 60}`))
 		if status != 202 {
 			break
 		}
@@ -90,7 +96,7 @@ func TestOverloadCompareEndpoint(t *testing.T) {
 			t.Errorf("run %d: %d points, want 1 to 720", i, n)
 		}
 	}
-	if body["inside"] != 30.0 || body["outside"] != 10.0 || body["alpha"] != 0.5 || body["retries"] != 0.0 || body["conns"] != 200.0 {
+	if body["inside"] != 30.0 || body["outside"] != 10.0 || body["alpha"] != 0.5 || body["retries"] != 0.0 || body["conns"] != 200.0 || body["max_patience_s"] != 60.0 || body["timeout_s"] != 5.0 {
 		t.Errorf("the answer's parameters: %v", body)
 	}
 	if k := []string{"none", "threads", "bulkhead"}; got[0].(map[string]any)["kind"] != k[0] || got[1].(map[string]any)["kind"] != k[1] || got[2].(map[string]any)["kind"] != k[2] {
@@ -363,7 +369,8 @@ func TestCompareStopsWhenTheClientLeaves(t *testing.T) {
 // is refused with a 4xx naming what is wrong; it never panics.
 func FuzzCompareBody(f *testing.F) {
 	for _, s := range []string{compareExample, `{}`, `{"profile": "database", "retries": 0}`, `{"alpha": 1e999}`,
-		`{"inside": 0}`, `{"outside": 65536}`, `{"seed": -1}`, `{"alpha": "0.5"}`, `{"profile": null}`, `[]`, `{"retries": 1.5}`} {
+		`{"inside": 0}`, `{"outside": 65536}`, `{"seed": -1}`, `{"alpha": "0.5"}`, `{"profile": null}`, `[]`, `{"retries": 1.5}`,
+		`{"max_patience_s": 9.99}`, `{"profile": "database", "max_patience_s": 5}`, `{"max_patience_s": null}`, `{"max_patience_s": 1e400}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -374,7 +381,8 @@ func FuzzCompareBody(f *testing.F) {
 			}
 			return
 		}
-		if lp.Inside < 1 || lp.Outside < 1 || lp.Retries < 0 || lp.Retries > overload.MaxRetries || !(lp.Alpha >= 0 && lp.Alpha <= overload.MaxAlpha) {
+		if lp.Inside < 1 || lp.Outside < 1 || lp.Retries < 0 || lp.Retries > overload.MaxRetries || !(lp.Alpha >= 0 && lp.Alpha <= overload.MaxAlpha) ||
+			!(lp.Patience > 0 && lp.Patience <= overload.MaxSeconds) {
 			t.Fatalf("%q: accepted %+v", body, lp)
 		}
 		if _, err := overload.Runs(lp.config()); err != nil {

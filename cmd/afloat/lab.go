@@ -20,7 +20,8 @@ func runLabOverload(fs *command, args []string) int {
 	fs.IntVar(&cfg.Threads, "threads", 0, fmt.Sprintf("instead of a bulkhead, a thread pool of `N` (1 to %d) with an unbounded queue", overload.MaxThreads))
 	fs.Float64Var(&cfg.Alpha, "alpha", 0, fmt.Sprintf("slowdown above the knee, `A`: 0 for the seed's linear server, up to %d for one that also loses capacity", overload.MaxAlpha))
 	fs.IntVar(&retries, "retries", 0, fmt.Sprintf("how many times a client that gave up tries again, `N` from 0 to %d (default: the profile's)", overload.MaxRetries))
-	fs.Float64Var(&cfg.Timeout, "timeout", 0, "clients give up after `S` seconds (default: the profile's)")
+	fs.Float64Var(&cfg.Timeout, "timeout", 0, "clients give up after `S` seconds (default: the profile's); alone, all alike, with --max-patience the least patient")
+	fs.Float64Var(&cfg.MaxPatience, "max-patience", 0, "the most patient client gives up after `S` seconds, the others spread log-uniformly down to the timeout (default: the profile's)")
 	fs.Float64Var(&cfg.Duration, "duration", 0, "simulate `S` seconds (default: the profile's)")
 	var seed seedFlag = 1
 	fs.Var(&seed, "seed", "seed of the arrivals, `N` from 0 to 4294967295")
@@ -46,11 +47,14 @@ func runLabOverload(fs *command, args []string) int {
 	if fs.given("timeout") && !(cfg.Timeout > 0) {
 		return fail(fmt.Errorf("--timeout %v: want more than 0 seconds; leave it out for the profile's", cfg.Timeout))
 	}
+	if fs.given("max-patience") && !(cfg.MaxPatience > 0) {
+		return fail(fmt.Errorf("--max-patience %v: want more than 0 seconds; leave it out for the profile's", cfg.MaxPatience))
+	}
 	if fs.given("duration") && !(cfg.Duration > 0) {
 		return fail(fmt.Errorf("--duration %v: want more than 0 seconds; leave it out for the profile's", cfg.Duration))
 	}
 	if fs.given("game") {
-		for _, name := range []string{"profile", "inside", "outside", "adaptive", "threads", "alpha", "retries", "timeout", "duration", "seed", "compare", "format"} {
+		for _, name := range []string{"profile", "inside", "outside", "adaptive", "threads", "alpha", "retries", "timeout", "max-patience", "duration", "seed", "compare", "format"} {
 			if fs.given(name) {
 				return fail(fmt.Errorf("--%s does not go with --game: a game has its own rules", name))
 			}

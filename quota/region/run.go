@@ -2,6 +2,7 @@ package region
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -65,7 +66,7 @@ type RunStats struct {
 	Installed      int64 `json:"installed"`       // grants put into use
 	Ignored        int64 `json:"ignored"`         // grants not installed (Outcome other than Accepted)
 	Returns        int64 `json:"returns"`         // leases given back and acknowledged
-	ReturnFailures int64 `json:"return_failures"` // returns that failed (the coordinator counts the lease until it expires)
+	ReturnFailures int64 `json:"return_failures"` // returns that failed (the coordinator counts the lease until it expires); not one whose tenant was deleted
 }
 
 type runCounters struct {
@@ -202,6 +203,12 @@ func (l *Limiter) renew(ctx context.Context, c Coordinator, tenant string, b *bu
 
 func (l *Limiter) sendReturn(ctx context.Context, c Coordinator, at int64, ret quota.Return, o *runOptions) {
 	err := c.Return(ctx, ret)
+	if errors.Is(err, quota.ErrUnknownTenant) {
+		// The tenant was deleted (the usual reason a region gives its lease
+		// back without being asked): its leases went with it, so nothing is
+		// left to count, and the return is done rather than lost.
+		err = nil
+	}
 	if err != nil {
 		l.counters.returnFailures.Add(1)
 		if o.logger != nil {

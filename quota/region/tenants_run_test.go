@@ -2,6 +2,8 @@ package region_test
 
 import (
 	"context"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -129,4 +131,74 @@ func admitted(l *region.Limiter, tenant string, n int) int {
 		}
 	}
 	return got
+}
+
+// TestReturnOfADeletedTenant: the usual order when an operator deletes a
+// tenant is coordinator first, regions after (they learn it from the
+// tenant list); the region's return then finds the tenant gone, and its
+// leases with it. That return is done, not lost: no failure counted, no
+// warning that the coordinator still counts the lease.
+func TestReturnOfADeletedTenant(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sctx, stopSrv := context.WithCancel(context.Background())
+		defer stopSrv()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		tenants := []quota.Tenant{
+			{Name: "acme", Rate: 100 * quota.One, Burst: 1000 * quota.One, Regions: []string{"eu"}},
+			{Name: "beta", Rate: 50 * quota.One, Burst: 500 * quota.One, Regions: []string{"eu"}},
+		}
+		srv, err := coordinator.NewServer(sctx, coordinator.Config{Tenants: tenants}, coordinator.NewMemLedger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := region.New(region.DefaultConfig("eu", "acme", "beta"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var logs strings.Builder
+		logger := slog.New(slog.NewTextHandler(&logs, nil))
+		var mu sync.Mutex
+		var errs []error
+		var wg, swg sync.WaitGroup
+		swg.Go(func() { srv.Run(sctx) })
+		wg.Go(func() {
+			l.Run(ctx, srv, region.WithLogger(logger), region.WithHooks(region.Hooks{Returned: func(_ int64, ret quota.Return, err error) {
+				if ret.Tenant == "beta" {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}}))
+		})
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if !l.Status(l.Now(), "beta").Valid {
+			t.Fatal("beta without a lease after 1 s")
+		}
+		failures := l.RunStats().ReturnFailures
+		if err := srv.DeleteTenant(ctx, "beta", "ops", 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := l.SetTenants(l.Now(), []string{"acme"}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		mu.Lock()
+		got := errs
+		mu.Unlock()
+		if len(got) != 1 || got[0] != nil {
+			t.Fatalf("beta's return after its deletion: %v, want one, done", got)
+		}
+		if n := l.RunStats().ReturnFailures; n != failures {
+			t.Fatalf("%d return failures counted, want none", n-failures)
+		}
+		if strings.Contains(logs.String(), "return lost") {
+			t.Fatalf("a return of a deleted tenant logged as lost:\n%s", logs.String())
+		}
+		cancel()
+		wg.Wait()
+		stopSrv()
+		swg.Wait()
+	})
 }

@@ -27,6 +27,7 @@ const gamePeriods = 24; // the page plays this many periods of a game
 
 let last = null; // the last comparison, to redraw in another language
 let lastLive = null; // the last live state, likewise
+let patience = {}; // each profile's range of the most patient client's wait, from /api/scenarios
 let game = null; // the game being played
 let gameShown = 0; // periods of it on the grid
 let gameTimer = 0;
@@ -83,7 +84,8 @@ const pct0 = (v) => `${Math.round(100 * v)} %`;
 
 // setupLab fills the profile picker and wires the controls; called once
 // with the scenarios' answer.
-export function setupLab(profiles) {
+export function setupLab(profiles, patienceRanges) {
+  patience = patienceRanges;
   const sel = $("lab-profile");
   sel.replaceChildren();
   for (const p of profiles) {
@@ -95,7 +97,7 @@ export function setupLab(profiles) {
   nameProfiles();
   sel.addEventListener("change", () => {
     // The limits and the clients are the profile's until the user sets them.
-    for (const id of ["lab-inside", "lab-outside", "lab-retries"]) $(id).value = "";
+    for (const id of ["lab-inside", "lab-outside", "lab-retries", "lab-patience"]) $(id).value = "";
   });
   $("lab-form").addEventListener("submit", (e) => {
     e.preventDefault();
@@ -296,6 +298,8 @@ function params() {
     ["outside", "lab-outside", 1, 65535],
     ["retries", "lab-retries", 0, 10],
   ];
+  const range = patience[body.profile];
+  if (range) fields.push(["max_patience_s", "lab-patience", range.min, range.max]);
   for (const [name, id, lo, hi] of fields) {
     const raw = $(id).value.trim();
     if (raw === "") continue; // the default
@@ -322,6 +326,7 @@ async function runCompare() {
     $("lab-inside").value = last.inside;
     $("lab-outside").value = last.outside;
     $("lab-retries").value = last.retries;
+    $("lab-patience").value = last.max_patience_s;
     drawCompare(last);
     say("lab-status", "lab.done");
   } catch (err) {
@@ -372,6 +377,16 @@ function summaryColumns(c) {
   ];
 }
 
+// patienceText says how long the clients wait: all alike, or spread from
+// the profile's timeout to the most patient's wait, in whole minutes when
+// it is some.
+function patienceText(c) {
+  const max = c.max_patience_s;
+  if (!(max > c.timeout_s)) return t("lab.patience.fixed", { timeout: c.timeout_s });
+  if (max >= 120 && max % 60 === 0) return t("lab.patience.spread", { min: c.timeout_s, max: max / 60 });
+  return t("lab.patience.spread_s", { min: c.timeout_s, max });
+}
+
 function drawCompare(c) {
   const long = c.duration_s >= 3600;
   $("lab-profile-intro").textContent = t(`lab.intro.${c.profile}`);
@@ -380,10 +395,7 @@ function drawCompare(c) {
     outside: c.outside,
     slowdown: t(c.alpha > 0 ? "lab.slowdown.nonlinear_is" : "lab.slowdown.linear_is", { alpha: c.alpha }),
     retries: c.retries,
-    patience:
-      c.max_patience_s > c.timeout_s
-        ? t("lab.patience.spread", { min: c.timeout_s, max: Math.round(c.max_patience_s / 60) })
-        : t("lab.patience.fixed", { timeout: c.timeout_s }),
+    patience: patienceText(c),
     seed: c.seed,
   });
   $("lab-lesson").textContent = t(`lab.lesson.${c.profile}`);
@@ -843,7 +855,7 @@ function liveTable(rep) {
 export const page = {
   id: "lab",
   heading: "lab-h",
-  setup: ({ info }) => setupLab(info.lab_profiles),
+  setup: ({ info }) => setupLab(info.lab_profiles, info.lab_patience),
   render: renderLab,
   relabel: relabelLab,
 };
