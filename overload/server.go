@@ -118,7 +118,11 @@ func (h *jobHeap) Pop() any {
 // deadlines holds the tries still waiting for an answer, earliest
 // deadline first, and among equal deadlines in the order they came (so
 // that a run whose clients all wait the same time gives up in arrival
-// order). Clients' patience varies, so this is a heap, not a queue.
+// order). Clients' patience varies, so this is a heap, not a queue. It is
+// written out for *request rather than internal/heap's generic one: a World
+// Cup run keeps some 10⁵ tries here, and the generic heap's calls through
+// its less and setIndex functions made a run 17 % slower (1.39 s against
+// 1.19 s of CPU, three runs each).
 type deadlines struct {
 	h   []*request
 	seq uint64

@@ -44,14 +44,7 @@ func TestRunFollowsSetTenants(t *testing.T) {
 		defer stopSrv()
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		tenants := []quota.Tenant{
-			{Name: "acme", Rate: 100 * quota.One, Burst: 1000 * quota.One, Regions: []string{"eu"}},
-			{Name: "beta", Rate: 50 * quota.One, Burst: 500 * quota.One, Regions: []string{"eu"}},
-		}
-		srv, err := coordinator.NewServer(sctx, coordinator.Config{Tenants: tenants}, coordinator.NewMemLedger())
-		if err != nil {
-			t.Fatal(err)
-		}
+		srv := acmeAndBeta(t, sctx)
 		l, err := region.New(region.DefaultConfig("eu", "acme"))
 		if err != nil {
 			t.Fatal(err)
@@ -123,6 +116,20 @@ func TestRunFollowsSetTenants(t *testing.T) {
 	})
 }
 
+// acmeAndBeta is a coordinator in memory with two tenants in eu.
+func acmeAndBeta(t *testing.T, ctx context.Context) *coordinator.Server {
+	t.Helper()
+	tenants := []quota.Tenant{
+		{Name: "acme", Rate: 100 * quota.One, Burst: 1000 * quota.One, Regions: []string{"eu"}},
+		{Name: "beta", Rate: 50 * quota.One, Burst: 500 * quota.One, Regions: []string{"eu"}},
+	}
+	srv, err := coordinator.NewServer(ctx, coordinator.Config{Tenants: tenants}, coordinator.NewMemLedger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
 func admitted(l *region.Limiter, tenant string, n int) int {
 	got := 0
 	for range n {
@@ -144,14 +151,7 @@ func TestReturnOfADeletedTenant(t *testing.T) {
 		defer stopSrv()
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		tenants := []quota.Tenant{
-			{Name: "acme", Rate: 100 * quota.One, Burst: 1000 * quota.One, Regions: []string{"eu"}},
-			{Name: "beta", Rate: 50 * quota.One, Burst: 500 * quota.One, Regions: []string{"eu"}},
-		}
-		srv, err := coordinator.NewServer(sctx, coordinator.Config{Tenants: tenants}, coordinator.NewMemLedger())
-		if err != nil {
-			t.Fatal(err)
-		}
+		srv := acmeAndBeta(t, sctx)
 		l, err := region.New(region.DefaultConfig("eu", "acme", "beta"))
 		if err != nil {
 			t.Fatal(err)
