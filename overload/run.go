@@ -222,7 +222,6 @@ type Result struct {
 // request is one try of one client's request.
 type request struct {
 	arrival, deadline float64
-	seq               uint64 // order of arrival among the waiting, for equal deadlines
 	work              float64
 	attempt           int  // 0 for the first try
 	other             bool // the second service's
