@@ -40,11 +40,10 @@ func (c *counting) count(tenant string) int {
 // with its balance. Virtual time (synctest).
 func TestRunFollowsSetTenants(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sctx, stopSrv := context.WithCancel(context.Background())
+		srv, stopSrv := runAcmeAndBeta(t)
 		defer stopSrv()
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		srv := acmeAndBeta(t, sctx)
 		l, err := region.New(region.DefaultConfig("eu", "acme"))
 		if err != nil {
 			t.Fatal(err)
@@ -53,8 +52,6 @@ func TestRunFollowsSetTenants(t *testing.T) {
 		var mu sync.Mutex
 		var returned []quota.Return
 		var wg sync.WaitGroup
-		var swg sync.WaitGroup
-		swg.Go(func() { srv.Run(sctx) })
 		wg.Go(func() {
 			l.Run(ctx, c, region.WithHooks(region.Hooks{Returned: func(_ int64, ret quota.Return, err error) {
 				mu.Lock()
@@ -112,22 +109,26 @@ func TestRunFollowsSetTenants(t *testing.T) {
 		cancel()
 		wg.Wait()
 		stopSrv()
-		swg.Wait()
 	})
 }
 
-// acmeAndBeta is a coordinator in memory with two tenants in eu.
-func acmeAndBeta(t *testing.T, ctx context.Context) *coordinator.Server {
+// runAcmeAndBeta runs a coordinator in memory with two tenants in eu;
+// stop ends it and waits for it.
+func runAcmeAndBeta(t *testing.T) (srv *coordinator.Server, stop func()) {
 	t.Helper()
 	tenants := []quota.Tenant{
 		{Name: "acme", Rate: 100 * quota.One, Burst: 1000 * quota.One, Regions: []string{"eu"}},
 		{Name: "beta", Rate: 50 * quota.One, Burst: 500 * quota.One, Regions: []string{"eu"}},
 	}
+	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := coordinator.NewServer(ctx, coordinator.Config{Tenants: tenants}, coordinator.NewMemLedger())
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
-	return srv
+	var wg sync.WaitGroup
+	wg.Go(func() { srv.Run(ctx) })
+	return srv, func() { cancel(); wg.Wait() }
 }
 
 func admitted(l *region.Limiter, tenant string, n int) int {
@@ -147,11 +148,10 @@ func admitted(l *region.Limiter, tenant string, n int) int {
 // warning that the coordinator still counts the lease.
 func TestReturnOfADeletedTenant(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sctx, stopSrv := context.WithCancel(context.Background())
+		srv, stopSrv := runAcmeAndBeta(t)
 		defer stopSrv()
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		srv := acmeAndBeta(t, sctx)
 		l, err := region.New(region.DefaultConfig("eu", "acme", "beta"))
 		if err != nil {
 			t.Fatal(err)
@@ -160,8 +160,7 @@ func TestReturnOfADeletedTenant(t *testing.T) {
 		logger := slog.New(slog.NewTextHandler(&logs, nil))
 		var mu sync.Mutex
 		var errs []error
-		var wg, swg sync.WaitGroup
-		swg.Go(func() { srv.Run(sctx) })
+		var wg sync.WaitGroup
 		wg.Go(func() {
 			l.Run(ctx, srv, region.WithLogger(logger), region.WithHooks(region.Hooks{Returned: func(_ int64, ret quota.Return, err error) {
 				if ret.Tenant == "beta" {
@@ -199,6 +198,5 @@ func TestReturnOfADeletedTenant(t *testing.T) {
 		cancel()
 		wg.Wait()
 		stopSrv()
-		swg.Wait()
 	})
 }
