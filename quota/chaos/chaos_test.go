@@ -477,6 +477,45 @@ func TestCheckerCatches(t *testing.T) {
 	}
 }
 
+// TestRestartLive: a real coordinator killed between a write to its
+// ledger and the line in its log loses the line, not the write. Its
+// successor's restart says which leases it restored; an older lease not
+// among them stops counting there, so a lost "end" cannot make the check
+// see two leases of one share — and a lease the ledger still holds keeps
+// counting.
+func TestRestartLive(t *testing.T) {
+	start := Event{Ev: "start", Tenant: "t", Rate: 10 * quota.One, Burst: 10 * quota.One, N: 2, Why: "hard"}
+	lease := func(at int64, id, epoch uint64, region string, rate float64) Event {
+		return Event{T: at, Ev: "lease", Tenant: "t", Region: region, ID: id, Epoch: epoch,
+			Rate: quota.Tokens(rate), Burst: quota.Tokens(rate), Activates: at, Expires: at + int64(10*s)}
+	}
+	run := func(live *[]uint64) Report {
+		c := NewChecker()
+		c.Write(&start)
+		// Lease 1 (a, 6) was returned and ended in the ledger; its "end"
+		// line was lost with its coordinator. The successor grants b 5.
+		for _, e := range []Event{lease(0, 1, 1, "a", 6), {T: int64(s), Ev: "restart", Epoch: 2, Live: live}, lease(int64(2*s), 2, 2, "b", 5)} {
+			// Through the log's own encoding, as afloat quota check reads it.
+			line := e.AppendJSON(nil)
+			got, err := ParseEvent(line)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			c.Write(&got)
+		}
+		return c.Finish(int64(20 * s))
+	}
+	if rep := run(&[]uint64{}); rep.Violations != 0 {
+		t.Errorf("restored nothing: %q, want no violation", rep.Messages)
+	}
+	if rep := run(&[]uint64{1}); rep.Violations == 0 || !strings.Contains(strings.Join(rep.Messages, "\n"), "rate shares sum to 11") {
+		t.Errorf("restored lease 1: %q, want it still counted", rep.Messages)
+	}
+	if rep := run(nil); rep.Violations == 0 { // the chaos harness's restarts say nothing of the ledger
+		t.Errorf("no live list: %q, want lease 1 counted to its end", rep.Messages)
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	for i, tc := range []struct {
 		cfg  Config

@@ -350,6 +350,21 @@ func (c *Checker) Write(e *Event) {
 			c.violate(e.T, "restart at epoch %d, not above %d", e.Epoch, c.fenced)
 		}
 		c.fenced = max(c.fenced, e.Epoch)
+		if e.Live != nil {
+			// The successor's ledger is the truth: an older lease it did
+			// not restore had stopped counting by now, though its end may
+			// be missing from the log (its coordinator died between the
+			// write and the line).
+			live := make(map[uint64]bool, len(*e.Live))
+			for _, id := range *e.Live {
+				live[id] = true
+			}
+			for id, lc := range c.leases {
+				if lc.l.Epoch < e.Epoch && !live[id] && (lc.ended == 0 || lc.ended > e.T) {
+					lc.ended = e.T
+				}
+			}
+		}
 	}
 }
 

@@ -36,7 +36,9 @@ import (
 //	traffic    the offered load changed (rates: tokens a second by region)
 //	partition  a region was cut off from the coordinator; heal: reconnected
 //	crash      the coordinator process died; restart: a successor fenced
-//	           the ledger (epoch) and took over
+//	           the ledger (epoch) and took over; a real coordinator adds
+//	           live, the IDs of the leases it restored from its ledger
+//	           (every older lease had stopped counting by then)
 //	pause      the coordinator froze; wake: it resumed, still believing it leads
 //	fenced     a coordinator found it had been superseded and stopped
 //	skew       a node's clock: offset_ns and drift (a region's, or with no
@@ -72,6 +74,7 @@ type Event struct {
 	Drift     float64            `json:"drift,omitempty"`
 	Mode      string             `json:"mode,omitempty"`
 	By        string             `json:"by,omitempty"`
+	Live      *[]uint64          `json:"live,omitempty"`
 }
 
 // eventJSON is Event with the quota amounts in tokens, for reading logs.
@@ -134,6 +137,16 @@ func (e *Event) AppendJSON(b []byte) []byte {
 	if e.Drift != 0 {
 		b = append(b, `,"drift":`...)
 		b = strconv.AppendFloat(b, e.Drift, 'g', -1, 64)
+	}
+	if e.Live != nil {
+		b = append(b, `,"live":[`...)
+		for i, id := range *e.Live {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendUint(b, id, 10)
+		}
+		b = append(b, ']')
 	}
 	if len(e.Rates) > 0 {
 		b = append(b, `,"rates":{`...)

@@ -445,6 +445,19 @@ func (c *Core) Live(tenant string) []quota.Lease {
 	return out
 }
 
+// LiveIDs lists every lease that counts, of every tenant (a deleted
+// tenant's too), in ascending order.
+func (c *Core) LiveIDs() []uint64 {
+	var out []uint64
+	for _, rs := range c.allRegions() {
+		for _, l := range rs.live {
+			out = append(out, l.ID)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Credit is a tenant's tokens waiting to be moved.
 func (c *Core) Credit(tenant string) quota.Micro {
 	if ts := c.tenants[tenant]; ts != nil {

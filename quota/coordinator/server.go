@@ -325,6 +325,13 @@ func (s *Server) Live(tenant string) []quota.Lease {
 	return s.core.Live(tenant)
 }
 
+// LiveIDs lists every lease that counts (Core.LiveIDs).
+func (s *Server) LiveIDs() []uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.core.LiveIDs()
+}
+
 // Run is the committer: it writes the queued steps, batched, and answers
 // their calls; ten times a second it ends expired leases. It returns when ctx
 // ends or when the ledger refuses a write for a stale epoch (a successor

@@ -242,7 +242,15 @@ func lead(ctx context.Context, o CoordinatorOptions, ledger *etcdledger.Ledger, 
 	}
 	epoch := srv.Epoch()
 	log.Info("quota coordinator: leading", "epoch", epoch)
-	events.Write(&chaos.Event{T: time.Now().UnixNano(), Ev: "restart", Epoch: epoch})
+	// The leases restored from the ledger, so that a check of the logs
+	// stops counting the older ones the ledger no longer holds: a leader
+	// killed between a write to etcd and its line in the log loses the line
+	// (an end, say), not the write.
+	live := srv.LiveIDs()
+	if live == nil {
+		live = []uint64{}
+	}
+	events.Write(&chaos.Event{T: time.Now().UnixNano(), Ev: "restart", Epoch: epoch, Live: &live})
 	events.loaded(time.Now().UnixNano(), srv.Tenants())
 	events.Flush() //nolint:errcheck
 

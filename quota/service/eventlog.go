@@ -57,8 +57,7 @@ func (l *EventLog) Write(e *chaos.Event) {
 		return
 	}
 	l.mu.Lock()
-	l.buf = e.AppendJSON(l.buf)
-	l.buf = append(l.buf, '\n')
+	l.buf = e.AppendJSON(l.buf) // a line, newline included
 	l.mu.Unlock()
 }
 
