@@ -1,8 +1,20 @@
-# make test is the whole suite, as CI runs it (.ci/run): it installs what
-# the tests need when it is missing, then runs vet, the gofmt check,
-# staticcheck, the go mod tidy check, the 386 and arm64 builds and every
-# test with the race detector (internal/conventions among them: a package
-# comment for every package, a runnable example for every public one).
+# Two tiers of tests, both run by CI (.ci/run):
+#
+# make test is what a contributor runs on every change, about three
+# minutes on a two-core machine with warm caches: vet, the gofmt check,
+# staticcheck, the go mod tidy check, the 386 and arm64 builds, the
+# boundaries and litter checks, and every unit test (with -short): the
+# race detector on every package that runs goroutines, the models'
+# deterministic simulations without it (plus a small -race test of the
+# models' own goroutine code), the embedded-etcd tests, and the browser
+# tests side by side without -race (the server code they drive is under
+# -race in the web package's other tests). Nothing in it is timed on the
+# wall clock.
+#
+# make test-long adds what takes minutes or holds real processes on the
+# wall clock: the tests that skip under -short (multi-process clusters,
+# soaks, load under faults; TestQuotaEndToEnd among them), the models
+# under the race detector, and the 120-seed chaos sweep.
 
 GO ?= go
 
@@ -10,9 +22,17 @@ GO ?= go
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_INSTALL := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends
 
-.PHONY: test deps vet fmt-check lint tidy-check cross-build boundaries unit fuzz bench bench-assign bench-quota bench-quota-peers check-quota-peers soak
+# Tools are installed once per machine, into the user's cache, under a name
+# that carries the version: a new pin installs the new one beside the old.
+TOOLS := $(HOME)/.cache/afloat/bin
+# Binaries the process tests run, built once per make run into the clone's
+# .build/ (ignored by git) and handed to the tests by environment.
+BUILD := $(CURDIR)/.build
 
-test: deps vet fmt-check lint tidy-check cross-build boundaries unit
+.PHONY: test test-long deps vet fmt-check lint tidy-check cross-build boundaries litter unit unit-race unit-models unit-etcd unit-browser long fuzz bench bench-assign bench-quota bench-quota-peers check-quota-peers soak
+
+test: deps vet fmt-check lint tidy-check cross-build boundaries litter unit
+test-long: deps long
 
 # deps installs what the tests need when it is missing: Debian's chromium
 # for the console's browser test, and Debian's redis-server (which brings
@@ -29,28 +49,31 @@ deps:
 		$(SUDO) apt-get update -q && $(APT_INSTALL) redis-server redis-tools; \
 	fi
 
+# vet checks both build-tag sets: the quota's embedded etcd is behind the
+# tag embedetcd (docs/quota.md, "Build").
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags embedetcd ./quota/... ./cmd/...
 
 fmt-check:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 # staticcheck, pinned: 2026.2.2 (module version v0.8.2), the newest release
-# the Go module proxy serves for Go 1.26 (2025.1.1, v0.6.1, runs too and
-# finds the same; the proxy does not resolve the name 2025.1.1 itself). It
-# is installed with go install into .bin/ when missing, under a name that
-# carries the version, so that changing the pin installs the new one.
+# the Go module proxy serves for Go 1.26. It checks both tag sets, one run
+# each (from its cache, two runs take less than one -matrix run); it is
+# installed once per machine into $(TOOLS).
 STATICCHECK_VERSION := v0.8.2
-STATICCHECK := $(CURDIR)/.bin/staticcheck-$(STATICCHECK_VERSION)
+STATICCHECK := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)
 
 lint: $(STATICCHECK)
 	$(STATICCHECK) ./...
-	$(STATICCHECK) -tags embedetcd ./quota/... ./cmd/...
+	$(STATICCHECK) -tags embedetcd ./...
 
 $(STATICCHECK):
-	@echo "make test: installing staticcheck $(STATICCHECK_VERSION) into .bin"
-	GOBIN=$(CURDIR)/.bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
-	mv $(CURDIR)/.bin/staticcheck $@
+	@echo "make test: installing staticcheck $(STATICCHECK_VERSION) into $(TOOLS)"
+	@mkdir -p $(TOOLS)
+	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	mv $(TOOLS)/staticcheck $@
 
 # tidy-check fails when go mod tidy would change go.mod or go.sum, and
 # prints the change; it changes nothing itself. bench/quotapeers is a
@@ -77,32 +100,73 @@ boundaries:
 	$(GO) list -f '{{.ImportPath}}: {{join .Imports " "}}' -deps $(MODELS) | grep -E 'os/exec|failsafe-go|gubernator'; exit 1; fi
 	@if grep -rn --include='*.go' 'go:linkname' .; then echo "go:linkname is not allowed"; exit 1; fi
 
-# AFLOAT_REQUIRE_BROWSER and AFLOAT_REQUIRE_REDIS turn the skips of the
-# browser tests (no chromium) and the Redis tests (no redis-server) into
-# failures, so that this suite cannot pass without them. The browser tests
-# run on their own with -v so that they print the folder of their
-# screenshots.
+# litter fails on a tracked file over 1 MB that is not listed on purpose
+# in .ci/large-files (build outputs belong in .gitignore: every clone
+# carries a committed binary forever).
+litter:
+	@big=$$(git ls-files -z | xargs -0 -r stat -c '%s %n' 2>/dev/null | awk '$$1 > 1048576 {print $$2}' | grep -vxF -f .ci/large-files || true); \
+	if [ -n "$$big" ]; then echo "tracked files over 1 MB, not in .ci/large-files:"; echo "$$big"; exit 1; fi
+
+# The packages whose tests run without the race detector: the models and
+# pure code, deterministic simulations on one goroutine, where -race finds
+# nothing and costs five to ten times the time. Every other package runs
+# under -race. The models' own goroutine code (the seed sweeps and the
+# comparison runner) is tested under -race by the tests named
+# ...Concurrently.
+NORACE := sim sim/bots overload quota quota/chaos quota/internal/breakage \
+	quota/internal/settings internal/conventions internal/heap \
+	internal/queueing internal/redact internal/rng internal/vclock
+NORACE_RE := ^github.com/afloat/afloat/($(shell echo $(NORACE) | tr ' ' '|'))$$
 # The browser tests are the web package's tests whose names end in
 # EndToEnd or InBrowser: a new one joins by its name alone.
 BROWSER_TESTS := ^Test[A-Za-z0-9]*(EndToEnd|InBrowser)$$
-# The quota's etcd tests and its end-to-end test need the embedded etcd
-# server, which only a build with the tag embedetcd has (docs/quota.md,
-# "Build"); the end-to-end test runs with -v so that it prints when
-# renewals resumed after the leader's death. These two run without -race:
-# the race detector would instrument the whole etcd server, minutes of
-# build and a slower etcd for no gain — the quota's own packages run under
-# -race in the first line (the untagged tests of quota/service and
-# quota/remote drive the same code on an in-memory ledger).
-QUOTA_E2E := ^TestQuotaEndToEnd$$
+
+# AFLOAT_REQUIRE_BROWSER and AFLOAT_REQUIRE_REDIS turn the skips of the
+# browser tests (no chromium) and the Redis tests (no redis-server) into
+# failures, so that this suite cannot pass without them.
 unit: export AFLOAT_REQUIRE_REDIS := 1
-unit:
-	$(GO) test -race -count=1 -skip '$(QUOTA_E2E)' $$($(GO) list ./... | grep -v '/web$$')
-	$(GO) test -race -count=1 -skip '$(BROWSER_TESTS)' ./web
-	$(GO) vet -tags embedetcd ./quota/... ./cmd/...
-	$(GO) test -count=1 -tags embedetcd ./quota/etcdledger ./quota/service
-	$(GO) test -count=1 -tags embedetcd -run '^TestQuotaTenants' ./cmd/afloat
-	$(GO) test -count=1 -run '$(QUOTA_E2E)' -v ./cmd/afloat
-	AFLOAT_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -run '$(BROWSER_TESTS)' -v ./web
+unit: export AFLOAT_REQUIRE_BROWSER := 1
+unit: unit-race unit-models unit-etcd unit-browser
+
+unit-race:
+	$(GO) test -short -race -count=1 -skip '$(BROWSER_TESTS)' $$($(GO) list ./... | grep -Ev '$(NORACE_RE)')
+
+unit-models:
+	$(GO) test -short -count=1 $$($(GO) list ./... | grep -E '$(NORACE_RE)')
+	$(GO) test -short -race -count=1 -run 'Concurrently$$' ./sim/bots ./overload ./quota/chaos
+
+# The quota's etcd tests need the embedded etcd server, which only a build
+# with the tag embedetcd has; they run without -race, which would
+# instrument the whole etcd server (the quota's own code runs under -race
+# above, on the in-memory ledger).
+unit-etcd:
+	$(GO) test -short -count=1 -tags embedetcd ./quota/etcdledger ./quota/service
+	$(GO) test -short -count=1 -tags embedetcd -run '^TestQuotaTenants' ./cmd/afloat
+
+# Independent browser tests run side by side, each with its own console
+# and Chromium.
+unit-browser:
+	$(GO) test -short -count=1 -parallel 4 -run '$(BROWSER_TESTS)' ./web
+
+# LONG_TESTS are the tests that skip under -short, outside the models
+# (whose every test runs again under -race below). internal/conventions
+# checks that every test that skips under -short is named here.
+LONG_TESTS := ^(TestQuotaEndToEnd|TestServeUnderAbuse|TestBusyMachineIsFlagged|TestSoakShort|TestShrinkUnderLoad)$$
+
+# long is make test-long's: the tests that skip under -short, with the
+# binaries they exec built once; the models under -race; the 120-seed
+# chaos sweep. A failing TestQuotaEndToEnd keeps its event logs and the
+# processes' output in a folder its failure names.
+long: export AFLOAT_REQUIRE_REDIS := 1
+long: export AFLOAT_TEST_BINARY := $(BUILD)/afloat
+long: export AFLOAT_TEST_ETCD_BINARY := $(BUILD)/afloat-embedetcd
+long:
+	$(GO) build -o $(BUILD)/afloat ./cmd/afloat
+	$(GO) build -tags embedetcd -o $(BUILD)/afloat-embedetcd ./cmd/afloat
+	$(GO) test -count=1 -run '$(LONG_TESTS)' -v ./cmd/afloat ./overload/live
+	$(GO) test -count=1 -tags embedetcd -run '$(LONG_TESTS)' -v ./quota/service
+	$(GO) test -race -count=1 $$($(GO) list ./... | grep -E '$(NORACE_RE)')
+	$(GO) test -count=1 -run '^TestManySeeds$$' -v ./quota/chaos
 
 # bench-assign runs afloat assign bench (50 workers, 100 members, 10 s,
 # unbatched and batches of 16) and redis-benchmark on the same redis-server

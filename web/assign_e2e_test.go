@@ -68,6 +68,7 @@ func assignRows(b *browser, ctx context.Context) map[string][2]string {
 // never draws a removed member back as active, and every message exists in
 // Welsh and Tagalog.
 func TestAssignLabEndToEnd(t *testing.T) {
+	t.Parallel()
 	base, srv := startAssignConsole(t)
 	b := newBrowser(t)
 	ctx := b.ctx
@@ -230,6 +231,7 @@ func TestAssignLabEndToEnd(t *testing.T) {
 // shows it and how to allow changes, and every control that would change
 // it is disabled; clicking them changes nothing.
 func TestAssignLabReadOnlyEndToEnd(t *testing.T) {
+	t.Parallel()
 	srv := assigntest.Start(t)
 	c, err := assign.Dial(srv.URL)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-var screenshotDir = flag.String("screenshots", "", "folder for the browser test's screenshots (default: a new temporary folder)")
+var screenshotDir = flag.String("screenshots", "", "folder to keep the browser tests' screenshots in (default: a temporary folder, removed unless the test fails)")
 
 // startConsole serves the console on a free loopback port for the length
 // of the test and returns its base URL. AFLOAT_CONSOLE_URL points the test
@@ -91,6 +91,9 @@ func newBrowser(t testing.TB) *browser {
 		chromedp.Flag("disable-sync", true),
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1400, 1000),
+		// Chromium's own temporary files go with the test's folder, not
+		// into the machine's /tmp, where they outlived every run.
+		chromedp.Env("TMPDIR="+t.TempDir()),
 	)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(alloc)
@@ -185,8 +188,8 @@ func waitFor(expr string) chromedp.Action[chromedp.Void] {
 }
 
 // shotDir returns the screenshot folder, made on first use: -screenshots,
-// or a new temporary folder that is kept after the test and printed, so
-// that people can look at the pictures.
+// kept; or a temporary folder that is removed when the test passes and
+// kept, and named, when it fails, so that people can look at the pictures.
 func (b *browser) shotDir() string {
 	b.t.Helper()
 	if b.shots != "" {
@@ -198,11 +201,19 @@ func (b *browser) shotDir() string {
 		if dir, err = os.MkdirTemp("", "afloat-screens-"); err != nil {
 			b.t.Fatal(err)
 		}
+		b.t.Cleanup(func() {
+			if b.t.Failed() {
+				b.t.Logf("screenshots kept in %s", dir)
+				return
+			}
+			os.RemoveAll(dir)
+		})
+	} else {
+		b.t.Logf("screenshots in %s", dir)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		b.t.Fatal(err)
 	}
-	b.t.Logf("screenshots in %s", dir) // make test runs the browser test with -v, so this is printed
 	b.shots = dir
 	return dir
 }

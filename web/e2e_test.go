@@ -134,6 +134,7 @@ func apiFrames(t *testing.T, base string, q url.Values, to int) []map[string]any
 // share link in a fresh tab, the debrief, the model page, and the Welsh
 // and Tagalog catalogues.
 func TestConsoleEndToEnd(t *testing.T) {
+	t.Parallel()
 	base := startConsole(t)
 	b := newBrowser(t)
 	ctx := b.ctx

@@ -167,6 +167,7 @@ func framesOf(t *testing.T, base string, cfg sim.Config, to int) []map[string]an
 // English, Welsh and Tagalog, reading the page's messages in each; each
 // queued action is checked against the API's next frame.
 func TestLeversEndToEnd(t *testing.T) {
+	t.Parallel()
 	base := startConsole(t)
 	b := newBrowser(t)
 	ctx := b.ctx
@@ -270,6 +271,7 @@ func displayScaleOf(c sim.Control) float64 {
 // the score and the stars the debrief shows against /api/debrief; the
 // levers are off once the game is over.
 func TestBotsPlayTheGameEndToEnd(t *testing.T) {
+	t.Parallel()
 	base := startConsole(t)
 	b := newBrowser(t)
 	ctx := b.ctx
@@ -346,6 +348,7 @@ func TestBotsPlayTheGameEndToEnd(t *testing.T) {
 // visit; a shared run can be watched from minute 0 and taken over; the
 // realistic mode hides the bad build.
 func TestPlayFeelEndToEnd(t *testing.T) {
+	t.Parallel()
 	base := startConsole(t)
 	b := newBrowser(t)
 	ctx := b.ctx
@@ -444,6 +447,7 @@ const layoutCheck = `(() => {
 // shows (go test ./web -run TestLayoutEndToEnd -docs-screenshots writes
 // them to docs/screenshots).
 func TestLayoutEndToEnd(t *testing.T) {
+	t.Parallel()
 	base := startConsole(t)
 	b := newBrowser(t)
 	ctx := b.ctx
@@ -501,6 +505,7 @@ func (b *browser) viewportShot(ctx context.Context, name string) []byte {
 // overload lab is checked in TestConsoleEndToEnd, where its comparison is
 // already computed.)
 func TestGameAccessibilityEndToEnd(t *testing.T) {
+	t.Parallel()
 	base := startConsole(t)
 	b := newBrowser(t)
 	ctx := b.ctx

@@ -72,6 +72,7 @@ func liveReports() [2]live.Report {
 // a trustworthy live report as charts with a conclusion and an untrustworthy
 // one as a plain warning. Welsh and Tagalog show no raw key or id.
 func TestOverloadLabEndToEnd(t *testing.T) {
+	t.Parallel()
 	h, lab := newHandler(DefaultConfig())
 	reports := liveReports()
 	var lives atomic.Int32

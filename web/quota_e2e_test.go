@@ -70,6 +70,7 @@ func quotaAPI(t *testing.T, base string, body []byte) quotaResponse {
 // opens the share link in a fresh tab and gets the same run; and finds no
 // catalogue key missing and no raw key shown.
 func TestQuotaLabEndToEnd(t *testing.T) {
+	t.Parallel()
 	base := startConsole(t)
 	b := newBrowser(t)
 	ctx := b.ctx

@@ -108,6 +108,7 @@ func TestQuotaPeersResult(t *testing.T) {
 // the rate chart's data table read as the JSON does, no catalogue key is
 // missing, and axe finds no serious or critical violation.
 func TestQuotaPeersEndToEnd(t *testing.T) {
+	t.Parallel()
 	r := quotaPeersResult(t)
 	base := startConsole(t)
 	b := newBrowser(t)

@@ -44,6 +44,7 @@ const shareVectorsJS = `(async (v) => {
 // Chromium, as the page loads it: the two codecs write the same canonical
 // links and read and refuse the same ones.
 func TestShareCodecInBrowser(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(filepath.Join("..", "sim", "testdata", "share", "vectors.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -21,9 +21,14 @@ import (
 // TestMain lets this test binary be the server process of afloat bench
 // bulkhead, as main lets the afloat binary be: a test that reaches a live
 // comparison or a soak starts os.Executable(), which here is this binary.
+// It removes the binaries the tests built (testBinary) when they end.
 func TestMain(m *testing.M) {
 	live.ServeIfChild()
-	os.Exit(m.Run())
+	code := m.Run()
+	if builds.dir != "" {
+		os.RemoveAll(builds.dir)
+	}
+	os.Exit(code)
 }
 
 // call runs the command line and returns its status and output.

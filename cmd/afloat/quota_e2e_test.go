@@ -39,25 +39,21 @@ import (
 // for the best-effort one, nothing admitted without a lease in hard mode.
 // It prints how long after the leader's death renewals resumed.
 //
-// AFLOAT_QUOTA_E2E_LOGS=DIR keeps the event logs (and the processes'
-// stderr) in DIR.
+// When it fails, the event logs and the processes' stderr are kept in a
+// folder the failure names; AFLOAT_QUOTA_E2E_LOGS=DIR keeps them in DIR
+// in any case.
 func TestQuotaEndToEnd(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds the binary with the embedded etcd and runs a cluster for about a minute")
+		t.Skip("runs a cluster of processes for about a minute: make test-long runs it")
 	}
-	dir := t.TempDir()
+	dir := evidenceDir(t, "quota-e2e", "*.jsonl", "*.stderr", "quota.yaml")
 	if keep := os.Getenv("AFLOAT_QUOTA_E2E_LOGS"); keep != "" {
 		if err := os.MkdirAll(keep, 0o755); err != nil {
 			t.Fatal(err)
 		}
 		dir = keep
 	}
-	bin := filepath.Join(t.TempDir(), "afloat")
-	build := exec.Command("go", "build", "-tags", "embedetcd", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build -tags embedetcd: %v\n%s", err, out)
-	}
-	c := newCluster(t, bin, dir)
+	c := newCluster(t, testBinary(t, "embedetcd"), dir)
 	defer c.stopAll()
 
 	c.startEtcd()

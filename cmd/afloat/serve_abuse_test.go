@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -26,28 +25,13 @@ import (
 // repeats them against the real binary in a process of its own (built
 // without the race detector, so that its memory is what a user sees) and
 // reads its memory from /proc. AFLOAT_TEST_BINARY=path runs them against
-// another build — the way to see them fail on an older afloat.
+// another build (testBinary) — the way to see them fail on an older afloat.
 
 // consoleProcess is `afloat serve` in a child process.
 type consoleProcess struct {
 	cmd    *exec.Cmd
 	url    string
 	stderr *syncBuffer
-}
-
-// afloatBinary builds the binary once per test run (or takes
-// AFLOAT_TEST_BINARY).
-func afloatBinary(t *testing.T) string {
-	t.Helper()
-	if bin := os.Getenv("AFLOAT_TEST_BINARY"); bin != "" {
-		return bin
-	}
-	bin := filepath.Join(t.TempDir(), "afloat")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // startConsoleProcess runs `afloat serve --addr 127.0.0.1:0 args...` and
@@ -148,7 +132,7 @@ func TestServeUnderAbuse(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and abuses the binary: about 30 s")
 	}
-	bin := afloatBinary(t)
+	bin := testBinary(t, "")
 	client := &http.Client{Timeout: 30 * time.Second}
 	post := func(ctx context.Context, url, body string, headers map[string]string) (*http.Response, error) {
 		req, err := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(body))

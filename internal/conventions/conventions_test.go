@@ -163,3 +163,84 @@ func ExampleOnlyCompiles() {
 		t.Errorf("runnable examples %v, want [ExampleRuns]", got)
 	}
 }
+
+// shortSkipped returns the tests in the files that call testing.Short():
+// those make test skips (it runs with -short).
+func shortSkipped(t *testing.T, dir string, files []string) []string {
+	t.Helper()
+	fset := token.NewFileSet()
+	var names []string
+	for _, name := range files {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv != nil || !strings.HasPrefix(fn.Name.Name, "Test") || fn.Body == nil {
+				continue
+			}
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				if sel, ok := n.(*ast.SelectorExpr); ok && sel.Sel.Name == "Short" {
+					if id, ok := sel.X.(*ast.Ident); ok && id.Name == "testing" {
+						names = append(names, fn.Name.Name)
+						return false
+					}
+				}
+				return true
+			})
+		}
+	}
+	return names
+}
+
+// makeVar returns the value of a variable the Makefile sets with :=,
+// with its continuation lines.
+func makeVar(t *testing.T, name string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.ReplaceAll(string(raw), "\\\n", " ")
+	for line := range strings.SplitSeq(text, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" := "); ok {
+			return v
+		}
+	}
+	t.Fatalf("the Makefile sets no %s", name)
+	return ""
+}
+
+// TestLongTestsAreRun: every test that skips under -short (make test
+// runs with -short) runs in make test-long — by name in LONG_TESTS, or as
+// a model's test, all of which make test-long runs again under -race —
+// so that no test is left out of both tiers.
+func TestLongTestsAreRun(t *testing.T) {
+	long := map[string]bool{}
+	listed := strings.TrimSuffix(strings.TrimPrefix(makeVar(t, "LONG_TESTS"), "^("), ")$$")
+	for name := range strings.SplitSeq(listed, "|") {
+		long[name] = true
+	}
+	models := map[string]bool{}
+	for _, p := range strings.Fields(makeVar(t, "NORACE")) {
+		models["github.com/afloat/afloat/"+p] = true
+	}
+	if len(long) < 3 || len(models) < 3 {
+		t.Fatalf("LONG_TESTS %v, NORACE %v: the Makefile was not read", long, models)
+	}
+	found := map[string]bool{}
+	for _, p := range listPackages(t) {
+		for _, name := range shortSkipped(t, p.Dir, append(p.TestGoFiles, p.XTestGoFiles...)) {
+			found[name] = true
+			if !models[p.ImportPath] && !long[name] {
+				t.Errorf("%s: %s skips under -short but is not in the Makefile's LONG_TESTS: neither tier runs it", p.ImportPath, name)
+			}
+		}
+	}
+	for name := range long {
+		if !found[name] {
+			t.Errorf("LONG_TESTS names %s, which no test skipping under -short is called", name)
+		}
+	}
+}

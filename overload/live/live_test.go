@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"os"
 	"testing"
 	"time"
 )
@@ -14,11 +13,11 @@ import (
 // adaptive bulkhead, in a real server process on loopback. The server's
 // heap stays flat and its goroutines come back to where they were.
 //
-// It runs on the wall clock for twelve seconds, so it is not part of make
-// test: make soak runs it (AFLOAT_SOAK=1).
+// It runs on the wall clock for twelve seconds, so it skips under -short:
+// make test-long runs it.
 func TestSoakShort(t *testing.T) {
-	if os.Getenv("AFLOAT_SOAK") == "" {
-		t.Skip("a 12-second wall-clock soak: make soak runs it (AFLOAT_SOAK=1)")
+	if testing.Short() {
+		t.Skip("a 12-second wall-clock soak: make test-long runs it")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -286,11 +286,12 @@ func TestMutationsAreCaught(t *testing.T) {
 	}
 }
 
-// TestManySeeds: random schedules with every fault. The full 10,000-seed
+// TestManySeeds: random schedules with every fault, 120 seeds (make
+// test-long), 12 under -short or the race detector. The full 10,000-seed
 // run is `afloat quota chaos --seeds 1-10000` (docs/benchmarks.md).
 func TestManySeeds(t *testing.T) {
 	n := uint32(120)
-	if raceEnabled {
+	if testing.Short() || raceEnabled {
 		n = 12
 	}
 	for _, mode := range []quota.Mode{quota.Hard, quota.BestEffort} {
