@@ -35,15 +35,19 @@ type consoleProcess struct {
 	stderr *syncBuffer
 }
 
-// afloatBinary builds the binary once per test run (or takes
-// AFLOAT_TEST_BINARY).
-func afloatBinary(t *testing.T) string {
+// afloatBinary builds the binary once per test run, with the build tags
+// given (or takes AFLOAT_TEST_BINARY).
+func afloatBinary(t *testing.T, tags ...string) string {
 	t.Helper()
 	if bin := os.Getenv("AFLOAT_TEST_BINARY"); bin != "" {
 		return bin
 	}
 	bin := filepath.Join(t.TempDir(), "afloat")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	args := []string{"build", "-o", bin}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
