@@ -151,7 +151,7 @@ unit-browser:
 # LONG_TESTS are the tests that skip under -short, outside the models
 # (whose every test runs again under -race below). internal/conventions
 # checks that every test that skips under -short is named here.
-LONG_TESTS := ^(TestQuotaEndToEnd|TestServeUnderAbuse|TestBusyMachineIsFlagged|TestSoakShort|TestShrinkUnderLoad)$$
+LONG_TESTS := ^(TestQuotaEndToEnd|TestQuotaCoordinatorDamagedDataDir|TestQuotaStartUpEndsOnSIGTERM|TestServeUnderAbuse|TestBusyMachineIsFlagged|TestSoakShort|TestShrinkUnderLoad)$$
 
 # long is make test-long's: the tests that skip under -short, with the
 # binaries they exec built once; the models under -race; the 120-seed
@@ -163,8 +163,7 @@ long: export AFLOAT_TEST_ETCD_BINARY := $(BUILD)/afloat-embedetcd
 long:
 	$(GO) build -o $(BUILD)/afloat ./cmd/afloat
 	$(GO) build -tags embedetcd -o $(BUILD)/afloat-embedetcd ./cmd/afloat
-	$(GO) test -count=1 -run '$(LONG_TESTS)' -v ./cmd/afloat ./overload/live
-	$(GO) test -count=1 -tags embedetcd -run '$(LONG_TESTS)' -v ./quota/service
+	$(GO) test -count=1 -tags embedetcd -run '$(LONG_TESTS)' -v ./cmd/afloat ./quota/service ./overload/live
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -E '$(NORACE_RE)')
 	$(GO) test -count=1 -run '^TestManySeeds$$' -v ./quota/chaos
 
@@ -218,6 +217,8 @@ fuzz:
 	$(GO) test ./assign -run '^$$' -fuzz '^FuzzParseProxyList$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./assign -run '^$$' -fuzz '^FuzzClientOptions$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/chaos -run '^$$' -fuzz '^FuzzParseEvent$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./quota/chaos -run '^$$' -fuzz '^FuzzParseLimits$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./quota/chaos -run '^$$' -fuzz '^FuzzCheckLogs$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/service -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/service -run '^$$' -fuzz '^FuzzAllowBody$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/service -run '^$$' -fuzz '^FuzzDecodeAllow$$' -fuzztime $(FUZZTIME)

@@ -189,6 +189,8 @@ func runQuotaSim(c *command, args []string) int {
 }
 
 func runQuotaCheck(c *command, args []string) int {
+	var limits tenantLimits
+	c.Var(&limits, "tenant", "a tenant's limits `NAME:R:B` (hard mode) or NAME:R:B:E:N (best-effort: E per region, N regions), checked against the log's; repeat for each tenant")
 	rest, status, ok := c.parseArgs(args)
 	if !ok {
 		return status
@@ -196,47 +198,59 @@ func runQuotaCheck(c *command, args []string) int {
 	if len(rest) == 0 {
 		return c.usage(fmt.Errorf("want one FILE or more: event logs of afloat quota chaos --log or of --event-log (- for standard input)"))
 	}
-	var all collected
+	var logs []chaos.Log
 	for _, name := range rest {
-		if err := readLog(name, c.stdin, &all); err != nil {
-			if errors.Is(err, chaos.ErrNoEvents) || errors.Is(err, chaos.ErrTruncated) {
-				// The run did not finish (or never started): its check fails.
-				return c.failed(err)
-			}
-			return c.usage(err)
+		if name == "-" {
+			logs = append(logs, chaos.Log{Name: "standard input", R: c.stdin})
+			continue
 		}
-	}
-	chk := chaos.NewChecker()
-	end := &lastTime{chk: chk}
-	for _, e := range chaos.Merge(all) {
-		end.Write(&e)
-	}
-	rep := chk.Finish(end.t)
-	return writeEvent(c.stdout, "check", rep, rep.Violations == 0)
-}
-
-// collected keeps the events of several logs, to merge them.
-type collected []chaos.Event
-
-func (c *collected) Write(e *chaos.Event) { *c = append(*c, *e) }
-
-// readLog feeds the events of the log in the file name (- for stdin) to w;
-// errors name the file.
-func readLog(name string, stdin io.Reader, w chaos.EventWriter) error {
-	in := stdin
-	if name != "-" {
 		file, err := os.Open(name)
 		if err != nil {
-			return err
+			return c.usage(err)
 		}
 		defer file.Close()
-		in = file
-	} else {
-		name = "standard input"
+		logs = append(logs, chaos.Log{Name: name, R: file})
 	}
-	if err := chaos.ReadLog(in, w); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+	res, err := chaos.CheckLogs(logs, limits)
+	switch {
+	case err == nil:
+	case errors.Is(err, chaos.ErrNoEvents), errors.Is(err, chaos.ErrTruncated), errors.Is(err, chaos.ErrNoStart),
+		errors.Is(err, chaos.ErrNoAdmissions), errors.Is(err, chaos.ErrLimitsMismatch), errors.Is(err, chaos.ErrLimitsMissing):
+		// The run did not finish, never started, put nothing to the test,
+		// or is not the run its operator described: its check fails.
+		return c.failed(err)
+	default:
+		return c.usage(err) // a line that is not an event
 	}
+	if len(res.Unverified) > 0 {
+		fmt.Fprintf(c.stderr, "afloat quota check: the limits of %s come from the log itself, unverified; give --tenant NAME:R:B for each tenant to check them\n",
+			strings.Join(res.Unverified, ", "))
+	}
+	return writeEvent(c.stdout, "check", res, res.Violations == 0)
+}
+
+// tenantLimits is the repeatable --tenant flag.
+type tenantLimits []chaos.Limits
+
+func (t *tenantLimits) String() string {
+	s := make([]string, len(*t))
+	for i, l := range *t {
+		s[i] = l.String()
+	}
+	return strings.Join(s, ",")
+}
+
+func (t *tenantLimits) Set(v string) error {
+	l, err := chaos.ParseLimits(v)
+	if err != nil {
+		return err
+	}
+	for _, o := range *t {
+		if o.Tenant == l.Tenant {
+			return fmt.Errorf("tenant %q given twice (%s and %s)", l.Tenant, o, l)
+		}
+	}
+	*t = append(*t, l)
 	return nil
 }
 
@@ -248,26 +262,25 @@ cluster's coordinators and region agents: several files are merged by
 time (t_ns) and checked as one run. The check prints one JSON line,
 {"ev":"check","violations":N,...}, and exits 1 when N > 0.
 
-A log that ends before its run did is not checked: it exits 1 with what is
-missing, and prints no check line. That is a log with no events (an empty
-file) or a truncated one: no stop event (a run writes stop last), or a last
-line cut off before its newline. Each file is judged on its own: a
-process's --event-log gains its stop line when the process stops (a killed
-process's file gets one when it is restarted and stopped). A line that is
-not an event anywhere else refuses the file: exit 2, with the line number.
+The check proves something or fails. It exits 1, printing what is
+missing and no check line, for a log that ends before its run did (no
+events, no stop event — a run writes stop last —, or a last line without
+its newline, as a killed writer or a cut copy leaves), and for a run that
+states no tenant's limits (no start event) or admits nothing. Each file
+is judged whole on its own: a process's --event-log gains its stop line
+when the process stops (a killed process's file gets one when it is
+restarted and stopped). A line that is not an event — malformed, or of a
+kind no component writes — refuses the file: exit 2, with the file and
+the line number.
+
+Without --tenant, each tenant is held to the R and B its own log states,
+and the check says so on standard error and lists them as "unverified".
+With --tenant, every tenant of the logs must be given (a log cannot add
+a tenant of its own), each start and tenant event must state exactly the
+limits given (hard mode for NAME:R:B; best-effort with E and N for
+NAME:R:B:E:N), else the check exits 1 naming the tenant, the limits given
+and the log's, and the check line lists the tenants as "verified". A run
+in which an operator changed a tenant's limits is checked without
+--tenant.
 `)
-}
-
-// lastTime passes events to the checker and remembers the last time.
-type lastTime struct {
-	chk *chaos.Checker
-	t   int64
-}
-
-func (l *lastTime) Write(e *chaos.Event) {
-	if e.Ev == "summary" {
-		return // the last line of a chaos log on standard output
-	}
-	l.t = max(l.t, e.T)
-	l.chk.Write(e)
 }

@@ -121,8 +121,9 @@ func TestQuotaEndToEnd(t *testing.T) {
 		t.Errorf("no grant after the leader's death")
 	}
 
-	// The merged logs, checked by the CLI as a user would.
-	args := append([]string{"quota", "check"}, c.logs()...)
+	// The merged logs, checked by the CLI as a user would, against the
+	// limits of the config file below (beta: E 20 in each of 3 regions).
+	args := append([]string{"quota", "check", "--tenant", "acme:200:400", "--tenant", "beta:100:100:20:3"}, c.logs()...)
 	var out, errOut bytes.Buffer
 	status := run(args, nil, &out, &errOut)
 	t.Logf("afloat quota check: status %d\n%s%s", status, out.String(), errOut.String())

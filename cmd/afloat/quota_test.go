@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -153,10 +154,13 @@ func TestQuotaUsageErrors(t *testing.T) {
 }
 
 // TestQuotaCheckIncompleteLogs: a log that ends before its run did — empty,
-// cut at a line, or cut inside one — fails the check (exit 1) with what is
-// missing, and never reads as "violations": 0; a complete log passes with
-// or without the summary line that chaos prints after it on standard
-// output, and a malformed line inside a log is refused (exit 2).
+// cut at a line, cut inside one, or missing the newline of its last line —
+// or that proves nothing — a stop line alone, a start and a stop with no
+// admission — fails the check (exit 1) with what is missing, and never
+// reads as "violations": 0; a complete log passes with or without the
+// summary line that chaos prints after it on standard output (its limits
+// said to be unverified), and a malformed line or one of an unknown kind
+// inside a log is refused (exit 2), naming the file and the line.
 func TestQuotaCheckIncompleteLogs(t *testing.T) {
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "run.jsonl")
@@ -201,10 +205,14 @@ func TestQuotaCheckIncompleteLogs(t *testing.T) {
 		{file("cut-mid-line.jsonl", full[:mid]), 1, []string{"cut-mid-line.jsonl", "log is truncated", "line 101", "cut off"}},
 		{file("cut-summary.jsonl", stdoutLog[:len(stdoutLog)-20]), 1, []string{"log is truncated", "cut off"}},
 		{file("no-stop-summary.jsonl", strings.Join(lines[:len(lines)-2], "")+sumLine), 1, []string{"log is truncated", "no stop event"}},
+		{file("no-final-newline.jsonl", strings.TrimSuffix(full, "\n")), 1, []string{"no-final-newline.jsonl", "log is truncated", fmt.Sprintf("line %d is cut off", len(lines)-1)}},
+		{file("stop-only.jsonl", lines[len(lines)-2]), 1, []string{"log has no start event in", "stop-only.jsonl"}},
+		{file("no-admissions.jsonl", lines[0]+lines[len(lines)-2]), 1, []string{"log has no admissions in", "no-admissions.jsonl"}},
 		{logPath, 0, nil},
 		{file("stdout.jsonl", stdoutLog), 0, nil},
-		{file("no-final-newline.jsonl", strings.TrimSuffix(full, "\n")), 0, nil},
-		{file("malformed.jsonl", lines[0]+"{\n"+strings.Join(lines[1:], "")), 2, []string{"line 2", "Run 'afloat quota check --help' for usage."}},
+		{file("malformed.jsonl", lines[0]+"{\n"+strings.Join(lines[1:], "")), 2, []string{"malformed.jsonl: line 2", "Run 'afloat quota check --help' for usage."}},
+		{file("unknown-kind.jsonl", lines[0]+`{"t_ns":1,"ev":"admitted","tenant":"acme","region":"eu","n":9000}`+"\n"+strings.Join(lines[1:], "")), 2,
+			[]string{"unknown-kind.jsonl: line 2", `unknown event kind "admitted"`}},
 	} {
 		status, out, errOut := call(t, "", "quota", "check", tc.path)
 		if status != tc.status {
@@ -212,7 +220,7 @@ func TestQuotaCheckIncompleteLogs(t *testing.T) {
 			continue
 		}
 		if tc.status == 0 {
-			if !strings.Contains(out, `"violations":0`) || errOut != "" {
+			if !strings.Contains(out, `"violations":0`) || !strings.Contains(out, `"unverified":["acme"]`) || !strings.Contains(errOut, "the limits of acme come from the log itself, unverified") {
 				t.Errorf("step %d: quota check %s: stdout %q, stderr %q", i, filepath.Base(tc.path), out, errOut)
 			}
 			continue

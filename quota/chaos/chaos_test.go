@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -359,7 +360,10 @@ func TestLogRoundTrip(t *testing.T) {
 }
 
 // TestReadLogWhole: ReadLog tells a whole log from one that ends before
-// its run did, by the stop event and the newline every line ends with.
+// its run did, by the stop event and the newline every line ends with —
+// a last line without one is cut off even when it reads as an event — and
+// refuses a line of a kind no component writes, or an admission of less
+// than one token, by its number.
 func TestReadLogWhole(t *testing.T) {
 	var buf bytes.Buffer
 	w := NewJSONWriter(&buf)
@@ -375,7 +379,9 @@ func TestReadLogWhole(t *testing.T) {
 	}{
 		{full, nil, ""},
 		{full + summary, nil, ""},
-		{strings.TrimSuffix(full, "\n"), nil, ""},
+		{strings.TrimSuffix(full, "\n"), ErrTruncated, fmt.Sprintf("line %d is cut off: it has no newline", len(lines)-1)},
+		{full + strings.TrimSuffix(summary, "\n"), ErrTruncated, "cut off"},
+		{full + "\n  \n ", nil, ""}, // blank lines, even the last without its newline, are not events
 		{full + `{"t_ns":5000000000,"ev":"admit","tenant":"acme","region":"eu","n":1}` + "\n", nil, ""},
 		{"", ErrNoEvents, "chaos: log has no events"},
 		{"\n \n", ErrNoEvents, ""},
@@ -385,6 +391,10 @@ func TestReadLogWhole(t *testing.T) {
 		{full[:len(lines[0])+10], ErrTruncated, "line 2 is cut off"},
 		{full + summary[:12], ErrTruncated, "cut off"},
 		{lines[0] + "{\n" + strings.Join(lines[1:], ""), nil, "line 2: chaos: event log"}, // malformed, not truncated
+		{lines[0] + `{"t_ns":1,"ev":"admitted","tenant":"acme","region":"eu","n":900}` + "\n" + strings.Join(lines[1:], ""), ErrUnknownEvent, `line 2: chaos: event log: chaos: unknown event kind "admitted"`},
+		{lines[0] + `{"t_ns":1,"ev":"check","violations":0}` + "\n" + strings.Join(lines[1:], ""), ErrUnknownEvent, "line 2"},
+		{lines[0] + `{"t_ns":1,"ev":"admit","tenant":"acme","region":"eu","n":-900}` + "\n" + strings.Join(lines[1:], ""), nil, `line 2: chaos: event log: admit: field "n" -900: want 1 or more`},
+		{lines[0] + `{"t_ns":1,"ev":"reject","tenant":"acme","region":"eu"}` + "\n" + strings.Join(lines[1:], ""), nil, `line 2: chaos: event log: reject: field "n" 0`},
 	} {
 		c := NewChecker()
 		err := ReadLog(strings.NewReader(tc.log), c)
@@ -393,7 +403,7 @@ func TestReadLogWhole(t *testing.T) {
 			t.Errorf("step %d: ReadLog = %v, want nil", i, err)
 		case tc.want != nil && !errors.Is(err, tc.want):
 			t.Errorf("step %d: ReadLog = %v, want %v", i, err, tc.want)
-		case tc.want == nil && tc.wantMsg != "" && (err == nil || errors.Is(err, ErrTruncated) || errors.Is(err, ErrNoEvents)):
+		case tc.want == nil && tc.wantMsg != "" && (err == nil || errors.Is(err, ErrTruncated) || errors.Is(err, ErrNoEvents) || errors.Is(err, ErrUnknownEvent)):
 			t.Errorf("step %d: ReadLog = %v, want an error of its own", i, err)
 		case tc.wantMsg != "" && !strings.Contains(fmt.Sprint(err), tc.wantMsg):
 			t.Errorf("step %d: ReadLog = %v, want it to mention %q", i, err, tc.wantMsg)
@@ -546,8 +556,9 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-// FuzzParseEvent: no line panics the log reader, and what it reads
-// writes back to an equal event.
+// FuzzParseEvent: no line panics the log reader; what it reads is of a
+// kind a component writes (or the summary line), an admission or refusal
+// of at least one token; and it writes back to an equal event.
 func FuzzParseEvent(f *testing.F) {
 	for _, e := range []Event{
 		{T: 1, Ev: "admit", Tenant: "t", Region: "eu", N: 5},
@@ -559,10 +570,20 @@ func FuzzParseEvent(f *testing.F) {
 	}
 	f.Add([]byte(`{"ev":"lease","rate":"x"}`))
 	f.Add([]byte(`{"t_ns":1,"ev":"lease","rate":1.1234567}`))
+	f.Add([]byte(`{"t_ns":1,"ev":"admitted","tenant":"t","region":"eu","n":5}`))
+	f.Add([]byte(`{"t_ns":1,"ev":"admit","tenant":"t","region":"eu","n":-5}`))
+	f.Add([]byte(`{"t_ns":1,"EV":"Admit","n":0}`))
+	f.Add([]byte(`{"ev":"summary","seed":7,"violations":0}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		e, err := ParseEvent(line)
 		if err != nil {
 			return
+		}
+		if !slices.Contains(kinds, e.Ev) && e.Ev != "summary" {
+			t.Fatalf("%q: read an event of kind %q", line, e.Ev)
+		}
+		if (e.Ev == "admit" || e.Ev == "reject") && e.N < 1 {
+			t.Fatalf("%q: read an %s of %d tokens", line, e.Ev, e.N)
 		}
 		back, err := ParseEvent(e.AppendJSON(nil))
 		if err != nil {

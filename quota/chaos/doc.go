@@ -18,8 +18,11 @@
 //	many, err := chaos.RunMany(chaos.Config{}, 1, 10000, 0) // every seed, in parallel
 //
 // The Checker also checks logs written elsewhere: ReadLog feeds it a
-// JSON-lines log (afloat quota check), and refuses one that is empty or
-// cut off before its run ended. Its mutation checks plant each classic
+// JSON-lines log, and refuses one that is empty, cut off before its run
+// ended, or holds a line of an unknown kind; CheckLogs (afloat quota
+// check) merges a cluster's logs, refuses a run that states no limits or
+// admits nothing, and checks the limits the logs state against the ones
+// its operator gives (Limits, ParseLimits). Its mutation checks plant each classic
 // mistake — renewals that refill, returns reused before confirmation, no
 // epoch fencing, the full R to every region, token caches over the burst —
 // and show the checker flags every one (docs/quota.md, "The chaos

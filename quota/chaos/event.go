@@ -11,6 +11,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/afloat/afloat/quota"
@@ -204,8 +205,25 @@ func ParseEvent(line []byte) (Event, error) {
 	if e.Ev == "" {
 		return Event{}, fmt.Errorf("chaos: event log: field \"ev\" missing")
 	}
+	if !slices.Contains(kinds, e.Ev) && e.Ev != "summary" {
+		return Event{}, fmt.Errorf("chaos: event log: %w %q: want one of %s (or summary)", ErrUnknownEvent, e.Ev, strings.Join(kinds, ", "))
+	}
+	// An admission of 0 or fewer tokens would take tokens back from the
+	// count the bound is checked on; no component writes one.
+	if (e.Ev == "admit" || e.Ev == "reject") && e.N < 1 {
+		return Event{}, fmt.Errorf("chaos: event log: %s: field \"n\" %d: want 1 or more tokens", e.Ev, e.N)
+	}
 	return e, nil
 }
+
+// kinds are the event kinds of a log (Event's ev), in the order Event's
+// documentation lists them. A reader refuses any other (ErrUnknownEvent),
+// except the summary line afloat quota chaos prints after a log: a kind
+// it does not know is a kind the checker would skip, so a misspelt or
+// forged admission would pass unchecked.
+var kinds = []string{"start", "admit", "reject", "lease", "end", "credit", "install", "supersede", "expire",
+	"return", "traffic", "partition", "heal", "crash", "restart", "pause", "wake", "fenced", "skew", "sample",
+	"tenant", "stop"}
 
 // parseMicro reads a decimal number of tokens with up to six decimals.
 func parseMicro(s string) (quota.Micro, error) {
@@ -295,6 +313,8 @@ var (
 	// ErrTruncated: the log stops before the end of its run — no stop
 	// event, or a last line cut off before its newline.
 	ErrTruncated = errors.New("chaos: log is truncated")
+	// ErrUnknownEvent: a line names an event kind no component writes.
+	ErrUnknownEvent = errors.New("chaos: unknown event kind")
 )
 
 // ReadLog feeds every event of a JSON-lines log to w, in order, and then
@@ -305,15 +325,26 @@ var (
 // output, prints one summary line ({"ev":"summary",...}) after the stop,
 // which ReadLog passes on like any line but does not count as an event.
 // ReadLog returns ErrNoEvents when there is no event, and ErrTruncated
-// when there is no stop event or when the last line has no newline and is
-// not an event: a writer stopped mid-line (a killed run, a full disk, a
-// cut copy). A line inside the log that is not an event is an error of
+// when there is no stop event or when the last line has no newline: a
+// writer stopped mid-line (a killed run, a full disk, a cut copy), even
+// where what it wrote happens to read as an event. A line inside the log
+// that is not an event — malformed, of a kind no component writes
+// (ErrUnknownEvent), an admission of less than one token — is an error of
 // its own, with its number. Events after the stop are passed on: the
 // checker judges them.
 //
 // ReadLog reads one log; to check a run from several, read each, merge
-// the events by time, then feed the checker.
+// the events by time, then feed the checker — CheckLogs does all of it.
 func ReadLog(r io.Reader, w EventWriter) error {
+	return readLog(r, func(_ int, e *Event) error {
+		w.Write(e)
+		return nil
+	})
+}
+
+// readLog is ReadLog with the line number of each event; an error of each
+// is the log's, at that line.
+func readLog(r io.Reader, each func(line int, e *Event) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<16), 1<<20)
 	unterminated := false // the line scanned last had no newline
@@ -329,13 +360,15 @@ func ReadLog(r io.Reader, w EventWriter) error {
 	)
 	for sc.Scan() {
 		line++
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+		blank := len(bytes.TrimSpace(sc.Bytes())) == 0
+		if unterminated && !blank {
+			// Even a line that reads whole: its writer never finished it.
+			return fmt.Errorf("%w: line %d is cut off: it has no newline at its end", ErrTruncated, line)
+		}
+		if blank {
 			continue
 		}
 		e, err := ParseEvent(sc.Bytes())
-		if err != nil && unterminated {
-			return fmt.Errorf("%w: line %d is cut off: %v", ErrTruncated, line, err)
-		}
 		if err != nil {
 			return fmt.Errorf("line %d: %w", line, err)
 		}
@@ -343,7 +376,9 @@ func ReadLog(r io.Reader, w EventWriter) error {
 			events, lastEvent, lastT = events+1, line, e.T
 			stopped = stopped || e.Ev == "stop"
 		}
-		w.Write(&e)
+		if err := each(line, &e); err != nil {
+			return fmt.Errorf("line %d: %w", line, err)
+		}
 	}
 	switch err := sc.Err(); {
 	case err != nil:

@@ -73,7 +73,12 @@ func RunCoordinator(ctx context.Context, o CoordinatorOptions) error {
 		if dir == "" {
 			dir = DefaultDataDir()
 		}
+		log.Info("quota coordinator: starting the embedded etcd", "data_dir", dir)
 		m, err := StartMember(ctx, MemberConfig{Name: "afloat", DataDir: dir})
+		if err != nil && ctx.Err() != nil {
+			log.Info("quota coordinator: stopped while etcd was starting")
+			return nil // asked to stop (SIGTERM) while starting: stopped as asked
+		}
 		if err != nil {
 			return err
 		}

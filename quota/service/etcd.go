@@ -57,7 +57,48 @@ func lockDir(dir string) (*os.File, error) {
 const urlsFile = "afloat-etcd.json"
 
 // StartMember starts an embedded etcd member and waits until it serves.
+// It checks the data directory first (ErrDataDirDamaged names what is
+// wrong), and waits at most 20 s for a member of its own (InitialCluster
+// one member), 60 s for a member of a cluster (which waits for a quorum)
+// before it gives up with an error. When ctx ends first it returns
+// ctx.Err() at once if what it was doing stops, and within 5 s if not (a
+// read that never returns): then whatever it had started is closed when
+// it returns, in a goroutine of its own.
 func StartMember(ctx context.Context, cfg MemberConfig) (*Member, error) {
+	type result struct {
+		m   *Member
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		m, err := startMember(ctx, cfg)
+		done <- result{m, err}
+	}()
+	select {
+	case r := <-done:
+		return r.m, r.err
+	case <-ctx.Done():
+	}
+	grace := time.NewTimer(5 * time.Second)
+	defer grace.Stop()
+	select {
+	case r := <-done:
+		if r.m != nil {
+			r.m.Close()
+		}
+	case <-grace.C:
+		go func() {
+			if r := <-done; r.m != nil {
+				r.m.Close()
+			}
+		}()
+	}
+	return nil, fmt.Errorf("service: starting etcd: %w", ctx.Err())
+}
+
+// startMember is StartMember, run in a goroutine so that its caller can
+// stop waiting.
+func startMember(ctx context.Context, cfg MemberConfig) (*Member, error) {
 	if cfg.Name == "" {
 		cfg.Name = "afloat"
 	}
@@ -115,6 +156,9 @@ func StartMember(ctx context.Context, cfg MemberConfig) (*Member, error) {
 	ec := embed.NewConfig()
 	ec.Name = cfg.Name
 	ec.Dir = filepath.Join(cfg.DataDir, "etcd")
+	if err := checkDataDir(ec.Dir); err != nil {
+		return nil, err
+	}
 	parse := func(field, s string) ([]url.URL, error) {
 		u, err := url.Parse(s)
 		if err != nil || u.Scheme != "http" || u.Host == "" {
@@ -156,20 +200,43 @@ func StartMember(ctx context.Context, cfg MemberConfig) (*Member, error) {
 	if err != nil {
 		return nil, fmt.Errorf("service: starting etcd in %s: %w", ec.Dir, err)
 	}
+	// A member of its own is ready within a second or two of StartEtcd
+	// (which has replayed the WAL by then); a member of a cluster waits
+	// for a quorum of its peers.
+	wait, why := 20*time.Second, "its data directory may be damaged"
+	if strings.Contains(cfg.InitialCluster, ",") {
+		wait, why = 60*time.Second, "a cluster waits for a quorum of its members"
+	}
+	ready := time.NewTimer(wait)
+	defer ready.Stop()
 	select {
 	case <-e.Server.ReadyNotify():
 	case err := <-e.Err():
-		e.Close()
+		closeEtcd(e, closing)
 		return nil, fmt.Errorf("service: etcd: %w", err)
+	case <-e.Server.StopNotify():
+		closeEtcd(e, closing)
+		return nil, errors.New("service: etcd stopped before it became ready")
 	case <-ctx.Done():
-		e.Close()
+		closeEtcd(e, closing)
 		return nil, ctx.Err()
-	case <-time.After(60 * time.Second):
-		e.Close()
-		return nil, errors.New("service: etcd did not become ready within 60 s (a cluster waits for a quorum of its members)")
+	case <-ready.C:
+		closeEtcd(e, closing)
+		return nil, fmt.Errorf("service: etcd did not become ready within %v (%s)", wait, why)
 	}
 	ok = true
 	return &Member{etcd: e, lock: lock, closing: closing, ClientURL: cfg.ClientURL}, nil
+}
+
+// closeEtcd closes a member that may never have become ready. Close waits
+// for the member's client servers before it stops the server, and those
+// start only once the server is ready: closing one that never was would
+// wait forever. Stopping the server first ends that wait.
+// closing silences etcd's logs of its own shutdown, as Member.Close does.
+func closeEtcd(e *embed.Etcd, closing *atomic.Bool) {
+	closing.Store(true)
+	e.Server.HardStop()
+	e.Close()
 }
 
 // Err reports the member's fatal errors.
@@ -192,9 +259,13 @@ func freeURL() (string, error) {
 	return "http://" + l.Addr().String(), nil
 }
 
-// RunMember runs an embedded member until ctx ends.
+// RunMember runs an embedded member until ctx ends (nil, also when ctx
+// ends while it starts).
 func RunMember(ctx context.Context, cfg MemberConfig) error {
 	m, err := StartMember(ctx, cfg)
+	if err != nil && ctx.Err() != nil {
+		return nil // asked to stop while starting
+	}
 	if err != nil {
 		return err
 	}

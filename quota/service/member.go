@@ -36,6 +36,12 @@ const DefaultEmbeddedMaxTxnOps = 1024
 // ErrDataDirInUse: another process runs on the data directory.
 var ErrDataDirInUse = errors.New("service: the data directory is in use by another process")
 
+// ErrDataDirDamaged: the embedded etcd's data directory is damaged — its
+// WAL missing or cut short, its database cut short or not one — so that
+// etcd would hang, crash, or start over the old data. StartMember checks
+// before it starts etcd and names what it found.
+var ErrDataDirDamaged = errors.New("service: the data directory is damaged")
+
 // EmbeddedEtcd says whether this binary can run an embedded etcd. The
 // embedded server (go.etcd.io/etcd/server/v3/embed) is built only with
 // the build tag embedetcd: it more than doubles a cold build of
