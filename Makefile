@@ -159,6 +159,7 @@ fuzz:
 	$(GO) test ./quota/service -run '^$$' -fuzz '^FuzzDecodeAllow$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/remote -run '^$$' -fuzz '^FuzzRenewBody$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/remote -run '^$$' -fuzz '^FuzzRegionTenantsAnswer$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./quota/remote -run '^$$' -fuzz '^FuzzRegionAttach$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/service -run '^$$' -fuzz '^FuzzDecodeTenantSpec$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/service -run '^$$' -fuzz '^FuzzShouldRateLimit$$' -fuzztime $(FUZZTIME)
 
