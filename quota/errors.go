@@ -1,6 +1,10 @@
 package quota
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"time"
+)
 
 // Errors of the quota packages. Test with errors.Is: they come wrapped with
 // the detail.
@@ -15,4 +19,40 @@ var (
 	ErrUnknownRegion = errors.New("quota: unknown region")
 	// ErrOverCommitted: a set of leases breaks a conservation invariant.
 	ErrOverCommitted = errors.New("quota: leases exceed the tenant's limits")
+	// ErrRegionHeld: another agent (incarnation) holds the region, and
+	// some of the leases granted to it still count; a new agent may
+	// attach once they have all stopped counting (HeldError says when).
+	ErrRegionHeld = errors.New("quota: another agent holds the region")
+	// ErrSuperseded: the request's incarnation is not the one that holds
+	// its region — another agent has attached since, or this one never
+	// attached (or detached): it must attach again before it renews.
+	ErrSuperseded = errors.New("quota: superseded: this agent's incarnation does not hold the region")
+	// ErrUnverifiedEpoch: the request claims an epoch above the
+	// coordinator's own. The coordinator cannot verify it — a region's
+	// word is no proof that a successor exists — so it refuses the
+	// request and leads on: a coordinator steps down when etcd (its
+	// ledger and its election) says so, never on a client's claim.
+	ErrUnverifiedEpoch = errors.New("quota: the request claims an epoch this coordinator cannot verify")
 )
+
+// HeldError is ErrRegionHeld with its detail: errors.Is(err,
+// ErrRegionHeld) holds for it, and errors.As gives the holder and the
+// wait.
+type HeldError struct {
+	Region string
+	// Holder describes the agent that holds the region, as it described
+	// itself when it attached (host and process, say).
+	Holder string
+	// Wait is how long until the last lease granted to the holder stops
+	// counting: the earliest moment another agent may attach, if the
+	// holder renews nothing meanwhile. 0 when unknown.
+	Wait time.Duration
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("quota: region %q is held by another agent (%s): its last lease stops counting in %v at the earliest",
+		e.Region, e.Holder, (e.Wait + time.Millisecond - 1).Truncate(time.Millisecond))
+}
+
+// Unwrap makes errors.Is(err, ErrRegionHeld) hold.
+func (e *HeldError) Unwrap() error { return ErrRegionHeld }

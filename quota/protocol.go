@@ -16,6 +16,16 @@ import "time"
 // the moment it sent the request (no later than the grant, so the region
 // stops first), its start from the moment the grant arrived (no earlier
 // than the grant, so it starts last).
+//
+// One agent spends for a region at a time. An agent attaches before it
+// renews: the coordinator issues it an incarnation, refused
+// (ErrRegionHeld) while a lease granted to another incarnation of the
+// region still counts, and answers a Request or Return from any other
+// incarnation with ErrSuperseded. Two processes under one region name
+// would otherwise break what the coordinator assumes of a region: that it
+// spends under one lease at a time (so its overlapping leases count as
+// their maximum), and that a region holding lease H never goes back to an
+// older one.
 
 // Request asks for a lease. It also confirms: a region that holds lease H
 // never uses an older one again, so the coordinator stops counting them.
@@ -29,6 +39,11 @@ type Request struct {
 	Holding uint64 `json:"holding"`
 	// Epoch is the highest coordinator epoch the region has seen.
 	Epoch uint64 `json:"epoch"`
+	// Incarnation is the agent's, as the coordinator issued it when the
+	// agent attached; 0 for an in-process limiter of a region no agent
+	// has ever attached. Over the network it travels once per body, not
+	// per request.
+	Incarnation uint64 `json:"incarnation,omitempty"`
 	// Demand is what the region's clients offered since the last request,
 	// admitted or not, per second.
 	Demand Micro `json:"demand"`
@@ -61,6 +76,8 @@ type Return struct {
 	LeaseID uint64 `json:"lease_id"`
 	Epoch   uint64 `json:"epoch"`
 	Balance Micro  `json:"balance"`
+	// Incarnation is the agent's, as in Request.
+	Incarnation uint64 `json:"incarnation,omitempty"`
 }
 
 // Nudge asks a region to renew now: another region wants the share it

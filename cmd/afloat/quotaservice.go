@@ -104,7 +104,7 @@ func runQuotaCoordinator(c *command, args []string) int {
 func runQuotaRegion(c *command, args []string) int {
 	stderr := c.stderr
 	var name, coords, listen, configPath, eventLog, grpcListen, upstream, proxyListen string
-	c.StringVar(&name, "name", "", "the region's `NAME`, one of the config's regions")
+	c.StringVar(&name, "name", "", "the region's `NAME`, one of the config's regions; one agent per region at a time (a second stands by, not ready, until the first stops)")
 	c.StringVar(&coords, "coordinator", "", "the coordinators' `ADDRS` (host:port or URLs, comma-separated); the region follows the leader")
 	c.StringVar(&listen, "listen", "127.0.0.1:7080", "`ADDR` (host:port) of the local decision API (POST /v1/allow)")
 	c.StringVar(&configPath, "config", "", "the cluster's config `FILE` (YAML or JSON)")

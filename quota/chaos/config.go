@@ -102,6 +102,15 @@ type Config struct {
 	// draws them; Timeline reads them). Reading the state changes nothing:
 	// the run is the same with or without samples.
 	Sample time.Duration
+	// Duplicate, if set, names a region that runs two agents — two
+	// limiters under one region name, as a surged rolling update or
+	// replicas: 2 would — each offered the region's traffic. Every region
+	// then attaches before it renews, as agents do over the network, and
+	// renews as the incarnation it was given; the coordinator lets one
+	// agent per region spend at a time. Without it regions renew as
+	// in-process callers (incarnation 0) and never attach, and a seed's
+	// run is what it always was.
+	Duplicate string
 }
 
 // EventWriter receives events: a JSON-lines writer (NewJSONWriter), the
@@ -172,6 +181,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.Tenant.Validate(); err != nil {
 		return err
+	}
+	if c.Duplicate != "" && !c.Tenant.HasRegion(c.Duplicate) {
+		return fmt.Errorf("%w: duplicate %q: want one of the tenant's regions %v", quota.ErrConfig, c.Duplicate, c.Tenant.Regions)
 	}
 	if c.Schedule != nil {
 		return c.Schedule.validate(c)

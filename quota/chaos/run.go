@@ -69,8 +69,8 @@ func run(cfg Config, broken breakage.Set) (Summary, error) {
 		Refused: s.refused,
 	}
 	for _, r := range s.regions {
-		sum.Offered[r.name] = r.offers
-		sum.Admits[r.name] = r.admits
+		sum.Offered[r.name] += r.offers // a Duplicate region's two agents together
+		sum.Admits[r.name] += r.admits
 	}
 	return sum, nil
 }

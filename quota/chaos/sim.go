@@ -3,7 +3,9 @@ package chaos
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -51,6 +53,17 @@ const (
 	evStop
 )
 
+// Messages between the regions and the coordinator (message.what).
+const (
+	msgRequest    = iota // a renewal
+	msgGrant             // its grant
+	msgReturn            // a lease given back
+	msgNudge             // renew soon
+	msgAttach            // an agent attaches (Config.Duplicate's runs)
+	msgAttached          // the attach's answer: inc, or a refusal with wait
+	msgSuperseded        // a call of incarnation inc was refused: attach again
+)
+
 type item struct {
 	at   int64
 	seq  uint64
@@ -65,7 +78,9 @@ type message struct {
 	grant quota.Grant
 	ret   quota.Return
 	nudge quota.Nudge
-	what  uint8 // 0 request, 1 grant, 2 return, 3 nudge
+	what  uint8 // msgRequest, msgGrant, …
+	inc   uint64
+	wait  time.Duration
 }
 
 type heap []item
@@ -127,6 +142,11 @@ type regionNode struct {
 	using  uint64 // the lease it spends under, as logged
 	offers int64
 	admits int64
+	// Agents attach (Config.Duplicate's runs): inc is the incarnation the
+	// coordinator gave it, 0 until then; it asks again at nextAttach.
+	agent      string
+	inc        uint64
+	nextAttach int64 // local clock
 }
 
 type coordNode struct {
@@ -154,7 +174,9 @@ type sim struct {
 	out     EventWriter
 	ev      Event
 	broken  breakage.Set
-	refused int // ledger writes refused for another reason than the epoch
+	refused int    // ledger writes refused for another reason than the epoch
+	attach  bool   // regions attach before they renew (Config.Duplicate)
+	lastInc uint64 // the last incarnation drawn
 }
 
 func (s *sim) at(t int64, it item) {
@@ -197,13 +219,17 @@ func (s *sim) nextArrival(r *regionNode) {
 }
 
 func newSim(cfg Config, sch *Schedule, out EventWriter, broken breakage.Set) (*sim, error) {
-	s := &sim{cfg: cfg, t: cfg.Tenant, sch: sch, end: int64(cfg.Duration), out: out, broken: broken}
+	s := &sim{cfg: cfg, t: cfg.Tenant, sch: sch, end: int64(cfg.Duration), out: out, broken: broken, attach: cfg.Duplicate != ""}
 	s.net = rng.New(cfg.Seed ^ 0x85ebca6b)
 	s.ledger = coordinator.NewMemLedger()
 	if broken.NoFencing {
 		s.ledger = &unfenced{Ledger: s.ledger}
 	}
-	for i, name := range s.t.Regions {
+	names := s.t.Regions
+	if cfg.Duplicate != "" {
+		names = append(slices.Clone(names), cfg.Duplicate) // its second agent, last
+	}
+	for i, name := range names {
 		rc := region.DefaultConfig(name, s.t.Name)
 		rc.Caches = 1 // one cache, so that the run depends on its seed alone
 		if cfg.NoCaches {
@@ -220,6 +246,7 @@ func newSim(cfg Config, sch *Schedule, out EventWriter, broken breakage.Set) (*s
 		s.regions = append(s.regions, &regionNode{
 			name: name, lim: lim, clock: sch.Clocks[name], link: link,
 			rng: rng.New(cfg.Seed*2654435761 + uint32(i+1)*40503), next: math.MaxInt64,
+			agent: fmt.Sprintf("%s agent %d", name, i+1),
 		})
 	}
 	return s, nil
@@ -348,9 +375,17 @@ func (s *sim) handle(it item) error {
 	case evRegionTick:
 		r := s.regions[it.a]
 		local := r.clock.local(s.now)
-		if r.lim.Due(local, s.t.Name) {
+		switch {
+		case s.attach && r.inc == 0:
+			// Attach first; again a second later if no answer came.
+			if local >= r.nextAttach {
+				r.nextAttach = local + int64(time.Second)
+				s.send(int(it.a), true, r.conn, &message{what: msgAttach})
+			}
+		case r.lim.Due(local, s.t.Name):
 			req, _ := r.lim.Request(local, s.t.Name)
-			s.send(int(it.a), true, r.conn, &message{what: 0, req: req})
+			req.Incarnation = r.inc
+			s.send(int(it.a), true, r.conn, &message{what: msgRequest, req: req, inc: r.inc})
 		}
 		s.at(s.now+int64(50*time.Millisecond), item{kind: evRegionTick, a: it.a})
 	case evToCoord:
@@ -495,8 +530,19 @@ func (s *sim) deliverToCoord(it item) error {
 	}
 	now := time.Duration(c.clock.local(s.now))
 	switch it.m.what {
-	case 0:
+	case msgAttach:
+		return s.attachAt(it, now)
+	case msgRequest:
 		g, nudges, step, err := c.core.Renew(now, it.m.req)
+		if errors.Is(err, quota.ErrUnverifiedEpoch) {
+			// The region has heard from a successor; this coordinator
+			// refuses, and learns it is fenced from the ledger.
+			return nil
+		}
+		if errors.Is(err, quota.ErrSuperseded) {
+			s.send(int(it.a), false, int(it.b), &message{what: msgSuperseded, inc: it.m.inc})
+			return nil
+		}
 		if err == nil {
 			err = s.write(int(it.b), step)
 		}
@@ -516,16 +562,23 @@ func (s *sim) deliverToCoord(it item) error {
 				Activates: c.clock.real(int64(l.Activates)), Expires: c.clock.real(int64(l.Expires)),
 			})
 		}
-		s.send(int(it.a), false, int(it.b), &message{what: 1, grant: g})
+		s.send(int(it.a), false, int(it.b), &message{what: msgGrant, grant: g})
 		for _, n := range nudges {
 			for i, rr := range s.regions {
 				if rr.name == n.Region {
-					s.send(i, false, int(it.b), &message{what: 3, nudge: n})
+					s.send(i, false, int(it.b), &message{what: msgNudge, nudge: n})
 				}
 			}
 		}
-	case 2:
+	case msgReturn:
 		step, err := c.core.Return(now, it.m.ret)
+		if errors.Is(err, quota.ErrUnverifiedEpoch) {
+			return nil
+		}
+		if errors.Is(err, quota.ErrSuperseded) {
+			s.send(int(it.a), false, int(it.b), &message{what: msgSuperseded, inc: it.m.ret.Incarnation})
+			return nil
+		}
 		if err == nil {
 			err = s.write(int(it.b), step)
 		}
@@ -551,9 +604,21 @@ func (s *sim) deliverToRegion(it item) {
 	}
 	local := r.clock.local(s.now)
 	switch it.m.what {
-	case 3:
+	case msgNudge:
 		r.lim.Nudge(it.m.nudge)
-	case 1:
+	case msgAttached:
+		if it.m.inc != 0 {
+			r.inc = it.m.inc
+		} else {
+			// Refused: another agent holds the region. Ask again in a
+			// second at most, as the network client does.
+			r.nextAttach = local + int64(min(it.m.wait, time.Second))
+		}
+	case msgSuperseded:
+		if r.inc == it.m.inc {
+			r.inc = 0 // attach again
+		}
+	case msgGrant:
 		in := r.lim.Install(local, it.m.grant)
 		if !in.OK() {
 			return
@@ -568,9 +633,35 @@ func (s *sim) deliverToRegion(it item) {
 		s.at(r.clock.real(in.Until), item{kind: evExpire, a: it.a, m: &message{grant: quota.Grant{Lease: in.Lease}}})
 		if in.Return != nil {
 			s.emit(Event{Ev: "return", Region: r.name, ID: in.Return.LeaseID, Balance: in.Return.Balance})
-			s.send(int(it.a), true, r.conn, &message{what: 2, ret: *in.Return})
+			ret := *in.Return
+			ret.Incarnation = r.inc
+			s.send(int(it.a), true, r.conn, &message{what: msgReturn, ret: ret})
 		}
 	}
+}
+
+// attachAt is the coordinator's side of an attach: a new incarnation,
+// written to the ledger before the answer, or a refusal while another
+// agent's leases count.
+func (s *sim) attachAt(it item, now time.Duration) error {
+	c, r := s.coords[it.b], s.regions[it.a]
+	s.lastInc++
+	step, err := c.core.Attach(now, r.name, s.lastInc, r.agent)
+	if err == nil {
+		err = s.write(int(it.b), step)
+	}
+	var held *quota.HeldError
+	switch {
+	case errors.As(err, &held):
+		s.send(int(it.a), false, int(it.b), &message{what: msgAttached, wait: held.Wait})
+	case errors.Is(err, quota.ErrStaleEpoch):
+		s.fence(int(it.b))
+	case err != nil:
+		s.refused++
+	default:
+		s.send(int(it.a), false, int(it.b), &message{what: msgAttached, inc: s.lastInc})
+	}
+	return nil
 }
 
 // unfenced is a ledger without epoch fencing, a deliberate fault of the

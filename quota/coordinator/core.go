@@ -31,6 +31,14 @@ type Core struct {
 	broken  breakage.Set
 	seed    []string // the config's tenants the ledger lacks, to write (Seeding)
 	seeded  bool
+	holders map[string]*holder // by region: the agent incarnation that holds it (Attach)
+}
+
+// holder is the agent incarnation that holds a region; id 0 once it
+// detached.
+type holder struct {
+	id    uint64
+	agent string
 }
 
 type tenantState struct {
@@ -77,6 +85,8 @@ const (
 	Returned EndReason = "returned"
 	// Expired: the lease's counted interval is over.
 	Expired EndReason = "expired"
+	// Detached: the region's agent detached, having stopped spending.
+	Detached EndReason = "detached"
 )
 
 // Config configures a Core.
@@ -107,7 +117,10 @@ func New(cfg Config, snap Snapshot, now time.Duration, opts ...Option) (*Core, e
 	for _, o := range opts {
 		o(&set)
 	}
-	c := &Core{tenants: map[string]*tenantState{}, broken: set.Faults}
+	c := &Core{tenants: map[string]*tenantState{}, broken: set.Faults, holders: map[string]*holder{}}
+	for _, h := range snap.Holders {
+		c.holders[h.Region] = &holder{id: h.Incarnation, agent: h.Agent}
+	}
 	for i, r := range snap.Tenants {
 		if err := r.Tenant.Validate(); err != nil {
 			return nil, fmt.Errorf("coordinator: the ledger's tenant %d: %w", i, err)
@@ -286,10 +299,8 @@ func (c *Core) Renew(now time.Duration, req quota.Request) (quota.Grant, []quota
 	if err != nil {
 		return quota.Grant{}, nil, Step{}, err
 	}
-	if req.Epoch > c.epoch {
-		// The region has heard from a newer coordinator.
-		c.stopped = fmt.Errorf("%w: region %q has seen epoch %d, this coordinator is %d", quota.ErrStaleEpoch, req.Region, req.Epoch, c.epoch)
-		return quota.Grant{}, nil, Step{}, c.stopped
+	if err := c.admit(req.Region, req.Epoch, req.Incarnation); err != nil {
+		return quota.Grant{}, nil, Step{}, err
 	}
 	if req.Seq != 0 && rs.last.Seq == req.Seq && rs.last.Lease.ID != 0 {
 		return rs.last, nil, Step{}, nil
@@ -375,10 +386,11 @@ func (c *Core) Renew(now time.Duration, req quota.Request) (quota.Grant, []quota
 }
 
 // Return handles a region's return of a lease: the lease stops counting,
-// and the tokens it handed back become credit, as far as its end freed
-// burst share (so credit and live bursts together stay within B). A
-// duplicate, a late return of a lease that has expired, or one of an
-// unknown lease changes nothing: returns are idempotent.
+// and so do the region's older leases of the tenant (superseded), and the
+// tokens it handed back become credit, as far as those ends freed burst
+// share (so credit and live bursts together stay within B). A duplicate,
+// a late return of a lease that has expired, or one of an unknown lease
+// changes nothing: returns are idempotent.
 func (c *Core) Return(now time.Duration, ret quota.Return) (Step, error) {
 	if c.stopped != nil {
 		return Step{}, c.stopped
@@ -387,9 +399,8 @@ func (c *Core) Return(now time.Duration, ret quota.Return) (Step, error) {
 	if err != nil {
 		return Step{}, err
 	}
-	if ret.Epoch > c.epoch {
-		c.stopped = fmt.Errorf("%w: region %q has seen epoch %d, this coordinator is %d", quota.ErrStaleEpoch, ret.Region, ret.Epoch, c.epoch)
-		return Step{}, c.stopped
+	if err := c.admit(ret.Region, ret.Epoch, ret.Incarnation); err != nil {
+		return Step{}, err
 	}
 	var x Step
 	x.expire(ts, now)
@@ -397,6 +408,12 @@ func (c *Core) Return(now time.Duration, ret quota.Return) (Step, error) {
 		return x, nil
 	}
 	_, before := peak(rs)
+	// A region that gives lease H back uses no older lease again (it
+	// never goes back to one), so those stop counting too: a region that
+	// shuts down frees its share now, though the returns of leases it
+	// replaced were lost. Sound because one incarnation spends for the
+	// region (Attach), and only for a lease H the region was granted.
+	x.end(rs, Superseded, func(l counted) bool { return l.ID < ret.LeaseID })
 	x.end(rs, Returned, func(l counted) bool { return l.ID == ret.LeaseID })
 	_, after := peak(rs)
 	// Within what the burst freed, and within B: after a shrink of B the

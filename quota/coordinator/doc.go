@@ -13,7 +13,10 @@
 // goes through a Ledger: Fence makes the caller the only writer with a
 // higher epoch, so a successor keeps counting the leases it restores and a
 // predecessor that wakes up cannot write, and so cannot grant. MemLedger
-// is the in-memory ledger; quota/etcdledger keeps it in etcd.
+// is the in-memory ledger; quota/etcdledger keeps it in etcd. One agent
+// spends for a region at a time: Attach makes an agent's incarnation the
+// region's holder once no lease of the region counts, and Renew and
+// Return refuse any other (incarnation.go).
 //
 //	srv, err := coordinator.NewServer(ctx, coordinator.Config{Tenants: tenants}, ledger,
 //		coordinator.WithNudges(deliver))

@@ -12,9 +12,11 @@ import (
 )
 
 // Ledger is the coordinator's durable state: the leases it has granted
-// and not yet seen end, and each tenant's credit (returned tokens waiting
-// to be moved). A grant is written here before it is sent, so that a
-// successor that restores the ledger keeps counting it.
+// and not yet seen end, each tenant's credit (returned tokens waiting
+// to be moved), the tenants, and each region's agent incarnation. A grant
+// is written here before it is sent, so that a successor that restores
+// the ledger keeps counting it, and an attach before it is answered, so
+// that a successor enforces it.
 //
 // Fencing lives here, not in the coordinator: Fence makes the caller the
 // only writer by raising the epoch, and Commit refuses a write from any
@@ -38,6 +40,20 @@ type Snapshot struct {
 	// whether a config file has seeded it (Config.Tenants).
 	Tenants []TenantRecord
 	Seeded  bool
+	// Holders are the regions' agent incarnations (Core.Attach).
+	Holders []Holder
+}
+
+// Holder is the agent incarnation that holds a region, as the ledger
+// keeps it: only it may renew and return the region's leases.
+// Incarnation 0 records a region whose agent detached: no one holds it,
+// and a caller that never attached (incarnation 0) stays refused, as it
+// is from a region's first attach on.
+type Holder struct {
+	Region      string `json:"region"`
+	Incarnation uint64 `json:"incarnation"`
+	// Agent is how the agent described itself, and when it attached.
+	Agent string `json:"agent"`
 }
 
 // OpKind is what an Op does.
@@ -59,6 +75,8 @@ const (
 	// MarkSeeded records that the config file's tenants were written:
 	// from then on the ledger's tenants are the truth.
 	MarkSeeded
+	// PutHolder records Holder, the region's agent incarnation.
+	PutHolder
 )
 
 // Op is one change to the ledger.
@@ -69,6 +87,7 @@ type Op struct {
 	Tenant string       // SetCredit; EndLease (where the ledger keys leases by tenant)
 	Credit quota.Micro  // SetCredit
 	Record TenantRecord // PutTenant
+	Holder Holder       // PutHolder
 }
 
 // MemLedger is a Ledger in memory: the embedded default's and the chaos
@@ -82,13 +101,15 @@ type MemLedger struct {
 	credit  map[string]quota.Micro
 	tenants map[string]TenantRecord
 	seeded  bool
+	holders map[string]Holder
 }
 
 var _ Ledger = (*MemLedger)(nil)
 
 // NewMemLedger returns an empty ledger at epoch 0.
 func NewMemLedger() *MemLedger {
-	return &MemLedger{nextID: 1, leases: map[uint64]quota.Lease{}, credit: map[string]quota.Micro{}, tenants: map[string]TenantRecord{}}
+	return &MemLedger{nextID: 1, leases: map[uint64]quota.Lease{}, credit: map[string]quota.Micro{}, tenants: map[string]TenantRecord{},
+		holders: map[string]Holder{}}
 }
 
 // Fence implements Ledger.
@@ -105,8 +126,12 @@ func (l *MemLedger) Fence(ctx context.Context) (Snapshot, error) {
 	for _, name := range slices.Sorted(maps.Keys(l.tenants)) {
 		tenants = append(tenants, l.tenants[name])
 	}
+	var holders []Holder
+	for _, region := range slices.Sorted(maps.Keys(l.holders)) {
+		holders = append(holders, l.holders[region])
+	}
 	return Snapshot{Epoch: l.epoch, NextID: l.nextID, Leases: leases, Credit: maps.Clone(l.credit),
-		Tenants: tenants, Seeded: l.seeded}, nil
+		Tenants: tenants, Seeded: l.seeded, Holders: holders}, nil
 }
 
 // Commit implements Ledger.
@@ -138,6 +163,10 @@ func (l *MemLedger) Commit(ctx context.Context, epoch uint64, ops ...Op) error {
 				return fmt.Errorf("coordinator: ledger op %d: tenant record %q under the name %q", i, op.Record.Name, op.Tenant)
 			}
 		case DeleteTenant, MarkSeeded:
+		case PutHolder:
+			if op.Holder.Region == "" {
+				return fmt.Errorf("coordinator: ledger op %d: a holder without a region", i)
+			}
 		default:
 			return fmt.Errorf("coordinator: ledger op %d: unknown kind %d", i, op.Kind)
 		}
@@ -155,6 +184,8 @@ func (l *MemLedger) Commit(ctx context.Context, epoch uint64, ops ...Op) error {
 			delete(l.tenants, op.Tenant)
 		case MarkSeeded:
 			l.seeded = true
+		case PutHolder:
+			l.holders[op.Holder.Region] = op.Holder
 		}
 	}
 	l.credit = credit

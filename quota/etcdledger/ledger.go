@@ -114,10 +114,12 @@ func (c Config) Validate() error {
 //
 // Keys under the prefix: meta (format and cluster name), election/…,
 // lease/<id> (a quota.Lease in JSON), credit/<tenant> (micro-tokens),
-// nextid, tenant/<name> (a coordinator.TenantRecord in JSON) and
-// tenants-seeded (present once a config file's tenants were written).
-// Tenants are written by the leader in the same fenced transactions as
-// the leases, so a deposed leader cannot change one either. A Ledger is safe for concurrent use.
+// nextid, tenant/<name> (a coordinator.TenantRecord in JSON),
+// tenants-seeded (present once a config file's tenants were written) and
+// holder/<region> (a coordinator.Holder in JSON: the agent incarnation
+// that holds the region). Tenants and holders are written by the leader
+// in the same fenced transactions as the leases, so a deposed leader
+// cannot change one either. A Ledger is safe for concurrent use.
 type Ledger struct {
 	cfg Config
 
@@ -223,7 +225,8 @@ func (l *Ledger) Fence(ctx context.Context) (coordinator.Snapshot, error) {
 			clientv3.OpGet(p+"credit/", clientv3.WithPrefix()),
 			clientv3.OpGet(p+"nextid"),
 			clientv3.OpGet(p+"tenant/", clientv3.WithPrefix()),
-			clientv3.OpGet(p+"tenants-seeded")).
+			clientv3.OpGet(p+"tenants-seeded"),
+			clientv3.OpGet(p+"holder/", clientv3.WithPrefix())).
 		Commit()
 	if err != nil {
 		return coordinator.Snapshot{}, fmt.Errorf("etcdledger: reading the ledger: %w", err)
@@ -261,6 +264,13 @@ func (l *Ledger) Fence(ctx context.Context) (coordinator.Snapshot, error) {
 		snap.Tenants = append(snap.Tenants, rec)
 	}
 	snap.Seeded = len(resp.Responses[4].GetResponseRange().Kvs) > 0
+	for _, kv := range resp.Responses[5].GetResponseRange().Kvs {
+		var h coordinator.Holder
+		if err := json.Unmarshal(kv.Value, &h); err != nil || p+"holder/"+h.Region != string(kv.Key) {
+			return coordinator.Snapshot{}, fmt.Errorf("%w: %s: not a region's holder: %q", ErrForeign, kv.Key, kv.Value)
+		}
+		snap.Holders = append(snap.Holders, h)
+	}
 	snap.NextID = max(snap.NextID, 1)
 	l.mu.Lock()
 	l.session, l.election, l.key, l.epoch, l.nextID = s, e, e.Key(), e.Rev(), snap.NextID
@@ -332,6 +342,16 @@ func (l *Ledger) Commit(ctx context.Context, epoch uint64, ops ...coordinator.Op
 		case coordinator.MarkSeeded:
 			k := p + "tenants-seeded"
 			set(k, clientv3.OpPut(k, "1"))
+		case coordinator.PutHolder:
+			if op.Holder.Region == "" {
+				return fmt.Errorf("etcdledger: op %d: a holder without a region", i)
+			}
+			v, err := json.Marshal(op.Holder)
+			if err != nil {
+				return fmt.Errorf("etcdledger: op %d: %w", i, err)
+			}
+			k := p + "holder/" + op.Holder.Region
+			set(k, clientv3.OpPut(k, string(v)))
 		default:
 			return fmt.Errorf("etcdledger: op %d: unknown kind %d", i, op.Kind)
 		}

@@ -152,3 +152,65 @@ func TestTooManyOps(t *testing.T) {
 		t.Fatalf("a transaction at the limit: %v", err)
 	}
 }
+
+// TestHolderSurvivesFence: the region's agent incarnation is written with
+// the leases, and a successor that fences the ledger restores it and
+// enforces it — the holder renews, incarnation 0 and another agent are
+// refused while the restored lease counts — and a detached holder stays
+// recorded (incarnation 0 refused).
+func TestHolderSurvivesFence(t *testing.T) {
+	newClient := etcd(t)
+	ctx := context.Background()
+	tn := quota.Tenant{Name: "acme", Rate: 100 * quota.One, Burst: 100 * quota.One, Regions: []string{"eu", "us"}}
+	a := open(t, newClient(), "c")
+	snap, err := a.Fence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := coordinator.New(coordinator.Config{Tenants: []quota.Tenant{tn}}, snap, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(step coordinator.Step, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Commit(ctx, snap.Epoch, step.Ops...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(first.Attach(0, "eu", 4242, "host-a:1"))
+	write(first.Attach(0, "us", 77, "host-u:1"))
+	write(first.Detach(0, "us", 77))
+	_, _, step, err := first.Renew(0, quota.Request{Tenant: "acme", Region: "eu", Seq: 1, Epoch: snap.Epoch, Incarnation: 4242})
+	write(step, err)
+
+	a.Close()
+	b := open(t, newClient(), "c")
+	s2, err := b.Fence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []coordinator.Holder{{Region: "eu", Incarnation: 4242, Agent: "host-a:1"}, {Region: "us"}}
+	if len(s2.Holders) != 2 || s2.Holders[0] != want[0] || s2.Holders[1] != want[1] {
+		t.Fatalf("restored holders %+v, want %+v", s2.Holders, want)
+	}
+	succ, err := coordinator.New(coordinator.Config{Tenants: []quota.Tenant{tn}}, s2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := succ.Attach(time.Second, "eu", 99, "host-b:2"); !errors.Is(err, quota.ErrRegionHeld) {
+		t.Fatalf("a second agent attached eu after the fence: %v", err)
+	}
+	for i, tc := range []struct {
+		region string
+		inc    uint64
+		ok     bool
+	}{{"eu", 4242, true}, {"eu", 0, false}, {"eu", 99, false}, {"us", 0, false}, {"us", 77, false}} {
+		_, _, _, err := succ.Renew(time.Second, quota.Request{Tenant: "acme", Region: tc.region, Seq: uint64(10 + i), Epoch: s2.Epoch, Incarnation: tc.inc})
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, quota.ErrSuperseded)) {
+			t.Fatalf("step %d: renewal of %s as incarnation %d after the fence: %v, want ok %v", i, tc.region, tc.inc, err, tc.ok)
+		}
+	}
+}

@@ -55,8 +55,10 @@ type runOptions struct {
 func WithHooks(h Hooks) RunOption { return func(o *runOptions) { o.hooks = h } }
 
 // WithLogger logs every error Run meets (a failed renewal, a lost return)
-// to logger, at level Warn; by default Run logs nothing, and counts them
-// (RunStats).
+// to logger, at level Warn — but for renewals refused because another
+// agent holds the region (quota.ErrRegionHeld), which come every retry
+// until its leases end: Hooks.Failed hears of those, for the caller to
+// say once. By default Run logs nothing, and counts them (RunStats).
 func WithLogger(logger *slog.Logger) RunOption { return func(o *runOptions) { o.logger = logger } }
 
 // RunStats counts what Run did, since New.
@@ -169,7 +171,10 @@ func (l *Limiter) renew(ctx context.Context, c Coordinator, tenant string, b *bu
 		if o.hooks.Failed != nil {
 			o.hooks.Failed(tenant, err)
 		}
-		if o.logger != nil {
+		// A region held by another agent fails every renewal until that
+		// agent's leases end: the Failed hook hears of each, the log would
+		// drown in them.
+		if o.logger != nil && !errors.Is(err, quota.ErrRegionHeld) {
 			o.logger.Warn("quota region: renewal failed", "region", l.cfg.Region, "tenant", tenant, "seq", req.Seq, "err", err)
 		}
 		return // Due asks again, backing off

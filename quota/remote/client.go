@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,12 +33,24 @@ type ClientConfig struct {
 	Linger time.Duration
 	// OnNudge receives the nudges that ride on answers; may be nil.
 	OnNudge func(quota.Nudge)
+	// Agent describes this agent when it attaches (AttachBody); default
+	// the host name and process id, "host:pid".
+	Agent string
 }
 
 // Client is a region's side of the API: it implements region.Coordinator.
 // Calls made within Linger of each other travel in one HTTP request (up
 // to MaxBatch), so that a region renewing thousands of tenants sends tens
 // of requests, not thousands. It is safe for concurrent use.
+//
+// The client attaches the region before its first call (see wire.go) and
+// keeps the incarnation it is given. When the coordinator answers that it
+// no longer holds the region (quota.ErrSuperseded), it forgets it and
+// attaches again with the next call — which is refused with a
+// *quota.HeldError while another agent holds the region, and then tried
+// again about once a second (or when the holder's last lease stops
+// counting, if sooner): meanwhile every call fails at once with that
+// error, and the region holds no lease. Detach ends the hold, after the leases went back.
 type Client struct {
 	cfg    ClientConfig
 	leader atomic.Int64 // index into Endpoints of the one believed to lead
@@ -45,7 +59,21 @@ type Client struct {
 	renews  []*call
 	returns []*call
 	timer   *time.Timer
+
+	inc atomic.Uint64 // the incarnation; 0 until attached
+	// attachMu makes one attach at a time: calls that need one wait for
+	// the attach under way rather than each start one (a second would
+	// supersede the first). It is held across that HTTP request only.
+	attachMu  sync.Mutex
+	held      *quota.HeldError // the last refusal, until heldUntil
+	heldUntil time.Time
+	detached  bool // Detach was called: no attach again
 }
+
+// attachRetry is how soon a client whose attach was refused asks again,
+// at most: a standby agent takes over within about this long once the
+// holder detaches, at the cost of one small request a second.
+const attachRetry = time.Second
 
 type call struct {
 	req  quota.Request
@@ -79,7 +107,95 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.Linger == 0 {
 		cfg.Linger = 2 * time.Millisecond
 	}
+	if cfg.Agent == "" {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "unknown-host"
+		}
+		cfg.Agent = host + ":" + strconv.Itoa(os.Getpid())
+	}
+	if !printable(cfg.Agent) {
+		return nil, fmt.Errorf("%w: remote: agent %q: want 1 to %d printable characters", quota.ErrConfig, cfg.Agent, MaxAgent)
+	}
 	return &Client{cfg: cfg}, nil
+}
+
+// Incarnation is the incarnation the client holds the region as; 0 while
+// it is not attached.
+func (c *Client) Incarnation() uint64 { return c.inc.Load() }
+
+// attach returns the client's incarnation, attaching the region if it
+// has none: POST /v1/region/attach. While the last attach was refused and
+// its holder's leases may still count, it fails at once with that
+// refusal (a *quota.HeldError), without asking.
+func (c *Client) attach(ctx context.Context) (uint64, error) {
+	if inc := c.inc.Load(); inc != 0 {
+		return inc, nil
+	}
+	c.attachMu.Lock()
+	defer c.attachMu.Unlock()
+	if inc := c.inc.Load(); inc != 0 {
+		return inc, nil // attached while this call waited
+	}
+	if c.detached {
+		return 0, errors.New("remote: the client has detached the region")
+	}
+	if c.held != nil && time.Now().Before(c.heldUntil) {
+		return 0, c.held
+	}
+	data, err := json.Marshal(AttachBody{Agent: c.cfg.Agent})
+	if err != nil {
+		return 0, err
+	}
+	var ans AttachAnswer
+	_, err = c.leaderDo(ctx, http.MethodPost, "/v1/region/attach", data, func(raw []byte) error {
+		if err := json.Unmarshal(raw, &ans); err != nil {
+			return fmt.Errorf("remote: attach answer: %w", err)
+		}
+		if ans.Incarnation == 0 {
+			return errors.New("remote: attach answer without an incarnation")
+		}
+		return nil
+	})
+	var held *quota.HeldError
+	if errors.As(err, &held) {
+		c.held, c.heldUntil = held, time.Now().Add(min(held.Wait, attachRetry))
+	}
+	if err != nil {
+		return 0, err
+	}
+	c.held = nil
+	c.inc.Store(ans.Incarnation)
+	return ans.Incarnation, nil
+}
+
+// superseded forgets incarnation inc after the coordinator said it no
+// longer holds the region: the next call attaches again.
+func (c *Client) superseded(inc uint64) { c.inc.CompareAndSwap(inc, 0) }
+
+// Detach ends the client's hold on the region (POST /v1/region/detach):
+// every lease of the region stops counting, and another agent may attach
+// at once. Call it only once the region spends nothing more — after
+// region.Limiter.Run has returned, having given its leases back. A client
+// that holds nothing, or whose incarnation was superseded meanwhile, has
+// nothing to detach: nil. The client attaches no more afterwards.
+func (c *Client) Detach(ctx context.Context) error {
+	c.attachMu.Lock()
+	defer c.attachMu.Unlock()
+	c.detached = true
+	inc := c.inc.Swap(0)
+	if inc == 0 {
+		return nil
+	}
+	data, err := json.Marshal(DetachBody{Incarnation: inc})
+	if err != nil {
+		return err
+	}
+	_, err = c.leaderDo(ctx, http.MethodPost, "/v1/region/detach", data, func([]byte) error { return nil })
+	if errors.Is(err, quota.ErrSuperseded) {
+		return nil
+	}
+	return err
 }
 
 // Renew implements region.Coordinator.
@@ -107,9 +223,22 @@ func (c *Client) Return(ctx context.Context, ret quota.Return) error {
 }
 
 // Poll sends an empty renewal: it picks up the region's nudges, and says
-// whether a leader answers.
+// whether a leader answers and this client holds the region (attaching
+// first if it does not; a *quota.HeldError while another agent holds it).
 func (c *Client) Poll(ctx context.Context) error {
-	_, err := c.send(ctx, "/v1/renew", RenewBody{Requests: []quota.Request{}}, 0)
+	inc, err := c.attach(ctx)
+	if err != nil {
+		return err
+	}
+	ans, _, err := c.send(ctx, "/v1/renew", RenewBody{Incarnation: inc, Requests: []quota.Request{}}, 0)
+	if errors.Is(err, quota.ErrSuperseded) {
+		c.superseded(inc) // another agent took the region: the next call attaches again
+	}
+	if err == nil && c.cfg.OnNudge != nil {
+		for _, nd := range ans.Nudges {
+			c.cfg.OnNudge(nd)
+		}
+	}
 	return err
 }
 
@@ -148,17 +277,57 @@ func (c *Client) flush() {
 	}
 }
 
+// failAll fails every call with err.
+func failAll(calls []*call, err error) {
+	for _, cl := range calls {
+		cl.done <- callResult{err: err}
+	}
+}
+
+// after reads what an answer from endpoint k says of the client's state:
+// an incarnation superseded is forgotten (the next call attaches again);
+// an epoch the endpoint cannot verify is one the region has seen from a
+// newer leader, so the next call goes to the next endpoint — the usual
+// leader-following takes it from there. Nudges are delivered only once
+// the incarnation is known to hold the region.
+func (c *Client) after(ans Answer, k int, inc uint64) {
+	behind := false
+	for _, r := range ans.Results {
+		switch r.Code {
+		case CodeSuperseded:
+			c.superseded(inc)
+		case CodeUnverifiedEpoch:
+			behind = true
+		}
+	}
+	if behind {
+		c.leader.CompareAndSwap(int64(k), int64((k+1)%len(c.cfg.Endpoints)))
+	}
+	if c.cfg.OnNudge != nil {
+		for _, nd := range ans.Nudges {
+			c.cfg.OnNudge(nd)
+		}
+	}
+}
+
 func (c *Client) sendRenews(calls []*call) {
-	body := RenewBody{Requests: make([]quota.Request, len(calls))}
+	ctx := context.Background()
+	inc, err := c.attach(ctx)
+	if err != nil {
+		failAll(calls, err)
+		return
+	}
+	body := RenewBody{Incarnation: inc, Requests: make([]quota.Request, len(calls))}
 	for i, cl := range calls {
 		body.Requests[i] = cl.req
 	}
-	ans, err := c.send(context.Background(), "/v1/renew", body, len(calls))
+	ans, k, err := c.send(ctx, "/v1/renew", body, len(calls))
+	if err != nil {
+		failAll(calls, err)
+		return
+	}
+	c.after(ans, k, inc)
 	for i, cl := range calls {
-		if err != nil {
-			cl.done <- callResult{err: err}
-			continue
-		}
 		r := ans.Results[i]
 		if e := errOf(r); e != nil {
 			cl.done <- callResult{err: e}
@@ -171,45 +340,48 @@ func (c *Client) sendRenews(calls []*call) {
 }
 
 func (c *Client) sendReturns(calls []*call) {
-	body := ReturnBody{Returns: make([]quota.Return, len(calls))}
+	ctx := context.Background()
+	inc, err := c.attach(ctx)
+	if err != nil {
+		failAll(calls, err)
+		return
+	}
+	body := ReturnBody{Incarnation: inc, Returns: make([]quota.Return, len(calls))}
 	for i, cl := range calls {
 		body.Returns[i] = cl.ret
 	}
-	ans, err := c.send(context.Background(), "/v1/return", body, len(calls))
+	ans, k, err := c.send(ctx, "/v1/return", body, len(calls))
+	if err != nil {
+		failAll(calls, err)
+		return
+	}
+	c.after(ans, k, inc)
 	for i, cl := range calls {
-		if err != nil {
-			cl.done <- callResult{err: err}
-			continue
-		}
 		cl.done <- callResult{err: errOf(ans.Results[i])}
 	}
 }
 
-// send posts body to the leader (see leaderDo) and checks the answer.
-func (c *Client) send(ctx context.Context, path string, body any, want int) (Answer, error) {
+// send posts body to the leader (see leaderDo) and checks the answer; it
+// says which endpoint answered.
+func (c *Client) send(ctx context.Context, path string, body any, want int) (Answer, int, error) {
 	data, err := json.Marshal(body)
 	if err != nil {
-		return Answer{}, err
+		return Answer{}, 0, err
 	}
 	var ans Answer
-	err = c.leaderDo(ctx, http.MethodPost, path, data, func(raw []byte) error {
+	k, err := c.leaderDo(ctx, http.MethodPost, path, data, func(raw []byte) error {
 		if err := json.Unmarshal(raw, &ans); err != nil {
 			return fmt.Errorf("remote: answer: %w", err)
 		}
 		return nil
 	})
 	if err != nil {
-		return Answer{}, err
+		return Answer{}, 0, err
 	}
 	if len(ans.Results) != want {
-		return Answer{}, fmt.Errorf("remote: %d results for %d calls", len(ans.Results), want)
+		return Answer{}, 0, fmt.Errorf("remote: %d results for %d calls", len(ans.Results), want)
 	}
-	if c.cfg.OnNudge != nil {
-		for _, nd := range ans.Nudges {
-			c.cfg.OnNudge(nd)
-		}
-	}
-	return ans, nil
+	return ans, k, nil
 }
 
 // Tenants asks the leader for the tenants whose traffic enters this
@@ -219,7 +391,7 @@ func (c *Client) send(ctx context.Context, path string, body any, want int) (Ans
 // error: the agent keeps the set it has.
 func (c *Client) Tenants(ctx context.Context) (RegionTenants, error) {
 	var ans RegionTenants
-	err := c.leaderDo(ctx, http.MethodGet, "/v1/region/tenants", nil, func(raw []byte) error {
+	_, err := c.leaderDo(ctx, http.MethodGet, "/v1/region/tenants", nil, func(raw []byte) error {
 		if err := json.Unmarshal(raw, &ans); err != nil {
 			return fmt.Errorf("remote: tenants answer: %w", err)
 		}
@@ -244,19 +416,22 @@ func (c *Client) Tenants(ctx context.Context) (RegionTenants, error) {
 // leaderDo sends a request to the leader, following a follower's answer
 // to the leader it names (only among the configured endpoints: the token
 // goes nowhere else) and trying each endpoint once when one does not
-// answer; decode reads a 200 answer.
-func (c *Client) leaderDo(ctx context.Context, method, path string, data []byte, decode func([]byte) error) error {
+// answer; decode reads a 200 answer. It says which endpoint answered.
+// A refusal of the region's credentials, or a 409 (the region is held,
+// the incarnation superseded), is the leader's answer: no other endpoint
+// is asked.
+func (c *Client) leaderDo(ctx context.Context, method, path string, data []byte, decode func([]byte) error) (int, error) {
 	n := len(c.cfg.Endpoints)
 	var last error
 	for try := 0; try < n+1; try++ {
 		i := int(c.leader.Load()) % n
 		raw, leader, err := c.do(ctx, method, c.cfg.Endpoints[i]+path, data)
 		if err == nil {
-			return decode(raw)
+			return i, decode(raw)
 		}
 		last = err
-		if errors.Is(err, ErrUnauthorized) {
-			return err
+		if errors.Is(err, ErrUnauthorized) || errors.Is(err, quota.ErrRegionHeld) || errors.Is(err, quota.ErrSuperseded) {
+			return i, err
 		}
 		next := (i + 1) % n
 		if leader != "" {
@@ -268,7 +443,7 @@ func (c *Client) leaderDo(ctx context.Context, method, path string, data []byte,
 		}
 		c.leader.CompareAndSwap(int64(i), int64(next))
 	}
-	return fmt.Errorf("%w: %v", ErrNoLeader, last)
+	return 0, fmt.Errorf("%w: %v", ErrNoLeader, last)
 }
 
 // do makes one HTTP request; it returns a 200 answer's body, or the
@@ -298,9 +473,14 @@ func (c *Client) do(ctx context.Context, method, u string, data []byte) ([]byte,
 	if resp.StatusCode != http.StatusOK {
 		var ref Refusal
 		json.Unmarshal(raw, &ref) //nolint:errcheck // the status says enough
-		switch resp.StatusCode {
-		case http.StatusUnauthorized, http.StatusForbidden:
+		switch {
+		case resp.StatusCode == http.StatusUnauthorized, resp.StatusCode == http.StatusForbidden:
 			return nil, "", fmt.Errorf("%w: %s: %s", ErrUnauthorized, resp.Status, ref.Error)
+		case resp.StatusCode == http.StatusConflict && ref.Code == CodeRegionHeld:
+			wait, _ := strconv.ParseInt(resp.Header.Get("Retry-After"), 10, 64)
+			return nil, "", &quota.HeldError{Region: c.cfg.Region, Holder: ref.Holder, Wait: time.Duration(min(max(wait, 1), 3600)) * time.Second}
+		case resp.StatusCode == http.StatusConflict && ref.Code == CodeSuperseded:
+			return nil, "", &remoteError{msg: ref.Error, base: quota.ErrSuperseded}
 		}
 		return nil, ref.Leader, fmt.Errorf("remote: %s: %s: %s", u, resp.Status, ref.Error)
 	}

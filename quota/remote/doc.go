@@ -6,14 +6,17 @@
 // replica leads: a follower answers 503 and names the leader). Each
 // region presents its own bearer token, compared in constant time; a body
 // holds at most MaxBatch renewals or returns in MaxBody bytes; calls are
-// idempotent (a renewal's Seq is its request id). Client is a region's
-// side — it implements region.Coordinator, batches concurrent calls into
-// one HTTP request, and follows the leader among the coordinators it was
-// configured with.
+// idempotent (a renewal's Seq is its request id). One agent spends for a
+// region at a time: an agent attaches first, and every call carries the
+// incarnation the coordinator gave it (wire.go). Client is a region's
+// side — it implements region.Coordinator, attaches before its first
+// call, batches concurrent calls into one HTTP request, and follows the
+// leader among the coordinators it was configured with.
 //
 //	h, err := remote.Handler(remote.HandlerConfig{Tokens: tokens, Lead: lead})
 //	http.ListenAndServe(addr, h)
 //
 //	c, err := remote.NewClient(remote.ClientConfig{Endpoints: urls, Region: "eu", Token: tok, OnNudge: lim.Nudge})
-//	go lim.Run(ctx, c)
+//	lim.Run(ctx, c) // returns once the leases went back
+//	c.Detach(context.Background())
 package remote

@@ -9,10 +9,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/afloat/afloat/quota"
 	"github.com/afloat/afloat/quota/coordinator"
@@ -27,6 +31,11 @@ type Backend interface {
 	Epoch() uint64
 	// Tenants lists the tenants (GET /v1/region/tenants).
 	Tenants() []coordinator.TenantRecord
+	// Attach, Detach and Verify fence the regions' agent incarnations
+	// (coordinator.Core.Attach).
+	Attach(ctx context.Context, region, agent string) (uint64, error)
+	Detach(ctx context.Context, region string, incarnation uint64) error
+	Verify(region string, incarnation uint64) error
 }
 
 // Leadership says who serves: the backend while this process leads, or
@@ -71,6 +80,8 @@ func Handler(cfg HandlerConfig) (http.Handler, error) {
 	mux.HandleFunc("POST /v1/renew", h.renew)
 	mux.HandleFunc("POST /v1/return", h.ret)
 	mux.HandleFunc("GET /v1/region/tenants", h.tenants)
+	mux.HandleFunc("POST /v1/region/attach", h.attach)
+	mux.HandleFunc("POST /v1/region/detach", h.detach)
 	return mux, nil
 }
 
@@ -99,7 +110,7 @@ func (h *handler) region(r *http.Request) (string, bool) {
 func refuse(w http.ResponseWriter, code int, ref Refusal) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	if code == http.StatusServiceUnavailable {
+	if code == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", "1")
 	}
 	w.WriteHeader(code)
@@ -203,14 +214,43 @@ func batchOf(w http.ResponseWriter, what, region string, n int, regionOf func(in
 	return true
 }
 
+// incarnationOf checks a body's incarnation and copies it into its n
+// calls: a body with calls needs one (over the network no caller is
+// exempt from attaching), and a call's own, if given, must be the body's.
+// Otherwise it refuses and says false.
+func incarnationOf(w http.ResponseWriter, what string, body uint64, n int, item func(int) *uint64) bool {
+	if body == 0 && n > 0 {
+		refuse(w, http.StatusBadRequest, Refusal{Error: "remote: incarnation 0: attach first (POST /v1/region/attach) and send the incarnation it returns"})
+		return false
+	}
+	for i := range n {
+		p := item(i)
+		if *p != 0 && *p != body {
+			refuse(w, http.StatusBadRequest, Refusal{Error: fmt.Sprintf("remote: %s[%d].incarnation: want the body's incarnation or none", what, i)})
+			return false
+		}
+		*p = body
+	}
+	return true
+}
+
 func (h *handler) renew(w http.ResponseWriter, r *http.Request) {
 	var body RenewBody
 	region, b, ok := h.begin(w, r, &body)
 	if !ok {
 		return
 	}
-	if !batchOf(w, "requests", region, len(body.Requests), func(i int) string { return body.Requests[i].Region }) {
+	if !batchOf(w, "requests", region, len(body.Requests), func(i int) string { return body.Requests[i].Region }) ||
+		!incarnationOf(w, "requests", body.Incarnation, len(body.Requests), func(i int) *uint64 { return &body.Requests[i].Incarnation }) {
 		return
+	}
+	if len(body.Requests) == 0 && body.Incarnation != 0 {
+		// A poll: it tells an agent with no tenant to renew that another
+		// agent has taken its region.
+		if err := b.Verify(region, body.Incarnation); err != nil {
+			refuse(w, http.StatusConflict, Refusal{Error: err.Error(), Code: codeOf(err)})
+			return
+		}
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
 	defer cancel()
@@ -225,7 +265,9 @@ func (h *handler) renew(w http.ResponseWriter, r *http.Request) {
 		ans.Results[i] = Result{Grant: &g}
 	}
 	ans.Epoch = b.Epoch()
-	if h.cfg.Nudges != nil {
+	// Nudges go to the agent that holds the region only: an agent
+	// standing by, or anyone else with the token, would take them from it.
+	if h.cfg.Nudges != nil && body.Incarnation != 0 && b.Verify(region, body.Incarnation) == nil {
 		ans.Nudges = h.cfg.Nudges.Take(region)
 	}
 	writeJSON(w, ans)
@@ -237,7 +279,8 @@ func (h *handler) ret(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if !batchOf(w, "returns", region, len(body.Returns), func(i int) string { return body.Returns[i].Region }) {
+	if !batchOf(w, "returns", region, len(body.Returns), func(i int) string { return body.Returns[i].Region }) ||
+		!incarnationOf(w, "returns", body.Incarnation, len(body.Returns), func(i int) *uint64 { return &body.Returns[i].Incarnation }) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
@@ -250,6 +293,81 @@ func (h *handler) ret(w http.ResponseWriter, r *http.Request) {
 	}
 	ans.Epoch = b.Epoch()
 	writeJSON(w, ans)
+}
+
+// attach answers POST /v1/region/attach: a new incarnation of the token's
+// region's agent, or 409 while another holds the region.
+func (h *handler) attach(w http.ResponseWriter, r *http.Request) {
+	var body AttachBody
+	region, b, ok := h.begin(w, r, &body)
+	if !ok {
+		return
+	}
+	if !printable(body.Agent) {
+		refuse(w, http.StatusBadRequest, Refusal{Error: fmt.Sprintf("remote: agent %q: want 1 to %d printable characters (host:pid, say)", body.Agent, MaxAgent)})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
+	defer cancel()
+	inc, err := b.Attach(ctx, region, body.Agent)
+	var held *quota.HeldError
+	switch {
+	case errors.As(err, &held):
+		if h.cfg.Logger != nil {
+			h.cfg.Logger.Warn("quota coordinator: refused a second agent for a region; it may attach once the holder's leases end",
+				"region", region, "agent", body.Agent, "holder", held.Holder, "wait", held.Wait)
+		}
+		w.Header().Set("Retry-After", strconv.FormatInt(max(1, int64(math.Ceil(held.Wait.Seconds()))), 10))
+		refuse(w, http.StatusConflict, Refusal{Error: err.Error(), Code: CodeRegionHeld, Holder: held.Holder})
+	case err != nil:
+		refuse(w, http.StatusServiceUnavailable, Refusal{Error: "remote: attach: " + err.Error()})
+	default:
+		if h.cfg.Logger != nil {
+			h.cfg.Logger.Info("quota coordinator: a region agent attached", "region", region, "agent", body.Agent)
+		}
+		writeJSON(w, AttachAnswer{Epoch: b.Epoch(), Incarnation: inc})
+	}
+}
+
+// detach answers POST /v1/region/detach: the incarnation's hold ends, and
+// every lease of the region with it.
+func (h *handler) detach(w http.ResponseWriter, r *http.Request) {
+	var body DetachBody
+	region, b, ok := h.begin(w, r, &body)
+	if !ok {
+		return
+	}
+	if body.Incarnation == 0 {
+		refuse(w, http.StatusBadRequest, Refusal{Error: "remote: incarnation 0: want the incarnation the attach returned"})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
+	defer cancel()
+	switch err := b.Detach(ctx, region, body.Incarnation); {
+	case errors.Is(err, quota.ErrSuperseded):
+		refuse(w, http.StatusConflict, Refusal{Error: err.Error(), Code: CodeSuperseded})
+	case err != nil:
+		refuse(w, http.StatusServiceUnavailable, Refusal{Error: "remote: detach: " + err.Error()})
+	default:
+		if h.cfg.Logger != nil {
+			h.cfg.Logger.Info("quota coordinator: a region agent detached", "region", region)
+		}
+		writeJSON(w, Answer{Epoch: b.Epoch(), Results: []Result{}})
+	}
+}
+
+// printable says whether s is 1 to MaxAgent bytes of UTF-8 without
+// control characters: it goes into logs and other agents' errors.
+func printable(s string) bool {
+	if s == "" || len(s) > MaxAgent || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

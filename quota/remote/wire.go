@@ -6,12 +6,30 @@ import (
 	"github.com/afloat/afloat/quota"
 )
 
-// The API, version 1: two POST routes and a GET, JSON both ways, one
-// bearer token per region (Authorization: Bearer TOKEN).
+// The API, version 1: POST and GET routes, JSON both ways, one bearer
+// token per region (Authorization: Bearer TOKEN).
 //
-//	POST /v1/renew   {"requests":[quota.Request...]}  → {"epoch":E,"results":[{"grant":…}|{"error":…,"code":…}],"nudges":[…]}
-//	POST /v1/return  {"returns":[quota.Return...]}    → {"epoch":E,"results":[{}|{"error":…,"code":…}]}
-//	GET  /v1/region/tenants                          → {"epoch":E,"region":R,"tenants":[{"name":…,"version":V,"costs":{…}}...]}
+//	POST /v1/region/attach {"agent":"host:pid"}               → {"epoch":E,"incarnation":N} | 409 {"error":…,"code":"region_held","holder":…} + Retry-After
+//	POST /v1/region/detach {"incarnation":N}                  → {"epoch":E} | 409 {"error":…,"code":"superseded"}
+//	POST /v1/renew   {"incarnation":N,"requests":[quota.Request...]}  → {"epoch":E,"results":[{"grant":…}|{"error":…,"code":…}],"nudges":[…]}
+//	POST /v1/return  {"incarnation":N,"returns":[quota.Return...]}    → {"epoch":E,"results":[{}|{"error":…,"code":…}]}
+//	GET  /v1/region/tenants                                   → {"epoch":E,"region":R,"tenants":[{"name":…,"version":V,"costs":{…}}...]}
+//
+// One agent spends for a region at a time. An agent attaches first: the
+// coordinator issues it an incarnation N — random, known only to it —
+// and refuses (409, with the holder and a Retry-After: when the last of
+// the holder's leases stops counting) while a lease granted to another
+// incarnation of the region still counts. Every renewal and return body
+// carries N, and the coordinator answers each call of an incarnation that
+// no longer holds the region with code superseded: the agent must attach
+// again, and waits while another holds the region. A clean shutdown gives
+// the leases back, then detaches: the region is free for the next agent
+// at once. A body with calls and incarnation 0 is refused (400): over the
+// network there is no caller that need not attach. An empty renewal (a
+// poll for nudges, or a probe for the leader) may carry 0, and gets no
+// nudges; with an incarnation that no longer holds the region it gets a
+// 409 superseded, so that an agent with no tenant to renew learns it too.
+// The region is always the token's, never the body's.
 //
 // GET /v1/region/tenants lists the tenants whose regions include the
 // token's region, as the leader has them now: region agents poll it to
@@ -21,20 +39,54 @@ import (
 // belongs to. A follower answers 503 with {"error":…,"leader":URL}; a
 // region's client then turns to the leader, if it is one of the
 // coordinators it was configured with (a token is never sent anywhere
-// else). Retries are idempotent: a renewal carries the region's request
-// number (Seq), and the coordinator answers a number it has seen with the
-// grant it gave it; a return of a lease that no longer counts changes
-// nothing.
+// else). A call claiming an epoch above the coordinator's own is refused
+// (code unverified_epoch) and changes nothing: epochs are the
+// coordinator's to know, from etcd, and a region's word is no proof; a
+// region's client that meets it turns to its next configured coordinator,
+// as the one it asked is behind one the region has heard from. Retries
+// are idempotent: a renewal carries the region's request number (Seq),
+// and the coordinator answers a number it has seen with the grant it gave
+// it; a return of a lease that no longer counts changes nothing.
 
 // RenewBody is the body of POST /v1/renew.
 type RenewBody struct {
-	Requests []quota.Request `json:"requests"`
+	// Incarnation is the agent's, from its attach; the coordinator copies
+	// it into each request (a request's own incarnation, if given, must
+	// be the same). Required when Requests is not empty.
+	Incarnation uint64          `json:"incarnation"`
+	Requests    []quota.Request `json:"requests"`
 }
 
 // ReturnBody is the body of POST /v1/return.
 type ReturnBody struct {
-	Returns []quota.Return `json:"returns"`
+	// Incarnation is as in RenewBody.
+	Incarnation uint64         `json:"incarnation"`
+	Returns     []quota.Return `json:"returns"`
 }
+
+// AttachBody is the body of POST /v1/region/attach.
+type AttachBody struct {
+	// Agent says which process attaches, for the refusals another agent
+	// of the region gets and the coordinator's log: 1 to 256 printable
+	// characters, host and process id, say. It is no credential.
+	Agent string `json:"agent"`
+}
+
+// AttachAnswer is the answer to an attach.
+type AttachAnswer struct {
+	Epoch uint64 `json:"epoch"`
+	// Incarnation is the agent's, for every renewal and return from now
+	// on; below 2⁵³, so that any JSON parser reads it exactly.
+	Incarnation uint64 `json:"incarnation"`
+}
+
+// DetachBody is the body of POST /v1/region/detach.
+type DetachBody struct {
+	Incarnation uint64 `json:"incarnation"`
+}
+
+// MaxAgent is the longest agent description an attach takes, in bytes.
+const MaxAgent = 256
 
 // Result is the answer to one request or return.
 type Result struct {
@@ -72,6 +124,13 @@ type Refusal struct {
 	Error string `json:"error"`
 	// Leader is where the leader is, in a follower's 503.
 	Leader string `json:"leader,omitempty"`
+	// Code is the reason of a 409: region_held (an attach while another
+	// agent holds the region) or superseded (a detach by an incarnation
+	// that no longer holds it).
+	Code string `json:"code,omitempty"`
+	// Holder describes the agent that holds the region, in a 409
+	// region_held.
+	Holder string `json:"holder,omitempty"`
 }
 
 // Codes of a Result's error, for the errors a region can branch on.
@@ -81,6 +140,15 @@ const (
 	CodeStaleEpoch    = "stale_epoch"
 	CodeUnavailable   = "unavailable" // the ledger did not take the write in time: ask again
 	CodeInvalid       = "invalid"
+	// CodeSuperseded: the body's incarnation no longer holds the region
+	// (quota.ErrSuperseded): attach again.
+	CodeSuperseded = "superseded"
+	// CodeUnverifiedEpoch: the call claims an epoch above the
+	// coordinator's (quota.ErrUnverifiedEpoch); nothing changed.
+	CodeUnverifiedEpoch = "unverified_epoch"
+	// CodeRegionHeld: an attach while another agent holds the region
+	// (quota.ErrRegionHeld), in a 409.
+	CodeRegionHeld = "region_held"
 )
 
 // Limits of the API.
@@ -108,6 +176,12 @@ func codeOf(err error) string {
 		return CodeUnknownRegion
 	case errors.Is(err, quota.ErrStaleEpoch):
 		return CodeStaleEpoch
+	case errors.Is(err, quota.ErrSuperseded):
+		return CodeSuperseded
+	case errors.Is(err, quota.ErrUnverifiedEpoch):
+		return CodeUnverifiedEpoch
+	case errors.Is(err, quota.ErrRegionHeld):
+		return CodeRegionHeld
 	case errors.Is(err, quota.ErrConfig):
 		return CodeInvalid
 	}
@@ -126,6 +200,10 @@ func errOf(r Result) error {
 		base = quota.ErrUnknownRegion
 	case CodeStaleEpoch:
 		base = quota.ErrStaleEpoch
+	case CodeSuperseded:
+		base = quota.ErrSuperseded
+	case CodeUnverifiedEpoch:
+		base = quota.ErrUnverifiedEpoch
 	case CodeInvalid:
 		base = quota.ErrConfig
 	default:

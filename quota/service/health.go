@@ -35,6 +35,9 @@ type Readiness struct {
 	// 100 of them; Missing counts them all).
 	Waiting []string `json:"waiting,omitempty"`
 	Missing int      `json:"missing,omitempty"`
+	// Standby says why a region agent waits: another agent holds its
+	// region, and this one may attach once that one's leases have ended.
+	Standby string `json:"standby,omitempty"`
 }
 
 // observe serves GET /metrics from reg, GET /healthz and GET /readyz from
@@ -76,7 +79,8 @@ func getOnly(h http.Handler) http.Handler {
 
 // regionReady: a region agent is ready when it holds a valid lease for
 // every tenant it serves — until then it refuses (hard mode) or spends
-// its allowance (best effort) for some of them.
+// its allowance (best effort) for some of them — and is not standing by
+// for another agent of its region (standby.go), even with no tenant.
 func (a *Agent) regionReady() Readiness {
 	now := a.lim.Now()
 	rd := Readiness{}
@@ -88,7 +92,8 @@ func (a *Agent) regionReady() Readiness {
 			rd.Missing++
 		}
 	}
-	rd.Ready = rd.Missing == 0
+	rd.Standby = a.standby()
+	rd.Ready = rd.Missing == 0 && rd.Standby == ""
 	return rd
 }
 

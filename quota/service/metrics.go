@@ -116,33 +116,37 @@ type agentMetrics struct {
 
 // regionCollector reads a region's limiter at scrape time.
 type regionCollector struct {
-	lim  *region.Limiter
-	seen monotonic
+	lim     *region.Limiter
+	seen    monotonic
+	standby func() bool // another agent holds the region
 
 	rate, burst, valid, remaining, balance, allowance, inUse *prometheus.Desc
 	admitted, refused, unknown, grants, returns              *prometheus.Desc
+	standbyDesc                                              *prometheus.Desc
 }
 
-func newAgentMetrics(lim *region.Limiter) *agentMetrics {
+func newAgentMetrics(lim *region.Limiter, standby func() bool) *agentMetrics {
 	reg := newRegistry()
 	constant := prometheus.Labels{"region": lim.Region()}
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(metricPrefix+"region_"+name, help, labels, constant)
 	}
 	reg.MustRegister(&regionCollector{
-		lim:       lim,
-		rate:      d("lease_rate_tokens_per_second", "Rate share of the lease in use (0 without a valid lease).", "tenant"),
-		burst:     d("lease_burst_tokens", "Burst share of the lease in use (0 without a valid lease).", "tenant"),
-		valid:     d("lease_valid", "1 while the region holds a valid lease for the tenant, else 0.", "tenant"),
-		remaining: d("lease_remaining_seconds", "Time until the lease in use ends on the region's clock (0 without a valid lease).", "tenant"),
-		balance:   d("balance_tokens", "Tokens in the region's bucket for the tenant (0 without a valid lease).", "tenant"),
-		allowance: d("emergency_allowance_tokens", "The emergency allowance E (best-effort mode; 0 in hard mode).", "tenant"),
-		inUse:     d("emergency_in_use_tokens", "Emergency allowance spent and not yet refilled: E less what is left.", "tenant"),
-		admitted:  d("admitted_tokens_total", "Tokens admitted, by reason: lease (under a valid lease) or emergency (from the allowance).", "tenant", "reason"),
-		refused:   d("refused_tokens_total", "Tokens refused, by reason: exhausted (a valid lease lacked them), no_lease, allowance_spent (best effort, no lease, allowance spent).", "tenant", "reason"),
-		unknown:   d("unknown_tenant_requests_total", "Requests naming a tenant the region does not serve."),
-		grants:    d("grants_total", "Grants received, by what the region did: accepted (installed), or ignored as stale_epoch, not_newer, unknown_request, over_on_arrival or not_this_region.", "outcome"),
-		returns:   d("returns_total", "Leases given back, by result: acknowledged, or failed (the coordinator counts the lease until it expires).", "result"),
+		lim:         lim,
+		standby:     standby,
+		rate:        d("lease_rate_tokens_per_second", "Rate share of the lease in use (0 without a valid lease).", "tenant"),
+		burst:       d("lease_burst_tokens", "Burst share of the lease in use (0 without a valid lease).", "tenant"),
+		valid:       d("lease_valid", "1 while the region holds a valid lease for the tenant, else 0.", "tenant"),
+		remaining:   d("lease_remaining_seconds", "Time until the lease in use ends on the region's clock (0 without a valid lease).", "tenant"),
+		balance:     d("balance_tokens", "Tokens in the region's bucket for the tenant (0 without a valid lease).", "tenant"),
+		allowance:   d("emergency_allowance_tokens", "The emergency allowance E (best-effort mode; 0 in hard mode).", "tenant"),
+		inUse:       d("emergency_in_use_tokens", "Emergency allowance spent and not yet refilled: E less what is left.", "tenant"),
+		admitted:    d("admitted_tokens_total", "Tokens admitted, by reason: lease (under a valid lease) or emergency (from the allowance).", "tenant", "reason"),
+		refused:     d("refused_tokens_total", "Tokens refused, by reason: exhausted (a valid lease lacked them), no_lease, allowance_spent (best effort, no lease, allowance spent).", "tenant", "reason"),
+		unknown:     d("unknown_tenant_requests_total", "Requests naming a tenant the region does not serve."),
+		grants:      d("grants_total", "Grants received, by what the region did: accepted (installed), or ignored as stale_epoch, not_newer, unknown_request, over_on_arrival or not_this_region.", "outcome"),
+		returns:     d("returns_total", "Leases given back, by result: acknowledged, or failed (the coordinator counts the lease until it expires).", "result"),
+		standbyDesc: d("standby", "1 while another agent holds the region: this one was refused at attach and spends nothing until that one's leases end, else 0."),
 	})
 	m := &agentMetrics{reg: reg, renewal: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:        metricPrefix + "region_renewal_duration_seconds",
@@ -156,7 +160,7 @@ func newAgentMetrics(lim *region.Limiter) *agentMetrics {
 
 func (c *regionCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.rate, c.burst, c.valid, c.remaining, c.balance, c.allowance, c.inUse,
-		c.admitted, c.refused, c.unknown, c.grants, c.returns} {
+		c.admitted, c.refused, c.unknown, c.grants, c.returns, c.standbyDesc} {
 		ch <- d
 	}
 }
@@ -207,6 +211,11 @@ func (c *regionCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(c.returns, rs.Returns, "acknowledged")
 	counter(c.returns, rs.ReturnFailures, "failed")
+	var standby float64
+	if c.standby != nil && c.standby() {
+		standby = 1
+	}
+	gauge(c.standbyDesc, standby)
 }
 
 // outcomeLabel is an Outcome as a label value.

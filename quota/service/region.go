@@ -66,6 +66,13 @@ type Agent struct {
 	envoy   *envoyIndex   // nil without the config's envoy section
 	front   fronts        // the gRPC service and the proxy, while Run serves them
 	metrics *agentMetrics // GET /metrics (metrics.go)
+
+	// held is the coordinator's last refusal to attach, while another
+	// agent holds the region; nil once this one holds it (standby.go).
+	held      atomic.Pointer[quota.HeldError]
+	heldMu    sync.Mutex
+	heldSaid  time.Time // when the wait was last logged
+	heldTimes int       // refusals since
 }
 
 type usingLease struct {
@@ -111,7 +118,7 @@ func NewAgent(o RegionOptions) (*Agent, error) {
 	if err := a.checkFronts(); err != nil {
 		return nil, err
 	}
-	a.metrics = newAgentMetrics(lim)
+	a.metrics = newAgentMetrics(lim, func() bool { return a.held.Load() != nil })
 	return a, nil
 }
 
@@ -160,7 +167,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		a.lim.Run(rctx, a.metrics.timed(client), region.WithLogger(log), region.WithHooks(region.Hooks{
-			Installed: a.installed,
+			Installed: func(at int64, in region.Installed) {
+				a.attached()
+				a.installed(at, in)
+			},
+			Failed: func(_ string, err error) { a.refused(err) },
 			Returned: func(at int64, ret quota.Return, err error) {
 				a.mu.Lock()
 				if u := a.using[ret.Tenant]; u.id == ret.LeaseID {
@@ -185,6 +196,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	scancel()
 	cancel()
 	wg.Wait()
+	// Every lease went back (Limiter.Run returns after giving them back)
+	// and nothing spends any more: detach, so that the next agent of the
+	// region (a rolling update's) need not wait for the leases to end.
+	a.detach(client)
 	if err := a.events.Close(); err != nil && runErr == nil {
 		runErr = err
 	}
@@ -234,8 +249,13 @@ func (a *Agent) watch(ctx context.Context, client *remote.Client) {
 		if time.Since(lastPoll) >= 250*time.Millisecond {
 			lastPoll = time.Now()
 			pctx, cancel := context.WithTimeout(ctx, time.Second)
-			client.Poll(pctx) //nolint:errcheck // renewals report the coordinator's state
+			err := client.Poll(pctx) // renewals report the coordinator's state; a poll, whether the region is ours
 			cancel()
+			if err == nil {
+				a.attached()
+			} else {
+				a.refused(err)
+			}
 		}
 	}
 }

@@ -18,6 +18,10 @@ type Set struct {
 	// CachesOverBurst: a region's token caches hold tokens on top of a
 	// full bucket (its shared word keeps the whole burst as capacity).
 	CachesOverBurst bool
+	// NoIncarnations: the coordinator fences no agent incarnations: every
+	// attach succeeds, and renewals and returns are taken whatever
+	// incarnation they carry, so two agents of one region spend at once.
+	NoIncarnations bool
 }
 
 // Any says whether any fault is set.
