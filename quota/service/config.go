@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -70,10 +71,14 @@ type TenantConfig struct {
 	// Emergency is E, best-effort only, in tokens.
 	Emergency float64 `yaml:"emergency"`
 	// Regions lists where its traffic enters; default every region.
-	Regions       []string         `yaml:"regions"`
-	LeaseDuration time.Duration    `yaml:"lease_duration"`
-	SkewMargin    time.Duration    `yaml:"skew_margin"`
-	Floor         float64          `yaml:"floor"`
+	Regions []string `yaml:"regions"`
+	// LeaseDuration, SkewMargin and Floor are nil when not given: then
+	// the default (quota.Tenant's). Given, they mean what they say — a
+	// skew_margin of 0s is no margin, a floor of 0 no floor, and a
+	// lease_duration of 0s is refused — never the default.
+	LeaseDuration *time.Duration   `yaml:"lease_duration"`
+	SkewMargin    *time.Duration   `yaml:"skew_margin"`
+	Floor         *float64         `yaml:"floor"`
 	Costs         map[string]int64 `yaml:"costs"`
 }
 
@@ -175,6 +180,12 @@ func ParseConfig(data []byte) (*Config, error) {
 			return nil, fmt.Errorf("%w: the file is empty", ErrConfigFile)
 		}
 		return nil, fmt.Errorf("%w: %v", ErrConfigFile, err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err == nil {
+		if err := checkNumbers(&doc, reflect.TypeFor[Config](), "", 0); err != nil {
+			return nil, err
+		}
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -303,6 +314,18 @@ func (c *Config) CheckTenant(field string, t *TenantConfig) error {
 				return bad("%s.regions[%d] %q: not in regions", field, j, r)
 			}
 		}
+		// Given, zero means zero: refused for the lease (out of range),
+		// no margin or no floor (quota.NoSkewMargin, quota.NoFloor) for the
+		// others. A negative value is refused here, before it could be
+		// read as one of those.
+		switch {
+		case t.LeaseDuration != nil && *t.LeaseDuration <= 0:
+			return bad("%s.lease_duration %v: want 100ms to 1h (leave it out for the default, %v)", field, *t.LeaseDuration, quota.DefaultLeaseDuration)
+		case t.SkewMargin != nil && *t.SkewMargin < 0:
+			return bad("%s.skew_margin %v: want 0 to less than half the lease duration (leave it out for the default, %v)", field, *t.SkewMargin, quota.DefaultSkewMargin)
+		case t.Floor != nil && !(*t.Floor >= 0):
+			return bad("%s.floor %v: want 0 to 0.5/regions (leave it out for the default, %v)", field, *t.Floor, quota.DefaultFloor)
+		}
 		if err := t.tenant().Validate(); err != nil {
 			return fmt.Errorf("%w: %s: %v", ErrConfigFile, field, err)
 		}
@@ -342,13 +365,30 @@ func (c *Config) validateRest() error {
 	return c.Proxy.validate(tenants)
 }
 
+// tenant is the entry as the quota packages take it: an absent optional
+// field is quota.Tenant's zero (its default); a given zero is
+// quota.NoSkewMargin or quota.NoFloor (CheckTenant has refused negative
+// values and a zero lease).
 func (t TenantConfig) tenant() quota.Tenant {
 	mode, _ := quota.ParseMode(t.Mode)
-	return quota.Tenant{
+	qt := quota.Tenant{
 		Name: t.Name, Rate: quota.Tokens(t.Rate), Burst: quota.Tokens(t.Burst),
-		Regions: t.Regions, Mode: mode, Emergency: quota.Tokens(t.Emergency),
-		LeaseDuration: t.LeaseDuration, SkewMargin: t.SkewMargin, Floor: t.Floor, Costs: t.Costs,
+		Regions: t.Regions, Mode: mode, Emergency: quota.Tokens(t.Emergency), Costs: t.Costs,
 	}
+	if t.LeaseDuration != nil {
+		qt.LeaseDuration = *t.LeaseDuration
+	}
+	if t.SkewMargin != nil {
+		if qt.SkewMargin = *t.SkewMargin; qt.SkewMargin == 0 {
+			qt.SkewMargin = quota.NoSkewMargin
+		}
+	}
+	if t.Floor != nil {
+		if qt.Floor = *t.Floor; qt.Floor == 0 {
+			qt.Floor = quota.NoFloor
+		}
+	}
+	return qt
 }
 
 // QuotaTenants is the tenants as the quota packages take them.

@@ -244,8 +244,9 @@ func (a *Agent) watch(ctx context.Context, client *remote.Client) {
 type AllowRequest struct {
 	Tenant   string `json:"tenant"`
 	Endpoint string `json:"endpoint"`
-	// N is how many requests to the endpoint; default 1. The cost is N
-	// times the endpoint's cost.
+	// N is how many requests to the endpoint, 1 to 1,000,000; absent, 1
+	// (0 is refused, not read as absent). The cost is N times the
+	// endpoint's cost.
 	N int64 `json:"n"`
 }
 
@@ -301,9 +302,6 @@ func (a *Agent) allow(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		httpError(w, http.StatusBadRequest, fmt.Sprintf("quota region: body: want one object {\"tenant\",\"endpoint\",\"n\"}: %v", err))
 		return
-	}
-	if req.N == 0 {
-		req.N = 1
 	}
 	t, ok := a.tenant(req.Tenant)
 	switch {
