@@ -111,7 +111,7 @@ func TestAllowRefusesLenientBodies(t *testing.T) {
 	lease(t, a.Limiter(), "acme", 1, 10, 40)
 	h := a.Handler()
 	post := func(body string) (int, string) {
-		req := httptest.NewRequest("POST", "/v1/allow", strings.NewReader(body))
+		req := httptest.NewRequest("POST", "http://127.0.0.1/v1/allow", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
