@@ -74,8 +74,8 @@ type Agent struct {
 
 	hosts   *hostcheck.Names // the names the decision API answers (hosts.go)
 	envoy   *envoyIndex      // nil without the config's envoy section
-	front   fronts        // the gRPC service and the proxy, while Run serves them
-	metrics *agentMetrics // GET /metrics (metrics.go)
+	front   fronts           // the gRPC service and the proxy, while Run serves them
+	metrics *agentMetrics    // GET /metrics (metrics.go)
 }
 
 type usingLease struct {
