@@ -72,10 +72,11 @@ type Agent struct {
 	mu    sync.Mutex
 	using map[string]usingLease // tenant → the lease in use, for the event log
 
-	hosts   *hostcheck.Names // the names the decision API answers (hosts.go)
-	envoy   *envoyIndex      // nil without the config's envoy section
-	front   fronts           // the gRPC service and the proxy, while Run serves them
-	metrics *agentMetrics    // GET /metrics (metrics.go)
+	envoy   *envoyIndex   // nil without the config's envoy section
+	front   fronts        // the gRPC service and the proxy, while Run serves them
+	metrics *agentMetrics // GET /metrics (metrics.go)
+
+	hosts *hostcheck.Names // the names the decision API answers (hosts.go)
 }
 
 type usingLease struct {
