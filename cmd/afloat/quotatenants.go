@@ -144,13 +144,10 @@ func quotaTenants(verb string) func(c *command, args []string) int {
 // operatorToken reads the token from the file, or else the environment.
 func operatorToken(file string) (string, error) {
 	if file != "" {
-		b, err := os.ReadFile(file)
+		// The quota's rule for token files: 0600 or 0400 (service.ReadTokenFile).
+		tok, err := service.ReadTokenFile("--token-file", file)
 		if err != nil {
-			return "", fmt.Errorf("--token-file: %v", err)
-		}
-		tok := strings.TrimSpace(string(b))
-		if len(tok) < 16 {
-			return "", fmt.Errorf("--token-file %s: a token of %d bytes: want at least 16", file, len(tok))
+			return "", errors.New(strings.TrimPrefix(err.Error(), service.ErrConfigFile.Error()+": "))
 		}
 		return tok, nil
 	}

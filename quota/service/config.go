@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -121,39 +122,27 @@ func LoadConfig(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	for name, r := range cfg.Regions {
-		if r.TokenFile != "" {
-			tok, err := os.ReadFile(r.TokenFile)
-			if err != nil {
-				return nil, fmt.Errorf("%w: regions.%s.token_file: %v", ErrConfigFile, name, err)
+	for _, name := range slices.Sorted(maps.Keys(cfg.Regions)) {
+		if r := cfg.Regions[name]; r.TokenFile != "" {
+			if r.Token, err = ReadTokenFile("regions."+name+".token_file", r.TokenFile); err != nil {
+				return nil, err
 			}
-			r.Token = strings.TrimSpace(string(tok))
 			r.TokenFile = ""
-			if len(r.Token) < 16 {
-				return nil, fmt.Errorf("%w: regions.%s.token_file: a token of %d bytes: want at least 16", ErrConfigFile, name, len(r.Token))
-			}
 			cfg.Regions[name] = r
 		}
 	}
 	if e := &cfg.Envoy; e.TokenFile != "" {
-		tok, err := os.ReadFile(e.TokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("%w: envoy.token_file: %v", ErrConfigFile, err)
+		if e.Token, err = ReadTokenFile("envoy.token_file", e.TokenFile); err != nil {
+			return nil, err
 		}
-		if e.Token, e.TokenFile = strings.TrimSpace(string(tok)), ""; len(e.Token) < 16 {
-			return nil, fmt.Errorf("%w: envoy.token_file: a token of %d bytes: want at least 16", ErrConfigFile, len(e.Token))
-		}
+		e.TokenFile = ""
 	}
-	for name, o := range cfg.Operators {
-		if o.TokenFile != "" {
-			tok, err := os.ReadFile(o.TokenFile)
-			if err != nil {
-				return nil, fmt.Errorf("%w: operators.%s.token_file: %v", ErrConfigFile, name, err)
+	for _, name := range slices.Sorted(maps.Keys(cfg.Operators)) {
+		if o := cfg.Operators[name]; o.TokenFile != "" {
+			if o.Token, err = ReadTokenFile("operators."+name+".token_file", o.TokenFile); err != nil {
+				return nil, err
 			}
-			o.Token, o.TokenFile = strings.TrimSpace(string(tok)), ""
-			if len(o.Token) < 16 {
-				return nil, fmt.Errorf("%w: operators.%s.token_file: a token of %d bytes: want at least 16", ErrConfigFile, name, len(o.Token))
-			}
+			o.TokenFile = ""
 			cfg.Operators[name] = o
 		}
 	}
@@ -161,6 +150,44 @@ func LoadConfig(path string) (*Config, error) {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// ReadTokenFile reads a token from the file at path, for field (the
+// config's regions.eu.token_file, or a flag): at least 16 bytes once
+// white space is trimmed. A file that its group or others may read or
+// write (any of the permission bits 0o077) is refused, as ssh refuses
+// such a private key: readable, it gives the token to every user of the
+// machine; writable, it lets them put in a token of their choosing. Make
+// it 0600 or 0400 (chmod 600 FILE). The bits are those of the file a
+// symbolic link leads to (a Kubernetes secret: mount it with
+// defaultMode 0400). On Windows, which has no such bits, it is not
+// checked. Errors wrap ErrConfigFile and name field.
+func ReadTokenFile(field, path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %v", ErrConfigFile, field, err)
+	}
+	defer f.Close()
+	st, err := f.Stat() // the file opened, not a name that may change
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %v", ErrConfigFile, field, err)
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
+		return "", fmt.Errorf("%w: %s %s: mode %04o lets its group or others read or change the token: "+
+			"want 0600 or 0400 (chmod 600 %s)", ErrConfigFile, field, path, perm, path)
+	}
+	if !st.Mode().IsRegular() {
+		return "", fmt.Errorf("%w: %s %s: not a regular file", ErrConfigFile, field, path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 64<<10))
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %v", ErrConfigFile, field, err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if len(tok) < 16 {
+		return "", fmt.Errorf("%w: %s: a token of %d bytes: want at least 16", ErrConfigFile, field, len(tok))
+	}
+	return tok, nil
 }
 
 // maxConfig bounds a config file: 10,000 tenants fit in a few MB.

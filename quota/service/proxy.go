@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/afloat/afloat/internal/redact"
 	"github.com/afloat/afloat/quota/chaos"
 	"github.com/afloat/afloat/quota/region"
 )
@@ -124,8 +125,9 @@ func (p *ProxyConfig) route(r *http.Request) (tenant, endpoint string, byPath bo
 func CheckUpstream(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	bad := func(why string) error {
-		// Redacted: a password in the URL stays out of the message.
-		return fmt.Errorf("%w: --upstream %q: %s", ErrConfigFile, u.Redacted(), why)
+		// Redacted: a password in the URL's user info, query or fragment
+		// stays out of the message.
+		return fmt.Errorf("%w: --upstream %q: %s", ErrConfigFile, redact.URL(raw), why)
 	}
 	switch {
 	case raw == "":

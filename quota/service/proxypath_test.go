@@ -184,3 +184,14 @@ func FuzzCanonicalPath(f *testing.F) {
 		}
 	})
 }
+
+// TestCheckUpstreamHidesQuerySecrets: an --upstream with a token in its
+// query or fragment is refused without quoting it.
+func TestCheckUpstreamHidesQuerySecrets(t *testing.T) {
+	for i, u := range []string{"http://host/?token=hunter2", "http://host/#hunter2", "https://u:hunter2@host/?access_token=hunter2"} {
+		_, err := CheckUpstream(u)
+		if err == nil || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("step %d: CheckUpstream(%q) = %v: want a refusal without the secret", i, u, err)
+		}
+	}
+}
