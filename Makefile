@@ -227,6 +227,8 @@ fuzz:
 	$(GO) test ./quota/remote -run '^$$' -fuzz '^FuzzRegionAttach$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/service -run '^$$' -fuzz '^FuzzDecodeTenantSpec$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/service -run '^$$' -fuzz '^FuzzShouldRateLimit$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./quota/service -run '^$$' -fuzz '^FuzzCanonicalPath$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/strictjson -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
 
 # bench runs the benchmarks docs/benchmarks.md quotes and summarises them
 # with benchstat (go install golang.org/x/perf/cmd/benchstat@latest). The

@@ -32,7 +32,7 @@ type Share struct {
 func Allocate(t Tenant, demand map[string]Micro) map[string]Share {
 	t = t.WithDefaults()
 	n := Micro(len(t.Regions))
-	floor := min(Micro(float64(t.Rate)*t.Floor), t.Rate/n)
+	floor := min(Micro(float64(t.Rate)*t.FloorShare()), t.Rate/n)
 	rate := make(map[string]Micro, n)
 	left := t.Rate - floor*n
 	type want struct {

@@ -81,12 +81,14 @@ type Tenant struct {
 	// its demand outgrows its share.
 	LeaseDuration time.Duration
 	// SkewMargin is max_skew: a region treats a lease as expired this much
-	// early and the coordinator as live this much late; default 500 ms.
-	// It must cover clock drift over a lease and scheduling delays.
+	// early and the coordinator as live this much late; default 500 ms
+	// (when zero), NoSkewMargin for none. It must cover clock drift over a
+	// lease and scheduling delays. Margin is the one in force.
 	SkewMargin time.Duration
 	// Floor is the share of R and B each region keeps whatever its
 	// demand, so that traffic arriving in a quiet region is served at
-	// once; default 0.01 (1 %) per region.
+	// once; default 0.01 (1 %) per region (when zero), NoFloor for none.
+	// FloorShare is the one in force.
 	Floor float64
 	// Costs weighs requests by endpoint: a request to an endpoint listed
 	// here costs that many tokens, any other costs Cost(""), default 1.
@@ -100,7 +102,43 @@ const (
 	DefaultFloor         = 0.01
 )
 
-// WithDefaults returns the tenant with its zero optional fields set.
+// NoSkewMargin and NoFloor set a Tenant's SkewMargin and Floor to zero.
+// Those fields' zero value means their default, as a zero struct field
+// must; zero itself, which is in range, needs a value of its own, as
+// net.Dialer's negative KeepAlive turns keep-alives off. WithDefaults
+// keeps them, so that it may be applied any number of times; Margin and
+// FloorShare read them as zero.
+const (
+	NoSkewMargin time.Duration = -1
+	NoFloor      float64       = -1
+)
+
+// Margin is the skew margin in force: SkewMargin, its default when zero,
+// and zero for NoSkewMargin.
+func (t Tenant) Margin() time.Duration {
+	switch t.SkewMargin {
+	case 0:
+		return DefaultSkewMargin
+	case NoSkewMargin:
+		return 0
+	}
+	return t.SkewMargin
+}
+
+// FloorShare is the floor in force: Floor, its default when zero, and
+// zero for NoFloor.
+func (t Tenant) FloorShare() float64 {
+	switch t.Floor {
+	case 0:
+		return DefaultFloor
+	case NoFloor:
+		return 0
+	}
+	return t.Floor
+}
+
+// WithDefaults returns the tenant with its zero optional fields set
+// (NoSkewMargin and NoFloor stay as they are: see Margin and FloorShare).
 func (t Tenant) WithDefaults() Tenant {
 	if t.LeaseDuration == 0 {
 		t.LeaseDuration = DefaultLeaseDuration
@@ -137,10 +175,10 @@ func (t Tenant) Validate() error {
 		return bad("emergency allowance %v: want 0 to the burst (%v)", t.Emergency, t.Burst)
 	case t.LeaseDuration < 100*time.Millisecond || t.LeaseDuration > time.Hour:
 		return bad("lease duration %v: want 100ms to 1h", t.LeaseDuration)
-	case t.SkewMargin < 0 || 2*t.SkewMargin >= t.LeaseDuration:
-		return bad("skew margin %v: want 0 to less than half the lease duration (%v)", t.SkewMargin, t.LeaseDuration)
-	case !(t.Floor >= 0) || t.Floor*float64(len(t.Regions)) > 0.5:
-		return bad("floor %v: want 0 to 0.5/regions (%v)", t.Floor, 0.5/float64(len(t.Regions)))
+	case t.SkewMargin < 0 && t.SkewMargin != NoSkewMargin || 2*t.Margin() >= t.LeaseDuration:
+		return bad("skew margin %v: want 0 (NoSkewMargin) to less than half the lease duration (%v)", t.SkewMargin, t.LeaseDuration)
+	case !(t.Floor >= 0) && t.Floor != NoFloor || t.FloorShare()*float64(len(t.Regions)) > 0.5:
+		return bad("floor %v: want 0 (NoFloor) to 0.5/regions (%v)", t.Floor, 0.5/float64(len(t.Regions)))
 	}
 	seen := map[string]bool{}
 	for i, r := range t.Regions {

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"math"
 	"mime"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/afloat/afloat/bulkhead"
+	"github.com/afloat/afloat/internal/hostcheck"
 )
 
 // The console runs on the user's machine, and every web page the user
@@ -47,20 +47,9 @@ func hostGuard(allowed func(host string) bool, next http.Handler) http.Handler {
 
 // loopbackHost reports whether a Host header names the loopback interface:
 // localhost and its subdomains (which browsers resolve to loopback
-// themselves, never through DNS), and loopback IP literals.
-func loopbackHost(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.ToLower(host), ".")
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+// themselves, never through DNS), and loopback IP literals. The rule is
+// internal/hostcheck's, shared with the quota's listeners.
+func loopbackHost(hostport string) bool { return hostcheck.Loopback(hostport) }
 
 // crossOriginGuard refuses cross-origin requests with unsafe methods.
 func crossOriginGuard(next http.Handler) http.Handler {

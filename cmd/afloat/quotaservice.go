@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/afloat/afloat/internal/hostcheck"
 	"github.com/afloat/afloat/quota/service"
 )
 
@@ -43,6 +44,16 @@ func splitURLs(flagName, s string) ([]string, error) {
 	return out, nil
 }
 
+// hostList is a repeatable flag: --host NAME, once per name.
+type hostList []string
+
+func (h *hostList) String() string { return strings.Join(*h, ",") }
+
+func (h *hostList) Set(v string) error {
+	*h = append(*h, v)
+	return nil
+}
+
 func loadQuotaConfig(name, path string) (*service.Config, error) {
 	if path == "" {
 		return nil, errors.New("--config FILE is required (YAML or JSON: see docs/quota.md, \"Deployment\")")
@@ -63,12 +74,17 @@ func runQuotaCoordinator(c *command, args []string) int {
 	c.StringVar(&etcd, "etcd", "", "etcd client `ENDPOINTS`, comma-separated; without it an embedded single-member etcd runs in --data-dir")
 	c.StringVar(&dataDir, "data-dir", "", "`DIR` of the embedded etcd (default "+service.DefaultDataDir()+")")
 	c.StringVar(&eventLog, "event-log", "", "append the event log (JSON lines, t_ns in Unix ns) to `FILE`, for afloat quota check")
+	var hosts hostList
+	c.Var(&hosts, "host", "a host `NAME` the API answers besides localhost, 127.0.0.1, [::1], --listen's and --advertise's host: what regions and operators call it by (repeat for more)")
 	if status, ok := c.parse(args); !ok {
 		return status
 	}
 	fail := c.usage
 	if err := checkListenAddr("--listen", listen); err != nil {
 		return fail(err)
+	}
+	if _, err := hostcheck.New(hosts...); err != nil {
+		return fail(fmt.Errorf("--host: %w", err))
 	}
 	cfg, err := loadQuotaConfig("quota coordinator", configPath)
 	if err != nil {
@@ -93,6 +109,7 @@ func runQuotaCoordinator(c *command, args []string) int {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	err = service.RunCoordinator(ctx, service.CoordinatorOptions{
 		Config: cfg, Listen: listen, Advertise: advertise, Etcd: endpoints, DataDir: dataDir, EventLog: eventLog, Logger: log,
+		Hosts: hosts,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "afloat quota coordinator: %v\n", err)
@@ -106,12 +123,15 @@ func runQuotaRegion(c *command, args []string) int {
 	var name, coords, listen, configPath, eventLog, grpcListen, upstream, proxyListen string
 	c.StringVar(&name, "name", "", "the region's `NAME`, one of the config's regions; one agent per region at a time (a second stands by, not ready, until the first stops)")
 	c.StringVar(&coords, "coordinator", "", "the coordinators' `ADDRS` (host:port or URLs, comma-separated); the region follows the leader")
-	c.StringVar(&listen, "listen", "127.0.0.1:7080", "`ADDR` (host:port) of the local decision API (POST /v1/allow)")
+	c.StringVar(&listen, "listen", "127.0.0.1:7080", "`ADDR` (host:port) of the local decision API (POST /v1/allow); a loopback address unless --allow-remote")
 	c.StringVar(&configPath, "config", "", "the cluster's config `FILE` (YAML or JSON)")
 	c.StringVar(&eventLog, "event-log", "", "append the event log (JSON lines, t_ns in Unix ns) to `FILE`, for afloat quota check")
 	c.StringVar(&grpcListen, "grpc-listen", "", "also serve Envoy's rate-limit service (gRPC) on `ADDR` (host:port); needs the config's envoy section")
 	c.StringVar(&upstream, "upstream", "", "also run a reverse proxy to `URL` (http or https) that answers 429 + Retry-After; needs the config's proxy section")
 	c.StringVar(&proxyListen, "proxy-listen", "", "`ADDR` (host:port) of the reverse proxy (default 127.0.0.1:7090 with --upstream)")
+	var hosts hostList
+	c.Var(&hosts, "host", "a host `NAME` the decision API answers besides localhost, 127.0.0.1, [::1] and --listen's host: what its clients call it by (repeat for more)")
+	allowRemote := c.Bool("allow-remote", false, "allow a --listen address beyond loopback: the decision API has no authentication, so only where just the services it serves can reach it")
 	if status, ok := c.parse(args); !ok {
 		return status
 	}
@@ -154,7 +174,7 @@ func runQuotaRegion(c *command, args []string) int {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	a, err := service.NewAgent(service.RegionOptions{
 		Config: cfg, Name: name, Coordinators: endpoints, Listen: listen, EventLog: eventLog, Logger: log,
-		GRPCListen: grpcListen, Upstream: upstream, ProxyListen: proxyListen,
+		GRPCListen: grpcListen, Upstream: upstream, ProxyListen: proxyListen, Hosts: hosts, AllowRemote: *allowRemote,
 	})
 	if err != nil {
 		return fail(err)
@@ -192,6 +212,7 @@ func runQuotaEtcd(c *command, args []string) int {
 	c.StringVar(&m.AdvertisePeerURL, "advertise-peer-url", "", "`URL` other members dial (default --peer-url)")
 	c.StringVar(&m.AdvertiseClientURL, "advertise-client-url", "", "`URL` clients are told (default --client-url)")
 	c.StringVar(&m.InitialCluster, "initial-cluster", "", "`N=URL,...` of a new cluster (default this member alone)")
+	c.BoolVar(&m.AllowRemote, "allow-remote", false, "let --client-url and --peer-url listen beyond loopback: the member has no authentication or TLS")
 	if status, ok := c.parse(args); !ok {
 		return status
 	}

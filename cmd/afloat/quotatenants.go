@@ -39,8 +39,8 @@ func quotaTenants(verb string) func(c *command, args []string) int {
 			c.Float64Var(&burst, "burst", 0, "B: `TOKENS`, 0 or more")
 			c.StringVar(&mode, "mode", "", "hard or best-effort")
 			c.Float64Var(&emergency, "emergency", 0, "E: `TOKENS` each region may spend beyond its lease, best-effort only")
-			c.StringVar(&lease, "lease", "", "the lease `DURATION`, 100ms to 1h (default 10s)")
-			c.StringVar(&skew, "skew-margin", "", "max clock skew, a `DURATION` under half the lease (default 500ms)")
+			c.StringVar(&lease, "lease", "", "the lease `DURATION`, 100ms to 1h (default 10s; 0s is refused)")
+			c.StringVar(&skew, "skew-margin", "", "max clock skew, a `DURATION` under half the lease (default 500ms; 0s: none)")
 			c.StringVar(&regions, "regions", "", "the `REGIONS` its traffic enters, comma-separated (default every region)")
 		}
 		if verb == "update" || verb == "delete" {
@@ -144,13 +144,10 @@ func quotaTenants(verb string) func(c *command, args []string) int {
 // operatorToken reads the token from the file, or else the environment.
 func operatorToken(file string) (string, error) {
 	if file != "" {
-		b, err := os.ReadFile(file)
+		// The quota's rule for token files: 0600 or 0400 (service.ReadTokenFile).
+		tok, err := service.ReadTokenFile("--token-file", file)
 		if err != nil {
-			return "", fmt.Errorf("--token-file: %v", err)
-		}
-		tok := strings.TrimSpace(string(b))
-		if len(tok) < 16 {
-			return "", fmt.Errorf("--token-file %s: a token of %d bytes: want at least 16", file, len(tok))
+			return "", errors.New(strings.TrimPrefix(err.Error(), service.ErrConfigFile.Error()+": "))
 		}
 		return tok, nil
 	}

@@ -159,7 +159,7 @@ func New(cfg Config, snap Snapshot, now time.Duration, opts ...Option) (*Core, e
 		rs := ts.region(l.Region)
 		// As long as it was granted for (its tenant's lease duration may
 		// have shrunk since), and a whole one from now.
-		d := max(ts.t.LeaseDuration+ts.t.SkewMargin, l.Expires-l.Activates)
+		d := max(ts.t.LeaseDuration+ts.t.Margin(), l.Expires-l.Activates)
 		rs.live = append(rs.live, counted{Lease: l, until: now + d})
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.tenants)) {
@@ -321,7 +321,7 @@ func (c *Core) Renew(now time.Duration, req quota.Request) (quota.Grant, []quota
 	// lease has run out): its last demand no longer holds a share.
 	demand := make(map[string]quota.Micro, len(ts.regions))
 	for _, name := range t.Regions {
-		if r := ts.regions[name]; r.ever && now-r.heard < t.LeaseDuration+t.SkewMargin {
+		if r := ts.regions[name]; r.ever && now-r.heard < t.LeaseDuration+t.Margin() {
 			demand[name] = r.demand
 		}
 	}
@@ -346,7 +346,7 @@ func (c *Core) Renew(now time.Duration, req quota.Request) (quota.Grant, []quota
 	lease := quota.Lease{
 		ID: c.nextID, Tenant: t.Name, Region: req.Region, Epoch: c.epoch,
 		Rate: rate, Burst: burst, Transfer: transfer,
-		Activates: now, Expires: now + t.LeaseDuration + t.SkewMargin,
+		Activates: now, Expires: now + t.LeaseDuration + t.Margin(),
 	}
 	x.Ops = append(x.Ops, Op{Kind: PutLease, Lease: lease})
 	x.Granted = lease
@@ -378,7 +378,7 @@ func (c *Core) Renew(now time.Duration, req quota.Request) (quota.Grant, []quota
 	}
 	g := quota.Grant{
 		Lease: lease, Seq: req.Seq,
-		ValidFor: t.LeaseDuration, Margin: t.SkewMargin,
+		ValidFor: t.LeaseDuration, Margin: t.Margin(),
 		Mode: t.Mode, Emergency: t.Emergency,
 	}
 	rs.last = g

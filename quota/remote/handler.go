@@ -1,7 +1,6 @@
 package remote
 
 import (
-	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -18,6 +17,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/afloat/afloat/internal/strictjson"
 	"github.com/afloat/afloat/quota"
 	"github.com/afloat/afloat/quota/coordinator"
 )
@@ -137,14 +137,10 @@ func (h *handler) begin(w http.ResponseWriter, r *http.Request, v any) (string, 
 		}
 		return "", nil, false
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	// Strictly: a key given twice, null, a fraction in an integer are
+	// refused, never read as one of their meanings (internal/strictjson).
+	if err := strictjson.Decode(body, v); err != nil {
 		refuse(w, http.StatusBadRequest, Refusal{Error: "remote: body: " + err.Error()})
-		return "", nil, false
-	}
-	if dec.More() {
-		refuse(w, http.StatusBadRequest, Refusal{Error: "remote: body: more than one JSON value"})
 		return "", nil, false
 	}
 	return region, b, true

@@ -8,6 +8,8 @@ import (
 	"maps"
 	"math"
 	"os"
+	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -70,10 +72,14 @@ type TenantConfig struct {
 	// Emergency is E, best-effort only, in tokens.
 	Emergency float64 `yaml:"emergency"`
 	// Regions lists where its traffic enters; default every region.
-	Regions       []string         `yaml:"regions"`
-	LeaseDuration time.Duration    `yaml:"lease_duration"`
-	SkewMargin    time.Duration    `yaml:"skew_margin"`
-	Floor         float64          `yaml:"floor"`
+	Regions []string `yaml:"regions"`
+	// LeaseDuration, SkewMargin and Floor are nil when not given: then
+	// the default (quota.Tenant's). Given, they mean what they say — a
+	// skew_margin of 0s is no margin, a floor of 0 no floor, and a
+	// lease_duration of 0s is refused — never the default.
+	LeaseDuration *time.Duration   `yaml:"lease_duration"`
+	SkewMargin    *time.Duration   `yaml:"skew_margin"`
+	Floor         *float64         `yaml:"floor"`
 	Costs         map[string]int64 `yaml:"costs"`
 }
 
@@ -116,39 +122,27 @@ func LoadConfig(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	for name, r := range cfg.Regions {
-		if r.TokenFile != "" {
-			tok, err := os.ReadFile(r.TokenFile)
-			if err != nil {
-				return nil, fmt.Errorf("%w: regions.%s.token_file: %v", ErrConfigFile, name, err)
+	for _, name := range slices.Sorted(maps.Keys(cfg.Regions)) {
+		if r := cfg.Regions[name]; r.TokenFile != "" {
+			if r.Token, err = ReadTokenFile("regions."+name+".token_file", r.TokenFile); err != nil {
+				return nil, err
 			}
-			r.Token = strings.TrimSpace(string(tok))
 			r.TokenFile = ""
-			if len(r.Token) < 16 {
-				return nil, fmt.Errorf("%w: regions.%s.token_file: a token of %d bytes: want at least 16", ErrConfigFile, name, len(r.Token))
-			}
 			cfg.Regions[name] = r
 		}
 	}
 	if e := &cfg.Envoy; e.TokenFile != "" {
-		tok, err := os.ReadFile(e.TokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("%w: envoy.token_file: %v", ErrConfigFile, err)
+		if e.Token, err = ReadTokenFile("envoy.token_file", e.TokenFile); err != nil {
+			return nil, err
 		}
-		if e.Token, e.TokenFile = strings.TrimSpace(string(tok)), ""; len(e.Token) < 16 {
-			return nil, fmt.Errorf("%w: envoy.token_file: a token of %d bytes: want at least 16", ErrConfigFile, len(e.Token))
-		}
+		e.TokenFile = ""
 	}
-	for name, o := range cfg.Operators {
-		if o.TokenFile != "" {
-			tok, err := os.ReadFile(o.TokenFile)
-			if err != nil {
-				return nil, fmt.Errorf("%w: operators.%s.token_file: %v", ErrConfigFile, name, err)
+	for _, name := range slices.Sorted(maps.Keys(cfg.Operators)) {
+		if o := cfg.Operators[name]; o.TokenFile != "" {
+			if o.Token, err = ReadTokenFile("operators."+name+".token_file", o.TokenFile); err != nil {
+				return nil, err
 			}
-			o.Token, o.TokenFile = strings.TrimSpace(string(tok)), ""
-			if len(o.Token) < 16 {
-				return nil, fmt.Errorf("%w: operators.%s.token_file: a token of %d bytes: want at least 16", ErrConfigFile, name, len(o.Token))
-			}
+			o.TokenFile = ""
 			cfg.Operators[name] = o
 		}
 	}
@@ -156,6 +150,44 @@ func LoadConfig(path string) (*Config, error) {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// ReadTokenFile reads a token from the file at path, for field (the
+// config's regions.eu.token_file, or a flag): at least 16 bytes once
+// white space is trimmed. A file that its group or others may read or
+// write (any of the permission bits 0o077) is refused, as ssh refuses
+// such a private key: readable, it gives the token to every user of the
+// machine; writable, it lets them put in a token of their choosing. Make
+// it 0600 or 0400 (chmod 600 FILE). The bits are those of the file a
+// symbolic link leads to (a Kubernetes secret: mount it with
+// defaultMode 0400). On Windows, which has no such bits, it is not
+// checked. Errors wrap ErrConfigFile and name field.
+func ReadTokenFile(field, path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %v", ErrConfigFile, field, err)
+	}
+	defer f.Close()
+	st, err := f.Stat() // the file opened, not a name that may change
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %v", ErrConfigFile, field, err)
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
+		return "", fmt.Errorf("%w: %s %s: mode %04o lets its group or others read or change the token: "+
+			"want 0600 or 0400 (chmod 600 %s)", ErrConfigFile, field, path, perm, path)
+	}
+	if !st.Mode().IsRegular() {
+		return "", fmt.Errorf("%w: %s %s: not a regular file", ErrConfigFile, field, path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 64<<10))
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %v", ErrConfigFile, field, err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if len(tok) < 16 {
+		return "", fmt.Errorf("%w: %s: a token of %d bytes: want at least 16", ErrConfigFile, field, len(tok))
+	}
+	return tok, nil
 }
 
 // maxConfig bounds a config file: 10,000 tenants fit in a few MB.
@@ -175,6 +207,12 @@ func ParseConfig(data []byte) (*Config, error) {
 			return nil, fmt.Errorf("%w: the file is empty", ErrConfigFile)
 		}
 		return nil, fmt.Errorf("%w: %v", ErrConfigFile, err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err == nil {
+		if err := checkNumbers(&doc, reflect.TypeFor[Config](), "", 0); err != nil {
+			return nil, err
+		}
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -303,6 +341,18 @@ func (c *Config) CheckTenant(field string, t *TenantConfig) error {
 				return bad("%s.regions[%d] %q: not in regions", field, j, r)
 			}
 		}
+		// Given, zero means zero: refused for the lease (out of range),
+		// no margin or no floor (quota.NoSkewMargin, quota.NoFloor) for the
+		// others. A negative value is refused here, before it could be
+		// read as one of those.
+		switch {
+		case t.LeaseDuration != nil && *t.LeaseDuration <= 0:
+			return bad("%s.lease_duration %v: want 100ms to 1h (leave it out for the default, %v)", field, *t.LeaseDuration, quota.DefaultLeaseDuration)
+		case t.SkewMargin != nil && *t.SkewMargin < 0:
+			return bad("%s.skew_margin %v: want 0 to less than half the lease duration (leave it out for the default, %v)", field, *t.SkewMargin, quota.DefaultSkewMargin)
+		case t.Floor != nil && !(*t.Floor >= 0):
+			return bad("%s.floor %v: want 0 to 0.5/regions (leave it out for the default, %v)", field, *t.Floor, quota.DefaultFloor)
+		}
 		if err := t.tenant().Validate(); err != nil {
 			return fmt.Errorf("%w: %s: %v", ErrConfigFile, field, err)
 		}
@@ -342,13 +392,30 @@ func (c *Config) validateRest() error {
 	return c.Proxy.validate(tenants)
 }
 
+// tenant is the entry as the quota packages take it: an absent optional
+// field is quota.Tenant's zero (its default); a given zero is
+// quota.NoSkewMargin or quota.NoFloor (CheckTenant has refused negative
+// values and a zero lease).
 func (t TenantConfig) tenant() quota.Tenant {
 	mode, _ := quota.ParseMode(t.Mode)
-	return quota.Tenant{
+	qt := quota.Tenant{
 		Name: t.Name, Rate: quota.Tokens(t.Rate), Burst: quota.Tokens(t.Burst),
-		Regions: t.Regions, Mode: mode, Emergency: quota.Tokens(t.Emergency),
-		LeaseDuration: t.LeaseDuration, SkewMargin: t.SkewMargin, Floor: t.Floor, Costs: t.Costs,
+		Regions: t.Regions, Mode: mode, Emergency: quota.Tokens(t.Emergency), Costs: t.Costs,
 	}
+	if t.LeaseDuration != nil {
+		qt.LeaseDuration = *t.LeaseDuration
+	}
+	if t.SkewMargin != nil {
+		if qt.SkewMargin = *t.SkewMargin; qt.SkewMargin == 0 {
+			qt.SkewMargin = quota.NoSkewMargin
+		}
+	}
+	if t.Floor != nil {
+		if qt.Floor = *t.Floor; qt.Floor == 0 {
+			qt.Floor = quota.NoFloor
+		}
+	}
+	return qt
 }
 
 // QuotaTenants is the tenants as the quota packages take them.

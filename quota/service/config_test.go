@@ -117,7 +117,7 @@ func FuzzAllowBody(f *testing.F) {
 	}
 	h := a.Handler()
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req := httptest.NewRequest("POST", "/v1/allow", bytes.NewReader(body))
+		req := httptest.NewRequest("POST", "http://127.0.0.1/v1/allow", bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -41,6 +42,11 @@ type CoordinatorOptions struct {
 	Logger *slog.Logger
 	// Ready, if not nil, is called with the API's address once it serves.
 	Ready func(addr string)
+	// Hosts are host names the API answers besides the loopback names,
+	// Listen's host and Advertise's host (hosts.go): the names regions
+	// and operators call it by (their --coordinator URLs). Any other
+	// Host gets 421.
+	Hosts []string
 
 	metrics *coordMetrics // set by RunCoordinator, for lead
 }
@@ -66,6 +72,17 @@ func RunCoordinator(ctx context.Context, o CoordinatorOptions) error {
 		return fmt.Errorf("%w: a config and a logger are required", ErrConfigFile)
 	}
 	log := o.Logger
+	hosts, err := hostNames(o.Hosts, o.Listen)
+	if err != nil {
+		return err
+	}
+	if o.Advertise != "" {
+		u, err := url.Parse(o.Advertise)
+		if err != nil || u.Host == "" {
+			return fmt.Errorf("%w: --advertise %q: want http(s)://host:port", ErrConfigFile, o.Advertise)
+		}
+		hosts.AddHostPort(u.Host)
+	}
 	endpoints := o.Etcd
 	maxOps := o.Config.Etcd.MaxTxnOps
 	if len(endpoints) == 0 {
@@ -151,6 +168,7 @@ func RunCoordinator(ctx context.Context, o CoordinatorOptions) error {
 	}
 	h = withTenantsAPI(h, o.Config, &current, &leader, log)
 	h = o.metrics.handler(h, coordReady(current.Load, func() string { return leader.Load().(string) }, advertise))
+	h = hostGuard(hosts, "quota coordinator", h)
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 15 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
 	serveErr := make(chan error, 1)

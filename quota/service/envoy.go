@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"math"
-	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/afloat/afloat/internal/hostcheck"
 	"github.com/afloat/afloat/quota/chaos"
 )
 
@@ -450,14 +450,4 @@ func clampU32(x float64) uint32 {
 }
 
 // isLoopback says whether a listen address binds loopback only.
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+func isLoopback(addr string) bool { return hostcheck.ListenLoopback(addr) }

@@ -19,6 +19,8 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/afloat/afloat/internal/hostcheck"
 )
 
 const embeddedEtcd = true
@@ -133,6 +135,15 @@ func startMember(ctx context.Context, cfg MemberConfig) (*Member, error) {
 	}
 	if cfg.PeerURL, err = pick(cfg.PeerURL, saved.Peer); err != nil {
 		return nil, err
+	}
+	// Loopback only, unless allowed — checked before the URLs are kept,
+	// so that a refused one does not stay in the data directory.
+	for _, u := range []struct{ field, url string }{{"client URL", cfg.ClientURL}, {"peer URL", cfg.PeerURL}} {
+		if p, err := url.Parse(u.url); err == nil && !cfg.AllowRemote && !hostcheck.ListenLoopback(p.Host) {
+			return nil, fmt.Errorf("%w: %s %q: beyond loopback, and the embedded etcd has no authentication or TLS: "+
+				"whoever reaches it can rewrite the ledger and the tenants; listen on 127.0.0.1, or run an etcd cluster with "+
+				"TLS and auth and give --etcd", ErrConfigFile, u.field, u.url)
+		}
 	}
 	data, _ := json.Marshal(struct{ Client, Peer string }{cfg.ClientURL, cfg.PeerURL})
 	if err := os.WriteFile(filepath.Join(cfg.DataDir, urlsFile), data, 0o600); err != nil {

@@ -136,24 +136,6 @@ func load(ctx context.Context, wg *sync.WaitGroup, base string, admitted *atomic
 	})
 }
 
-// syncBuffer is a log a test reads while agents write it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestTwoAgentsOneRegion: two agents run with --name eu beside an agent
 // of us, against a coordinator on an embedded etcd, every agent loaded
 // far above R. The second eu agent is refused at attach and stands by —

@@ -25,6 +25,13 @@ type MemberConfig struct {
 	// MaxTxnOps is the member's limit on the operations of a transaction
 	// (etcd's --max-txn-ops); default DefaultEmbeddedMaxTxnOps.
 	MaxTxnOps uint
+	// AllowRemote lets ClientURL and PeerURL listen beyond loopback.
+	// Without it StartMember refuses them: the embedded member has no
+	// authentication and no TLS, and whoever reaches its client port can
+	// rewrite the ledger and the tenants with etcdctl, bypassing the
+	// operators' tokens. (On loopback, every local user of the machine
+	// can: docs/quota.md, "Who can reach the embedded etcd".)
+	AllowRemote bool
 }
 
 // DefaultEmbeddedMaxTxnOps is an embedded member's limit on the operations

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/afloat/afloat/internal/redact"
 	"github.com/afloat/afloat/quota/chaos"
 	"github.com/afloat/afloat/quota/region"
 )
@@ -41,16 +42,17 @@ type ProxyConfig struct {
 
 // ProxyRoute maps requests to a tenant.
 type ProxyRoute struct {
-	// Host matches the request's host, without its port, ignoring case;
-	// empty matches any.
+	// Host matches the request's host, without its port or a final dot,
+	// ignoring case; empty matches any.
 	Host string `yaml:"host"`
-	// PathPrefix matches paths that start with it; empty matches any. It
-	// starts with a slash.
+	// PathPrefix matches canonical paths (proxypath.go) that start with
+	// it, ignoring case; empty matches any. It starts with a slash.
 	PathPrefix string `yaml:"path_prefix"`
 	// Tenant is whose quota a match spends: one of the config's tenants.
 	Tenant string `yaml:"tenant"`
 	// Endpoint prices a match (the tenant's costs); empty for the
-	// request's path.
+	// request's canonical path, matched against the costs without regard
+	// to case and a trailing slash.
 	Endpoint string `yaml:"endpoint"`
 }
 
@@ -92,27 +94,29 @@ func (p *ProxyConfig) validate(tenants map[string]int) error {
 }
 
 // route says whose quota r spends and which endpoint prices it: tenant
-// "" for none.
-func (p *ProxyConfig) route(r *http.Request) (tenant, endpoint string) {
+// "" for none; byPath when the endpoint is r's path (canonical: see
+// proxypath.go), priced without regard to case and a trailing slash.
+func (p *ProxyConfig) route(r *http.Request) (tenant, endpoint string, byPath bool) {
 	host := r.Host
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
+	host = strings.TrimSuffix(host, ".") // api.acme.example. is api.acme.example
 	for i := range p.Routes {
 		rt := &p.Routes[i]
-		if (rt.Host == "" || strings.EqualFold(rt.Host, host)) && strings.HasPrefix(r.URL.Path, rt.PathPrefix) {
+		if (rt.Host == "" || strings.EqualFold(rt.Host, host)) && hasPathPrefix(r.URL.Path, rt.PathPrefix) {
 			if rt.Endpoint != "" {
-				return rt.Tenant, rt.Endpoint
+				return rt.Tenant, rt.Endpoint, false
 			}
-			return rt.Tenant, r.URL.Path
+			return rt.Tenant, r.URL.Path, true
 		}
 	}
 	if p.TenantHeader != "" {
 		if vs := r.Header[p.TenantHeader]; len(vs) == 1 {
-			return vs[0], r.URL.Path
+			return vs[0], r.URL.Path, true
 		}
 	}
-	return "", r.URL.Path
+	return "", r.URL.Path, true
 }
 
 // CheckUpstream parses the reverse proxy's upstream URL: http or https,
@@ -121,8 +125,9 @@ func (p *ProxyConfig) route(r *http.Request) (tenant, endpoint string) {
 func CheckUpstream(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	bad := func(why string) error {
-		// Redacted: a password in the URL stays out of the message.
-		return fmt.Errorf("%w: --upstream %q: %s", ErrConfigFile, u.Redacted(), why)
+		// Redacted: a password in the URL's user info, query or fragment
+		// stays out of the message.
+		return fmt.Errorf("%w: --upstream %q: %s", ErrConfigFile, redact.URL(raw), why)
 	}
 	switch {
 	case raw == "":
@@ -148,8 +153,10 @@ func CheckUpstream(raw string) (*url.URL, error) {
 }
 
 // ProxyHandler returns the agent's reverse proxy to upstream: each
-// request is mapped to a tenant and an endpoint by the config's proxy
-// section and spends the endpoint's cost from the region's limiter
+// request's path is made canonical (proxypath.go: decoded once, cleaned;
+// one it cannot read one way only gets 400), then mapped to a tenant and
+// an endpoint by the config's proxy section and spends the endpoint's
+// cost from the region's limiter
 // (region.Middleware); admitted requests go to upstream, with
 // X-Forwarded-For, -Host and -Proto set; refused ones get 429 Too Many
 // Requests with Retry-After in whole seconds, rounded up, and a one-line
@@ -180,13 +187,17 @@ func (a *Agent) ProxyHandler(upstream string) (http.Handler, error) {
 			http.Error(w, "quota region: the upstream did not answer", http.StatusBadGateway)
 		},
 	}
+	var costs pathCosts
 	cost := func(r *http.Request) (string, int64) {
-		t, ep := p.route(r)
+		t, ep, byPath := p.route(r)
 		tn, _ := a.tenant(t)
+		if byPath {
+			return t, costs.cost(tn, ep)
+		}
 		return t, tn.Cost(ep)
 	}
 	mw, err := a.lim.Middleware(func(r *http.Request) string {
-		t, _ := p.route(r)
+		t, _, _ := p.route(r)
 		return t
 	}, region.WithCost(func(r *http.Request) int64 {
 		_, c := cost(r)
@@ -205,16 +216,34 @@ func (a *Agent) ProxyHandler(upstream string) (http.Handler, error) {
 		}
 		rp.ServeHTTP(w, r)
 	}))
-	if a.o.EventLog == "" {
-		return inner, nil
+	if a.o.EventLog != "" {
+		logged := inner
+		inner = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			d := &decision{at: a.lim.Now()}
+			d.tenant, d.cost = cost(r)
+			logged.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), decisionKey{}, d)))
+			if _, served := a.tenant(d.tenant); served && !d.admitted {
+				a.events.Write(&chaos.Event{T: a.unix(d.at), Ev: "reject", Tenant: d.tenant, Region: a.o.Name, N: d.cost})
+			}
+		})
 	}
+	// First of all, the path: priced and forwarded in one canonical form
+	// (proxypath.go), or refused.
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		d := &decision{at: a.lim.Now()}
-		d.tenant, d.cost = cost(r)
-		inner.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), decisionKey{}, d)))
-		if _, served := a.tenant(d.tenant); served && !d.admitted {
-			a.events.Write(&chaos.Event{T: a.unix(d.at), Ev: "reject", Tenant: d.tenant, Region: a.o.Name, N: d.cost})
+		if r.URL.Opaque != "" {
+			http.Error(w, "quota region: an opaque request URI: want a path starting with /", http.StatusBadRequest)
+			return
 		}
+		canon, err := canonicalPath(r.URL.EscapedPath())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r = r.WithContext(r.Context())
+		u := *r.URL
+		u.Path, u.RawPath = canon, ""
+		r.URL = &u
+		inner.ServeHTTP(w, r)
 	}), nil
 }
 

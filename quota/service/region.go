@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/afloat/afloat/internal/hostcheck"
 	"github.com/afloat/afloat/quota"
 	"github.com/afloat/afloat/quota/chaos"
 	"github.com/afloat/afloat/quota/region"
@@ -43,6 +44,14 @@ type RegionOptions struct {
 	// fronts (ProxyHandler; the config's proxy section).
 	Upstream    string
 	ProxyListen string
+	// Hosts are host names the decision API answers besides the loopback
+	// names and Listen's host (hosts.go): what its clients call it by,
+	// such as a service's DNS name. Any other Host gets 421.
+	Hosts []string
+	// AllowRemote must be set for a Listen address beyond loopback: the
+	// decision API has no authentication, and whoever reaches it can
+	// spend any tenant's tokens. Run then logs a warning.
+	AllowRemote bool
 
 	clock        func() int64  // the limiter's clock, for tests (export_test.go)
 	tenantsEvery time.Duration // how often the agent asks for its tenants; default tenantsEvery (regiontenants.go)
@@ -73,6 +82,8 @@ type Agent struct {
 	heldMu    sync.Mutex
 	heldSaid  time.Time // when the wait was last logged
 	heldTimes int       // refusals since
+
+	hosts *hostcheck.Names // the names the decision API answers (hosts.go)
 }
 
 type usingLease struct {
@@ -88,10 +99,19 @@ func NewAgent(o RegionOptions) (*Agent, error) {
 	if _, ok := o.Config.Regions[o.Name]; !ok {
 		return nil, fmt.Errorf("%w: --name %q: not in the config's regions", ErrConfigFile, o.Name)
 	}
+	if !o.AllowRemote && !hostcheck.ListenLoopback(o.Listen) {
+		return nil, fmt.Errorf("%w: --listen %s: beyond loopback, and the decision API has no authentication: "+
+			"whoever reaches it can spend any tenant's tokens; listen on 127.0.0.1 or [::1], or allow it explicitly (--allow-remote)",
+			ErrConfigFile, o.Listen)
+	}
+	hosts, err := hostNames(o.Hosts, o.Listen)
+	if err != nil {
+		return nil, err
+	}
 	// The file's tenants of the region, until the coordinator's list
 	// comes (regiontenants.go); none is fine: the region waits for it.
 	ts := o.Config.TenantsOf(o.Name)
-	a := &Agent{o: o, using: map[string]usingLease{}}
+	a := &Agent{o: o, using: map[string]usingLease{}, hosts: hosts}
 	names := make([]string, len(ts))
 	first := make(map[string]quota.Tenant, len(ts))
 	for i, t := range ts {
@@ -159,6 +179,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	log.Info("quota region: serving", "region", o.Name, "listen", ln.Addr().String(), "tenants", len(*a.tenants.Load()), "coordinators", o.Coordinators)
+	if w := o.listenWarning(ln.Addr().String()); w != "" {
+		log.Warn(w, "listen", ln.Addr().String(), "hosts", a.hosts.String())
+	}
 	if o.Ready != nil {
 		o.Ready(ln.Addr().String())
 	}
@@ -207,6 +230,20 @@ func (a *Agent) Run(ctx context.Context) error {
 	log.Info("quota region: stopped", "region", o.Name, "renewals", st.Renewals, "renew_failures", st.RenewFailures,
 		"returns", st.Returns, "return_failures", st.ReturnFailures)
 	return runErr
+}
+
+// listenWarning is what Run warns of when AllowRemote is set: that the
+// decision API, without authentication, is reachable beyond loopback; or
+// that the flag changes nothing on a loopback address.
+func (o *RegionOptions) listenWarning(addr string) string {
+	switch {
+	case !o.AllowRemote:
+		return ""
+	case !hostcheck.ListenLoopback(o.Listen):
+		return "quota region: the decision API listens beyond loopback and has no authentication: whoever reaches " +
+			addr + " can spend any tenant's tokens; let only the services it serves reach it"
+	}
+	return "quota region: --allow-remote with a loopback --listen changes nothing"
 }
 
 // installed logs an install, and what it ended.
@@ -264,8 +301,9 @@ func (a *Agent) watch(ctx context.Context, client *remote.Client) {
 type AllowRequest struct {
 	Tenant   string `json:"tenant"`
 	Endpoint string `json:"endpoint"`
-	// N is how many requests to the endpoint; default 1. The cost is N
-	// times the endpoint's cost.
+	// N is how many requests to the endpoint, 1 to 1,000,000; absent, 1
+	// (0 is refused, not read as absent). The cost is N times the
+	// endpoint's cost.
 	N int64 `json:"n"`
 }
 
@@ -287,13 +325,14 @@ const maxAllowBody = 4 << 10
 // Handler is the decision API: POST /v1/allow, and GET /v1/status for a
 // look at the leases; GET /metrics, /healthz and /readyz as well. It
 // answers from local state only: no call to the coordinator is made for
-// a decision.
+// a decision. It answers only requests whose Host is one of the agent's
+// names (hosts.go; RegionOptions.Hosts), others 421.
 func (a *Agent) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/allow", a.allow)
 	mux.HandleFunc("GET /v1/status", a.status)
 	observe(mux, a.metrics.reg, a.regionReady) // GET /metrics, /healthz, /readyz (health.go)
-	return mux
+	return hostGuard(a.hosts, "quota region", mux)
 }
 
 // bufs holds the decision API's buffers: a check allocates little, so
@@ -321,9 +360,6 @@ func (a *Agent) allow(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		httpError(w, http.StatusBadRequest, fmt.Sprintf("quota region: body: want one object {\"tenant\",\"endpoint\",\"n\"}: %v", err))
 		return
-	}
-	if req.N == 0 {
-		req.N = 1
 	}
 	t, ok := a.tenant(req.Tenant)
 	switch {

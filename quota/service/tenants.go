@@ -1,7 +1,6 @@
 package service
 
 import (
-	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -15,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/afloat/afloat/internal/strictjson"
 	"github.com/afloat/afloat/quota"
 	"github.com/afloat/afloat/quota/coordinator"
 )
@@ -74,20 +74,16 @@ const MaxTenantBody = 64 << 10
 func ViewOf(r coordinator.TenantRecord) TenantView {
 	return TenantView{Name: r.Name, Rate: r.Rate.Float(), Burst: r.Burst.Float(), Mode: r.Mode.String(),
 		Emergency: r.Emergency.Float(), Regions: slices.Clone(r.Regions), LeaseDuration: r.LeaseDuration.String(),
-		SkewMargin: r.SkewMargin.String(), Floor: r.Floor, Costs: maps.Clone(r.Costs), Version: r.Version, By: r.By}
+		SkewMargin: r.Margin().String(), Floor: r.FloorShare(), Costs: maps.Clone(r.Costs), Version: r.Version, By: r.By}
 }
 
 // DecodeTenantSpec reads a create or update body: one JSON object, no
-// unknown field.
+// unknown field, no key given twice, no null, integers where integers
+// are due (internal/strictjson).
 func DecodeTenantSpec(body []byte) (TenantSpec, error) {
 	var s TenantSpec
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
+	if err := strictjson.Decode(body, &s); err != nil {
 		return TenantSpec{}, fmt.Errorf("service: body: %w", err)
-	}
-	if dec.More() {
-		return TenantSpec{}, errors.New("service: body: more than one JSON value")
 	}
 	return s, nil
 }
@@ -115,7 +111,7 @@ func (c *Config) Apply(t TenantConfig, s TenantSpec) (TenantConfig, error) {
 	if s.Regions != nil {
 		t.Regions = slices.Clone(s.Regions)
 	}
-	dur := func(field string, v *string, dst *time.Duration) error {
+	dur := func(field string, v *string, dst **time.Duration) error {
 		if v == nil {
 			return nil
 		}
@@ -123,7 +119,7 @@ func (c *Config) Apply(t TenantConfig, s TenantSpec) (TenantConfig, error) {
 		if err != nil {
 			return bad("tenant.%s %q: want a duration such as 10s", field, *v)
 		}
-		*dst = d
+		*dst = &d
 		return nil
 	}
 	if err := dur("lease_duration", s.LeaseDuration, &t.LeaseDuration); err != nil {
@@ -133,7 +129,8 @@ func (c *Config) Apply(t TenantConfig, s TenantSpec) (TenantConfig, error) {
 		return TenantConfig{}, err
 	}
 	if s.Floor != nil {
-		t.Floor = *s.Floor
+		f := *s.Floor
+		t.Floor = &f
 	}
 	if s.Costs != nil {
 		t.Costs = maps.Clone(s.Costs)
@@ -146,11 +143,24 @@ func (c *Config) Apply(t TenantConfig, s TenantSpec) (TenantConfig, error) {
 	return t, nil
 }
 
-// entryOf is a tenant record as a config entry.
+// entryOf is a tenant record as a config entry: its optional fields as
+// given (a zero in force given as zero), a zero field left out.
 func entryOf(r coordinator.TenantRecord) TenantConfig {
-	return TenantConfig{Name: r.Name, Rate: r.Rate.Float(), Burst: r.Burst.Float(), Mode: r.Mode.String(),
-		Emergency: r.Emergency.Float(), Regions: slices.Clone(r.Regions), LeaseDuration: r.LeaseDuration,
-		SkewMargin: r.SkewMargin, Floor: r.Floor, Costs: maps.Clone(r.Costs)}
+	t := TenantConfig{Name: r.Name, Rate: r.Rate.Float(), Burst: r.Burst.Float(), Mode: r.Mode.String(),
+		Emergency: r.Emergency.Float(), Regions: slices.Clone(r.Regions), Costs: maps.Clone(r.Costs)}
+	if r.LeaseDuration != 0 {
+		d := r.LeaseDuration
+		t.LeaseDuration = &d
+	}
+	if r.SkewMargin != 0 {
+		d := r.Margin()
+		t.SkewMargin = &d
+	}
+	if r.Floor != 0 {
+		f := r.FloorShare()
+		t.Floor = &f
+	}
+	return t
 }
 
 // TenantBackend is what the tenants API serves: a leading
@@ -361,9 +371,7 @@ func (h *tenantsAPI) del(w http.ResponseWriter, r *http.Request) {
 		Name    string `json:"name"`
 		Version uint64 `json:"version,omitempty"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil || dec.More() {
+	if err := strictjson.Decode(body, &req); err != nil {
 		answer(w, http.StatusBadRequest, apiError{Error: fmt.Sprintf("service: body: want {\"name\":…}: %v", err)})
 		return
 	}

@@ -100,7 +100,7 @@ func TestTenantsAPI(t *testing.T) {
 		{"content type with charset", "POST", "/create", alice, "application/json; charset=utf-8", `{}`, 415, "want application/json"},
 		{"bad JSON", "POST", "/create", alice, j, `{"name":`, 400, "body"},
 		{"unknown field", "POST", "/create", alice, j, `{"name":"x","rate":1,"burst":1,"colour":"red"}`, 400, "colour"},
-		{"two values", "POST", "/create", alice, j, `{"name":"x"} {}`, 400, "more than one"},
+		{"two values", "POST", "/create", alice, j, `{"name":"x"} {}`, 400, "data after the value"},
 		{"too big", "POST", "/create", alice, j, `{"name":"` + strings.Repeat("x", MaxTenantBody) + `"}`, 413, "body over"},
 		{"GET on a POST route", "GET", "/create", alice, "", "", 404, ""},
 		{"POST on list", "POST", "", alice, j, `{}`, 405, ""},

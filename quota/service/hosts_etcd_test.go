@@ -1,0 +1,86 @@
+//go:build embedetcd
+
+package service
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestCoordinatorAnswersOnlyItsHosts: the coordinator's listener — the
+// regions' API, the tenants API, /metrics — refuses a request whose Host
+// is not one of its names with 421, whatever the token; its loopback
+// names, its --listen host and its --advertise host are answered (regions
+// call it by the URL followers name, the advertised one).
+func TestCoordinatorAnswersOnlyItsHosts(t *testing.T) {
+	cfg := mustConfig(t, opsConfig)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrc := make(chan string, 1)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		err := RunCoordinator(ctx, CoordinatorOptions{Config: cfg, Listen: "127.0.0.1:0", Advertise: "http://coord-1.quota.test:7070",
+			DataDir: t.TempDir(), Logger: quietLog(), Ready: func(a string) { addrc <- a }})
+		if err != nil {
+			t.Error(err)
+		}
+	})
+	var addr string
+	select {
+	case addr = <-addrc:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the coordinator did not start")
+	}
+	do := func(method, path, host, token, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
+		must(t, err)
+		req.Host = host
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		must(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	eu := "eu-token-0123456789abcdef"
+	renew := `{"requests":[{"tenant":"acme","region":"eu","seq":1}]}`
+	for i, host := range []string{"evil.example", "evil.example:7070", "coord-1.quota.test.evil.example", "0.0.0.0:7070"} {
+		for _, r := range []struct{ method, path, token, body string }{
+			{"POST", "/v1/renew", eu, renew},
+			{"GET", "/v1/region/tenants", eu, ""},
+			{"GET", "/v1/tenants", alice, ""},
+			{"GET", "/metrics", "", ""},
+			{"GET", "/readyz", "", ""},
+		} {
+			if code, body := do(r.method, r.path, host, r.token, r.body); code != http.StatusMisdirectedRequest || strings.Contains(body, "acme") {
+				t.Errorf("step %d: %s %s with Host %q: %d %s; want 421", i, r.method, r.path, host, code, body)
+			}
+		}
+	}
+	for i, host := range []string{addr, "localhost:7070", "coord-1.quota.test:7070", "COORD-1.quota.test."} {
+		if code, body := do("GET", "/healthz", host, "", ""); code != 200 {
+			t.Errorf("step %d: Host %q: %d %s, want 200", i, host, code, body)
+		}
+	}
+	// The regions' API, by the advertised name, once the coordinator leads.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, body := do("POST", "/v1/renew", "coord-1.quota.test:7070", eu, renew)
+		if code == 200 && strings.Contains(body, `"grant"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("renew by the advertised name: %d %s", code, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel()
+}
