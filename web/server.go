@@ -67,7 +67,7 @@ func DefaultConfig() Config {
 		Addr:              "127.0.0.1:8080",
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
-		WriteTimeout:      30 * time.Second,
+		WriteTimeout:      60 * time.Second, // beyond the game's 30 s bound, after a body (15 s) and the queue (5 s)
 		IdleTimeout:       120 * time.Second,
 		ShutdownTimeout:   10 * time.Second,
 		MaxHeaderBytes:    256 << 10,
@@ -160,7 +160,11 @@ func newHandler(c Config) (http.Handler, *lab) {
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time
 	}
-	api := &api{maxBody: maxBody, logger: logger, game: newGame()}
+	writeTimeout := c.WriteTimeout
+	if writeTimeout <= 0 {
+		writeTimeout = DefaultConfig().WriteTimeout
+	}
+	api := &api{maxBody: maxBody, logger: logger, game: newGame(writeTimeout)}
 	lab := newLab(logger)
 	al := newAssignLab(logger, c.RedisURL, c.AssignPool, c.AssignWrite, maxBody)
 	lab.stops = append(lab.stops, al.stop)
