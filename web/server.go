@@ -134,6 +134,11 @@ func (c Config) BeyondLoopback() bool {
 	return err != nil || !loopbackHost(host)
 }
 
+// bodyBudgetBodies is how many bodies of the largest size the console
+// holds at once (16 MiB with the default 1 MiB): read or being read, and
+// not yet answered.
+const bodyBudgetBodies = 16
+
 // ErrConfig is returned for a server configuration that cannot run.
 var ErrConfig = errors.New("web: invalid configuration")
 
@@ -208,7 +213,8 @@ func newHandler(c Config) (http.Handler, *lab) {
 	})
 	// From the outside in: a panic becomes a 500; every request is logged;
 	// security headers; the Host check (DNS rebinding); cross-origin and
-	// media-type checks on everything but GET; then the API's bulkhead.
+	// media-type checks on everything but GET; the body read, counted
+	// apart; then the API's bulkhead.
 	var hosts func(string) bool
 	if !c.AllowRemote {
 		hosts = loopbackHost
@@ -224,6 +230,7 @@ func newHandler(c Config) (http.Handler, *lab) {
 	}
 	var h http.Handler = mux
 	h = inFlight(b, h)
+	h = readBodies(maxBody, &bodyBudget{max: bodyBudgetBodies * maxBody}, h)
 	h = jsonOnly(h)
 	h = crossOriginGuard(h)
 	h = hostGuard(hosts, h)
