@@ -48,7 +48,8 @@ type Config struct {
 	// AllowRemote must be set to listen beyond loopback: the console has
 	// no authentication. With it the console also answers to any Host
 	// name; without it only to localhost and loopback addresses, which
-	// stops DNS rebinding.
+	// stops DNS rebinding. Set on a loopback address it only turns that
+	// Host check off, and Serve logs a warning saying so.
 	AllowRemote bool
 
 	// MaxInFlight API requests are served at once; MaxQueued more wait, up
@@ -306,6 +307,9 @@ func Serve(ctx context.Context, ln net.Listener, c Config) error {
 		if tcp, ok := ln.Addr().(*net.TCPAddr); !ok || !tcp.IP.IsLoopback() {
 			logger.Warn("the console is reachable beyond loopback and has no authentication: anyone who reaches "+
 				ln.Addr().String()+" can use it, and change the assignment lab's pool", "addr", ln.Addr().String())
+		} else {
+			logger.Warn("AllowRemote on a loopback address turns off the Host check: the console answers any Host name, "+
+				"so a page on a name that resolves to loopback (DNS rebinding) can use it and read its answers", "addr", ln.Addr().String())
 		}
 	}
 
