@@ -434,13 +434,13 @@ func decodeMember(body []byte, restore bool) (string, assign.RestorePolicy, *api
 		return "", 0, aerr
 	}
 	var m string
-	if raw, ok := f["member"]; !ok || json.Unmarshal(raw, &m) != nil || m == "" || len(m) > assign.MaxMemberName {
+	if raw, ok := f["member"]; !ok || unmarshal(raw, &m) != nil || m == "" || len(m) > assign.MaxMemberName {
 		return "", 0, badRequest("member", "member %s: want the name of a member, 1 to %d bytes", clip(f["member"]), assign.MaxMemberName)
 	}
 	policy := assign.RestoreCurrentMinimum
 	if raw, ok := f["policy"]; ok {
 		var s string
-		if json.Unmarshal(raw, &s) != nil {
+		if unmarshal(raw, &s) != nil {
 			return "", 0, badRequest("policy", "policy %s: want current-minimum, keep-history or zero", clip(raw))
 		}
 		p, err := assign.ParseRestorePolicy(s)

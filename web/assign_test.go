@@ -179,7 +179,8 @@ func TestAssignDemoIsLabelled(t *testing.T) {
 // FuzzAssignBody: the page's decoders answer any body with a value in
 // range or a 4xx naming a field, never a panic.
 func FuzzAssignBody(f *testing.F) {
-	for _, s := range []string{`{"n": 5}`, `{"member": "proxy-01", "policy": "zero"}`, `{"members": 8}`, `{"rate": 500}`, `{"n": 1e400}`, `{"member": null}`, `{}`, `[]`, `{"rate": "1"}`} {
+	for _, s := range []string{`{"n": 5}`, `{"member": "proxy-01", "policy": "zero"}`, `{"members": 8}`, `{"rate": 500}`, `{"n": 1e400}`, `{"member": null}`, `{}`, `[]`, `{"rate": "1"}`,
+		`{"rate": 1e-400}`, `{"n": 1.0000000000000001}`, `{"policy": null, "member": "a"}`, `{"members": 8, "members": 9}`} {
 		for e := range 5 {
 			f.Add(uint8(e), []byte(s))
 		}
