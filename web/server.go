@@ -39,8 +39,10 @@ type Config struct {
 	// RedisURL is the Redis of the assignment lab (redis://host:port); ""
 	// runs it on an in-process Redis-compatible server, labelled as a demo
 	// on the page. AssignPool names its pool ("" is afloat-console).
-	// AssignWrite lets the lab change that pool even if it existed before
-	// the console started; without it such a pool is only shown.
+	// AssignWrite lets the lab pick from, remove and restore members of
+	// that pool even if the lab did not create it (its creator, recorded
+	// in Redis, is not the lab's); without it such a pool is only shown.
+	// The lab resets (empties) only a pool it created, whatever this says.
 	RedisURL    string
 	AssignPool  string
 	AssignWrite bool
@@ -193,6 +195,7 @@ func newHandler(c Config) (http.Handler, *lab) {
 	mux.HandleFunc("POST /api/assign/pick", al.pick())
 	mux.HandleFunc("POST /api/assign/remove", al.member(false))
 	mux.HandleFunc("POST /api/assign/restore", al.member(true))
+	mux.HandleFunc("POST /api/assign/create", al.createPool())
 	mux.HandleFunc("POST /api/assign/reset", al.resetPool())
 	mux.HandleFunc("POST /api/assign/load", al.load())
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
@@ -259,6 +262,7 @@ var apiMethods = map[string]string{
 	"/api/assign/pick":    "POST",
 	"/api/assign/remove":  "POST",
 	"/api/assign/restore": "POST",
+	"/api/assign/create":  "POST",
 	"/api/assign/reset":   "POST",
 	"/api/assign/load":    "POST",
 }

@@ -19,7 +19,7 @@ func runServe(fs *command, args []string) int {
 	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&cfg.RedisURL, "redis", os.Getenv("AFLOAT_REDIS_URL"), "Redis `URL` of the assignment lab (default $AFLOAT_REDIS_URL; unset: an in-process demo server)")
 	fs.StringVar(&cfg.AssignPool, "assign-pool", "afloat-console", "pool `NAME` the assignment lab uses on that Redis")
-	fs.BoolVar(&cfg.AssignWrite, "assign-write", false, "let the assignment lab change --assign-pool even if it existed before the console started (otherwise it only shows it)")
+	fs.BoolVar(&cfg.AssignWrite, "assign-write", false, "let the assignment lab change --assign-pool even if the lab did not create it (otherwise it only shows it; it never resets such a pool)")
 	if status, ok := fs.parse(args); !ok {
 		return status
 	}
