@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -211,6 +212,8 @@ func TestActionStrictNumbers(t *testing.T) {
 		{`{"minute": 3, "control": "fleet_floor", "value": null}`, "value"},
 		{`{"minute": 3, "control": "rollback", "minute": 4}`, "minute"},
 		{`{"minute": 3, "control": "heavy_feature", "value": false, "value": true}`, "value"},
+		{`{"minute": 3, "control": "rollback", "\u006dinute": 4}`, "minute"},
+		{`{"minute": 3, "control": "rollback", "value": {"a": "}\"", "b": [1, {"c": 2}]}, "minute": 4}`, "minute"},
 	} {
 		var a Action
 		err := a.UnmarshalJSON([]byte(tc.line))
@@ -233,4 +236,30 @@ func TestActionStrictNumbers(t *testing.T) {
 			t.Errorf("step %d: %s = %+v, %v; want %+v", i, tc.line, a, err, tc.want)
 		}
 	}
+}
+
+// FuzzTopLevelKeys: the byte scan that counts an object's keys agrees with
+// encoding/json's tokens on every object encoding/json reads.
+func FuzzTopLevelKeys(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a": 1}`, `{"a": 1, "a": 2}`, `{"a\"b": "}", "c": [{"d": 1}, "e,"]}`, `{"\u0061": {"b": {"c": []}}, "x": "\\"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(data, &m) != nil || m == nil {
+			return
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.Token()
+		want := 0
+		for dec.More() {
+			dec.Token()
+			var skip json.RawMessage
+			dec.Decode(&skip)
+			want++
+		}
+		if got := topLevelKeys(data); got != want {
+			t.Fatalf("topLevelKeys(%q) = %d, encoding/json reads %d keys", data, got, want)
+		}
+	})
 }

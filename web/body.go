@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,21 +19,20 @@ import (
 // clients made every API request wait in the queue and then get 503.
 //
 // The bodies being read and those read but not yet answered are counted
-// apart, in bytes, against a budget: a body takes budget as its bytes
-// arrive and gives it back when its request has been answered, so a slow
-// client holds only what it has sent, and the memory that bodies hold at
-// once stays bounded however many connections send them. A body that
-// finds the budget spent is answered 503 with Retry-After at once; one
-// over limit 413; one that does not arrive within the server's read timeout
-// 408. Handlers read the body from memory afterwards, within their own
-// (smaller or equal) limits.
+// apart, in bytes, against a budget, and give it back when their request
+// has been answered, so the memory that bodies hold at once stays bounded
+// however many connections send them (bodyBudget.read says how a body
+// takes its share). A body that finds the budget spent is answered 503
+// with Retry-After at once; one over limit 413; one that does not arrive
+// within the server's read timeout 408. Handlers take the body from memory
+// afterwards (readBody), within their own (smaller or equal) limits.
 func readBodies(limit int64, budget *bodyBudget, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.HasPrefix(r.URL.Path, "/api/") || r.Body == nil || r.Body == http.NoBody {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, held, err := budget.read(r.Body, limit)
+		body, held, err := budget.read(r.Body, r.ContentLength, limit)
 		defer budget.release(held)
 		if err != nil {
 			var tooBig *http.MaxBytesError
@@ -49,10 +49,16 @@ func readBodies(limit int64, budget *bodyBudget, next http.Handler) http.Handler
 			}
 			return
 		}
+		// Handlers take the bytes from the context (readBody) rather than
+		// copying them again; the body stays readable for any other.
+		r = r.WithContext(context.WithValue(r.Context(), bodyKey{}, body))
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		next.ServeHTTP(w, r)
 	})
 }
+
+// bodyKey keys the body readBodies read in a request's context.
+type bodyKey struct{}
 
 // errBodyBudget: the bytes of the bodies held at once are at their bound.
 var errBodyBudget = errors.New("web: request bodies at their bound")
@@ -83,16 +89,30 @@ func (b *bodyBudget) release(n int64) {
 	b.used -= n
 }
 
-// read reads all of src, up to limit bytes, taking budget for the memory
-// that holds the body (its capacity, as it grows: at most twice what has
-// arrived) before it is allocated, and only once a piece has arrived. It returns the body and
-// the budget held, to be released also on error.
-func (b *bodyBudget) read(src io.Reader, limit int64) ([]byte, int64, error) {
+// read reads all of src, up to limit bytes. A body of known length
+// (Content-Length: what browsers and curl send) takes budget for all of
+// it before a byte is read, and one over limit is refused unread: in a
+// flood of large bodies, those that start are those that can finish,
+// rather than every one taking a share and few completing. A body of
+// unknown length (chunked) takes budget for the memory that holds it as
+// it grows — at most twice what has arrived — once a piece has arrived. It
+// returns the body and the budget held, to be released also on error.
+func (b *bodyBudget) read(src io.Reader, declared, limit int64) ([]byte, int64, error) {
 	var (
 		out     []byte
 		scratch [4096]byte
 		held    int64
 	)
+	if declared > limit {
+		return nil, 0, &http.MaxBytesError{Limit: limit}
+	}
+	if declared > 0 {
+		if !b.take(declared) {
+			return nil, 0, errBodyBudget
+		}
+		held = declared
+		out = make([]byte, 0, declared)
+	}
 	for {
 		n, err := src.Read(scratch[:])
 		if n > 0 {

@@ -16,11 +16,15 @@ import (
 )
 
 // slowPost starts a POST whose body comes from a pipe that the test
-// feeds (or not), and sends its status on answers once answered.
-func slowPost(h http.Handler, path string, answers chan<- int) *io.PipeWriter {
+// feeds (or not), and sends its status on answers once answered. Its
+// length is unknown (chunked), unless declared is given.
+func slowPost(h http.Handler, path string, answers chan<- int, declared ...int64) *io.PipeWriter {
 	pr, pw := io.Pipe()
 	req := localRequest("POST", path, pr)
 	req.Header.Set("Content-Type", "application/json")
+	if len(declared) > 0 {
+		req.ContentLength = declared[0]
+	}
 	go func() {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
@@ -34,6 +38,14 @@ func slowPost(h http.Handler, path string, answers chan<- int) *io.PipeWriter {
 // (before, the body was read inside it: eight slow clients made every API
 // request wait and get 503).
 func TestSlowBodiesDoNotHoldTheBulkhead(t *testing.T) {
+	const body = `{"scenario": "steady", "to": 1}`
+	// Chunked bodies, and bodies of declared length (as curl sends).
+	for _, declared := range [][]int64{nil, {int64(len(body))}} {
+		slowBodies(t, body, declared)
+	}
+}
+
+func slowBodies(t *testing.T, body string, declared []int64) {
 	synctest.Test(t, func(t *testing.T) {
 		c := DefaultConfig()
 		c.MaxInFlight, c.MaxQueued = 2, 0
@@ -42,7 +54,7 @@ func TestSlowBodiesDoNotHoldTheBulkhead(t *testing.T) {
 		answers := make(chan int, 8)
 		var slow []*io.PipeWriter
 		for range 8 {
-			slow = append(slow, slowPost(h, "/api/run", answers))
+			slow = append(slow, slowPost(h, "/api/run", answers, declared...))
 		}
 		synctest.Wait() // every slow request waits for its body
 		early := 0
@@ -58,7 +70,7 @@ func TestSlowBodiesDoNotHoldTheBulkhead(t *testing.T) {
 		// Each slow body arrives in the end, and its request is served.
 		for i, pw := range slow {
 			go func() {
-				io.WriteString(pw, `{"scenario": "steady", "to": 1}`)
+				io.WriteString(pw, body)
 				pw.Close()
 			}()
 			synctest.Wait()
@@ -84,7 +96,7 @@ func TestSlowBodiesDoNotHoldTheBulkhead(t *testing.T) {
 func TestBodyBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := DefaultConfig()
-		c.MaxBodyBytes = 4096 // a budget of 16 × 4096 bytes
+		c.MaxBodyBytes = 4096 // a budget of bodyBudgetBodies × 4096 bytes
 		h, lab := newHandler(c)
 		defer lab.stop()
 		answers := make(chan int, bodyBudgetBodies)
@@ -118,6 +130,29 @@ func TestBodyBudget(t *testing.T) {
 		for _, pw := range held[1:] {
 			pw.Close()
 			<-answers
+		}
+
+		// A body of declared length takes all of it before a byte is
+		// read; one declared over the limit is refused unread.
+		held = held[:0]
+		for range bodyBudgetBodies {
+			held = append(held, slowPost(h, "/api/run", answers, 4096)) // sends nothing
+		}
+		synctest.Wait()
+		if rec := post(`{"scenario": "steady", "to": 1}`); rec.Code != 503 {
+			t.Errorf("a body while declared ones hold the budget: %d, want 503", rec.Code)
+		}
+		over := slowPost(h, "/api/run", answers, 4097)
+		if code := <-answers; code != 413 {
+			t.Errorf("a body declared over the limit: %d, want 413 before it is read", code)
+		}
+		over.Close()
+		for _, pw := range held {
+			pw.CloseWithError(errors.New("the client went away"))
+			<-answers
+		}
+		if rec := post(`{"scenario": "steady", "to": 1}`); rec.Code != 200 {
+			t.Errorf("a body once the declared ones are gone: %d %s; want 200", rec.Code, rec.Body)
 		}
 	})
 }

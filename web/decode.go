@@ -60,8 +60,15 @@ func clipKey(k string) string {
 	return k
 }
 
-// readBody reads a request's body within the size limit.
+// readBody reads a request's body within the size limit: the bytes
+// readBodies has read already, or the body itself.
 func readBody(r *http.Request, maxBody int64) ([]byte, *apiError) {
+	if b, ok := r.Context().Value(bodyKey{}).([]byte); ok {
+		if int64(len(b)) > maxBody {
+			return nil, &apiError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("body over %d bytes", maxBody)}
+		}
+		return b, nil
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError

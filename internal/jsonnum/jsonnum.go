@@ -90,7 +90,7 @@ func parse(s []byte) (neg bool, digits []byte, exp int64, ok bool) {
 	default:
 		return false, nil, 0, false
 	}
-	digits = append([]byte(nil), s[start:i]...)
+	digits = s[start:i]
 	if i < len(s) && s[i] == '.' {
 		i++
 		from := i
@@ -100,7 +100,8 @@ func parse(s []byte) (neg bool, digits []byte, exp int64, ok bool) {
 		if i == from {
 			return false, nil, 0, false
 		}
-		digits = append(digits, s[from:i]...)
+		// Only a fraction costs a copy: the digits are then in two pieces.
+		digits = append(append(make([]byte, 0, len(digits)+i-from), digits...), s[from:i]...)
 		exp -= int64(i - from)
 	}
 	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
