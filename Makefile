@@ -205,6 +205,7 @@ check-quota-peers:
 FUZZTIME ?= 60s
 fuzz:
 	$(GO) test ./sim -run '^$$' -fuzz '^FuzzParseActions$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./sim -run '^$$' -fuzz '^FuzzTopLevelKeys$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./sim -run '^$$' -fuzz '^FuzzParseQuery$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./web -run '^$$' -fuzz '^FuzzRunQuery$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./web -run '^$$' -fuzz '^FuzzRunBody$$' -fuzztime $(FUZZTIME)
@@ -214,6 +215,7 @@ fuzz:
 	$(GO) test ./web -run '^$$' -fuzz '^FuzzParseQuery$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./web -run '^$$' -fuzz '^FuzzDecodeObject$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/redact -run '^$$' -fuzz '^FuzzURL$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/jsonnum -run '^$$' -fuzz '^FuzzInt$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./assign -run '^$$' -fuzz '^FuzzParseProxyList$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./assign -run '^$$' -fuzz '^FuzzClientOptions$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/chaos -run '^$$' -fuzz '^FuzzParseEvent$$' -fuzztime $(FUZZTIME)

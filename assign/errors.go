@@ -33,6 +33,9 @@ var (
 	// ErrInvalid: an argument outside its allowed range (a pool or member
 	// name, a count, a duration, a URL). The message names the field.
 	ErrInvalid = errors.New("assign: invalid argument")
+	// ErrNotOwner: Reset on a pool that the given creator did not make
+	// with Create. Nothing was changed.
+	ErrNotOwner = errors.New("assign: not the pool's creator")
 )
 
 // ambiguous is an outcome that may or may not have happened: it matches
@@ -67,6 +70,8 @@ func classify(op, pool string, err error) error {
 			return fmt.Errorf("%w %q (%s): add a member first", ErrUnknownPool, pool, op)
 		case strings.HasPrefix(msg, "AFLOAT_NOT_ACTIVE "):
 			return fmt.Errorf("%w: %s: %q is not an active member of pool %q; nothing was changed", ErrUnknownMember, op, strings.TrimPrefix(msg, "AFLOAT_NOT_ACTIVE "), pool)
+		case msg == "AFLOAT_NOT_OWNER":
+			return fmt.Errorf("%w: %s: pool %q was not made by this creator with Create; nothing was changed", ErrNotOwner, op, pool)
 		case strings.HasPrefix(msg, "AFLOAT_NOT_REMOVED "):
 			return fmt.Errorf("%w: %s: %q is not a removed member of pool %q; nothing was changed", ErrUnknownMember, op, strings.TrimPrefix(msg, "AFLOAT_NOT_REMOVED "), pool)
 		}

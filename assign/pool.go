@@ -358,10 +358,10 @@ func (p *Pool) RecordFailure(ctx context.Context, member string) error {
 	return classify("record failure", p.name, err)
 }
 
-// Delete removes the whole pool: members, removed members, failures.
-// Request-id records expire on their own.
+// Delete removes the whole pool: members, removed members, failures, its
+// creator. Request-id records expire on their own.
 func (p *Pool) Delete(ctx context.Context) error {
-	err := p.r.c.Do(ctx, p.r.c.B().Del().Key(p.k.Active, p.k.Removed, p.k.Failures).Build()).Error()
+	err := p.r.c.Do(ctx, p.r.c.B().Del().Key(p.k.Active, p.k.Removed, p.k.Failures, p.k.Owner).Build()).Error()
 	return classify("delete", p.name, err)
 }
 

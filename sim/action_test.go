@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -159,6 +160,8 @@ func FuzzParseActions(f *testing.F) {
 		`{"minute": 0, "control": "rollback", "value": null}`,
 		"{\"minute\": 0, \"control\": \"warmup\"}\r\n\n",
 		`{"minute": 3, "control": "heavy_feature", "value": false, "minute": 4}`,
+		`{"minute": null, "control": "rollback"}`,
+		`{"minute": 1e-400, "control": "fleet_floor", "value": 1.0000000000000001}`,
 		"\xff\xfe{",
 		`{}`,
 	} {
@@ -188,6 +191,75 @@ func FuzzParseActions(f *testing.F) {
 		}
 		if _, err := Run(Config{Scenario: "cache-flush", Seed: 1, Noise: true, Actions: actions}); err != nil {
 			t.Fatalf("accepted actions do not run: %v", err)
+		}
+	})
+}
+
+// TestActionStrictNumbers: an action's minute and an integer control's
+// value are read exactly: null, 1e-400 and 1.0000000000000001 are not
+// whole numbers (before, null and 1e-400 ran at minute 0 and set the
+// floor to 0), and a key given twice is refused rather than the last one
+// winning.
+func TestActionStrictNumbers(t *testing.T) {
+	for i, tc := range []struct {
+		line, field string
+	}{
+		{`{"minute": null, "control": "rollback"}`, "minute"},
+		{`{"minute": 1e-400, "control": "rollback"}`, "minute"},
+		{`{"minute": 1.0000000000000001, "control": "rollback"}`, "minute"},
+		{`{"minute": 3, "control": "fleet_floor", "value": 1e-400}`, "value"},
+		{`{"minute": 3, "control": "fleet_floor", "value": 2.0000000000000001}`, "value"},
+		{`{"minute": 3, "control": "fleet_floor", "value": null}`, "value"},
+		{`{"minute": 3, "control": "rollback", "minute": 4}`, "minute"},
+		{`{"minute": 3, "control": "heavy_feature", "value": false, "value": true}`, "value"},
+		{`{"minute": 3, "control": "rollback", "\u006dinute": 4}`, "minute"},
+		{`{"minute": 3, "control": "rollback", "value": {"a": "}\"", "b": [1, {"c": 2}]}, "minute": 4}`, "minute"},
+	} {
+		var a Action
+		err := a.UnmarshalJSON([]byte(tc.line))
+		var ae *ActionError
+		if !errors.As(err, &ae) || ae.Field != tc.field {
+			t.Errorf("step %d: %s: %v (%+v); want an error on %q", i, tc.line, err, a, tc.field)
+		}
+	}
+	for i, tc := range []struct {
+		line string
+		want Action
+	}{
+		{`{"minute": 0, "control": "rollback"}`, Press(0, ControlRollback)},
+		{`{"minute": 1e1, "control": "fleet_floor", "value": 0}`, Set(10, ControlFleetFloor, 0)},
+		{`{"minute": 2, "control": "fleet_floor", "value": 2.50e1}`, Set(2, ControlFleetFloor, 25)},
+		{`{"minute": 2, "control": "shed_low_priority", "value": 1e-400}`, Set(2, ControlShedLowPriority, 0)},
+	} {
+		var a Action
+		if err := a.UnmarshalJSON([]byte(tc.line)); err != nil || a != tc.want {
+			t.Errorf("step %d: %s = %+v, %v; want %+v", i, tc.line, a, err, tc.want)
+		}
+	}
+}
+
+// FuzzTopLevelKeys: the byte scan that counts an object's keys agrees with
+// encoding/json's tokens on every object encoding/json reads.
+func FuzzTopLevelKeys(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a": 1}`, `{"a": 1, "a": 2}`, `{"a\"b": "}", "c": [{"d": 1}, "e,"]}`, `{"\u0061": {"b": {"c": []}}, "x": "\\"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(data, &m) != nil || m == nil {
+			return
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.Token()
+		want := 0
+		for dec.More() {
+			dec.Token()
+			var skip json.RawMessage
+			dec.Decode(&skip)
+			want++
+		}
+		if got := topLevelKeys(data); got != want {
+			t.Fatalf("topLevelKeys(%q) = %d, encoding/json reads %d keys", data, got, want)
 		}
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/afloat/afloat/internal/jsonnum"
 	"github.com/afloat/afloat/overload"
 	"github.com/afloat/afloat/sim"
 	"github.com/afloat/afloat/sim/bots"
@@ -140,7 +141,7 @@ func (a *api) decode(r *http.Request, x extra) (request, *apiError) {
 			*dst = v
 		}
 	}
-	if raw, ok := extras["bot"]; ok && json.Unmarshal(raw, &req.bot) != nil {
+	if raw, ok := extras["bot"]; ok && unmarshal(raw, &req.bot) != nil {
 		return request{}, badRequest("bot", "bot %s: want a string, one of %s", clip(raw), strings.Join(bots.Names(), ", "))
 	}
 	if slices.Contains(x, "to") && req.to-req.from > maxFrames {
@@ -160,6 +161,11 @@ func decodeQuery(q url.Values, x extra) (sim.Config, map[string]json.RawMessage,
 	cfg, err := sim.ParseQuery(q)
 	if err != nil {
 		return sim.Config{}, nil, simError(err)
+	}
+	if _, ok := q[sim.QueryMinutes]; ok && cfg.Minutes == 0 {
+		// The share codec reads minutes=0 as the scenario's length (and
+		// never writes it); the API takes a length or nothing.
+		return sim.Config{}, nil, badRequest(sim.QueryMinutes, "minutes %q: want an integer from 1 to %d (leave it out for the scenario's length)", clip([]byte(q.Get(sim.QueryMinutes))), sim.MaxMinutes)
 	}
 	extras := map[string]json.RawMessage{}
 	for _, key := range x {
@@ -189,7 +195,7 @@ func (a *api) decodeBody(r *http.Request, x extra) (sim.Config, map[string]json.
 	for key, raw := range fields {
 		switch {
 		case key == "scenario":
-			if json.Unmarshal(raw, &cfg.Scenario) != nil {
+			if unmarshal(raw, &cfg.Scenario) != nil {
 				return sim.Config{}, nil, badRequest(key, "scenario %s: want a string, one of %s", clip(raw), strings.Join(sim.ScenarioNames(), ", "))
 			}
 		case key == "seed":
@@ -199,18 +205,20 @@ func (a *api) decodeBody(r *http.Request, x extra) (sim.Config, map[string]json.
 			}
 			cfg.Seed = uint32(v)
 		case key == "noise":
-			if json.Unmarshal(raw, &cfg.Noise) != nil {
+			if unmarshal(raw, &cfg.Noise) != nil {
 				return sim.Config{}, nil, badRequest(key, "noise %s: want true or false", clip(raw))
 			}
 		case key == "minutes":
+			// Zero is not a length: leaving minutes out gives the
+			// scenario's, rather than a 0 that would mean it silently.
 			v, err := parseInt(raw)
-			if err != nil || v < 0 || v > sim.MaxMinutes {
-				return sim.Config{}, nil, badRequest(key, "minutes %s: want an integer from 1 to %d (0 for the scenario's length)", clip(raw), sim.MaxMinutes)
+			if err != nil || v < 1 || v > sim.MaxMinutes {
+				return sim.Config{}, nil, badRequest(key, "minutes %s: want an integer from 1 to %d (leave it out for the scenario's length)", clip(raw), sim.MaxMinutes)
 			}
 			cfg.Minutes = int(v)
 		case key == "actions":
 			var items []json.RawMessage
-			if json.Unmarshal(raw, &items) != nil {
+			if unmarshal(raw, &items) != nil {
 				return sim.Config{}, nil, badRequest(key, "want an array of actions like {\"minute\": 28, \"control\": \"rollback\"}")
 			}
 			if len(items) > sim.MaxActions {
@@ -239,13 +247,10 @@ func (a *api) decodeBody(r *http.Request, x extra) (sim.Config, map[string]json.
 }
 
 // parseInt reads a JSON number or a query value that must be a whole
-// number.
+// number, in JSON's grammar and exactly: 1e3 is 1000, while null, 1.5,
+// 1e-400 (which a float reads as 0), "+1" and 0x10 are refused.
 func parseInt(raw json.RawMessage) (int64, error) {
-	v, err := strconv.ParseFloat(strings.TrimSpace(string(raw)), 64)
-	if err != nil || v != math.Trunc(v) || math.Abs(v) > 1<<53 {
-		return 0, errors.New("not an integer")
-	}
-	return int64(v), nil
+	return jsonnum.Int(raw)
 }
 
 // clip shortens what a client sent before it is quoted back.

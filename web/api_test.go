@@ -369,6 +369,8 @@ func FuzzRunQuery(f *testing.F) {
 		"scenario=steady&seed=%zz",
 		"scenario=steady;seed=1",
 		"scenario=steady&&seed=1&",
+		"scenario=steady&minutes=0&to=1e-400",
+		"scenario=steady&minute=%2B1&at=0x10",
 	} {
 		f.Add("run", s)
 		f.Add("debrief", s)
@@ -407,6 +409,9 @@ func FuzzRunBody(f *testing.F) {
 		`{"scenario": "surge", "seed": 3, "hints": true, "to": 40}`,
 		`{"scenario": "cache-flush", "seed": 2, "bot": "runbook"}`,
 		`{"scenario": "steady", "bot": "expert", "coach": "1"}`,
+		`{"scenario": "steady", "noise": null, "actions": [{"minute": null, "control": "rollback"}]}`,
+		`{"scenario": "steady", "seed": 1e-400, "to": 1.0000000000000001}`,
+		`{"scenario": "steady", "actions": [{"minute": 2, "control": "fleet_floor", "value": 1e-400, "value": 3}]}`,
 	} {
 		f.Add("run", []byte(s))
 		f.Add("debrief", []byte(s))

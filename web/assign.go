@@ -32,13 +32,14 @@ type assignLab struct {
 	// the console started is shown, never changed.
 	writeAny bool
 
-	once    sync.Once
-	initErr error
+	// Connected on first use, and again on the next use after a failure:
+	// a Redis that is down when the page is first opened is used once it
+	// is up, without restarting the console.
+	startMu sync.Mutex
 	demo    bool
 	mini    *miniredis.Miniredis
 	client  *assign.Client
 	pool    *assign.Pool
-	created bool // the lab made the pool itself (or runs on its own demo server)
 
 	mu         sync.Mutex
 	samples    []totalSample // (time, total count), for picks per second
@@ -70,63 +71,84 @@ func newAssignLab(logger *slog.Logger, redisURL, poolName string, writeAny bool,
 	return &assignLab{logger: logger, redisURL: redisURL, poolName: poolName, writeAny: writeAny, maxBody: maxBody, now: time.Now}
 }
 
+// assignOwner is the creator the lab records on the pool it makes
+// (assign.Pool.Create: the key afloat:assign:{pool}:owner). A pool with
+// this creator is the lab's — made by this console or an earlier run of
+// it on the same Redis; any other pool, or one holding only failure
+// records, is not, and the lab never creates over it or resets it.
+const assignOwner = "afloat console assignment lab"
+
 // start connects on first use, so that a console nobody opens this page
-// of starts no server and makes no connection.
+// of starts no server and makes no connection. A failure is not kept: the
+// next use tries again. It sends nothing to Redis but the connection's
+// handshake: reading the pool is state's, creating it create's.
 func (a *assignLab) start() error {
-	a.once.Do(func() {
-		url := a.redisURL
-		if url == "" {
+	a.startMu.Lock()
+	defer a.startMu.Unlock()
+	if a.pool != nil {
+		return nil
+	}
+	url := a.redisURL
+	if url == "" {
+		if a.mini == nil {
 			m, err := miniredis.Run()
 			if err != nil {
-				a.initErr = fmt.Errorf("web: starting the in-process demo server: %w", err)
-				return
+				return fmt.Errorf("web: starting the in-process demo server: %w", err)
 			}
 			a.mini, a.demo = m, true
-			url = "redis://" + m.Addr()
 		}
-		c, err := assign.Dial(url)
-		if err != nil {
-			a.initErr = err
-			return
-		}
-		a.client = c
-		if a.pool, err = assign.New(c, a.poolName); err != nil {
-			a.initErr = err
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, err = a.pool.List(ctx)
-		switch {
-		case errors.Is(err, assign.ErrUnknownPool):
-			a.created = true
-			a.initErr = a.reset(ctx, assignDemoMembers)
-		case err != nil:
-			a.initErr = err
-		default:
-			a.created = a.demo
-		}
-	})
-	return a.initErr
-}
-
-func (a *assignLab) reset(ctx context.Context, n int) error {
-	if err := a.pool.Delete(ctx); err != nil {
+		url = "redis://" + a.mini.Addr()
+	}
+	c, err := assign.Dial(url)
+	if err != nil {
 		return err
 	}
+	p, err := assign.New(c, a.poolName)
+	if err != nil {
+		c.Close()
+		return err
+	}
+	a.client, a.pool = c, p
+	return nil
+}
+
+// demoMembers names the members of a pool the lab makes.
+func demoMembers(n int) []string {
 	names := make([]string, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("proxy-%02d", i+1)
 	}
-	_, err := a.pool.Add(ctx, 0, names...)
+	return names
+}
+
+// create makes the pool with n members at zero if nothing of it is on the
+// Redis, and reports whether it did.
+func (a *assignLab) create(ctx context.Context, n int) (bool, error) {
+	ok, err := a.pool.Create(ctx, assignOwner, 0, demoMembers(n)...)
+	if ok {
+		a.mu.Lock()
+		a.samples = nil
+		a.mu.Unlock()
+	}
+	return ok, err
+}
+
+// reset empties the lab's own pool and refills it with n members at zero;
+// any other pool it leaves alone (assign.ErrNotOwner).
+func (a *assignLab) reset(ctx context.Context, n int) error {
+	if err := a.pool.Reset(ctx, assignOwner, 0, demoMembers(n)...); err != nil {
+		return err
+	}
 	a.mu.Lock()
 	a.samples = nil
 	a.mu.Unlock()
-	return err
+	return nil
 }
 
 func (a *assignLab) stop() {
 	a.stopLoad()
+	a.startMu.Lock()
+	defer a.startMu.Unlock()
 	if a.client != nil {
 		a.client.Close()
 	}
@@ -138,8 +160,15 @@ func (a *assignLab) stop() {
 // assignState is the page's view of the pool.
 type assignState struct {
 	Demo bool `json:"demo"`
-	// Writable says whether the page may change the pool: the lab created
-	// it, or the operator allowed it (serve --assign-write).
+	// Exists says whether the pool has members on the Redis; the page
+	// asks POST /api/assign/create for one that does not.
+	Exists bool `json:"exists"`
+	// Owned says whether the lab created the pool (its creator is
+	// assignOwner).
+	Owned bool `json:"owned"`
+	// Writable says whether the page may change the pool: it exists, and
+	// the lab created it or the operator allowed it (serve
+	// --assign-write).
 	Writable      bool            `json:"writable"`
 	Server        string          `json:"server"`
 	Pool          string          `json:"pool"`
@@ -157,12 +186,23 @@ type assignLoad struct {
 	SecondsLeft int  `json:"seconds_left"`
 }
 
+// state reads the pool; it writes nothing to Redis.
 func (a *assignLab) state(ctx context.Context) (assignState, error) {
 	ms, err := a.pool.List(ctx)
+	exists := err == nil
+	if errors.Is(err, assign.ErrUnknownPool) {
+		ms, err = []assign.Member{}, nil
+	}
 	if err != nil {
 		return assignState{}, err
 	}
-	st := assignState{Demo: a.demo, Writable: a.writable(), Pool: a.poolName, Members: ms, ScriptReloads: a.pool.ScriptReloads()}
+	owner, err := a.pool.Owner(ctx)
+	if err != nil {
+		return assignState{}, err
+	}
+	owned := owner == assignOwner
+	st := assignState{Demo: a.demo, Exists: exists, Owned: owned, Writable: exists && (owned || a.writeAny),
+		Pool: a.poolName, Members: ms, ScriptReloads: a.pool.ScriptReloads()}
 	if a.demo {
 		st.Server = "miniredis " + a.mini.Addr()
 	} else {
@@ -196,8 +236,6 @@ func (a *assignLab) state(ctx context.Context) (assignState, error) {
 	return st, nil
 }
 
-func (a *assignLab) writable() bool { return a.created || a.writeAny }
-
 // ready starts the lab or answers 503.
 func (a *assignLab) ready(w http.ResponseWriter) bool {
 	if err := a.start(); err != nil {
@@ -207,15 +245,23 @@ func (a *assignLab) ready(w http.ResponseWriter) bool {
 	return true
 }
 
-// readyToWrite is ready, and answers 403 when the pool is not the lab's to
-// change.
-func (a *assignLab) readyToWrite(w http.ResponseWriter) bool {
+// readyToWrite is ready, and answers 403 when the pool is not the lab's
+// to change: the lab did not create it and the operator did not allow it.
+func (a *assignLab) readyToWrite(w http.ResponseWriter, r *http.Request) bool {
 	if !a.ready(w) {
 		return false
 	}
-	if !a.writable() {
-		writeError(w, http.StatusForbidden, "", fmt.Sprintf("pool %q existed before the console started, so the lab only shows it; "+
-			"serve with --assign-write to let the lab change it", a.poolName))
+	if a.writeAny {
+		return true
+	}
+	owner, err := a.pool.Owner(r.Context())
+	if err != nil {
+		a.fail(w, err)
+		return false
+	}
+	if owner != assignOwner {
+		writeError(w, http.StatusForbidden, "", fmt.Sprintf("pool %q was not created by the lab, so the lab only shows it; "+
+			"serve with --assign-write to let the lab change it (or, if it is not there yet, POST /api/assign/create makes it)", a.poolName))
 		return false
 	}
 	return true
@@ -236,21 +282,29 @@ func (a *assignLab) writeState(w http.ResponseWriter, r *http.Request, extra map
 }
 
 // fail maps the package's errors to statuses: bad input 400, an unknown
-// member 409 (the pool changed under the page), an empty pool 409, the
-// rest 503 (Redis is away or the outcome is unknown).
+// member 409 (the pool changed under the page), an empty pool or none 409,
+// a pool that is not the lab's to reset 403, the rest 503 (Redis is away or
+// the outcome is unknown).
 func (a *assignLab) fail(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, assign.ErrInvalid):
 		writeError(w, http.StatusBadRequest, "member", err.Error())
 	case errors.Is(err, assign.ErrUnknownMember), errors.Is(err, assign.ErrPoolEmpty):
 		writeError(w, http.StatusConflict, "", err.Error())
+	case errors.Is(err, assign.ErrUnknownPool):
+		writeError(w, http.StatusConflict, "", err.Error()+"; POST /api/assign/create makes it")
+	case errors.Is(err, assign.ErrNotOwner):
+		writeError(w, http.StatusForbidden, "", fmt.Sprintf("pool %q was not created by the lab: the lab resets only a pool it created, "+
+			"even with --assign-write (a reset deletes what is there)", a.poolName))
 	default:
 		a.logger.Warn("assignment lab", "err", err)
 		writeError(w, http.StatusServiceUnavailable, "", err.Error())
 	}
 }
 
-// get answers GET /api/assign: the pool's state.
+// get answers GET /api/assign: the pool's state. It only reads: a GET
+// can come from any page the user visits (an <img> of another site), so
+// making the pool is POST /api/assign/create's.
 func (a *assignLab) get(w http.ResponseWriter, r *http.Request) {
 	if r.URL.RawQuery != "" {
 		writeError(w, http.StatusBadRequest, "", "this endpoint takes no parameters")
@@ -267,7 +321,7 @@ func (a *assignLab) get(w http.ResponseWriter, r *http.Request) {
 // new state with the fields act adds, or the error mapped by fail.
 func change[T any](a *assignLab, decode func([]byte) (T, *apiError), act func(ctx context.Context, v T) (map[string]any, error)) http.HandlerFunc {
 	return jsonHandler(a.maxBody, decode, func(w http.ResponseWriter, r *http.Request, v T) {
-		if !a.readyToWrite(w) {
+		if !a.readyToWrite(w, r) {
 			return
 		}
 		extra, err := act(r.Context(), v)
@@ -321,10 +375,29 @@ type memberRequest struct {
 }
 
 // resetPool answers POST /api/assign/reset {"members": 8}: the pool emptied
-// and refilled with that many members at zero.
+// and refilled with that many members at zero — only a pool the lab
+// created, whatever --assign-write allows.
 func (a *assignLab) resetPool() http.HandlerFunc {
 	return change(a, decodeReset, func(ctx context.Context, n int) (map[string]any, error) {
 		return nil, a.reset(ctx, n)
+	})
+}
+
+// createPool answers POST /api/assign/create {"members": 8}: the pool
+// made with that many members at zero, and the lab recorded as its
+// creator, if nothing of it is on the Redis; otherwise nothing changes.
+// The answer says which ({"created": true|false, "state": …}).
+func (a *assignLab) createPool() http.HandlerFunc {
+	return jsonHandler(a.maxBody, decodeReset, func(w http.ResponseWriter, r *http.Request, n int) {
+		if !a.ready(w) {
+			return
+		}
+		created, err := a.create(r.Context(), n)
+		if err != nil {
+			a.fail(w, err)
+			return
+		}
+		a.writeState(w, r, map[string]any{"created": created})
 	})
 }
 
@@ -434,13 +507,13 @@ func decodeMember(body []byte, restore bool) (string, assign.RestorePolicy, *api
 		return "", 0, aerr
 	}
 	var m string
-	if raw, ok := f["member"]; !ok || json.Unmarshal(raw, &m) != nil || m == "" || len(m) > assign.MaxMemberName {
+	if raw, ok := f["member"]; !ok || unmarshal(raw, &m) != nil || m == "" || len(m) > assign.MaxMemberName {
 		return "", 0, badRequest("member", "member %s: want the name of a member, 1 to %d bytes", clip(f["member"]), assign.MaxMemberName)
 	}
 	policy := assign.RestoreCurrentMinimum
 	if raw, ok := f["policy"]; ok {
 		var s string
-		if json.Unmarshal(raw, &s) != nil {
+		if unmarshal(raw, &s) != nil {
 			return "", 0, badRequest("policy", "policy %s: want current-minimum, keep-history or zero", clip(raw))
 		}
 		p, err := assign.ParseRestorePolicy(s)

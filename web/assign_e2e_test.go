@@ -273,3 +273,39 @@ func TestAssignLabReadOnlyEndToEnd(t *testing.T) {
 	}
 	b.noProblems()
 }
+
+// TestAssignLabNotOverFailureRecordsEndToEnd: opening the page on a pool
+// that holds only failure records — which the lab did not make — the page
+// asks to create it, is refused, and shows the pool read-only; the records
+// stay (before, the lab took the pool for absent and replaced it).
+func TestAssignLabNotOverFailureRecordsEndToEnd(t *testing.T) {
+	srv := assigntest.Start(t)
+	c, err := assign.Dial(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	theirs, _ := assign.New(c, "records")
+	if err := theirs.RecordFailure(assigntest.Context(t, 5*time.Second), "http://10.0.0.9:3128"); err != nil {
+		t.Fatal(err)
+	}
+	base := serveAssignConsole(t, srv, "records")
+	b := newBrowser(t)
+	ctx := b.ctx
+	want := strings.ReplaceAll(catalogue(t, "en")["assign.read_only"], "{pool}", "records")
+	b.do(ctx, "open the assignment lab", chromedp.Navigate(base+"/#assign"), waitReady(),
+		waitFor(fmt.Sprintf(`!document.getElementById("assign-read-only").hidden && document.getElementById("assign-read-only").textContent === %q`, want)))
+	if n := evaluate[int](b, ctx, `document.querySelectorAll("#assign-table tbody tr").length`); n != 0 {
+		t.Errorf("%d rows for a pool with no member", n)
+	}
+	if evaluate[bool](b, ctx, `!document.getElementById("assign-pick-1").disabled`) {
+		t.Error("the pick button is enabled on a pool the lab did not make")
+	}
+	if n := srv.MustDo("HLEN", "afloat:assign:{records}:failures"); n != ":1" {
+		t.Errorf("the failure records after the page opened: HLEN %s, want :1", n)
+	}
+	if n := srv.MustDo("EXISTS", "afloat:assign:{records}:counts", "afloat:assign:{records}:owner"); n != ":0" {
+		t.Errorf("the page made keys of the pool: EXISTS %s", n)
+	}
+	b.noProblems()
+}

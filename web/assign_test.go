@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/afloat/afloat/assign"
 	"github.com/afloat/afloat/assign/assigntest"
 )
 
@@ -27,10 +28,11 @@ func assignHandler(t *testing.T, redisURL string) http.Handler {
 }
 
 type assignAnswer struct {
-	Error  string      `json:"error"`
-	Field  string      `json:"field"`
-	Picked []string    `json:"picked"`
-	State  assignState `json:"state"`
+	Error   string      `json:"error"`
+	Field   string      `json:"field"`
+	Picked  []string    `json:"picked"`
+	Created bool        `json:"created"`
+	State   assignState `json:"state"`
 	assignState
 }
 
@@ -54,10 +56,17 @@ func TestAssignAPI(t *testing.T) {
 	h := assignHandler(t, srv.URL)
 
 	code, st := callAssign(t, h, "GET", "/api/assign", "")
-	if code != 200 || st.Demo || st.Server != srv.URL || len(st.Members) != 8 || st.Total != 0 {
+	if code != 200 || st.Demo || st.Server != srv.URL || len(st.Members) != 0 || st.Exists || st.Writable {
 		t.Fatalf("first state: %d %+v", code, st.assignState)
 	}
-	code, a := callAssign(t, h, "POST", "/api/assign/pick", `{"n": 10}`)
+	code, a := callAssign(t, h, "POST", "/api/assign/create", `{}`)
+	if code != 200 || !a.Created || !a.State.Exists || !a.State.Owned || !a.State.Writable || len(a.State.Members) != 8 || a.State.Total != 0 {
+		t.Fatalf("create: %d %+v", code, a)
+	}
+	if code, a := callAssign(t, h, "POST", "/api/assign/create", `{}`); code != 200 || a.Created || len(a.State.Members) != 8 {
+		t.Fatalf("create again: %d %+v", code, a)
+	}
+	code, a = callAssign(t, h, "POST", "/api/assign/pick", `{"n": 10}`)
 	if code != 200 || len(a.Picked) != 10 || a.Picked[0] != "proxy-01" || a.Picked[8] != "proxy-01" || a.State.Total != 10 || a.State.Spread != 1 {
 		t.Fatalf("pick 10: %d %+v", code, a)
 	}
@@ -114,6 +123,10 @@ func TestAssignAPI(t *testing.T) {
 func TestAssignAPIRefuses(t *testing.T) {
 	srv := assigntest.Start(t)
 	h := assignHandler(t, srv.URL)
+	if code, a := callAssign(t, h, "POST", "/api/assign/pick", `{"n": 1}`); code != 403 || !strings.Contains(a.Error, "POST /api/assign/create makes it") {
+		t.Errorf("a pick before the pool is created: %d %+v", code, a)
+	}
+	callAssign(t, h, "POST", "/api/assign/create", `{}`)
 	for i, tc := range []struct {
 		method, path, body string
 		code               int
@@ -138,6 +151,8 @@ func TestAssignAPIRefuses(t *testing.T) {
 		{"POST", "/api/assign/load", `{"rate": 5001}`, 400, "rate", "want an integer from 0 to 5000"},
 		{"GET", "/api/assign?pool=x", ``, 400, "", "takes no parameters"},
 		{"GET", "/api/assign/pick", ``, 405, "", "want POST"},
+		{"GET", "/api/assign/create", ``, 405, "", "want POST"},
+		{"POST", "/api/assign/create", `{"members": 51}`, 400, "members", "want an integer from 2 to 50"},
 		{"DELETE", "/api/assign", ``, 405, "", "want GET"},
 	} {
 		code, a := callAssign(t, h, tc.method, tc.path, tc.body)
@@ -168,8 +183,14 @@ func TestAssignAPIRefuses(t *testing.T) {
 func TestAssignDemoIsLabelled(t *testing.T) {
 	h := assignHandler(t, "")
 	code, st := callAssign(t, h, "GET", "/api/assign", "")
-	if code != 200 || !st.Demo || !strings.HasPrefix(st.Server, "miniredis ") || len(st.Members) != 8 {
+	if code != 200 || !st.Demo || !strings.HasPrefix(st.Server, "miniredis ") || st.Exists {
 		t.Fatalf("demo state: %d %+v", code, st.assignState)
+	}
+	if code, a := callAssign(t, h, "POST", "/api/assign/create", `{}`); code != 200 || !a.Created || len(a.State.Members) != 8 || !a.State.Writable {
+		t.Fatalf("demo create: %d %+v", code, a)
+	}
+	if code, a := callAssign(t, h, "POST", "/api/assign/reset", `{"members": 3}`); code != 200 || len(a.Members) != 3 {
+		t.Fatalf("demo reset: %d %+v", code, a)
 	}
 	if code, a := callAssign(t, h, "POST", "/api/assign/pick", `{"n": 3}`); code != 200 || strings.Join(a.Picked, ",") != "proxy-01,proxy-02,proxy-03" {
 		t.Fatalf("demo pick: %d %+v", code, a)
@@ -179,7 +200,8 @@ func TestAssignDemoIsLabelled(t *testing.T) {
 // FuzzAssignBody: the page's decoders answer any body with a value in
 // range or a 4xx naming a field, never a panic.
 func FuzzAssignBody(f *testing.F) {
-	for _, s := range []string{`{"n": 5}`, `{"member": "proxy-01", "policy": "zero"}`, `{"members": 8}`, `{"rate": 500}`, `{"n": 1e400}`, `{"member": null}`, `{}`, `[]`, `{"rate": "1"}`} {
+	for _, s := range []string{`{"n": 5}`, `{"member": "proxy-01", "policy": "zero"}`, `{"members": 8}`, `{"rate": 500}`, `{"n": 1e400}`, `{"member": null}`, `{}`, `[]`, `{"rate": "1"}`,
+		`{"rate": 1e-400}`, `{"n": 1.0000000000000001}`, `{"policy": null, "member": "a"}`, `{"members": 8, "members": 9}`} {
 		for e := range 5 {
 			f.Add(uint8(e), []byte(s))
 		}
@@ -216,4 +238,143 @@ func FuzzAssignBody(f *testing.F) {
 			t.Fatalf("%q: %+v", body, aerr)
 		}
 	})
+}
+
+// dbSize is how many keys srv holds.
+func dbSize(t *testing.T, srv *assigntest.Server) string {
+	t.Helper()
+	return srv.MustDo("DBSIZE")
+}
+
+// TestAssignGetWritesNothing: GET /api/assign only reads — an <img> on
+// any site can send it — so the pool is made by POST /api/assign/create,
+// which a cross-site request cannot send (before, the first GET created
+// the pool in Redis).
+func TestAssignGetWritesNothing(t *testing.T) {
+	srv := assigntest.Start(t)
+	h := assignHandler(t, srv.URL)
+	for range 2 {
+		if code, st := callAssign(t, h, "GET", "/api/assign", ""); code != 200 || st.Exists || len(st.Members) != 0 {
+			t.Fatalf("GET on an empty Redis: %d %+v", code, st.assignState)
+		}
+	}
+	if n := dbSize(t, srv); n != ":0" {
+		t.Fatalf("after two GETs Redis holds %s keys, want none", n)
+	}
+	for i, hdr := range []map[string]string{
+		{"Sec-Fetch-Site": "cross-site", "Content-Type": "application/json"},
+		{"Origin": "https://evil.example", "Content-Type": "application/json"},
+		{"Content-Type": "text/plain"},
+	} {
+		req := localRequest("POST", "/api/assign/create", strings.NewReader(`{}`))
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusForbidden {
+			t.Errorf("step %d: a cross-site create %v: %d, want 403", i, hdr, rec.Code)
+		}
+	}
+	if n := dbSize(t, srv); n != ":0" {
+		t.Fatalf("after cross-site creates Redis holds %s keys, want none", n)
+	}
+	if code, a := callAssign(t, h, "POST", "/api/assign/create", `{"members": 4}`); code != 200 || !a.Created || len(a.State.Members) != 4 {
+		t.Fatalf("create: %d %+v", code, a)
+	}
+}
+
+// TestAssignRedisDownThenUp: a Redis that is down when the lab is first
+// used is used once it is up, without restarting the console (before,
+// the first failure was kept for good).
+func TestAssignRedisDownThenUp(t *testing.T) {
+	srv := assigntest.Start(t)
+	srv.Stop()
+	h := assignHandler(t, srv.URL)
+	if code, a := callAssign(t, h, "GET", "/api/assign", ""); code != 503 || !strings.Contains(a.Error, "has no Redis") {
+		t.Fatalf("with Redis down: %d %+v", code, a)
+	}
+	srv.Restart() // the same port, up again
+	if code, st := callAssign(t, h, "GET", "/api/assign", ""); code != 200 || st.Exists {
+		t.Fatalf("with Redis up again: %d %+v", code, st)
+	}
+	if code, a := callAssign(t, h, "POST", "/api/assign/create", `{}`); code != 200 || !a.Created || len(a.State.Members) != 8 {
+		t.Fatalf("create once Redis is up: %d %+v", code, a)
+	}
+}
+
+// TestAssignLabLeavesOthersPoolsAlone: the lab creates, changes and
+// resets only a pool it made (its creator recorded by assign.Pool.Create).
+// A pool holding only failure records is not created over (before, the
+// lab took it for absent and its reset deleted the records); a worker's
+// pool is only shown, and even with --assign-write, which lets the lab
+// pick from it, never reset. A pool the lab made is its own again after a
+// restart of the console.
+func TestAssignLabLeavesOthersPoolsAlone(t *testing.T) {
+	srv := assigntest.Start(t)
+	c, err := assign.Dial(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := assigntest.Context(t, time.Minute)
+	failures, _ := assign.New(c, "console-test")
+	if err := failures.RecordFailure(ctx, "http://10.0.0.9:3128"); err != nil {
+		t.Fatal(err)
+	}
+	h := assignHandler(t, srv.URL)
+	if code, st := callAssign(t, h, "GET", "/api/assign", ""); code != 200 || st.Exists || st.Writable {
+		t.Fatalf("a pool of failure records: %d %+v", code, st.assignState)
+	}
+	if code, a := callAssign(t, h, "POST", "/api/assign/create", `{}`); code != 200 || a.Created || a.State.Writable {
+		t.Errorf("create over failure records: %d %+v", code, a)
+	}
+	if code, a := callAssign(t, h, "POST", "/api/assign/reset", `{}`); code != 403 {
+		t.Errorf("reset of failure records: %d %+v", code, a)
+	}
+	if n := srv.MustDo("HLEN", "afloat:assign:{console-test}:failures"); n != ":1" {
+		t.Errorf("the failure records after the lab's requests: HLEN %s, want :1", n)
+	}
+
+	// A worker's pool, with --assign-write: picks yes, reset no.
+	theirs, _ := assign.New(c, "theirs")
+	if _, err := theirs.Add(ctx, 3, "a", "b"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.RedisURL, cfg.AssignPool, cfg.AssignWrite = srv.URL, "theirs", true
+	hw, lab := newHandler(cfg)
+	defer lab.stop()
+	if code, st := callAssign(t, hw, "GET", "/api/assign", ""); code != 200 || !st.Exists || st.Owned || !st.Writable {
+		t.Fatalf("a worker's pool with --assign-write: %d %+v", code, st.assignState)
+	}
+	if code, a := callAssign(t, hw, "POST", "/api/assign/pick", `{"n": 2}`); code != 200 || len(a.Picked) != 2 {
+		t.Errorf("a pick with --assign-write: %d %+v", code, a)
+	}
+	if code, a := callAssign(t, hw, "POST", "/api/assign/reset", `{}`); code != 403 || !strings.Contains(a.Error, "resets only a pool it created") {
+		t.Errorf("a reset of a worker's pool with --assign-write: %d %+v", code, a)
+	}
+	if ms, err := theirs.List(ctx); err != nil || len(ms) != 2 || ms[0].Count != 4 {
+		t.Errorf("the worker's pool after: %+v %v", ms, err)
+	}
+
+	// The lab's own pool stays its own across a restart.
+	callAssign(t, assignHandlerPool(t, srv.URL, "ours"), "POST", "/api/assign/create", `{}`)
+	again := assignHandlerPool(t, srv.URL, "ours")
+	if code, st := callAssign(t, again, "GET", "/api/assign", ""); code != 200 || !st.Owned || !st.Writable {
+		t.Errorf("the lab's pool seen by a restarted console: %d %+v", code, st.assignState)
+	}
+	if code, _ := callAssign(t, again, "POST", "/api/assign/reset", `{"members": 2}`); code != 200 {
+		t.Errorf("a reset of the lab's pool by a restarted console: %d", code)
+	}
+}
+
+// assignHandlerPool is assignHandler on another pool.
+func assignHandlerPool(t *testing.T, redisURL, pool string) http.Handler {
+	t.Helper()
+	c := DefaultConfig()
+	c.RedisURL, c.AssignPool = redisURL, pool
+	h, lab := newHandler(c)
+	t.Cleanup(lab.stop)
+	return h
 }

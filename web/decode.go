@@ -60,8 +60,15 @@ func clipKey(k string) string {
 	return k
 }
 
-// readBody reads a request's body within the size limit.
+// readBody reads a request's body within the size limit: the bytes
+// readBodies has read already, or the body itself.
 func readBody(r *http.Request, maxBody int64) ([]byte, *apiError) {
+	if b, ok := r.Context().Value(bodyKey{}).([]byte); ok {
+		if int64(len(b)) > maxBody {
+			return nil, &apiError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("body over %d bytes", maxBody)}
+		}
+		return b, nil
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -96,7 +103,8 @@ func jsonHandler[T any](maxBody int64, decode func(body []byte) (T, *apiError), 
 // decodeObject reads a JSON object whose keys are among allowed (all keys
 // when allowed is nil), refusing malformed JSON, data after the object, a
 // key given twice at any depth and nesting deeper than maxJSONDepth. example
-// shows the expected shape in the error.
+// shows the expected shape in the error. Its fields are read with
+// unmarshal or parseInt, which refuse null.
 func decodeObject(body []byte, example string, allowed []string) (map[string]json.RawMessage, *apiError) {
 	if err := checkJSON(body); err != nil {
 		var d *duplicateKey
@@ -117,6 +125,17 @@ func decodeObject(body []byte, example string, allowed []string) (map[string]jso
 		}
 	}
 	return f, nil
+}
+
+// unmarshal is json.Unmarshal that refuses null: no field of the API
+// takes it, and encoding/json reads it as "leave v as it is", so that
+// "noise": null ran with noise and "profile": null the default profile.
+// The caller's refusal names the field and what it takes.
+func unmarshal(raw json.RawMessage, v any) error {
+	if string(bytes.TrimSpace(raw)) == "null" {
+		return errors.New("null")
+	}
+	return json.Unmarshal(raw, v)
 }
 
 func contains(list []string, s string) bool {

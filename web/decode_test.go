@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"encoding/json"
+	"math/big"
 	"net/url"
 	"testing"
 )
@@ -41,11 +42,15 @@ func FuzzParseQuery(f *testing.F) {
 
 // FuzzDecodeObject: a body is accepted only if it is one JSON object that
 // encoding/json reads, with no key twice at any depth; anything refused
-// is a 400 with a message.
+// is a 400 with a message. Its fields are read as the API's decoders
+// read them: unmarshal refuses null and only null, and parseInt takes a
+// value only if it is exactly that whole number (math/big's rationals are
+// the reference).
 func FuzzDecodeObject(f *testing.F) {
 	for _, s := range []string{
 		`{"a": 1}`, `{"a": 1, "a": 2}`, `{"a": [{"b": 1, "b": 2}]}`, `{"a": {"b": {}}} x`, `[]`, `null`, ``,
 		`{"a": "\u0061", "\u0061": 1}`, `{"a":[[[[[[[[[]]]]]]]]]}`, `{"a": 1e999}`, `{"x": "\ud800"}`,
+		`{"a": null}`, `{"a": [null]}`, `{"n": 1e-400}`, `{"n": 1.0000000000000001}`, `{"n": 2.50e1}`, `{"n": -0}`, `{"n": 9007199254740993}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -69,6 +74,20 @@ func FuzzDecodeObject(f *testing.F) {
 		// No duplicate survived: re-encoding what was read keeps every key.
 		if n := countKeys(v); n != countKeysRaw(t, body) {
 			t.Fatalf("%q: %d keys read, %d in the body: a duplicate got through", body, n, countKeysRaw(t, body))
+		}
+		for k, raw := range fields {
+			var into json.RawMessage // any value but null
+			if err := unmarshal(raw, &into); (err != nil) != (string(raw) == "null") {
+				t.Fatalf("%q: unmarshal of field %q %s: %v", body, k, raw, err)
+			}
+			n, err := parseInt(raw)
+			if err != nil || bytes.ContainsAny(raw, "eE") && len(raw) > 24 {
+				continue // math/big would expand a long exponent
+			}
+			r, ok := new(big.Rat).SetString(string(raw))
+			if !ok || !r.IsInt() || !r.Num().IsInt64() || r.Num().Int64() != n {
+				t.Fatalf("%q: parseInt read field %q %s as %d", body, k, raw, n)
+			}
 		}
 	})
 }

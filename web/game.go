@@ -29,10 +29,21 @@ const (
 	gameTimeout   = 30 * time.Second
 )
 
-func newGame() *game {
+// newGame bounds each computation by gameTimeout, and by half the
+// server's write timeout: a request may spend up to the read timeout on
+// its body and the queue's wait in the bulkhead before its computation
+// starts, and its refusal must still be written before the server's write
+// deadline (with the defaults, 15 s + 5 s + 30 s < 60 s). A client whose
+// computation ran past its bound reads a 503 saying so, not an empty
+// reply.
+func newGame(writeTimeout time.Duration) *game {
+	bound := gameTimeout
+	if writeTimeout > 0 {
+		bound = min(bound, writeTimeout/2)
+	}
 	return &game{
-		experts: newFlights[bots.Run](gameComputing, gameKept, gameTimeout),
-		coaches: newFlights[[]bots.WhatIf](gameComputing, gameKept, gameTimeout),
+		experts: newFlights[bots.Run](gameComputing, gameKept, bound),
+		coaches: newFlights[[]bots.WhatIf](gameComputing, gameKept, bound),
 	}
 }
 
@@ -51,7 +62,9 @@ func (g *game) expert(ctx context.Context, c sim.Config) (bots.Run, error) {
 }
 
 // busy answers a refusal from a flight: 503 when the console computes as
-// many as it allows, nothing when the client has gone.
+// many as it allows (with Retry-After) or when the computation ran past its
+// bound (without: asking again would do the same), nothing when the client
+// has gone.
 func busy(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case r.Context().Err() != nil:
@@ -60,6 +73,9 @@ func busy(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, "", "the console is computing as many experts and coaches as it can ("+
 			strconv.Itoa(gameComputing)+" at a time); try again in 1 s")
+	case errors.Is(err, errTooLong):
+		writeError(w, http.StatusServiceUnavailable, "", "the expert's search (or the coach) ran past its bound and was stopped ("+
+			err.Error()+"); a shorter run (fewer minutes) is computed sooner")
 	default:
 		writeError(w, http.StatusServiceUnavailable, "", err.Error())
 	}

@@ -26,6 +26,9 @@ import (
 //   - jsonOnly refuses a POST whose body is not exactly application/json:
 //     the types another site can send without a CORS preflight (none,
 //     text/plain, a form) get 403, any other type 415;
+//   - readBodies reads a request's body before it takes a place in the
+//     bulkhead, against a budget of bytes of its own, so that clients
+//     sending bodies slowly do not hold the places;
 //   - inFlight runs the API inside afloat's own bulkhead, so that a flood
 //     of costly requests waits in a bounded queue or gets 503 +
 //     Retry-After instead of taking the machine's memory and time.

@@ -61,12 +61,16 @@ func sameCounts(a, b map[string]int64) bool {
 func TestCrossSiteWritesAreRefused(t *testing.T) {
 	redis := assigntest.Start(t)
 	h := assignHandler(t, redis.URL)
+	if code, _ := callAssign(t, h, "POST", "/api/assign/create", `{}`); code != 200 {
+		t.Fatalf("a same-origin create: %d", code)
+	}
 	if code, _ := callAssign(t, h, "POST", "/api/assign/pick", `{"n": 10}`); code != 200 {
 		t.Fatalf("a same-origin pick: %d", code)
 	}
 	before := poolCounts(t, redis.URL, "console-test")
 
 	routes := []struct{ path, body string }{
+		{"/api/assign/create", `{"members": 2}`},
 		{"/api/assign/reset", `{"members": 2}`},
 		{"/api/assign/pick", `{"n": 1000}`},
 		{"/api/assign/load", `{"rate": 5000}`},

@@ -217,7 +217,7 @@ func decodeCompareFields(body []byte) (labParams, overload.Profile, *apiError) {
 		return labParams{}, overload.Profile{}, aerr
 	}
 	name := "worldcup"
-	if raw, ok := f["profile"]; ok && json.Unmarshal(raw, &name) != nil {
+	if raw, ok := f["profile"]; ok && unmarshal(raw, &name) != nil {
 		return labParams{}, overload.Profile{}, badRequest("profile", "profile %s: want a string, one of %s", clip(raw), strings.Join(overload.ProfileNames(), ", "))
 	}
 	p, err := overload.LookupProfile(name)

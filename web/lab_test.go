@@ -370,7 +370,8 @@ func TestCompareStopsWhenTheClientLeaves(t *testing.T) {
 func FuzzCompareBody(f *testing.F) {
 	for _, s := range []string{compareExample, `{}`, `{"profile": "database", "retries": 0}`, `{"alpha": 1e999}`,
 		`{"inside": 0}`, `{"outside": 65536}`, `{"seed": -1}`, `{"alpha": "0.5"}`, `{"profile": null}`, `[]`, `{"retries": 1.5}`,
-		`{"max_patience_s": 9.99}`, `{"profile": "database", "max_patience_s": 5}`, `{"max_patience_s": null}`, `{"max_patience_s": 1e400}`} {
+		`{"max_patience_s": 9.99}`, `{"profile": "database", "max_patience_s": 5}`, `{"max_patience_s": null}`, `{"max_patience_s": 1e400}`,
+		`{"retries": 1e-400}`, `{"seed": 1.0000000000000001}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {

@@ -155,7 +155,7 @@ func decodeQuota(body []byte) (quotaRequest, *apiError) {
 	}
 	if raw, ok := f["mode"]; ok {
 		var m string
-		if json.Unmarshal(raw, &m) != nil {
+		if unmarshal(raw, &m) != nil {
 			return req, badRequest("mode", "mode %s: want \"hard\" or \"best-effort\"", clip(raw))
 		}
 		mode, err := quota.ParseMode(m)
@@ -192,7 +192,7 @@ func decodeQuota(body []byte) (quotaRequest, *apiError) {
 	}
 	if raw, ok := f["actions"]; ok {
 		var items []json.RawMessage
-		if json.Unmarshal(raw, &items) != nil {
+		if unmarshal(raw, &items) != nil {
 			return req, badRequest("actions", "actions %s: want an array of actions like {\"at_s\": 60, \"action\": \"partition\", \"region\": \"eu\"}", clip(raw))
 		}
 		if len(items) > quotaMaxActions {
@@ -232,7 +232,7 @@ func decodeQuotaAction(raw json.RawMessage, i, seconds int) (quotaAction, *apiEr
 	}
 	var a quotaAction
 	rawKind, ok := f["action"]
-	if !ok || json.Unmarshal(rawKind, &a.Action) != nil || quotaActionFields[a.Action] == nil {
+	if !ok || unmarshal(rawKind, &a.Action) != nil || quotaActionFields[a.Action] == nil {
 		return a, badRequest(path+".action", "%s.action %s: want one of shift, partition, heal, crash, pause, skew", path, clip(rawKind))
 	}
 	allowed := append([]string{"at_s", "action"}, quotaActionFields[a.Action]...)
@@ -266,7 +266,7 @@ func decodeQuotaAction(raw json.RawMessage, i, seconds int) (quotaAction, *apiEr
 			return a, aerr
 		}
 	case "partition", "heal":
-		if json.Unmarshal(f["region"], &a.Region) != nil || !slices.Contains(chaos.DefaultRegions, a.Region) {
+		if unmarshal(f["region"], &a.Region) != nil || !slices.Contains(chaos.DefaultRegions, a.Region) {
 			return a, badRequest(path+".region", "%s.region %s: want \"eu\", \"us\" or \"ap\"", path, clip(f["region"]))
 		}
 	case "crash", "pause":
@@ -283,7 +283,7 @@ func decodeQuotaAction(raw json.RawMessage, i, seconds int) (quotaAction, *apiEr
 			a.Wake = int(wake)
 		}
 	case "skew":
-		if json.Unmarshal(f["node"], &a.Node) != nil || (a.Node != "coordinator" && !slices.Contains(chaos.DefaultRegions, a.Node)) {
+		if unmarshal(f["node"], &a.Node) != nil || (a.Node != "coordinator" && !slices.Contains(chaos.DefaultRegions, a.Node)) {
 			return a, badRequest(path+".node", "%s.node %s: want \"eu\", \"us\", \"ap\" or \"coordinator\"", path, clip(f["node"]))
 		}
 		drift, aerr := numField(f, "drift_ppm", path+".drift_ppm", 0, -quotaMaxDriftPPM, quotaMaxDriftPPM, " ppm (the most NTP slews a clock)")

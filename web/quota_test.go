@@ -266,6 +266,8 @@ func FuzzQuotaBody(f *testing.F) {
 		`{"actions": [null]}`,
 		`{"traffic": {"eu": 1e400}}`,
 		`{"seed": 1e3, "rate": 10}`,
+		`{"minutes": 1, "actions": null, "seed": 1e-400}`,
+		`{"minutes": 1, "actions": [{"at_s": 1e-400, "action": "crash", "down_s": 5}]}`,
 	} {
 		f.Add([]byte(s))
 	}

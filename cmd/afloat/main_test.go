@@ -308,3 +308,65 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// serveOnce runs afloat serve with args on a free loopback port, asks
+// for /healthz with Host host, stops it with SIGINT and returns that
+// answer's status and what it wrote to stderr.
+func serveOnce(t *testing.T, host string, args ...string) (int, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	var errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(append([]string{"serve", "--addr", addr}, args...), strings.NewReader(""), io.Discard, &errOut)
+	}()
+	var res *http.Response
+	for i := 0; ; i++ {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/healthz", nil)
+		req.Host = host
+		if res, err = http.DefaultClient.Do(req); err == nil {
+			break
+		}
+		if i == 200 {
+			t.Fatalf("the console never answered: %v; log %s", err, errOut.String())
+		}
+		time.Sleep(25 * time.Millisecond) // polling for a port, not measuring time
+	}
+	res.Body.Close()
+	syscall.Kill(os.Getpid(), syscall.SIGINT)
+	select {
+	case status := <-done:
+		if status != 0 {
+			t.Fatalf("serve exited %d; log %s", status, errOut.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop on SIGINT")
+	}
+	return res.StatusCode, errOut.String()
+}
+
+// TestServeWarnsOfAllowRemoteOnLoopback: --allow-remote on a loopback
+// --addr turns the Host check off (a DNS-rebinding page's Host is
+// answered); the command says so on stderr and in the log, where before
+// it said nothing. Without the flag: no warning, and such a Host is
+// refused.
+func TestServeWarnsOfAllowRemoteOnLoopback(t *testing.T) {
+	status, errOut := serveOnce(t, "rebound.example:8080", "--allow-remote")
+	if status != 200 {
+		t.Errorf("with --allow-remote a foreign Host got %d: the warning would be wrong", status)
+	}
+	for _, want := range []string{"WARNING: --allow-remote with the loopback address", "DNS rebinding", `level=WARN msg="AllowRemote on a loopback address turns off the Host check`} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q: %s", want, errOut)
+		}
+	}
+	status, errOut = serveOnce(t, "rebound.example:8080")
+	if status != 403 || strings.Contains(errOut, "WARN") {
+		t.Errorf("without --allow-remote: a foreign Host got %d (want 403), stderr %s", status, errOut)
+	}
+}

@@ -245,14 +245,22 @@ func TestServeUnderAbuse(t *testing.T) {
 		redis := assigntest.Start(t, "--requirepass", secret)
 		url := "redis://:" + secret + "@" + redis.Addr
 		p := startConsoleProcess(t, bin, "--redis", url, "--assign-pool", "lab")
-		res, err := client.Get(p.url + "/api/assign") // the lab creates its pool
+		res, err := client.Get(p.url + "/api/assign") // reads only
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			t.Fatalf("GET /api/assign: %d", res.StatusCode)
+		}
+		res, err = post(context.Background(), p.url+"/api/assign/create", `{}`, nil) // the lab creates its pool
 		if err != nil {
 			t.Fatal(err)
 		}
 		state, _ := io.ReadAll(res.Body)
 		res.Body.Close()
 		if res.StatusCode != 200 {
-			t.Fatalf("GET /api/assign: %d %s", res.StatusCode, state)
+			t.Fatalf("POST /api/assign/create: %d %s", res.StatusCode, state)
 		}
 		if r, err := post(context.Background(), p.url+"/api/assign/pick", `{"n": 20}`, nil); err != nil || r.StatusCode != 200 {
 			t.Fatalf("a pick from the console's own client: %v %v", r, err)
@@ -278,7 +286,7 @@ func TestServeUnderAbuse(t *testing.T) {
 			{"Content-Type": "text/plain"},
 		} {
 			for _, rt := range []struct{ route, body string }{
-				{"reset", `{"members": 2}`}, {"load", `{"rate": 5000}`}, {"pick", `{"n": 1000}`}, {"remove", `{"member": "proxy-01"}`},
+				{"create", `{"members": 2}`}, {"reset", `{"members": 2}`}, {"load", `{"rate": 5000}`}, {"pick", `{"n": 1000}`}, {"remove", `{"member": "proxy-01"}`},
 			} {
 				route := rt.route
 				res, err := post(context.Background(), p.url+"/api/assign/"+route, rt.body, at)

@@ -339,3 +339,47 @@ func TestPlayRefuses(t *testing.T) {
 		t.Error("the expert ran on a cancelled context")
 	}
 }
+
+// cancelledAfter is a context that is cancelled once a plan has made n
+// replays: a cancellation that arrives in the middle of a round, timed by
+// the work done rather than by a clock.
+type cancelledAfter struct {
+	context.Context
+	p *plan
+	n int
+}
+
+func (c cancelledAfter) Err() error {
+	if c.p.evals >= c.n {
+		return context.Canceled
+	}
+	return nil
+}
+
+// TestExpertStopsWithinAReplay: a search whose context is cancelled in the
+// middle of a round makes no replay after it sees that (before, it
+// finished the round: thousands of replays, a minute at 10,080 minutes),
+// and returns the context's error.
+func TestExpertStopsWithinAReplay(t *testing.T) {
+	const n = 10
+	for i, name := range []string{"surge", "cache-flush", "bad-deploy"} {
+		cfg := cfgOf(name, 7)
+		minutes, _ := cfg.Length()
+		sc, _ := sim.Lookup(name)
+		base, err := newBaseline(context.Background(), sc, cfg.Seed, cfg.Noise, minutes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := plan{base: base, slots: slotsFor(sc, base)}
+		err = p.search(cancelledAfter{Context: context.Background(), p: &p, n: n})
+		if err != context.Canceled || p.evals != n {
+			t.Errorf("step %d: %s: search cancelled after %d replays made %d and returned %v; want %d and context.Canceled", i, name, n, p.evals, err, n)
+		}
+	}
+	// The whole expert, cancelled: its error, whatever the length.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Expert(ctx, sim.Config{Scenario: "surge", Seed: 7, Noise: true, Minutes: sim.MaxMinutes}); err != context.Canceled {
+		t.Errorf("Expert with a cancelled context: %v", err)
+	}
+}

@@ -63,7 +63,7 @@ func Coach(ctx context.Context, cfg sim.Config, expert []sim.Action) ([]WhatIf, 
 	sc, _ := sim.Lookup(cfg.Scenario)
 	player := append([]sim.Action(nil), cfg.Actions...)
 	slices.SortStableFunc(player, func(a, b sim.Action) int { return a.Minute - b.Minute })
-	base, err := newReplay(sc, cfg.Seed, cfg.Noise, minutes, player)
+	base, err := newReplay(ctx, sc, cfg.Seed, cfg.Noise, minutes, player)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +72,16 @@ func Coach(ctx context.Context, cfg sim.Config, expert []sim.Action) ([]WhatIf, 
 
 	var out []WhatIf
 	seen := map[string]bool{}
+	// The context is looked at before every replay (a few milliseconds
+	// each at 10,080 minutes), not only between the player's actions.
+	var stopped error
 	try := func(w WhatIf, acts []sim.Action) {
+		if stopped == nil {
+			stopped = ctx.Err()
+		}
+		if stopped != nil {
+			return
+		}
 		key := fmt.Sprint(acts)
 		if seen[key] {
 			return
@@ -157,6 +166,9 @@ func Coach(ctx context.Context, cfg sim.Config, expert []sim.Action) ([]WhatIf, 
 				try(WhatIf{Kind: "added", Action: moved, To: t.minute, Why: t.why}, acts)
 			}
 		}
+	}
+	if stopped != nil {
+		return nil, stopped
 	}
 	slices.SortStableFunc(out, func(a, b WhatIf) int {
 		switch {
@@ -245,7 +257,7 @@ type replay struct {
 	score   sim.Score
 }
 
-func newReplay(sc sim.Scenario, seed uint32, noise bool, minutes int, actions []sim.Action) (*replay, error) {
+func newReplay(ctx context.Context, sc sim.Scenario, seed uint32, noise bool, minutes int, actions []sim.Action) (*replay, error) {
 	s, err := sim.New(sc, seed, noise)
 	if err != nil {
 		return nil, err
@@ -254,6 +266,9 @@ func newReplay(sc sim.Scenario, seed uint32, noise bool, minutes int, actions []
 	t := sim.NewTally(sc)
 	rest := actions
 	for m := 0; m <= minutes; m++ {
+		if m%1024 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		r.before = append(r.before, s.Clone())
 		r.tallies = append(r.tallies, t)
 		if m == minutes {

@@ -27,7 +27,11 @@ import (
 // a rollback prepared in advance cancel it).
 //
 // cfg.Actions must be empty. It is safe for concurrent use, and stops
-// with ctx's error when ctx is done.
+// with ctx's error when ctx is done: it looks at ctx before each replay of
+// its search (a few milliseconds each at the longest run, 10,080 minutes,
+// where the whole search takes a minute or more) and every 1,024 minutes
+// of its baseline, so that an abandoned or overdue search stops within a
+// replay, not at the end of a round.
 func Expert(ctx context.Context, cfg sim.Config) (Run, error) {
 	if len(cfg.Actions) > 0 {
 		return Run{}, fmt.Errorf("%w: the expert plays a run without actions, got %d", sim.ErrInvalidConfig, len(cfg.Actions))
@@ -37,7 +41,7 @@ func Expert(ctx context.Context, cfg sim.Config) (Run, error) {
 		return Run{}, err
 	}
 	sc, _ := sim.Lookup(cfg.Scenario)
-	base, err := newBaseline(sc, cfg.Seed, cfg.Noise, minutes)
+	base, err := newBaseline(ctx, sc, cfg.Seed, cfg.Noise, minutes)
 	if err != nil {
 		return Run{}, err
 	}
@@ -72,8 +76,8 @@ type baseline struct {
 	flush   int // the first flush's minute, -1 for none
 }
 
-func newBaseline(sc sim.Scenario, seed uint32, noise bool, minutes int) (*baseline, error) {
-	r, err := newReplay(sc, seed, noise, minutes, nil)
+func newBaseline(ctx context.Context, sc sim.Scenario, seed uint32, noise bool, minutes int) (*baseline, error) {
+	r, err := newReplay(ctx, sc, seed, noise, minutes, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -107,9 +111,11 @@ type slot struct {
 }
 
 type plan struct {
+	ctx   context.Context // the search stops, with err, once it is done
 	base  *baseline
 	slots []slot
-	evals int
+	evals int   // replays made
+	err   error // ctx's error, once seen: no more replays
 }
 
 // actions expands the plan into an action list, by minute.
@@ -139,8 +145,18 @@ func setAction(m int, c sim.Control, v float64) sim.Action {
 	return sim.Set(m, c, v)
 }
 
-// score replays the plan from its first action and returns its points.
+// score replays the plan from its first action and returns its points,
+// or +Inf without a replay once the search's context is done. The context
+// is looked at before every replay: a look costs tens of nanoseconds, a
+// replay from tens of microseconds to a few milliseconds, and a search of
+// a long run makes thousands of them per round.
 func (p *plan) score() float64 {
+	if p.err == nil {
+		p.err = p.ctx.Err()
+	}
+	if p.err != nil {
+		return math.Inf(1)
+	}
 	p.evals++
 	s, err := p.base.replay.replay(p.actions())
 	if err != nil {
@@ -151,11 +167,12 @@ func (p *plan) score() float64 {
 
 // search improves the plan one slot at a time — when, how long, how much,
 // then the timing again a minute either way — until a round finds nothing
-// better, at most four rounds.
+// better, at most four rounds. It returns ctx's error if that ends first.
 func (p *plan) search(ctx context.Context) error {
+	p.ctx = ctx
 	best := p.score()
 	try := func(s *slot, on, span int, v float64) {
-		if on >= 0 && (on < s.first || on >= p.base.minutes) {
+		if p.err != nil || (on >= 0 && (on < s.first || on >= p.base.minutes)) {
 			return
 		}
 		old := *s
@@ -166,10 +183,7 @@ func (p *plan) search(ctx context.Context) error {
 		}
 		*s = old
 	}
-	for round := 0; round < 4; round++ {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+	for round := 0; round < 4 && p.err == nil; round++ {
 		before := best
 		for i := range p.slots {
 			s := &p.slots[i]
@@ -205,7 +219,7 @@ func (p *plan) search(ctx context.Context) error {
 			break
 		}
 	}
-	return nil
+	return p.err
 }
 
 // grid lists from, from+step, … below to.

@@ -47,6 +47,9 @@ var (
 	Remove   = load("remove")
 	Restore  = load("restore")
 	List     = load("list")
+	// Create and Reset make and remake a pool with its creator recorded.
+	Create = load("create")
+	Reset  = load("reset")
 
 	Acquire      = lease("acquire")
 	Release      = lease("release")
@@ -60,6 +63,7 @@ var (
 // and its scripts can run there.
 type Keys struct {
 	Active, Removed, Failures, ReqPrefix string
+	Owner                                string // the creator Create recorded
 	// least-in-flight
 	Inflight, Parked, Leases, LeaseMembers, LeaseSeq string
 }
@@ -68,7 +72,7 @@ type Keys struct {
 func PoolKeys(name string) Keys {
 	p := "afloat:assign:{" + name + "}:"
 	return Keys{
-		Active: p + "counts", Removed: p + "removed", Failures: p + "failures", ReqPrefix: p + "req:",
+		Active: p + "counts", Removed: p + "removed", Failures: p + "failures", ReqPrefix: p + "req:", Owner: p + "owner",
 		Inflight: p + "inflight", Parked: p + "inflight-removed", Leases: p + "leases",
 		LeaseMembers: p + "lease-members", LeaseSeq: p + "lease-seq",
 	}

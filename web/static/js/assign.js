@@ -1,7 +1,8 @@
 // The assignment lab: a least-used pool on Redis (or the in-process demo
 // server, labelled as such), its counts live, picks by hand or as a steady
 // load, and remove/restore under a policy (GET /api/assign, POST
-// /api/assign/{pick,remove,restore,reset,load}).
+// /api/assign/{create,pick,remove,restore,reset,load}). GET only reads:
+// when the pool is not there the page asks POST /api/assign/create for it.
 import { t } from "./i18n.js";
 
 const $ = (id) => document.getElementById(id);
@@ -19,6 +20,11 @@ let changed = 0; // changes answered so far
 let made = 0; // changes made so far
 let drawnChange = 0; // the newest change drawn
 const statuses = {}; // element id → [key, params], likewise
+// Whether the page has asked to create the absent pool and been answered
+// (created or not): it asks once, and again only after it has seen the
+// pool exist. A refusal (something of the pool is on the Redis that the
+// lab did not make) leaves the pool read-only.
+let createAnswered = false;
 
 function say(id, key, params) {
   statuses[id] = key ? [key, params] : null;
@@ -108,6 +114,14 @@ async function refresh() {
   const since = changed;
   try {
     const st = await call("/api/assign");
+    if (st.exists) createAnswered = false;
+    if (!st.exists && !createAnswered) {
+      await act("/api/assign/create", { members: 8 }, () => {
+        createAnswered = true;
+        return null;
+      });
+      return;
+    }
     if (!changing && changed === since) draw(st);
   } catch (err) {
     say("assign-status", "error.api", { message: err.message });
@@ -129,8 +143,11 @@ function draw(st) {
   // A pool the console did not create is shown, never changed, unless the
   // operator allowed it (afloat serve --assign-write): say so, and turn
   // off every control that would change it.
-  $("assign-read-only").hidden = st.writable;
-  $("assign-read-only").textContent = st.writable ? "" : t("assign.read_only", { pool: st.pool });
+  // (A pool not there yet is being created: not read-only, unless the
+  // lab was refused it.)
+  const readOnly = !st.writable && (st.exists || createAnswered);
+  $("assign-read-only").hidden = !readOnly;
+  $("assign-read-only").textContent = readOnly ? t("assign.read_only", { pool: st.pool }) : "";
   for (const id of ["assign-pick-1", "assign-pick-100", "assign-rate", "assign-load", "assign-reset", "assign-policy"]) {
     $(id).disabled = !st.writable;
   }
