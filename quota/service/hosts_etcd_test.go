@@ -4,6 +4,8 @@ package service
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -24,6 +26,7 @@ func TestCoordinatorAnswersOnlyItsHosts(t *testing.T) {
 	addrc := make(chan string, 1)
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	defer cancel() // before the wait: a failed step must not leave the coordinator running
 	wg.Go(func() {
 		err := RunCoordinator(ctx, CoordinatorOptions{Config: cfg, Listen: "127.0.0.1:0", Advertise: "http://coord-1.quota.test:7070",
 			DataDir: t.TempDir(), Logger: quietLog(), Ready: func(a string) { addrc <- a }})
@@ -70,17 +73,26 @@ func TestCoordinatorAnswersOnlyItsHosts(t *testing.T) {
 			t.Errorf("step %d: Host %q: %d %s, want 200", i, host, code, body)
 		}
 	}
-	// The regions' API, by the advertised name, once the coordinator leads.
+	// The regions' API, by the advertised name, once the coordinator leads:
+	// an agent attaches, then renews as the incarnation it was given.
 	deadline := time.Now().Add(30 * time.Second)
+	var attach struct {
+		Incarnation uint64 `json:"incarnation"`
+	}
 	for {
-		code, body := do("POST", "/v1/renew", "coord-1.quota.test:7070", eu, renew)
-		if code == 200 && strings.Contains(body, `"grant"`) {
+		code, body := do("POST", "/v1/region/attach", "coord-1.quota.test:7070", eu, `{"agent":"hosts-test"}`)
+		if code == 200 {
+			must(t, json.Unmarshal([]byte(body), &attach))
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("renew by the advertised name: %d %s", code, body)
+			t.Fatalf("attach by the advertised name: %d %s", code, body)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	renewAs := fmt.Sprintf(`{"incarnation":%d,"requests":[{"tenant":"acme","region":"eu","seq":1}]}`, attach.Incarnation)
+	if code, body := do("POST", "/v1/renew", "coord-1.quota.test:7070", eu, renewAs); code != 200 || !strings.Contains(body, `"grant"`) {
+		t.Fatalf("renew by the advertised name: %d %s", code, body)
 	}
 	cancel()
 }
