@@ -25,8 +25,11 @@ func adaptiveRun(t *testing.T, profile string, initial int, alpha float64, seed 
 // ten minutes, none off by more than 15 %.
 func TestAdaptiveConverges(t *testing.T) {
 	seeds, seconds := []uint32{1, 2, 3}, 600.0
-	if raceEnabled {
+	switch {
+	case raceEnabled:
 		seeds, seconds = seeds[:1], 120 // the race detector makes the model ten times slower
+	case testing.Short():
+		seeds = seeds[:1] // make test; make test-long runs all three
 	}
 	for _, seed := range seeds {
 		for _, initial := range []int{20, 1000} {

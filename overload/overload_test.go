@@ -301,8 +301,8 @@ func usefulShare(series []Second, from, to int) float64 {
 // TestWorldCupSeeds: the death is the profile's, not one seed's.
 func TestWorldCupSeeds(t *testing.T) {
 	seeds := []uint32{2, 3, 4, 5}
-	if raceEnabled {
-		seeds = seeds[:1] // a World Cup day takes ten times as long under the race detector
+	if raceEnabled || testing.Short() {
+		seeds = seeds[:1] // a World Cup day takes ten times as long under the race detector; make test-long runs all four
 	}
 	for _, seed := range seeds {
 		checkDeath(t, mustRun(t, Config{Profile: "worldcup", Seed: seed}))

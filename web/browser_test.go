@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,7 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-var screenshotDir = flag.String("screenshots", "", "folder to keep the browser tests' screenshots in (default: a temporary folder, removed unless the test fails)")
+var screenshotDir = flag.String("screenshots", "", "folder for the screenshots the browser tests take along the way (default: none are taken, but for a failed step's, kept in a temporary folder the failure names)")
 
 // startConsole serves the console on a free loopback port for the length
 // of the test and returns its base URL. AFLOAT_CONSOLE_URL points the test
@@ -43,12 +44,15 @@ func startConsole(t testing.TB) string {
 	return "http://" + ln.Addr().String()
 }
 
-// findChromium returns the browser to drive. Without one, the test is
-// skipped — unless AFLOAT_REQUIRE_BROWSER is set, as make test sets it
-// after installing Debian's chromium, so that CI cannot pass by skipping.
+// findChromium returns the browser to drive: AFLOAT_CHROMIUM, or
+// Chromium's headless shell (Debian's chromium-headless-shell, which make
+// test installs: the same engine without the desktop browser, and
+// lighter), or a full Chromium. Without one, the test is skipped — unless
+// AFLOAT_REQUIRE_BROWSER is set, as make test sets it, so that CI cannot
+// pass by skipping.
 func findChromium(t testing.TB) string {
 	t.Helper()
-	for _, name := range []string{os.Getenv("AFLOAT_CHROMIUM"), "chromium", "chromium-browser", "google-chrome"} {
+	for _, name := range []string{os.Getenv("AFLOAT_CHROMIUM"), "chromium-headless-shell", "chromium", "chromium-browser", "google-chrome"} {
 		if name == "" {
 			continue
 		}
@@ -57,7 +61,7 @@ func findChromium(t testing.TB) string {
 		}
 	}
 	if os.Getenv("AFLOAT_REQUIRE_BROWSER") != "" {
-		t.Fatal("no chromium on PATH and AFLOAT_REQUIRE_BROWSER is set (make test installs Debian's chromium)")
+		t.Fatal("no chromium on PATH and AFLOAT_REQUIRE_BROWSER is set (make test installs Debian's chromium-headless-shell)")
 	}
 	t.Skip("no chromium on PATH: run make test, which installs it, or set AFLOAT_CHROMIUM")
 	return ""
@@ -95,6 +99,7 @@ func newBrowser(t testing.TB) *browser {
 		// into the machine's /tmp, where they outlived every run.
 		chromedp.Env("TMPDIR="+t.TempDir()),
 	)
+
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(alloc)
 	t.Cleanup(func() {
@@ -149,7 +154,7 @@ func (b *browser) do(ctx context.Context, what string, steps ...chromedp.Action[
 	defer cancel()
 	if err := chromedp.Do(tctx, steps...); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			b.shot(ctx, "failure-"+strings.ReplaceAll(what, " ", "-"))
+			b.failureShot(ctx, what)
 		}
 		b.t.Fatalf("%s: %v (browser problems: %v)", what, err, b.problems)
 	}
@@ -182,14 +187,14 @@ func (b *browser) text(ctx context.Context, css string) string {
 // waitFor waits until a JavaScript expression is true.
 func waitFor(expr string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		_, err := chromedp.Poll[bool](expr)(ctx, t)
+		_, err := chromedp.Poll[bool](expr, chromedp.WithPollingInterval(10*time.Millisecond))(ctx, t)
 		return err
 	})
 }
 
 // shotDir returns the screenshot folder, made on first use: -screenshots,
-// kept; or a temporary folder that is removed when the test passes and
-// kept, and named, when it fails, so that people can look at the pictures.
+// or a temporary folder for a failure's screenshot, removed when the test
+// passes after all and kept, and named, when it fails.
 func (b *browser) shotDir() string {
 	b.t.Helper()
 	if b.shots != "" {
@@ -218,8 +223,24 @@ func (b *browser) shotDir() string {
 	return dir
 }
 
-// shot saves a full-page screenshot as NAME.png.
+// shot saves a full-page screenshot as NAME.png in the -screenshots
+// folder; without one it takes none: a full-page PNG costs the browser
+// more than most steps of a test, and nobody looks at the pictures of a
+// run that passed.
 func (b *browser) shot(ctx context.Context, name string) {
+	b.t.Helper()
+	if *screenshotDir != "" {
+		b.save(ctx, name)
+	}
+}
+
+// failureShot saves the page as it stands when a step failed.
+func (b *browser) failureShot(ctx context.Context, what string) {
+	b.t.Helper()
+	b.save(ctx, "failure-"+strings.ReplaceAll(what, " ", "-"))
+}
+
+func (b *browser) save(ctx context.Context, name string) {
 	b.t.Helper()
 	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
@@ -231,6 +252,18 @@ func (b *browser) shot(ctx context.Context, name string) {
 	if err := os.WriteFile(filepath.Join(b.shotDir(), name+".png"), png, 0o644); err != nil {
 		b.t.Fatal(err)
 	}
+}
+
+// someLanguages returns the languages given, less Tagalog when short (make
+// test runs with -short): the longest browser tests walk their pages in
+// English and Welsh there, and in all three languages in make test-long.
+// A language changes the words, not the page's code; the catalogues are
+// checked complete in every language by the unit tests either way.
+func someLanguages(short bool, langs ...string) []string {
+	if !short {
+		return langs
+	}
+	return slices.DeleteFunc(langs, func(l string) bool { return l == "tl" })
 }
 
 // noProblems fails the test if a page threw or logged an error.

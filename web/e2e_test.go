@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -267,57 +266,11 @@ func TestConsoleEndToEnd(t *testing.T) {
 	}
 	b.shot(ctx, "07-model")
 
-	// The overload lab: the five runs of the World Cup, the same as the
-	// API's. The test asks first, so that the page finds the answer made
-	// (under the race detector it takes a while).
-	var cmp struct {
-		Computing bool `json:"computing"`
-		Runs      []struct {
-			Run     string         `json:"run"`
-			Summary map[string]any `json:"summary"`
-		} `json:"runs"`
-	}
-	for giveUp := time.Now().Add(5 * time.Minute); ; {
-		if time.Now().After(giveUp) {
-			t.Fatal("the World Cup comparison took more than 5 minutes")
-		}
-		res, err := http.Post(base+"/api/overload/compare", "application/json", strings.NewReader(`{"profile": "worldcup", "seed": 1}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = json.NewDecoder(res.Body).Decode(&cmp)
-		res.Body.Close()
-		if err != nil || (res.StatusCode != 200 && res.StatusCode != 202) {
-			t.Fatalf("POST /api/overload/compare: %d %v", res.StatusCode, err)
-		}
-		if res.StatusCode == 200 {
-			break
-		}
-		// 202: computing (a minute or so under the race detector on a
-		// loaded machine); the server says when to ask again.
-		<-time.After(time.Second)
-	}
-	if len(cmp.Runs) != 5 {
-		t.Fatalf("POST /api/overload/compare: %d runs", len(cmp.Runs))
-	}
-	b.do(ctx, "open the lab", chromedp.Navigate(base+"/#lab"), waitReady(),
-		waitFor(`document.querySelectorAll("#lab-summary tbody tr").length === 5 && document.querySelectorAll("#lab-charts .uplot").length === 5`))
-	rows := evaluate[[][]string](b, ctx, `[...document.querySelectorAll("#lab-summary tbody tr")].map((tr) => [...tr.cells].map((c) => c.textContent))`)
-	for i, r := range cmp.Runs {
-		want := fmt.Sprintf("%.1f %%", 100*r.Summary["goodput"].(float64))
-		if rows[i][1] != want {
-			t.Errorf("lab row %d (%s): goodput %q, want %q", i, r.Run, rows[i][1], want)
-		}
-	}
-	if rows[0][0] != "no limit" || rows[1][0] != "100/100" {
-		t.Errorf("lab rows %v, want no limit then 100/100", rows)
-	}
-	b.shot(ctx, "08-lab")
-
 	// Every view in Welsh and Tagalog: no key missing, no raw key shown.
 	rawKey := regexp.MustCompile(`^[a-z_]+(\.[a-z0-9_-]+)+$`)
-	for _, lang := range []string{"cy", "tl", "en"} {
-		for _, view := range []string{"play", "debrief", "model", "lab"} {
+	for _, lang := range someLanguages(testing.Short(), "cy", "tl", "en") {
+		// The lab's views in every language are TestOverloadLabEndToEnd's.
+		for _, view := range []string{"play", "debrief", "model"} {
 			b.do(ctx, "switch language", chromedp.Navigate(link+"#"+view), waitReady(),
 				choose("lang", lang),
 				waitFor(fmt.Sprintf(`document.documentElement.lang === %q`, lang)),
@@ -325,12 +278,6 @@ func TestConsoleEndToEnd(t *testing.T) {
 			switch view {
 			case "debrief":
 				b.do(ctx, "debrief rendered", chromedp.WaitVisible(chromedp.CSS(`#debrief-figures div`)))
-			case "lab":
-				b.do(ctx, "lab rendered", waitFor(`document.querySelectorAll("#lab-charts .uplot").length === 5`))
-				// Messages shown before the switch are said again in the new language.
-				if got, want := b.text(ctx, `#lab-status`), catalogue(t, lang)["lab.done"]; got != want {
-					t.Errorf("%s: the lab's status says %q, want %q", lang, got, want)
-				}
 			}
 			missing := evaluate[[]string](b, ctx, `[...window.afloat.missing]`)
 			texts := evaluate[[]string](b, ctx, `(() => { const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT); const out = []; while (w.nextNode()) { const s = w.currentNode.textContent.trim(); if (s) out.push(s); } return out; })()`)
@@ -345,17 +292,15 @@ func TestConsoleEndToEnd(t *testing.T) {
 			if lang != "en" {
 				b.shot(ctx, fmt.Sprintf("09-%s-%s", lang, view))
 			}
-			// axe-core on every view in every language: no serious or
-			// critical violation (TestGameAccessibilityEndToEnd covers
-			// the game's other states). In English the data tables are
-			// open too: the game's, and one of the lab's (axe takes a
-			// while over their thousands of rows).
+			// axe-core on every view with the game's data tables open, in
+			// English: every view in every language is
+			// TestGameAccessibilityEndToEnd's.
 			if lang == "en" {
 				b.do(ctx, "open the data tables", chromedp.Evaluate[chromedp.Void](`[...document.querySelectorAll("main details")]
-  .filter((d) => !d.closest("#lab") || d === document.querySelector("#lab details")).forEach((d) => (d.open = true))`))
+  .filter((d) => !d.closest("#lab")).forEach((d) => (d.open = true))`))
+				b.do(ctx, "settle", waitSettled())
+				b.checkAxe(ctx, lang+": "+view)
 			}
-			b.do(ctx, "settle", waitSettled())
-			b.checkAxe(ctx, lang+": "+view)
 		}
 	}
 

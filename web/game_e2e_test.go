@@ -482,9 +482,13 @@ func TestLayoutEndToEnd(t *testing.T) {
 	b.noProblems()
 }
 
-// viewportShot saves what the window shows as NAME.png and returns it.
+// viewportShot saves what the window shows as NAME.png and returns it,
+// when screenshots are asked for (-screenshots or -docs-screenshots).
 func (b *browser) viewportShot(ctx context.Context, name string) []byte {
 	b.t.Helper()
+	if *screenshotDir == "" && !*docsScreenshots {
+		return nil
+	}
 	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		b.t.Logf("screenshot %s: %v", name, err)
@@ -501,11 +505,17 @@ func (b *browser) viewportShot(ctx context.Context, name string) []byte {
 // paged minute with its hint, the share box, the realistic mode, a game
 // lost (the budget gone), the debrief with the coach, the model, and a
 // phone's layout with its chart tabs; and on the assignment lab and the
-// global quota lab with its data tables open. (The
-// overload lab is checked in TestConsoleEndToEnd, where its comparison is
-// already computed.)
+// global quota lab with its data tables open. (The overload lab is
+// checked in TestConsoleEndToEnd and TestOverloadLabEndToEnd.)
+//
+// It walks every state in the three languages, and checks that no
+// catalogue key is missing in each; axe runs on each state in English, and
+// in Welsh and Tagalog too in make test-long (without -short): a language
+// changes the words, not the page's structure or colours, and axe's runs
+// are most of this test's cost.
 func TestGameAccessibilityEndToEnd(t *testing.T) {
 	t.Parallel()
+	everyLanguage := !testing.Short()
 	base := startConsole(t)
 	b := newBrowser(t)
 	ctx := b.ctx
@@ -513,24 +523,31 @@ func TestGameAccessibilityEndToEnd(t *testing.T) {
 		sim.Switch(1, sim.ControlAutoscaling, false), sim.Set(1, sim.ControlFleetFloor, 1),
 	}}
 	minor := 0
-	for _, lang := range []string{"en", "cy", "tl"} {
+	axe := func(lang, where string) int {
+		t.Helper()
+		if lang != "en" && !everyLanguage {
+			return 0
+		}
+		return b.checkAxe(ctx, lang+": "+where)
+	}
+	for _, lang := range someLanguages(testing.Short(), "en", "cy", "tl") {
 		b.do(ctx, "setup", chromedp.Navigate(base+"/?lang="+lang), waitReady(), waitSettled())
-		minor += b.checkAxe(ctx, lang+": setup")
+		minor += axe(lang, "setup")
 		startGameAs(b, ctx, base, lang, "bad-deploy", 7, "training", true)
 		stepTo(b, ctx, 28)
 		b.do(ctx, "share box", click(`#share`), waitSettled())
-		minor += b.checkAxe(ctx, lang+": paged, hint, share box")
+		minor += axe(lang, "paged, hint, share box")
 		b.do(ctx, "chart tables", chromedp.Evaluate[chromedp.Void](`document.querySelectorAll("#charts details").forEach((d) => (d.open = true))`), waitSettled())
-		minor += b.checkAxe(ctx, lang+": chart data tables open")
+		minor += axe(lang, "chart data tables open")
 		b.do(ctx, "debrief so far", chromedp.Navigate(base+"/?lang="+lang+"&"+strings.TrimPrefix(evaluate[string](b, ctx, `location.search`), "?")+"#debrief"),
 			waitReady(), chromedp.WaitVisible(chromedp.CSS(`#debrief-figures div`)), waitSettled())
-		minor += b.checkAxe(ctx, lang+": debrief mid-game")
+		minor += axe(lang, "debrief mid-game")
 		b.do(ctx, "model", chromedp.Navigate(base+"/?lang="+lang+"#model"), waitReady(), chromedp.WaitVisible(chromedp.CSS(`#formulas li`)), waitSettled())
-		minor += b.checkAxe(ctx, lang+": model")
+		minor += axe(lang, "model")
 
 		startGameAs(b, ctx, base, lang, "cache-flush", 2, "realistic", true)
 		stepTo(b, ctx, 16)
-		minor += b.checkAxe(ctx, lang+": realistic, cache flushed")
+		minor += axe(lang, "realistic, cache flushed")
 
 		// A game lost: the budget gone, the levers off, the debrief with
 		// the coach.
@@ -543,12 +560,12 @@ func TestGameAccessibilityEndToEnd(t *testing.T) {
 		if !evaluate[bool](b, ctx, `!document.getElementById("failed-note").hidden`) {
 			t.Errorf("%s: the debrief of a lost game does not say so", lang)
 		}
-		minor += b.checkAxe(ctx, lang+": debrief of a lost game, with the coach")
+		minor += axe(lang, "debrief of a lost game, with the coach")
 		b.do(ctx, "the game over", chromedp.Navigate(base+"/?lang="+lang+"&"+lost.Query().Encode()+"&at=120&mode=training#play"), waitReady(), waitSettled())
 		if !evaluate[bool](b, ctx, `document.getElementById("page-alert").classList.contains("over") && document.getElementById("control-fleet_floor").disabled`) {
 			t.Errorf("%s: a lost game does not say game over, or leaves the levers on", lang)
 		}
-		minor += b.checkAxe(ctx, lang+": game over")
+		minor += axe(lang, "game over")
 
 		b.do(ctx, "phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(1)))
 		startGameAs(b, ctx, base, lang, "surge", 3, "training", true)
@@ -557,16 +574,16 @@ func TestGameAccessibilityEndToEnd(t *testing.T) {
 		if sel := evaluate[int](b, ctx, `[...document.querySelectorAll("#charts .chart-panel")].filter((p) => !p.hidden).length`); sel != 1 {
 			t.Errorf("%s: the phone shows %d charts at once, want one tab", lang, sel)
 		}
-		minor += b.checkAxe(ctx, lang+": phone")
+		minor += axe(lang, "phone")
 		b.do(ctx, "desktop", chromedp.EmulateViewport(1400, 1000, chromedp.EmulateScale(1)))
 
 		b.do(ctx, "assignment lab", chromedp.Navigate(base+"/?lang="+lang+"#assign"), waitReady(),
 			waitFor(`document.querySelectorAll("#assign-table tbody tr").length > 0`), waitSettled())
-		minor += b.checkAxe(ctx, lang+": assignment lab")
+		minor += axe(lang, "assignment lab")
 		b.do(ctx, "global quota lab", chromedp.Navigate(base+"/?lang="+lang+"#quota"), waitReady(),
 			waitFor(`!!window.afloat.quota && !!window.afloat.quota.resp && !window.afloat.quota.busy`), waitSettled())
 		b.do(ctx, "its data tables", chromedp.Evaluate[chromedp.Void](`document.querySelectorAll("#quota details").forEach((d) => (d.open = true))`), waitSettled())
-		minor += b.checkAxe(ctx, lang+": global quota lab, data tables open")
+		minor += axe(lang, "global quota lab, data tables open")
 		if missing := evaluate[[]string](b, ctx, `[...window.afloat.missing]`); len(missing) > 0 {
 			t.Errorf("%s: keys missing from the catalogue: %v", lang, missing)
 		}

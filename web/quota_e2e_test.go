@@ -84,7 +84,7 @@ func TestQuotaLabEndToEnd(t *testing.T) {
 	}
 	rawKey := regexp.MustCompile(`^[a-z_]+(\.[a-z0-9_-]+)+$`)
 
-	for _, lang := range []string{"en", "cy", "tl"} {
+	for _, lang := range someLanguages(testing.Short(), "en", "cy", "tl") {
 		cat := catalogue(t, lang)
 		b.do(ctx, "switch to "+lang, choose("lang", lang), waitFor(fmt.Sprintf(`document.documentElement.lang === %q`, lang)))
 
@@ -397,9 +397,13 @@ func checkQuotaDrawn(t *testing.T, b *browser, ctx context.Context, lang string,
 
 // quotaViewShot saves what a person sees of the lab from its clock down,
 // on a tall screen: the verdict, the controls and the charts (the
-// README's picture; shot saves the whole page).
+// README's picture; shot saves the whole page); when screenshots are
+// asked for (-screenshots).
 func quotaViewShot(t *testing.T, b *browser, ctx context.Context, name string) {
 	t.Helper()
+	if *screenshotDir == "" {
+		return
+	}
 	b.do(ctx, "a tall screen", chromedp.EmulateViewport(1400, 1900),
 		chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, document.querySelector("#quota .clockbar").getBoundingClientRect().top + window.scrollY - 8)`))
 	tctx, cancel := context.WithTimeout(ctx, 20*time.Second)

@@ -213,9 +213,11 @@ func newHandler(c Config) (http.Handler, *lab) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Write([]byte("ok\n"))
 	})
+	tags := etags(assets)
 	files := http.FileServerFS(assets)
-	mux.Handle("GET /static/", http.StripPrefix("/static/", noDirectories(files)))
+	mux.Handle("GET /static/", http.StripPrefix("/static/", noDirectories(withETag(tags, files))))
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", tags["index.html"])
 		http.ServeFileFS(w, r, assets, "index.html")
 	})
 	// From the outside in: a panic becomes a 500; every request is logged;
