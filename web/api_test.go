@@ -1,10 +1,12 @@
 package web
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -12,6 +14,7 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -276,47 +279,53 @@ func TestPanicsBecome500(t *testing.T) {
 
 // TestGracefulShutdown: cancelling the context lets a request in flight
 // finish, then Serve returns and the port is closed.
+//
+// The request goes over a raw connection, and the test cancels only once
+// the handler waits for the rest of the body: net/http drops a request
+// whose headers it finishes reading after the shutdown has begun (and an
+// http.Client holds a streamed body's first bytes in its buffer), so
+// anything earlier would test a request not yet in flight.
 func TestGracefulShutdown(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	body := `{"scenario": "steady", "to": 1}`
+	head, tail := body[:13], body[13:]
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
+	addr := inner.Addr().String()
+	request := fmt.Sprintf("POST /api/run HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		addr, len(body), head)
+	ln := &waitingListener{Listener: inner, after: len(request), waiting: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Serve(ctx, ln, DefaultConfig()) }()
 
-	// A request that is being served when the shutdown starts: its body is
-	// sent only after cancel, so it is in flight across the shutdown.
-	pr, pw := io.Pipe()
-	type result struct {
-		status int
-		err    error
-	}
-	got := make(chan result, 1)
-	go func() {
-		res, err := http.Post("http://"+addr+"/api/run", "application/json", pr)
-		if err != nil {
-			got <- result{err: err}
-			return
-		}
-		res.Body.Close()
-		got <- result{status: res.StatusCode}
-	}()
-	pw.Write([]byte(`{"scenario": `))
-	// Wait until the server has the request open: a second connection
-	// proves the listener is up, and the pipe write above returns only when
-	// the client's transport has read it.
-	res, err := http.Get("http://" + addr + "/healthz")
+	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res.Body.Close()
+	defer conn.Close()
+	if _, err := io.WriteString(conn, request); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ln.waiting:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the server did not read the request")
+	}
 	cancel()
-	pw.Write([]byte(`"steady", "to": 1}`))
-	pw.Close()
-	if r := <-got; r.err != nil || r.status != 200 {
-		t.Errorf("in-flight request: %d %v, want 200", r.status, r.err)
+	if _, err := io.WriteString(conn, tail); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("in-flight request: %v, want 200", err)
+	}
+	var frames struct{ Frames []json.RawMessage }
+	err = json.NewDecoder(res.Body).Decode(&frames)
+	res.Body.Close()
+	if res.StatusCode != 200 || err != nil || len(frames.Frames) != 1 {
+		t.Errorf("in-flight request: %d, %d frames, %v; want 200 and its one frame", res.StatusCode, len(frames.Frames), err)
 	}
 	select {
 	case err := <-done:
@@ -330,6 +339,38 @@ func TestGracefulShutdown(t *testing.T) {
 		c.Close()
 		t.Error("the port still accepts connections after the shutdown")
 	}
+}
+
+// waitingListener closes waiting when the server, having read after bytes
+// from a connection, asks it for more: the handler is reading the body.
+type waitingListener struct {
+	net.Listener
+	after   int
+	once    sync.Once
+	waiting chan struct{}
+}
+
+func (l *waitingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &waitingConn{Conn: c, l: l}, nil
+}
+
+type waitingConn struct {
+	net.Conn
+	l    *waitingListener
+	read int // bytes read: only the connection's goroutine reads
+}
+
+func (c *waitingConn) Read(p []byte) (int, error) {
+	if c.read >= c.l.after {
+		c.l.once.Do(func() { close(c.l.waiting) })
+	}
+	n, err := c.Conn.Read(p)
+	c.read += n
+	return n, err
 }
 
 func TestConfigValidate(t *testing.T) {

@@ -299,6 +299,11 @@ func Serve(ctx context.Context, ln net.Listener, c Config) error {
 	}
 	handler, lab := newHandler(c)
 	defer lab.stop()
+	// Requests do not inherit ctx's cancellation: a shutdown lets those in
+	// flight finish within the grace (a request whose context ended with
+	// ctx would be dropped unanswered), and cancels them when it runs out.
+	requests, stopRequests := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRequests()
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: c.ReadHeaderTimeout,
@@ -307,7 +312,7 @@ func Serve(ctx context.Context, ln net.Listener, c Config) error {
 		IdleTimeout:       c.IdleTimeout,
 		MaxHeaderBytes:    c.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		BaseContext:       func(net.Listener) context.Context { return requests },
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
@@ -331,6 +336,7 @@ func Serve(ctx context.Context, ln net.Listener, c Config) error {
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
+		stopRequests()
 		srv.Close()
 		return fmt.Errorf("web: shutdown: %w", err)
 	}
