@@ -33,7 +33,7 @@ type Core struct {
 	tenants map[string]*tenantState
 	order   []*tenantState // by name: Expire's order, so that runs replay exactly
 	stopped error
-	broken  faults // none but in a build with the tag mutation (faults.go)
+	broken  faults   // none but in a build with the tag mutation (faults.go)
 	seed    []string // the config's tenants the ledger lacks, to write (Seeding)
 	seeded  bool
 	holders map[string]*holder // by region: the agent incarnation that holds it (Attach)

@@ -29,4 +29,3 @@ func OpenBroken(ctx context.Context, cfg Config, ledger Ledger, now time.Duratio
 	c.broken = faults{set}
 	return c, nil
 }
-
