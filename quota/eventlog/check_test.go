@@ -202,3 +202,32 @@ func TestCheckerTenantStarts(t *testing.T) {
 		t.Fatalf("a config file's start of a changed tenant: %v", r.Messages)
 	}
 }
+
+// TestSpending: a region spends under a lease from its install until it
+// stops (superseded, expired, returned), as the checker follows it; an
+// admission outside that is one without a lease.
+func TestSpending(t *testing.T) {
+	c := NewChecker()
+	for i, step := range []struct {
+		e    Event
+		want bool
+	}{
+		{Event{T: 0, Kind: Start, Tenant: "t", Rate: 10 * quota.One, Burst: 10 * quota.One, N: 1, Why: "best-effort"}, false},
+		{Event{T: 1, Kind: Lease, Tenant: "t", Region: "a", ID: 1, Epoch: 1, Rate: quota.One, Burst: quota.One, Activates: 1, Expires: int64(s)}, false},
+		{Event{T: 2, Kind: Install, Tenant: "t", Region: "a", ID: 1}, true},
+		{Event{T: 3, Kind: Admit, Tenant: "t", Region: "a", N: 1}, true},
+		{Event{T: 4, Kind: Return, Tenant: "t", Region: "a", ID: 1}, false},
+		{Event{T: 5, Kind: Admit, Tenant: "t", Region: "a", N: 1}, false},
+	} {
+		c.Write(&step.e)
+		if got := c.Spending("t", "a"); got != step.want {
+			t.Errorf("step %d: after %v, Spending = %v, want %v", i, step.e.Kind, got, step.want)
+		}
+	}
+	if c.Spending("t", "b") || c.Spending("u", "a") {
+		t.Error("a region or tenant the log never named is spending")
+	}
+	if rep := c.Finish(6); rep.Violations != 0 || rep.NoLeaseAdmitted != 1 {
+		t.Errorf("report %+v: want no violation, 1 token admitted without a lease", rep)
+	}
+}
