@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/afloat/afloat/quota/eventlog"
 	"github.com/afloat/afloat/quota/internal/breakage"
 )
 
@@ -18,7 +19,7 @@ type Summary struct {
 	Mode     string        `json:"mode"`
 	Faults   string        `json:"faults"`
 	Duration time.Duration `json:"duration_ns"`
-	Report
+	eventlog.Report
 	Offered map[string]int64 `json:"offered"` // tokens, by region
 	Admits  map[string]int64 `json:"admits"`  // tokens, by region
 	Outages int              `json:"outages"`
@@ -48,10 +49,10 @@ func run(cfg Config, broken breakage.Set) (Summary, error) {
 	if sch == nil {
 		sch = Draw(cfg)
 	}
-	chk := NewChecker()
-	var out EventWriter = chk
+	chk := eventlog.NewChecker()
+	var out eventlog.Writer = chk
 	if cfg.Log != nil {
-		out = Tee{cfg.Log, chk}
+		out = eventlog.Tee{cfg.Log, chk}
 	}
 	s, err := newSim(cfg, sch, out, broken)
 	if err != nil {
