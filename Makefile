@@ -7,10 +7,10 @@
 # race detector on every package that runs goroutines, the models'
 # deterministic simulations without it (plus a small -race test of the
 # models' own goroutine code), the mutation checks (built with the tag
-# mutation, which plants the deliberate faults), the embedded-etcd tests, and the browser
-# tests side by side without -race (the server code they drive is under
-# -race in the web package's other tests). Nothing in it is timed on the
-# wall clock.
+# mutation, which plants the deliberate faults), the embedded-etcd tests,
+# and the browser tests side by side without -race (the server code they
+# drive is under -race in the web package's other tests). Nothing in it is
+# timed on the wall clock.
 #
 # make test-long adds what takes minutes or holds real processes on the
 # wall clock: the tests that skip under -short (multi-process clusters,

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/afloat/afloat/quota/eventlog"
 )
 
 // Summary is a run's outcome: what the checker found, and what was
@@ -16,7 +18,7 @@ type Summary struct {
 	Mode     string        `json:"mode"`
 	Faults   string        `json:"faults"`
 	Duration time.Duration `json:"duration_ns"`
-	Report
+	eventlog.Report
 	Offered map[string]int64 `json:"offered"` // tokens, by region
 	Admits  map[string]int64 `json:"admits"`  // tokens, by region
 	Outages int              `json:"outages"`
@@ -46,10 +48,10 @@ func run(cfg Config, broken faults) (Summary, error) {
 	if sch == nil {
 		sch = Draw(cfg)
 	}
-	chk := NewChecker()
-	var out EventWriter = chk
+	chk := eventlog.NewChecker()
+	var out eventlog.Writer = chk
 	if cfg.Log != nil {
-		out = Tee{cfg.Log, chk}
+		out = eventlog.Tee{cfg.Log, chk}
 	}
 	s, err := newSim(cfg, sch, out, broken)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/afloat/afloat/internal/rng"
 	"github.com/afloat/afloat/quota"
 	"github.com/afloat/afloat/quota/coordinator"
+	"github.com/afloat/afloat/quota/eventlog"
 	"github.com/afloat/afloat/quota/region"
 )
 
@@ -168,8 +169,8 @@ type sim struct {
 	cur     int // the coordinator process regions turn to
 	ledger  coordinator.Ledger
 	net     *rng.Rand
-	out     EventWriter
-	ev      Event
+	out     eventlog.Writer
+	ev      eventlog.Event
 	broken  faults
 	refused int    // ledger writes refused for another reason than the epoch
 	attach  bool   // regions attach before they renew (Config.Duplicate)
@@ -183,10 +184,11 @@ func (s *sim) at(t int64, it item) {
 	s.q.push(it)
 }
 
-func (s *sim) emit(e Event) {
+func (s *sim) emit(e eventlog.Event) {
 	e.T = s.now
-	switch e.Ev {
-	case "start", "admit", "reject", "lease", "end", "credit", "install", "supersede", "expire", "return":
+	switch e.Kind {
+	case eventlog.Start, eventlog.Admit, eventlog.Reject, eventlog.Lease, eventlog.End, eventlog.Credit,
+		eventlog.Install, eventlog.Supersede, eventlog.Expire, eventlog.Return:
 		e.Tenant = s.t.Name
 	}
 	s.ev = e
@@ -215,7 +217,7 @@ func (s *sim) nextArrival(r *regionNode) {
 	r.next = s.now + int64(r.rng.Exp(meanCost/r.rate)*1e9) + 1
 }
 
-func newSim(cfg Config, sch *Schedule, out EventWriter, broken faults) (*sim, error) {
+func newSim(cfg Config, sch *Schedule, out eventlog.Writer, broken faults) (*sim, error) {
 	s := &sim{cfg: cfg, t: cfg.Tenant, sch: sch, end: int64(cfg.Duration), out: out, broken: broken, attach: cfg.Duplicate != ""}
 	s.net = rng.New(cfg.Seed ^ 0x85ebca6b)
 	s.ledger = broken.ledger(coordinator.NewMemLedger())
@@ -261,7 +263,7 @@ func (s *sim) startCoordinator() error {
 	}
 	node.core = core
 	s.coords = append(s.coords, node)
-	s.emit(Event{Ev: "restart", Epoch: core.Epoch(), Offset: int64(cl.Offset), Drift: cl.Drift})
+	s.emit(eventlog.Event{Kind: eventlog.Restart, Epoch: core.Epoch(), Offset: int64(cl.Offset), Drift: cl.Drift})
 	s.at(s.now+int64(time.Second), item{kind: evCoordTick, b: int32(k)})
 	return nil
 }
@@ -296,10 +298,10 @@ func (s *sim) send(r int, toCoord bool, coord int, m *message) {
 func (s *sim) run() error {
 	// The opening: the tenant, the clocks, the first coordinator, the
 	// regions' timers, the schedule's events.
-	s.emit(Event{Ev: "start", Rate: s.t.Rate, Burst: s.t.Burst, N: int64(len(s.t.Regions)), Balance: s.t.Emergency, Why: s.t.Mode.String()})
+	s.emit(eventlog.Event{Kind: eventlog.Start, Rate: s.t.Rate, Burst: s.t.Burst, N: int64(len(s.t.Regions)), Balance: s.t.Emergency, Why: s.t.Mode.String()})
 	for _, r := range s.regions {
 		if r.clock != (Clock{}) {
-			s.emit(Event{Ev: "skew", Region: r.name, Offset: int64(r.clock.Offset), Drift: r.clock.Drift})
+			s.emit(eventlog.Event{Kind: eventlog.Skew, Region: r.name, Offset: int64(r.clock.Offset), Drift: r.clock.Drift})
 		}
 	}
 	if err := s.startCoordinator(); err != nil {
@@ -347,7 +349,7 @@ func (s *sim) run() error {
 		s.arrive(s.regions[ri])
 	}
 	s.now = s.end
-	s.emit(Event{Ev: "stop"})
+	s.emit(eventlog.Event{Kind: eventlog.Stop})
 	return nil
 }
 
@@ -357,9 +359,9 @@ func (s *sim) arrive(r *regionNode) {
 	r.offers += cost
 	if r.lim.AllowAt(local, s.t.Name, cost) {
 		r.admits += cost
-		s.emit(Event{Ev: "admit", Region: r.name, N: cost})
+		s.emit(eventlog.Event{Kind: eventlog.Admit, Region: r.name, N: cost})
 	} else {
-		s.emit(Event{Ev: "reject", Region: r.name, N: cost})
+		s.emit(eventlog.Event{Kind: eventlog.Reject, Region: r.name, N: cost})
 	}
 	s.nextArrival(r)
 }
@@ -398,7 +400,7 @@ func (s *sim) handle(it item) error {
 			return nil
 		}
 		r.using = 0
-		s.emit(Event{Ev: "expire", Region: r.name, ID: id})
+		s.emit(eventlog.Event{Kind: eventlog.Expire, Region: r.name, ID: id})
 	case evCoordTick:
 		c := s.coords[it.b]
 		if c.dead || c.fenced || c.core.Stopped() != nil {
@@ -415,7 +417,7 @@ func (s *sim) handle(it item) error {
 		s.at(s.now+int64(time.Second), it)
 	case evTraffic:
 		seg := s.sch.Traffic[it.a]
-		s.emit(Event{Ev: "traffic", Rates: seg.Rates})
+		s.emit(eventlog.Event{Kind: eventlog.Traffic, Rates: seg.Rates})
 		for _, r := range s.regions {
 			r.rate = seg.Rates[r.name]
 			s.nextArrival(r)
@@ -425,7 +427,7 @@ func (s *sim) handle(it item) error {
 		for _, r := range s.regions {
 			if r.name == p.Region {
 				r.cut++
-				s.emit(Event{Ev: "partition", Region: r.name})
+				s.emit(eventlog.Event{Kind: eventlog.Partition, Region: r.name})
 			}
 		}
 	case evHeal:
@@ -433,7 +435,7 @@ func (s *sim) handle(it item) error {
 		for _, r := range s.regions {
 			if r.name == p.Region {
 				r.cut--
-				s.emit(Event{Ev: "heal", Region: r.name})
+				s.emit(eventlog.Event{Kind: eventlog.Heal, Region: r.name})
 			}
 		}
 	case evOutage:
@@ -441,12 +443,12 @@ func (s *sim) handle(it item) error {
 		c := s.coords[s.cur]
 		if o.Pause {
 			c.paused = true
-			s.emit(Event{Ev: "pause", Epoch: c.core.Epoch()})
+			s.emit(eventlog.Event{Kind: eventlog.Pause, Epoch: c.core.Epoch()})
 			s.at(s.now+int64(o.Wake), item{kind: evWake, a: it.a, b: int32(s.cur)})
 		} else {
 			c.dead = true
 			c.queue = nil
-			s.emit(Event{Ev: "crash", Epoch: c.core.Epoch()})
+			s.emit(eventlog.Event{Kind: eventlog.Crash, Epoch: c.core.Epoch()})
 		}
 		s.at(s.now+int64(o.Down), item{kind: evSuccessor, a: it.a})
 	case evSuccessor:
@@ -469,7 +471,7 @@ func (s *sim) handle(it item) error {
 	case evWake:
 		c := s.coords[it.b]
 		c.paused = false
-		s.emit(Event{Ev: "wake", Epoch: c.core.Epoch()})
+		s.emit(eventlog.Event{Kind: eventlog.Wake, Epoch: c.core.Epoch()})
 		queue := c.queue
 		c.queue = nil
 		for _, q := range queue {
@@ -505,16 +507,16 @@ func (s *sim) write(k int, st coordinator.Step) (coordinator.Answer, error) {
 // journal logs what a written step did.
 func (s *sim) journal(c *coordNode, st coordinator.Step) {
 	for _, e := range st.Ended {
-		s.emit(Event{Ev: "end", Region: e.Lease.Region, ID: e.Lease.ID, Epoch: e.Lease.Epoch, Why: string(e.Why)})
+		s.emit(eventlog.Event{Kind: eventlog.End, Region: e.Lease.Region, ID: e.Lease.ID, Epoch: e.Lease.Epoch, Why: string(e.Why)})
 	}
 	if l := st.Granted; l.ID != 0 { // none for a retry, answered with the grant it had
-		s.emit(Event{
-			Ev: "lease", Region: l.Region, ID: l.ID, Epoch: l.Epoch, Rate: l.Rate, Burst: l.Burst, Transfer: l.Transfer,
+		s.emit(eventlog.Event{
+			Kind: eventlog.Lease, Region: l.Region, ID: l.ID, Epoch: l.Epoch, Rate: l.Rate, Burst: l.Burst, Transfer: l.Transfer,
 			Activates: c.clock.real(int64(l.Activates)), Expires: c.clock.real(int64(l.Expires)),
 		})
 	}
 	if st.Credit > 0 {
-		s.emit(Event{Ev: "credit", Region: st.Returned.Region, ID: st.Returned.LeaseID, Balance: st.Credit})
+		s.emit(eventlog.Event{Kind: eventlog.Credit, Region: st.Returned.Region, ID: st.Returned.LeaseID, Balance: st.Credit})
 	}
 }
 
@@ -522,7 +524,7 @@ func (s *sim) fence(k int) {
 	c := s.coords[k]
 	if !c.fenced {
 		c.fenced = true
-		s.emit(Event{Ev: "fenced", Epoch: c.core.Epoch()})
+		s.emit(eventlog.Event{Kind: eventlog.Fenced, Epoch: c.core.Epoch()})
 	}
 }
 
@@ -627,15 +629,15 @@ func (s *sim) deliverToRegion(it item) {
 			return
 		}
 		if in.Dropped.ID != 0 && r.using == in.Dropped.ID {
-			s.emit(Event{Ev: "supersede", Region: r.name, ID: in.Dropped.ID})
+			s.emit(eventlog.Event{Kind: eventlog.Supersede, Region: r.name, ID: in.Dropped.ID})
 		} else if r.using != 0 {
-			s.emit(Event{Ev: "expire", Region: r.name, ID: r.using})
+			s.emit(eventlog.Event{Kind: eventlog.Expire, Region: r.name, ID: r.using})
 		}
 		r.using = in.Lease.ID
-		s.emit(Event{Ev: "install", Region: r.name, ID: in.Lease.ID, Epoch: in.Lease.Epoch})
+		s.emit(eventlog.Event{Kind: eventlog.Install, Region: r.name, ID: in.Lease.ID, Epoch: in.Lease.Epoch})
 		s.at(r.clock.real(in.Until), item{kind: evExpire, a: it.a, m: &message{grant: quota.Grant{Lease: in.Lease}}})
 		if in.Return != nil {
-			s.emit(Event{Ev: "return", Region: r.name, ID: in.Return.LeaseID, Balance: in.Return.Balance})
+			s.emit(eventlog.Event{Kind: eventlog.Return, Region: r.name, ID: in.Return.LeaseID, Balance: in.Return.Balance})
 			ret := *in.Return
 			ret.Incarnation = r.inc
 			s.send(int(it.a), true, r.conn, &message{what: msgReturn, ret: ret})

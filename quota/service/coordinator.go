@@ -17,9 +17,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/afloat/afloat/quota"
-	"github.com/afloat/afloat/quota/chaos"
 	"github.com/afloat/afloat/quota/coordinator"
 	"github.com/afloat/afloat/quota/etcdledger"
+	"github.com/afloat/afloat/quota/eventlog"
 	"github.com/afloat/afloat/quota/remote"
 )
 
@@ -136,14 +136,14 @@ func RunCoordinator(ctx context.Context, o CoordinatorOptions) error {
 	}
 	defer ledger.Close()
 
-	var events *EventLog
+	var events *eventlog.File
 	if o.EventLog != "" {
-		if events, err = OpenEventLog(o.EventLog); err != nil {
+		if events, err = eventlog.OpenFile(o.EventLog); err != nil {
 			ln.Close()
 			return err
 		}
 		defer events.Close()
-		events.starts(time.Now().UnixNano(), o.Config.QuotaTenants())
+		writeStarts(events, time.Now().UnixNano(), o.Config.QuotaTenants())
 	}
 
 	var (
@@ -229,7 +229,7 @@ func RunCoordinator(ctx context.Context, o CoordinatorOptions) error {
 }
 
 // lead campaigns, and once it wins, serves as the leader until it loses.
-func lead(ctx context.Context, o CoordinatorOptions, ledger *etcdledger.Ledger, events *EventLog,
+func lead(ctx context.Context, o CoordinatorOptions, ledger *etcdledger.Ledger, events *eventlog.File,
 	mail *remote.Mailbox, current *atomic.Pointer[coordinator.Server], log *slog.Logger) error {
 	var srv *coordinator.Server
 	opts := []coordinator.ServerOption{
@@ -255,8 +255,8 @@ func lead(ctx context.Context, o CoordinatorOptions, ledger *etcdledger.Ledger, 
 	if live == nil {
 		live = []uint64{}
 	}
-	events.Write(&chaos.Event{T: time.Now().UnixNano(), Ev: "restart", Epoch: epoch, Live: &live})
-	events.loaded(time.Now().UnixNano(), srv.Tenants())
+	events.Write(&eventlog.Event{T: time.Now().UnixNano(), Kind: eventlog.Restart, Epoch: epoch, Live: &live})
+	writeLoaded(events, time.Now().UnixNano(), srv.Tenants())
 	events.Flush() //nolint:errcheck
 
 	rctx, cancel := context.WithCancel(ctx)
@@ -273,7 +273,7 @@ func lead(ctx context.Context, o CoordinatorOptions, ledger *etcdledger.Ledger, 
 	err = srv.Run(rctx)
 	current.Store(nil)
 	if errors.Is(err, quota.ErrStaleEpoch) {
-		events.Write(&chaos.Event{T: time.Now().UnixNano(), Ev: "fenced", Epoch: epoch})
+		events.Write(&eventlog.Event{T: time.Now().UnixNano(), Kind: eventlog.Fenced, Epoch: epoch})
 	}
 	return err
 }
@@ -283,7 +283,7 @@ func lead(ctx context.Context, o CoordinatorOptions, ledger *etcdledger.Ledger, 
 // no grant a region installs is missing from the log; a failed write
 // fails the calls.
 type coordJournal struct {
-	events *EventLog
+	events *eventlog.File
 	start  func() time.Time // the server's Start, for its clock in Unix time
 }
 
@@ -292,16 +292,16 @@ func (j coordJournal) Append(entries []coordinator.Entry) error {
 	for _, en := range entries {
 		at, s := unix(en.At), en.Step
 		for _, e := range s.Ended {
-			j.events.Write(&chaos.Event{T: at, Ev: "end", Tenant: e.Lease.Tenant, Region: e.Lease.Region,
+			j.events.Write(&eventlog.Event{T: at, Kind: eventlog.End, Tenant: e.Lease.Tenant, Region: e.Lease.Region,
 				ID: e.Lease.ID, Epoch: e.Lease.Epoch, Why: string(e.Why)})
 		}
 		if l := s.Granted; l.ID != 0 {
-			j.events.Write(&chaos.Event{T: at, Ev: "lease", Tenant: l.Tenant, Region: l.Region, ID: l.ID, Epoch: l.Epoch,
+			j.events.Write(&eventlog.Event{T: at, Kind: eventlog.Lease, Tenant: l.Tenant, Region: l.Region, ID: l.ID, Epoch: l.Epoch,
 				Rate: l.Rate, Burst: l.Burst, Transfer: l.Transfer, Activates: unix(l.Activates), Expires: unix(l.Expires)})
 		}
-		j.events.tenantEvent(at, s.Tenant)
+		writeTenantChange(j.events, at, s.Tenant)
 		if s.Credit > 0 {
-			j.events.Write(&chaos.Event{T: at, Ev: "credit", Tenant: s.Returned.Tenant, Region: s.Returned.Region,
+			j.events.Write(&eventlog.Event{T: at, Kind: eventlog.Credit, Tenant: s.Returned.Tenant, Region: s.Returned.Region,
 				ID: s.Returned.LeaseID, Balance: s.Credit})
 		}
 	}

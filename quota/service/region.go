@@ -16,7 +16,7 @@ import (
 
 	"github.com/afloat/afloat/internal/hostcheck"
 	"github.com/afloat/afloat/quota"
-	"github.com/afloat/afloat/quota/chaos"
+	"github.com/afloat/afloat/quota/eventlog"
 	"github.com/afloat/afloat/quota/region"
 	"github.com/afloat/afloat/quota/remote"
 )
@@ -67,7 +67,7 @@ type Agent struct {
 	// changes (regiontenants.go), so readers take no lock.
 	tenants atomic.Pointer[map[string]quota.Tenant]
 	start   time.Time // the limiter's clock is Unix start + lim.Now()
-	events  *EventLog
+	events  *eventlog.File
 
 	mu    sync.Mutex
 	using map[string]usingLease // tenant → the lease in use, for the event log
@@ -168,11 +168,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("service: --listen %s: %w", o.Listen, err)
 	}
 	if o.EventLog != "" {
-		if a.events, err = OpenEventLog(o.EventLog); err != nil {
+		if a.events, err = eventlog.OpenFile(o.EventLog); err != nil {
 			ln.Close()
 			return err
 		}
-		a.events.starts(a.unix(a.now()), o.Config.QuotaTenants())
+		writeStarts(a.events, a.unix(a.now()), o.Config.QuotaTenants())
 	}
 	hs := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 10 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
@@ -206,7 +206,7 @@ func (a *Agent) Run(ctx context.Context) error {
 					delete(a.using, ret.Tenant)
 				}
 				a.mu.Unlock()
-				a.events.Write(&chaos.Event{T: a.unix(at), Ev: "return", Tenant: ret.Tenant, Region: ret.Region, ID: ret.LeaseID, Balance: ret.Balance})
+				a.events.Write(&eventlog.Event{T: a.unix(at), Kind: eventlog.Return, Tenant: ret.Tenant, Region: ret.Region, ID: ret.LeaseID, Balance: ret.Balance})
 			},
 		}))
 	})
@@ -258,14 +258,14 @@ func (a *Agent) installed(at int64, in region.Installed) {
 	defer a.mu.Unlock()
 	if u, ok := a.using[t]; ok {
 		if in.Dropped.ID == u.id {
-			a.events.Write(&chaos.Event{T: a.unix(at), Ev: "supersede", Tenant: t, Region: a.o.Name, ID: u.id})
+			a.events.Write(&eventlog.Event{T: a.unix(at), Kind: eventlog.Supersede, Tenant: t, Region: a.o.Name, ID: u.id})
 		} else {
 			// It ran out before the new one came.
-			a.events.Write(&chaos.Event{T: a.unix(u.until), Ev: "expire", Tenant: t, Region: a.o.Name, ID: u.id})
+			a.events.Write(&eventlog.Event{T: a.unix(u.until), Kind: eventlog.Expire, Tenant: t, Region: a.o.Name, ID: u.id})
 		}
 	}
 	a.using[t] = usingLease{id: in.Lease.ID, until: in.Until}
-	a.events.Write(&chaos.Event{T: a.unix(at), Ev: "install", Tenant: t, Region: a.o.Name, ID: in.Lease.ID, Epoch: in.Lease.Epoch})
+	a.events.Write(&eventlog.Event{T: a.unix(at), Kind: eventlog.Install, Tenant: t, Region: a.o.Name, ID: in.Lease.ID, Epoch: in.Lease.Epoch})
 }
 
 // watch logs leases that run out, and polls the coordinator for nudges.
@@ -283,7 +283,7 @@ func (a *Agent) watch(ctx context.Context, client *remote.Client) {
 		a.mu.Lock()
 		for tenant, u := range a.using {
 			if now >= u.until {
-				a.events.Write(&chaos.Event{T: a.unix(u.until), Ev: "expire", Tenant: tenant, Region: a.o.Name, ID: u.id})
+				a.events.Write(&eventlog.Event{T: a.unix(u.until), Kind: eventlog.Expire, Tenant: tenant, Region: a.o.Name, ID: u.id})
 				delete(a.using, tenant)
 			}
 		}
@@ -383,11 +383,11 @@ func (a *Agent) allow(w http.ResponseWriter, r *http.Request) {
 	var ans AllowAnswer
 	if a.lim.AllowAt(now, req.Tenant, cost) {
 		ans.Allowed = true
-		a.events.Write(&chaos.Event{T: a.unix(now), Ev: "admit", Tenant: req.Tenant, Region: a.o.Name, N: cost})
+		a.events.Write(&eventlog.Event{T: a.unix(now), Kind: eventlog.Admit, Tenant: req.Tenant, Region: a.o.Name, N: cost})
 	} else {
 		d, known := a.lim.RetryAfter(now, req.Tenant, cost)
 		ans.RetryAfter, ans.RetryKnown = math.Ceil(d.Seconds()*1000)/1000, known
-		a.events.Write(&chaos.Event{T: a.unix(now), Ev: "reject", Tenant: req.Tenant, Region: a.o.Name, N: cost})
+		a.events.Write(&eventlog.Event{T: a.unix(now), Kind: eventlog.Reject, Tenant: req.Tenant, Region: a.o.Name, N: cost})
 	}
 	st := a.lim.Status(now, req.Tenant)
 	ans.Remaining = st.Balance.Float()
