@@ -10,7 +10,6 @@ import (
 
 	"github.com/afloat/afloat/quota"
 	"github.com/afloat/afloat/quota/eventlog"
-	"github.com/afloat/afloat/quota/internal/breakage"
 )
 
 const s = time.Second
@@ -19,9 +18,9 @@ func rates(eu, us, ap float64) map[string]float64 {
 	return map[string]float64{"eu": eu, "us": us, "ap": ap}
 }
 
-func mustRun(t *testing.T, cfg Config, broken ...breakage.Set) Summary {
+func mustRun(t *testing.T, cfg Config, broken ...faults) Summary {
 	t.Helper()
-	var b breakage.Set
+	var b faults
 	if len(broken) > 0 {
 		b = broken[0]
 	}
@@ -249,43 +248,6 @@ func TestPartition(t *testing.T) {
 	}
 }
 
-// TestMutationsAreCaught: each deliberately broken component fails the
-// checker — the checker can tell, so its silence on the real ones means
-// something.
-func TestMutationsAreCaught(t *testing.T) {
-	// TestBoundIsApproached's, with a trickle while the buckets fill, so
-	// that the token caches hold tokens when the surge comes.
-	surge := boundSchedule(2)
-	pause := &Schedule{
-		Traffic: []Segment{{At: 0, Rates: rates(600, 300, 300)}, {At: 30 * s, Rates: rates(100, 900, 100)}},
-		Outages: []Outage{{At: 20 * s, Down: 3 * s, Pause: true, Wake: 8 * s,
-			Reconnect: map[string]time.Duration{"eu": 0, "us": 10 * s, "ap": 10 * s}}},
-	}
-	for _, tc := range []struct {
-		name  string
-		b     breakage.Set
-		sched *Schedule
-		dup   string // Config.Duplicate
-	}{
-		{"renew refills", breakage.Set{RenewRefills: true}, nil, ""},
-		{"return reused before confirmation", breakage.Set{ReuseBeforeConfirm: true}, nil, ""},
-		{"no epoch fencing", breakage.Set{NoFencing: true}, pause, ""},
-		{"full R to every region", breakage.Set{FullToEvery: true}, nil, ""},
-		{"caches on top of a full bucket", breakage.Set{CachesOverBurst: true}, surge, ""},
-		{"two agents of a region unfenced", breakage.Set{NoIncarnations: true}, nil, "eu"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			sum := mustRun(t, Config{Seed: 6, Duration: 120 * s, Schedule: tc.sched, Duplicate: tc.dup}, tc.b)
-			if sum.OK() {
-				t.Fatalf("the checker found nothing wrong with %q", tc.name)
-			}
-			t.Logf("%d violations; first: %s", sum.Violations, sum.Messages[0])
-			// The same schedule without the fault is clean.
-			mustHold(t, mustRun(t, Config{Seed: 6, Duration: 120 * s, Schedule: tc.sched, Duplicate: tc.dup}))
-		})
-	}
-}
-
 // TestDuplicateAgent: with two agents of one region, each offered the
 // region's traffic, under every fault a seed draws, the checker finds
 // nothing wrong in either mode: the coordinator lets one of them spend at
@@ -309,7 +271,7 @@ func TestDuplicateAgent(t *testing.T) {
 	}
 	cfg := Config{Seed: 4, Duration: 3 * time.Minute, Duplicate: "eu"}.withDefaults()
 	chk := eventlog.NewChecker()
-	sim, err := newSim(cfg, Draw(cfg), chk, breakage.Set{})
+	sim, err := newSim(cfg, Draw(cfg), chk, faults{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,20 +347,29 @@ func TestDeterministic(t *testing.T) {
 }
 
 // TestLogRoundTrip: the checker reading the JSON log finds what it found
-// live.
+// live (TestMutationLogRoundTrip: with violations to find).
 func TestLogRoundTrip(t *testing.T) {
+	logRoundTrip(t, Config{Seed: 9, Duration: 90 * s})
+}
+
+// logRoundTrip runs cfg with broken planted, and checks that the checker
+// finds in its JSON log what it found live.
+func logRoundTrip(t *testing.T, cfg Config, broken ...faults) Summary {
+	t.Helper()
 	var buf bytes.Buffer
 	w := eventlog.NewJSONWriter(&buf)
-	sum := mustRun(t, Config{Seed: 9, Duration: 90 * s, Log: w}, breakage.Set{RenewRefills: true})
+	cfg.Log = w
+	sum := mustRun(t, cfg, broken...)
 	w.Flush()
 	c := eventlog.NewChecker()
 	if err := eventlog.ReadLog(&buf, c); err != nil {
 		t.Fatal(err)
 	}
-	rep := c.Finish(int64(90 * s))
+	rep := c.Finish(int64(cfg.Duration))
 	if rep.Violations != sum.Violations || rep.WorstExcess != sum.WorstExcess || rep.Admitted != sum.Admitted || rep.Leases != sum.Leases {
 		t.Fatalf("from the log: %+v\nlive: %+v", rep, sum.Report)
 	}
+	return sum
 }
 
 func TestConfigErrors(t *testing.T) {

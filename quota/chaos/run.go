@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/afloat/afloat/quota/eventlog"
-	"github.com/afloat/afloat/quota/internal/breakage"
 )
 
 // Summary is a run's outcome: what the checker found, and what was
@@ -36,11 +35,11 @@ type Summary struct {
 func (s Summary) OK() bool { return s.Violations == 0 }
 
 // Run runs one seed and checks it.
-func Run(cfg Config) (Summary, error) { return run(cfg, breakage.Set{}) }
+func Run(cfg Config) (Summary, error) { return run(cfg, faults{}) }
 
-// run is Run with deliberate faults planted in the coordinator, the ledger
-// and the regions: the mutation checks show that the checker catches each.
-func run(cfg Config, broken breakage.Set) (Summary, error) {
+// run is Run with the deliberate faults of broken planted (none but in a
+// build with the tag mutation: faults.go).
+func run(cfg Config, broken faults) (Summary, error) {
 	if err := cfg.Validate(); err != nil {
 		return Summary{}, err
 	}

@@ -6,15 +6,12 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/afloat/afloat/internal/rng"
 	"github.com/afloat/afloat/quota"
 	"github.com/afloat/afloat/quota/coordinator"
 	"github.com/afloat/afloat/quota/eventlog"
-	"github.com/afloat/afloat/quota/internal/breakage"
-	"github.com/afloat/afloat/quota/internal/settings"
 	"github.com/afloat/afloat/quota/region"
 )
 
@@ -174,7 +171,7 @@ type sim struct {
 	net     *rng.Rand
 	out     eventlog.Writer
 	ev      eventlog.Event
-	broken  breakage.Set
+	broken  faults
 	refused int    // ledger writes refused for another reason than the epoch
 	attach  bool   // regions attach before they renew (Config.Duplicate)
 	lastInc uint64 // the last incarnation drawn
@@ -220,13 +217,10 @@ func (s *sim) nextArrival(r *regionNode) {
 	r.next = s.now + int64(r.rng.Exp(meanCost/r.rate)*1e9) + 1
 }
 
-func newSim(cfg Config, sch *Schedule, out eventlog.Writer, broken breakage.Set) (*sim, error) {
+func newSim(cfg Config, sch *Schedule, out eventlog.Writer, broken faults) (*sim, error) {
 	s := &sim{cfg: cfg, t: cfg.Tenant, sch: sch, end: int64(cfg.Duration), out: out, broken: broken, attach: cfg.Duplicate != ""}
 	s.net = rng.New(cfg.Seed ^ 0x85ebca6b)
-	s.ledger = coordinator.NewMemLedger()
-	if broken.NoFencing {
-		s.ledger = &unfenced{Ledger: s.ledger}
-	}
+	s.ledger = broken.ledger(coordinator.NewMemLedger())
 	names := s.t.Regions
 	if cfg.Duplicate != "" {
 		names = append(slices.Clone(names), cfg.Duplicate) // its second agent, last
@@ -237,7 +231,7 @@ func newSim(cfg Config, sch *Schedule, out eventlog.Writer, broken breakage.Set)
 		if cfg.NoCaches {
 			rc.Caches = -1
 		}
-		lim, err := region.New(rc, region.Option(func(o *settings.Limiter) { o.Faults = broken }))
+		lim, err := broken.newLimiter(rc)
 		if err != nil {
 			return nil, err
 		}
@@ -262,8 +256,8 @@ func (s *sim) startCoordinator() error {
 		cl = s.sch.CoordClocks[k%n]
 	}
 	node := &coordNode{clock: cl}
-	core, err := coordinator.Open(context.Background(), coordinator.Config{Tenants: []quota.Tenant{s.t}},
-		s.ledger, time.Duration(cl.local(s.now)), coordinator.Option(func(o *settings.Core) { o.Faults = s.broken }))
+	core, err := s.broken.openCore(context.Background(), coordinator.Config{Tenants: []quota.Tenant{s.t}},
+		s.ledger, time.Duration(cl.local(s.now)))
 	if err != nil {
 		return err
 	}
@@ -415,7 +409,7 @@ func (s *sim) handle(it item) error {
 		if !c.paused {
 			steps, _ := c.core.Expire(time.Duration(c.clock.local(s.now)))
 			for _, st := range steps {
-				if err := s.write(int(it.b), st); errors.Is(err, quota.ErrStaleEpoch) {
+				if _, err := s.write(int(it.b), st); errors.Is(err, quota.ErrStaleEpoch) {
 					return nil
 				}
 			}
@@ -489,24 +483,41 @@ func (s *sim) handle(it item) error {
 	return nil
 }
 
-// write is coordinator k's runner: it writes a step to the ledger and,
-// once written, tells of the leases that ended. A write refused for a
-// stale epoch stops the coordinator.
-func (s *sim) write(k int, st coordinator.Step) error {
+// write is coordinator k's runner: it writes a step to the ledger,
+// records it in the log — the journal: the leases it ended, the one it
+// granted, the credit it added — and acknowledges it to the core, which
+// gives the call's answer. A write refused for a stale epoch stops the
+// coordinator.
+func (s *sim) write(k int, st coordinator.Step) (coordinator.Answer, error) {
 	c := s.coords[k]
+	var err error
 	if len(st.Ops) > 0 {
-		if err := s.ledger.Commit(context.Background(), c.core.Epoch(), st.Ops...); err != nil {
-			if errors.Is(err, quota.ErrStaleEpoch) {
-				c.core.Fenced(err)
-				s.fence(k)
-			}
-			return err
-		}
+		err = s.ledger.Commit(context.Background(), c.core.Epoch(), st.Ops...)
 	}
+	if err == nil {
+		s.journal(c, st)
+	}
+	ans, err := c.core.Advance(st, err)
+	if errors.Is(err, quota.ErrStaleEpoch) {
+		s.fence(k)
+	}
+	return ans, err
+}
+
+// journal logs what a written step did.
+func (s *sim) journal(c *coordNode, st coordinator.Step) {
 	for _, e := range st.Ended {
 		s.emit(eventlog.Event{Kind: eventlog.End, Region: e.Lease.Region, ID: e.Lease.ID, Epoch: e.Lease.Epoch, Why: string(e.Why)})
 	}
-	return nil
+	if l := st.Granted; l.ID != 0 { // none for a retry, answered with the grant it had
+		s.emit(eventlog.Event{
+			Kind: eventlog.Lease, Region: l.Region, ID: l.ID, Epoch: l.Epoch, Rate: l.Rate, Burst: l.Burst, Transfer: l.Transfer,
+			Activates: c.clock.real(int64(l.Activates)), Expires: c.clock.real(int64(l.Expires)),
+		})
+	}
+	if st.Credit > 0 {
+		s.emit(eventlog.Event{Kind: eventlog.Credit, Region: st.Returned.Region, ID: st.Returned.LeaseID, Balance: st.Credit})
+	}
 }
 
 func (s *sim) fence(k int) {
@@ -535,7 +546,7 @@ func (s *sim) deliverToCoord(it item) error {
 	case msgAttach:
 		return s.attachAt(it, now)
 	case msgRequest:
-		g, nudges, step, err := c.core.Renew(now, it.m.req)
+		step, err := c.core.Renew(now, it.m.req)
 		if errors.Is(err, quota.ErrUnverifiedEpoch) {
 			// The region has heard from a successor; this coordinator
 			// refuses, and learns it is fenced from the ledger.
@@ -545,8 +556,9 @@ func (s *sim) deliverToCoord(it item) error {
 			s.send(int(it.a), false, int(it.b), &message{what: msgSuperseded, inc: it.m.inc})
 			return nil
 		}
+		var ans coordinator.Answer
 		if err == nil {
-			err = s.write(int(it.b), step)
+			ans, err = s.write(int(it.b), step)
 		}
 		if errors.Is(err, quota.ErrStaleEpoch) {
 			s.fence(int(it.b))
@@ -558,14 +570,8 @@ func (s *sim) deliverToCoord(it item) error {
 			s.refused++
 			return nil
 		}
-		if l := step.Granted; l.ID != 0 { // else a retry, answered with the grant it had
-			s.emit(eventlog.Event{
-				Kind: eventlog.Lease, Region: l.Region, ID: l.ID, Epoch: l.Epoch, Rate: l.Rate, Burst: l.Burst, Transfer: l.Transfer,
-				Activates: c.clock.real(int64(l.Activates)), Expires: c.clock.real(int64(l.Expires)),
-			})
-		}
-		s.send(int(it.a), false, int(it.b), &message{what: msgGrant, grant: g})
-		for _, n := range nudges {
+		s.send(int(it.a), false, int(it.b), &message{what: msgGrant, grant: ans.Grant})
+		for _, n := range ans.Nudges {
 			for i, rr := range s.regions {
 				if rr.name == n.Region {
 					s.send(i, false, int(it.b), &message{what: msgNudge, nudge: n})
@@ -582,7 +588,7 @@ func (s *sim) deliverToCoord(it item) error {
 			return nil
 		}
 		if err == nil {
-			err = s.write(int(it.b), step)
+			_, err = s.write(int(it.b), step)
 		}
 		if errors.Is(err, quota.ErrStaleEpoch) {
 			s.fence(int(it.b))
@@ -591,9 +597,6 @@ func (s *sim) deliverToCoord(it item) error {
 		if err != nil {
 			s.refused++
 			return nil
-		}
-		if step.Credit > 0 {
-			s.emit(eventlog.Event{Kind: eventlog.Credit, Region: it.m.ret.Region, ID: it.m.ret.LeaseID, Balance: step.Credit})
 		}
 	}
 	return nil
@@ -650,7 +653,7 @@ func (s *sim) attachAt(it item, now time.Duration) error {
 	s.lastInc++
 	step, err := c.core.Attach(now, r.name, s.lastInc, r.agent)
 	if err == nil {
-		err = s.write(int(it.b), step)
+		_, err = s.write(int(it.b), step)
 	}
 	var held *quota.HeldError
 	switch {
@@ -664,28 +667,4 @@ func (s *sim) attachAt(it item, now time.Duration) error {
 		s.send(int(it.a), false, int(it.b), &message{what: msgAttached, inc: s.lastInc})
 	}
 	return nil
-}
-
-// unfenced is a ledger without epoch fencing, a deliberate fault of the
-// mutation checks: it writes every commit at the newest epoch, so a paused
-// coordinator that wakes up keeps granting beside its successor.
-type unfenced struct {
-	coordinator.Ledger
-	mu    sync.Mutex
-	epoch uint64
-}
-
-func (u *unfenced) Fence(ctx context.Context) (coordinator.Snapshot, error) {
-	snap, err := u.Ledger.Fence(ctx)
-	u.mu.Lock()
-	u.epoch = max(u.epoch, snap.Epoch)
-	u.mu.Unlock()
-	return snap, err
-}
-
-func (u *unfenced) Commit(ctx context.Context, _ uint64, ops ...coordinator.Op) error {
-	u.mu.Lock()
-	epoch := u.epoch
-	u.mu.Unlock()
-	return u.Ledger.Commit(ctx, epoch, ops...)
 }

@@ -232,30 +232,12 @@ func RunCoordinator(ctx context.Context, o CoordinatorOptions) error {
 func lead(ctx context.Context, o CoordinatorOptions, ledger *etcdledger.Ledger, events *eventlog.File,
 	mail *remote.Mailbox, current *atomic.Pointer[coordinator.Server], log *slog.Logger) error {
 	var srv *coordinator.Server
-	unix := func(d time.Duration) int64 { return srv.Start().UnixNano() + int64(d) }
 	opts := []coordinator.ServerOption{
 		coordinator.WithNudges(mail.Put),
 		coordinator.WithLogger(log),
 	}
 	if events != nil {
-		opts = append(opts,
-			coordinator.WithCommitted(func(at time.Duration, s coordinator.Step) {
-				for _, e := range s.Ended {
-					events.Write(&eventlog.Event{T: unix(at), Kind: eventlog.End, Tenant: e.Lease.Tenant, Region: e.Lease.Region,
-						ID: e.Lease.ID, Epoch: e.Lease.Epoch, Why: string(e.Why)})
-				}
-				if l := s.Granted; l.ID != 0 {
-					events.Write(&eventlog.Event{T: unix(at), Kind: eventlog.Lease, Tenant: l.Tenant, Region: l.Region, ID: l.ID, Epoch: l.Epoch,
-						Rate: l.Rate, Burst: l.Burst, Transfer: l.Transfer, Activates: unix(l.Activates), Expires: unix(l.Expires)})
-				}
-				writeTenantChange(events, unix(at), s.Tenant)
-				if s.Credit > 0 {
-					events.Write(&eventlog.Event{T: unix(at), Kind: eventlog.Credit, Tenant: s.Returned.Tenant, Region: s.Returned.Region,
-						ID: s.Returned.LeaseID, Balance: s.Credit})
-				}
-			}),
-			coordinator.WithWritten(func() { events.Flush() }), //nolint:errcheck // reported at Close
-		)
+		opts = append(opts, coordinator.WithJournal(coordJournal{events, func() time.Time { return srv.Start() }}))
 	}
 	log.Info("quota coordinator: campaigning")
 	var err error
@@ -294,4 +276,34 @@ func lead(ctx context.Context, o CoordinatorOptions, ledger *etcdledger.Ledger, 
 		events.Write(&eventlog.Event{T: time.Now().UnixNano(), Kind: eventlog.Fenced, Epoch: epoch})
 	}
 	return err
+}
+
+// coordJournal is a coordinator's event log as its journal: the lines of a
+// transaction's steps, flushed before their calls are answered, so that
+// no grant a region installs is missing from the log; a failed write
+// fails the calls.
+type coordJournal struct {
+	events *eventlog.File
+	start  func() time.Time // the server's Start, for its clock in Unix time
+}
+
+func (j coordJournal) Append(entries []coordinator.Entry) error {
+	unix := func(d time.Duration) int64 { return j.start().UnixNano() + int64(d) }
+	for _, en := range entries {
+		at, s := unix(en.At), en.Step
+		for _, e := range s.Ended {
+			j.events.Write(&eventlog.Event{T: at, Kind: eventlog.End, Tenant: e.Lease.Tenant, Region: e.Lease.Region,
+				ID: e.Lease.ID, Epoch: e.Lease.Epoch, Why: string(e.Why)})
+		}
+		if l := s.Granted; l.ID != 0 {
+			j.events.Write(&eventlog.Event{T: at, Kind: eventlog.Lease, Tenant: l.Tenant, Region: l.Region, ID: l.ID, Epoch: l.Epoch,
+				Rate: l.Rate, Burst: l.Burst, Transfer: l.Transfer, Activates: unix(l.Activates), Expires: unix(l.Expires)})
+		}
+		writeTenantChange(j.events, at, s.Tenant)
+		if s.Credit > 0 {
+			j.events.Write(&eventlog.Event{T: at, Kind: eventlog.Credit, Tenant: s.Returned.Tenant, Region: s.Returned.Region,
+				ID: s.Returned.LeaseID, Balance: s.Credit})
+		}
+	}
+	return j.events.Flush()
 }

@@ -358,7 +358,7 @@ func (s *rlsServer) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReq
 		return nil, status.FromContextError(err).Err()
 	}
 
-	now := a.lim.Now()
+	now := a.now()
 	resp := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK, Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(calls))}
 	var head *rlsv3.RateLimitResponse_DescriptorStatus // the one the headers describe
 	var retry time.Duration

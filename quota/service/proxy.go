@@ -199,7 +199,7 @@ func (a *Agent) ProxyHandler(upstream string) (http.Handler, error) {
 	mw, err := a.lim.Middleware(func(r *http.Request) string {
 		t, _, _ := p.route(r)
 		return t
-	}, region.WithCost(func(r *http.Request) int64 {
+	}, region.WithNow(a.now), region.WithCost(func(r *http.Request) int64 {
 		_, c := cost(r)
 		return c
 	}))
@@ -219,7 +219,7 @@ func (a *Agent) ProxyHandler(upstream string) (http.Handler, error) {
 	if a.o.EventLog != "" {
 		logged := inner
 		inner = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			d := &decision{at: a.lim.Now()}
+			d := &decision{at: a.now()}
 			d.tenant, d.cost = cost(r)
 			logged.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), decisionKey{}, d)))
 			if _, served := a.tenant(d.tenant); served && !d.admitted {

@@ -53,7 +53,7 @@ type RegionOptions struct {
 	// spend any tenant's tokens. Run then logs a warning.
 	AllowRemote bool
 
-	clock        func() int64  // the limiter's clock, for tests (export_test.go)
+	clock        func() int64  // the agent's clock, for tests: a.now reads it instead of the limiter's
 	tenantsEvery time.Duration // how often the agent asks for its tenants; default tenantsEvery (regiontenants.go)
 }
 
@@ -126,11 +126,7 @@ func NewAgent(o RegionOptions) (*Agent, error) {
 	// answers a number it has seen with the grant it gave it.
 	a.start = time.Now()
 	cfg.SeqBase = uint64(a.start.UnixMicro())
-	var opts []region.Option
-	if o.clock != nil {
-		opts = append(opts, region.WithClock(o.clock))
-	}
-	lim, err := region.New(cfg, opts...)
+	lim, err := region.New(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -138,12 +134,21 @@ func NewAgent(o RegionOptions) (*Agent, error) {
 	if err := a.checkFronts(); err != nil {
 		return nil, err
 	}
-	a.metrics = newAgentMetrics(lim, func() bool { return a.held.Load() != nil })
+	a.metrics = newAgentMetrics(lim, a.now, func() bool { return a.held.Load() != nil })
 	return a, nil
 }
 
 // Limiter is the agent's limiter.
 func (a *Agent) Limiter() *region.Limiter { return a.lim }
+
+// now reads the agent's clock, on which it asks its limiter everything:
+// the limiter's own (Limiter.Now), or the one a test steps.
+func (a *Agent) now() int64 {
+	if a.o.clock != nil {
+		return a.o.clock()
+	}
+	return a.lim.Now()
+}
 
 func (a *Agent) unix(now int64) int64 { return a.start.UnixNano() + now }
 
@@ -167,7 +172,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			ln.Close()
 			return err
 		}
-		writeStarts(a.events, a.unix(a.lim.Now()), o.Config.QuotaTenants())
+		writeStarts(a.events, a.unix(a.now()), o.Config.QuotaTenants())
 	}
 	hs := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 10 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
@@ -274,7 +279,7 @@ func (a *Agent) watch(ctx context.Context, client *remote.Client) {
 			return
 		case <-t.C:
 		}
-		now := a.lim.Now()
+		now := a.now()
 		a.mu.Lock()
 		for tenant, u := range a.using {
 			if now >= u.until {
@@ -374,7 +379,7 @@ func (a *Agent) allow(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cost := req.N * t.Cost(req.Endpoint)
-	now := a.lim.Now()
+	now := a.now()
 	var ans AllowAnswer
 	if a.lim.AllowAt(now, req.Tenant, cost) {
 		ans.Allowed = true
@@ -421,7 +426,7 @@ type TenantStatus struct {
 }
 
 func (a *Agent) status(w http.ResponseWriter, r *http.Request) {
-	now := a.lim.Now()
+	now := a.now()
 	out := struct {
 		Region  string          `json:"region"`
 		Tenants []TenantStatus  `json:"tenants"`
