@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/afloat/afloat/quota/service"
+	"github.com/afloat/afloat/quota/etcdmember"
 )
 
 // TestQuotaChaos: the log's lines carry the fields the issue names, the
@@ -239,7 +239,7 @@ func TestQuotaCheckIncompleteLogs(t *testing.T) {
 // TestQuotaCoordinatorWithoutEmbeddedEtcd: a binary built without the
 // embedetcd tag says how to get the embedded etcd, or to give --etcd.
 func TestQuotaCoordinatorWithoutEmbeddedEtcd(t *testing.T) {
-	if service.EmbeddedEtcd {
+	if etcdmember.EmbeddedEtcd {
 		t.Skip("built with the embedded etcd")
 	}
 	status, _, errOut := call(t, "", "quota", "coordinator", "--config", "../../docs/quota-cluster.yaml", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir())

@@ -15,7 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/afloat/afloat/quota/service"
+	"github.com/afloat/afloat/quota/config"
+	"github.com/afloat/afloat/quota/coordinator/replica"
 )
 
 // tokenEnv is where an operator's token may come from instead of a file.
@@ -60,7 +61,7 @@ func quotaTenants(verb string) func(c *command, args []string) int {
 		if verb != "list" && name == "" {
 			return c.usage(errors.New("--name: want the tenant's name"))
 		}
-		spec := service.TenantSpec{Name: name, Version: version}
+		spec := replica.TenantSpec{Name: name, Version: version}
 		if verb == "create" || verb == "update" {
 			if verb == "create" && (!c.given("rate") || !c.given("burst")) {
 				return c.usage(errors.New("--rate and --burst: both are required to create a tenant"))
@@ -144,10 +145,10 @@ func quotaTenants(verb string) func(c *command, args []string) int {
 // operatorToken reads the token from the file, or else the environment.
 func operatorToken(file string) (string, error) {
 	if file != "" {
-		// The quota's rule for token files: 0600 or 0400 (service.ReadTokenFile).
-		tok, err := service.ReadTokenFile("--token-file", file)
+		// The quota's rule for token files: 0600 or 0400 (config.ReadTokenFile).
+		tok, err := config.ReadTokenFile("--token-file", file)
 		if err != nil {
-			return "", errors.New(strings.TrimPrefix(err.Error(), service.ErrConfigFile.Error()+": "))
+			return "", errors.New(strings.TrimPrefix(err.Error(), config.ErrConfigFile.Error()+": "))
 		}
 		return tok, nil
 	}

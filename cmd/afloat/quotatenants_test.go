@@ -16,7 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/afloat/afloat/quota/service"
+	"github.com/afloat/afloat/quota/config"
+	"github.com/afloat/afloat/quota/coordinator/replica"
+	"github.com/afloat/afloat/quota/etcdmember"
 )
 
 // TestQuotaTenantsRoundTrip: afloat quota tenants against a coordinator on
@@ -24,7 +26,7 @@ import (
 // restarts on the same etcd serves the changed tenants, not its file's.
 func TestQuotaTenantsRoundTrip(t *testing.T) {
 	dir := t.TempDir()
-	cfg, err := service.ParseConfig([]byte(`regions:
+	cfg, err := config.ParseConfig([]byte(`regions:
   eu: {token: "eu-token-0123456789abcdef"}
 tenants:
   - {name: acme, rate: 500, burst: 6000}
@@ -36,7 +38,7 @@ operators:
 	}
 	tokFile := filepath.Join(dir, "token")
 	os.WriteFile(tokFile, []byte("alice-token-0123456789\n"), 0o600) //nolint:errcheck
-	m, err := service.StartMember(context.Background(), service.MemberConfig{Name: "t", DataDir: filepath.Join(dir, "etcd")})
+	m, err := etcdmember.StartMember(context.Background(), etcdmember.MemberConfig{Name: "t", DataDir: filepath.Join(dir, "etcd")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +48,7 @@ operators:
 		ready := make(chan string, 1)
 		done := make(chan error, 1)
 		go func() {
-			done <- service.RunCoordinator(ctx, service.CoordinatorOptions{Config: cfg, Listen: "127.0.0.1:0",
+			done <- replica.Run(ctx, replica.Options{Config: cfg, Listen: "127.0.0.1:0",
 				Etcd: []string{m.ClientURL}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 				EventLog: filepath.Join(dir, fmt.Sprintf("coordinator-%d.jsonl", k)),
 				Ready:    func(a string) { ready <- a }})
@@ -136,7 +138,7 @@ operators:
 	addr, stop = start(2)
 	defer stop()
 	st, out, errOut := tenants("list")
-	var list struct{ Tenants []service.TenantView }
+	var list struct{ Tenants []replica.TenantView }
 	if st != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list.Tenants) != 2 || list.Tenants[0].Name != "acme" || list.Tenants[0].Rate != 300 {
 		t.Fatalf("list after restart: %d %s %s", st, out, errOut)
 	}
