@@ -113,11 +113,12 @@ func TestQuotaUsageErrors(t *testing.T) {
 		{[]string{"quota", "chaos", "--faults", "shift,meteor"}, `fault "meteor"`},
 		{[]string{"quota", "chaos", "--duration", "10ms"}, "duration 10ms: want 1s to 24h"},
 		{[]string{"quota", "chaos", "--seed", "-1"}, "from 0 to 4294967295"},
-		{[]string{"quota", "chaos", "--seeds", "9-3"}, `--seeds "9-3"`},
-		{[]string{"quota", "chaos", "--seeds", "1-2", "--log", "x"}, "--log and --seeds"},
-		{[]string{"quota", "chaos", "--workers", "1000"}, "--workers 1000"},
+		{[]string{"quota", "chaos", "--seeds", "9-3"}, "seeds 9-3: want the first no larger than the last"},
+		{[]string{"quota", "chaos", "--seeds", "1-x"}, `--seeds "1-x": want A-B`},
+		{[]string{"quota", "chaos", "--seeds", "1-2", "--log", "x"}, "--log does not go with --seeds"},
+		{[]string{"quota", "chaos", "--seeds", "1-2", "--workers", "1000"}, "workers 1000: want 0 (one per CPU) to 256"},
 		{[]string{"quota", "chaos", "--log", "/nonexistent/dir/log"}, "--log"},
-		{[]string{"quota", "sim", "--step", "1ms"}, "--step 1ms"},
+		{[]string{"quota", "sim", "--step", "1ms"}, "step 1ms: want 10ms to 1h0m0s"},
 		{[]string{"quota", "check"}, "want one FILE or more"},
 		// The services: each refusal names its flag or its config field.
 		{[]string{"quota", "coordinator"}, "--config FILE is required"},
@@ -134,14 +135,14 @@ func TestQuotaUsageErrors(t *testing.T) {
 		{[]string{"quota", "etcd"}, "--data-dir is required"},
 		{[]string{"quota", "check", "/nonexistent"}, "no such file"},
 		// A zero or negative duration is refused, not taken as the default.
-		{[]string{"quota", "chaos", "--duration", "0s"}, "--duration 0s: want 1s to 24h"},
-		{[]string{"quota", "chaos", "--duration", "-1s"}, "--duration -1s: want 1s to 24h"},
-		{[]string{"quota", "sim", "--duration", "0s"}, "--duration 0s: want 1s to 24h"},
-		{[]string{"quota", "chaos", "--duration", "25h"}, "--duration 25h0m0s: want 1s to 24h"},
+		{[]string{"quota", "chaos", "--duration", "0s"}, "--duration 0s: want more than 0"},
+		{[]string{"quota", "chaos", "--duration", "-1s"}, "duration -1s: want 1s to 24h"},
+		{[]string{"quota", "sim", "--duration", "0s"}, "--duration 0s: want more than 0"},
+		{[]string{"quota", "chaos", "--duration", "25h"}, "duration 25h0m0s: want 1s to 24h"},
 		// One seed or a range, not both; --workers is for a range.
-		{[]string{"quota", "chaos", "--seed", "4", "--seeds", "1-2"}, "--seed and --seeds"},
-		{[]string{"quota", "chaos", "--seeds", "1-2", "--seed", "0"}, "--seed and --seeds"},
-		{[]string{"quota", "chaos", "--seed", "4", "--workers", "2", "--duration", "1s"}, "--workers needs --seeds"},
+		{[]string{"quota", "chaos", "--seed", "4", "--seeds", "1-2"}, "--seed does not go with --seeds"},
+		{[]string{"quota", "chaos", "--seeds", "1-2", "--seed", "0"}, "--seed does not go with --seeds"},
+		{[]string{"quota", "chaos", "--seed", "4", "--workers", "2", "--duration", "1s"}, "--workers only with --seeds"},
 	} {
 		status, out, errOut := call(t, "", tc.args...)
 		if status != 2 || out != "" || !strings.Contains(errOut, tc.want) {
