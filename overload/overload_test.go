@@ -549,7 +549,7 @@ func TestExactRetries(t *testing.T) {
 	}
 	for _, n := range []int{2, 0} { // at twice capacity clients give up
 		retries, _ := ExactRetries(n)
-		r := mustRun(t, Config{Profile: "overload2x", Seed: 1, Duration: 6, Retries: retries})
+		r := mustRun(t, Config{Profile: "overload2x", Seed: 1, Duration: 3, Retries: retries})
 		if got := r.Summary.Retries; (got == 0) != (n == 0) {
 			t.Errorf("ExactRetries(%d): %d retries in the run", n, got)
 		}

@@ -16,6 +16,7 @@
 //	sum, err := chaos.Run(chaos.Config{Seed: 7, Duration: 10 * time.Minute})
 //	if sum.Violations > 0 { ... }                   // sum.Messages says which
 //	many, err := chaos.RunMany(chaos.Config{}, 1, 10000, 0) // every seed, in parallel
+//	sum, err = chaos.RunSeries(os.Stdout, cfg, time.Second) // offered and admitted, as CSV
 //
 // The Checker also checks logs written elsewhere: ReadLog feeds it a
 // JSON-lines log, and refuses one that is empty, cut off before its run
