@@ -315,7 +315,8 @@ func (c *command) given(name string) bool {
 
 // usage prints a refused command line and returns exitUsage.
 func (c *command) usage(err error) int {
-	return usageError(c.stderr, c.Name(), err)
+	fmt.Fprintf(c.stderr, "afloat %s: %v\nRun 'afloat %s --help' for usage.\n", c.Name(), err, c.Name())
+	return exitUsage
 }
 
 // failed prints an error met while running and returns exitError.
@@ -328,12 +329,6 @@ func (c *command) failed(err error) int {
 // a running command stops cleanly on Ctrl-C; stop releases the signals.
 func interruptible() (ctx context.Context, stop context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-}
-
-// usageError prints a refused command line and returns exitUsage.
-func usageError(stderr io.Writer, name string, err error) int {
-	fmt.Fprintf(stderr, "afloat %s: %v\nRun 'afloat %s --help' for usage.\n", name, err, name)
-	return exitUsage
 }
 
 // notWith refuses each of others given with flag, which makes them moot.
