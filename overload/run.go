@@ -21,6 +21,20 @@ var ErrConfig = errors.New("overload: invalid configuration")
 // try again after giving up (the zero value takes the profile's).
 const NoRetries = -1
 
+// ExactRetries returns the Config.Retries under which a client that gave
+// up tries again exactly n times, 0 to MaxRetries: NoRetries for 0, where
+// the zero value of Retries would take the profile's. It is the mapping
+// for a count a person gives (the lab's command line and page).
+func ExactRetries(n int) (int, error) {
+	switch {
+	case n < 0 || n > MaxRetries:
+		return 0, fmt.Errorf("%w: retries %d: want 0 (none) to %d", ErrConfig, n, MaxRetries)
+	case n == 0:
+		return NoRetries, nil
+	}
+	return n, nil
+}
+
 // Bounds of a Config, for callers that check their input first.
 const (
 	MaxAlpha   = 100
