@@ -274,7 +274,7 @@ func RunContext(ctx context.Context, cfg Config) (Result, error) {
 // run runs a valid Config on p, the profile with the Config's overrides.
 func run(ctx context.Context, cfg Config, p Profile) (Result, error) {
 	s := &sim{p: p, cfg: cfg, rand: rng.New(cfg.Seed), clk: vclock.New(epoch), server: newServer(p.K, cfg.Alpha),
-		waiting: [2]deadlines{newDeadlines(), newDeadlines()}, retries: newRetries()}
+		retries: newRetries()}
 	s.series = make([]Second, int(math.Ceil(p.Duration)))
 	for i := range s.series {
 		s.series[i].T = i
