@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/afloat/afloat/internal/heap"
 	"github.com/afloat/afloat/internal/rng"
 	"github.com/afloat/afloat/quota"
 	"github.com/afloat/afloat/quota/coordinator"
@@ -35,9 +36,12 @@ func (c Clock) real(l int64) int64 {
 	return int64(math.Ceil(float64(l-clockBase-int64(c.Offset)) / (1 + c.Drift)))
 }
 
-// event kinds
+// evKind is what a scheduled item is for.
+type evKind uint8
+
+// The kinds of scheduled items (actions.go adds the scripted ones).
 const (
-	evArrival = iota
+	evArrival evKind = iota
 	evRegionTick
 	evToCoord
 	evToRegion
@@ -53,21 +57,24 @@ const (
 	evStop
 )
 
-// Messages between the regions and the coordinator (message.what).
+// msgKind is what a message between a region and the coordinator carries.
+type msgKind uint8
+
+// The messages between the regions and the coordinator.
 const (
-	msgRequest    = iota // a renewal
-	msgGrant             // its grant
-	msgReturn            // a lease given back
-	msgNudge             // renew soon
-	msgAttach            // an agent attaches (Config.Duplicate's runs)
-	msgAttached          // the attach's answer: inc, or a refusal with wait
-	msgSuperseded        // a call of incarnation inc was refused: attach again
+	msgRequest    msgKind = iota // a renewal
+	msgGrant                     // its grant
+	msgReturn                    // a lease given back
+	msgNudge                     // renew soon
+	msgAttach                    // an agent attaches (Config.Duplicate's runs)
+	msgAttached                  // the attach's answer: inc, or a refusal with wait
+	msgSuperseded                // a call of incarnation inc was refused: attach again
 )
 
 type item struct {
 	at   int64
 	seq  uint64
-	kind uint8
+	kind evKind
 	a    int32 // region index, segment, outage index
 	b    int32 // coordinator process
 	m    *message
@@ -78,55 +85,9 @@ type message struct {
 	grant quota.Grant
 	ret   quota.Return
 	nudge quota.Nudge
-	what  uint8 // msgRequest, msgGrant, …
+	what  msgKind
 	inc   uint64
 	wait  time.Duration
-}
-
-type heap []item
-
-func (h heap) less(i, j int) bool {
-	if h[i].at != h[j].at {
-		return h[i].at < h[j].at
-	}
-	return h[i].seq < h[j].seq
-}
-
-func (h *heap) push(it item) {
-	*h = append(*h, it)
-	q := *h
-	for i := len(q) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !q.less(i, p) {
-			break
-		}
-		q[i], q[p] = q[p], q[i]
-		i = p
-	}
-}
-
-func (h *heap) pop() item {
-	q := *h
-	top := q[0]
-	n := len(q) - 1
-	q[0] = q[n]
-	q = q[:n]
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < n && q.less(l, m) {
-			m = l
-		}
-		if r < n && q.less(r, m) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		q[i], q[m] = q[m], q[i]
-		i = m
-	}
-	*h = q
-	return top
 }
 
 type regionNode struct {
@@ -165,7 +126,7 @@ type sim struct {
 	now     int64
 	end     int64
 	seq     uint64
-	q       heap
+	q       heap.Heap[item] // by at, then by seq: in the order scheduled
 	regions []*regionNode
 	coords  []*coordNode
 	cur     int // the coordinator process regions turn to
@@ -183,7 +144,7 @@ func (s *sim) at(t int64, it item) {
 	it.at = t
 	s.seq++
 	it.seq = s.seq
-	s.q.push(it)
+	s.q.Push(it)
 }
 
 func (s *sim) emit(e Event) {
@@ -220,6 +181,7 @@ func (s *sim) nextArrival(r *regionNode) {
 
 func newSim(cfg Config, sch *Schedule, out EventWriter, broken breakage.Set) (*sim, error) {
 	s := &sim{cfg: cfg, t: cfg.Tenant, sch: sch, end: int64(cfg.Duration), out: out, broken: broken, attach: cfg.Duplicate != ""}
+	s.q = heap.New(func(a, b item) bool { return a.at < b.at || a.at == b.at && a.seq < b.seq }, nil)
 	s.net = rng.New(cfg.Seed ^ 0x85ebca6b)
 	s.ledger = coordinator.NewMemLedger()
 	if broken.NoFencing {
@@ -286,7 +248,7 @@ func (s *sim) send(r int, toCoord bool, coord int, m *message) {
 	if l.Dup > 0 && s.net.Float64() < l.Dup {
 		copies = 2
 	}
-	kind := uint8(evToRegion)
+	kind := evToRegion
 	if toCoord {
 		kind = evToCoord
 	}
@@ -335,8 +297,8 @@ func (s *sim) run() error {
 				ri, next = i, r.next
 			}
 		}
-		if len(s.q) > 0 && s.q[0].at <= next {
-			it := s.q.pop()
+		if s.q.Len() > 0 && s.q.Min().at <= next {
+			it := s.q.Pop()
 			s.now = it.at
 			if it.kind == evStop {
 				break
