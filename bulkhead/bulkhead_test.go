@@ -16,9 +16,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/afloat/afloat/internal/vclock"
 )
 
@@ -575,50 +572,4 @@ func TestMiddleware(t *testing.T) {
 		t.Fatalf("custom refusal: %d %v", rec.Code, rec.Header())
 	}
 	hold.Release()
-}
-
-func TestMetrics(t *testing.T) {
-	b, c := newVirtual(t, 1, WithQueue(1))
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(b.Collector("api"))
-	var order []string
-	first := submit(b, &order, "a", PriorityNormal, time.Time{})
-	w := submit(b, &order, "b", PriorityNormal, time.Time{})
-	submit(b, &order, "c", PriorityNormal, time.Time{}) // refused: queue full
-	c.Advance(30 * time.Millisecond)
-	first.permit.Release()
-	want := `
-# HELP afloat_bulkhead_admitted_total Requests granted a permit, at once or after waiting.
-# TYPE afloat_bulkhead_admitted_total counter
-afloat_bulkhead_admitted_total{bulkhead="api"} 2
-# HELP afloat_bulkhead_inflight Requests inside now.
-# TYPE afloat_bulkhead_inflight gauge
-afloat_bulkhead_inflight{bulkhead="api"} 1
-# HELP afloat_bulkhead_rejected_total Requests refused, by reason.
-# TYPE afloat_bulkhead_rejected_total counter
-afloat_bulkhead_rejected_total{bulkhead="api",reason="canceled"} 0
-afloat_bulkhead_rejected_total{bulkhead="api",reason="deadline"} 0
-afloat_bulkhead_rejected_total{bulkhead="api",reason="evicted"} 0
-afloat_bulkhead_rejected_total{bulkhead="api",reason="max_wait"} 0
-afloat_bulkhead_rejected_total{bulkhead="api",reason="queue_full"} 1
-`
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
-		"afloat_bulkhead_admitted_total", "afloat_bulkhead_inflight", "afloat_bulkhead_rejected_total"); err != nil {
-		t.Fatal(err)
-	}
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "afloat_bulkhead_queue_wait_seconds" {
-			continue
-		}
-		h := mf.GetMetric()[0].GetHistogram()
-		// a at once (0 s), b after 30 ms.
-		if h.GetSampleCount() != 2 || math.Abs(h.GetSampleSum()-0.03) > 1e-9 || h.GetBucket()[0].GetCumulativeCount() != 1 {
-			t.Fatalf("wait histogram %v", h)
-		}
-	}
-	w.permit.Release()
 }

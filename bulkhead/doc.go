@@ -9,7 +9,7 @@
 //		bulkhead.WithMaxWait(2*time.Second),  // and none longer than 2 s
 //	)
 //	http.Handle("/", b.Middleware()(handler)) // 503 + Retry-After when full
-//	prometheus.MustRegister(b.Collector("api"))
+//	prometheus.MustRegister(bulkheadmetrics.NewCollector(b, "api")) // package bulkheadmetrics
 //
 // Or by hand:
 //
