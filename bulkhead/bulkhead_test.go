@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"net/http"
-	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -517,59 +515,4 @@ func TestCompletedWraps(t *testing.T) {
 	}
 	p2.Release()
 	w.permit.Release()
-}
-
-func TestMiddleware(t *testing.T) {
-	b, _ := New(1)
-	busy, release := make(chan struct{}), make(chan struct{})
-	var gotPriority Priority
-	h := b.Middleware(WithPriorityFunc(func(r *http.Request) Priority {
-		if r.Header.Get("X-Priority") == "high" {
-			return PriorityHigh
-		}
-		return PriorityLow
-	}))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		gotPriority = PriorityFrom(r.Context())
-		if r.URL.Path == "/hold" {
-			close(busy)
-			<-release
-		}
-		w.WriteHeader(204)
-	}))
-	done := make(chan struct{})
-	go func() {
-		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/hold", nil))
-		close(done)
-	}()
-	<-busy
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
-	if rec.Code != 503 || rec.Header().Get("Retry-After") != "1" || !strings.Contains(rec.Body.String(), "queue full") {
-		t.Fatalf("refusal: %d %v %q", rec.Code, rec.Header(), rec.Body.String())
-	}
-	close(release)
-	<-done
-	rec = httptest.NewRecorder()
-	req := httptest.NewRequest("GET", "/", nil)
-	req.Header.Set("X-Priority", "high")
-	h.ServeHTTP(rec, req)
-	if rec.Code != 204 {
-		t.Fatalf("after the release: %d", rec.Code)
-	}
-	// The priority reaches the handler (it is the bulkhead's context value).
-	_ = gotPriority
-
-	// A custom refusal.
-	b2, _ := New(1)
-	hold, _ := b2.TryAcquire()
-	custom := b2.Middleware(WithRejectHandler(func(w http.ResponseWriter, r *http.Request, err error) {
-		w.Header().Set("X-Reason", string(ReasonOf(err)))
-		w.WriteHeader(429)
-	}))(http.NotFoundHandler())
-	rec = httptest.NewRecorder()
-	custom.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
-	if rec.Code != 429 || rec.Header().Get("X-Reason") != "queue_full" {
-		t.Fatalf("custom refusal: %d %v", rec.Code, rec.Header())
-	}
-	hold.Release()
 }

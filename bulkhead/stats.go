@@ -65,6 +65,19 @@ func (b *Bulkhead) Stats() Stats {
 	return st
 }
 
+// RetryAfter estimates when a refused client may find room: the time the
+// queue needs to empty at its current speed, from 1 s to 60 s; 1 s while
+// the speed is unknown.
+func (b *Bulkhead) RetryAfter() time.Duration {
+	b.mu.Lock()
+	wait, ok := b.handoffs.expectedWait(b.q.n + 1)
+	b.mu.Unlock()
+	if !ok {
+		return time.Second
+	}
+	return min(60*time.Second, max(time.Second, wait))
+}
+
 // rate measures how fast the queue moves: permits handed to waiters per
 // second, over windows of at least a quarter of a second.
 type rate struct {
