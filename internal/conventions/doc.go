@@ -3,5 +3,7 @@
 // check by hand. Every package says what it is for in a package comment,
 // and every public package (not internal, not a command) shows its use in
 // a runnable example: an Example function with an // Output: comment, which
-// go test runs and checks.
+// go test runs and checks. The models and pure cores (the Makefile's
+// BOUNDED) neither read the wall clock nor draw from a global random
+// source, outside a short list of thin runners.
 package conventions
