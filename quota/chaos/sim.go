@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/afloat/afloat/internal/heap"
 	"github.com/afloat/afloat/internal/rng"
 	"github.com/afloat/afloat/quota"
 	"github.com/afloat/afloat/quota/coordinator"
@@ -90,6 +89,54 @@ type message struct {
 	wait  time.Duration
 }
 
+// heap is the event queue, by time and then by scheduling order. Written
+// out, not internal/heap: faster by BenchmarkRun (docs/benchmarks.md).
+type heap []item
+
+func (h heap) less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
+	}
+	return h[i].seq < h[j].seq
+}
+
+func (h *heap) push(it item) {
+	*h = append(*h, it)
+	q := *h
+	for i := len(q) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !q.less(i, p) {
+			break
+		}
+		q[i], q[p] = q[p], q[i]
+		i = p
+	}
+}
+
+func (h *heap) pop() item {
+	q := *h
+	top := q[0]
+	n := len(q) - 1
+	q[0] = q[n]
+	q = q[:n]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && q.less(l, m) {
+			m = l
+		}
+		if r < n && q.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		q[i], q[m] = q[m], q[i]
+		i = m
+	}
+	*h = q
+	return top
+}
+
 type regionNode struct {
 	name   string
 	lim    *region.Limiter
@@ -126,7 +173,7 @@ type sim struct {
 	now     int64
 	end     int64
 	seq     uint64
-	q       heap.Heap[item] // by at, then by seq: in the order scheduled
+	q       heap
 	regions []*regionNode
 	coords  []*coordNode
 	cur     int // the coordinator process regions turn to
@@ -144,7 +191,7 @@ func (s *sim) at(t int64, it item) {
 	it.at = t
 	s.seq++
 	it.seq = s.seq
-	s.q.Push(it)
+	s.q.push(it)
 }
 
 func (s *sim) emit(e Event) {
@@ -181,7 +228,6 @@ func (s *sim) nextArrival(r *regionNode) {
 
 func newSim(cfg Config, sch *Schedule, out EventWriter, broken breakage.Set) (*sim, error) {
 	s := &sim{cfg: cfg, t: cfg.Tenant, sch: sch, end: int64(cfg.Duration), out: out, broken: broken, attach: cfg.Duplicate != ""}
-	s.q = heap.New(func(a, b item) bool { return a.at < b.at || a.at == b.at && a.seq < b.seq }, nil)
 	s.net = rng.New(cfg.Seed ^ 0x85ebca6b)
 	s.ledger = coordinator.NewMemLedger()
 	if broken.NoFencing {
@@ -297,8 +343,8 @@ func (s *sim) run() error {
 				ri, next = i, r.next
 			}
 		}
-		if s.q.Len() > 0 && s.q.Min().at <= next {
-			it := s.q.Pop()
+		if len(s.q) > 0 && s.q[0].at <= next {
+			it := s.q.pop()
 			s.now = it.at
 			if it.kind == evStop {
 				break
