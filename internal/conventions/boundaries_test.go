@@ -38,6 +38,7 @@ var thinRunners = map[string]string{
 	"quota/chaos/run.go":               "RunMany runs a sweep of seeds on goroutines and reports its wall time (Many.Elapsed)",
 	"quota/coordinator/incarnation.go": "the Server's Attach draws an incarnation (crypto/rand) and stamps when it attached",
 	"quota/coordinator/server.go":      "Server, the runner that drives the Core on the machine's clock",
+	"quota/eventlog/file.go":           "File, a process's log: its flush ticker and the time of its stop event",
 	"quota/region/limiter.go":          "Allow and Now read the monotonic clock: shorthand for AllowAt, as x/time/rate's Allow is for AllowN",
 	"quota/region/renew.go":            "removed on branch region", // the renewal jitter's global math/rand/v2
 	"quota/region/run.go":              "Run, the renewal loop that drives the limiter on the machine's clock",
