@@ -45,11 +45,13 @@ func Middleware(b *bulkhead.Bulkhead, opts ...Option) func(http.Handler) http.Ha
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			ctx := r.Context()
-			if p := o.priority(r); p != bulkhead.PriorityFrom(ctx) {
-				ctx = bulkhead.WithPriority(ctx, p)
+			// The handler sees the priority the request was admitted
+			// with, so that a bulkhead further in (a database pool's)
+			// ranks it the same.
+			if p := o.priority(r); p != bulkhead.PriorityFrom(r.Context()) {
+				r = r.WithContext(bulkhead.WithPriority(r.Context(), p))
 			}
-			permit, err := b.Acquire(ctx)
+			permit, err := b.Acquire(r.Context())
 			if err != nil {
 				o.reject(w, r, err)
 				return

@@ -48,7 +48,9 @@ func TestMiddleware(t *testing.T) {
 		t.Fatalf("after the release: %d", rec.Code)
 	}
 	// The priority reaches the handler (it is the bulkhead's context value).
-	_ = gotPriority
+	if gotPriority != bulkhead.PriorityHigh {
+		t.Errorf("the handler saw priority %v, want the one it was admitted with, %v", gotPriority, bulkhead.PriorityHigh)
+	}
 
 	// A custom refusal.
 	b2, _ := bulkhead.New(1)
