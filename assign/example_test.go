@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
+	"os"
 	"strings"
 	"time"
 
@@ -164,4 +165,31 @@ func ExampleLeases() {
 	// working on w1 and w2
 	// released twice: false
 	// next on w1
+}
+
+// WriteMembers prints what List returns, as afloat assign list does.
+func ExampleWriteMembers() {
+	ms := []assign.Member{{Name: "a", Count: 3, Active: true}, {Name: "b", Count: 5, Failures: 2}}
+	assign.WriteMembers(os.Stdout, ms, "table")
+	assign.WriteMembers(os.Stdout, ms[:1], "jsonl")
+	fmt.Println(assign.WriteMembers(os.Stdout, ms, "xml"))
+	// Output:
+	// MEMBER  COUNT  STATE    FAILURES
+	// a       3      active   0
+	// b       5      removed  2
+	// {"member":"a","count":3,"active":true,"failures":0}
+	// assign: invalid argument: format "xml": want table or jsonl
+}
+
+// WriteHealth prints probes' outcomes, as afloat proxy check does.
+func ExampleWriteHealth() {
+	assign.WriteHealth(os.Stdout, []assign.Health{
+		{Proxy: "http://127.0.0.1:3128", Healthy: true, Status: 200, Took: 12 * time.Millisecond},
+		{Proxy: "http://127.0.0.1:1", Took: time.Millisecond, Err: "connection refused"},
+	})
+	// Output:
+	// PROXY                  HEALTHY  STATUS  TOOK  ERROR
+	// http://127.0.0.1:3128  true     200     12ms  -
+	// http://127.0.0.1:1     false    -       1ms   connection refused
+	// 1 of 2 healthy
 }

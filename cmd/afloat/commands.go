@@ -3,6 +3,8 @@ package main
 import (
 	"cmp"
 	"context"
+	"embed"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -28,7 +30,7 @@ var commands = []entry{
 	{path: "sim scenarios", run: runSimScenarios,
 		synopsis: "afloat sim scenarios [--format table|jsonl]",
 		summary:  "list the scenarios and their briefings"},
-	{path: "sim bots", run: runSimBots, notes: printBotNotes,
+	{path: "sim bots", run: runSimBots, notes: note("sim-bots"),
 		synopsis: "afloat sim bots --scenario NAME [--seeds A-B] [--bots LIST] | --all | --shipped",
 		summary:  "the bots' points over many seeds: do nothing, runbook, expert"},
 
@@ -36,26 +38,26 @@ var commands = []entry{
 		synopsis: "afloat lab overload [--profile worldcup] [--inside 100 --outside 100 [--adaptive] | --threads 20] [--compare] [--format table|csv|jsonl] | --game game1 [--periods 12]",
 		summary:  "the overload lab: a server's death after a peak, and the bulkhead"},
 
-	{path: "bench bulkhead", run: runBenchBulkhead, notes: printBenchNotes,
+	{path: "bench bulkhead", run: runBenchBulkhead, notes: note("bench-bulkhead"),
 		synopsis: "afloat bench bulkhead [--short] [--modes LIST] [--work 10ms] [--deadline 100ms] [--json] | --soak 10m [--soak-every 10s] [--soak-load 10] [--soak-mode M]",
 		summary:  "compare overload protections over real HTTP on loopback"},
 
-	{path: "assign add", run: assignPoolCommand("add"),
+	{path: "assign add", run: runAssignAdd,
 		synopsis: "afloat assign add     --redis URL --pool NAME [--count N | --at-minimum] MEMBER...",
 		summary:  "add members to a pool"},
-	{path: "assign remove", run: assignPoolCommand("remove"),
+	{path: "assign remove", run: runAssignRemove,
 		synopsis: "afloat assign remove  --redis URL --pool NAME MEMBER...",
 		summary:  "take members out of a pool, keeping their counts"},
-	{path: "assign restore", run: assignPoolCommand("restore"),
+	{path: "assign restore", run: runAssignRestore,
 		synopsis: "afloat assign restore --redis URL --pool NAME [--policy current-minimum|keep-history|zero] MEMBER...",
 		summary:  "bring removed members back"},
-	{path: "assign list", run: assignPoolCommand("list"),
+	{path: "assign list", run: runAssignList,
 		synopsis: "afloat assign list    --redis URL --pool NAME [--format table|jsonl]",
 		summary:  "list a pool's members and counts"},
-	{path: "assign pick", run: assignPoolCommand("pick"),
+	{path: "assign pick", run: runAssignPick,
 		synopsis: "afloat assign pick    --redis URL --pool NAME [--n N] [--id REQUEST-ID]",
 		summary:  "pick the least-used member"},
-	{path: "assign bench", run: runAssignBench, notes: printAssignBenchNotes,
+	{path: "assign bench", run: runAssignBench, notes: note("assign-bench"),
 		synopsis: "afloat assign bench   --redis URL [--pool-size 100] [--workers 50] [--duration 10s] [--batch 0,16] [--peer]",
 		summary:  "measure picks a second, beside redis-benchmark"},
 
@@ -63,13 +65,13 @@ var commands = []entry{
 		synopsis: "afloat proxy check --probe URL [--timeout 5s] [--concurrency 16]\n                   [--redis URL --pool NAME [--policy P]] FILE",
 		summary:  "probe candidate proxies from a list (and update a pool)"},
 
-	{path: "quota chaos", run: runQuotaChaos, notes: printChaosNotes,
+	{path: "quota chaos", run: runQuotaChaos, notes: note("quota-chaos"),
 		synopsis: "afloat quota chaos --seed S [--mode hard|best-effort] [--duration 10m]\n                   [--faults shift,partition,crash,skew,dup] [--log FILE]\nafloat quota chaos --seeds A-B [--workers N] [flags]",
 		summary:  "the global quota under faults in virtual time, checked: a\nJSON-lines event log, then a one-line JSON summary"},
-	{path: "quota sim", run: runQuotaSim, notes: printChaosNotes,
+	{path: "quota sim", run: runQuotaSim, notes: note("quota-chaos"),
 		synopsis: "afloat quota sim   --seed S [--mode ...] [--step 1s] [flags]",
 		summary:  "the same run as CSV of offered and admitted tokens per region\nper step, ready to plot"},
-	{path: "quota check", run: runQuotaCheck, notes: printCheckNotes,
+	{path: "quota check", run: runQuotaCheck, notes: note("quota-check"),
 		synopsis: "afloat quota check FILE...",
 		summary:  "check event logs — quota chaos --log's, or several processes'\n--event-log files, merged by time"},
 	{path: "quota tenants", run: runQuotaTenants,
@@ -89,22 +91,26 @@ var commands = []entry{
 		synopsis: "afloat quota etcd --name N --data-dir DIR [--client-url URL] [--peer-url URL] [--initial-cluster N=URL,...]"},
 }
 
-// groups holds what a command with subcommands says beyond its table
-// entries; a group missing here calls its subcommands "subcommands" and has
-// no paragraph.
-var groups = map[string]group{
-	"lab":   {noun: "lab"},
-	"bench": {noun: "benchmark"},
-	"assign": {about: `Least-used assignment over Redis: each pick gets the member with the fewest
-assignments, counted in the same atomic step (docs/assign.md). --redis
-defaults to $AFLOAT_REDIS_URL.`},
-	"proxy": {about: `Reads candidate proxies from FILE (- for standard input): one host:port or
-URL a line; bad lines are reported with their numbers and skipped. A FILE
-with no valid line (empty, or every line bad) is refused, exit 2. Each
-candidate is probed: a GET of --probe through it must answer 2xx within
---timeout. With --pool, the pool is brought in line once: healthy
-candidates join (new ones at the current minimum, recovered ones by
---policy), unhealthy members leave.`},
+// groups holds the nouns of the commands whose subcommands are not
+// called "subcommands". A group's paragraph in its help, if it has one, is
+// help/<group>.txt.
+var groups = map[string]string{"lab": "lab", "bench": "benchmark"}
+
+// helpFiles holds the longer help texts: a group's paragraph, a
+// command's notes.
+//
+//go:embed help
+var helpFiles embed.FS
+
+// helpText returns help/name.txt, or "" when there is none.
+func helpText(name string) string {
+	b, _ := helpFiles.ReadFile("help/" + name + ".txt")
+	return string(b)
+}
+
+// note returns the notes of a command: help/name.txt after a blank line.
+func note(name string) func(io.Writer) {
+	return func(w io.Writer) { fmt.Fprint(w, "\n"+helpText(name)) }
 }
 
 // An entry is one command line of the table.
@@ -115,12 +121,6 @@ type entry struct {
 	notes    func(io.Writer) // more help after the flags, or nil
 	run      func(c *command, args []string) int
 	hidden   bool // left out of the lists of help (it still has its own --help)
-}
-
-// A group is what a command with subcommands says of itself.
-type group struct {
-	noun  string // what its subcommands are called: "subcommand" when empty
-	about string // a paragraph of its help after the synopses, or ""
 }
 
 // Exit statuses.
@@ -151,22 +151,21 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		writeUsage(stderr)
 		return exitUsage
 	}
-	g := groups[name]
-	noun := cmp.Or(g.noun, "subcommand")
+	noun := cmp.Or(groups[name], "subcommand")
 	switch {
 	case len(rest) == 0:
 		fmt.Fprintf(stderr, "afloat %s: missing %s\n\n", name, noun)
-		writeGroupUsage(stderr, name, g, subs)
+		writeGroupUsage(stderr, name, subs)
 		return exitUsage
 	case isHelp(rest[0]):
-		writeGroupUsage(stdout, name, g, subs)
+		writeGroupUsage(stdout, name, subs)
 		return exitOK
 	}
 	if e := find(name + " " + rest[0]); e != nil {
 		return e.start(rest[1:], std)
 	}
 	fmt.Fprintf(stderr, "afloat %s: unknown %s %q\n\n", name, noun, rest[0])
-	writeGroupUsage(stderr, name, g, subs)
+	writeGroupUsage(stderr, name, subs)
 	return exitUsage
 }
 
@@ -225,15 +224,15 @@ Commands:
 }
 
 // writeGroupUsage prints the help of a command with subcommands.
-func writeGroupUsage(w io.Writer, name string, g group, subs []*entry) {
+func writeGroupUsage(w io.Writer, name string, subs []*entry) {
 	fmt.Fprint(w, "Usage:\n")
 	for _, e := range subs {
 		writeIndented(w, e.synopsis)
 	}
-	if g.about != "" {
-		fmt.Fprintf(w, "\n%s\n", g.about)
+	if about := helpText(name); about != "" {
+		fmt.Fprintf(w, "\n%s", about)
 	}
-	noun := cmp.Or(g.noun, "subcommand")
+	noun := cmp.Or(groups[name], "subcommand")
 	fmt.Fprintf(w, "\n%s%ss:\n", strings.ToUpper(noun[:1]), noun[1:])
 	width := 0
 	for _, e := range subs {
@@ -316,7 +315,8 @@ func (c *command) given(name string) bool {
 
 // usage prints a refused command line and returns exitUsage.
 func (c *command) usage(err error) int {
-	return usageError(c.stderr, c.Name(), err)
+	fmt.Fprintf(c.stderr, "afloat %s: %v\nRun 'afloat %s --help' for usage.\n", c.Name(), err, c.Name())
+	return exitUsage
 }
 
 // failed prints an error met while running and returns exitError.
@@ -331,8 +331,56 @@ func interruptible() (ctx context.Context, stop context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
-// usageError prints a refused command line and returns exitUsage.
-func usageError(stderr io.Writer, name string, err error) int {
-	fmt.Fprintf(stderr, "afloat %s: %v\nRun 'afloat %s --help' for usage.\n", name, err, name)
-	return exitUsage
+// notWith refuses each of others given with flag, which makes them moot.
+func (c *command) notWith(flag, why string, others ...string) error {
+	for _, o := range others {
+		if c.given(flag) && c.given(o) {
+			return fmt.Errorf("--%s does not go with --%s%s", o, flag, why)
+		}
+	}
+	return nil
+}
+
+// onlyWith refuses each of others given without flag, which they need.
+func (c *command) onlyWith(flag string, others ...string) error {
+	for _, o := range others {
+		if !c.given(flag) && c.given(o) {
+			return fmt.Errorf("--%s only with --%s", o, flag)
+		}
+	}
+	return nil
+}
+
+// noZero refuses an explicit 0 in flags whose package reads 0 as its
+// default: typed on a command line, it is a slip, not a request for the
+// default.
+func (c *command) noZero(names ...string) error {
+	for _, n := range names {
+		if v := c.Lookup(n).Value.String(); c.given(n) && (v == "0" || v == "0s") {
+			return fmt.Errorf("--%s %s: want more than 0; leave it out for the default", n, v)
+		}
+	}
+	return nil
+}
+
+// writeJSON prints v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", " ")
+	return enc.Encode(v)
+}
+
+// fail returns exitOK for nil; else it prints the error: a refusal of the
+// input, exit 2, when it is one of refusals (errors.Is); else a failure
+// while running, exit 1.
+func (c *command) fail(err error, refusals ...error) int {
+	if err == nil {
+		return exitOK
+	}
+	for _, r := range refusals {
+		if errors.Is(err, r) {
+			return c.usage(err)
+		}
+	}
+	return c.failed(err)
 }

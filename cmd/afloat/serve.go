@@ -37,15 +37,6 @@ func runServe(fs *command, args []string) int {
 	default:
 		return fs.usage(fmt.Errorf("--log-format %q: want text or json", logFormat))
 	}
-	// The flags' own checks first, so that a refusal names the flag.
-	if err := checkListenAddr("--addr", cfg.Addr); err != nil {
-		return fs.usage(err)
-	}
-	if cfg.RedisURL != "" {
-		if err := checkRedisURL("--redis", cfg.RedisURL); err != nil {
-			return fs.usage(err)
-		}
-	}
 	if err := cfg.Validate(); err != nil {
 		return fs.usage(err)
 	}

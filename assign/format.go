@@ -1,0 +1,64 @@
+package assign
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteMembers prints a pool's members (List) in format: "table", a
+// column each for the name, the count, the state and the failures, or
+// "jsonl", one Member a line. An unknown format is ErrInvalid, and nothing
+// is written.
+func WriteMembers(w io.Writer, ms []Member, format string) error {
+	switch format {
+	case "jsonl":
+		enc := json.NewEncoder(w)
+		for _, m := range ms {
+			if err := enc.Encode(m); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "table":
+		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "MEMBER\tCOUNT\tSTATE\tFAILURES")
+		for _, m := range ms {
+			state := "active"
+			if !m.Active {
+				state = "removed"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\n", m.Name, m.Count, state, m.Failures)
+		}
+		return tw.Flush()
+	}
+	return fmt.Errorf("%w: format %q: want table or jsonl", ErrInvalid, format)
+}
+
+// WriteHealth prints probes' outcomes (CheckProxies, CheckReport.Health)
+// as a table, "-" where a probe has no status or no error, then how many
+// of them were healthy.
+func WriteHealth(w io.Writer, hs []Health) error {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROXY\tHEALTHY\tSTATUS\tTOOK\tERROR")
+	healthy := 0
+	for _, h := range hs {
+		status := "-" // no answer
+		if h.Status != 0 {
+			status = strconv.Itoa(h.Status)
+		}
+		if h.Healthy {
+			healthy++
+		}
+		fmt.Fprintf(tw, "%s\t%v\t%s\t%v\t%s\n", h.Proxy, h.Healthy, status, h.Took.Round(time.Millisecond), cmp.Or(h.Err, "-"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%d of %d healthy\n", healthy, len(hs))
+	return err
+}
