@@ -66,6 +66,7 @@ func goList(t *testing.T, patterns ...string) []pkg {
 // cannot run outside a test. Their own tests and their users' run them.
 var harnesses = map[string]bool{
 	"github.com/afloat/afloat/assign/assigntest": true,
+	"github.com/afloat/afloat/quota/servicetest": true,
 }
 
 // public reports whether other modules can import the package.

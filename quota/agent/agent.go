@@ -46,7 +46,7 @@ type Options struct {
 	Upstream    string
 	ProxyListen string
 	// Hosts are host names the decision API answers besides the loopback
-	// names and Listen's host (hosts.go): what its clients call it by,
+	// names and Listen's host (quota/internal/ops, hosts.go): what its clients call it by,
 	// such as a service's DNS name. Any other Host gets 421.
 	Hosts []string
 	// AllowRemote must be set for a Listen address beyond loopback: the
@@ -55,7 +55,7 @@ type Options struct {
 	AllowRemote bool
 
 	clock        func() int64  // the agent's clock, for tests: a.now reads it instead of the limiter's
-	tenantsEvery time.Duration // how often the agent asks for its tenants; default tenantsEvery (regiontenants.go)
+	tenantsEvery time.Duration // how often the agent asks for its tenants; default tenantsEvery (tenants.go)
 }
 
 // Agent is a region agent: a region.Limiter for the tenants whose
@@ -65,7 +65,7 @@ type Agent struct {
 	o   Options
 	lim *region.Limiter
 	// tenants: immutable, swapped whole as the coordinator's list
-	// changes (regiontenants.go), so readers take no lock.
+	// changes (tenants.go), so readers take no lock.
 	tenants atomic.Pointer[map[string]quota.Tenant]
 	start   time.Time // the limiter's clock is Unix start + lim.Now()
 	events  *eventlog.File
@@ -84,7 +84,7 @@ type Agent struct {
 	heldSaid  time.Time // when the wait was last logged
 	heldTimes int       // refusals since
 
-	hosts *hostcheck.Names // the names the decision API answers (hosts.go)
+	hosts *hostcheck.Names // the names the decision API answers
 }
 
 type usingLease struct {
@@ -110,7 +110,7 @@ func New(o Options) (*Agent, error) {
 		return nil, err
 	}
 	// The file's tenants of the region, until the coordinator's list
-	// comes (regiontenants.go); none is fine: the region waits for it.
+	// comes (tenants.go); none is fine: the region waits for it.
 	ts := o.Config.TenantsOf(o.Name)
 	a := &Agent{o: o, using: map[string]usingLease{}, hosts: hosts}
 	names := make([]string, len(ts))
@@ -332,12 +332,12 @@ const maxAllowBody = 4 << 10
 // look at the leases; GET /metrics, /healthz and /readyz as well. It
 // answers from local state only: no call to the coordinator is made for
 // a decision. It answers only requests whose Host is one of the agent's
-// names (hosts.go; Options.Hosts), others 421.
+// names (quota/internal/ops, hosts.go; Options.Hosts), others 421.
 func (a *Agent) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/allow", a.allow)
 	mux.HandleFunc("GET /v1/status", a.status)
-	ops.Observe(mux, a.metrics.reg, a.regionReady) // GET /metrics, /healthz, /readyz (health.go)
+	ops.Observe(mux, a.metrics.reg, a.regionReady) // GET /metrics, /healthz, /readyz (health.go, and quota/internal/ops)
 	return ops.HostGuard(a.hosts, "quota region", mux)
 }
 

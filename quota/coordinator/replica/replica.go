@@ -44,7 +44,7 @@ type Options struct {
 	// Ready, if not nil, is called with the API's address once it serves.
 	Ready func(addr string)
 	// Hosts are host names the API answers besides the loopback names,
-	// Listen's host and Advertise's host (hosts.go): the names regions
+	// Listen's host and Advertise's host (quota/internal/ops, hosts.go): the names regions
 	// and operators call it by (their --coordinator URLs). Any other
 	// Host gets 421.
 	Hosts []string

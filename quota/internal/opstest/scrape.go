@@ -1,6 +1,3 @@
-// Package opstest reads what the quota's processes serve for operators
-// (GET /metrics, /healthz, /readyz: quota/internal/ops) in tests of the
-// agent, the replica and the harness, quota/servicetest.
 package opstest
 
 import (
