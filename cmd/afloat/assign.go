@@ -7,12 +7,11 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/afloat/afloat/assign"
 	"github.com/afloat/afloat/assign/assignbench"
+	"github.com/afloat/afloat/internal/cli"
 )
 
 var errRedisRequired = errors.New("--redis is required (or set AFLOAT_REDIS_URL): want redis://host:port")
@@ -201,46 +200,20 @@ func runAssignPick(c *command, args []string) int {
 	})
 }
 
-// intList is a comma-separated list of integers.
-type intList []int
-
-func (l *intList) String() string {
-	s := make([]string, len(*l))
-	for i, n := range *l {
-		s[i] = strconv.Itoa(n)
-	}
-	return strings.Join(s, ",")
-}
-
-func (l *intList) Set(v string) error {
-	var out intList
-	for _, f := range strings.Split(v, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return fmt.Errorf("want comma-separated batch sizes from 0 (none) to %d", assign.MaxBatch)
-		}
-		out = append(out, n)
-	}
-	*l = out
-	return nil
-}
-
 func runAssignBench(c *command, args []string) int {
 	cfg := assignbench.DefaultConfig("")
-	batches := intList(cfg.Batches)
 	var asJSON bool
 	redisFlag(c, &cfg.RedisURL)
 	c.StringVar(&cfg.Pool, "pool", cfg.Pool, "pool `NAME` to use; it is emptied and refilled")
 	c.IntVar(&cfg.PoolSize, "pool-size", cfg.PoolSize, "members in the pool, 1 to 100000")
 	c.IntVar(&cfg.Workers, "workers", cfg.Workers, "goroutines picking (and redis-benchmark clients), 1 to 10000")
 	c.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of each afloat run, 100ms to 1h")
-	c.Var(&batches, "batch", "batch sizes to run, comma-separated: 0 is one pick a call (auto-pipelined), n is n picks a round trip")
+	c.Var(cli.IntList{Ints: &cfg.Batches, Want: fmt.Sprintf("batch sizes from 0 (none) to %d", assign.MaxBatch)}, "batch", "batch sizes to run, comma-separated: 0 is one pick a call (auto-pipelined), n is n picks a round trip")
 	c.BoolVar(&cfg.Peer, "peer", false, "after each run, redis-benchmark on the same server and pool: EVALSHA of the same script, --workers clients, -P batch, as many picks")
 	c.BoolVar(&asJSON, "json", false, "print the results as JSON")
 	if status, ok := c.parse(args); !ok {
 		return status
 	}
-	cfg.Batches = batches
 	if cfg.RedisURL == "" {
 		return c.usage(errRedisRequired)
 	}
@@ -251,7 +224,7 @@ func runAssignBench(c *command, args []string) int {
 	// then says why it failed.
 	if len(rs) > 0 || err == nil {
 		if asJSON {
-			writeJSON(c.stdout, rs)
+			cli.WriteJSON(c.stdout, rs)
 		} else {
 			assignbench.Write(c.stdout, rs)
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/afloat/afloat/internal/cli"
 	"github.com/afloat/afloat/overload/live"
 )
 
@@ -65,7 +66,7 @@ func runBenchBulkhead(c *command, args []string) int {
 		return c.fail(err, live.ErrConfig)
 	}
 	if f.asJSON {
-		err = writeJSON(c.stdout, rep)
+		err = cli.WriteJSON(c.stdout, rep)
 	} else {
 		err = live.WriteReport(c.stdout, rep)
 	}
