@@ -79,76 +79,56 @@ func (c *command) assignError(err error) int {
 	return c.fail(err, assign.ErrInvalid, assign.ErrUnknownPool, assign.ErrUnknownMember)
 }
 
-func runAssignAdd(c *command, args []string) int {
-	var f poolFlags
-	var count int64
-	var atMin bool
-	f.register(c)
-	c.Int64Var(&count, "count", 0, "the agreed initial count `N` of the new members, 0 to 2^53")
-	c.BoolVar(&atMin, "at-minimum", false, "start the new members at the active members' current minimum instead of --count")
-	members, status, ok := c.parseArgs(args)
-	if !ok {
-		return status
-	}
-	if err := c.notWith("at-minimum", ": give one or the other", "count"); err != nil {
-		return c.usage(err)
-	}
-	return f.run(c, time.Minute, func(ctx context.Context, p *assign.Pool) error {
-		add := func() (assign.AddResult, error) { return p.Add(ctx, count, members...) }
-		if atMin {
-			add = func() (assign.AddResult, error) { return p.AddAtMinimum(ctx, members...) }
+// runAssignMembers runs add, remove or restore: the commands that change
+// the members given as arguments and say what they did in one line.
+func runAssignMembers(op string) func(c *command, args []string) int {
+	return func(c *command, args []string) int {
+		var f poolFlags
+		var count int64
+		var atMin bool
+		policy := "current-minimum"
+		f.register(c)
+		switch op {
+		case "add":
+			c.Int64Var(&count, "count", 0, "the agreed initial count `N` of the new members, 0 to 2^53")
+			c.BoolVar(&atMin, "at-minimum", false, "start the new members at the active members' current minimum instead of --count")
+		case "restore":
+			c.StringVar(&policy, "policy", policy, "count the members rejoin with: current-minimum, keep-history or zero (zero piles picks onto them)")
 		}
-		r, err := add()
-		if err == nil {
-			fmt.Fprintf(c.stdout, "added %d to pool %q", r.Added, p.Name())
-			if r.Active > 0 {
-				fmt.Fprintf(c.stdout, "; %d already active (counts untouched)", r.Active)
+		members, status, ok := c.parseArgs(args)
+		if !ok {
+			return status
+		}
+		pol, err := assign.ParseRestorePolicy(policy)
+		if err != nil {
+			err = fmt.Errorf("--policy: %w", err)
+		}
+		if err = cmp.Or(err, c.notWith("at-minimum", ": give one or the other", "count")); err != nil {
+			return c.usage(err)
+		}
+		return f.run(c, time.Minute, func(ctx context.Context, p *assign.Pool) error {
+			var r assign.AddResult
+			var done string
+			switch {
+			case op == "remove":
+				err, done = p.Remove(ctx, members...), fmt.Sprintf("removed %d from pool %q (counts kept for restore)", len(members), p.Name())
+			case op == "restore":
+				err, done = p.Restore(ctx, pol, members...), fmt.Sprintf("restored %d to pool %q at %s", len(members), p.Name(), pol)
+			case atMin:
+				r, err = p.AddAtMinimum(ctx, members...)
+			default:
+				r, err = p.Add(ctx, count, members...)
 			}
-			if r.Removed > 0 {
-				fmt.Fprintf(c.stdout, "; %d removed (afloat assign restore brings them back)", r.Removed)
+			switch {
+			case err != nil:
+				return err
+			case op == "add":
+				return assign.WriteAdded(c.stdout, p.Name(), r)
 			}
-			fmt.Fprintln(c.stdout)
-		}
-		return err
-	})
-}
-
-func runAssignRemove(c *command, args []string) int {
-	var f poolFlags
-	f.register(c)
-	members, status, ok := c.parseArgs(args)
-	if !ok {
-		return status
+			_, err = fmt.Fprintln(c.stdout, done)
+			return err
+		})
 	}
-	return f.run(c, time.Minute, func(ctx context.Context, p *assign.Pool) error {
-		err := p.Remove(ctx, members...)
-		if err == nil {
-			fmt.Fprintf(c.stdout, "removed %d from pool %q (counts kept for restore)\n", len(members), p.Name())
-		}
-		return err
-	})
-}
-
-func runAssignRestore(c *command, args []string) int {
-	var f poolFlags
-	var policy string
-	f.register(c)
-	c.StringVar(&policy, "policy", "current-minimum", "count the members rejoin with: current-minimum, keep-history or zero (zero piles picks onto them)")
-	members, status, ok := c.parseArgs(args)
-	if !ok {
-		return status
-	}
-	pol, err := assign.ParseRestorePolicy(policy)
-	if err != nil {
-		return c.usage(fmt.Errorf("--policy: %w", err))
-	}
-	return f.run(c, time.Minute, func(ctx context.Context, p *assign.Pool) error {
-		err := p.Restore(ctx, pol, members...)
-		if err == nil {
-			fmt.Fprintf(c.stdout, "restored %d to pool %q at %s\n", len(members), p.Name(), pol)
-		}
-		return err
-	})
 }
 
 func runAssignList(c *command, args []string) int {
@@ -272,10 +252,10 @@ func runProxyCheck(c *command, args []string) int {
 		ctx, stop := interruptible()
 		defer stop()
 		health, err := assign.CheckProxies(ctx, proxies, probe)
-		if err != nil {
-			return c.failed(err)
+		if err == nil {
+			err = assign.WriteHealth(c.stdout, health)
 		}
-		return c.fail(assign.WriteHealth(c.stdout, health))
+		return c.fail(err)
 	}
 	return f.run(c, 0, func(ctx context.Context, p *assign.Pool) error {
 		pp, err := assign.NewProxyPool(p, probe, pol)
@@ -285,8 +265,7 @@ func runProxyCheck(c *command, args []string) int {
 		pp.Import(proxies...)
 		rep, err := pp.Check(ctx)
 		if err == nil {
-			err = assign.WriteHealth(c.stdout, rep.Health)
-			fmt.Fprintf(c.stdout, "pool %q: %d joined, %d restored, %d left\n", p.Name(), len(rep.Joined), len(rep.Restored), len(rep.Left))
+			err = assign.WriteCheckReport(c.stdout, p.Name(), rep)
 		}
 		return err
 	})

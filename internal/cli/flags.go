@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
 	"strconv"
@@ -86,4 +87,22 @@ func WriteFile(path string, write func(io.Writer) error) error {
 	}
 	err = write(f)
 	return cmp.Or(err, f.Close())
+}
+
+// NewLogger returns a logger writing to w in format, "text" or "json", at
+// level, "debug", "info", "warn" or "error": what a --log-format and a
+// --log-level flag say. Its errors name those flags.
+func NewLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
