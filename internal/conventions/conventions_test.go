@@ -18,13 +18,14 @@ import (
 
 // pkg is what go list says of a package.
 type pkg struct {
-	ImportPath   string
-	Name         string
-	Dir          string
-	Doc          string
-	GoFiles      []string
-	TestGoFiles  []string
-	XTestGoFiles []string
+	ImportPath     string
+	Name           string
+	Dir            string
+	Doc            string
+	GoFiles        []string
+	IgnoredGoFiles []string // excluded by build constraints
+	TestGoFiles    []string
+	XTestGoFiles   []string
 }
 
 // listPackages lists the module's packages with go list, which applies
@@ -33,7 +34,17 @@ type pkg struct {
 // etcd ledger's example needs the embedded server and runs there.
 func listPackages(t *testing.T) []pkg {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-tags", "embedetcd", "-json", "github.com/afloat/afloat/...").Output()
+	pkgs := goList(t, "github.com/afloat/afloat/...")
+	if len(pkgs) < 10 {
+		t.Fatalf("go list found %d packages: not the module", len(pkgs))
+	}
+	return pkgs
+}
+
+// goList returns what go list says of the packages the patterns name.
+func goList(t *testing.T, patterns ...string) []pkg {
+	t.Helper()
+	out, err := exec.Command("go", append([]string{"list", "-tags", "embedetcd", "-json"}, patterns...)...).Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
@@ -45,9 +56,6 @@ func listPackages(t *testing.T) []pkg {
 			t.Fatal(err)
 		}
 		pkgs = append(pkgs, p)
-	}
-	if len(pkgs) < 10 {
-		t.Fatalf("go list found %d packages: not the module", len(pkgs))
 	}
 	return pkgs
 }

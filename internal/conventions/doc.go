@@ -5,4 +5,7 @@
 // a runnable example: an Example function with an // Output: comment, which
 // go test runs and checks. A command only parses flags and wires: no
 // function of one spans more than a screen (maxCommandFunc lines).
+// The models and pure cores (the Makefile's
+// BOUNDED) neither read the wall clock nor draw from a global random
+// source, outside a short list of thin runners.
 package conventions
