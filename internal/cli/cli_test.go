@@ -196,3 +196,23 @@ func TestValues(t *testing.T) {
 		}
 	}
 }
+
+func TestNewLogger(t *testing.T) {
+	var b bytes.Buffer
+	for i, tc := range []struct {
+		format, level string
+		want          string // in the line logged at warn, or the error
+	}{
+		{"text", "info", "level=WARN msg=w"}, {"json", "warn", `"level":"WARN","msg":"w"`}, {"text", "error", ""},
+		{"xml", "info", `--log-format "xml": want text or json`}, {"text", "loud", `--log-level "loud": want debug, info, warn or error`},
+	} {
+		b.Reset()
+		l, err := NewLogger(&b, tc.format, tc.level)
+		if err == nil {
+			l.Warn("w")
+		}
+		if got := b.String(); err != nil && err.Error() != tc.want || err == nil && (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) && err == nil {
+			t.Errorf("step %d: NewLogger(%s, %s): %v, logged %q; want %q", i, tc.format, tc.level, err, got, tc.want)
+		}
+	}
+}
