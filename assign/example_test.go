@@ -193,3 +193,26 @@ func ExampleWriteHealth() {
 	// http://127.0.0.1:1     false    -       1ms   connection refused
 	// 1 of 2 healthy
 }
+
+// WriteAdded says what Add did, as afloat assign add does.
+func ExampleWriteAdded() {
+	assign.WriteAdded(os.Stdout, "proxies", assign.AddResult{Added: 2})
+	assign.WriteAdded(os.Stdout, "proxies", assign.AddResult{Added: 1, Active: 1, Removed: 2})
+	// Output:
+	// added 2 to pool "proxies"
+	// added 1 to pool "proxies"; 1 already active (counts untouched); 2 removed (afloat assign restore brings them back)
+}
+
+// WriteCheckReport prints what a ProxyPool's Check did, as afloat proxy
+// check --pool does.
+func ExampleWriteCheckReport() {
+	assign.WriteCheckReport(os.Stdout, "proxies", assign.CheckReport{
+		Health: []assign.Health{{Proxy: "http://127.0.0.1:3128", Healthy: true, Status: 200, Took: 12 * time.Millisecond}},
+		Joined: []string{"http://127.0.0.1:3128"},
+	})
+	// Output:
+	// PROXY                  HEALTHY  STATUS  TOOK  ERROR
+	// http://127.0.0.1:3128  true     200     12ms  -
+	// 1 of 1 healthy
+	// pool "proxies": 1 joined, 0 restored, 0 left
+}

@@ -62,3 +62,26 @@ func WriteHealth(w io.Writer, hs []Health) error {
 	_, err := fmt.Fprintf(w, "%d of %d healthy\n", healthy, len(hs))
 	return err
 }
+
+// WriteAdded prints what Add or AddAtMinimum did to the pool, one line.
+func WriteAdded(w io.Writer, pool string, r AddResult) error {
+	line := fmt.Sprintf("added %d to pool %q", r.Added, pool)
+	if r.Active > 0 {
+		line += fmt.Sprintf("; %d already active (counts untouched)", r.Active)
+	}
+	if r.Removed > 0 {
+		line += fmt.Sprintf("; %d removed (afloat assign restore brings them back)", r.Removed)
+	}
+	_, err := fmt.Fprintln(w, line)
+	return err
+}
+
+// WriteCheckReport prints what ProxyPool.Check did: every probe
+// (WriteHealth), then how many members joined, came back and left.
+func WriteCheckReport(w io.Writer, pool string, r CheckReport) error {
+	if err := WriteHealth(w, r.Health); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "pool %q: %d joined, %d restored, %d left\n", pool, len(r.Joined), len(r.Restored), len(r.Left))
+	return err
+}

@@ -184,3 +184,14 @@ func WriteGame(w io.Writer, g Game) error {
 	tw.Flush()
 	return bw.Flush()
 }
+
+// WriteProfiles lists the profiles, a name and its description a line, as
+// the help of the overload lab does.
+func WriteProfiles(w io.Writer) error {
+	for _, p := range Profiles() {
+		if _, err := fmt.Fprintf(w, "  %-11s %s\n", p.Name, p.Description); err != nil {
+			return err
+		}
+	}
+	return nil
+}

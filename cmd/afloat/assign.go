@@ -7,12 +7,11 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/afloat/afloat/assign"
 	"github.com/afloat/afloat/assign/assignbench"
+	"github.com/afloat/afloat/internal/cli"
 )
 
 var errRedisRequired = errors.New("--redis is required (or set AFLOAT_REDIS_URL): want redis://host:port")
@@ -80,76 +79,56 @@ func (c *command) assignError(err error) int {
 	return c.fail(err, assign.ErrInvalid, assign.ErrUnknownPool, assign.ErrUnknownMember)
 }
 
-func runAssignAdd(c *command, args []string) int {
-	var f poolFlags
-	var count int64
-	var atMin bool
-	f.register(c)
-	c.Int64Var(&count, "count", 0, "the agreed initial count `N` of the new members, 0 to 2^53")
-	c.BoolVar(&atMin, "at-minimum", false, "start the new members at the active members' current minimum instead of --count")
-	members, status, ok := c.parseArgs(args)
-	if !ok {
-		return status
-	}
-	if err := c.notWith("at-minimum", ": give one or the other", "count"); err != nil {
-		return c.usage(err)
-	}
-	return f.run(c, time.Minute, func(ctx context.Context, p *assign.Pool) error {
-		add := func() (assign.AddResult, error) { return p.Add(ctx, count, members...) }
-		if atMin {
-			add = func() (assign.AddResult, error) { return p.AddAtMinimum(ctx, members...) }
+// runAssignMembers runs add, remove or restore: the commands that change
+// the members given as arguments and say what they did in one line.
+func runAssignMembers(op string) func(c *command, args []string) int {
+	return func(c *command, args []string) int {
+		var f poolFlags
+		var count int64
+		var atMin bool
+		policy := "current-minimum"
+		f.register(c)
+		switch op {
+		case "add":
+			c.Int64Var(&count, "count", 0, "the agreed initial count `N` of the new members, 0 to 2^53")
+			c.BoolVar(&atMin, "at-minimum", false, "start the new members at the active members' current minimum instead of --count")
+		case "restore":
+			c.StringVar(&policy, "policy", policy, "count the members rejoin with: current-minimum, keep-history or zero (zero piles picks onto them)")
 		}
-		r, err := add()
-		if err == nil {
-			fmt.Fprintf(c.stdout, "added %d to pool %q", r.Added, p.Name())
-			if r.Active > 0 {
-				fmt.Fprintf(c.stdout, "; %d already active (counts untouched)", r.Active)
+		members, status, ok := c.parseArgs(args)
+		if !ok {
+			return status
+		}
+		pol, err := assign.ParseRestorePolicy(policy)
+		if err != nil {
+			err = fmt.Errorf("--policy: %w", err)
+		}
+		if err = cmp.Or(err, c.notWith("at-minimum", ": give one or the other", "count")); err != nil {
+			return c.usage(err)
+		}
+		return f.run(c, time.Minute, func(ctx context.Context, p *assign.Pool) error {
+			var r assign.AddResult
+			var done string
+			switch {
+			case op == "remove":
+				err, done = p.Remove(ctx, members...), fmt.Sprintf("removed %d from pool %q (counts kept for restore)", len(members), p.Name())
+			case op == "restore":
+				err, done = p.Restore(ctx, pol, members...), fmt.Sprintf("restored %d to pool %q at %s", len(members), p.Name(), pol)
+			case atMin:
+				r, err = p.AddAtMinimum(ctx, members...)
+			default:
+				r, err = p.Add(ctx, count, members...)
 			}
-			if r.Removed > 0 {
-				fmt.Fprintf(c.stdout, "; %d removed (afloat assign restore brings them back)", r.Removed)
+			switch {
+			case err != nil:
+				return err
+			case op == "add":
+				return assign.WriteAdded(c.stdout, p.Name(), r)
 			}
-			fmt.Fprintln(c.stdout)
-		}
-		return err
-	})
-}
-
-func runAssignRemove(c *command, args []string) int {
-	var f poolFlags
-	f.register(c)
-	members, status, ok := c.parseArgs(args)
-	if !ok {
-		return status
+			_, err = fmt.Fprintln(c.stdout, done)
+			return err
+		})
 	}
-	return f.run(c, time.Minute, func(ctx context.Context, p *assign.Pool) error {
-		err := p.Remove(ctx, members...)
-		if err == nil {
-			fmt.Fprintf(c.stdout, "removed %d from pool %q (counts kept for restore)\n", len(members), p.Name())
-		}
-		return err
-	})
-}
-
-func runAssignRestore(c *command, args []string) int {
-	var f poolFlags
-	var policy string
-	f.register(c)
-	c.StringVar(&policy, "policy", "current-minimum", "count the members rejoin with: current-minimum, keep-history or zero (zero piles picks onto them)")
-	members, status, ok := c.parseArgs(args)
-	if !ok {
-		return status
-	}
-	pol, err := assign.ParseRestorePolicy(policy)
-	if err != nil {
-		return c.usage(fmt.Errorf("--policy: %w", err))
-	}
-	return f.run(c, time.Minute, func(ctx context.Context, p *assign.Pool) error {
-		err := p.Restore(ctx, pol, members...)
-		if err == nil {
-			fmt.Fprintf(c.stdout, "restored %d to pool %q at %s\n", len(members), p.Name(), pol)
-		}
-		return err
-	})
 }
 
 func runAssignList(c *command, args []string) int {
@@ -201,46 +180,20 @@ func runAssignPick(c *command, args []string) int {
 	})
 }
 
-// intList is a comma-separated list of integers.
-type intList []int
-
-func (l *intList) String() string {
-	s := make([]string, len(*l))
-	for i, n := range *l {
-		s[i] = strconv.Itoa(n)
-	}
-	return strings.Join(s, ",")
-}
-
-func (l *intList) Set(v string) error {
-	var out intList
-	for _, f := range strings.Split(v, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return fmt.Errorf("want comma-separated batch sizes from 0 (none) to %d", assign.MaxBatch)
-		}
-		out = append(out, n)
-	}
-	*l = out
-	return nil
-}
-
 func runAssignBench(c *command, args []string) int {
 	cfg := assignbench.DefaultConfig("")
-	batches := intList(cfg.Batches)
 	var asJSON bool
 	redisFlag(c, &cfg.RedisURL)
 	c.StringVar(&cfg.Pool, "pool", cfg.Pool, "pool `NAME` to use; it is emptied and refilled")
 	c.IntVar(&cfg.PoolSize, "pool-size", cfg.PoolSize, "members in the pool, 1 to 100000")
 	c.IntVar(&cfg.Workers, "workers", cfg.Workers, "goroutines picking (and redis-benchmark clients), 1 to 10000")
 	c.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of each afloat run, 100ms to 1h")
-	c.Var(&batches, "batch", "batch sizes to run, comma-separated: 0 is one pick a call (auto-pipelined), n is n picks a round trip")
+	c.Var(cli.IntList{Ints: &cfg.Batches, Want: fmt.Sprintf("batch sizes from 0 (none) to %d", assign.MaxBatch)}, "batch", "batch sizes to run, comma-separated: 0 is one pick a call (auto-pipelined), n is n picks a round trip")
 	c.BoolVar(&cfg.Peer, "peer", false, "after each run, redis-benchmark on the same server and pool: EVALSHA of the same script, --workers clients, -P batch, as many picks")
 	c.BoolVar(&asJSON, "json", false, "print the results as JSON")
 	if status, ok := c.parse(args); !ok {
 		return status
 	}
-	cfg.Batches = batches
 	if cfg.RedisURL == "" {
 		return c.usage(errRedisRequired)
 	}
@@ -251,7 +204,7 @@ func runAssignBench(c *command, args []string) int {
 	// then says why it failed.
 	if len(rs) > 0 || err == nil {
 		if asJSON {
-			writeJSON(c.stdout, rs)
+			cli.WriteJSON(c.stdout, rs)
 		} else {
 			assignbench.Write(c.stdout, rs)
 		}
@@ -299,10 +252,10 @@ func runProxyCheck(c *command, args []string) int {
 		ctx, stop := interruptible()
 		defer stop()
 		health, err := assign.CheckProxies(ctx, proxies, probe)
-		if err != nil {
-			return c.failed(err)
+		if err == nil {
+			err = assign.WriteHealth(c.stdout, health)
 		}
-		return c.fail(assign.WriteHealth(c.stdout, health))
+		return c.fail(err)
 	}
 	return f.run(c, 0, func(ctx context.Context, p *assign.Pool) error {
 		pp, err := assign.NewProxyPool(p, probe, pol)
@@ -312,8 +265,7 @@ func runProxyCheck(c *command, args []string) int {
 		pp.Import(proxies...)
 		rep, err := pp.Check(ctx)
 		if err == nil {
-			err = assign.WriteHealth(c.stdout, rep.Health)
-			fmt.Fprintf(c.stdout, "pool %q: %d joined, %d restored, %d left\n", p.Name(), len(rep.Joined), len(rep.Restored), len(rep.Left))
+			err = assign.WriteCheckReport(c.stdout, p.Name(), rep)
 		}
 		return err
 	})

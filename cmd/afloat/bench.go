@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/afloat/afloat/internal/cli"
 	"github.com/afloat/afloat/overload/live"
 )
 
@@ -65,7 +66,7 @@ func runBenchBulkhead(c *command, args []string) int {
 		return c.fail(err, live.ErrConfig)
 	}
 	if f.asJSON {
-		err = writeJSON(c.stdout, rep)
+		err = cli.WriteJSON(c.stdout, rep)
 	} else {
 		err = live.WriteReport(c.stdout, rep)
 	}
@@ -84,10 +85,7 @@ func (f *benchFlags) runSoak(ctx context.Context, c *command) int {
 		return c.usage(err)
 	}
 	fmt.Fprintf(c.stderr, "soak: %s at %v × capacity for %v\n", f.soakMode, f.soakLoad, f.soak)
-	samples, err := live.Soak(ctx, "", f.soakMode, f.soakLoad, f.soak, f.soakEvery, func(s live.SoakSample) {
-		fmt.Fprintf(c.stdout, "%8.1f s  heap %7.2f MB  %5d goroutines  %8d answered  %8d refused\n",
-			s.At.Seconds(), float64(s.HeapInuse)/1e6, s.Goroutines, s.Good, s.Rejected)
-	})
+	samples, err := live.Soak(ctx, "", f.soakMode, f.soakLoad, f.soak, f.soakEvery, func(s live.SoakSample) { live.WriteSoakSample(c.stdout, s) })
 	if err != nil {
 		return c.fail(err, live.ErrConfig)
 	}

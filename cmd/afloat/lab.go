@@ -87,8 +87,6 @@ func runLabOverload(c *command, args []string) int {
 
 func printProfiles(w io.Writer) {
 	fmt.Fprint(w, "\nProfiles:\n")
-	for _, p := range overload.Profiles() {
-		fmt.Fprintf(w, "  %-11s %s\n", p.Name, p.Description)
-	}
+	overload.WriteProfiles(w)
 	note("lab-overload")(w)
 }

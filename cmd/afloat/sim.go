@@ -3,39 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/afloat/afloat/sim"
 )
-
-// seedFlag is a uint32 flag whose error names the allowed range.
-type seedFlag uint32
-
-func (s *seedFlag) String() string { return strconv.FormatUint(uint64(*s), 10) }
-
-func (s *seedFlag) Set(v string) error {
-	n, err := strconv.ParseUint(v, 10, 32)
-	if err != nil {
-		return fmt.Errorf("want an integer from 0 to %d", uint32(math.MaxUint32))
-	}
-	*s = seedFlag(n)
-	return nil
-}
-
-// parseSeeds reads a range of seeds, A-B; how many seeds and in what
-// order is for the package that runs them to check.
-func parseSeeds(s string) (from, to uint32, err error) {
-	a, b, ok := strings.Cut(s, "-")
-	first, err1 := strconv.ParseUint(a, 10, 32)
-	last, err2 := strconv.ParseUint(b, 10, 32)
-	if !ok || err1 != nil || err2 != nil {
-		return 0, 0, fmt.Errorf("--seeds %q: want A-B, integers from 0 to 4294967295", s)
-	}
-	return uint32(first), uint32(last), nil
-}
 
 func runSimRun(fs *command, args []string) int {
 	var (

@@ -4,9 +4,9 @@ import (
 	"cmp"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
+	"github.com/afloat/afloat/internal/cli"
 	"github.com/afloat/afloat/sim"
 	"github.com/afloat/afloat/sim/bots"
 )
@@ -54,18 +54,8 @@ func runSimBots(c *command, args []string) int {
 	if err := bots.WriteTable(c.stdout, bots.Summaries(ds)); err != nil || write == "" {
 		return c.fail(err)
 	}
-	if err := writeFile(write, func(w io.Writer) error { return bots.WriteShipped(w, ds) }); err != nil {
+	if err := cli.WriteFile(write, func(w io.Writer) error { return bots.WriteShipped(w, ds) }); err != nil {
 		return c.failed(fmt.Errorf("--write: %w", err))
 	}
 	return exitOK
-}
-
-// writeFile creates path and writes it with write.
-func writeFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	err = write(f)
-	return cmp.Or(err, f.Close())
 }
