@@ -3,7 +3,8 @@
 // region agents (quota/agent), each on a free loopback port, with their
 // data directories and event logs in the test's temporary directory, all
 // stopped by the test's cleanup. It is for tests only, as net/http's
-// httptest is: no other package imports it.
+// httptest is: internal/conventions checks that no package's own code
+// imports it.
 //
 //	c := servicetest.New(t, configYAML)
 //	coord := c.Coordinator(replica.Options{})       // on c.Etcd(), started on first need
