@@ -18,7 +18,7 @@ import (
 )
 
 // The processes of the global quota: thin wrappers that parse flags and
-// call package service.
+// call quota/coordinator/replica, quota/agent and quota/etcdmember.
 
 // splitURLs reads a comma-separated list of URLs (host:port means
 // http://host:port), naming the flag in errors.

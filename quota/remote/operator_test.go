@@ -16,7 +16,7 @@ import (
 )
 
 // tenantsAPI answers the tenants API's routes as a coordinator does
-// (quota/service's TenantsHandler; cmd/afloat's TestQuotaTenantsRoundTrip
+// (quota/coordinator/replica's TenantsHandler; cmd/afloat's TestQuotaTenantsRoundTrip
 // drives the real one on etcd): the leader with answer, a follower (answer
 // nil) with 503 {"error","leader"} naming whom leader returns. It counts
 // the requests and the tokens it saw.
