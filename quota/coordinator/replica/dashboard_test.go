@@ -56,12 +56,15 @@ func exposed(t *testing.T) map[string][]string {
 	a, err := agent.New(agent.Options{Config: cfg, Name: "eu", Coordinators: []string{cs.URL}, Listen: "127.0.0.1:0",
 		Logger: opstest.QuietLog(), Ready: func(addr string) { ready <- addr }})
 	opstest.Must(t, err)
-	wg.Go(func() {
-		if err := a.Run(ctx); err != nil {
-			t.Error(err)
-		}
-	})
-	rs := "http://" + <-ready
+	ran := make(chan error, 1)
+	wg.Go(func() { ran <- a.Run(ctx) })
+	var rs string
+	select {
+	case addr := <-ready:
+		rs = "http://" + addr
+	case err := <-ran:
+		t.Fatalf("the agent ended before it served: %v", err)
+	}
 	opstest.WaitFor(t, "the agent's leases", func() bool { code, _ := opstest.Readyz(t, rs); return code == 200 })
 
 	out := map[string][]string{}
