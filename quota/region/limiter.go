@@ -92,9 +92,8 @@ type bucket struct {
 	mode       quota.Mode
 	held       uint64 // highest lease ID installed
 	reported   bool
-	demand     quota.Micro  // the demand last reported
-	pending    pendingGrant // a grant received that starts later
-	jitter     float64      // this request's stretch of the retry interval
+	demand     quota.Micro // the demand last reported
+	jitter     float64     // this request's stretch of the retry interval
 }
 
 // maxCachedTenants is the most tenants a limiter keeps token caches for.

@@ -483,9 +483,8 @@ func TestCachesAndWordNeverExceedTheBurst(t *testing.T) {
 	}
 }
 
-// TestRetryAfterRule: the earliest known of the next refill and the
-// activation of a received lease; else the next renewal the region will
-// try, as a policy (not a promise).
+// TestRetryAfterRule: the next refill that fits, a promise; else the
+// next renewal the region will try, as a policy (not a promise).
 func TestRetryAfterRule(t *testing.T) {
 	l := newLimiter(t)
 	ms := time.Millisecond
@@ -507,11 +506,6 @@ func TestRetryAfterRule(t *testing.T) {
 	// not "retry now", which would meet the same refusal, but the first
 	// retry interval.
 	step(21, int64(1600*ms), 1, 500*ms, false)
-	// A grant arrived that starts at 2 s: its activation is a promise,
-	// for a cost its burst holds.
-	l.expect("acme", int64(2*time.Second), 10*quota.One)
-	step(3, int64(600*ms), 1, 1400*ms, true)
-	step(4, int64(600*ms), 11, 900*ms, false)
 	// A lease of 10/s, empty: the next refill that fits, 100 ms a token.
 	in := grantAt(t, l, int64(3*time.Second), int64(3*time.Second), 10, 10, nil)
 	if !in.OK() {
