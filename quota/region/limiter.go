@@ -53,8 +53,8 @@ type index struct {
 	buckets map[string]*bucket
 	// list holds the buckets again, in the order they were added. When
 	// there are at most fewTenants (few), bucket scans it instead of the
-	// map: comparing a handful of strings is cheaper than hashing one,
-	// and the lookup is a fifth of Allow's cost otherwise.
+	// map: comparing a handful of strings is cheaper than hashing one
+	// (BenchmarkAllowAt).
 	list []named
 	few  bool
 }
@@ -201,7 +201,7 @@ func (l *Limiter) Tenants() []string {
 // Now reads the limiter's clock: monotonic nanoseconds since New. It is
 // time.Since of a reading with a monotonic part, which reads the
 // monotonic clock alone (no wall clock): the cheapest clock the standard
-// library has, and most of what Allow costs.
+// library has.
 func (l *Limiter) Now() int64 {
 	if l.clock != nil {
 		return l.clock() - l.clock0
