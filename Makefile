@@ -6,10 +6,11 @@
 # boundaries and litter checks, and every unit test (with -short): the
 # race detector on every package that runs goroutines, the models'
 # deterministic simulations without it (plus a small -race test of the
-# models' own goroutine code), the embedded-etcd tests, and the browser
-# tests side by side without -race (the server code they drive is under
-# -race in the web package's other tests). Nothing in it is timed on the
-# wall clock.
+# models' own goroutine code), the mutation checks (built with the tag
+# mutation, which plants the deliberate faults), the embedded-etcd tests,
+# and the browser tests side by side without -race (the server code they
+# drive is under -race in the web package's other tests). Nothing in it is
+# timed on the wall clock.
 #
 # make test-long adds what takes minutes or holds real processes on the
 # wall clock: the tests that skip under -short (multi-process clusters,
@@ -59,11 +60,13 @@ deps:
 		$(SUDO) apt-get update -q && $(APT_INSTALL) redis-server redis-tools; \
 	fi
 
-# vet checks both build-tag sets: the quota's embedded etcd is behind the
-# tag embedetcd (docs/quota.md, "Build").
+# vet checks every build-tag set: the quota's embedded etcd is behind the
+# tag embedetcd (docs/quota.md, "Build"), and the deliberate faults of the
+# chaos harness's mutation checks behind the tag mutation (MUTATION).
 vet:
 	$(GO) vet ./...
 	$(GO) vet -tags embedetcd ./quota/... ./cmd/...
+	$(GO) vet -tags mutation ./quota/...
 
 fmt-check:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -78,6 +81,7 @@ STATICCHECK := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)
 lint: $(STATICCHECK)
 	$(STATICCHECK) ./...
 	$(STATICCHECK) -tags embedetcd ./...
+	$(STATICCHECK) -tags mutation ./quota/...
 
 $(STATICCHECK):
 	@echo "make test: installing staticcheck $(STATICCHECK_VERSION) into $(TOOLS)"
@@ -124,7 +128,7 @@ litter:
 # comparison runner) is tested under -race by the tests named
 # ...Concurrently.
 NORACE := sim sim/bots overload quota quota/chaos quota/internal/breakage \
-	quota/internal/settings internal/conventions internal/heap \
+	internal/conventions internal/heap \
 	internal/queueing internal/redact internal/rng internal/vclock
 NORACE_RE := ^github.com/afloat/afloat/($(shell echo $(NORACE) | tr ' ' '|'))$$
 # The browser tests are the web package's tests whose names end in
@@ -141,9 +145,15 @@ unit: $(UNITS)
 unit-race:
 	$(GO) test -short -race -count=1 -skip '$(BROWSER_TESTS)' $$($(GO) list ./... | grep -Ev '$(NORACE_RE)')
 
+# MUTATION runs the mutation checks: tests that plant a deliberate fault
+# and show that the checker (or the property) catches it. The faults exist
+# only in a build with the tag mutation, so that no release consults one.
+MUTATION := -tags mutation -run 'Mutation' ./quota/chaos ./quota/coordinator
+
 unit-models:
 	$(GO) test -short -count=1 $$($(GO) list ./... | grep -E '$(NORACE_RE)')
 	$(GO) test -short -race -count=1 -run 'Concurrently$$' ./sim/bots ./overload ./quota/chaos
+	$(GO) test -short -count=1 $(MUTATION)
 
 # The quota's etcd tests need the embedded etcd server, which only a build
 # with the tag embedetcd has; they run without -race, which would
@@ -177,6 +187,7 @@ long:
 	$(GO) build -tags embedetcd -o $(BUILD)/afloat-embedetcd ./cmd/afloat
 	$(GO) test -count=1 -tags embedetcd -run '$(LONG_TESTS)' -v ./cmd/afloat ./quota/service ./overload/live ./web
 	$(GO) test -count=1 $$($(GO) list ./... | grep -E '$(NORACE_RE)')
+	$(GO) test -count=1 $(MUTATION)
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -E '$(NORACE_RE)')
 
 # bench-assign runs afloat assign bench (50 workers, 100 members, 10 s,

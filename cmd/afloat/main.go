@@ -1,5 +1,6 @@
-// Command afloat is the one binary of the afloat toolkit: the on-call
-// simulator's CLI today, the web console and the labs as they land.
+// Command afloat is the one binary of the afloat toolkit: the web
+// console and its labs, the on-call simulator's CLI, the overload and
+// assignment tools, and the global quota's processes and checks.
 //
 // Every subcommand parses its flags here and hands a validated
 // configuration to its package; nothing here models anything. The

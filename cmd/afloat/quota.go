@@ -12,6 +12,7 @@ import (
 
 	"github.com/afloat/afloat/quota"
 	"github.com/afloat/afloat/quota/chaos"
+	"github.com/afloat/afloat/quota/eventlog"
 )
 
 // chaosFlags are the flags chaos and sim share.
@@ -112,7 +113,7 @@ func runQuotaChaos(c *command, args []string) int {
 		defer file.Close()
 		logOut = file
 	}
-	w := chaos.NewJSONWriter(logOut)
+	w := eventlog.NewJSONWriter(logOut)
 	cfg.Log = w
 	sum, err := chaos.Run(cfg)
 	if err != nil {
@@ -198,10 +199,10 @@ func runQuotaCheck(c *command, args []string) int {
 	if len(rest) == 0 {
 		return c.usage(fmt.Errorf("want one FILE or more: event logs of afloat quota chaos --log or of --event-log (- for standard input)"))
 	}
-	var logs []chaos.Log
+	var logs []eventlog.Log
 	for _, name := range rest {
 		if name == "-" {
-			logs = append(logs, chaos.Log{Name: "standard input", R: c.stdin})
+			logs = append(logs, eventlog.Log{Name: "standard input", R: c.stdin})
 			continue
 		}
 		file, err := os.Open(name)
@@ -209,18 +210,15 @@ func runQuotaCheck(c *command, args []string) int {
 			return c.usage(err)
 		}
 		defer file.Close()
-		logs = append(logs, chaos.Log{Name: name, R: file})
+		logs = append(logs, eventlog.Log{Name: name, R: file})
 	}
-	res, err := chaos.CheckLogs(logs, limits)
+	res, err := eventlog.CheckLogs(logs, limits)
 	switch {
 	case err == nil:
-	case errors.Is(err, chaos.ErrNoEvents), errors.Is(err, chaos.ErrTruncated), errors.Is(err, chaos.ErrNoStart),
-		errors.Is(err, chaos.ErrNoAdmissions), errors.Is(err, chaos.ErrLimitsMismatch), errors.Is(err, chaos.ErrLimitsMissing):
-		// The run did not finish, never started, put nothing to the test,
-		// or is not the run its operator described: its check fails.
+	case errors.Is(err, eventlog.ErrUnproven):
 		return c.failed(err)
 	default:
-		return c.usage(err) // a line that is not an event
+		return c.usage(err) // a line that is not an event, limits given twice
 	}
 	if len(res.Unverified) > 0 {
 		fmt.Fprintf(c.stderr, "afloat quota check: the limits of %s come from the log itself, unverified; give --tenant NAME:R:B for each tenant to check them\n",
@@ -230,7 +228,7 @@ func runQuotaCheck(c *command, args []string) int {
 }
 
 // tenantLimits is the repeatable --tenant flag.
-type tenantLimits []chaos.Limits
+type tenantLimits []eventlog.Limits
 
 func (t *tenantLimits) String() string {
 	s := make([]string, len(*t))
@@ -240,15 +238,11 @@ func (t *tenantLimits) String() string {
 	return strings.Join(s, ",")
 }
 
+// Set reads one tenant's limits; CheckLogs refuses a tenant given twice.
 func (t *tenantLimits) Set(v string) error {
-	l, err := chaos.ParseLimits(v)
+	l, err := eventlog.ParseLimits(v)
 	if err != nil {
 		return err
-	}
-	for _, o := range *t {
-		if o.Tenant == l.Tenant {
-			return fmt.Errorf("tenant %q given twice (%s and %s)", l.Tenant, o, l)
-		}
 	}
 	*t = append(*t, l)
 	return nil

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/afloat/afloat/internal/faultproxy"
-	"github.com/afloat/afloat/quota/chaos"
+	"github.com/afloat/afloat/quota/eventlog"
 )
 
 // TestQuotaEndToEnd runs the global quota as a user deploys it, each part
@@ -516,8 +516,8 @@ func (c *cluster) logs() []string {
 // granted after t by an epoch that started after t: how long after t
 // renewals resumed.
 func (c *cluster) firstGrantAfter(t0 time.Time) time.Duration {
-	var restarts []chaos.Event
-	var leases []chaos.Event
+	var restarts []eventlog.Event
+	var leases []eventlog.Event
 	for k := range c.coords {
 		f, err := os.Open(filepath.Join(c.dir, fmt.Sprintf("coordinator-%d.jsonl", k)))
 		if err != nil {
@@ -525,14 +525,14 @@ func (c *cluster) firstGrantAfter(t0 time.Time) time.Duration {
 		}
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
-			e, err := chaos.ParseEvent(sc.Bytes())
+			e, err := eventlog.ParseEvent(sc.Bytes())
 			if err != nil {
 				continue
 			}
-			switch e.Ev {
-			case "restart":
+			switch e.Kind {
+			case eventlog.Restart:
 				restarts = append(restarts, e)
-			case "lease":
+			case eventlog.Lease:
 				leases = append(leases, e)
 			}
 		}

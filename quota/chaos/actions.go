@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/afloat/afloat/quota"
+	"github.com/afloat/afloat/quota/eventlog"
 )
 
 // A scripted run: instead of the faults a seed draws, a person chooses
@@ -264,19 +265,19 @@ func (s *sim) handleScripted(it item) error {
 		if k.Region == "" {
 			c := s.coords[s.cur]
 			c.clock = c.clock.skewed(s.now, k.Drift)
-			s.emit(Event{Ev: "skew", Epoch: c.core.Epoch(), Offset: int64(c.clock.Offset), Drift: c.clock.Drift})
+			s.emit(eventlog.Event{Kind: eventlog.Skew, Epoch: c.core.Epoch(), Offset: int64(c.clock.Offset), Drift: c.clock.Drift})
 			return nil
 		}
 		for _, r := range s.regions {
 			if r.name == k.Region {
 				r.clock = r.clock.skewed(s.now, k.Drift)
-				s.emit(Event{Ev: "skew", Region: r.name, Offset: int64(r.clock.Offset), Drift: r.clock.Drift})
+				s.emit(eventlog.Event{Kind: eventlog.Skew, Region: r.name, Offset: int64(r.clock.Offset), Drift: r.clock.Drift})
 			}
 		}
 	case evSample:
 		for _, r := range s.regions {
 			st := r.lim.Status(r.clock.local(s.now), s.t.Name)
-			e := Event{Ev: "sample", Tenant: s.t.Name, Region: r.name}
+			e := eventlog.Event{Kind: eventlog.Sample, Tenant: s.t.Name, Region: r.name}
 			if st.Valid {
 				e.ID, e.Epoch, e.Rate, e.Burst, e.Balance = st.Lease.ID, st.Lease.Epoch, st.Lease.Rate, st.Lease.Burst, st.Balance
 			}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/afloat/afloat/quota"
+	"github.com/afloat/afloat/quota/eventlog"
 )
 
 // Fault is a kind of fault the harness injects.
@@ -90,7 +91,7 @@ type Config struct {
 	// traffic, faults, clocks and network, scripted.
 	Schedule *Schedule
 	// Log, if set, receives the event log as it happens.
-	Log EventWriter
+	Log eventlog.Writer
 	// NoCaches runs the regions' limiters without their token cache, every
 	// request taking from the shared word (region.Config.Caches −1). By
 	// default each has one cache, as a single P of a real region would:
@@ -111,12 +112,6 @@ type Config struct {
 	// in-process callers (incarnation 0) and never attach, and a seed's
 	// run is what it always was.
 	Duplicate string
-}
-
-// EventWriter receives events: a JSON-lines writer (NewJSONWriter), the
-// checker, or both.
-type EventWriter interface {
-	Write(e *Event)
 }
 
 // Defaults of the seed's tenant.

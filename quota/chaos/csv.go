@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 	"time"
+
+	"github.com/afloat/afloat/quota/eventlog"
 )
 
 // Series sums the offered and admitted tokens of each region over steps
@@ -26,9 +28,9 @@ func NewSeries(regions []string, step time.Duration) *Series {
 	return s
 }
 
-// Write implements EventWriter.
-func (s *Series) Write(e *Event) {
-	if e.Ev != "admit" && e.Ev != "reject" {
+// Write implements eventlog.Writer.
+func (s *Series) Write(e *eventlog.Event) {
+	if e.Kind != eventlog.Admit && e.Kind != eventlog.Reject {
 		return
 	}
 	i, ok := s.index[e.Region]
@@ -40,7 +42,7 @@ func (s *Series) Write(e *Event) {
 		s.rows = append(s.rows, make([]int64, 2*len(s.regions)))
 	}
 	s.rows[k][2*i] += e.N
-	if e.Ev == "admit" {
+	if e.Kind == eventlog.Admit {
 		s.rows[k][2*i+1] += e.N
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/afloat/afloat/quota/internal/breakage"
+	"github.com/afloat/afloat/quota/eventlog"
 )
 
 // Summary is a run's outcome: what the checker found, and what was
@@ -18,7 +18,7 @@ type Summary struct {
 	Mode     string        `json:"mode"`
 	Faults   string        `json:"faults"`
 	Duration time.Duration `json:"duration_ns"`
-	Report
+	eventlog.Report
 	Offered map[string]int64 `json:"offered"` // tokens, by region
 	Admits  map[string]int64 `json:"admits"`  // tokens, by region
 	Outages int              `json:"outages"`
@@ -35,11 +35,11 @@ type Summary struct {
 func (s Summary) OK() bool { return s.Violations == 0 }
 
 // Run runs one seed and checks it.
-func Run(cfg Config) (Summary, error) { return run(cfg, breakage.Set{}) }
+func Run(cfg Config) (Summary, error) { return run(cfg, faults{}) }
 
-// run is Run with deliberate faults planted in the coordinator, the ledger
-// and the regions: the mutation checks show that the checker catches each.
-func run(cfg Config, broken breakage.Set) (Summary, error) {
+// run is Run with the deliberate faults of broken planted (none but in a
+// build with the tag mutation: faults.go).
+func run(cfg Config, broken faults) (Summary, error) {
 	if err := cfg.Validate(); err != nil {
 		return Summary{}, err
 	}
@@ -48,10 +48,10 @@ func run(cfg Config, broken breakage.Set) (Summary, error) {
 	if sch == nil {
 		sch = Draw(cfg)
 	}
-	chk := NewChecker()
-	var out EventWriter = chk
+	chk := eventlog.NewChecker()
+	var out eventlog.Writer = chk
 	if cfg.Log != nil {
-		out = Tee{cfg.Log, chk}
+		out = eventlog.Tee{cfg.Log, chk}
 	}
 	s, err := newSim(cfg, sch, out, broken)
 	if err != nil {

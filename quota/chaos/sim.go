@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/afloat/afloat/internal/rng"
 	"github.com/afloat/afloat/quota"
 	"github.com/afloat/afloat/quota/coordinator"
-	"github.com/afloat/afloat/quota/internal/breakage"
-	"github.com/afloat/afloat/quota/internal/settings"
+	"github.com/afloat/afloat/quota/eventlog"
 	"github.com/afloat/afloat/quota/region"
 )
 
@@ -171,9 +169,9 @@ type sim struct {
 	cur     int // the coordinator process regions turn to
 	ledger  coordinator.Ledger
 	net     *rng.Rand
-	out     EventWriter
-	ev      Event
-	broken  breakage.Set
+	out     eventlog.Writer
+	ev      eventlog.Event
+	broken  faults
 	refused int    // ledger writes refused for another reason than the epoch
 	attach  bool   // regions attach before they renew (Config.Duplicate)
 	lastInc uint64 // the last incarnation drawn
@@ -186,10 +184,11 @@ func (s *sim) at(t int64, it item) {
 	s.q.push(it)
 }
 
-func (s *sim) emit(e Event) {
+func (s *sim) emit(e eventlog.Event) {
 	e.T = s.now
-	switch e.Ev {
-	case "start", "admit", "reject", "lease", "end", "credit", "install", "supersede", "expire", "return":
+	switch e.Kind {
+	case eventlog.Start, eventlog.Admit, eventlog.Reject, eventlog.Lease, eventlog.End, eventlog.Credit,
+		eventlog.Install, eventlog.Supersede, eventlog.Expire, eventlog.Return:
 		e.Tenant = s.t.Name
 	}
 	s.ev = e
@@ -218,13 +217,10 @@ func (s *sim) nextArrival(r *regionNode) {
 	r.next = s.now + int64(r.rng.Exp(meanCost/r.rate)*1e9) + 1
 }
 
-func newSim(cfg Config, sch *Schedule, out EventWriter, broken breakage.Set) (*sim, error) {
+func newSim(cfg Config, sch *Schedule, out eventlog.Writer, broken faults) (*sim, error) {
 	s := &sim{cfg: cfg, t: cfg.Tenant, sch: sch, end: int64(cfg.Duration), out: out, broken: broken, attach: cfg.Duplicate != ""}
 	s.net = rng.New(cfg.Seed ^ 0x85ebca6b)
-	s.ledger = coordinator.NewMemLedger()
-	if broken.NoFencing {
-		s.ledger = &unfenced{Ledger: s.ledger}
-	}
+	s.ledger = broken.ledger(coordinator.NewMemLedger())
 	names := s.t.Regions
 	if cfg.Duplicate != "" {
 		names = append(slices.Clone(names), cfg.Duplicate) // its second agent, last
@@ -235,7 +231,7 @@ func newSim(cfg Config, sch *Schedule, out EventWriter, broken breakage.Set) (*s
 		if cfg.NoCaches {
 			rc.Caches = -1
 		}
-		lim, err := region.New(rc, region.Option(func(o *settings.Limiter) { o.Faults = broken }))
+		lim, err := broken.newLimiter(rc)
 		if err != nil {
 			return nil, err
 		}
@@ -260,14 +256,14 @@ func (s *sim) startCoordinator() error {
 		cl = s.sch.CoordClocks[k%n]
 	}
 	node := &coordNode{clock: cl}
-	core, err := coordinator.Open(context.Background(), coordinator.Config{Tenants: []quota.Tenant{s.t}},
-		s.ledger, time.Duration(cl.local(s.now)), coordinator.Option(func(o *settings.Core) { o.Faults = s.broken }))
+	core, err := s.broken.openCore(context.Background(), coordinator.Config{Tenants: []quota.Tenant{s.t}},
+		s.ledger, time.Duration(cl.local(s.now)))
 	if err != nil {
 		return err
 	}
 	node.core = core
 	s.coords = append(s.coords, node)
-	s.emit(Event{Ev: "restart", Epoch: core.Epoch(), Offset: int64(cl.Offset), Drift: cl.Drift})
+	s.emit(eventlog.Event{Kind: eventlog.Restart, Epoch: core.Epoch(), Offset: int64(cl.Offset), Drift: cl.Drift})
 	s.at(s.now+int64(time.Second), item{kind: evCoordTick, b: int32(k)})
 	return nil
 }
@@ -302,10 +298,10 @@ func (s *sim) send(r int, toCoord bool, coord int, m *message) {
 func (s *sim) run() error {
 	// The opening: the tenant, the clocks, the first coordinator, the
 	// regions' timers, the schedule's events.
-	s.emit(Event{Ev: "start", Rate: s.t.Rate, Burst: s.t.Burst, N: int64(len(s.t.Regions)), Balance: s.t.Emergency, Why: s.t.Mode.String()})
+	s.emit(eventlog.Event{Kind: eventlog.Start, Rate: s.t.Rate, Burst: s.t.Burst, N: int64(len(s.t.Regions)), Balance: s.t.Emergency, Why: s.t.Mode.String()})
 	for _, r := range s.regions {
 		if r.clock != (Clock{}) {
-			s.emit(Event{Ev: "skew", Region: r.name, Offset: int64(r.clock.Offset), Drift: r.clock.Drift})
+			s.emit(eventlog.Event{Kind: eventlog.Skew, Region: r.name, Offset: int64(r.clock.Offset), Drift: r.clock.Drift})
 		}
 	}
 	if err := s.startCoordinator(); err != nil {
@@ -353,7 +349,7 @@ func (s *sim) run() error {
 		s.arrive(s.regions[ri])
 	}
 	s.now = s.end
-	s.emit(Event{Ev: "stop"})
+	s.emit(eventlog.Event{Kind: eventlog.Stop})
 	return nil
 }
 
@@ -363,9 +359,9 @@ func (s *sim) arrive(r *regionNode) {
 	r.offers += cost
 	if r.lim.AllowAt(local, s.t.Name, cost) {
 		r.admits += cost
-		s.emit(Event{Ev: "admit", Region: r.name, N: cost})
+		s.emit(eventlog.Event{Kind: eventlog.Admit, Region: r.name, N: cost})
 	} else {
-		s.emit(Event{Ev: "reject", Region: r.name, N: cost})
+		s.emit(eventlog.Event{Kind: eventlog.Reject, Region: r.name, N: cost})
 	}
 	s.nextArrival(r)
 }
@@ -404,7 +400,7 @@ func (s *sim) handle(it item) error {
 			return nil
 		}
 		r.using = 0
-		s.emit(Event{Ev: "expire", Region: r.name, ID: id})
+		s.emit(eventlog.Event{Kind: eventlog.Expire, Region: r.name, ID: id})
 	case evCoordTick:
 		c := s.coords[it.b]
 		if c.dead || c.fenced || c.core.Stopped() != nil {
@@ -413,7 +409,7 @@ func (s *sim) handle(it item) error {
 		if !c.paused {
 			steps, _ := c.core.Expire(time.Duration(c.clock.local(s.now)))
 			for _, st := range steps {
-				if err := s.write(int(it.b), st); errors.Is(err, quota.ErrStaleEpoch) {
+				if _, err := s.write(int(it.b), st); errors.Is(err, quota.ErrStaleEpoch) {
 					return nil
 				}
 			}
@@ -421,7 +417,7 @@ func (s *sim) handle(it item) error {
 		s.at(s.now+int64(time.Second), it)
 	case evTraffic:
 		seg := s.sch.Traffic[it.a]
-		s.emit(Event{Ev: "traffic", Rates: seg.Rates})
+		s.emit(eventlog.Event{Kind: eventlog.Traffic, Rates: seg.Rates})
 		for _, r := range s.regions {
 			r.rate = seg.Rates[r.name]
 			s.nextArrival(r)
@@ -431,7 +427,7 @@ func (s *sim) handle(it item) error {
 		for _, r := range s.regions {
 			if r.name == p.Region {
 				r.cut++
-				s.emit(Event{Ev: "partition", Region: r.name})
+				s.emit(eventlog.Event{Kind: eventlog.Partition, Region: r.name})
 			}
 		}
 	case evHeal:
@@ -439,7 +435,7 @@ func (s *sim) handle(it item) error {
 		for _, r := range s.regions {
 			if r.name == p.Region {
 				r.cut--
-				s.emit(Event{Ev: "heal", Region: r.name})
+				s.emit(eventlog.Event{Kind: eventlog.Heal, Region: r.name})
 			}
 		}
 	case evOutage:
@@ -447,12 +443,12 @@ func (s *sim) handle(it item) error {
 		c := s.coords[s.cur]
 		if o.Pause {
 			c.paused = true
-			s.emit(Event{Ev: "pause", Epoch: c.core.Epoch()})
+			s.emit(eventlog.Event{Kind: eventlog.Pause, Epoch: c.core.Epoch()})
 			s.at(s.now+int64(o.Wake), item{kind: evWake, a: it.a, b: int32(s.cur)})
 		} else {
 			c.dead = true
 			c.queue = nil
-			s.emit(Event{Ev: "crash", Epoch: c.core.Epoch()})
+			s.emit(eventlog.Event{Kind: eventlog.Crash, Epoch: c.core.Epoch()})
 		}
 		s.at(s.now+int64(o.Down), item{kind: evSuccessor, a: it.a})
 	case evSuccessor:
@@ -475,7 +471,7 @@ func (s *sim) handle(it item) error {
 	case evWake:
 		c := s.coords[it.b]
 		c.paused = false
-		s.emit(Event{Ev: "wake", Epoch: c.core.Epoch()})
+		s.emit(eventlog.Event{Kind: eventlog.Wake, Epoch: c.core.Epoch()})
 		queue := c.queue
 		c.queue = nil
 		for _, q := range queue {
@@ -487,31 +483,48 @@ func (s *sim) handle(it item) error {
 	return nil
 }
 
-// write is coordinator k's runner: it writes a step to the ledger and,
-// once written, tells of the leases that ended. A write refused for a
-// stale epoch stops the coordinator.
-func (s *sim) write(k int, st coordinator.Step) error {
+// write is coordinator k's runner: it writes a step to the ledger,
+// records it in the log — the journal: the leases it ended, the one it
+// granted, the credit it added — and acknowledges it to the core, which
+// gives the call's answer. A write refused for a stale epoch stops the
+// coordinator.
+func (s *sim) write(k int, st coordinator.Step) (coordinator.Answer, error) {
 	c := s.coords[k]
+	var err error
 	if len(st.Ops) > 0 {
-		if err := s.ledger.Commit(context.Background(), c.core.Epoch(), st.Ops...); err != nil {
-			if errors.Is(err, quota.ErrStaleEpoch) {
-				c.core.Fenced(err)
-				s.fence(k)
-			}
-			return err
-		}
+		err = s.ledger.Commit(context.Background(), c.core.Epoch(), st.Ops...)
 	}
+	if err == nil {
+		s.journal(c, st)
+	}
+	ans, err := c.core.Advance(st, err)
+	if errors.Is(err, quota.ErrStaleEpoch) {
+		s.fence(k)
+	}
+	return ans, err
+}
+
+// journal logs what a written step did.
+func (s *sim) journal(c *coordNode, st coordinator.Step) {
 	for _, e := range st.Ended {
-		s.emit(Event{Ev: "end", Region: e.Lease.Region, ID: e.Lease.ID, Epoch: e.Lease.Epoch, Why: string(e.Why)})
+		s.emit(eventlog.Event{Kind: eventlog.End, Region: e.Lease.Region, ID: e.Lease.ID, Epoch: e.Lease.Epoch, Why: string(e.Why)})
 	}
-	return nil
+	if l := st.Granted; l.ID != 0 { // none for a retry, answered with the grant it had
+		s.emit(eventlog.Event{
+			Kind: eventlog.Lease, Region: l.Region, ID: l.ID, Epoch: l.Epoch, Rate: l.Rate, Burst: l.Burst, Transfer: l.Transfer,
+			Activates: c.clock.real(int64(l.Activates)), Expires: c.clock.real(int64(l.Expires)),
+		})
+	}
+	if st.Credit > 0 {
+		s.emit(eventlog.Event{Kind: eventlog.Credit, Region: st.Returned.Region, ID: st.Returned.LeaseID, Balance: st.Credit})
+	}
 }
 
 func (s *sim) fence(k int) {
 	c := s.coords[k]
 	if !c.fenced {
 		c.fenced = true
-		s.emit(Event{Ev: "fenced", Epoch: c.core.Epoch()})
+		s.emit(eventlog.Event{Kind: eventlog.Fenced, Epoch: c.core.Epoch()})
 	}
 }
 
@@ -533,7 +546,7 @@ func (s *sim) deliverToCoord(it item) error {
 	case msgAttach:
 		return s.attachAt(it, now)
 	case msgRequest:
-		g, nudges, step, err := c.core.Renew(now, it.m.req)
+		step, err := c.core.Renew(now, it.m.req)
 		if errors.Is(err, quota.ErrUnverifiedEpoch) {
 			// The region has heard from a successor; this coordinator
 			// refuses, and learns it is fenced from the ledger.
@@ -543,8 +556,9 @@ func (s *sim) deliverToCoord(it item) error {
 			s.send(int(it.a), false, int(it.b), &message{what: msgSuperseded, inc: it.m.inc})
 			return nil
 		}
+		var ans coordinator.Answer
 		if err == nil {
-			err = s.write(int(it.b), step)
+			ans, err = s.write(int(it.b), step)
 		}
 		if errors.Is(err, quota.ErrStaleEpoch) {
 			s.fence(int(it.b))
@@ -556,14 +570,8 @@ func (s *sim) deliverToCoord(it item) error {
 			s.refused++
 			return nil
 		}
-		if l := step.Granted; l.ID != 0 { // else a retry, answered with the grant it had
-			s.emit(Event{
-				Ev: "lease", Region: l.Region, ID: l.ID, Epoch: l.Epoch, Rate: l.Rate, Burst: l.Burst, Transfer: l.Transfer,
-				Activates: c.clock.real(int64(l.Activates)), Expires: c.clock.real(int64(l.Expires)),
-			})
-		}
-		s.send(int(it.a), false, int(it.b), &message{what: msgGrant, grant: g})
-		for _, n := range nudges {
+		s.send(int(it.a), false, int(it.b), &message{what: msgGrant, grant: ans.Grant})
+		for _, n := range ans.Nudges {
 			for i, rr := range s.regions {
 				if rr.name == n.Region {
 					s.send(i, false, int(it.b), &message{what: msgNudge, nudge: n})
@@ -580,7 +588,7 @@ func (s *sim) deliverToCoord(it item) error {
 			return nil
 		}
 		if err == nil {
-			err = s.write(int(it.b), step)
+			_, err = s.write(int(it.b), step)
 		}
 		if errors.Is(err, quota.ErrStaleEpoch) {
 			s.fence(int(it.b))
@@ -589,9 +597,6 @@ func (s *sim) deliverToCoord(it item) error {
 		if err != nil {
 			s.refused++
 			return nil
-		}
-		if step.Credit > 0 {
-			s.emit(Event{Ev: "credit", Region: it.m.ret.Region, ID: it.m.ret.LeaseID, Balance: step.Credit})
 		}
 	}
 	return nil
@@ -624,15 +629,15 @@ func (s *sim) deliverToRegion(it item) {
 			return
 		}
 		if in.Dropped.ID != 0 && r.using == in.Dropped.ID {
-			s.emit(Event{Ev: "supersede", Region: r.name, ID: in.Dropped.ID})
+			s.emit(eventlog.Event{Kind: eventlog.Supersede, Region: r.name, ID: in.Dropped.ID})
 		} else if r.using != 0 {
-			s.emit(Event{Ev: "expire", Region: r.name, ID: r.using})
+			s.emit(eventlog.Event{Kind: eventlog.Expire, Region: r.name, ID: r.using})
 		}
 		r.using = in.Lease.ID
-		s.emit(Event{Ev: "install", Region: r.name, ID: in.Lease.ID, Epoch: in.Lease.Epoch})
+		s.emit(eventlog.Event{Kind: eventlog.Install, Region: r.name, ID: in.Lease.ID, Epoch: in.Lease.Epoch})
 		s.at(r.clock.real(in.Until), item{kind: evExpire, a: it.a, m: &message{grant: quota.Grant{Lease: in.Lease}}})
 		if in.Return != nil {
-			s.emit(Event{Ev: "return", Region: r.name, ID: in.Return.LeaseID, Balance: in.Return.Balance})
+			s.emit(eventlog.Event{Kind: eventlog.Return, Region: r.name, ID: in.Return.LeaseID, Balance: in.Return.Balance})
 			ret := *in.Return
 			ret.Incarnation = r.inc
 			s.send(int(it.a), true, r.conn, &message{what: msgReturn, ret: ret})
@@ -648,7 +653,7 @@ func (s *sim) attachAt(it item, now time.Duration) error {
 	s.lastInc++
 	step, err := c.core.Attach(now, r.name, s.lastInc, r.agent)
 	if err == nil {
-		err = s.write(int(it.b), step)
+		_, err = s.write(int(it.b), step)
 	}
 	var held *quota.HeldError
 	switch {
@@ -662,28 +667,4 @@ func (s *sim) attachAt(it item, now time.Duration) error {
 		s.send(int(it.a), false, int(it.b), &message{what: msgAttached, inc: s.lastInc})
 	}
 	return nil
-}
-
-// unfenced is a ledger without epoch fencing, a deliberate fault of the
-// mutation checks: it writes every commit at the newest epoch, so a paused
-// coordinator that wakes up keeps granting beside its successor.
-type unfenced struct {
-	coordinator.Ledger
-	mu    sync.Mutex
-	epoch uint64
-}
-
-func (u *unfenced) Fence(ctx context.Context) (coordinator.Snapshot, error) {
-	snap, err := u.Ledger.Fence(ctx)
-	u.mu.Lock()
-	u.epoch = max(u.epoch, snap.Epoch)
-	u.mu.Unlock()
-	return snap, err
-}
-
-func (u *unfenced) Commit(ctx context.Context, _ uint64, ops ...coordinator.Op) error {
-	u.mu.Lock()
-	epoch := u.epoch
-	u.mu.Unlock()
-	return u.Ledger.Commit(ctx, epoch, ops...)
 }

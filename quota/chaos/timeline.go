@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/afloat/afloat/quota"
+	"github.com/afloat/afloat/quota/eventlog"
 )
 
 // Timeline reads a run's event log into steps of a fixed length, for
@@ -11,7 +12,7 @@ import (
 // admitted and admitted without a lease, whether it was cut off, and —
 // from the run's sample events (Config.Sample, set to the step) — the
 // lease it spends under and its balance at the end of each step; for the
-// tenant, the worst window ending in each step, as its own Checker
+// tenant, the worst window ending in each step, as its own eventlog.Checker
 // computes it. It reads only events, like the checker. It is not safe for
 // concurrent use.
 type Timeline struct {
@@ -19,7 +20,7 @@ type Timeline struct {
 	Regions []string
 	Steps   []Step
 
-	chk     *Checker
+	chk     *eventlog.Checker
 	tenant  string
 	index   map[string]int
 	demand  []float64 // tokens a second, by region index, in force since demandAt
@@ -68,7 +69,7 @@ func NewTimeline(regions []string, duration, step time.Duration) *Timeline {
 	step = max(step, time.Millisecond)
 	n := int((duration + step - 1) / step)
 	tl := &Timeline{
-		Step: step, Regions: regions, Steps: make([]Step, n), chk: NewChecker(), index: map[string]int{},
+		Step: step, Regions: regions, Steps: make([]Step, n), chk: eventlog.NewChecker(), index: map[string]int{},
 		demand: make([]float64, len(regions)), cutFrom: make([]int64, len(regions)), serving: map[uint64]bool{}, down: -1,
 	}
 	for i, r := range regions {
@@ -86,33 +87,33 @@ func (tl *Timeline) stepOf(t int64) int {
 	return min(max(0, int(t/int64(tl.Step))), len(tl.Steps)-1)
 }
 
-// Write implements EventWriter.
-func (tl *Timeline) Write(e *Event) {
+// Write implements eventlog.Writer.
+func (tl *Timeline) Write(e *eventlog.Event) {
 	if len(tl.Steps) == 0 || tl.done {
 		return
 	}
 	tl.chk.Write(e)
 	tl.last = e.T
 	i, regional := tl.index[e.Region]
-	switch e.Ev {
-	case "start":
+	switch e.Kind {
+	case eventlog.Start:
 		tl.tenant = e.Tenant
-	case "admit", "reject":
+	case eventlog.Admit, eventlog.Reject:
 		if !regional {
 			return
 		}
 		st := &tl.Steps[tl.stepOf(e.T)]
 		rs := &st.Regions[i]
 		rs.Offered += e.N
-		if e.Ev == "reject" {
+		if e.Kind == eventlog.Reject {
 			return
 		}
 		rs.Admitted += e.N
-		if tc := tl.chk.tenants[e.Tenant]; tc != nil && tc.using[e.Region] == nil {
+		if !tl.chk.Spending(e.Tenant, e.Region) {
 			rs.NoLease += e.N
 		}
 		st.Excess = max(st.Excess, tl.chk.WindowExcess(e.Tenant, e.T))
-	case "sample":
+	case eventlog.Sample:
 		if !regional {
 			return
 		}
@@ -129,34 +130,34 @@ func (tl *Timeline) Write(e *Event) {
 			st := &tl.Steps[k]
 			st.Excess = max(st.Excess, tl.chk.WindowExcess(tl.tenant, e.T))
 		}
-	case "traffic":
+	case eventlog.Traffic:
 		tl.spendDemand(e.T)
 		for r, j := range tl.index {
 			tl.demand[j] = e.Rates[r]
 		}
-	case "partition":
+	case eventlog.Partition:
 		if regional && tl.cutFrom[i] < 0 {
 			tl.cutFrom[i] = e.T
 		}
-	case "heal":
+	case eventlog.Heal:
 		if regional && tl.cutFrom[i] >= 0 {
 			tl.markCut(i, tl.cutFrom[i], e.T)
 			tl.cutFrom[i] = -1
 		}
-	case "restart":
+	case eventlog.Restart:
 		tl.serving[e.Epoch] = true
 		tl.newest = max(tl.newest, e.Epoch)
 		tl.checkServing(e.T)
-	case "crash", "pause":
+	case eventlog.Crash, eventlog.Pause:
 		tl.serving[e.Epoch] = false
 		tl.checkServing(e.T)
-	case "wake":
+	case eventlog.Wake:
 		tl.serving[e.Epoch] = true
 		tl.checkServing(e.T)
-	case "fenced":
+	case eventlog.Fenced:
 		tl.serving[e.Epoch] = false
 		tl.checkServing(e.T)
-	case "stop":
+	case eventlog.Stop:
 		tl.finish(e.T)
 	}
 }
@@ -223,22 +224,4 @@ func (tl *Timeline) finish(end int64) {
 		tl.Steps[k].Epoch = epoch
 	}
 	tl.done = true
-}
-
-// WindowExcess is, over the events written so far, the most tokens
-// admitted in a window ending at t beyond R·Δ (Δ the window's length;
-// ∫R over the window when a tenant event changed R),
-// over every start: A(t) − R·t − min over admissions s of (A(s⁻) − R·s),
-// the quantity the checker bounds by B. 0 for a tenant that admitted
-// nothing (the empty window). t must not precede the last admission.
-func (c *Checker) WindowExcess(tenant string, t int64) float64 {
-	tc := c.tenants[tenant]
-	if tc == nil || !tc.started {
-		return 0
-	}
-	if t > tc.fAt {
-		tc.advance(t)
-	}
-	// The worst window's admissions beyond ∫R: its bound less B(s).
-	return max(0, tc.admitted-tc.f-tc.minPrefix+tc.minB)
 }

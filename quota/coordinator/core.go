@@ -3,14 +3,13 @@ package coordinator
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"time"
 
 	"github.com/afloat/afloat/quota"
-	"github.com/afloat/afloat/quota/internal/breakage"
-	"github.com/afloat/afloat/quota/internal/settings"
 )
 
 // Core is the coordinator's logic: it grants, renews, shrinks and moves
@@ -18,6 +17,12 @@ import (
 // time — every method takes now, the coordinator's monotonic clock — and
 // starts no goroutine; Server is the runner that adds a clock and a lock.
 // A Core is not safe for concurrent use.
+//
+// Each call proposes a Step: the ledger ops to write. Its answer comes
+// only from Advance, once the runner has persisted the step and says so —
+// raft's Ready, then Advance. A proposal counts at once (a lease proposed
+// counts against every later proposal, so that steps can be persisted
+// together), but nothing is answered from it before it is acknowledged.
 //
 // A Core is one epoch: New fences the ledger, so every older Core that
 // shares it can no longer write, and stops with quota.ErrStaleEpoch at
@@ -28,7 +33,7 @@ type Core struct {
 	tenants map[string]*tenantState
 	order   []*tenantState // by name: Expire's order, so that runs replay exactly
 	stopped error
-	broken  breakage.Set
+	broken  faults   // none but in a build with the tag mutation (faults.go)
 	seed    []string // the config's tenants the ledger lacks, to write (Seeding)
 	seeded  bool
 	holders map[string]*holder // by region: the agent incarnation that holds it (Attach)
@@ -63,10 +68,12 @@ type regionState struct {
 	nudged   bool
 	heard    time.Duration // last request
 	ever     bool          // heard at all
-	// last is the grant that answered the region's newest request: a
-	// retry of that request (the same Seq) gets it again rather than a
-	// second lease.
-	last quota.Grant
+	// last is the newest grant acknowledged written (Advance): a retry
+	// of its request (the same Seq) gets it again rather than a second
+	// lease. proposed is the Seq of the newest grant proposed and not yet
+	// acknowledged: a retry of that request waits for the answer to it.
+	last     quota.Grant
+	proposed uint64
 }
 
 // counted is a lease and the end of the interval in which it counts.
@@ -98,11 +105,6 @@ type Config struct {
 	Tenants []quota.Tenant
 }
 
-// Option is an option of New. There are none a user needs today: the
-// type leaves room for them, and lets the chaos harness (inside quota/)
-// plant the deliberate faults of its mutation checks.
-type Option func(*settings.Core)
-
 // nudgeEvery is how often a region may be nudged: once per round trip or
 // so is plenty, and a storm of nudges would only repeat itself.
 const nudgeEvery = 250 * time.Millisecond
@@ -112,12 +114,8 @@ const nudgeEvery = 250 * time.Millisecond
 // read the old coordinator's clock, so each restored lease counts for a
 // whole lease duration and margin from now — longer than it can be in
 // use. Open fences a ledger and calls New.
-func New(cfg Config, snap Snapshot, now time.Duration, opts ...Option) (*Core, error) {
-	var set settings.Core
-	for _, o := range opts {
-		o(&set)
-	}
-	c := &Core{tenants: map[string]*tenantState{}, broken: set.Faults, holders: map[string]*holder{}}
+func New(cfg Config, snap Snapshot, now time.Duration) (*Core, error) {
+	c := &Core{tenants: map[string]*tenantState{}, holders: map[string]*holder{}}
 	for _, h := range snap.Holders {
 		c.holders[h.Region] = &holder{id: h.Incarnation, agent: h.Agent}
 	}
@@ -178,7 +176,7 @@ func New(cfg Config, snap Snapshot, now time.Duration, opts ...Option) (*Core, e
 
 // Open fences the ledger — every older coordinator that shares it can no
 // longer write — and starts a coordinator on its contents.
-func Open(ctx context.Context, cfg Config, ledger Ledger, now time.Duration, opts ...Option) (*Core, error) {
+func Open(ctx context.Context, cfg Config, ledger Ledger, now time.Duration) (*Core, error) {
 	if ledger == nil {
 		return nil, fmt.Errorf("%w: nil ledger", quota.ErrConfig)
 	}
@@ -186,7 +184,7 @@ func Open(ctx context.Context, cfg Config, ledger Ledger, now time.Duration, opt
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: fencing the ledger: %w", err)
 	}
-	return New(cfg, snap, now, opts...)
+	return New(cfg, snap, now)
 }
 
 func (c *Core) allRegions() []*regionState {
@@ -205,8 +203,8 @@ func (c *Core) Epoch() uint64 { return c.epoch }
 // Stopped is why the coordinator stopped (quota.ErrStaleEpoch), or nil.
 func (c *Core) Stopped() error { return c.stopped }
 
-// Fenced stops the coordinator for good: its runner found that a write
-// was refused for a stale epoch (err wraps quota.ErrStaleEpoch).
+// Fenced stops the coordinator for good, with err: its runner stopped
+// (Advance calls it when a write was refused for a stale epoch).
 func (c *Core) Fenced(err error) {
 	if c.stopped == nil {
 		c.stopped = err
@@ -225,26 +223,99 @@ func (c *Core) lookup(tenant, region string) (*tenantState, *regionState, error)
 	return ts, rs, nil
 }
 
-// Step is what one call changed and what its runner must do about it:
-// write Ops to the ledger in one transaction, and only once they are
-// written send the call's answer and tell of the leases that Ended. The
-// core has already applied the step to its own state: if the write fails,
-// the state keeps counting leases that were never sent and stops counting
-// leases that the ledger still holds — either way the coordinator grants
-// less, never more. The runner writes the ops again with its next write
-// (they set absolute values, so writing them twice is harmless), so that
-// the ledger catches up; a write refused for a stale epoch stops the core
-// (Fenced).
+// Step is what one call proposes and what its runner must do about it:
+// write Ops to the ledger in one transaction (and, where it keeps one,
+// record the step in its journal), then acknowledge it with Advance,
+// which gives the call's answer. The core counts the step at once: every
+// later proposal is computed beside it. If persisting fails, the step's
+// call gets no answer, and the core keeps what it proposed on the side of
+// granting less: a lease proposed counts until it ends (the ledger may
+// hold it, since a write can fail after it applied) though it is never
+// sent, and leases it ended stay ended (they were expired or superseded).
+// The runner may write a failed step's ops again — they set absolute
+// values, so writing them twice is harmless — so that the ledger catches
+// up; a write refused for a stale epoch stops the core (Advance).
 type Step struct {
 	Ops   []Op
 	Ended []Ended
-	// Granted is the lease a renewal granted; ID 0 for none.
+	// Granted is the lease a renewal proposed; ID 0 for none (a retry of
+	// a request proposes none: it is answered with its grant).
 	Granted quota.Lease
 	// Tenant is the tenant change the step writes; nil for none.
 	Tenant *TenantChange
 	// Returned is the return that added Credit to its tenant's credit.
 	Returned quota.Return
 	Credit   quota.Micro
+
+	ans answer // the call's answer, for Advance to give
+}
+
+// answer is what a step's call is answered once the step is persisted.
+type answer struct {
+	grant  quota.Grant // proposed (fresh), or acknowledged before (a retry)
+	nudges []quota.Nudge
+	fresh  bool // grant is the step's own proposal
+	// pending: a retry of request seq of tenant's region, whose grant was
+	// proposed and not yet acknowledged: answered with that grant if it is
+	// acknowledged by then, and refused if it is not.
+	pending        bool
+	tenant, region string
+	seq            uint64
+}
+
+// Answer is a call's answer, which Advance gives once the call's step is
+// persisted: for a renewal, the grant and the regions to nudge (those
+// holding more than their target while this region gets less than its
+// own); zero for the other calls.
+type Answer struct {
+	Grant  quota.Grant
+	Nudges []quota.Nudge
+}
+
+// ErrNotWritten: a call's step is not confirmed persisted — the ledger
+// write or the journal failed, or the runner stopped or the caller gave
+// up before — so the call has no answer. A renewal's region asks again
+// and gets a fresh grant. A tenant change the core took holds in this
+// coordinator and is written again with its next write (unless it was
+// fenced, and its successor does not have it): read the tenant to see
+// where it stands.
+var ErrNotWritten = errors.New("coordinator: not confirmed written")
+
+// Advance acknowledges a step its runner has persisted (err nil), and
+// returns the step's answer; or it tells the core that persisting failed
+// (err, which the error returned wraps with ErrNotWritten): the call has
+// no answer, a grant it proposed is never given, and a retry of its
+// request is a new request. A write refused for a stale epoch (err wraps
+// quota.ErrStaleEpoch) stops the core. The runner acknowledges each step
+// once, in the order it took them; an answer never rests on a step not
+// yet acknowledged: a retry of a request whose grant is still pending is
+// answered with it only if it was acknowledged by then.
+func (c *Core) Advance(x Step, err error) (Answer, error) {
+	if errors.Is(err, quota.ErrStaleEpoch) {
+		c.Fenced(err)
+	}
+	a := x.ans
+	var rs *regionState
+	if ts := c.tenants[a.tenant]; ts != nil && a.tenant != "" {
+		rs = ts.regions[a.region]
+	}
+	if a.fresh && rs != nil && rs.proposed == a.seq {
+		rs.proposed = 0
+	}
+	if err != nil {
+		return Answer{}, fmt.Errorf("%w: %w", ErrNotWritten, err)
+	}
+	switch {
+	case a.fresh && rs != nil && a.grant.Lease.ID > rs.last.Lease.ID:
+		rs.last = a.grant
+	case a.pending:
+		if rs == nil || rs.last.Seq != a.seq || rs.last.Lease.ID == 0 {
+			return Answer{}, fmt.Errorf("%w: the grant proposed for request %d of tenant %q in region %q was not written; ask again",
+				ErrNotWritten, a.seq, a.tenant, a.region)
+		}
+		a.grant = rs.last
+	}
+	return Answer{Grant: a.grant, Nudges: a.nudges}, nil
 }
 
 // Ended is a lease that stopped counting, and why.
@@ -281,29 +352,32 @@ func peak(rs *regionState) (rate, burst quota.Micro) {
 	return rate, burst
 }
 
-// Renew answers a request with a new lease for the region: its target
-// share of the tenant's rate and burst, as far as the other regions'
-// live leases leave room — a share another region still holds moves only
-// once that region has confirmed its smaller lease or its old lease has
-// expired. It also returns the regions to nudge: those holding more than
-// their target while this region gets less than its own.
+// Renew proposes a new lease for the region, in answer to a request: its
+// target share of the tenant's rate and burst, as far as the other
+// regions' live leases leave room — a share another region still holds
+// moves only once that region has confirmed its smaller lease or its old
+// lease has expired — and the regions to nudge.
 //
-// The grant may be sent only once the step's ops are written. A retry of
-// the region's newest request (the same Seq) gets the same grant and an
-// empty step: requests are idempotent.
-func (c *Core) Renew(now time.Duration, req quota.Request) (quota.Grant, []quota.Nudge, Step, error) {
+// The grant is the step's answer (Advance). A retry of the region's newest
+// request (the same Seq) proposes nothing: an empty step answered with
+// the grant the request got, once that is acknowledged. Requests are
+// idempotent.
+func (c *Core) Renew(now time.Duration, req quota.Request) (Step, error) {
 	if c.stopped != nil {
-		return quota.Grant{}, nil, Step{}, c.stopped
+		return Step{}, c.stopped
 	}
 	ts, rs, err := c.lookup(req.Tenant, req.Region)
 	if err != nil {
-		return quota.Grant{}, nil, Step{}, err
+		return Step{}, err
 	}
 	if err := c.admit(req.Region, req.Epoch, req.Incarnation); err != nil {
-		return quota.Grant{}, nil, Step{}, err
+		return Step{}, err
 	}
 	if req.Seq != 0 && rs.last.Seq == req.Seq && rs.last.Lease.ID != 0 {
-		return rs.last, nil, Step{}, nil
+		return Step{ans: answer{grant: rs.last}}, nil
+	}
+	if req.Seq != 0 && rs.proposed == req.Seq {
+		return Step{ans: answer{pending: true, tenant: req.Tenant, region: req.Region, seq: req.Seq}}, nil
 	}
 	t := ts.t
 	var x Step
@@ -337,7 +411,7 @@ func (c *Core) Renew(now time.Duration, req quota.Request) (quota.Grant, []quota
 	}
 	rate := max(0, min(target.Rate, t.Rate-otherRate))
 	burst := max(0, min(target.Burst, t.Burst-ts.credit-otherBurst))
-	if c.broken.FullToEvery {
+	if c.broken.fullToEvery() {
 		rate, burst = t.Rate, t.Burst
 	}
 	// Credit — tokens returned and confirmed — starts the lease with a
@@ -354,7 +428,7 @@ func (c *Core) Renew(now time.Duration, req quota.Request) (quota.Grant, []quota
 		ts.credit -= transfer
 		x.Ops = append(x.Ops, Op{Kind: SetCredit, Tenant: t.Name, Credit: ts.credit})
 	}
-	if c.broken.ReuseBeforeConfirm {
+	if c.broken.reuseBeforeConfirm() {
 		// Wrong on purpose: forget the old leases now, unconfirmed.
 		x.end(rs, Superseded, func(counted) bool { return true })
 	}
@@ -381,8 +455,9 @@ func (c *Core) Renew(now time.Duration, req quota.Request) (quota.Grant, []quota
 		ValidFor: t.LeaseDuration, Margin: t.Margin(),
 		Mode: t.Mode, Emergency: t.Emergency,
 	}
-	rs.last = g
-	return g, nudges, x, nil
+	rs.proposed = req.Seq
+	x.ans = answer{grant: g, nudges: nudges, fresh: true, tenant: req.Tenant, region: req.Region, seq: req.Seq}
+	return x, nil
 }
 
 // Return handles a region's return of a lease: the lease stops counting,

@@ -18,29 +18,34 @@ func seedTenant() quota.Tenant {
 }
 
 // ledgered is a core and its ledger, the runner at its simplest: each
-// step written before its answer, a stale write stopping the core.
+// step written, then acknowledged, and answered from the acknowledgement.
 type ledgered struct {
 	*Core
 	l Ledger
 }
 
+// commit writes a step and acknowledges it: the call's answer, or why it
+// has none (a stale write stops the core, in Advance).
+func (c *ledgered) commit(s Step) (Answer, error) {
+	var err error
+	if len(s.Ops) > 0 {
+		err = c.l.Commit(ctx, c.Epoch(), s.Ops...)
+	}
+	return c.Advance(s, err)
+}
+
 func (c *ledgered) write(s Step) error {
-	if len(s.Ops) == 0 {
-		return nil
-	}
-	err := c.l.Commit(ctx, c.Epoch(), s.Ops...)
-	if errors.Is(err, quota.ErrStaleEpoch) {
-		c.Fenced(err)
-	}
+	_, err := c.commit(s)
 	return err
 }
 
 func (c *ledgered) Renew(_ context.Context, now time.Duration, req quota.Request) (quota.Grant, []quota.Nudge, error) {
-	g, nudges, step, err := c.Core.Renew(now, req)
-	if err == nil {
-		err = c.write(step)
+	step, err := c.Core.Renew(now, req)
+	if err != nil {
+		return quota.Grant{}, nil, err
 	}
-	return g, nudges, err
+	a, err := c.commit(step)
+	return a.Grant, a.Nudges, err
 }
 
 func (c *ledgered) Return(_ context.Context, now time.Duration, ret quota.Return) error {

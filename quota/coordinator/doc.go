@@ -5,11 +5,14 @@
 // its old lease has expired — until then both count.
 //
 // Core is the logic, pure: it steps on explicit time, does no I/O, and
-// returns from each call a Step — the ledger ops to write and the leases
-// that ended. Server is its runner: a lock, the monotonic clock, and a
-// committer that writes the steps of concurrent calls in batched ledger
-// transactions outside the lock and answers each call only once its step
-// is written (a grant is never sent before it is durable). Durable state
+// proposes from each call a Step — the ledger ops to write and the leases
+// that ended — whose answer only Advance gives, once the runner says the
+// step is persisted (the shape of etcd raft's Ready and Advance). Server
+// is its runner: a lock, the monotonic clock, and a committer that writes
+// the steps of concurrent calls in batched ledger transactions outside
+// the lock, records them in a Journal (the event log), acknowledges them,
+// and only then answers: a grant is never sent before it is durable and
+// logged, and a failed write or append fails its calls. Durable state
 // goes through a Ledger: Fence makes the caller the only writer with a
 // higher epoch, so a successor keeps counting the leases it restores and a
 // predecessor that wakes up cannot write, and so cannot grant. MemLedger
@@ -19,7 +22,7 @@
 // Return refuse any other (incarnation.go).
 //
 //	srv, err := coordinator.NewServer(ctx, coordinator.Config{Tenants: tenants}, ledger,
-//		coordinator.WithNudges(deliver))
+//		coordinator.WithNudges(deliver), coordinator.WithJournal(eventLog))
 //	go srv.Run(ctx)          // the committer
 //	go limiter.Run(ctx, srv) // a region.Limiter renews through it (or quota/remote over HTTP)
 //

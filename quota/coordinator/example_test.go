@@ -19,16 +19,22 @@ func ExampleCore() {
 	if err != nil {
 		panic(err)
 	}
-	// The core computes; its runner writes the step, then sends the grant.
-	g, _, step, _ := c.Renew(0, quota.Request{Tenant: "acme", Region: "eu", Seq: 1, Demand: 600 * quota.One})
-	if err := ledger.Commit(ctx, c.Epoch(), step.Ops...); err != nil {
-		panic(err)
+	// The core proposes a step; its runner writes it, then acknowledges it
+	// (Advance), which gives the grant to send.
+	renew := func(now time.Duration, req quota.Request) quota.Grant {
+		step, err := c.Renew(now, req)
+		if err != nil {
+			panic(err)
+		}
+		ans, err := c.Advance(step, ledger.Commit(ctx, c.Epoch(), step.Ops...))
+		if err != nil {
+			panic(err)
+		}
+		return ans.Grant
 	}
+	g := renew(0, quota.Request{Tenant: "acme", Region: "eu", Seq: 1, Demand: 600 * quota.One})
 	fmt.Printf("lease %d: %v/s, burst %v, valid %v\n", g.Lease.ID, g.Lease.Rate, g.Lease.Burst, g.ValidFor)
-	g, _, step, _ = c.Renew(time.Second, quota.Request{Tenant: "acme", Region: "us", Seq: 1, Demand: 400 * quota.One})
-	if err := ledger.Commit(ctx, c.Epoch(), step.Ops...); err != nil {
-		panic(err)
-	}
+	g = renew(time.Second, quota.Request{Tenant: "acme", Region: "us", Seq: 1, Demand: 400 * quota.One})
 	fmt.Printf("lease %d: %v/s while eu holds its share\n", g.Lease.ID, g.Lease.Rate)
 	// Output:
 	// lease 1: 495/s, burst 5940, valid 10s

@@ -43,7 +43,7 @@ func (c *Core) admit(region string, epoch, incarnation uint64) error {
 		return fmt.Errorf("%w: region %q claims epoch %d, above this coordinator's %d; it leads on until its ledger fences it",
 			quota.ErrUnverifiedEpoch, region, epoch, c.epoch)
 	}
-	if c.broken.NoIncarnations {
+	if c.broken.noIncarnations() {
 		return nil // wrong on purpose: any incarnation spends
 	}
 	return c.Verify(region, incarnation)
@@ -118,7 +118,7 @@ func (c *Core) Attach(now time.Duration, region string, id uint64, agent string)
 	if h != nil && h.id == id {
 		return Step{}, nil
 	}
-	if last, ok := c.counts(region, now); ok && !c.broken.NoIncarnations {
+	if last, ok := c.counts(region, now); ok && !c.broken.noIncarnations() {
 		who := "an in-process limiter that never attached"
 		switch {
 		case h != nil && h.id != 0:
@@ -191,18 +191,8 @@ func newIncarnation() uint64 {
 func (s *Server) Attach(ctx context.Context, region, agent string) (uint64, error) {
 	id := newIncarnation()
 	agent += ", attached " + time.Now().UTC().Format(time.RFC3339)
-	s.mu.Lock()
-	at := s.Since()
-	step, err := s.core.Attach(at, region, id, agent)
-	var done chan error
-	if err == nil {
-		done = s.enqueue(at, step)
-	}
-	s.mu.Unlock()
+	err := s.submit(ctx, 1, func(at time.Duration, _ int) (Step, error) { return s.core.Attach(at, region, id, agent) })[0].err
 	if err != nil {
-		return 0, err
-	}
-	if err := s.wait(ctx, done); err != nil {
 		return 0, err
 	}
 	return id, nil
@@ -211,18 +201,7 @@ func (s *Server) Attach(ctx context.Context, region, agent string) (uint64, erro
 // Detach ends incarnation's hold on region (Core.Detach) and returns once
 // it is written.
 func (s *Server) Detach(ctx context.Context, region string, incarnation uint64) error {
-	s.mu.Lock()
-	at := s.Since()
-	step, err := s.core.Detach(at, region, incarnation)
-	var done chan error
-	if err == nil {
-		done = s.enqueue(at, step)
-	}
-	s.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	return s.wait(ctx, done)
+	return s.submit(ctx, 1, func(at time.Duration, _ int) (Step, error) { return s.core.Detach(at, region, incarnation) })[0].err
 }
 
 // Verify says whether incarnation holds region (Core.Verify).

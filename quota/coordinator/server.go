@@ -12,15 +12,16 @@ import (
 )
 
 // Server runs a Core: a lock around it, the machine's monotonic clock, and
-// a committer that writes the core's steps to the ledger. The core
-// computes under the lock; the writes happen outside it, batched across
-// concurrent calls — every step that arrives while a write is in flight
-// goes into the next transaction, as many as fit in the ledger's limit of
-// operations per transaction — and a call is answered only once its step
-// is written: a grant is never sent before it is durable. It implements
-// region.Coordinator, so limiters in the same process renew through it,
-// and package quota/remote serves it over HTTP. It is safe for concurrent
-// use.
+// a committer that persists the core's steps. The core proposes under the
+// lock; the committer writes outside it, batched across concurrent calls —
+// every step that arrives while a write is in flight goes into the next
+// transaction, as many as fit in the ledger's limit of operations per
+// transaction — then records the steps in the journal (WithJournal), and
+// only then acknowledges them to the core (Core.Advance), which gives each
+// call its answer: a grant is never sent before it is durable and logged.
+// It implements region.Coordinator, so limiters in the same process renew
+// through it, and package quota/remote serves it over HTTP. It is safe for
+// concurrent use.
 type Server struct {
 	ledger Ledger
 	start  time.Time
@@ -29,60 +30,78 @@ type Server struct {
 
 	mu      sync.Mutex
 	core    *Core
-	queue   []pending // steps not yet written, in order
+	queue   []pending // steps not yet persisted, in order
 	kick    chan struct{}
 	stopped chan struct{}
 	stopErr error
 	stats   Stats
 }
 
-// pending is a step on its way to the ledger, and who waits for it.
+// pending is a step on its way to the ledger and the journal, and who
+// waits for its answer.
 type pending struct {
 	at   time.Duration
 	step Step
-	done chan error // nil: nobody waits (an expiry, or a write tried before)
+	done chan outcome // nil: nobody waits (an expiry, the seeding)
+	// again: the step failed to persist and was acknowledged so (its call
+	// has failed); it is written again for the ledger to catch up, and
+	// answers nobody.
+	again bool
+}
+
+// outcome is what a call waits for: its answer, or why it has none.
+type outcome struct {
+	ans Answer
+	err error
 }
 
 // Stats counts what a server did; for metrics and benchmarks.
 type Stats struct {
 	Txns     int64 // ledger transactions written
 	Ops      int64 // operations in them
-	Steps    int64 // steps written
-	Failures int64 // transactions that failed
+	Steps    int64 // steps persisted
+	Failures int64 // transactions that failed to persist (ledger or journal)
+}
+
+// Journal is where a Server records what it does — an event log — before
+// it answers: a call is answered only once its step is written to the
+// ledger and appended here, and a failed Append fails the calls of its
+// steps as a failed ledger write does (they are written and appended
+// again with the next write, so that neither misses a step).
+type Journal interface {
+	// Append records the steps of one ledger transaction, in the order
+	// they were taken, and returns once they are stored. It runs on the
+	// server's committer, never two at once; it must not call the server.
+	Append(entries []Entry) error
+}
+
+// Entry is a step as a Journal records it: At is when it was taken, on
+// the server's clock (Server.Since).
+type Entry struct {
+	At   time.Duration
+	Step Step
 }
 
 type serverOptions struct {
-	nudge    func(quota.Nudge)
-	onCommit func(at time.Duration, s Step)
-	written  func()
-	logger   *slog.Logger
-	maxOps   int
-	core     []Option
-	expiry   time.Duration
+	nudge   func(quota.Nudge)
+	journal Journal
+	logger  *slog.Logger
+	maxOps  int
+	expiry  time.Duration
 }
 
 // ServerOption is an option of NewServer.
 type ServerOption func(*serverOptions)
 
 // WithNudges delivers the nudges for other regions, once the grant that
-// caused them is written.
+// caused them is answered.
 func WithNudges(f func(quota.Nudge)) ServerOption {
 	return func(o *serverOptions) { o.nudge = f }
 }
 
-// WithCommitted tells f of every step once it is written, in order, with
-// the time it was taken on the server's clock (Since): what an event log
-// records. f runs on the committer's goroutine before the calls are
-// answered; it must not call the server.
-func WithCommitted(f func(at time.Duration, s Step)) ServerOption {
-	return func(o *serverOptions) { o.onCommit = f }
-}
-
-// WithWritten calls f after each transaction is written and its steps
-// told to WithCommitted's function, before the calls are answered: where
-// an event log flushes, so that nothing a region receives is missing from
-// it.
-func WithWritten(f func()) ServerOption { return func(o *serverOptions) { o.written = f } }
+// WithJournal records every step in j after its ledger write and before
+// its call is answered (Journal); by default nothing is recorded.
+func WithJournal(j Journal) ServerOption { return func(o *serverOptions) { o.journal = j } }
 
 // WithLogger logs each failed write (at Warn) to logger; by default the
 // server logs nothing and counts them (Stats.Failures).
@@ -93,11 +112,6 @@ func WithLogger(logger *slog.Logger) ServerOption {
 // WithMaxOps caps the operations of one ledger transaction; the default is
 // what the ledger says (MaxOpser), else 128, etcd's default limit.
 func WithMaxOps(n int) ServerOption { return func(o *serverOptions) { o.maxOps = n } }
-
-// WithCoreOptions passes options to the core.
-func WithCoreOptions(opts ...Option) ServerOption {
-	return func(o *serverOptions) { o.core = append(o.core, opts...) }
-}
 
 // MaxOpser is implemented by a ledger with a limit on the operations of
 // one Commit.
@@ -135,7 +149,7 @@ func NewServer(ctx context.Context, cfg Config, ledger Ledger, opts ...ServerOpt
 	// The clock starts now, not before the fence: every restored lease
 	// counts for a whole lease duration and margin from here.
 	s.start = time.Now()
-	core, err := New(cfg, snap, 0, s.opts.core...)
+	core, err := New(cfg, snap, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -174,26 +188,8 @@ func (s *Server) Tenant(name string) (quota.Tenant, bool) {
 // Renew implements region.Coordinator: the grant comes back once it is
 // written. An error means nothing was granted: the region asks again.
 func (s *Server) Renew(ctx context.Context, req quota.Request) (quota.Grant, error) {
-	s.mu.Lock()
-	at := s.Since()
-	g, nudges, step, err := s.core.Renew(at, req)
-	var done chan error
-	if err == nil {
-		done = s.enqueue(at, step)
-	}
-	s.mu.Unlock()
-	if err != nil {
-		return quota.Grant{}, err
-	}
-	if err := s.wait(ctx, done); err != nil {
-		return quota.Grant{}, err
-	}
-	if s.opts.nudge != nil {
-		for _, n := range nudges {
-			s.opts.nudge(n)
-		}
-	}
-	return g, nil
+	o := s.submit(ctx, 1, func(at time.Duration, _ int) (Step, error) { return s.core.Renew(at, req) })[0]
+	return o.ans.Grant, o.err
 }
 
 // Result is the answer to one call of a batch.
@@ -203,60 +199,53 @@ type Result struct {
 }
 
 // RenewBatch renews many requests at once: one turn of the lock for all
-// of them, so that a region's batch does not queue its requests one by one
-// behind the lock (thousands of goroutines contending for one mutex
-// hand it over slowly), their steps written together. Each result is
-// answered once its step is written, as Renew's.
+// of them, their steps written together. Each result is answered once its
+// step is written, as Renew's.
 func (s *Server) RenewBatch(ctx context.Context, reqs []quota.Request) []Result {
 	out := make([]Result, len(reqs))
-	done := make([]chan error, len(reqs))
-	var nudges []quota.Nudge
-	s.mu.Lock()
-	at := s.Since()
-	for i, req := range reqs {
-		g, ns, step, err := s.core.Renew(at, req)
-		if err != nil {
-			out[i].Err = err
-			continue
-		}
-		out[i].Grant = g
-		nudges = append(nudges, ns...)
-		done[i] = s.enqueueLocked(at, step)
-	}
-	s.kickCommitter()
-	s.mu.Unlock()
-	ok := false
-	for i, d := range done {
-		if d == nil {
-			continue
-		}
-		if err := s.wait(ctx, d); err != nil {
-			out[i] = Result{Err: err}
-		} else {
-			ok = true
-		}
-	}
-	if ok && s.opts.nudge != nil {
-		for _, n := range nudges {
-			s.opts.nudge(n)
-		}
+	for i, o := range s.submit(ctx, len(reqs), func(at time.Duration, i int) (Step, error) { return s.core.Renew(at, reqs[i]) }) {
+		out[i] = Result{Grant: o.ans.Grant, Err: o.err}
 	}
 	return out
+}
+
+// Return implements region.Coordinator: it returns once the return is
+// written.
+func (s *Server) Return(ctx context.Context, ret quota.Return) error {
+	return s.ReturnBatch(ctx, []quota.Return{ret})[0]
 }
 
 // ReturnBatch is RenewBatch for returns.
 func (s *Server) ReturnBatch(ctx context.Context, rets []quota.Return) []error {
 	out := make([]error, len(rets))
-	done := make([]chan error, len(rets))
+	for i, o := range s.submit(ctx, len(rets), func(at time.Duration, i int) (Step, error) { return s.core.Return(at, rets[i]) }) {
+		out[i] = o.err
+	}
+	return out
+}
+
+// submit is every call's way through the server. Under the lock it reads
+// the clock once and has the core propose a step for each of n calls
+// (propose), and queues them for the committer; then, outside the lock,
+// it waits for each one's answer, which the committer gets from the core
+// once the step is persisted (Core.Advance). One turn of the lock for a
+// batch, so that a region's batch does not queue its requests one by one
+// behind the lock (thousands of goroutines contending for one mutex hand
+// it over slowly). A call the core refuses has its error at once; the
+// nudges of the calls answered are delivered (WithNudges).
+func (s *Server) submit(ctx context.Context, n int, propose func(at time.Duration, i int) (Step, error)) []outcome {
+	out := make([]outcome, n)
+	done := make([]chan outcome, n)
 	s.mu.Lock()
 	at := s.Since()
-	for i, ret := range rets {
-		step, err := s.core.Return(at, ret)
+	for i := range n {
+		step, err := propose(at, i)
 		if err != nil {
-			out[i] = err
+			out[i].err = err
 			continue
 		}
-		done[i] = s.enqueueLocked(at, step)
+		done[i] = make(chan outcome, 1)
+		s.queue = append(s.queue, pending{at: at, step: step, done: done[i]})
 	}
 	s.kickCommitter()
 	s.mu.Unlock()
@@ -265,39 +254,14 @@ func (s *Server) ReturnBatch(ctx context.Context, rets []quota.Return) []error {
 			out[i] = s.wait(ctx, d)
 		}
 	}
+	if s.opts.nudge != nil {
+		for _, o := range out {
+			for _, nu := range o.ans.Nudges {
+				s.opts.nudge(nu)
+			}
+		}
+	}
 	return out
-}
-
-// Return implements region.Coordinator: it returns once the return is
-// written.
-func (s *Server) Return(ctx context.Context, ret quota.Return) error {
-	s.mu.Lock()
-	at := s.Since()
-	step, err := s.core.Return(at, ret)
-	var done chan error
-	if err == nil {
-		done = s.enqueue(at, step)
-	}
-	s.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	return s.wait(ctx, done)
-}
-
-// enqueue queues a step for the committer; called under mu. A step with
-// no ops still waits for every step before it: the answer it carries (a
-// repeated grant) may rest on them.
-func (s *Server) enqueue(at time.Duration, step Step) chan error {
-	done := s.enqueueLocked(at, step)
-	s.kickCommitter()
-	return done
-}
-
-func (s *Server) enqueueLocked(at time.Duration, step Step) chan error {
-	done := make(chan error, 1)
-	s.queue = append(s.queue, pending{at: at, step: step, done: done})
-	return done
 }
 
 func (s *Server) kickCommitter() {
@@ -307,14 +271,14 @@ func (s *Server) kickCommitter() {
 	}
 }
 
-func (s *Server) wait(ctx context.Context, done chan error) error {
+func (s *Server) wait(ctx context.Context, done chan outcome) outcome {
 	select {
-	case err := <-done:
-		return err
+	case o := <-done:
+		return o
 	case <-ctx.Done():
-		return fmt.Errorf("coordinator: waiting for the ledger: %w", ctx.Err())
+		return outcome{err: fmt.Errorf("%w: waiting for the ledger: %w", ErrNotWritten, ctx.Err())}
 	case <-s.stopped:
-		return s.stopErr
+		return outcome{err: fmt.Errorf("%w: %w", ErrNotWritten, s.stopErr)}
 	}
 }
 
@@ -332,13 +296,15 @@ func (s *Server) LiveIDs() []uint64 {
 	return s.core.LiveIDs()
 }
 
-// Run is the committer: it writes the queued steps, batched, and answers
-// their calls; ten times a second it ends expired leases. It returns when ctx
-// ends or when the ledger refuses a write for a stale epoch (a successor
-// has fenced it: then quota.ErrStaleEpoch, and every call from then on
-// fails with it). Other write errors fail the calls of that write — the
-// regions ask again — and the steps are written again with the next
-// write, so that the ledger catches up.
+// Run is the committer: it persists the queued steps, batched — the
+// ledger write, then the journal — acknowledges them to the core and
+// answers their calls; ten times a second it ends expired leases. It
+// returns when ctx ends or when the ledger refuses a write for a stale
+// epoch (a successor has fenced it: then quota.ErrStaleEpoch, and every
+// call from then on fails with it). Other errors, of the ledger or the
+// journal, fail the calls of that write — the regions ask again — and the
+// steps are written and recorded again with the next write, so that the
+// ledger and the journal catch up.
 func (s *Server) Run(ctx context.Context) error {
 	tick := time.NewTicker(s.opts.expiry)
 	defer tick.Stop()
@@ -405,17 +371,19 @@ func (s *Server) stop(err error) {
 	}
 	s.core.Fenced(s.stopErr)
 	for _, p := range s.queue {
-		if p.done != nil {
-			p.done <- s.stopErr
+		if p.done != nil && !p.again {
+			p.done <- outcome{err: fmt.Errorf("%w: %w", ErrNotWritten, s.stopErr)}
 		}
 	}
 	s.queue = nil
 	close(s.stopped)
 }
 
-// flush writes everything queued, in transactions of at most maxOps
-// operations, in order; it stops at the first failure, fails the calls
-// from there on, and puts their steps back at the head of the queue.
+// flush persists everything queued, in transactions of at most maxOps
+// operations, in order, and acknowledges each transaction's steps to the
+// core once it is written and recorded; it stops at the first failure,
+// acknowledges the failure of every step from there on (their calls
+// fail), and puts them back at the head of the queue to be written again.
 func (s *Server) flush(ctx context.Context) error {
 	for {
 		s.mu.Lock()
@@ -433,53 +401,72 @@ func (s *Server) flush(ctx context.Context) error {
 				n++
 			}
 			txn := batch[:n]
-			var all []Op
-			for _, p := range txn {
-				all = append(all, p.step.Ops...)
-			}
-			var err error
-			if len(all) > 0 {
-				err = s.ledger.Commit(ctx, epoch, all...)
-			}
+			err := s.persist(ctx, epoch, txn, ops)
 			s.mu.Lock()
-			if len(all) > 0 {
-				s.stats.Txns++
-				s.stats.Ops += int64(len(all))
-			}
 			if err != nil {
 				s.stats.Failures++
 				if s.opts.logger != nil {
-					s.opts.logger.Warn("quota coordinator: ledger write failed; its calls fail and its steps are written again",
-						"ops", len(all), "steps", n, "err", err)
+					s.opts.logger.Warn("quota coordinator: a write failed; its calls fail and its steps are written again",
+						"ops", ops, "steps", n, "err", err)
 				}
-				// Written again with the next write; their calls fail now.
 				rest := make([]pending, 0, len(batch)+len(s.queue))
 				for _, p := range batch {
-					if p.done != nil {
-						p.done <- err
-					}
-					rest = append(rest, pending{at: p.at, step: p.step})
+					s.acknowledge(p, err)
+					rest = append(rest, pending{at: p.at, step: p.step, again: true})
 				}
 				s.queue = append(rest, s.queue...)
 				s.mu.Unlock()
 				return err
 			}
 			s.stats.Steps += int64(n)
+			for _, p := range txn {
+				s.acknowledge(p, nil)
+			}
 			s.mu.Unlock()
-			for _, p := range txn {
-				if s.opts.onCommit != nil {
-					s.opts.onCommit(p.at, p.step)
-				}
-			}
-			if s.opts.written != nil {
-				s.opts.written()
-			}
-			for _, p := range txn {
-				if p.done != nil {
-					p.done <- nil
-				}
-			}
 			batch = batch[n:]
 		}
+	}
+}
+
+// persist writes one transaction's steps to the ledger, then records them
+// in the journal.
+func (s *Server) persist(ctx context.Context, epoch uint64, txn []pending, ops int) error {
+	if ops > 0 {
+		all := make([]Op, 0, ops)
+		for _, p := range txn {
+			all = append(all, p.step.Ops...)
+		}
+		err := s.ledger.Commit(ctx, epoch, all...)
+		s.mu.Lock()
+		s.stats.Txns++
+		s.stats.Ops += int64(ops)
+		s.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	if s.opts.journal == nil {
+		return nil
+	}
+	entries := make([]Entry, len(txn))
+	for i, p := range txn {
+		entries[i] = Entry{At: p.at, Step: p.step}
+	}
+	if err := s.opts.journal.Append(entries); err != nil {
+		return fmt.Errorf("coordinator: journal: %w", err)
+	}
+	return nil
+}
+
+// acknowledge tells the core how a step's persisting went, and its caller
+// the answer; called under mu. A step written again was acknowledged when
+// it first failed: it answers nobody.
+func (s *Server) acknowledge(p pending, err error) {
+	if p.again {
+		return
+	}
+	ans, err := s.core.Advance(p.step, err)
+	if p.done != nil {
+		p.done <- outcome{ans, err}
 	}
 }

@@ -254,52 +254,26 @@ func (c *Core) TenantRecord(name string) (TenantRecord, bool) {
 }
 
 // PutTenant creates or updates a tenant (Core.PutTenant) and returns once
-// the change is written to the ledger. An error after the core took the
-// change (the write failed) says so: the change holds in this
-// coordinator and is written again with its next write.
+// the change is written to the ledger. An error wrapping ErrNotWritten
+// says that the core took the change but the write failed: the change
+// holds in this coordinator and is written again with its next write.
 func (s *Server) PutTenant(ctx context.Context, t quota.Tenant, by string, create bool, ifVersion uint64) (TenantRecord, error) {
-	s.mu.Lock()
-	at := s.Since()
-	rec, step, err := s.core.PutTenant(at, t, by, create, ifVersion)
-	var done chan error
-	if err == nil {
-		done = s.enqueue(at, step)
-	}
-	s.mu.Unlock()
-	if err != nil {
-		return TenantRecord{}, err
-	}
-	if err := s.wait(ctx, done); err != nil {
-		return TenantRecord{}, fmt.Errorf("%w: %w", ErrNotWritten, err)
+	var rec TenantRecord
+	o := s.submit(ctx, 1, func(at time.Duration, _ int) (step Step, err error) {
+		rec, step, err = s.core.PutTenant(at, t, by, create, ifVersion)
+		return step, err
+	})[0]
+	if o.err != nil {
+		return TenantRecord{}, o.err
 	}
 	return rec, nil
 }
 
 // DeleteTenant deletes a tenant (Core.DeleteTenant) and returns once the
-// delete is written.
+// delete is written; errors as PutTenant's.
 func (s *Server) DeleteTenant(ctx context.Context, name, by string, ifVersion uint64) error {
-	s.mu.Lock()
-	at := s.Since()
-	step, err := s.core.DeleteTenant(at, name, by, ifVersion)
-	var done chan error
-	if err == nil {
-		done = s.enqueue(at, step)
-	}
-	s.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	if err := s.wait(ctx, done); err != nil {
-		return fmt.Errorf("%w: %w", ErrNotWritten, err)
-	}
-	return nil
+	return s.submit(ctx, 1, func(at time.Duration, _ int) (Step, error) { return s.core.DeleteTenant(at, name, by, ifVersion) })[0].err
 }
-
-// ErrNotWritten: the coordinator took a tenant change but the ledger has
-// not confirmed it yet; it is written again with the next write (or the
-// coordinator was fenced, and its successor does not have it). Read the
-// tenant to see where it stands.
-var ErrNotWritten = errors.New("coordinator: the change is not confirmed written")
 
 // Tenants lists the tenants.
 func (s *Server) Tenants() []TenantRecord {

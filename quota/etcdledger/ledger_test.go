@@ -183,7 +183,7 @@ func TestHolderSurvivesFence(t *testing.T) {
 	write(first.Attach(0, "eu", 4242, "host-a:1"))
 	write(first.Attach(0, "us", 77, "host-u:1"))
 	write(first.Detach(0, "us", 77))
-	_, _, step, err := first.Renew(0, quota.Request{Tenant: "acme", Region: "eu", Seq: 1, Epoch: snap.Epoch, Incarnation: 4242})
+	step, err := first.Renew(0, quota.Request{Tenant: "acme", Region: "eu", Seq: 1, Epoch: snap.Epoch, Incarnation: 4242})
 	write(step, err)
 
 	a.Close()
@@ -208,7 +208,7 @@ func TestHolderSurvivesFence(t *testing.T) {
 		inc    uint64
 		ok     bool
 	}{{"eu", 4242, true}, {"eu", 0, false}, {"eu", 99, false}, {"us", 0, false}, {"us", 77, false}} {
-		_, _, _, err := succ.Renew(time.Second, quota.Request{Tenant: "acme", Region: tc.region, Seq: uint64(10 + i), Epoch: s2.Epoch, Incarnation: tc.inc})
+		_, err := succ.Renew(time.Second, quota.Request{Tenant: "acme", Region: tc.region, Seq: uint64(10 + i), Epoch: s2.Epoch, Incarnation: tc.inc})
 		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, quota.ErrSuperseded)) {
 			t.Fatalf("step %d: renewal of %s as incarnation %d after the fence: %v, want ok %v", i, tc.region, tc.inc, err, tc.ok)
 		}

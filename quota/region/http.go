@@ -14,6 +14,7 @@ type middleware struct {
 	tenant func(*http.Request) string
 	cost   func(*http.Request) int64
 	reject func(w http.ResponseWriter, r *http.Request, retryAfter time.Duration, known bool)
+	now    func() int64
 }
 
 // MiddlewareOption configures Middleware.
@@ -24,6 +25,16 @@ type MiddlewareOption func(*middleware)
 // WithCost(func(r *http.Request) int64 { return t.Cost(r.URL.Path) }).
 func WithCost(f func(*http.Request) int64) MiddlewareOption {
 	return func(m *middleware) { m.cost = f }
+}
+
+// WithNow makes the middleware read now for each request's instant instead
+// of the limiter's clock (Limiter.Now): for a runner that asks its limiter
+// everything on a clock of its own, such as quota/service's region agent,
+// whose decision API, Envoy service and proxy share one clock. now returns
+// nanoseconds on the limiter's time line, as the methods that take now
+// expect.
+func WithNow(now func() int64) MiddlewareOption {
+	return func(m *middleware) { m.now = now }
 }
 
 // WithRejectHandler chooses the response to a refused request; known says
@@ -58,9 +69,13 @@ func (l *Limiter) Middleware(tenant TenantFunc, opts ...MiddlewareOption) (func(
 		tenant: tenant,
 		cost:   func(*http.Request) int64 { return 1 },
 		reject: rejectDefault,
+		now:    l.Now,
 	}
 	for _, o := range opts {
 		o(m)
+	}
+	if m.now == nil {
+		m.now = l.Now
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -70,7 +85,7 @@ func (l *Limiter) Middleware(tenant TenantFunc, opts ...MiddlewareOption) (func(
 				return
 			}
 			cost := m.cost(r)
-			now := l.Now()
+			now := m.now()
 			if l.AllowAt(now, tenant, cost) {
 				next.ServeHTTP(w, r)
 				return

@@ -118,7 +118,7 @@ func (l *Limiter) Install(now int64, g quota.Grant) Installed {
 		ns.perToken = 1e9 * float64(quota.One) / float64(g.Lease.Rate) * (1 + l.cfg.MaxDrift)
 		ns.tau = int64(math.Floor(g.Lease.Burst.Float() * ns.perToken))
 		ns.cost1 = int64(math.Ceil(ns.perToken))
-		ns.withCaches(l.cachesNow(), l.broken.CachesOverBurst)
+		ns.withCaches(l.cachesNow(), l.broken.cachesOverBurst())
 	}
 	old := b.cur.Load()
 	var inst Installed
@@ -145,7 +145,7 @@ func (l *Limiter) Install(now int64, g quota.Grant) Installed {
 	// (An Allow that read the old state just before it was sealed may
 	// still add to it: a few tokens of demand lost, nothing more.)
 	b.offered.Add(old.takeOffered())
-	if l.broken.RenewRefills {
+	if l.broken.renewRefills() {
 		kept = g.Lease.Burst // wrong on purpose: a new burst out of nothing
 	}
 	kept = min(kept+g.Lease.Transfer, g.Lease.Burst)

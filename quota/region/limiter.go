@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/afloat/afloat/quota"
-	"github.com/afloat/afloat/quota/internal/breakage"
-	"github.com/afloat/afloat/quota/internal/settings"
 )
 
 // Limiter is a region's side of the global quota: one leased token bucket
@@ -27,11 +25,9 @@ type Limiter struct {
 	// replaced whole by SetTenants (copy on write), so that Allow reads it
 	// with one atomic load and no lock.
 	idx      atomic.Pointer[index]
-	start    time.Time // the monotonic clock's reading at New, when clock is nil
-	clock    func() int64
-	clock0   int64 // clock's reading at New
-	caches   int   // token caches per lease
-	broken   breakage.Set
+	start    time.Time     // the monotonic clock's reading at New
+	caches   int           // token caches per lease
+	broken   faults        // none but in a build with the tag mutation (faults.go)
 	wake     chan struct{} // tells Run that a tenant wants renewing
 	counters runCounters
 	unknown  atomic.Int64 // requests refused for a tenant not served here (Counts)
@@ -126,37 +122,19 @@ type sentReq struct {
 	at  int64
 }
 
-// Option is an option of New. Its settings type is internal: the only
-// options are the With... functions of this package.
-type Option func(*settings.Limiter)
-
-// WithClock makes Now read clock (monotonic nanoseconds) instead of the
-// machine's monotonic clock: for tests, and for a runner that steps
-// virtual time.
-func WithClock(clock func() int64) Option { return func(s *settings.Limiter) { s.Clock = clock } }
-
 // New returns a limiter with no lease: it refuses everything until the
 // first grant is installed.
-func New(cfg Config, opts ...Option) (*Limiter, error) {
+func New(cfg Config) (*Limiter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	var set settings.Limiter
-	for _, o := range opts {
-		o(&set)
-	}
-	l := &Limiter{cfg: cfg, wake: make(chan struct{}, 1), clock: set.Clock, broken: set.Faults}
+	l := &Limiter{cfg: cfg, wake: make(chan struct{}, 1), start: time.Now()}
 	switch l.caches = cfg.Caches; {
 	case l.caches == -1:
 		l.caches = 0
 	case l.caches == 0:
 		l.caches = defaultCaches()
-	}
-	if l.clock != nil {
-		l.clock0 = l.clock()
-	} else {
-		l.start = time.Now()
 	}
 	l.seqHigh.Store(cfg.SeqBase)
 	ix := &index{buckets: make(map[string]*bucket, len(cfg.Tenants))}
@@ -201,10 +179,7 @@ func (l *Limiter) Tenants() []string {
 // Now reads the limiter's clock: monotonic nanoseconds since New. It is
 // time.Since of a reading with a monotonic part, which reads the
 // monotonic clock alone (no wall clock): the cheapest clock the standard
-// library has.
-func (l *Limiter) Now() int64 {
-	if l.clock != nil {
-		return l.clock() - l.clock0
-	}
-	return int64(time.Since(l.start))
-}
+// library has. A runner that steps virtual time passes its own readings
+// to the methods that take now (AllowAt, Request, Install, Due, Status)
+// instead.
+func (l *Limiter) Now() int64 { return int64(time.Since(l.start)) }

@@ -108,7 +108,7 @@ func BenchmarkDecodeAllow(b *testing.B) {
 func TestAllowRefusesLenientBodies(t *testing.T) {
 	clock := &fakeClock{}
 	a := fixedAgent(t, fronted, clock)
-	lease(t, a.Limiter(), "acme", 1, 10, 40)
+	lease(t, a.Limiter(), a.now(), "acme", 1, 10, 40)
 	h := a.Handler()
 	post := func(body string) (int, string) {
 		req := httptest.NewRequest("POST", "http://127.0.0.1/v1/allow", strings.NewReader(body))
@@ -132,7 +132,7 @@ func TestAllowRefusesLenientBodies(t *testing.T) {
 			t.Errorf("step %d: %s: %d %s; want 400 with %q", i, c.body, code, body, c.want)
 		}
 	}
-	if st := a.Limiter().Status(a.Limiter().Now(), "acme"); st.Balance != quota.Tokens(40) {
+	if st := a.Limiter().Status(a.now(), "acme"); st.Balance != quota.Tokens(40) {
 		t.Fatalf("acme's bucket holds %v after refused requests, want all 40 tokens", st.Balance)
 	}
 	// An absent n is 1, and n as given otherwise.

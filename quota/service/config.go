@@ -22,8 +22,9 @@ import (
 // Config is the file every process of a quota cluster reads: the
 // coordinators, to know the tenants and the regions' tokens; a region
 // agent, its tenants and its own token. YAML, or JSON (a YAML subset).
-// Tenants live here for now; the extension point for keeping them in
-// etcd instead is Config.Tenants → coordinator.Config (docs/quota.md).
+// Its tenants seed the coordinators' ledger in etcd once, on a new
+// cluster; from then on the ledger is the truth and the tenants API
+// changes them (docs/quota.md, "Tenants").
 type Config struct {
 	// Cluster names the quota cluster; the etcd prefix records it, and a
 	// coordinator refuses a prefix written by another. Default "afloat".

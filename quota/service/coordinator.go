@@ -17,9 +17,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/afloat/afloat/quota"
-	"github.com/afloat/afloat/quota/chaos"
 	"github.com/afloat/afloat/quota/coordinator"
 	"github.com/afloat/afloat/quota/etcdledger"
+	"github.com/afloat/afloat/quota/eventlog"
 	"github.com/afloat/afloat/quota/remote"
 )
 
@@ -136,14 +136,14 @@ func RunCoordinator(ctx context.Context, o CoordinatorOptions) error {
 	}
 	defer ledger.Close()
 
-	var events *EventLog
+	var events *eventlog.File
 	if o.EventLog != "" {
-		if events, err = OpenEventLog(o.EventLog); err != nil {
+		if events, err = eventlog.OpenFile(o.EventLog); err != nil {
 			ln.Close()
 			return err
 		}
 		defer events.Close()
-		events.starts(time.Now().UnixNano(), o.Config.QuotaTenants())
+		writeStarts(events, time.Now().UnixNano(), o.Config.QuotaTenants())
 	}
 
 	var (
@@ -229,33 +229,15 @@ func RunCoordinator(ctx context.Context, o CoordinatorOptions) error {
 }
 
 // lead campaigns, and once it wins, serves as the leader until it loses.
-func lead(ctx context.Context, o CoordinatorOptions, ledger *etcdledger.Ledger, events *EventLog,
+func lead(ctx context.Context, o CoordinatorOptions, ledger *etcdledger.Ledger, events *eventlog.File,
 	mail *remote.Mailbox, current *atomic.Pointer[coordinator.Server], log *slog.Logger) error {
 	var srv *coordinator.Server
-	unix := func(d time.Duration) int64 { return srv.Start().UnixNano() + int64(d) }
 	opts := []coordinator.ServerOption{
 		coordinator.WithNudges(mail.Put),
 		coordinator.WithLogger(log),
 	}
 	if events != nil {
-		opts = append(opts,
-			coordinator.WithCommitted(func(at time.Duration, s coordinator.Step) {
-				for _, e := range s.Ended {
-					events.Write(&chaos.Event{T: unix(at), Ev: "end", Tenant: e.Lease.Tenant, Region: e.Lease.Region,
-						ID: e.Lease.ID, Epoch: e.Lease.Epoch, Why: string(e.Why)})
-				}
-				if l := s.Granted; l.ID != 0 {
-					events.Write(&chaos.Event{T: unix(at), Ev: "lease", Tenant: l.Tenant, Region: l.Region, ID: l.ID, Epoch: l.Epoch,
-						Rate: l.Rate, Burst: l.Burst, Transfer: l.Transfer, Activates: unix(l.Activates), Expires: unix(l.Expires)})
-				}
-				events.tenantEvent(unix(at), s.Tenant)
-				if s.Credit > 0 {
-					events.Write(&chaos.Event{T: unix(at), Ev: "credit", Tenant: s.Returned.Tenant, Region: s.Returned.Region,
-						ID: s.Returned.LeaseID, Balance: s.Credit})
-				}
-			}),
-			coordinator.WithWritten(func() { events.Flush() }), //nolint:errcheck // reported at Close
-		)
+		opts = append(opts, coordinator.WithJournal(coordJournal{events, func() time.Time { return srv.Start() }}))
 	}
 	log.Info("quota coordinator: campaigning")
 	var err error
@@ -273,8 +255,8 @@ func lead(ctx context.Context, o CoordinatorOptions, ledger *etcdledger.Ledger, 
 	if live == nil {
 		live = []uint64{}
 	}
-	events.Write(&chaos.Event{T: time.Now().UnixNano(), Ev: "restart", Epoch: epoch, Live: &live})
-	events.loaded(time.Now().UnixNano(), srv.Tenants())
+	events.Write(&eventlog.Event{T: time.Now().UnixNano(), Kind: eventlog.Restart, Epoch: epoch, Live: &live})
+	writeLoaded(events, time.Now().UnixNano(), srv.Tenants())
 	events.Flush() //nolint:errcheck
 
 	rctx, cancel := context.WithCancel(ctx)
@@ -291,7 +273,37 @@ func lead(ctx context.Context, o CoordinatorOptions, ledger *etcdledger.Ledger, 
 	err = srv.Run(rctx)
 	current.Store(nil)
 	if errors.Is(err, quota.ErrStaleEpoch) {
-		events.Write(&chaos.Event{T: time.Now().UnixNano(), Ev: "fenced", Epoch: epoch})
+		events.Write(&eventlog.Event{T: time.Now().UnixNano(), Kind: eventlog.Fenced, Epoch: epoch})
 	}
 	return err
+}
+
+// coordJournal is a coordinator's event log as its journal: the lines of a
+// transaction's steps, flushed before their calls are answered, so that
+// no grant a region installs is missing from the log; a failed write
+// fails the calls.
+type coordJournal struct {
+	events *eventlog.File
+	start  func() time.Time // the server's Start, for its clock in Unix time
+}
+
+func (j coordJournal) Append(entries []coordinator.Entry) error {
+	unix := func(d time.Duration) int64 { return j.start().UnixNano() + int64(d) }
+	for _, en := range entries {
+		at, s := unix(en.At), en.Step
+		for _, e := range s.Ended {
+			j.events.Write(&eventlog.Event{T: at, Kind: eventlog.End, Tenant: e.Lease.Tenant, Region: e.Lease.Region,
+				ID: e.Lease.ID, Epoch: e.Lease.Epoch, Why: string(e.Why)})
+		}
+		if l := s.Granted; l.ID != 0 {
+			j.events.Write(&eventlog.Event{T: at, Kind: eventlog.Lease, Tenant: l.Tenant, Region: l.Region, ID: l.ID, Epoch: l.Epoch,
+				Rate: l.Rate, Burst: l.Burst, Transfer: l.Transfer, Activates: unix(l.Activates), Expires: unix(l.Expires)})
+		}
+		writeTenantChange(j.events, at, s.Tenant)
+		if s.Credit > 0 {
+			j.events.Write(&eventlog.Event{T: at, Kind: eventlog.Credit, Tenant: s.Returned.Tenant, Region: s.Returned.Region,
+				ID: s.Returned.LeaseID, Balance: s.Credit})
+		}
+	}
+	return j.events.Flush()
 }

@@ -5,8 +5,9 @@
 // POST /v1/allow, for services not written in Go; Envoy's rate-limit
 // service over gRPC, GRPCServer; a reverse proxy answering 429 with
 // Retry-After, ProxyHandler), the cluster's config
-// file (LoadConfig: YAML or JSON, every error naming its field), event
-// logs for afloat quota check, and embedded etcd members (StartMember,
+// file (LoadConfig: YAML or JSON, every error naming its field), the
+// event log each process writes for afloat quota check (an eventlog.File,
+// with --event-log), and embedded etcd members (StartMember,
 // only in a binary built with -tags embedetcd: see EmbeddedEtcd). Both
 // processes serve GET /metrics (Prometheus, a registry per process),
 // /healthz and /readyz on their API listener (docs/quota.md, "Metrics and

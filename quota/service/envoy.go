@@ -18,7 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/afloat/afloat/internal/hostcheck"
-	"github.com/afloat/afloat/quota/chaos"
+	"github.com/afloat/afloat/quota/eventlog"
 )
 
 // EnvoyConfig is the config file's envoy section: how the region agent
@@ -358,7 +358,7 @@ func (s *rlsServer) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReq
 		return nil, status.FromContextError(err).Err()
 	}
 
-	now := a.lim.Now()
+	now := a.now()
 	resp := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK, Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(calls))}
 	var head *rlsv3.RateLimitResponse_DescriptorStatus // the one the headers describe
 	var retry time.Duration
@@ -383,7 +383,7 @@ func (s *rlsServer) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReq
 			LimitRemaining: clampU32(st.Balance.Float() / float64(c.cost)),
 		}
 		if ok {
-			a.events.Write(&chaos.Event{T: a.unix(now), Ev: "admit", Tenant: c.tenant, Region: a.o.Name, N: cost})
+			a.events.Write(&eventlog.Event{T: a.unix(now), Kind: eventlog.Admit, Tenant: c.tenant, Region: a.o.Name, N: cost})
 			// A token bucket's window "resets" when it is full again.
 			var full time.Duration
 			if rate > 0 {
@@ -391,7 +391,7 @@ func (s *rlsServer) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReq
 			}
 			ds.DurationUntilReset = durationpb.New(full)
 		} else {
-			a.events.Write(&chaos.Event{T: a.unix(now), Ev: "reject", Tenant: c.tenant, Region: a.o.Name, N: cost})
+			a.events.Write(&eventlog.Event{T: a.unix(now), Kind: eventlog.Reject, Tenant: c.tenant, Region: a.o.Name, N: cost})
 			d, _ := a.lim.RetryAfter(now, c.tenant, cost)
 			ds.Code = rlsv3.RateLimitResponse_OVER_LIMIT
 			ds.DurationUntilReset = durationpb.New(d)

@@ -86,9 +86,8 @@ func fixedAgent(t *testing.T, cfg string, clock *fakeClock) *Agent {
 
 // lease installs a lease of rate and burst for tenant at now, its bucket
 // full (the burst transferred), valid for an hour.
-func lease(t *testing.T, lim *region.Limiter, tenant string, id uint64, rate, burst float64) {
+func lease(t *testing.T, lim *region.Limiter, now int64, tenant string, id uint64, rate, burst float64) {
 	t.Helper()
-	now := lim.Now()
 	req, err := lim.Request(now, tenant)
 	must(t, err)
 	in := lim.Install(now, quota.Grant{
@@ -137,12 +136,12 @@ func TestEnvoyRLSMatchesLimiter(t *testing.T) {
 	a := fixedAgent(t, fronted, clock)
 	tcfg := region.DefaultConfig("eu", "acme", "globex")
 	tcfg.Retry, tcfg.MaxRetry = a.o.Config.Agent.Retry, a.o.Config.Agent.MaxRetry
-	twin, err := region.New(tcfg, region.WithClock(clock.now))
+	twin, err := region.New(tcfg) // asked on clock's readings, as the agent is
 	must(t, err)
 	// acme holds a lease in both; globex holds none (refused, with the
 	// retry policy as the reset).
-	lease(t, a.Limiter(), "acme", 1, 10, 40)
-	lease(t, twin, "acme", 1, 10, 40)
+	lease(t, a.Limiter(), a.now(), "acme", 1, 10, 40)
+	lease(t, twin, clock.now(), "acme", 1, 10, 40)
 	client := serveGRPC(t, a)
 
 	type pick struct {
@@ -185,7 +184,7 @@ func TestEnvoyRLSMatchesLimiter(t *testing.T) {
 		if len(resp.Statuses) != len(ps) {
 			t.Fatalf("step %d: %d statuses for %d descriptors", step, len(resp.Statuses), len(ps))
 		}
-		now := twin.Now()
+		now := clock.now()
 		wantOverall := rlsv3.RateLimitResponse_OK
 		for i, p := range ps {
 			st := resp.Statuses[i]
@@ -242,7 +241,7 @@ func TestEnvoyRLSMatchesLimiter(t *testing.T) {
 	resp, err := client.ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{Domain: "edge",
 		Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("tenant", "acme")}})
 	must(t, err)
-	if twin.AllowAt(twin.Now(), "acme", 1) || resp.OverallCode != rlsv3.RateLimitResponse_OVER_LIMIT ||
+	if twin.AllowAt(clock.now(), "acme", 1) || resp.OverallCode != rlsv3.RateLimitResponse_OVER_LIMIT ||
 		resp.Statuses[0].CurrentLimit.RequestsPerUnit != 0 || resp.Statuses[0].LimitRemaining != 0 {
 		t.Fatalf("after the lease: %v", resp)
 	}
@@ -264,7 +263,7 @@ func TestEnvoyRLSHeaders(t *testing.T) {
 			cfg = fronted
 		}
 		a := fixedAgent(t, cfg, clock)
-		lease(t, a.Limiter(), "acme", 1, 10, 40)
+		lease(t, a.Limiter(), a.now(), "acme", 1, 10, 40)
 		client := serveGRPC(t, a)
 		call := func(hits uint32, ds ...*ratelimitv3.RateLimitDescriptor) *rlsv3.RateLimitResponse {
 			resp, err := client.ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{Domain: "edge", HitsAddend: hits, Descriptors: ds})
@@ -331,7 +330,7 @@ func equalMaps(a, b map[string]string) bool {
 func TestEnvoyRLSBadRequests(t *testing.T) {
 	clock := &fakeClock{}
 	a := fixedAgent(t, fronted, clock)
-	lease(t, a.Limiter(), "acme", 1, 10, 40)
+	lease(t, a.Limiter(), a.now(), "acme", 1, 10, 40)
 	client := serveGRPC(t, a)
 	ok := desc("tenant", "acme")
 	many := make([]*ratelimitv3.RateLimitDescriptor, 65)
@@ -375,7 +374,7 @@ func TestEnvoyRLSBadRequests(t *testing.T) {
 		if s, _ := status.FromError(err); s.Code() != tc.code || !strings.Contains(s.Message(), tc.want) {
 			t.Errorf("step %d: %v, want %v naming %q", i, err, tc.code, tc.want)
 		}
-		if bal := a.Limiter().Status(a.Limiter().Now(), "acme").Balance; bal != quota.Tokens(40) {
+		if bal := a.Limiter().Status(a.now(), "acme").Balance; bal != quota.Tokens(40) {
 			t.Fatalf("step %d: a refused request spent: balance %v, want 40", i, bal.Float())
 		}
 	}
@@ -389,7 +388,7 @@ func TestEnvoyRLSBadRequests(t *testing.T) {
 	if status.Code(err) != codes.DeadlineExceeded {
 		t.Fatalf("a past deadline: %v", err)
 	}
-	if bal := a.Limiter().Status(a.Limiter().Now(), "acme").Balance; bal != quota.Tokens(40) {
+	if bal := a.Limiter().Status(a.now(), "acme").Balance; bal != quota.Tokens(40) {
 		t.Fatalf("a call past its deadline spent: balance %v", bal.Float())
 	}
 	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
@@ -405,7 +404,7 @@ func TestEnvoyRLSToken(t *testing.T) {
 	const token = "envoy-token-0123456789"
 	clock := &fakeClock{}
 	a := fixedAgent(t, strings.Replace(fronted, "domain: edge", "domain: edge\n  token: "+token, 1), clock)
-	lease(t, a.Limiter(), "acme", 1, 10, 40)
+	lease(t, a.Limiter(), a.now(), "acme", 1, 10, 40)
 	client := serveGRPC(t, a)
 	req := &rlsv3.RateLimitRequest{Domain: "edge", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("tenant", "acme")}}
 	for i, md := range []metadata.MD{nil, metadata.Pairs("authorization", "Bearer wrong-token-0123456789"),

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/afloat/afloat/quota/chaos"
+	"github.com/afloat/afloat/quota/eventlog"
 )
 
 // fenceConfig: one hard tenant in two regions, short leases so that the
@@ -92,7 +92,7 @@ func (c *fenceCluster) agent(ctx context.Context, region, name string, logger *s
 }
 
 // check merges the logs and checks them as afloat quota check does.
-func (c *fenceCluster) check() (chaos.Report, []chaos.Event) {
+func (c *fenceCluster) check() (eventlog.Report, []eventlog.Event) {
 	c.t.Helper()
 	var all collect
 	for _, path := range c.logs {
@@ -100,13 +100,13 @@ func (c *fenceCluster) check() (chaos.Report, []chaos.Event) {
 		if err != nil {
 			c.t.Fatal(err)
 		}
-		if err := chaos.ReadLog(f, &all); err != nil {
+		if err := eventlog.ReadLog(f, &all); err != nil {
 			c.t.Fatalf("%s: %v", path, err)
 		}
 		f.Close()
 	}
-	events := chaos.Merge(all.events)
-	chk := chaos.NewChecker()
+	events := eventlog.Merge(all.events)
+	chk := eventlog.NewChecker()
 	var end int64
 	for i := range events {
 		chk.Write(&events[i])
@@ -144,8 +144,8 @@ func load(ctx context.Context, wg *sync.WaitGroup, base string, admitted *atomic
 // second takes over (how soon is logged, not asserted). The merged event
 // logs pass the checker (afloat quota check's), and the admissions of all
 // three agents together stay within R·Δ + B in every window. (Before
-// agents were fenced, both eu agents held leases at once: here, 201.7
-// tokens over R·Δ + B within 7 s, and 281 violations of the checker's.)
+// agents were fenced, both eu agents held leases at once and the bound
+// broke within seconds: docs/quota.md, "Failure modes, measured".)
 func TestTwoAgentsOneRegion(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a cluster with traffic for about 7 s")
@@ -321,7 +321,7 @@ func TestForgedEpochUnderTraffic(t *testing.T) {
 	rep, events := c.check()
 	restarts := 0
 	for _, e := range events {
-		if e.Ev == "restart" || e.Ev == "fenced" {
+		if e.Kind == eventlog.Restart || e.Kind == eventlog.Fenced {
 			restarts++
 		}
 	}

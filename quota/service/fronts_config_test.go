@@ -116,7 +116,7 @@ func FuzzShouldRateLimit(f *testing.F) {
 		}
 		clock := &fakeClock{}
 		a := fixedAgent(t, fronted, clock)
-		lease(t, a.Limiter(), "acme", 1, 10, 40)
+		lease(t, a.Limiter(), a.now(), "acme", 1, 10, 40)
 		resp, err := (&rlsServer{a: a}).ShouldRateLimit(context.Background(), &req)
 		if err != nil {
 			if c := status.Code(err); c != codes.InvalidArgument && c != codes.FailedPrecondition {

@@ -82,7 +82,7 @@ func getOnly(h http.Handler) http.Handler {
 // its allowance (best effort) for some of them — and is not standing by
 // for another agent of its region (standby.go), even with no tenant.
 func (a *Agent) regionReady() Readiness {
-	now := a.lim.Now()
+	now := a.now()
 	rd := Readiness{}
 	for _, t := range a.lim.Tenants() {
 		if !a.lim.Status(now, t).Valid {

@@ -105,7 +105,7 @@ func TestRegionReadiness(t *testing.T) {
 	ts := httptest.NewServer(a.Handler())
 	defer ts.Close()
 	grant := func(tenant string, id uint64) {
-		now := a.lim.Now()
+		now := a.now()
 		req, err := a.lim.Request(now, tenant)
 		if err != nil {
 			t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 func TestAgentAnswersOnlyItsHosts(t *testing.T) {
 	clock := &fakeClock{}
 	a := fixedAgent(t, fronted, clock)
-	lease(t, a.Limiter(), "acme", 1, 10, 40)
+	lease(t, a.Limiter(), a.now(), "acme", 1, 10, 40)
 	ts := httptest.NewServer(a.Handler())
 	defer ts.Close()
 	do := func(method, path, host string) (int, string) {
@@ -40,7 +40,7 @@ func TestAgentAnswersOnlyItsHosts(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	balance := func() quota.Micro { return a.Limiter().Status(a.Limiter().Now(), "acme").Balance }
+	balance := func() quota.Micro { return a.Limiter().Status(a.now(), "acme").Balance }
 	for i, host := range []string{"evil.example", "evil.example:" + strings.Split(ts.Listener.Addr().String(), ":")[1],
 		"EVIL.example.", "localhost.evil.example", "127.0.0.1.nip.io", "0.0.0.0", "[::]:80", "10.0.0.1"} {
 		for _, r := range []struct{ method, path string }{{"POST", "/v1/allow"}, {"GET", "/v1/status"}, {"GET", "/metrics"}, {"GET", "/readyz"}} {

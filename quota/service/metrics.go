@@ -117,6 +117,7 @@ type agentMetrics struct {
 // regionCollector reads a region's limiter at scrape time.
 type regionCollector struct {
 	lim     *region.Limiter
+	now     func() int64 // the agent's clock (Agent.now)
 	seen    monotonic
 	standby func() bool // another agent holds the region
 
@@ -125,7 +126,7 @@ type regionCollector struct {
 	standbyDesc                                              *prometheus.Desc
 }
 
-func newAgentMetrics(lim *region.Limiter, standby func() bool) *agentMetrics {
+func newAgentMetrics(lim *region.Limiter, now func() int64, standby func() bool) *agentMetrics {
 	reg := newRegistry()
 	constant := prometheus.Labels{"region": lim.Region()}
 	d := func(name, help string, labels ...string) *prometheus.Desc {
@@ -133,6 +134,7 @@ func newAgentMetrics(lim *region.Limiter, standby func() bool) *agentMetrics {
 	}
 	reg.MustRegister(&regionCollector{
 		lim:         lim,
+		now:         now,
 		standby:     standby,
 		rate:        d("lease_rate_tokens_per_second", "Rate share of the lease in use (0 without a valid lease).", "tenant"),
 		burst:       d("lease_burst_tokens", "Burst share of the lease in use (0 without a valid lease).", "tenant"),
@@ -182,7 +184,7 @@ func (c *regionCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	c.seen.begin()
 	defer c.seen.end()
-	now := c.lim.Now()
+	now := c.now()
 	for _, t := range c.lim.Tenants() {
 		st := c.lim.Status(now, t)
 		var rate, burst, valid, remaining float64

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/afloat/afloat/internal/redact"
-	"github.com/afloat/afloat/quota/chaos"
+	"github.com/afloat/afloat/quota/eventlog"
 	"github.com/afloat/afloat/quota/region"
 )
 
@@ -199,7 +199,7 @@ func (a *Agent) ProxyHandler(upstream string) (http.Handler, error) {
 	mw, err := a.lim.Middleware(func(r *http.Request) string {
 		t, _, _ := p.route(r)
 		return t
-	}, region.WithCost(func(r *http.Request) int64 {
+	}, region.WithNow(a.now), region.WithCost(func(r *http.Request) int64 {
 		_, c := cost(r)
 		return c
 	}))
@@ -212,18 +212,18 @@ func (a *Agent) ProxyHandler(upstream string) (http.Handler, error) {
 	inner := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if d, _ := r.Context().Value(decisionKey{}).(*decision); d != nil {
 			d.admitted = true
-			a.events.Write(&chaos.Event{T: a.unix(d.at), Ev: "admit", Tenant: d.tenant, Region: a.o.Name, N: d.cost})
+			a.events.Write(&eventlog.Event{T: a.unix(d.at), Kind: eventlog.Admit, Tenant: d.tenant, Region: a.o.Name, N: d.cost})
 		}
 		rp.ServeHTTP(w, r)
 	}))
 	if a.o.EventLog != "" {
 		logged := inner
 		inner = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			d := &decision{at: a.lim.Now()}
+			d := &decision{at: a.now()}
 			d.tenant, d.cost = cost(r)
 			logged.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), decisionKey{}, d)))
 			if _, served := a.tenant(d.tenant); served && !d.admitted {
-				a.events.Write(&chaos.Event{T: a.unix(d.at), Ev: "reject", Tenant: d.tenant, Region: a.o.Name, N: d.cost})
+				a.events.Write(&eventlog.Event{T: a.unix(d.at), Kind: eventlog.Reject, Tenant: d.tenant, Region: a.o.Name, N: d.cost})
 			}
 		})
 	}

@@ -50,7 +50,7 @@ func newUpstream(t *testing.T) *upstream {
 func TestProxyAnswers429(t *testing.T) {
 	clock := &fakeClock{}
 	a := fixedAgent(t, fronted, clock)
-	lease(t, a.Limiter(), "acme", 1, 10, 40)
+	lease(t, a.Limiter(), a.now(), "acme", 1, 10, 40)
 	up := newUpstream(t)
 	h, err := a.ProxyHandler(up.URL + "/base")
 	must(t, err)
@@ -146,7 +146,7 @@ func TestProxyAnswers429(t *testing.T) {
 func TestProxyUpstreamDown(t *testing.T) {
 	clock := &fakeClock{}
 	a := fixedAgent(t, fronted, clock)
-	lease(t, a.Limiter(), "acme", 1, 10, 40)
+	lease(t, a.Limiter(), a.now(), "acme", 1, 10, 40)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)
 	dead := "http://" + ln.Addr().String()

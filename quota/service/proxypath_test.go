@@ -46,7 +46,7 @@ func rawGet(t *testing.T, addr, host, target string) int {
 func TestProxyPricesCanonicalPath(t *testing.T) {
 	clock := &fakeClock{}
 	a := fixedAgent(t, pricedConfig, clock)
-	lease(t, a.Limiter(), "acme", 1, 1, 100000)
+	lease(t, a.Limiter(), a.now(), "acme", 1, 1, 100000)
 	up := newUpstream(t)
 	h, err := a.ProxyHandler(up.URL + "/base")
 	must(t, err)
@@ -56,7 +56,7 @@ func TestProxyPricesCanonicalPath(t *testing.T) {
 	go front.Serve(ln) //nolint:errcheck
 	defer front.Close()
 
-	balance := func() quota.Micro { return a.Limiter().Status(a.Limiter().Now(), "acme").Balance }
+	balance := func() quota.Micro { return a.Limiter().Status(a.now(), "acme").Balance }
 	for i, c := range []struct {
 		target string
 		code   int

@@ -17,7 +17,7 @@ import (
 
 	"github.com/afloat/afloat/internal/hostcheck"
 	"github.com/afloat/afloat/quota"
-	"github.com/afloat/afloat/quota/chaos"
+	"github.com/afloat/afloat/quota/eventlog"
 	"github.com/afloat/afloat/quota/region"
 	"github.com/afloat/afloat/quota/remote"
 )
@@ -54,7 +54,7 @@ type RegionOptions struct {
 	// spend any tenant's tokens. Run then logs a warning.
 	AllowRemote bool
 
-	clock        func() int64  // the limiter's clock, for tests (export_test.go)
+	clock        func() int64  // the agent's clock, for tests: a.now reads it instead of the limiter's
 	tenantsEvery time.Duration // how often the agent asks for its tenants; default tenantsEvery (regiontenants.go)
 }
 
@@ -68,7 +68,7 @@ type Agent struct {
 	// changes (regiontenants.go), so readers take no lock.
 	tenants atomic.Pointer[map[string]quota.Tenant]
 	start   time.Time // the limiter's clock is Unix start + lim.Now()
-	events  *EventLog
+	events  *eventlog.File
 
 	mu    sync.Mutex
 	using map[string]usingLease // tenant → the lease in use, for the event log
@@ -127,11 +127,7 @@ func NewAgent(o RegionOptions) (*Agent, error) {
 	// answers a number it has seen with the grant it gave it.
 	a.start = time.Now()
 	cfg.SeqBase = uint64(a.start.UnixMicro())
-	var opts []region.Option
-	if o.clock != nil {
-		opts = append(opts, region.WithClock(o.clock))
-	}
-	lim, err := region.New(cfg, opts...)
+	lim, err := region.New(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -139,12 +135,21 @@ func NewAgent(o RegionOptions) (*Agent, error) {
 	if err := a.checkFronts(); err != nil {
 		return nil, err
 	}
-	a.metrics = newAgentMetrics(lim, func() bool { return a.held.Load() != nil })
+	a.metrics = newAgentMetrics(lim, a.now, func() bool { return a.held.Load() != nil })
 	return a, nil
 }
 
 // Limiter is the agent's limiter.
 func (a *Agent) Limiter() *region.Limiter { return a.lim }
+
+// now reads the agent's clock, on which it asks its limiter everything:
+// the limiter's own (Limiter.Now), or the one a test steps.
+func (a *Agent) now() int64 {
+	if a.o.clock != nil {
+		return a.o.clock()
+	}
+	return a.lim.Now()
+}
 
 func (a *Agent) unix(now int64) int64 { return a.start.UnixNano() + now }
 
@@ -164,11 +169,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("service: --listen %s: %w", o.Listen, err)
 	}
 	if o.EventLog != "" {
-		if a.events, err = OpenEventLog(o.EventLog); err != nil {
+		if a.events, err = eventlog.OpenFile(o.EventLog); err != nil {
 			ln.Close()
 			return err
 		}
-		a.events.starts(a.unix(a.lim.Now()), o.Config.QuotaTenants())
+		writeStarts(a.events, a.unix(a.now()), o.Config.QuotaTenants())
 	}
 	hs := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 10 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
@@ -256,7 +261,7 @@ func (j agentJournal) Returned(at int64, ret quota.Return) error {
 		delete(a.using, ret.Tenant)
 	}
 	a.mu.Unlock()
-	a.events.Write(&chaos.Event{T: a.unix(at), Ev: "return", Tenant: ret.Tenant, Region: ret.Region, ID: ret.LeaseID, Balance: ret.Balance})
+	a.events.Write(&eventlog.Event{T: a.unix(at), Kind: eventlog.Return, Tenant: ret.Tenant, Region: ret.Region, ID: ret.LeaseID, Balance: ret.Balance})
 	return a.events.Flush()
 }
 
@@ -286,14 +291,14 @@ func (a *Agent) installed(at int64, in region.Installed) {
 	defer a.mu.Unlock()
 	if u, ok := a.using[t]; ok {
 		if in.Dropped.ID == u.id {
-			a.events.Write(&chaos.Event{T: a.unix(at), Ev: "supersede", Tenant: t, Region: a.o.Name, ID: u.id})
+			a.events.Write(&eventlog.Event{T: a.unix(at), Kind: eventlog.Supersede, Tenant: t, Region: a.o.Name, ID: u.id})
 		} else {
 			// It ran out before the new one came.
-			a.events.Write(&chaos.Event{T: a.unix(u.until), Ev: "expire", Tenant: t, Region: a.o.Name, ID: u.id})
+			a.events.Write(&eventlog.Event{T: a.unix(u.until), Kind: eventlog.Expire, Tenant: t, Region: a.o.Name, ID: u.id})
 		}
 	}
 	a.using[t] = usingLease{id: in.Lease.ID, until: in.Until}
-	a.events.Write(&chaos.Event{T: a.unix(at), Ev: "install", Tenant: t, Region: a.o.Name, ID: in.Lease.ID, Epoch: in.Lease.Epoch})
+	a.events.Write(&eventlog.Event{T: a.unix(at), Kind: eventlog.Install, Tenant: t, Region: a.o.Name, ID: in.Lease.ID, Epoch: in.Lease.Epoch})
 }
 
 // watch logs leases that run out, and polls the coordinator for nudges.
@@ -307,11 +312,11 @@ func (a *Agent) watch(ctx context.Context, client *remote.Client) {
 			return
 		case <-t.C:
 		}
-		now := a.lim.Now()
+		now := a.now()
 		a.mu.Lock()
 		for tenant, u := range a.using {
 			if now >= u.until {
-				a.events.Write(&chaos.Event{T: a.unix(u.until), Ev: "expire", Tenant: tenant, Region: a.o.Name, ID: u.id})
+				a.events.Write(&eventlog.Event{T: a.unix(u.until), Kind: eventlog.Expire, Tenant: tenant, Region: a.o.Name, ID: u.id})
 				delete(a.using, tenant)
 			}
 		}
@@ -407,15 +412,15 @@ func (a *Agent) allow(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cost := req.N * t.Cost(req.Endpoint)
-	now := a.lim.Now()
+	now := a.now()
 	var ans AllowAnswer
 	if a.lim.AllowAt(now, req.Tenant, cost) {
 		ans.Allowed = true
-		a.events.Write(&chaos.Event{T: a.unix(now), Ev: "admit", Tenant: req.Tenant, Region: a.o.Name, N: cost})
+		a.events.Write(&eventlog.Event{T: a.unix(now), Kind: eventlog.Admit, Tenant: req.Tenant, Region: a.o.Name, N: cost})
 	} else {
 		d, known := a.lim.RetryAfter(now, req.Tenant, cost)
 		ans.RetryAfter, ans.RetryKnown = math.Ceil(d.Seconds()*1000)/1000, known
-		a.events.Write(&chaos.Event{T: a.unix(now), Ev: "reject", Tenant: req.Tenant, Region: a.o.Name, N: cost})
+		a.events.Write(&eventlog.Event{T: a.unix(now), Kind: eventlog.Reject, Tenant: req.Tenant, Region: a.o.Name, N: cost})
 	}
 	st := a.lim.Status(now, req.Tenant)
 	ans.Remaining = st.Balance.Float()
@@ -454,7 +459,7 @@ type TenantStatus struct {
 }
 
 func (a *Agent) status(w http.ResponseWriter, r *http.Request) {
-	now := a.lim.Now()
+	now := a.now()
 	out := struct {
 		Region  string          `json:"region"`
 		Tenants []TenantStatus  `json:"tenants"`

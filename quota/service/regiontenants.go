@@ -78,7 +78,7 @@ func (a *Agent) applyTenants(ts []remote.RegionTenant) {
 		versions[t.Name] = t.Version
 	}
 	cur := *a.tenants.Load()
-	added, removed, err := a.lim.SetTenants(a.lim.Now(), names)
+	added, removed, err := a.lim.SetTenants(a.now(), names)
 	if err != nil {
 		a.o.Logger.Warn("quota region: the coordinator's tenant list refused; serving the tenants known", "region", a.o.Name, "err", err)
 		return

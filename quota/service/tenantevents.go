@@ -6,38 +6,36 @@ import (
 	"sync/atomic"
 
 	"github.com/afloat/afloat/quota"
-	"github.com/afloat/afloat/quota/chaos"
 	"github.com/afloat/afloat/quota/coordinator"
+	"github.com/afloat/afloat/quota/eventlog"
 )
 
-// tenantEvent writes a tenant change to the event log: the configuration
-// in force from t (the old one, for a delete), who made it, and the credit
-// it dropped (a credit event of minus that many tokens), so that the
+// writeStarts writes a start event for each tenant a process serves: the
+// checker learns R, B, the regions, E and the mode from it.
+func writeStarts(l *eventlog.File, at int64, tenants []quota.Tenant) {
+	for _, e := range eventlog.StartEvents(at, tenants) {
+		l.Write(&e)
+	}
+}
+
+// writeTenantChange writes an operator's change to a tenant, so that the
 // checker follows R and B over the run.
-func (l *EventLog) tenantEvent(t int64, ch *coordinator.TenantChange) {
+func writeTenantChange(l *eventlog.File, at int64, ch *coordinator.TenantChange) {
 	if l == nil || ch == nil {
 		return
 	}
-	cfg := ch.New
-	if ch.Op == "delete" {
-		cfg = ch.Old
-	}
-	l.Write(tenantEventOf(t, ch.Op, ch.By, cfg))
-	if ch.Dropped > 0 {
-		l.Write(&chaos.Event{T: t, Ev: "credit", Tenant: cfg.Name, Balance: -ch.Dropped, Why: "tenant " + ch.Op})
+	for _, e := range eventlog.TenantChangeEvents(at, ch.Op, ch.By, ch.Old, ch.New, ch.Dropped) {
+		l.Write(&e)
 	}
 }
 
-func tenantEventOf(t int64, op, by string, cfg quota.Tenant) *chaos.Event {
-	return &chaos.Event{T: t, Ev: "tenant", Tenant: cfg.Name, Rate: cfg.Rate, Burst: cfg.Burst,
-		N: int64(len(cfg.Regions)), Balance: cfg.Emergency, Mode: cfg.Mode.String(), Why: op, By: by}
-}
-
-// loaded writes what a new leader read from its ledger: a tenant event
-// each, so that a log that begins after a change still has the limits.
-func (l *EventLog) loaded(t int64, recs []coordinator.TenantRecord) {
+// writeLoaded writes what a new leader read from its ledger: a tenant
+// event each, so that a log that begins after a change still has the
+// limits.
+func writeLoaded(l *eventlog.File, at int64, recs []coordinator.TenantRecord) {
 	for _, r := range recs {
-		l.Write(tenantEventOf(t, "load", r.By, r.Tenant))
+		e := eventlog.TenantEvent(at, "load", r.By, r.Tenant)
+		l.Write(&e)
 	}
 }
 

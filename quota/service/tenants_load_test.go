@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/afloat/afloat/quota/chaos"
+	"github.com/afloat/afloat/quota/eventlog"
 )
 
 // TestShrinkUnderLoad: a coordinator on embedded etcd and three region
@@ -142,14 +142,14 @@ agent: {retry: 100ms, max_retry: 500ms}
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := chaos.ReadLog(f, &all); err != nil {
+		if err := eventlog.ReadLog(f, &all); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		f.Close()
 	}
-	events := chaos.Merge(all.events)
-	check := func(evs []chaos.Event) chaos.Report {
-		c := chaos.NewChecker()
+	events := eventlog.Merge(all.events)
+	check := func(evs []eventlog.Event) eventlog.Report {
+		c := eventlog.NewChecker()
 		var end int64
 		for i := range evs {
 			c.Write(&evs[i])
@@ -163,9 +163,9 @@ agent: {retry: 100ms, max_retry: 500ms}
 		t.Fatalf("%d violations: %v", rep.Violations, rep.Messages)
 	}
 	// The shrink in the log, by alice, and its effect on admissions.
-	var change *chaos.Event
+	var change *eventlog.Event
 	for i := range events {
-		if e := &events[i]; e.Ev == "tenant" && e.Why == "update" {
+		if e := &events[i]; e.Kind == eventlog.Tenant && e.Why == "update" {
 			change = e
 		}
 	}
@@ -178,7 +178,7 @@ agent: {retry: 100ms, max_retry: 500ms}
 	var late, first int64
 	var lastT int64
 	for _, e := range events {
-		if e.Ev != "admit" {
+		if e.Kind != eventlog.Admit {
 			continue
 		}
 		if e.T < change.T {
@@ -198,13 +198,13 @@ agent: {retry: 100ms, max_retry: 500ms}
 	}
 	// Moved before the first lease, the shrink makes the first phase a
 	// violation.
-	moved := make([]chaos.Event, 0, len(events))
+	moved := make([]eventlog.Event, 0, len(events))
 	placed := false
 	for _, e := range events {
-		if e.Ev == "tenant" && e.Why == "update" {
+		if e.Kind == eventlog.Tenant && e.Why == "update" {
 			continue
 		}
-		if e.Ev == "lease" && !placed {
+		if e.Kind == eventlog.Lease && !placed {
 			early := *change
 			early.T = e.T
 			moved, placed = append(moved, early), true
@@ -224,9 +224,9 @@ agent: {retry: 100ms, max_retry: 500ms}
 	}
 }
 
-type collect struct{ events []chaos.Event }
+type collect struct{ events []eventlog.Event }
 
-func (c *collect) Write(e *chaos.Event) { c.events = append(c.events, *e) }
+func (c *collect) Write(e *eventlog.Event) { c.events = append(c.events, *e) }
 
 type lockedWriter struct {
 	mu *sync.Mutex

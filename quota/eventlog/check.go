@@ -1,7 +1,8 @@
-package chaos
+package eventlog
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -41,7 +42,8 @@ import (
 // changed is a process announcing its config file, which the ledger's
 // tenants overrule: it is not checked against them.
 //
-// Feed it events in order (Write), then call Finish.
+// Feed it events in order (Write), then call Finish. A Checker is not
+// safe for concurrent use.
 type Checker struct {
 	tenants map[string]*tenantCheck
 	leases  map[uint64]*leaseCheck
@@ -168,7 +170,7 @@ func (tc *tenantCheck) capsAt(u int64) (rate, burst quota.Micro) {
 }
 
 type leaseCheck struct {
-	l     quota.Lease // Activates/Expires on the virtual clock
+	l     quota.Lease // Activates/Expires on the log's clock
 	ended int64       // when the coordinator stopped counting it; 0 if it did not
 }
 
@@ -211,159 +213,231 @@ func (c *Checker) violate(t int64, format string, args ...any) {
 	}
 }
 
-// Write implements EventWriter.
+// Write implements Writer: it checks the event's order, then hands it to
+// the check of its kind. Kinds no promise depends on (the harness's
+// faults and samples, stop, the summary line) are only ordered.
 func (c *Checker) Write(e *Event) {
 	if e.T < c.last {
-		c.violate(e.T, "event %q out of order (after %v)", e.Ev, time.Duration(c.last))
+		c.violate(e.T, "event %q out of order (after %v)", e.Kind, time.Duration(c.last))
 	}
 	c.last = e.T
-	switch e.Ev {
-	case "start", "tenant":
-		mode := e.Why
-		if e.Ev == "tenant" {
-			mode = e.Mode
+	if int(e.Kind) < len(checks) {
+		if check := checks[e.Kind]; check != nil {
+			check(c, e)
 		}
-		if old := c.tenants[e.Tenant]; old != nil {
-			if e.Ev == "tenant" {
-				c.change(old, e)
-				return
-			}
-			if old.changed {
-				return // a process's config file; the ledger overrules it
-			}
-			// Every process of a cluster announces the tenants it serves;
-			// one tenant, one configuration.
-			if old.rate != e.Rate || old.burst != e.Burst || old.regions != int(e.N) || old.mode != mode {
-				c.violate(e.T, "tenant %q started again with another configuration", e.Tenant)
-			}
-			return
+	}
+}
+
+// checks are the checks of each kind.
+var checks = [...]func(*Checker, *Event){
+	Start:     (*Checker).start,
+	Tenant:    (*Checker).tenant,
+	Admit:     (*Checker).admit,
+	Reject:    (*Checker).reject,
+	Lease:     (*Checker).lease,
+	End:       (*Checker).end,
+	Credit:    (*Checker).credit,
+	Install:   (*Checker).install,
+	Supersede: (*Checker).supersede,
+	Expire:    (*Checker).expire,
+	Return:    (*Checker).returned,
+	Restart:   (*Checker).restart,
+}
+
+// start: a run's or a process's tenant. Every process of a cluster
+// announces the tenants it serves: one tenant, one configuration — unless
+// an operator has changed it (a tenant event), when a start is a
+// process's config file, which the ledger overrules.
+func (c *Checker) start(e *Event) {
+	old := c.tenants[e.Tenant]
+	if old == nil {
+		c.addTenant(e, e.Why, false)
+		return
+	}
+	if old.changed {
+		return
+	}
+	if old.rate != e.Rate || old.burst != e.Burst || old.regions != int(e.N) || old.mode != e.Why {
+		c.violate(e.T, "tenant %q started again with another configuration", e.Tenant)
+	}
+}
+
+// tenant: an operator's change, or the first the log says of a tenant.
+func (c *Checker) tenant(e *Event) {
+	if old := c.tenants[e.Tenant]; old != nil {
+		c.change(old, e)
+		return
+	}
+	c.addTenant(e, e.Mode, true)
+}
+
+// addTenant starts checking the tenant a start or tenant event states.
+func (c *Checker) addTenant(e *Event, mode string, changed bool) {
+	tc := &tenantCheck{
+		name: e.Tenant, r: e.Rate.Float(), rate: e.Rate, b: e.Burst.Float(), burst: e.Burst,
+		regions: int(e.N), mode: mode, minPrefix: math.Inf(1), using: map[string]*usage{},
+		fAt: e.T, changed: changed,
+	}
+	if mode == quota.BestEffort.String() {
+		tc.e = e.Balance.Float()
+	}
+	tc.allowed = float64(tc.regions) * tc.e
+	c.tenants[e.Tenant] = tc
+	c.report.Allowed = max(c.report.Allowed, tc.allowed)
+}
+
+// admit: the bound over every window ending now, and in hard mode a lease
+// for the admitting region.
+func (c *Checker) admit(e *Event) {
+	tc := c.known(e)
+	if tc == nil {
+		return
+	}
+	c.report.Admitted += e.N
+	if u := tc.using[e.Region]; u == nil && tc.mode == quota.Hard.String() {
+		c.report.NoLeaseAdmitted += e.N
+		c.violate(e.T, "hard mode: region %s admitted %d without a lease", e.Region, e.N)
+	} else if u == nil {
+		c.report.NoLeaseAdmitted += e.N
+	}
+	// With F(t) = ∫ R(u) du, the window [s, t] may admit
+	// F(t) − F(s) + B(s): the worst start minimises A(s⁻) − F(s) + B(s).
+	tc.advance(e.T)
+	if !tc.started || e.T != tc.lastAdmit {
+		b := tc.bcap(e.T)
+		if p := tc.admitted - tc.f + b; p < tc.minPrefix {
+			tc.minPrefix, tc.minAt, tc.minF, tc.minB = p, e.T, tc.f, b
 		}
-		tc := &tenantCheck{
-			name: e.Tenant, r: e.Rate.Float(), rate: e.Rate, b: e.Burst.Float(), burst: e.Burst,
-			regions: int(e.N), mode: mode, minPrefix: math.Inf(1), using: map[string]*usage{},
-			fAt: e.T, changed: e.Ev == "tenant",
+		tc.started, tc.lastAdmit = true, e.T
+	}
+	tc.admitted += float64(e.N)
+	excess := tc.admitted - tc.f - tc.minPrefix
+	if excess > c.report.WorstExcess {
+		c.report.WorstExcess, c.report.WorstFrom, c.report.WorstTo = excess, tc.minAt, e.T
+	}
+	if allowed := tc.allowed; excess > allowed+1e-6 {
+		bound := tc.f - tc.minF + tc.minB
+		c.violate(e.T, "tenant %s: %.6g tokens admitted in the window from %v: R·Δ + B is %.6g (allowed excess %.6g)",
+			tc.name, excess+bound, time.Duration(tc.minAt), bound, allowed)
+	}
+}
+
+// reject is only counted.
+func (c *Checker) reject(e *Event) {
+	c.report.Rejected += e.N
+}
+
+// lease: a grant, unique, from an unfenced epoch, well formed, and
+// transferring no more than was returned.
+func (c *Checker) lease(e *Event) {
+	tc := c.known(e)
+	if tc == nil {
+		return
+	}
+	c.report.Leases++
+	tc.maxExpires = max(tc.maxExpires, e.Expires)
+	if _, dup := c.leases[e.ID]; dup {
+		c.violate(e.T, "lease %d granted twice", e.ID)
+		return
+	}
+	if e.Epoch < c.fenced {
+		c.violate(e.T, "lease %d granted at epoch %d after epoch %d fenced the ledger", e.ID, e.Epoch, c.fenced)
+	}
+	if e.Rate < 0 || e.Burst < 0 || e.Transfer < 0 || e.Transfer > e.Burst || e.Expires <= e.Activates {
+		c.violate(e.T, "lease %d malformed: rate %v burst %v transfer %v from %d to %d", e.ID, e.Rate, e.Burst, e.Transfer, e.Activates, e.Expires)
+	}
+	c.leases[e.ID] = &leaseCheck{l: quota.Lease{
+		ID: e.ID, Tenant: e.Tenant, Region: e.Region, Epoch: e.Epoch, Rate: e.Rate, Burst: e.Burst,
+		Transfer: e.Transfer, Activates: time.Duration(e.Activates), Expires: time.Duration(e.Expires),
+	}}
+	if e.Transfer > 0 {
+		tc.setCredit(e.T, tc.credit-e.Transfer)
+		if tc.credit < 0 {
+			c.violate(e.T, "lease %d transfers %v tokens; only %v were returned and not yet moved", e.ID, e.Transfer, tc.credit+e.Transfer)
 		}
-		if mode == quota.BestEffort.String() {
-			tc.e = e.Balance.Float()
-		}
-		tc.allowed = float64(tc.regions) * tc.e
-		c.tenants[e.Tenant] = tc
-		c.report.Allowed = max(c.report.Allowed, tc.allowed)
-	case "admit":
-		tc := c.tenant(e)
-		if tc == nil {
-			return
-		}
-		c.report.Admitted += e.N
-		if u := tc.using[e.Region]; u == nil && tc.mode == quota.Hard.String() {
-			c.report.NoLeaseAdmitted += e.N
-			c.violate(e.T, "hard mode: region %s admitted %d without a lease", e.Region, e.N)
-		} else if u == nil {
-			c.report.NoLeaseAdmitted += e.N
-		}
-		// With F(t) = ∫ R(u) du, the window [s, t] may admit
-		// F(t) − F(s) + B(s): the worst start minimises A(s⁻) − F(s) + B(s).
-		tc.advance(e.T)
-		if !tc.started || e.T != tc.lastAdmit {
-			b := tc.bcap(e.T)
-			if p := tc.admitted - tc.f + b; p < tc.minPrefix {
-				tc.minPrefix, tc.minAt, tc.minF, tc.minB = p, e.T, tc.f, b
-			}
-			tc.started, tc.lastAdmit = true, e.T
-		}
-		tc.admitted += float64(e.N)
-		excess := tc.admitted - tc.f - tc.minPrefix
-		if excess > c.report.WorstExcess {
-			c.report.WorstExcess, c.report.WorstFrom, c.report.WorstTo = excess, tc.minAt, e.T
-		}
-		if allowed := tc.allowed; excess > allowed+1e-6 {
-			bound := tc.f - tc.minF + tc.minB
-			c.violate(e.T, "tenant %s: %.6g tokens admitted in the window from %v: R·Δ + B is %.6g (allowed excess %.6g)",
-				tc.name, excess+bound, time.Duration(tc.minAt), bound, allowed)
-		}
-	case "reject":
-		c.report.Rejected += e.N
-	case "lease":
-		tc := c.tenant(e)
-		if tc == nil {
-			return
-		}
-		c.report.Leases++
-		tc.maxExpires = max(tc.maxExpires, e.Expires)
-		if _, dup := c.leases[e.ID]; dup {
-			c.violate(e.T, "lease %d granted twice", e.ID)
-			return
-		}
-		if e.Epoch < c.fenced {
-			c.violate(e.T, "lease %d granted at epoch %d after epoch %d fenced the ledger", e.ID, e.Epoch, c.fenced)
-		}
-		if e.Rate < 0 || e.Burst < 0 || e.Transfer < 0 || e.Transfer > e.Burst || e.Expires <= e.Activates {
-			c.violate(e.T, "lease %d malformed: rate %v burst %v transfer %v from %d to %d", e.ID, e.Rate, e.Burst, e.Transfer, e.Activates, e.Expires)
-		}
-		c.leases[e.ID] = &leaseCheck{l: quota.Lease{
-			ID: e.ID, Tenant: e.Tenant, Region: e.Region, Epoch: e.Epoch, Rate: e.Rate, Burst: e.Burst,
-			Transfer: e.Transfer, Activates: time.Duration(e.Activates), Expires: time.Duration(e.Expires),
-		}}
-		if e.Transfer > 0 {
-			tc.setCredit(e.T, tc.credit-e.Transfer)
-			if tc.credit < 0 {
-				c.violate(e.T, "lease %d transfers %v tokens; only %v were returned and not yet moved", e.ID, e.Transfer, tc.credit+e.Transfer)
-			}
-		}
-	case "end":
-		if lc := c.leases[e.ID]; lc != nil && (lc.ended == 0 || e.T < lc.ended) {
+	}
+}
+
+// end: the coordinator stopped counting a lease; the earliest end holds.
+func (c *Checker) end(e *Event) {
+	if lc := c.leases[e.ID]; lc != nil && (lc.ended == 0 || e.T < lc.ended) {
+		lc.ended = e.T
+	}
+}
+
+// credit: returned tokens held for a later transfer (or dropped, when
+// negative).
+func (c *Checker) credit(e *Event) {
+	if tc := c.known(e); tc != nil {
+		tc.setCredit(e.T, tc.credit+e.Balance)
+	}
+}
+
+// install: a region spends only a lease granted to it, one at a time.
+// Whether it spent it only while it counted is checked at Finish.
+func (c *Checker) install(e *Event) {
+	tc := c.known(e)
+	if tc == nil {
+		return
+	}
+	lc := c.leases[e.ID]
+	switch {
+	case lc == nil:
+		c.violate(e.T, "region %s installed lease %d, which was never granted", e.Region, e.ID)
+	case lc.l.Region != e.Region || lc.l.Tenant != e.Tenant:
+		c.violate(e.T, "region %s installed lease %d, granted to %s", e.Region, e.ID, lc.l.Region)
+	}
+	if u := tc.using[e.Region]; u != nil {
+		c.violate(e.T, "region %s installed lease %d while still spending under %d", e.Region, e.ID, u.id)
+		tc.close(e.Region, e.T)
+	}
+	tc.using[e.Region] = &usage{region: e.Region, id: e.ID, from: e.T}
+}
+
+// supersede: a region stopped spending under the lease it was using.
+func (c *Checker) supersede(e *Event) { c.stopSpending(e, true) }
+
+// expire: a region stopped spending under the lease it was using.
+func (c *Checker) expire(e *Event) { c.stopSpending(e, true) }
+
+// returned: a region gave a lease back, which it may have stopped
+// spending under already (superseded, expired).
+func (c *Checker) returned(e *Event) { c.stopSpending(e, false) }
+
+// stopSpending closes the region's use of lease e.ID; using says that it
+// must have been using it.
+func (c *Checker) stopSpending(e *Event, using bool) {
+	tc := c.known(e)
+	if tc == nil {
+		return
+	}
+	if u := tc.using[e.Region]; u != nil && u.id == e.ID {
+		tc.close(e.Region, e.T)
+	} else if using {
+		c.violate(e.T, "region %s stopped spending under lease %d, which it was not using", e.Region, e.ID)
+	}
+}
+
+// restart: a successor fenced the ledger at a higher epoch; with its live
+// leases, the older ones it did not restore stopped counting.
+func (c *Checker) restart(e *Event) {
+	if e.Epoch <= c.fenced {
+		c.violate(e.T, "restart at epoch %d, not above %d", e.Epoch, c.fenced)
+	}
+	c.fenced = max(c.fenced, e.Epoch)
+	if e.Live == nil {
+		return
+	}
+	// The successor's ledger is the truth: an older lease it did not
+	// restore had stopped counting by now, though its end may be missing
+	// from the log (its coordinator died between the write and the line).
+	live := make(map[uint64]bool, len(*e.Live))
+	for _, id := range *e.Live {
+		live[id] = true
+	}
+	for id, lc := range c.leases {
+		if lc.l.Epoch < e.Epoch && !live[id] && (lc.ended == 0 || lc.ended > e.T) {
 			lc.ended = e.T
-		}
-	case "credit":
-		if tc := c.tenant(e); tc != nil {
-			tc.setCredit(e.T, tc.credit+e.Balance)
-		}
-	case "install":
-		tc := c.tenant(e)
-		if tc == nil {
-			return
-		}
-		lc := c.leases[e.ID]
-		switch {
-		case lc == nil:
-			c.violate(e.T, "region %s installed lease %d, which was never granted", e.Region, e.ID)
-		case lc.l.Region != e.Region || lc.l.Tenant != e.Tenant:
-			c.violate(e.T, "region %s installed lease %d, granted to %s", e.Region, e.ID, lc.l.Region)
-		}
-		if u := tc.using[e.Region]; u != nil {
-			c.violate(e.T, "region %s installed lease %d while still spending under %d", e.Region, e.ID, u.id)
-			tc.close(e.Region, e.T)
-		}
-		tc.using[e.Region] = &usage{region: e.Region, id: e.ID, from: e.T}
-	case "supersede", "expire", "return":
-		tc := c.tenant(e)
-		if tc == nil {
-			return
-		}
-		if u := tc.using[e.Region]; u != nil && u.id == e.ID {
-			tc.close(e.Region, e.T)
-		} else if e.Ev != "return" {
-			c.violate(e.T, "region %s stopped spending under lease %d, which it was not using", e.Region, e.ID)
-		}
-	case "restart":
-		if e.Epoch <= c.fenced {
-			c.violate(e.T, "restart at epoch %d, not above %d", e.Epoch, c.fenced)
-		}
-		c.fenced = max(c.fenced, e.Epoch)
-		if e.Live != nil {
-			// The successor's ledger is the truth: an older lease it did
-			// not restore had stopped counting by now, though its end may
-			// be missing from the log (its coordinator died between the
-			// write and the line).
-			live := make(map[uint64]bool, len(*e.Live))
-			for _, id := range *e.Live {
-				live[id] = true
-			}
-			for id, lc := range c.leases {
-				if lc.l.Epoch < e.Epoch && !live[id] && (lc.ended == 0 || lc.ended > e.T) {
-					lc.ended = e.T
-				}
-			}
 		}
 	}
 }
@@ -416,10 +490,12 @@ func (c *Checker) checkInvariants(tc *tenantCheck, spans []quota.Span) {
 	}
 }
 
-func (c *Checker) tenant(e *Event) *tenantCheck {
+// known is the tenant of an event that needs one, or nil after a
+// violation: the log has not stated its limits.
+func (c *Checker) known(e *Event) *tenantCheck {
 	tc := c.tenants[e.Tenant]
 	if tc == nil {
-		c.violate(e.T, "event %q for tenant %q before its start event", e.Ev, e.Tenant)
+		c.violate(e.T, "event %q for tenant %q before its start event", e.Kind, e.Tenant)
 	}
 	return tc
 }
@@ -441,32 +517,14 @@ func (tc *tenantCheck) close(region string, t int64) {
 // Finish closes the run at time end and checks what needs the whole log:
 // the invariants over time and each lease's use within its interval.
 func (c *Checker) Finish(end int64) Report {
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for n := range c.tenants {
-			if !yield(n) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(c.tenants)) {
 		tc := c.tenants[name]
-		for _, r := range slices.Sorted(func(yield func(string) bool) {
-			for n := range tc.using {
-				if !yield(n) {
-					return
-				}
-			}
-		}) {
+		for _, r := range slices.Sorted(maps.Keys(tc.using)) {
 			tc.close(r, end)
 		}
 		tc.setCredit(end, tc.credit)
 		spans := slices.Clone(tc.spans)
-		for _, id := range slices.Sorted(func(yield func(uint64) bool) {
-			for id := range c.leases {
-				if !yield(id) {
-					return
-				}
-			}
-		}) {
+		for _, id := range slices.Sorted(maps.Keys(c.leases)) {
 			lc := c.leases[id]
 			if lc.l.Tenant != name {
 				continue
@@ -493,4 +551,31 @@ func (c *Checker) Finish(end int64) Report {
 		c.report.WorstExcess = 0
 	}
 	return c.report
+}
+
+// WindowExcess is, over the events written so far, the most tokens
+// admitted in a window ending at t beyond R·Δ (Δ the window's length;
+// ∫R over the window when a tenant event changed R),
+// over every start: A(t) − R·t − min over admissions s of (A(s⁻) − R·s),
+// the quantity the checker bounds by B. 0 for a tenant that admitted
+// nothing (the empty window). t must not precede the last admission.
+func (c *Checker) WindowExcess(tenant string, t int64) float64 {
+	tc := c.tenants[tenant]
+	if tc == nil || !tc.started {
+		return 0
+	}
+	if t > tc.fAt {
+		tc.advance(t)
+	}
+	// The worst window's admissions beyond ∫R: its bound less B(s).
+	return max(0, tc.admitted-tc.f-tc.minPrefix+tc.minB)
+}
+
+// Spending says whether, by the events written so far, region spends
+// tenant's tokens under a lease: it installed one and has not since
+// stopped (superseded, expired, returned). An admission while it does not
+// is one without a lease.
+func (c *Checker) Spending(tenant, region string) bool {
+	tc := c.tenants[tenant]
+	return tc != nil && tc.using[region] != nil
 }

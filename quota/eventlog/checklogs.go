@@ -1,4 +1,4 @@
-package chaos
+package eventlog
 
 import (
 	"errors"
@@ -14,23 +14,26 @@ import (
 
 // Errors of CheckLogs for a run that proves nothing, or not what its
 // checker was told. Like ErrNoEvents and ErrTruncated, each means the
-// check failed, not that the input was malformed.
+// check failed, not that the input was malformed: each matches
+// ErrUnproven.
 var (
 	// ErrNoStart: no start or tenant event, so no tenant's R and B — or
 	// none for a tenant whose limits were given.
-	ErrNoStart = errors.New("chaos: log has no start event")
+	ErrNoStart error = &unprovenError{"eventlog: log has no start event"}
 	// ErrNoAdmissions: nothing was admitted, so no bound was put to the
 	// test.
-	ErrNoAdmissions = errors.New("chaos: log has no admissions")
+	ErrNoAdmissions error = &unprovenError{"eventlog: log has no admissions"}
 	// ErrLimitsMismatch: the log states limits for a tenant other than the
 	// ones given for it.
-	ErrLimitsMismatch = errors.New("chaos: the log's limits differ from the ones given")
+	ErrLimitsMismatch error = &unprovenError{"eventlog: the log's limits differ from the ones given"}
 	// ErrLimitsMissing: limits were given for some tenants but not for one
 	// the log holds.
-	ErrLimitsMissing = errors.New("chaos: limits not given")
-	// ErrBadLimits: limits that do not parse or are out of range.
-	ErrBadLimits = errors.New("chaos: bad limits")
+	ErrLimitsMissing error = &unprovenError{"eventlog: limits not given"}
 )
+
+// ErrBadLimits: limits that do not parse or are out of range, or a tenant
+// given twice.
+var ErrBadLimits = errors.New("eventlog: bad limits")
 
 // Limits are a tenant's limits as its operator knows them, to check a log
 // against (afloat quota check --tenant): R and B, the mode, and in
@@ -121,7 +124,7 @@ func formatMicro(m quota.Micro) string {
 func logLimits(e *Event) Limits {
 	l := Limits{Tenant: e.Tenant, Rate: e.Rate, Burst: e.Burst, Regions: int(e.N)}
 	mode := e.Why
-	if e.Ev == "tenant" {
+	if e.Kind == Tenant {
 		mode = e.Mode
 	}
 	m, err := quota.ParseMode(mode)
@@ -151,7 +154,7 @@ func (l Limits) match(e *Event) error {
 	if got.Mode < 0 {
 		logged = fmt.Sprintf("R %s, B %s, mode %q", formatMicro(got.Rate), formatMicro(got.Burst), e.Why+e.Mode)
 	}
-	return fmt.Errorf("%w: tenant %q: given %s (%s); the log's %s event says %s", ErrLimitsMismatch, l.Tenant, l.describe(), l, e.Ev, logged)
+	return fmt.Errorf("%w: tenant %q: given %s (%s); the log's %v event says %s", ErrLimitsMismatch, l.Tenant, l.describe(), l, e.Kind, logged)
 }
 
 // A Log is one event log for CheckLogs: its name (a file's, for errors)
@@ -212,17 +215,17 @@ func CheckLogs(logs []Log, given []Limits) (CheckResult, error) {
 	for _, l := range logs {
 		names = append(names, l.Name)
 		err := readLog(l.R, func(_ int, e *Event) error {
-			switch e.Ev {
-			case "summary":
+			switch e.Kind {
+			case Summary:
 				return nil // chaos's last line on standard output, not an event
-			case "start", "tenant":
+			case Start, Tenant:
 				stated[e.Tenant] = true
 				if lim, ok := want[e.Tenant]; ok {
 					if err := lim.match(e); err != nil {
 						return err
 					}
 				}
-			case "admit":
+			case Admit:
 				admits++
 			}
 			end = max(end, e.T)

@@ -1,0 +1,30 @@
+// Package eventlog is the global quota's event log: what the components
+// of a run say they did, one JSON line an event, and the checker that
+// proves from those lines alone that the run kept its promises. The chaos
+// harness (quota/chaos) writes it in virtual time; the real processes
+// (quota/service: coordinator replicas and region agents) write it in
+// Unix time, one file each, which afloat quota check merges and checks.
+//
+// An Event has a Kind (Admit, Lease, Install, …) and the fields that kind
+// carries; AppendJSON writes it as a line and ParseEvent reads one back,
+// refusing kinds no component writes. Writers take events one at a time
+// (Writer): JSONWriter buffers them to an io.Writer, File appends them
+// to a process's log file in whole lines, Tee sends them to several, and
+// the Checker checks them as they come. ReadLog feeds a log to a Writer
+// and refuses one that is empty or cut off before its run ended; Merge
+// orders the events of several logs into one run; CheckLogs does it all
+// for a cluster's files and checks the limits the logs state against the
+// ones their operator gives (Limits, ParseLimits).
+//
+//	chk := eventlog.NewChecker()
+//	if err := eventlog.ReadLog(f, chk); err != nil { ... } // not a whole log
+//	rep := chk.Finish(end)
+//	if rep.Violations > 0 { ... }                          // rep.Messages says which
+//
+// The Checker verifies the bound R·Δ + B (+ regions·E in best-effort
+// mode) over every window, the conservation invariants at every instant,
+// that no share is granted twice, and that nothing is admitted without a
+// lease in hard mode. The chaos harness's mutation tests plant each
+// classic mistake in the real components and show the checker flags
+// every one (docs/quota.md, "The chaos harness").
+package eventlog

@@ -1,0 +1,108 @@
+package eventlog
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/afloat/afloat/quota"
+)
+
+// TestTenantEvents: a change reaches the event log as a tenant event with
+// who made it, and a cut credit as a negative credit, readable back.
+func TestTenantEvents(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log.jsonl")
+	l, err := OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acme := quota.Tenant{Name: "acme", Rate: 60 * quota.One, Burst: 120 * quota.One, Regions: []string{"eu", "us"},
+		Mode: quota.BestEffort, Emergency: 5 * quota.One}
+	for _, e := range TenantChangeEvents(1000, "update", "alice", quota.Tenant{}, acme, 30*quota.One) {
+		l.Write(&e)
+	}
+	for _, e := range TenantChangeEvents(2000, "delete", "bob", acme, quota.Tenant{}, 0) {
+		l.Write(&e)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var got collected
+	if err := ReadLog(f, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 {
+		t.Fatalf("%d events: %+v", len(got), got)
+	}
+	u, c, d := got[0], got[1], got[2]
+	if u.Kind != Tenant || u.Why != "update" || u.By != "alice" || u.Rate != acme.Rate || u.Burst != acme.Burst ||
+		u.N != 2 || u.Mode != "best-effort" || u.Balance != acme.Emergency {
+		t.Fatalf("update: %+v", u)
+	}
+	if c.Kind != Credit || c.Balance != -30*quota.One || c.Tenant != "acme" {
+		t.Fatalf("cut credit: %+v", c)
+	}
+	if d.Kind != Tenant || d.Why != "delete" || d.By != "bob" || d.Rate != acme.Rate {
+		t.Fatalf("delete: %+v", d)
+	}
+}
+
+// TestFileAppendsWholeLines: a process that restarts continues its log,
+// and what a File holds is whole lines, each log ended by its stop; a nil
+// File logs nothing.
+func TestFileAppendsWholeLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log.jsonl")
+	tenants := []quota.Tenant{{Name: "acme", Rate: 5 * quota.One, Burst: 6 * quota.One, Regions: []string{"eu"}}}
+	for run := range 2 {
+		l, err := OpenFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range StartEvents(int64(run*10), tenants) {
+			l.Write(&e)
+		}
+		l.Write(&Event{T: int64(run*10 + 1), Kind: Admit, Tenant: "acme", Region: "eu", N: 2})
+		if err := l.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got collected
+	if err := ReadLog(strings.NewReader(string(b)), &got); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range got {
+		kinds = append(kinds, e.Kind.String())
+	}
+	if want := "start admit stop start admit stop"; strings.Join(kinds, " ") != want {
+		t.Fatalf("the log holds %q, want %q", kinds, want)
+	}
+	if s := got[0]; s.Tenant != "acme" || s.Rate != 5*quota.One || s.Burst != 6*quota.One || s.N != 1 || s.Why != "hard" {
+		t.Fatalf("start: %+v", s)
+	}
+	var none *File
+	none.Write(&Event{Kind: Admit})
+	if err := none.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := none.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type collected []Event
+
+func (c *collected) Write(e *Event) { *c = append(*c, *e) }
