@@ -9,8 +9,11 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/afloat/afloat/internal/redact"
 )
 
 // ProbeConfig says how a proxy's health is checked: a GET of URL through
@@ -44,7 +47,12 @@ func (c ProbeConfig) streaks() (fall, rise int) { return max(1, c.Fall), max(1, 
 func (c ProbeConfig) Validate() error {
 	u, err := url.Parse(c.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%w: probe URL %q: want an absolute http:// or https:// URL", ErrInvalid, clip(c.URL))
+		return fmt.Errorf("%w: probe URL %q: want an absolute http:// or https:// URL", ErrInvalid, clip(redact.URL(c.URL)))
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("%w: probe URL %q: port %s: want 1 to 65535", ErrInvalid, clip(redact.URL(c.URL)), clip(p))
+		}
 	}
 	if err := checkDuration("probe timeout", c.Timeout, 10*time.Millisecond, time.Minute); err != nil {
 		return err

@@ -33,8 +33,10 @@ func (e LineError) Error() string { return fmt.Sprintf("line %d: %q: %v", e.Line
 // a port, and optionally user:password@. Blank lines and lines starting
 // with # are skipped; whitespace around a line is trimmed; a repeated proxy
 // is kept once. Bad lines do not stop the reading: each is reported with
-// its line number. The error is for the reader failing or the list being
-// too long.
+// its line number. The error is for the reader failing, the list being
+// too long, or holding no proxy (ErrInvalid: empty, or every line bad —
+// a wrong file, not a list with nothing to check; the bad lines still
+// come back).
 func ParseProxyList(r io.Reader) ([]*url.URL, []LineError, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), MaxListLine+1)
@@ -69,7 +71,15 @@ func ParseProxyList(r io.Reader) ([]*url.URL, []LineError, error) {
 		}
 		return out, bad, fmt.Errorf("assign: reading the proxy list: %w", err)
 	}
-	return out, bad, nil
+	switch {
+	case len(out) > 0:
+		return out, bad, nil
+	case len(bad) == 0:
+		return nil, nil, fmt.Errorf("%w: proxy list: no proxy line: want one host:port or URL a line", ErrInvalid)
+	case len(bad) == 1:
+		return nil, bad, fmt.Errorf("%w: proxy list: no valid proxy line: 1 bad line", ErrInvalid)
+	}
+	return nil, bad, fmt.Errorf("%w: proxy list: no valid proxy line: %d bad lines", ErrInvalid, len(bad))
 }
 
 // ParseProxy reads one proxy: host:port or scheme://[user:pass@]host:port

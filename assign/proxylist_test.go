@@ -48,6 +48,27 @@ http://127.0.0.1:80/path
 	}
 }
 
+// TestProxyListWithoutProxies: a list in which no line is a proxy — empty,
+// blanks and comments, or every line bad — is refused, and the bad lines
+// still come back with their numbers.
+func TestProxyListWithoutProxies(t *testing.T) {
+	for i, tc := range []struct {
+		list string
+		bad  int
+		want string
+	}{
+		{"", 0, "proxy list: no proxy line: want one host:port or URL a line"},
+		{"# none yet\n\n", 0, "no proxy line"},
+		{"nonsense\n", 1, "proxy list: no valid proxy line: 1 bad line"},
+		{"nonsense\n# a comment\nftp://x:1\n127.0.0.1:99999\n", 3, "no valid proxy line: 3 bad lines"},
+	} {
+		got, bad, err := ParseProxyList(strings.NewReader(tc.list))
+		if len(got) != 0 || len(bad) != tc.bad || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("step %d: %d proxies, %d bad lines, %v; want none, %d and %q", i, len(got), len(bad), err, tc.bad, tc.want)
+		}
+	}
+}
+
 // FuzzParseProxyList: any input is read without panicking; every proxy it
 // accepts parses again to itself, and every refused line names its number.
 func FuzzParseProxyList(f *testing.F) {
@@ -57,9 +78,9 @@ func FuzzParseProxyList(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got, bad, err := ParseProxyList(strings.NewReader(s))
-		if err != nil {
-			return
+		got, bad, err := ParseProxyList(strings.NewReader(s)) // on an error, what was read until then
+		if err == nil && len(got) == 0 {
+			t.Fatalf("%q: a list without a proxy was taken", s)
 		}
 		lines := strings.Count(s, "\n") + 1
 		for _, b := range bad {

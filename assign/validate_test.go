@@ -40,6 +40,7 @@ func TestBadInput(t *testing.T) {
 		{"redis URL query", func() error { _, err := clientOptions("redis://127.0.0.1:6379?x=1"); return err }(), "no query"},
 		{"policy name", func() error { _, err := ParseRestorePolicy("newest"); return err }(), `restore policy "newest": want current-minimum, keep-history, zero`},
 		{"probe URL", DefaultProbeConfig("ftp://x").Validate(), "probe URL \"ftp://x\": want an absolute http:// or https:// URL"},
+		{"probe port", DefaultProbeConfig("http://u:hunter2@127.0.0.1:99999/health").Validate(), `probe URL "http://xxxxx@127.0.0.1:99999/health": port 99999: want 1 to 65535`},
 		{"probe timeout", ProbeConfig{URL: "http://x/", Timeout: time.Hour, Concurrency: 1}.Validate(), "probe timeout 1h0m0s: want 10ms to 1m0s"},
 	} {
 		if !errors.Is(tc.err, ErrInvalid) || !strings.Contains(tc.err.Error(), tc.want) || !strings.HasPrefix(tc.err.Error(), "assign: ") {

@@ -152,7 +152,7 @@ func (b *Bulkhead) timedPermit() Permit { return Permit{b: b, start: b.since()} 
 // monotonic reading that fits in a Permit's one word.
 func (b *Bulkhead) since() time.Duration {
 	if b.realTime {
-		return time.Since(b.epoch)
+		return sinceReal(b.epoch)
 	}
 	return b.cfg.clock.Now().Sub(b.epoch)
 }

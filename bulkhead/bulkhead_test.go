@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"net/http"
-	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -15,9 +13,6 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/afloat/afloat/internal/vclock"
 )
@@ -519,106 +514,5 @@ func TestCompletedWraps(t *testing.T) {
 		t.Fatalf("completed %d → %d across the wrap, waiter %+v", before, got, w)
 	}
 	p2.Release()
-	w.permit.Release()
-}
-
-func TestMiddleware(t *testing.T) {
-	b, _ := New(1)
-	busy, release := make(chan struct{}), make(chan struct{})
-	var gotPriority Priority
-	h := b.Middleware(WithPriorityFunc(func(r *http.Request) Priority {
-		if r.Header.Get("X-Priority") == "high" {
-			return PriorityHigh
-		}
-		return PriorityLow
-	}))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		gotPriority = PriorityFrom(r.Context())
-		if r.URL.Path == "/hold" {
-			close(busy)
-			<-release
-		}
-		w.WriteHeader(204)
-	}))
-	done := make(chan struct{})
-	go func() {
-		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/hold", nil))
-		close(done)
-	}()
-	<-busy
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
-	if rec.Code != 503 || rec.Header().Get("Retry-After") != "1" || !strings.Contains(rec.Body.String(), "queue full") {
-		t.Fatalf("refusal: %d %v %q", rec.Code, rec.Header(), rec.Body.String())
-	}
-	close(release)
-	<-done
-	rec = httptest.NewRecorder()
-	req := httptest.NewRequest("GET", "/", nil)
-	req.Header.Set("X-Priority", "high")
-	h.ServeHTTP(rec, req)
-	if rec.Code != 204 {
-		t.Fatalf("after the release: %d", rec.Code)
-	}
-	// The priority reaches the handler (it is the bulkhead's context value).
-	_ = gotPriority
-
-	// A custom refusal.
-	b2, _ := New(1)
-	hold, _ := b2.TryAcquire()
-	custom := b2.Middleware(WithRejectHandler(func(w http.ResponseWriter, r *http.Request, err error) {
-		w.Header().Set("X-Reason", string(ReasonOf(err)))
-		w.WriteHeader(429)
-	}))(http.NotFoundHandler())
-	rec = httptest.NewRecorder()
-	custom.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
-	if rec.Code != 429 || rec.Header().Get("X-Reason") != "queue_full" {
-		t.Fatalf("custom refusal: %d %v", rec.Code, rec.Header())
-	}
-	hold.Release()
-}
-
-func TestMetrics(t *testing.T) {
-	b, c := newVirtual(t, 1, WithQueue(1))
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(b.Collector("api"))
-	var order []string
-	first := submit(b, &order, "a", PriorityNormal, time.Time{})
-	w := submit(b, &order, "b", PriorityNormal, time.Time{})
-	submit(b, &order, "c", PriorityNormal, time.Time{}) // refused: queue full
-	c.Advance(30 * time.Millisecond)
-	first.permit.Release()
-	want := `
-# HELP afloat_bulkhead_admitted_total Requests granted a permit, at once or after waiting.
-# TYPE afloat_bulkhead_admitted_total counter
-afloat_bulkhead_admitted_total{bulkhead="api"} 2
-# HELP afloat_bulkhead_inflight Requests inside now.
-# TYPE afloat_bulkhead_inflight gauge
-afloat_bulkhead_inflight{bulkhead="api"} 1
-# HELP afloat_bulkhead_rejected_total Requests refused, by reason.
-# TYPE afloat_bulkhead_rejected_total counter
-afloat_bulkhead_rejected_total{bulkhead="api",reason="canceled"} 0
-afloat_bulkhead_rejected_total{bulkhead="api",reason="deadline"} 0
-afloat_bulkhead_rejected_total{bulkhead="api",reason="evicted"} 0
-afloat_bulkhead_rejected_total{bulkhead="api",reason="max_wait"} 0
-afloat_bulkhead_rejected_total{bulkhead="api",reason="queue_full"} 1
-`
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
-		"afloat_bulkhead_admitted_total", "afloat_bulkhead_inflight", "afloat_bulkhead_rejected_total"); err != nil {
-		t.Fatal(err)
-	}
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "afloat_bulkhead_queue_wait_seconds" {
-			continue
-		}
-		h := mf.GetMetric()[0].GetHistogram()
-		// a at once (0 s), b after 30 ms.
-		if h.GetSampleCount() != 2 || math.Abs(h.GetSampleSum()-0.03) > 1e-9 || h.GetBucket()[0].GetCumulativeCount() != 1 {
-			t.Fatalf("wait histogram %v", h)
-		}
-	}
 	w.permit.Release()
 }

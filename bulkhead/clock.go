@@ -23,3 +23,8 @@ type realClock struct{}
 func (realClock) Now() time.Time { return time.Now() }
 
 func (realClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+
+// sinceReal is time.Since, for a bulkhead on the machine's clock: the one
+// place besides realClock where the bulkhead reads it, so that the
+// boundaries check can tell.
+func sinceReal(t time.Time) time.Duration { return time.Since(t) }

@@ -8,8 +8,8 @@
 //		bulkhead.WithQueue(100),              // at most 100 wait outside
 //		bulkhead.WithMaxWait(2*time.Second),  // and none longer than 2 s
 //	)
-//	http.Handle("/", b.Middleware()(handler)) // 503 + Retry-After when full
-//	prometheus.MustRegister(b.Collector("api"))
+//	http.Handle("/", bulkheadhttp.Middleware(b)(handler)) // 503 + Retry-After when full (package bulkheadhttp)
+//	prometheus.MustRegister(bulkheadmetrics.NewCollector(b, "api")) // package bulkheadmetrics
 //
 // Or by hand:
 //

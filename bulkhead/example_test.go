@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 
 	"github.com/afloat/afloat/bulkhead"
 )
@@ -24,23 +22,4 @@ func Example() {
 	// Output:
 	// true queue_full
 	// 2 2 1
-}
-
-func ExampleBulkhead_Middleware() {
-	b, _ := bulkhead.New(1)
-	busy := make(chan struct{})
-	release := make(chan struct{})
-	h := b.Middleware()(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		close(busy)
-		<-release
-	}))
-	go h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
-	<-busy // the one place is taken
-
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
-	fmt.Println(rec.Code, rec.Header().Get("Retry-After"), rec.Body.String())
-	close(release)
-	// Output:
-	// 503 1 bulkhead: queue full
 }

@@ -16,6 +16,19 @@ type Stats struct {
 	Completed uint64 // released their permit
 	Waited    uint64 // admitted after waiting in the queue
 	Rejected  map[Reason]uint64
+	// Waits is how long the Waited requests waited, as a histogram (those
+	// admitted at once, Admitted − Waited, are not in it: the fast path
+	// records nothing).
+	Waits WaitHistogram
+}
+
+// WaitHistogram counts queue waits by upper bound: Counts[i] waited more
+// than Bounds[i−1] and at most Bounds[i] seconds; a longer wait counts in
+// Stats.Waited and in Sum alone.
+type WaitHistogram struct {
+	Bounds []float64 // seconds, ascending; the same for every bulkhead
+	Counts []uint64
+	Sum    float64 // seconds, all the waits together
 }
 
 // Stats returns the bulkhead's counts.
@@ -37,13 +50,32 @@ func (b *Bulkhead) Stats() Stats {
 		Admitted:  completed + s&inflightMask,
 		Rejected:  make(map[Reason]uint64, len(reasons)),
 	}
+	st.Waits = WaitHistogram{
+		Bounds: append([]float64(nil), waitBuckets[:]...), // a copy: a caller may write to it
+		Counts: make([]uint64, len(waitBuckets)),
+	}
 	b.mu.Lock()
 	st.Waited = b.waits.count
+	st.Waits.Sum = b.waits.sum
+	copy(st.Waits.Counts, b.waits.buckets[:])
 	b.mu.Unlock()
 	for i, r := range reasons {
 		st.Rejected[r] = b.rejected[i].Load()
 	}
 	return st
+}
+
+// RetryAfter estimates when a refused client may find room: the time the
+// queue needs to empty at its current speed, from 1 s to 60 s; 1 s while
+// the speed is unknown.
+func (b *Bulkhead) RetryAfter() time.Duration {
+	b.mu.Lock()
+	wait, ok := b.handoffs.expectedWait(b.q.n + 1)
+	b.mu.Unlock()
+	if !ok {
+		return time.Second
+	}
+	return min(60*time.Second, max(time.Second, wait))
 }
 
 // rate measures how fast the queue moves: permits handed to waiters per

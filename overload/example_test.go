@@ -2,6 +2,7 @@ package overload_test
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/afloat/afloat/overload"
 )
@@ -56,4 +57,12 @@ func ExampleRun() {
 	fmt.Printf("worst %.2f× nominal, %d clients gave up\n", r.Summary.WorstResponse, r.Summary.Timeouts)
 	// Output:
 	// worst 2.00× nominal, 0 clients gave up
+}
+
+// The profiles a run can take, as the lab's help lists them.
+func ExampleWriteProfiles() {
+	var b strings.Builder
+	overload.WriteProfiles(&b)
+	fmt.Println(strings.Count(b.String(), "\n") == len(overload.Profiles()), strings.HasPrefix(b.String(), "  worldcup    World Cup day"))
+	// Output: true true
 }

@@ -17,6 +17,15 @@ const (
 	FormatJSONL = "jsonl"
 )
 
+// CheckFormat refuses a format WriteRun does not write, so that a caller
+// can refuse it before a run.
+func CheckFormat(format string) error {
+	if format != FormatTable && format != FormatCSV && format != FormatJSONL {
+		return fmt.Errorf("%w: format %q: want table, csv or jsonl", ErrConfig, format)
+	}
+	return nil
+}
+
 // WriteRun writes a run's per-second series and its summary: a table with
 // a summary line at the end, CSV (the summary is left to the caller, so
 // the file stays one table), or JSON lines ending with {"summary": …}.
@@ -69,7 +78,7 @@ func WriteRun(w io.Writer, r Result, format string) error {
 		}
 		enc.Encode(map[string]Summary{"summary": r.Summary})
 	default:
-		return fmt.Errorf("%w: format %q: want table, csv or jsonl", ErrConfig, format)
+		return CheckFormat(format)
 	}
 	return bw.Flush()
 }
@@ -174,4 +183,15 @@ func WriteGame(w io.Writer, g Game) error {
 	}
 	tw.Flush()
 	return bw.Flush()
+}
+
+// WriteProfiles lists the profiles, a name and its description a line, as
+// the help of the overload lab does.
+func WriteProfiles(w io.Writer) error {
+	for _, p := range Profiles() {
+		if _, err := fmt.Fprintf(w, "  %-11s %s\n", p.Name, p.Description); err != nil {
+			return err
+		}
+	}
+	return nil
 }

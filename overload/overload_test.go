@@ -532,3 +532,29 @@ func TestConfigErrors(t *testing.T) {
 		t.Errorf("max patience below the timeout: %v", err)
 	}
 }
+
+// TestExactRetries: a count of retries a person gives maps to the
+// Config.Retries that runs it — 0 to NoRetries, not to the profile's —
+// and a count out of range is refused with the range; a run of 0 makes
+// no retry where the profile's default makes some.
+func TestExactRetries(t *testing.T) {
+	for i, tc := range []struct {
+		n, want int
+		err     string
+	}{{0, NoRetries, ""}, {1, 1, ""}, {MaxRetries, MaxRetries, ""}, {-1, 0, "retries -1: want 0 (none) to 10"}, {11, 0, "retries 11: want 0 (none) to 10"}} {
+		got, err := ExactRetries(tc.n)
+		if got != tc.want || (err == nil) != (tc.err == "") || err != nil && (!errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("step %d: ExactRetries(%d) = %d, %v; want %d, %q", i, tc.n, got, err, tc.want, tc.err)
+		}
+	}
+	for _, n := range []int{2, 0} { // at twice capacity clients give up
+		retries, _ := ExactRetries(n)
+		r := mustRun(t, Config{Profile: "overload2x", Seed: 1, Duration: 3, Retries: retries})
+		if got := r.Summary.Retries; (got == 0) != (n == 0) {
+			t.Errorf("ExactRetries(%d): %d retries in the run", n, got)
+		}
+	}
+	if err := CheckFormat("xml"); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), `format "xml": want table, csv or jsonl`) {
+		t.Errorf("CheckFormat(xml) = %v", err)
+	}
+}

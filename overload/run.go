@@ -1,7 +1,6 @@
 package overload
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/afloat/afloat/bulkhead"
+	"github.com/afloat/afloat/internal/heap"
 	"github.com/afloat/afloat/internal/rng"
 	"github.com/afloat/afloat/internal/vclock"
 )
@@ -20,6 +20,20 @@ var ErrConfig = errors.New("overload: invalid configuration")
 // NoRetries, as Config.Retries, runs a profile with clients that never
 // try again after giving up (the zero value takes the profile's).
 const NoRetries = -1
+
+// ExactRetries returns the Config.Retries under which a client that gave
+// up tries again exactly n times, 0 to MaxRetries: NoRetries for 0, where
+// the zero value of Retries would take the profile's. It is the mapping
+// for a count a person gives (the lab's command line and page).
+func ExactRetries(n int) (int, error) {
+	switch {
+	case n < 0 || n > MaxRetries:
+		return 0, fmt.Errorf("%w: retries %d: want 0 (none) to %d", ErrConfig, n, MaxRetries)
+	case n == 0:
+		return NoRetries, nil
+	}
+	return n, nil
+}
 
 // Bounds of a Config, for callers that check their input first.
 const (
@@ -273,7 +287,8 @@ func RunContext(ctx context.Context, cfg Config) (Result, error) {
 
 // run runs a valid Config on p, the profile with the Config's overrides.
 func run(ctx context.Context, cfg Config, p Profile) (Result, error) {
-	s := &sim{p: p, cfg: cfg, rand: rng.New(cfg.Seed), clk: vclock.New(epoch), server: &server{k: p.K, alpha: cfg.Alpha}}
+	s := &sim{p: p, cfg: cfg, rand: rng.New(cfg.Seed), clk: vclock.New(epoch), server: newServer(p.K, cfg.Alpha),
+		retries: newRetries()}
 	s.series = make([]Second, int(math.Ceil(p.Duration)))
 	for i := range s.series {
 		s.series[i].T = i
@@ -310,8 +325,8 @@ type sim struct {
 	gate   *bulkhead.Bulkhead // the bulkhead or the thread pool; nil for none
 
 	series    []Second
-	waiting   [2]deadlines // tries not known to be done, by deadline: the clients', the other service's
-	retries   retryHeap    // clients that gave up and will try again, by when
+	waiting   [2]deadlines     // tries not known to be done, by deadline: the clients', the other service's
+	retries   heap.Heap[retry] // clients that gave up and will try again, by when
 	responses []float64
 	queued    int
 }
@@ -340,8 +355,8 @@ func (s *sim) run(ctx context.Context) error {
 		// tick arrive: retries, then newcomers.
 		s.expire(t0 + p.Tick/2)
 		s.clk.AdvanceTo(at(t0))
-		for len(s.retries) > 0 && s.retries[0].at <= t0+p.Tick/2 {
-			s.send(t0, heap.Pop(&s.retries).(retry).attempt, false)
+		for s.retries.Len() > 0 && s.retries.Min().at <= t0+p.Tick/2 {
+			s.send(t0, s.retries.Pop().attempt, false)
 		}
 		n := int(math.Round(p.Rate(t0) * p.Tick))
 		if !p.EveryTick {
@@ -414,7 +429,7 @@ func (s *sim) giveUp(r *request) {
 	}
 	s.second(r.deadline).Timeouts++
 	if r.attempt < s.p.Retries {
-		heap.Push(&s.retries, retry{at: r.deadline, attempt: r.attempt + 1})
+		s.retries.Push(retry{at: r.deadline, attempt: r.attempt + 1})
 	}
 }
 

@@ -1,8 +1,9 @@
 package overload
 
 import (
-	"container/heap"
 	"math"
+
+	"github.com/afloat/afloat/internal/heap"
 )
 
 // server is a processor-sharing server in fluid time: the requests in
@@ -27,9 +28,9 @@ type server struct {
 	k     float64
 	alpha float64
 
-	v    float64 // work every request in work has received since v = 0
-	gone int     // requests in work whose client has given up
-	jobs jobHeap
+	v    float64        // work every request in work has received since v = 0
+	gone int            // requests in work whose client has given up
+	jobs heap.Heap[job] // by finish
 }
 
 // job is a request in work.
@@ -38,8 +39,12 @@ type job struct {
 	req    *request
 }
 
+func newServer(k, alpha float64) *server {
+	return &server{k: k, alpha: alpha, jobs: heap.New(func(a, b job) bool { return a.finish < b.finish }, nil)}
+}
+
 // inWork returns the number of requests in work.
-func (s *server) inWork() int { return len(s.jobs) }
+func (s *server) inWork() int { return s.jobs.Len() }
 
 // capacity returns the units of work per unit of time the server delivers
 // with n requests in work.
@@ -52,7 +57,7 @@ func (s *server) capacity(n int) float64 {
 
 // rate returns the work per unit of time each request receives.
 func (s *server) rate() float64 {
-	n := len(s.jobs)
+	n := s.jobs.Len()
 	if n == 0 {
 		return 0
 	}
@@ -65,7 +70,7 @@ func (s *server) add(r *request) {
 	if r.gone {
 		s.gone++
 	}
-	heap.Push(&s.jobs, job{finish: s.v + r.work, req: r})
+	s.jobs.Push(job{finish: s.v + r.work, req: r})
 }
 
 // giveUp records that the client of a request in work has gone.
@@ -74,10 +79,10 @@ func (s *server) giveUp() { s.gone++ }
 // nextCompletion returns how long until the next request is done at the
 // current rate, +Inf with nothing in work.
 func (s *server) nextCompletion() float64 {
-	if len(s.jobs) == 0 {
+	if s.jobs.Len() == 0 {
 		return math.Inf(1)
 	}
-	return (s.jobs[0].finish - s.v) / s.rate()
+	return (s.jobs.Min().finish - s.v) / s.rate()
 }
 
 // advance runs the server for dt, which must not pass the next completion,
@@ -86,12 +91,12 @@ func (s *server) nextCompletion() float64 {
 func (s *server) advance(dt float64) (work, wasted float64) {
 	r := s.rate()
 	s.v += r * dt
-	return r * float64(len(s.jobs)) * dt, r * float64(s.gone) * dt
+	return r * float64(s.jobs.Len()) * dt, r * float64(s.gone) * dt
 }
 
 // pop removes the request that is done.
 func (s *server) pop() *request {
-	j := heap.Pop(&s.jobs).(job)
+	j := s.jobs.Pop()
 	if j.finish > s.v {
 		s.v = j.finish // absorb rounding: it is done exactly now
 	}
@@ -102,27 +107,11 @@ func (s *server) pop() *request {
 	return j.req
 }
 
-type jobHeap []job
-
-func (h jobHeap) Len() int           { return len(h) }
-func (h jobHeap) Less(i, j int) bool { return h[i].finish < h[j].finish }
-func (h jobHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *jobHeap) Push(x any)        { *h = append(*h, x.(job)) }
-func (h *jobHeap) Pop() any {
-	old := *h
-	j := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return j
-}
-
 // deadlines holds the tries still waiting for an answer, earliest
 // deadline first, and among equal deadlines in the order they came (so
 // that a run whose clients all wait the same time gives up in arrival
-// order). Clients' patience varies, so this is a heap, not a queue. It is
-// written out rather than internal/heap's generic one, with each entry's
-// key beside its pointer: a World Cup run keeps some 10⁵ tries here, and
-// the calls through the generic heap's functions cost a run 13 % (1.14 s
-// of CPU against 1.01 s, medians of eight runs each, interleaved).
+// order). Clients' patience varies, so this is a heap, not a queue.
+// Written out, not internal/heap: faster by BenchmarkWorldCup (docs/benchmarks.md).
 type deadlines struct {
 	h   []waiter
 	seq uint64
@@ -187,15 +176,6 @@ type retry struct {
 	attempt int
 }
 
-type retryHeap []retry
-
-func (h retryHeap) Len() int           { return len(h) }
-func (h retryHeap) Less(i, j int) bool { return h[i].at < h[j].at }
-func (h retryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *retryHeap) Push(x any)        { *h = append(*h, x.(retry)) }
-func (h *retryHeap) Pop() any {
-	old := *h
-	r := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return r
+func newRetries() heap.Heap[retry] {
+	return heap.New(func(a, b retry) bool { return a.at < b.at }, nil)
 }

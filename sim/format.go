@@ -8,6 +8,7 @@ import (
 	"io"
 	"reflect"
 	"strings"
+	"text/tabwriter"
 )
 
 // Format is an output format for frames.
@@ -27,6 +28,55 @@ func ParseFormat(name string) (Format, error) {
 		return f, nil
 	}
 	return "", &ConfigError{Field: "format", Msg: fmt.Sprintf("%q: want table, csv or jsonl", name)}
+}
+
+// WriteScenarios lists the scenarios: a table for people (FormatTable), or
+// one JSON object a scenario (FormatJSONL) with its name, title, briefing,
+// start, minutes, boot_delay_minutes and budget_remaining. Another format
+// is refused (a ConfigError), and nothing is written.
+func WriteScenarios(w io.Writer, format Format) error {
+	switch format {
+	case FormatTable:
+		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tSTART\tMINUTES\tBOOT\tBUDGET\tBRIEFING")
+		for _, sc := range Scenarios() {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d min\t%.0f%%\t%s\n", sc.Name, Clock(sc.Start), sc.Minutes, sc.BootDelay, 100*sc.Budget, sc.Briefing)
+		}
+		return tw.Flush()
+	case FormatJSONL:
+		enc := json.NewEncoder(w)
+		for _, sc := range Scenarios() {
+			err := enc.Encode(map[string]any{
+				"name": sc.Name, "title": sc.Title, "briefing": sc.Briefing,
+				"start": Clock(sc.Start), "minutes": sc.Minutes,
+				"boot_delay_minutes": sc.BootDelay, "budget_remaining": sc.Budget,
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return &ConfigError{Field: "format", Msg: fmt.Sprintf("%q: want table or jsonl", format)}
+}
+
+// WriteControls describes the controls an action may use, one a line: its
+// name, the values it takes, and its label.
+func WriteControls(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	for _, c := range ControlSpecs() {
+		var value string
+		switch c.Kind {
+		case KindInteger, KindNumber:
+			value = fmt.Sprintf("%s %g–%g", c.Kind, c.Min, c.Max)
+		case KindBool:
+			value = "true or false"
+		default:
+			value = "press: no value"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", c.Control, value, c.Label)
+	}
+	return tw.Flush()
 }
 
 // WriteFrames writes frames in the given format. The csv and jsonl forms

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/afloat/afloat/bulkhead"
+	"github.com/afloat/afloat/bulkhead/bulkheadhttp"
 	"github.com/afloat/afloat/internal/hostcheck"
 )
 
@@ -122,7 +123,7 @@ func checkJSONType(ct string) error {
 // wait, 503 with Retry-After.
 func inFlight(b *bulkhead.Bulkhead, next http.Handler) http.Handler {
 	limit := b.Limit()
-	mw := b.Middleware(bulkhead.WithRejectHandler(func(w http.ResponseWriter, r *http.Request, err error) {
+	mw := bulkheadhttp.Middleware(b, bulkheadhttp.WithRejectHandler(func(w http.ResponseWriter, r *http.Request, err error) {
 		if bulkhead.ReasonOf(err) == bulkhead.ReasonCanceled {
 			return // the client has gone: nobody reads an answer
 		}

@@ -111,12 +111,9 @@ func (p labParams) key() string {
 	return fmt.Sprintf("%s/%d/%d/%d/%g/%d/%g", p.Profile, p.Seed, p.Inside, p.Outside, p.Alpha, p.Retries, p.Patience)
 }
 
-func (p labParams) config() overload.Config {
-	c := overload.Config{Profile: p.Profile, Seed: p.Seed, Inside: p.Inside, Outside: p.Outside, Alpha: p.Alpha, Retries: p.Retries, MaxPatience: p.Patience}
-	if p.Retries == 0 {
-		c.Retries = overload.NoRetries
-	}
-	return c
+func (p labParams) config() (overload.Config, error) {
+	retries, err := overload.ExactRetries(p.Retries)
+	return overload.Config{Profile: p.Profile, Seed: p.Seed, Inside: p.Inside, Outside: p.Outside, Alpha: p.Alpha, Retries: retries, MaxPatience: p.Patience}, err
 }
 
 type labCompare struct {
@@ -350,7 +347,11 @@ func (l *lab) leave(c *labCompare) {
 }
 
 func (l *lab) compute(ctx context.Context, c *labCompare, p overload.Profile, lp labParams) {
-	runs, err := l.runCompare(ctx, lp.config())
+	cfg, err := lp.config()
+	var runs []overload.Result
+	if err == nil {
+		runs, err = l.runCompare(ctx, cfg)
+	}
 	c.labParams, c.Description = lp, p.Description
 	c.Timeout, c.Capacity, c.K, c.Work, c.Duration = p.Timeout, p.K/p.Work, p.K, p.Work, p.Duration
 	c.Conns, c.Threads, c.OtherTimeout = p.Conns, p.Threads, p.OtherTimeout

@@ -137,6 +137,23 @@ func (c Config) BeyondLoopback() bool {
 	return err != nil || !loopbackHost(host)
 }
 
+// Warning returns what a person starting the console with c should be
+// told before it listens, or "": that it is reachable beyond loopback
+// without authentication, or that AllowRemote on a loopback address turns
+// the Host check off. Serve logs the same once it listens.
+func (c Config) Warning() string {
+	switch {
+	case c.AllowRemote && c.BeyondLoopback():
+		return fmt.Sprintf("listening on %s, beyond loopback. The console has no authentication: "+
+			"anyone who reaches it can run costly comparisons and change the assignment lab's pool. Put a proxy that authenticates in front.", c.Addr)
+	case c.AllowRemote:
+		return fmt.Sprintf("--allow-remote with the loopback address %s turns off the Host check: "+
+			"the console answers any Host name, so a web page on a name that resolves to 127.0.0.1 (DNS rebinding) can use it "+
+			"and read its answers. Leave --allow-remote out unless a proxy in front sends other host names.", c.Addr)
+	}
+	return ""
+}
+
 // bodyBudgetBodies is how many bodies of the largest size the console
 // holds at once (32 MiB with the default 1 MiB), read or being read and
 // not yet answered. Measured with TestServeUnderAbuse (96 debriefs of

@@ -38,10 +38,12 @@ func TestAssignCommands(t *testing.T) {
 		{r("restore", "--policy", "zero", "a"), 0, `restored 1 to pool "cli" at zero`},
 		{r("list"), 0, "MEMBER  COUNT  STATE   FAILURES\na       0      active  0\nb       5      active  0\nc       5      active  0\n"},
 		{r("restore", "--policy", "newest", "a"), 2, `--policy: assign: invalid argument: restore policy "newest": want current-minimum, keep-history, zero`},
-		{r("add", "--count", "-1", "x"), 2, "--count -1: want an integer from 0 to 9007199254740992"},
-		{r("add"), 2, "no members given"},
-		{r("pick", "--n", "0"), 2, "--n 0: want 1 to 10000"},
-		{r("list", "--format", "xml"), 2, `--format "xml": want table or jsonl`},
+		{r("add", "--count", "-1", "x"), 2, "initial count -1: want an integer from 0 to 9007199254740992"},
+		{r("add"), 2, "add: 0 members: want 1 to 10000"},
+		{r("add", "--count", "1", "--at-minimum", "x"), 2, "--count does not go with --at-minimum"},
+		{r("pick", "--n", "0"), 2, "batch of 0 picks: want 1 to 10000"},
+		{r("pick", "--n", "2", "--id", "req-2"), 2, "--id works with --n 1 only"},
+		{r("list", "--format", "xml"), 2, `format "xml": want table or jsonl`},
 		{[]string{"assign", "pick", "--redis", "http://" + srv.Addr, "--pool", "cli"}, 2, "want redis://host:port[/db]"},
 		{[]string{"assign", "pick", "--redis", srv.URL, "--pool", "no such"}, 2, `pool name "no such": want letters, digits and - _ . : only`},
 		{[]string{"assign", "pick", "--redis", srv.URL}, 2, "--pool is required"},
@@ -121,7 +123,7 @@ func TestProxyCheck(t *testing.T) {
 	list := filepath.Join(t.TempDir(), "proxies.txt")
 	os.WriteFile(list, []byte(target.Listener.Addr().String()+"\nnonsense\n127.0.0.1:1\n"), 0o644)
 	status, out, errOut := call(t, "", "proxy", "check", "--probe", "http://127.0.0.1:9/health", "--timeout", "2s", list)
-	if status != 0 || !strings.Contains(out, "1 of 2 healthy; 1 bad lines skipped") || !strings.Contains(errOut, `line 2: "nonsense"`) {
+	if status != 0 || !strings.Contains(out, "1 of 2 healthy") || !strings.Contains(errOut, `skipped line 2: "nonsense"`) {
 		t.Fatalf("status %d\n%s\n%s", status, out, errOut)
 	}
 	for i, step := range []struct {
@@ -132,7 +134,7 @@ func TestProxyCheck(t *testing.T) {
 		{[]string{"--probe", "ftp://x", list}, `probe URL "ftp://x"`},
 		{[]string{"--probe", "http://x/", "--timeout", "0s", list}, "probe timeout 0s: want 10ms to 1m0s"},
 		{[]string{"--probe", "http://x/"}, "want one FILE"},
-		{[]string{"--probe", "http://x/", "--pool", "p", "--redis", "", list}, "--pool needs --redis"},
+		{[]string{"--probe", "http://x/", "--pool", "p", "--redis", "", list}, "--redis is required (or set AFLOAT_REDIS_URL)"},
 	} {
 		status, _, errOut := call(t, "", append([]string{"proxy", "check"}, step.args...)...)
 		if status != 2 || !strings.Contains(errOut, step.want) {
@@ -159,10 +161,10 @@ func TestProxyCheckRefusesAListWithoutProxies(t *testing.T) {
 		want        []string
 	}{
 		{file("bad.txt", "nonsense\n# a comment\nftp://x:1\n127.0.0.1:99999\n"), "",
-			[]string{"bad.txt: no valid proxy line", "3 bad lines", `line 1: "nonsense"`, `line 3: "ftp://x:1"`, `line 4: "127.0.0.1:99999"`}},
-		{file("empty.txt", ""), "", []string{"empty.txt: no proxy line", "want one host:port or URL a line"}},
-		{file("comments.txt", "# none yet\n\n"), "", []string{"comments.txt: no proxy line"}},
-		{"-", "nonsense\n", []string{"standard input: no valid proxy line", "1 bad line", `line 1: "nonsense"`}},
+			[]string{"bad.txt: assign: invalid argument: proxy list: no valid proxy line: 3 bad lines", `line 1: "nonsense"`, `line 3: "ftp://x:1"`, `line 4: "127.0.0.1:99999"`}},
+		{file("empty.txt", ""), "", []string{"empty.txt: assign: invalid argument: proxy list: no proxy line", "want one host:port or URL a line"}},
+		{file("comments.txt", "# none yet\n\n"), "", []string{"comments.txt: assign: invalid argument: proxy list: no proxy line"}},
+		{"-", "nonsense\n", []string{"standard input: assign: invalid argument: proxy list: no valid proxy line: 1 bad line", `line 1: "nonsense"`}},
 	} {
 		status, out, errOut := call(t, tc.stdin, "proxy", "check", "--probe", "http://127.0.0.1:9/", tc.path)
 		if status != 2 || out != "" {

@@ -4,7 +4,8 @@
 //
 // Every subcommand parses its flags here and hands a validated
 // configuration to its package; nothing here models anything. The
-// commands are listed in one table, in commands.go.
+// commands are listed in one table, in commands.go; the machinery that
+// dispatches, prints help and refuses command lines is internal/cli's.
 package main
 
 import (

@@ -225,15 +225,15 @@ func TestInvalidPortsAreRefused(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"serve", "--addr", "127.0.0.1:99999"}, []string{`--addr "127.0.0.1:99999"`, "port 99999: want 0 to 65535"}},
-		{[]string{"serve", "--addr", "127.0.0.1:-1"}, []string{"--addr", "port -1: want 0 to 65535"}},
-		{[]string{"serve", "--addr", "127.0.0.1:0", "--redis", "redis://127.0.0.1:99999"}, []string{"--redis", "port 99999: want 1 to 65535"}},
-		{[]string{"serve", "--addr", "127.0.0.1:0", "--redis", "redis://u:hunter2@127.0.0.1:70000"}, []string{"--redis", "port 70000: want 1 to 65535"}},
+		{[]string{"serve", "--addr", "127.0.0.1:99999"}, []string{`addr "127.0.0.1:99999": want a port from 0 to 65535`}},
+		{[]string{"serve", "--addr", "127.0.0.1:-1"}, []string{`addr "127.0.0.1:-1": want a port from 0 to 65535`}},
+		{[]string{"serve", "--addr", "127.0.0.1:0", "--redis", "redis://127.0.0.1:99999"}, []string{"redis URL", "port 99999: want 1 to 65535"}},
+		{[]string{"serve", "--addr", "127.0.0.1:0", "--redis", "redis://u:hunter2@127.0.0.1:70000"}, []string{"redis URL", "port 70000: want 1 to 65535"}},
 		{[]string{"assign", "pick", "--redis", "redis://127.0.0.1:99999", "--pool", "p"}, []string{"--redis", "port 99999: want 1 to 65535"}},
 		{[]string{"assign", "list", "--redis", "redis://127.0.0.1:0", "--pool", "p"}, []string{"--redis", "port 0: want 1 to 65535"}},
 		{[]string{"assign", "add", "--redis", "redis://:hunter2@127.0.0.1:65536", "--pool", "p", "m"}, []string{"--redis", "port 65536"}},
-		{[]string{"assign", "bench", "--redis", "redis://127.0.0.1:99999"}, []string{"--redis", "port 99999: want 1 to 65535"}},
-		{[]string{"proxy", "check", "--probe", "http://127.0.0.1:99999/health", list}, []string{"--probe", "port 99999: want 1 to 65535"}},
+		{[]string{"assign", "bench", "--redis", "redis://127.0.0.1:99999"}, []string{"redis URL", "port 99999: want 1 to 65535"}},
+		{[]string{"proxy", "check", "--probe", "http://127.0.0.1:99999/health", list}, []string{"probe URL", "port 99999: want 1 to 65535"}},
 		{[]string{"proxy", "check", "--probe", "http://127.0.0.1:9/", "--pool", "p", "--redis", "redis://127.0.0.1:99999", list}, []string{"--redis", "port 99999: want 1 to 65535"}},
 		{[]string{"proxy", "check", "--probe", "http://127.0.0.1:9/", "--pool", "p", "--redis", "http://127.0.0.1:6379", list}, []string{"--redis", "want redis://host:port"}},
 	} {

@@ -1,12 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -31,11 +31,9 @@ func (f *chaosFlags) register(c *command) {
 	c.StringVar(&f.faults, "faults", "all", "faults to inject, comma-separated: shift, partition, crash, skew, dup; or all, none")
 }
 
-func (f *chaosFlags) config() (chaos.Config, error) {
-	// The package takes a zero Duration for its default; here 0 is a typo.
-	if f.duration < chaos.MinDuration || f.duration > chaos.MaxDuration {
-		return chaos.Config{}, fmt.Errorf("--duration %v: want 1s to 24h", f.duration)
-	}
+// config is the run the flags ask for, checked (chaos.Config.Validate)
+// before anything is written.
+func (f *chaosFlags) config(c *command) (chaos.Config, error) {
 	mode, err := quota.ParseMode(f.mode)
 	if err != nil {
 		return chaos.Config{}, fmt.Errorf("--mode: %w", err)
@@ -45,28 +43,14 @@ func (f *chaosFlags) config() (chaos.Config, error) {
 		return chaos.Config{}, fmt.Errorf("--faults: %w", err)
 	}
 	cfg := chaos.Config{Seed: uint32(f.seed), Mode: mode, Duration: f.duration, Faults: faults, NoFaults: faults == 0}
-	if err := cfg.Validate(); err != nil {
-		return chaos.Config{}, err
-	}
-	return cfg, nil
-}
-
-func printChaosNotes(w io.Writer) {
-	fmt.Fprint(w, `
-The tenant is the seed's: R = 500 tokens/s (30,000 a minute), B = 6,000,
-regions eu, us and ap, leases of 10 s with a 500 ms skew margin. Every log
-line has t_ns (virtual time), ev and the fields of its kind (see
-docs/quota.md); the last line is {"ev":"summary",...}. The exit status is
-1 when the checker found a violation.
-`)
+	return cfg, cmp.Or(c.noZero("duration"), cfg.Validate())
 }
 
 func runQuotaChaos(c *command, args []string) int {
 	var (
-		f       chaosFlags
-		logPath string
-		seeds   string
-		workers int
+		f              chaosFlags
+		logPath, seeds string
+		workers        int
 	)
 	f.register(c)
 	c.StringVar(&logPath, "log", "", "write the event log to `FILE` instead of standard output (the summary stays there)")
@@ -75,40 +59,27 @@ func runQuotaChaos(c *command, args []string) int {
 	if status, ok := c.parse(args); !ok {
 		return status
 	}
-	fail := c.usage
-	if c.given("seed") && c.given("seeds") {
-		return fail(errors.New("--seed and --seeds: give one seed or a range of seeds, not both"))
-	}
-	cfg, err := f.config()
-	if err != nil {
-		return fail(err)
-	}
-	if workers < 0 || workers > 256 {
-		return fail(fmt.Errorf("--workers %d: want 1 to 256 (or 0 for one per CPU)", workers))
-	}
-	if c.given("workers") && !c.given("seeds") {
-		return fail(errors.New("--workers needs --seeds: one seed runs on one goroutine"))
+	cfg, err := f.config(c)
+	if err = cmp.Or(err, c.notWith("seeds", ": give one seed or a range of seeds", "seed"),
+		c.notWith("seeds", ": a log is one seed's", "log"), c.onlyWith("seeds", "workers")); err != nil {
+		return c.usage(err)
 	}
 	if seeds != "" {
-		if logPath != "" {
-			return fail(fmt.Errorf("--log and --seeds: a log is one seed's; drop one"))
-		}
 		from, to, err := parseSeeds(seeds)
 		if err != nil {
-			return fail(err)
+			return c.usage(err)
 		}
 		m, err := chaos.RunMany(cfg, from, to, workers)
 		if err != nil {
-			return c.failed(err)
+			return c.fail(err, quota.ErrConfig)
 		}
 		return writeEvent(c.stdout, "summary", m, m.Failed == 0)
 	}
-
 	logOut := c.stdout
 	if logPath != "" {
 		file, err := os.Create(logPath)
 		if err != nil {
-			return fail(fmt.Errorf("--log: %w", err))
+			return c.usage(fmt.Errorf("--log: %w", err))
 		}
 		defer file.Close()
 		logOut = file
@@ -142,17 +113,6 @@ func writeEvent(w io.Writer, ev string, v any, passed bool) int {
 	return exitOK
 }
 
-// parseSeeds reads A-B.
-func parseSeeds(s string) (uint32, uint32, error) {
-	a, b, ok := strings.Cut(s, "-")
-	from, err1 := strconv.ParseUint(a, 10, 32)
-	to, err2 := strconv.ParseUint(b, 10, 32)
-	if !ok || err1 != nil || err2 != nil || to < from || to-from >= 10_000_000 {
-		return 0, 0, fmt.Errorf("--seeds %q: want A-B with 0 ≤ A ≤ B ≤ 4294967295 and at most 10,000,000 seeds", s)
-	}
-	return uint32(from), uint32(to), nil
-}
-
 func runQuotaSim(c *command, args []string) int {
 	var (
 		f    chaosFlags
@@ -163,23 +123,13 @@ func runQuotaSim(c *command, args []string) int {
 	if status, ok := c.parse(args); !ok {
 		return status
 	}
-	fail := c.usage
-	cfg, err := f.config()
+	cfg, err := f.config(c)
 	if err != nil {
-		return fail(err)
+		return c.usage(err)
 	}
-	if step < 10*time.Millisecond || step > time.Hour {
-		return fail(fmt.Errorf("--step %v: want 10ms to 1h", step))
-	}
-	series := chaos.NewSeries(chaos.DefaultRegions, step)
-	cfg.Log = series
-	sum, err := chaos.Run(cfg)
+	sum, err := chaos.RunSeries(c.stdout, cfg, step)
 	if err != nil {
-		return c.failed(err)
-	}
-	steps := int((cfg.Duration + step - 1) / step)
-	if err := series.WriteCSV(c.stdout, chaos.DefaultRate.Float(), steps); err != nil {
-		return exitError
+		return c.fail(err, quota.ErrConfig)
 	}
 	line, _ := json.Marshal(sum)
 	fmt.Fprintf(c.stderr, "%s\n", line)
@@ -246,35 +196,4 @@ func (t *tenantLimits) Set(v string) error {
 	}
 	*t = append(*t, l)
 	return nil
-}
-
-func printCheckNotes(w io.Writer) {
-	fmt.Fprint(w, `
-FILE is the event log of afloat quota chaos --log FILE, or its standard
-output (the log, then the summary line), or the --event-log files of a
-cluster's coordinators and region agents: several files are merged by
-time (t_ns) and checked as one run. The check prints one JSON line,
-{"ev":"check","violations":N,...}, and exits 1 when N > 0.
-
-The check proves something or fails. It exits 1, printing what is
-missing and no check line, for a log that ends before its run did (no
-events, no stop event — a run writes stop last —, or a last line without
-its newline, as a killed writer or a cut copy leaves), and for a run that
-states no tenant's limits (no start event) or admits nothing. Each file
-is judged whole on its own: a process's --event-log gains its stop line
-when the process stops (a killed process's file gets one when it is
-restarted and stopped). A line that is not an event — malformed, or of a
-kind no component writes — refuses the file: exit 2, with the file and
-the line number.
-
-Without --tenant, each tenant is held to the R and B its own log states,
-and the check says so on standard error and lists them as "unverified".
-With --tenant, every tenant of the logs must be given (a log cannot add
-a tenant of its own), each start and tenant event must state exactly the
-limits given (hard mode for NAME:R:B; best-effort with E and N for
-NAME:R:B:E:N), else the check exits 1 naming the tenant, the limits given
-and the log's, and the check line lists the tenants as "verified". A run
-in which an operator changed a tenant's limits is checked without
---tenant.
-`)
 }

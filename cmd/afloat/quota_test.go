@@ -1,14 +1,16 @@
 package main
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/afloat/afloat/quota/chaos"
 	"github.com/afloat/afloat/quota/service"
 )
 
@@ -80,25 +82,20 @@ func jsonNumber(v any) string {
 	return string(b)
 }
 
+// TestQuotaSim: the command prints the series the package writes
+// (chaos.RunSeries: TestRunSeries checks its rows), and the summary on
+// stderr.
 func TestQuotaSim(t *testing.T) {
-	status, out, errOut := call(t, "", "quota", "sim", "--seed", "2", "--duration", "5s", "--faults", "none")
+	status, out, errOut := call(t, "", "quota", "sim", "--seed", "2", "--duration", "5s", "--faults", "none", "--step", "500ms")
 	if status != 0 || !strings.Contains(errOut, `"violations":0`) {
 		t.Fatalf("status %d, stderr %q", status, errOut)
 	}
-	sc := bufio.NewScanner(strings.NewReader(out))
-	sc.Scan()
-	if sc.Text() != "t_s,offered_eu,admitted_eu,offered_us,admitted_us,offered_ap,admitted_ap,admitted_total,rate" {
-		t.Fatalf("header %q", sc.Text())
+	var want bytes.Buffer
+	if _, err := chaos.RunSeries(&want, chaos.Config{Seed: 2, Duration: 5 * time.Second, NoFaults: true}, 500*time.Millisecond); err != nil {
+		t.Fatal(err)
 	}
-	rows := 0
-	for sc.Scan() {
-		rows++
-		if n := strings.Count(sc.Text(), ","); n != 8 {
-			t.Fatalf("row %q has %d commas", sc.Text(), n)
-		}
-	}
-	if rows != 5 {
-		t.Fatalf("%d rows for 5 s in steps of 1 s", rows)
+	if out != want.String() || strings.Count(out, "\n") != 11 {
+		t.Errorf("the command printed\n%s\nthe package writes\n%s", out, want.String())
 	}
 }
 
@@ -113,11 +110,12 @@ func TestQuotaUsageErrors(t *testing.T) {
 		{[]string{"quota", "chaos", "--faults", "shift,meteor"}, `fault "meteor"`},
 		{[]string{"quota", "chaos", "--duration", "10ms"}, "duration 10ms: want 1s to 24h"},
 		{[]string{"quota", "chaos", "--seed", "-1"}, "from 0 to 4294967295"},
-		{[]string{"quota", "chaos", "--seeds", "9-3"}, `--seeds "9-3"`},
-		{[]string{"quota", "chaos", "--seeds", "1-2", "--log", "x"}, "--log and --seeds"},
-		{[]string{"quota", "chaos", "--workers", "1000"}, "--workers 1000"},
+		{[]string{"quota", "chaos", "--seeds", "9-3"}, "seeds 9-3: want the first no larger than the last"},
+		{[]string{"quota", "chaos", "--seeds", "1-x"}, `--seeds "1-x": want A-B`},
+		{[]string{"quota", "chaos", "--seeds", "1-2", "--log", "x"}, "--log does not go with --seeds"},
+		{[]string{"quota", "chaos", "--seeds", "1-2", "--workers", "1000"}, "workers 1000: want 0 (one per CPU) to 256"},
 		{[]string{"quota", "chaos", "--log", "/nonexistent/dir/log"}, "--log"},
-		{[]string{"quota", "sim", "--step", "1ms"}, "--step 1ms"},
+		{[]string{"quota", "sim", "--step", "1ms"}, "step 1ms: want 10ms to 1h0m0s"},
 		{[]string{"quota", "check"}, "want one FILE or more"},
 		// The services: each refusal names its flag or its config field.
 		{[]string{"quota", "coordinator"}, "--config FILE is required"},
@@ -134,14 +132,14 @@ func TestQuotaUsageErrors(t *testing.T) {
 		{[]string{"quota", "etcd"}, "--data-dir is required"},
 		{[]string{"quota", "check", "/nonexistent"}, "no such file"},
 		// A zero or negative duration is refused, not taken as the default.
-		{[]string{"quota", "chaos", "--duration", "0s"}, "--duration 0s: want 1s to 24h"},
-		{[]string{"quota", "chaos", "--duration", "-1s"}, "--duration -1s: want 1s to 24h"},
-		{[]string{"quota", "sim", "--duration", "0s"}, "--duration 0s: want 1s to 24h"},
-		{[]string{"quota", "chaos", "--duration", "25h"}, "--duration 25h0m0s: want 1s to 24h"},
+		{[]string{"quota", "chaos", "--duration", "0s"}, "--duration 0s: want more than 0"},
+		{[]string{"quota", "chaos", "--duration", "-1s"}, "duration -1s: want 1s to 24h"},
+		{[]string{"quota", "sim", "--duration", "0s"}, "--duration 0s: want more than 0"},
+		{[]string{"quota", "chaos", "--duration", "25h"}, "duration 25h0m0s: want 1s to 24h"},
 		// One seed or a range, not both; --workers is for a range.
-		{[]string{"quota", "chaos", "--seed", "4", "--seeds", "1-2"}, "--seed and --seeds"},
-		{[]string{"quota", "chaos", "--seeds", "1-2", "--seed", "0"}, "--seed and --seeds"},
-		{[]string{"quota", "chaos", "--seed", "4", "--workers", "2", "--duration", "1s"}, "--workers needs --seeds"},
+		{[]string{"quota", "chaos", "--seed", "4", "--seeds", "1-2"}, "--seed does not go with --seeds"},
+		{[]string{"quota", "chaos", "--seeds", "1-2", "--seed", "0"}, "--seed does not go with --seeds"},
+		{[]string{"quota", "chaos", "--seed", "4", "--workers", "2", "--duration", "1s"}, "--workers only with --seeds"},
 	} {
 		status, out, errOut := call(t, "", tc.args...)
 		if status != 2 || out != "" || !strings.Contains(errOut, tc.want) {

@@ -54,7 +54,7 @@ func (h *hostList) Set(v string) error {
 	return nil
 }
 
-func loadQuotaConfig(name, path string) (*service.Config, error) {
+func loadQuotaConfig(path string) (*service.Config, error) {
 	if path == "" {
 		return nil, errors.New("--config FILE is required (YAML or JSON: see docs/quota.md, \"Deployment\")")
 	}
@@ -86,7 +86,7 @@ func runQuotaCoordinator(c *command, args []string) int {
 	if _, err := hostcheck.New(hosts...); err != nil {
 		return fail(fmt.Errorf("--host: %w", err))
 	}
-	cfg, err := loadQuotaConfig("quota coordinator", configPath)
+	cfg, err := loadQuotaConfig(configPath)
 	if err != nil {
 		return fail(err)
 	}
@@ -139,27 +139,11 @@ func runQuotaRegion(c *command, args []string) int {
 	if name == "" {
 		return fail(errors.New("--name is required"))
 	}
-	if err := checkListenAddr("--listen", listen); err != nil {
-		return fail(err)
+	if upstream != "" && proxyListen == "" {
+		proxyListen = "127.0.0.1:7090"
 	}
-	if grpcListen != "" {
-		if err := checkListenAddr("--grpc-listen", grpcListen); err != nil {
-			return fail(err)
-		}
-	}
-	if upstream != "" {
-		if _, err := service.CheckUpstream(upstream); err != nil {
-			return fail(err)
-		}
-		if proxyListen == "" {
-			proxyListen = "127.0.0.1:7090"
-		}
-	}
-	if proxyListen != "" {
-		if upstream == "" {
-			return fail(errors.New("--proxy-listen: the proxy needs --upstream URL"))
-		}
-		if err := checkListenAddr("--proxy-listen", proxyListen); err != nil {
+	for _, l := range [][2]string{{"--listen", listen}, {"--grpc-listen", grpcListen}, {"--proxy-listen", proxyListen}} {
+		if err := checkListenAddr(l[0], l[1]); err != nil {
 			return fail(err)
 		}
 	}
@@ -167,7 +151,7 @@ func runQuotaRegion(c *command, args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	cfg, err := loadQuotaConfig("quota region", configPath)
+	cfg, err := loadQuotaConfig(configPath)
 	if err != nil {
 		return fail(err)
 	}

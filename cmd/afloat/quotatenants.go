@@ -1,238 +1,143 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
-	"io"
-	"math"
-	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
-	"time"
 
+	"github.com/afloat/afloat/quota/remote"
 	"github.com/afloat/afloat/quota/service"
 )
 
 // tokenEnv is where an operator's token may come from instead of a file.
 const tokenEnv = "AFLOAT_QUOTA_OPERATOR_TOKEN"
 
-// quotaTenants runs afloat quota tenants VERB: it sends the operator's
-// request to the coordinators given, following a follower to the leader
-// only when the leader is one of them (the token goes nowhere else).
-func quotaTenants(verb string) func(c *command, args []string) int {
-	return func(c *command, args []string) int {
-		var coords, tokenFile, name, mode, lease, skew, regions string
-		var rate, burst, emergency float64
-		var version uint64
-		c.StringVar(&coords, "coordinator", "", "the coordinators' `URLS` (host:port or http(s)://host:port), comma-separated")
-		c.StringVar(&tokenFile, "token-file", "", "`FILE` holding the operator's token (or set "+tokenEnv+")")
-		if verb != "list" {
-			c.StringVar(&name, "name", "", "the tenant's `NAME`")
-		}
-		if verb == "create" || verb == "update" {
-			c.Float64Var(&rate, "rate", 0, "R: `TOKENS` a second, above 0")
-			c.Float64Var(&burst, "burst", 0, "B: `TOKENS`, 0 or more")
-			c.StringVar(&mode, "mode", "", "hard or best-effort")
-			c.Float64Var(&emergency, "emergency", 0, "E: `TOKENS` each region may spend beyond its lease, best-effort only")
-			c.StringVar(&lease, "lease", "", "the lease `DURATION`, 100ms to 1h (default 10s; 0s is refused)")
-			c.StringVar(&skew, "skew-margin", "", "max clock skew, a `DURATION` under half the lease (default 500ms; 0s: none)")
-			c.StringVar(&regions, "regions", "", "the `REGIONS` its traffic enters, comma-separated (default every region)")
-		}
-		if verb == "update" || verb == "delete" {
-			c.Uint64Var(&version, "version", 0, "apply only if the tenant is still at `VERSION` (what get showed)")
-		}
-		if status, ok := c.parse(args); !ok {
-			return status
-		}
-		urls, err := splitURLs("--coordinator", coords)
-		if err != nil {
-			return c.usage(err)
-		}
-		token, err := operatorToken(tokenFile)
-		if err != nil {
-			return c.usage(err)
-		}
-		if verb != "list" && name == "" {
-			return c.usage(errors.New("--name: want the tenant's name"))
-		}
-		spec := service.TenantSpec{Name: name, Version: version}
-		if verb == "create" || verb == "update" {
-			if verb == "create" && (!c.given("rate") || !c.given("burst")) {
-				return c.usage(errors.New("--rate and --burst: both are required to create a tenant"))
-			}
-			num := func(flag string, v float64, min float64) (*float64, error) {
-				if !c.given(flag) {
-					return nil, nil
-				}
-				if math.IsNaN(v) || math.IsInf(v, 0) || v < min {
-					return nil, fmt.Errorf("--%s %v: want a number of at least %v", flag, v, min)
-				}
-				return &v, nil
-			}
-			var errs []error
-			var e error
-			spec.Rate, e = num("rate", rate, 0)
-			errs = append(errs, e)
-			spec.Burst, e = num("burst", burst, 0)
-			errs = append(errs, e)
-			spec.Emergency, e = num("emergency", emergency, 0)
-			errs = append(errs, e)
-			if err := errors.Join(errs...); err != nil {
-				return c.usage(err)
-			}
-			if c.given("mode") {
-				if mode != "hard" && mode != "best-effort" {
-					return c.usage(fmt.Errorf("--mode %q: want hard or best-effort", mode))
-				}
-				spec.Mode = &mode
-			}
-			for _, d := range []struct {
-				flag string
-				v    string
-				dst  **string
-			}{{"lease", lease, &spec.LeaseDuration}, {"skew-margin", skew, &spec.SkewMargin}} {
-				if !c.given(d.flag) {
-					continue
-				}
-				if _, err := time.ParseDuration(d.v); err != nil {
-					return c.usage(fmt.Errorf("--%s %q: want a duration such as 10s", d.flag, d.v))
-				}
-				v := d.v
-				*d.dst = &v
-			}
-			if c.given("regions") {
-				for r := range strings.SplitSeq(regions, ",") {
-					if r = strings.TrimSpace(r); r != "" {
-						spec.Regions = append(spec.Regions, r)
-					}
-				}
-				if len(spec.Regions) == 0 {
-					return c.usage(errors.New("--regions: empty: want at least one region"))
-				}
-			}
-		}
-		ctx, stop := interruptible()
-		defer stop()
-		cl := &tenantsClient{urls: urls, token: token, http: &http.Client{Timeout: 10 * time.Second}}
-		var out []byte
-		switch verb {
-		case "list":
-			out, err = cl.do(ctx, http.MethodGet, "/v1/tenants", nil)
-		case "get":
-			out, err = cl.do(ctx, http.MethodGet, "/v1/tenants/"+url.PathEscape(name), nil)
-		case "create", "update":
-			out, err = cl.do(ctx, http.MethodPost, "/v1/tenants/"+verb, spec)
-		case "delete":
-			out, err = cl.do(ctx, http.MethodPost, "/v1/tenants/delete", struct {
-				Name    string `json:"name"`
-				Version uint64 `json:"version,omitempty"`
-			}{name, version})
-		}
-		if err != nil {
-			return c.failed(err)
-		}
-		c.stdout.Write(out) //nolint:errcheck
-		return exitOK
-	}
-}
-
-// operatorToken reads the token from the file, or else the environment.
-func operatorToken(file string) (string, error) {
-	if file != "" {
-		// The quota's rule for token files: 0600 or 0400 (service.ReadTokenFile).
-		tok, err := service.ReadTokenFile("--token-file", file)
-		if err != nil {
-			return "", errors.New(strings.TrimPrefix(err.Error(), service.ErrConfigFile.Error()+": "))
-		}
-		return tok, nil
-	}
-	if tok := strings.TrimSpace(os.Getenv(tokenEnv)); tok != "" {
-		return tok, nil
-	}
-	return "", fmt.Errorf("--token-file: want the operator's token in a FILE, or in %s", tokenEnv)
-}
-
-type tenantsClient struct {
-	urls  []string
-	token string
-	http  *http.Client
-}
-
-// do sends the request to each coordinator until the leader answers.
-func (cl *tenantsClient) do(ctx context.Context, method, path string, body any) ([]byte, error) {
-	var data []byte
-	if body != nil {
-		var err error
-		if data, err = json.Marshal(body); err != nil {
-			return nil, err
-		}
-	}
-	tried := map[string]bool{}
-	queue := slices.Clone(cl.urls)
-	var last error
-	for len(queue) > 0 {
-		u := strings.TrimSuffix(queue[0], "/")
-		queue = queue[1:]
-		if tried[u] {
-			continue
-		}
-		tried[u] = true
-		req, err := http.NewRequestWithContext(ctx, method, u+path, bytes.NewReader(data))
-		if err != nil {
-			return nil, err
-		}
-		req.Header.Set("Authorization", "Bearer "+cl.token)
-		if body != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		resp, err := cl.http.Do(req)
-		if err != nil {
-			last = fmt.Errorf("%s: %w", u, err)
-			continue
-		}
-		out, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-		resp.Body.Close()
-		if err != nil {
-			last = fmt.Errorf("%s: %w", u, err)
-			continue
-		}
-		var refusal struct{ Error, Leader string }
-		json.Unmarshal(out, &refusal) //nolint:errcheck // shown as it came if not JSON
-		switch {
-		case resp.StatusCode == http.StatusOK:
-			return out, nil
-		case resp.StatusCode == http.StatusServiceUnavailable && refusal.Leader != "":
-			leader := strings.TrimSuffix(refusal.Leader, "/")
-			if slices.ContainsFunc(cl.urls, func(g string) bool { return strings.TrimSuffix(g, "/") == leader }) {
-				queue = append([]string{leader}, queue...)
-			}
-			last = fmt.Errorf("%s is not the leader; the leader is %s (pass it in --coordinator to reach it)", u, refusal.Leader)
-			continue
-		case resp.StatusCode == http.StatusServiceUnavailable:
-			last = fmt.Errorf("%s: %s", u, refusal.Error)
-			continue
-		}
-		if refusal.Error == "" {
-			refusal.Error = strings.TrimSpace(string(out))
-		}
-		return nil, fmt.Errorf("%s: %d %s", u, resp.StatusCode, refusal.Error)
-	}
-	return nil, last
-}
+var tenantVerbs = []string{"list", "get", "create", "update", "delete"}
 
 // runQuotaTenants dispatches afloat quota tenants VERB.
 func runQuotaTenants(c *command, args []string) int {
-	verbs := []string{"list", "get", "create", "update", "delete"}
-	if len(args) == 0 || !slices.Contains(verbs, args[0]) {
-		if len(args) > 0 && isHelp(args[0]) {
-			return quotaTenants("create")(c, args)
-		}
-		return c.usage(fmt.Errorf("want a verb first: %s", strings.Join(verbs, ", ")))
+	if len(args) > 0 && isHelp(args[0]) {
+		return quotaTenants(c, "create", args)
 	}
-	return quotaTenants(args[0])(c, args[1:])
+	if len(args) == 0 || !slices.Contains(tenantVerbs, args[0]) {
+		return c.usage(fmt.Errorf("want a verb first: %s", strings.Join(tenantVerbs, ", ")))
+	}
+	return quotaTenants(c, args[0], args[1:])
+}
+
+// quotaTenants sends the operator's VERB to the coordinators given, through
+// remote.Operator: it follows the leader among them only, so the token
+// goes nowhere else.
+func quotaTenants(c *command, verb string, args []string) int {
+	var coords, tokenFile, name string
+	var version uint64
+	var tf tenantFlags
+	c.StringVar(&coords, "coordinator", "", "the coordinators' `URLS` (host:port or http(s)://host:port), comma-separated")
+	c.StringVar(&tokenFile, "token-file", "", "`FILE` holding the operator's token (or set "+tokenEnv+")")
+	if verb != "list" {
+		c.StringVar(&name, "name", "", "the tenant's `NAME`")
+	}
+	if verb == "create" || verb == "update" {
+		tf.register(c)
+	}
+	if verb == "update" || verb == "delete" {
+		c.Uint64Var(&version, "version", 0, "apply only if the tenant is still at `VERSION` (what get showed)")
+	}
+	if status, ok := c.parse(args); !ok {
+		return status
+	}
+	spec := service.TenantSpec{Name: name, Version: version}
+	op, err := operator(coords, tokenFile)
+	if err == nil && verb != "list" && name == "" {
+		err = errors.New("--name: want the tenant's name")
+	}
+	if err != nil {
+		return c.usage(err)
+	}
+	tf.spec(c, &spec)
+	ctx, stop := interruptible()
+	defer stop()
+	var out []byte
+	switch verb {
+	case "list":
+		out, err = op.List(ctx)
+	case "get":
+		out, err = op.Get(ctx, name)
+	case "create":
+		out, err = op.Create(ctx, spec)
+	case "update":
+		out, err = op.Update(ctx, spec)
+	case "delete":
+		out, err = op.Delete(ctx, name, version)
+	}
+	if err != nil {
+		return c.failed(err)
+	}
+	c.stdout.Write(out) //nolint:errcheck
+	return exitOK
+}
+
+// operator returns the operator's client of the coordinators given, with
+// the token from the file, or else the environment.
+func operator(coords, tokenFile string) (*remote.Operator, error) {
+	urls, err := splitURLs("--coordinator", coords)
+	if err != nil {
+		return nil, err
+	}
+	token := strings.TrimSpace(os.Getenv(tokenEnv))
+	if tokenFile != "" {
+		// The quota's rule for token files: 0600 or 0400.
+		if token, err = service.ReadTokenFile("--token-file", tokenFile); err != nil {
+			return nil, errors.New(strings.TrimPrefix(err.Error(), service.ErrConfigFile.Error()+": "))
+		}
+	}
+	if token == "" {
+		return nil, fmt.Errorf("--token-file: want the operator's token in a FILE, or in %s", tokenEnv)
+	}
+	return remote.NewOperator(remote.OperatorConfig{Endpoints: urls, Token: token})
+}
+
+// tenantFlags are the flags of create and update.
+type tenantFlags struct {
+	rate, burst, emergency     float64
+	mode, lease, skew, regions string
+}
+
+func (f *tenantFlags) register(c *command) {
+	c.Float64Var(&f.rate, "rate", 0, "R: `TOKENS` a second, above 0")
+	c.Float64Var(&f.burst, "burst", 0, "B: `TOKENS`, 0 or more")
+	c.StringVar(&f.mode, "mode", "", "hard or best-effort")
+	c.Float64Var(&f.emergency, "emergency", 0, "E: `TOKENS` each region may spend beyond its lease, best-effort only")
+	c.StringVar(&f.lease, "lease", "", "the lease `DURATION`, 100ms to 1h (default 10s; 0s is refused)")
+	c.StringVar(&f.skew, "skew-margin", "", "max clock skew, a `DURATION` under half the lease (default 500ms; 0s: none)")
+	c.StringVar(&f.regions, "regions", "", "the `REGIONS` its traffic enters, comma-separated (default every region)")
+}
+
+// spec sets the fields given on s; in an update, the others keep their
+// values. The coordinator checks the tenant they make with the config
+// file's rules, and its refusal names the field.
+func (f *tenantFlags) spec(c *command, s *service.TenantSpec) {
+	c.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "rate":
+			s.Rate = &f.rate
+		case "burst":
+			s.Burst = &f.burst
+		case "emergency":
+			s.Emergency = &f.emergency
+		case "mode":
+			s.Mode = &f.mode
+		case "lease":
+			s.LeaseDuration = &f.lease
+		case "skew-margin":
+			s.SkewMargin = &f.skew
+		case "regions":
+			for r := range strings.SplitSeq(f.regions, ",") {
+				s.Regions = append(s.Regions, strings.TrimSpace(r))
+			}
+		}
+	})
 }

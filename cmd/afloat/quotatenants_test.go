@@ -88,8 +88,21 @@ operators:
 	if st, out, errOut := tenants("update", "--name", "acme", "--rate", "300", "--version", "1"); st != 0 || !strings.Contains(out, `"rate":300`) {
 		t.Fatalf("update: %d %s %s", st, out, errOut)
 	}
-	if st, _, errOut := tenants("update", "--name", "acme", "--rate", "-3"); st != 2 || !strings.Contains(errOut, "--rate -3") {
-		t.Fatalf("bad flag: %d %s", st, errOut)
+	// The values are the coordinator's to check: its refusal names the
+	// field and the range, and changes nothing.
+	for i, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"update", "--name", "acme", "--rate", "-3"}, "tenant.rate -3: want above 0"},
+		{[]string{"update", "--name", "acme", "--mode", "soft"}, `"soft"`},
+		{[]string{"update", "--name", "acme", "--lease", "soon"}, `"soon": want a duration`},
+		{[]string{"update", "--name", "acme", "--regions", ","}, "region"},
+		{[]string{"create", "--name", "gamma", "--rate", "1"}, "burst"},
+	} {
+		if st, _, errOut := tenants(tc.args...); st != 1 || !strings.Contains(errOut, "422") || !strings.Contains(errOut, tc.want) {
+			t.Errorf("step %d: %v: %d %s; want 1 and the coordinator's refusal naming %q", i, tc.args, st, errOut, tc.want)
+		}
 	}
 	if st, _, errOut := tenants("update", "--name", "acme", "--mode", "best-effort", "--emergency", "99999"); st != 1 || !strings.Contains(errOut, "emergency") {
 		t.Fatalf("bad emergency: %d %s", st, errOut)

@@ -2,9 +2,9 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
 	"os"
 
+	"github.com/afloat/afloat/internal/cli"
 	"github.com/afloat/afloat/web"
 )
 
@@ -23,48 +23,17 @@ func runServe(fs *command, args []string) int {
 	if status, ok := fs.parse(args); !ok {
 		return status
 	}
-	stderr := fs.stderr
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-		return fs.usage(fmt.Errorf("--log-level %q: want debug, info, warn or error", logLevel))
+	var err error
+	if cfg.Logger, err = cli.NewLogger(fs.stderr, logFormat, logLevel); err == nil {
+		err = cfg.Validate()
 	}
-	opts := &slog.HandlerOptions{Level: level}
-	switch logFormat {
-	case "text":
-		cfg.Logger = slog.New(slog.NewTextHandler(stderr, opts))
-	case "json":
-		cfg.Logger = slog.New(slog.NewJSONHandler(stderr, opts))
-	default:
-		return fs.usage(fmt.Errorf("--log-format %q: want text or json", logFormat))
-	}
-	// The flags' own checks first, so that a refusal names the flag.
-	if err := checkListenAddr("--addr", cfg.Addr); err != nil {
+	if err != nil {
 		return fs.usage(err)
 	}
-	if cfg.RedisURL != "" {
-		if err := checkRedisURL("--redis", cfg.RedisURL); err != nil {
-			return fs.usage(err)
-		}
+	if w := cfg.Warning(); w != "" {
+		fmt.Fprintf(fs.stderr, "afloat serve: WARNING: %s\n", w)
 	}
-	if err := cfg.Validate(); err != nil {
-		return fs.usage(err)
-	}
-	switch {
-	case cfg.BeyondLoopback(): // Validate let it through: --allow-remote
-		fmt.Fprintf(stderr, "afloat serve: WARNING: listening on %s, beyond loopback. The console has no authentication: "+
-			"anyone who reaches it can run costly comparisons and change the assignment lab's pool. Put a proxy that authenticates in front.\n", cfg.Addr)
-	case cfg.AllowRemote:
-		// On loopback the flag only turns the Host check off, which is
-		// what stops DNS rebinding: say so rather than drop it silently.
-		fmt.Fprintf(stderr, "afloat serve: WARNING: --allow-remote with the loopback address %s turns off the Host check: "+
-			"the console answers any Host name, so a web page on a name that resolves to 127.0.0.1 (DNS rebinding) can use it "+
-			"and read its answers. Leave --allow-remote out unless a proxy in front sends other host names.\n", cfg.Addr)
-	}
-
 	ctx, stop := interruptible()
 	defer stop()
-	if err := web.Run(ctx, cfg); err != nil {
-		return fs.failed(err)
-	}
-	return exitOK
+	return fs.fail(web.Run(ctx, cfg))
 }

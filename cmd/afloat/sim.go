@@ -1,31 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/afloat/afloat/sim"
 )
-
-// seedFlag is a uint32 flag whose error names the allowed range.
-type seedFlag uint32
-
-func (s *seedFlag) String() string { return strconv.FormatUint(uint64(*s), 10) }
-
-func (s *seedFlag) Set(v string) error {
-	n, err := strconv.ParseUint(v, 10, 32)
-	if err != nil {
-		return fmt.Errorf("want an integer from 0 to %d", uint32(math.MaxUint32))
-	}
-	*s = seedFlag(n)
-	return nil
-}
 
 func runSimRun(fs *command, args []string) int {
 	var (
@@ -86,55 +68,15 @@ func readActions(name string, minutes int, stdin io.Reader) ([]sim.Action, error
 
 // printControls explains action files under the flags of 'sim run'.
 func printControls(w io.Writer) {
-	fmt.Fprint(w, `
-Action file: one JSON object per line, applied at the start of its minute,
-  {"minute": 12, "control": "heavy_feature", "value": false}
-  {"minute": 15, "control": "rollback"}
-Controls:
-`)
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	for _, c := range sim.ControlSpecs() {
-		var value string
-		switch c.Kind {
-		case sim.KindInteger, sim.KindNumber:
-			value = fmt.Sprintf("%s %g–%g", c.Kind, c.Min, c.Max)
-		case sim.KindBool:
-			value = "true or false"
-		default:
-			value = "press: no value"
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", c.Control, value, c.Label)
-	}
-	tw.Flush()
+	note("sim-run")(w)
+	sim.WriteControls(w)
 }
 
-func runSimScenarios(fs *command, args []string) int {
+func runSimScenarios(c *command, args []string) int {
 	var format string
-	fs.StringVar(&format, "format", "table", "output format: table or jsonl")
-	if status, ok := fs.parse(args); !ok {
+	c.StringVar(&format, "format", "table", "output format: table or jsonl")
+	if status, ok := c.parse(args); !ok {
 		return status
 	}
-	stdout := fs.stdout
-	switch format {
-	case "table":
-		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tSTART\tMINUTES\tBOOT\tBUDGET\tBRIEFING")
-		for _, sc := range sim.Scenarios() {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d min\t%.0f%%\t%s\n",
-				sc.Name, sim.Clock(sc.Start), sc.Minutes, sc.BootDelay, 100*sc.Budget, sc.Briefing)
-		}
-		tw.Flush()
-	case "jsonl":
-		enc := json.NewEncoder(stdout)
-		for _, sc := range sim.Scenarios() {
-			enc.Encode(map[string]any{
-				"name": sc.Name, "title": sc.Title, "briefing": sc.Briefing,
-				"start": sim.Clock(sc.Start), "minutes": sc.Minutes,
-				"boot_delay_minutes": sc.BootDelay, "budget_remaining": sc.Budget,
-			})
-		}
-	default:
-		return fs.usage(fmt.Errorf("--format %q: want table or jsonl", format))
-	}
-	return exitOK
+	return c.fail(sim.WriteScenarios(c.stdout, sim.Format(format)), sim.ErrInvalidConfig)
 }

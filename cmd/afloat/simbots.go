@@ -1,23 +1,17 @@
 package main
 
 import (
-	"context"
-	"errors"
+	"cmp"
 	"fmt"
 	"io"
-	"os"
-	"slices"
 	"strings"
 
+	"github.com/afloat/afloat/internal/cli"
 	"github.com/afloat/afloat/sim"
 	"github.com/afloat/afloat/sim/bots"
 )
 
-// maxBotSeeds bounds --seeds for sim bots: a distribution is kept whole.
-const maxBotSeeds = 100_000
-
 func runSimBots(c *command, args []string) int {
-	stdout, stderr := c.stdout, c.stderr
 	var (
 		scenario, seeds, list, write string
 		all, shipped                 bool
@@ -33,98 +27,35 @@ func runSimBots(c *command, args []string) int {
 	if status, ok := c.parse(args); !ok {
 		return status
 	}
-	fail := c.usage
-	var scenarios []string
+	err := cmp.Or(c.notWith("all", ": give one", "scenario"), c.noZero("workers"),
+		c.notWith("shipped", ": it prints what the binary holds", "seeds", "bots", "workers", "write"))
+	scenarios := []string{scenario}
 	switch {
-	case all && scenario != "":
-		return fail(errors.New("--all and --scenario: give one"))
 	case all || (shipped && scenario == ""):
 		scenarios = sim.ScenarioNames()
 	case scenario == "":
-		return fail(fmt.Errorf("--scenario is required (or --all): want one of %s", strings.Join(sim.ScenarioNames(), ", ")))
-	default:
-		if _, err := sim.Lookup(scenario); err != nil {
-			return fail(err)
-		}
-		scenarios = []string{scenario}
+		err = cmp.Or(err, fmt.Errorf("--scenario is required (or --all): want one of %s", strings.Join(sim.ScenarioNames(), ", ")))
 	}
+	from, to, serr := parseSeeds(seeds)
+	if err = cmp.Or(err, serr); err != nil {
+		return c.usage(err)
+	}
+	var ds []bots.Distribution
 	if shipped {
-		if c.given("seeds") || c.given("bots") || c.given("workers") || write != "" {
-			return fail(errors.New("--shipped prints what the binary holds: --seeds, --bots, --workers and --write do not apply"))
-		}
-		var sums []bots.Summary
-		for _, sc := range scenarios {
-			for _, b := range bots.Names() {
-				if d, ok := bots.Shipped(sc, b); ok {
-					sums = append(sums, d.Summarize())
-				}
-			}
-		}
-		if err := bots.WriteTable(stdout, sums); err != nil {
-			fmt.Fprintf(stderr, "afloat sim bots: %v\n", err)
-			return exitError
-		}
-		return exitOK
+		ds, err = bots.ShippedOf(scenarios)
+	} else {
+		ctx, stop := interruptible()
+		defer stop()
+		ds, err = bots.Sweeps(ctx, scenarios, strings.Split(list, ","), from, to, workers)
 	}
-	from, to, err := parseSeeds(seeds)
 	if err != nil {
-		return fail(err)
+		return c.fail(err, sim.ErrInvalidConfig)
 	}
-	if to-from >= maxBotSeeds {
-		return fail(fmt.Errorf("--seeds %q: at most %d seeds", seeds, maxBotSeeds))
+	if err := bots.WriteTable(c.stdout, bots.Summaries(ds)); err != nil || write == "" {
+		return c.fail(err)
 	}
-	if c.given("workers") && (workers < 1 || workers > 256) {
-		return fail(fmt.Errorf("--workers %d: want 1 to 256", workers))
-	}
-	names := strings.Split(list, ",")
-	for _, b := range names {
-		if !slices.Contains(bots.Names(), b) {
-			return fail(fmt.Errorf("--bots %q: unknown bot %q; want a list of %s", list, b, strings.Join(bots.Names(), ", ")))
-		}
-	}
-	var (
-		sums []bots.Summary
-		ds   []bots.Distribution
-	)
-	for _, sc := range scenarios {
-		for _, b := range names {
-			d, err := bots.Sweep(context.Background(), sc, b, from, to, workers)
-			if err != nil {
-				fmt.Fprintf(stderr, "afloat sim bots: %v\n", err)
-				return exitError
-			}
-			ds = append(ds, d)
-			sums = append(sums, d.Summarize())
-		}
-	}
-	if err := bots.WriteTable(stdout, sums); err != nil {
-		fmt.Fprintf(stderr, "afloat sim bots: %v\n", err)
-		return exitError
-	}
-	if write != "" {
-		f, err := os.Create(write)
-		if err == nil {
-			err = bots.WriteShipped(f, ds)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "afloat sim bots: --write: %v\n", err)
-			return exitError
-		}
+	if err := cli.WriteFile(write, func(w io.Writer) error { return bots.WriteShipped(w, ds) }); err != nil {
+		return c.failed(fmt.Errorf("--write: %w", err))
 	}
 	return exitOK
-}
-
-// printBotNotes explains the table under the flags of 'sim bots'.
-func printBotNotes(w io.Writer) {
-	fmt.Fprint(w, `
-Each bot plays every seed of the range, noise on, at the scenario's length,
-and the table gives its points (what the incident cost: fewer is better;
-docs/model.md, "The score"): mean, best, 10th percentile, median, 90th,
-worst, and the runs that lost the month's budget. nothing never touches a
-lever; runbook follows the scenario's runbook; expert searches the timing of
-a few key actions with hindsight, and its points on a seed are par.
-`)
 }

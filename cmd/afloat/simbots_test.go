@@ -42,12 +42,15 @@ func TestSimBotsRefuses(t *testing.T) {
 	}{
 		{[]string{}, "--scenario is required"},
 		{[]string{"--scenario", "calm"}, `scenario "calm"`},
-		{[]string{"--all", "--scenario", "steady"}, "--all and --scenario"},
-		{[]string{"--scenario", "steady", "--seeds", "5-1"}, "want A-B"},
+		{[]string{"--all", "--scenario", "steady"}, "--scenario does not go with --all"},
+		{[]string{"--scenario", "steady", "--seeds", "5-1"}, "seeds 5-1: want first ≤ last"},
+		{[]string{"--scenario", "steady", "--seeds", "5"}, `--seeds "5": want A-B`},
 		{[]string{"--scenario", "steady", "--seeds", "1-200000"}, "at most 100000 seeds"},
-		{[]string{"--scenario", "steady", "--bots", "nothing,genius"}, `unknown bot "genius"`},
-		{[]string{"--scenario", "steady", "--workers", "0"}, "--workers 0: want 1 to 256"},
-		{[]string{"--shipped", "--seeds", "1-5"}, "--shipped prints"},
+		{[]string{"--scenario", "steady", "--bots", "nothing,genius"}, `bot "genius": want one of nothing, runbook, expert`},
+		{[]string{"--scenario", "steady", "--workers", "0"}, "--workers 0: want more than 0"},
+		{[]string{"--scenario", "steady", "--workers", "300"}, "workers 300: want 0 (one per CPU) to 256"},
+		{[]string{"--shipped", "--seeds", "1-5"}, "--seeds does not go with --shipped"},
+		{[]string{"--shipped", "--scenario", "calm"}, `scenario "calm"`},
 	} {
 		status, _, errOut := call(t, "", append([]string{"sim", "bots"}, tc.args...)...)
 		if status != exitUsage || !strings.Contains(errOut, tc.want) {

@@ -3,6 +3,7 @@ package conventions
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"go/ast"
 	"go/doc"
 	"go/parser"
@@ -10,18 +11,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
 // pkg is what go list says of a package.
 type pkg struct {
-	ImportPath   string
-	Name         string
-	Dir          string
-	Doc          string
-	TestGoFiles  []string
-	XTestGoFiles []string
+	ImportPath     string
+	Name           string
+	Dir            string
+	Doc            string
+	GoFiles        []string
+	IgnoredGoFiles []string // excluded by build constraints
+	TestGoFiles    []string
+	XTestGoFiles   []string
 }
 
 // listPackages lists the module's packages with go list, which applies
@@ -30,7 +34,17 @@ type pkg struct {
 // etcd ledger's example needs the embedded server and runs there.
 func listPackages(t *testing.T) []pkg {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-tags", "embedetcd", "-json", "github.com/afloat/afloat/...").Output()
+	pkgs := goList(t, "github.com/afloat/afloat/...")
+	if len(pkgs) < 10 {
+		t.Fatalf("go list found %d packages: not the module", len(pkgs))
+	}
+	return pkgs
+}
+
+// goList returns what go list says of the packages the patterns name.
+func goList(t *testing.T, patterns ...string) []pkg {
+	t.Helper()
+	out, err := exec.Command("go", append([]string{"list", "-tags", "embedetcd", "-json"}, patterns...)...).Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
@@ -42,9 +56,6 @@ func listPackages(t *testing.T) []pkg {
 			t.Fatal(err)
 		}
 		pkgs = append(pkgs, p)
-	}
-	if len(pkgs) < 10 {
-		t.Fatalf("go list found %d packages: not the module", len(pkgs))
 	}
 	return pkgs
 }
@@ -119,6 +130,71 @@ func TestEveryPublicPackageHasARunnableExample(t *testing.T) {
 	if len(missing) > 0 {
 		t.Errorf("public packages with no runnable example, %d of %d (write an Example function with an // Output: comment in example_test.go):\n\t%s",
 			len(missing), checked, strings.Join(missing, "\n\t"))
+	}
+}
+
+// maxCommandFunc is the most lines a function of a command may span:
+// cmd/ parses flags and wires (ARCHITECTURE.md), and a function longer
+// than a screen holds logic that belongs in a package.
+const maxCommandFunc = 60
+
+// longFuncs returns the functions and function literals of src (a file)
+// that span more than max lines, as "file:line name (n lines)".
+func longFuncs(t *testing.T, name string, src any, max int) []string {
+	t.Helper()
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, name, src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var long []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		what := "a function literal"
+		switch x := n.(type) {
+		case *ast.FuncDecl:
+			what = x.Name.Name
+		case *ast.FuncLit:
+		default:
+			return true
+		}
+		start, end := fset.Position(n.Pos()), fset.Position(n.End())
+		if lines := end.Line - start.Line + 1; lines > max {
+			long = append(long, fmt.Sprintf("%s:%d %s (%d lines)", name, start.Line, what, lines))
+		}
+		return true
+	})
+	return long
+}
+
+// TestCommandsAreThin lists every function of a command (its tests aside)
+// longer than maxCommandFunc lines.
+func TestCommandsAreThin(t *testing.T) {
+	var long []string
+	checked := 0
+	for _, p := range listPackages(t) {
+		if p.Name != "main" {
+			continue
+		}
+		checked++
+		for _, name := range p.GoFiles {
+			long = append(long, longFuncs(t, filepath.Join(p.Dir, name), nil, maxCommandFunc)...)
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no command found")
+	}
+	if len(long) > 0 {
+		t.Errorf("functions of commands longer than %d lines, %d (move the logic into its package: cmd/ parses flags and wires):\n\t%s",
+			maxCommandFunc, len(long), strings.Join(long, "\n\t"))
+	}
+	// The check counts what it must: a function of max lines passes, one
+	// of max+1 does not, nor a literal inside a short one.
+	body := func(n int) string { return strings.Repeat("\tx++\n", n-2) }
+	src := "package p\n\nfunc fits() {\n" + body(maxCommandFunc) + "}\n\nfunc over() {\n" + body(maxCommandFunc+1) +
+		"}\n\nvar f = func() {\n" + body(maxCommandFunc+1) + "}\n"
+	got := longFuncs(t, "p.go", src, maxCommandFunc)
+	if want := []string{"p.go:64 over (61 lines)", "p.go:126 a function literal (61 lines)"}; !slices.Equal(got, want) {
+		t.Errorf("longFuncs found %q; want %q", got, want)
 	}
 }
 

@@ -3,5 +3,9 @@
 // check by hand. Every package says what it is for in a package comment,
 // and every public package (not internal, not a command) shows its use in
 // a runnable example: an Example function with an // Output: comment, which
-// go test runs and checks.
+// go test runs and checks. A command only parses flags and wires: no
+// function of one spans more than a screen (maxCommandFunc lines).
+// The models and pure cores (the Makefile's
+// BOUNDED) neither read the wall clock nor draw from a global random
+// source, outside a short list of thin runners.
 package conventions

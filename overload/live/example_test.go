@@ -29,3 +29,10 @@ func ExampleWriteReport() {
 	//   afloat-fixed: cpu_share: 0.48, want 0.85 to 1.05
 	//   afloat-fixed: capacity_vs_work: 0.45, want 0.7 to 1.05
 }
+
+// A soak prints each sample as it comes, one line each.
+func ExampleWriteSoakSample() {
+	live.WriteSoakSample(os.Stdout, live.SoakSample{At: 20 * time.Second, HeapInuse: 3_250_000, Goroutines: 61, Good: 9_800, Rejected: 88_000})
+	// Output:
+	//     20.0 s  heap    3.25 MB     61 goroutines      9800 answered     88000 refused
+}

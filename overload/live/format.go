@@ -66,3 +66,11 @@ func WriteReport(w io.Writer, rep Report) error {
 	}
 	return nil
 }
+
+// WriteSoakSample prints one sample of a soak as a line: its time, the
+// server's heap and goroutines, and the requests answered and refused.
+func WriteSoakSample(w io.Writer, s SoakSample) error {
+	_, err := fmt.Fprintf(w, "%8.1f s  heap %7.2f MB  %5d goroutines  %8d answered  %8d refused\n",
+		s.At.Seconds(), float64(s.HeapInuse)/1e6, s.Goroutines, s.Good, s.Rejected)
+	return err
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -256,11 +257,11 @@ func (cfg *Config) defaults() error {
 		}
 	}
 	if len(cfg.Modes) == 0 {
-		return fmt.Errorf("%w: no modes: want some of %v", ErrConfig, Modes)
+		return fmt.Errorf("%w: no modes: want some of %s", ErrConfig, strings.Join(Modes, ", "))
 	}
 	for _, m := range cfg.Modes {
 		if !slices.Contains(Modes, m) {
-			return fmt.Errorf("%w: mode %q: want some of %v", ErrConfig, m, Modes)
+			return fmt.Errorf("%w: mode %q: want some of %s", ErrConfig, m, strings.Join(Modes, ", "))
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -76,6 +77,22 @@ func TestLiveConfigErrors(t *testing.T) {
 	} {
 		if _, err := Soak(ctx, "", "none", c.load, c.d, c.interval, nil); !errors.Is(err, ErrConfig) {
 			t.Errorf("step %d: Soak at %v for %v every %v = %v, want ErrConfig", i, c.load, c.d, c.interval, err)
+		}
+	}
+	// Each refusal names the argument and its range.
+	for i, c := range []struct {
+		mode        string
+		load        float64
+		d, interval time.Duration
+		want        string
+	}{
+		{"none", 0, time.Minute, time.Second, "soak load 0 × capacity: want above 0 and at most 100"},
+		{"none", 10, time.Minute, 0, "soak interval 0s: want 1s to 1h0m0s"},
+		{"none", 10, time.Minute, 20 * time.Second, "soak duration 1m0s: want 1m20s (4 × the interval) to 24h0m0s"},
+		{"prayer", 10, time.Minute, time.Second, `soak mode "prayer": want one of none, afloat-fixed, afloat-adaptive, failsafe-go`},
+	} {
+		if err := CheckSoak(c.mode, c.load, c.d, c.interval); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("step %d: CheckSoak = %v; want %q", i, err, c.want)
 		}
 	}
 	if err := Flat(make([]SoakSample, 4), 0); err == nil {

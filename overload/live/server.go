@@ -18,6 +18,7 @@ import (
 	fsbulkhead "github.com/failsafe-go/failsafe-go/bulkhead"
 
 	"github.com/afloat/afloat/bulkhead"
+	"github.com/afloat/afloat/bulkhead/bulkheadhttp"
 )
 
 // ServerEnv, set in a process's environment, makes ServeIfChild turn that
@@ -279,14 +280,14 @@ func newProtection(mode string, cores int, p50 time.Duration) (func(http.Handler
 		if err != nil {
 			return nil, err
 		}
-		return b.Middleware(), nil
+		return bulkheadhttp.Middleware(b), nil
 	case "afloat-adaptive":
 		b, err := bulkhead.New(4*cores, bulkhead.WithQueue(cores), bulkhead.WithMaxWait(maxWait),
 			bulkhead.WithAdaptive(bulkhead.AdaptiveConfig{}))
 		if err != nil {
 			return nil, err
 		}
-		return b.Middleware(), nil
+		return bulkheadhttp.Middleware(b), nil
 	case "failsafe-go":
 		fb := fsbulkhead.NewBuilder[any](uint(cores)).WithMaxWaitTime(maxWait).Build()
 		return func(next http.Handler) http.Handler {

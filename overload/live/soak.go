@@ -7,10 +7,30 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 )
+
+// CheckSoak refuses a soak Soak would refuse, naming the argument and its
+// range (ErrConfig): the load above 0 and at most MaxLoad, the interval
+// MinSoakEvery to MaxSoakEvery, the duration d SoakIntervals intervals to
+// MaxSoak, the mode one of Modes.
+func CheckSoak(mode string, load float64, d, interval time.Duration) error {
+	switch {
+	case !(load > 0 && load <= MaxLoad): // and not NaN
+		return fmt.Errorf("%w: soak load %v × capacity: want above 0 and at most %d", ErrConfig, load, MaxLoad)
+	case interval < MinSoakEvery || interval > MaxSoakEvery:
+		return fmt.Errorf("%w: soak interval %v: want %v to %v", ErrConfig, interval, MinSoakEvery, MaxSoakEvery)
+	case d < SoakIntervals*interval || d > MaxSoak:
+		return fmt.Errorf("%w: soak duration %v: want %v (%d × the interval) to %v, for three samples under load",
+			ErrConfig, d, SoakIntervals*interval, SoakIntervals, MaxSoak)
+	case !slices.Contains(Modes, mode):
+		return fmt.Errorf("%w: soak mode %q: want one of %s", ErrConfig, mode, strings.Join(Modes, ", "))
+	}
+	return nil
+}
 
 // ErrStopped is returned by Soak when its context ends early.
 var ErrStopped = errors.New("live: stopped")
@@ -27,20 +47,11 @@ type SoakSample struct {
 // Soak runs a long overload at load × capacity through a mode's protection
 // in the server process, sampling the server's heap (after a GC) and
 // goroutines every interval, and a last time once the load has stopped and
-// drained. It shows whether memory and goroutines stay flat. The load is
-// above 0 and at most MaxLoad, the interval MinSoakEvery to MaxSoakEvery,
-// and d SoakIntervals intervals to MaxSoak; anything else is ErrConfig.
+// drained. It shows whether memory and goroutines stay flat. Its arguments
+// are CheckSoak's.
 func Soak(ctx context.Context, exe, mode string, load float64, d, interval time.Duration, progress func(SoakSample)) ([]SoakSample, error) {
-	switch {
-	case !(load > 0 && load <= MaxLoad): // and not NaN
-		return nil, fmt.Errorf("%w: soak at %v × capacity: want a load above 0 and at most %d", ErrConfig, load, MaxLoad)
-	case interval < MinSoakEvery || interval > MaxSoakEvery:
-		return nil, fmt.Errorf("%w: soak sampled every %v: want %v to %v", ErrConfig, interval, MinSoakEvery, MaxSoakEvery)
-	case d < SoakIntervals*interval || d > MaxSoak:
-		return nil, fmt.Errorf("%w: soak of %v: want %d × the sampling interval (%v) to 24h, for three samples under load", ErrConfig, d, SoakIntervals, SoakIntervals*interval)
-	}
-	if !slices.Contains(Modes, mode) {
-		return nil, fmt.Errorf("%w: mode %q: want one of %v", ErrConfig, mode, Modes)
+	if err := CheckSoak(mode, load, d, interval); err != nil {
+		return nil, err
 	}
 	work := 5 * time.Millisecond
 	srv, err := startChild(ctx, exe, work)

@@ -239,8 +239,8 @@ func (s *Schedule) validateSkews(c Config) error {
 
 // Event kinds of scripted runs, past sim.go's.
 const (
-	evSkew   = 200
-	evSample = 201
+	evSkew   evKind = 200
+	evSample evKind = 201
 )
 
 // scheduleScripted puts the schedule's clock changes and the first sample

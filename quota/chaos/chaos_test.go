@@ -3,6 +3,7 @@ package chaos
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -396,8 +397,19 @@ func TestConfigErrors(t *testing.T) {
 	if _, err := ParseFaults("shift,meteor"); err == nil || !strings.Contains(err.Error(), `fault "meteor"`) {
 		t.Errorf("ParseFaults(meteor): %v", err)
 	}
-	if _, err := RunMany(Config{}, 5, 4, 1); err == nil {
-		t.Error("RunMany 5-4 accepted")
+	for i, tc := range []struct {
+		from, to uint32
+		workers  int
+		want     string
+	}{
+		{5, 4, 1, "seeds 5-4: want the first no larger than the last, at most 10000000 seeds"},
+		{0, MaxSeeds, 1, "seeds 0-10000000"},
+		{1, 2, MaxWorkers + 1, "workers 257: want 0 (one per CPU) to 256"},
+		{1, 2, -1, "workers -1"},
+	} {
+		if _, err := RunMany(Config{}, tc.from, tc.to, tc.workers); !errors.Is(err, quota.ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("step %d: RunMany %d-%d on %d workers: %v; want %q", i, tc.from, tc.to, tc.workers, err, tc.want)
+		}
 	}
 }
 

@@ -7,8 +7,37 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/afloat/afloat/quota"
 	"github.com/afloat/afloat/quota/eventlog"
 )
+
+// The range of a Series' step in RunSeries.
+const (
+	MinStep = 10 * time.Millisecond
+	MaxStep = time.Hour
+)
+
+// RunSeries runs cfg (Run) and writes its Series in steps of step (MinStep
+// to MaxStep) as CSV (WriteCSV), for the tenant's regions and rate; the
+// series takes the place of cfg.Log. It writes nothing when the run cannot
+// be made (quota.ErrConfig, checked before it starts) or fails.
+func RunSeries(w io.Writer, cfg Config, step time.Duration) (Summary, error) {
+	if step < MinStep || step > MaxStep {
+		return Summary{}, fmt.Errorf("%w: step %v: want %v to %v", quota.ErrConfig, step, MinStep, MaxStep)
+	}
+	if err := cfg.Validate(); err != nil {
+		return Summary{}, err
+	}
+	full := cfg.withDefaults()
+	series := NewSeries(full.Tenant.Regions, step)
+	cfg.Log = series
+	sum, err := Run(cfg)
+	if err != nil {
+		return Summary{}, err
+	}
+	steps := int((full.Duration + step - 1) / step)
+	return sum, series.WriteCSV(w, full.Tenant.Rate.Float(), steps)
+}
 
 // Series sums the offered and admitted tokens of each region over steps
 // of a fixed length, for plotting: one CSV row a step.

@@ -16,6 +16,7 @@
 //	sum, err := chaos.Run(chaos.Config{Seed: 7, Duration: 10 * time.Minute})
 //	if sum.Violations > 0 { ... }                   // sum.Messages says which
 //	many, err := chaos.RunMany(chaos.Config{}, 1, 10000, 0) // every seed, in parallel
+//	sum, err = chaos.RunSeries(os.Stdout, cfg, time.Second) // offered and admitted, as CSV
 //
 // A run's log goes to Config.Log as it happens, in virtual time and in
 // the format the real processes write theirs (package eventlog), so the

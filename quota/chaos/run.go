@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/afloat/afloat/quota"
 	"github.com/afloat/afloat/quota/eventlog"
 )
 
@@ -86,11 +87,22 @@ type Many struct {
 	Excesses   []float64 `json:"-"`
 }
 
-// RunMany runs seeds from to to (inclusive) on workers goroutines (0: one
-// per CPU) and reports the worst. Logs are not written.
+// Bounds of RunMany.
+const (
+	MaxSeeds   = 10_000_000
+	MaxWorkers = 256
+)
+
+// RunMany runs seeds from to to (inclusive, at most MaxSeeds) on workers
+// goroutines (0: one per CPU; at most MaxWorkers) and reports the worst.
+// Logs are not written. A range or configuration it cannot run is
+// quota.ErrConfig, before any seed runs.
 func RunMany(cfg Config, from, to uint32, workers int) (Many, error) {
-	if to < from {
-		return Many{}, fmt.Errorf("chaos: seeds %d-%d: want the first no larger than the last", from, to)
+	if to < from || to-from >= MaxSeeds {
+		return Many{}, fmt.Errorf("%w: seeds %d-%d: want the first no larger than the last, at most %d seeds", quota.ErrConfig, from, to, MaxSeeds)
+	}
+	if workers < 0 || workers > MaxWorkers {
+		return Many{}, fmt.Errorf("%w: workers %d: want 0 (one per CPU) to %d", quota.ErrConfig, workers, MaxWorkers)
 	}
 	if err := cfg.Validate(); err != nil {
 		return Many{}, err

@@ -33,9 +33,12 @@ func (c Clock) real(l int64) int64 {
 	return int64(math.Ceil(float64(l-clockBase-int64(c.Offset)) / (1 + c.Drift)))
 }
 
-// event kinds
+// evKind is what a scheduled item is for.
+type evKind uint8
+
+// The kinds of scheduled items (actions.go adds the scripted ones).
 const (
-	evArrival = iota
+	evArrival evKind = iota
 	evRegionTick
 	evToCoord
 	evToRegion
@@ -51,21 +54,24 @@ const (
 	evStop
 )
 
-// Messages between the regions and the coordinator (message.what).
+// msgKind is what a message between a region and the coordinator carries.
+type msgKind uint8
+
+// The messages between the regions and the coordinator.
 const (
-	msgRequest    = iota // a renewal
-	msgGrant             // its grant
-	msgReturn            // a lease given back
-	msgNudge             // renew soon
-	msgAttach            // an agent attaches (Config.Duplicate's runs)
-	msgAttached          // the attach's answer: inc, or a refusal with wait
-	msgSuperseded        // a call of incarnation inc was refused: attach again
+	msgRequest    msgKind = iota // a renewal
+	msgGrant                     // its grant
+	msgReturn                    // a lease given back
+	msgNudge                     // renew soon
+	msgAttach                    // an agent attaches (Config.Duplicate's runs)
+	msgAttached                  // the attach's answer: inc, or a refusal with wait
+	msgSuperseded                // a call of incarnation inc was refused: attach again
 )
 
 type item struct {
 	at   int64
 	seq  uint64
-	kind uint8
+	kind evKind
 	a    int32 // region index, segment, outage index
 	b    int32 // coordinator process
 	m    *message
@@ -76,11 +82,13 @@ type message struct {
 	grant quota.Grant
 	ret   quota.Return
 	nudge quota.Nudge
-	what  uint8 // msgRequest, msgGrant, …
+	what  msgKind
 	inc   uint64
 	wait  time.Duration
 }
 
+// heap is the event queue, by time and then by scheduling order. Written
+// out, not internal/heap: faster by BenchmarkRun (docs/benchmarks.md).
 type heap []item
 
 func (h heap) less(i, j int) bool {
@@ -282,7 +290,7 @@ func (s *sim) send(r int, toCoord bool, coord int, m *message) {
 	if l.Dup > 0 && s.net.Float64() < l.Dup {
 		copies = 2
 	}
-	kind := uint8(evToRegion)
+	kind := evToRegion
 	if toCoord {
 		kind = evToCoord
 	}

@@ -1,17 +1,13 @@
 package remote
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,8 +48,8 @@ type ClientConfig struct {
 // counting, if sooner): meanwhile every call fails at once with that
 // error, and the region holds no lease. Detach ends the hold, after the leases went back.
 type Client struct {
-	cfg    ClientConfig
-	leader atomic.Int64 // index into Endpoints of the one believed to lead
+	cfg ClientConfig
+	l   leaders // the coordinators, their leader followed
 
 	mu      sync.Mutex
 	renews  []*call
@@ -88,16 +84,11 @@ type callResult struct {
 
 // NewClient checks the configuration and returns a client.
 func NewClient(cfg ClientConfig) (*Client, error) {
-	if len(cfg.Endpoints) == 0 {
-		return nil, fmt.Errorf("%w: remote: no coordinator endpoints", quota.ErrConfig)
+	endpoints, err := checkEndpoints(cfg.Endpoints)
+	if err != nil {
+		return nil, err
 	}
-	for i, e := range cfg.Endpoints {
-		u, err := url.Parse(e)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("%w: remote: endpoints[%d] %q: want http://host:port or https://host:port", quota.ErrConfig, i, e)
-		}
-		cfg.Endpoints[i] = strings.TrimSuffix(e, "/")
-	}
+	cfg.Endpoints = endpoints
 	if cfg.Region == "" || cfg.Token == "" {
 		return nil, fmt.Errorf("%w: remote: a region and its token are required", quota.ErrConfig)
 	}
@@ -117,7 +108,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if !printable(cfg.Agent) {
 		return nil, fmt.Errorf("%w: remote: agent %q: want 1 to %d printable characters", quota.ErrConfig, cfg.Agent, MaxAgent)
 	}
-	return &Client{cfg: cfg}, nil
+	c := &Client{cfg: cfg}
+	c.l.endpoints, c.l.token, c.l.region, c.l.http, c.l.limit = endpoints, cfg.Token, cfg.Region, cfg.HTTP, 4*MaxBody
+	return c, nil
 }
 
 // Incarnation is the incarnation the client holds the region as; 0 while
@@ -148,7 +141,7 @@ func (c *Client) attach(ctx context.Context) (uint64, error) {
 		return 0, err
 	}
 	var ans AttachAnswer
-	_, err = c.leaderDo(ctx, http.MethodPost, "/v1/region/attach", data, func(raw []byte) error {
+	_, err = c.l.do(ctx, http.MethodPost, "/v1/region/attach", data, func(raw []byte) error {
 		if err := json.Unmarshal(raw, &ans); err != nil {
 			return fmt.Errorf("remote: attach answer: %w", err)
 		}
@@ -191,7 +184,7 @@ func (c *Client) Detach(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.leaderDo(ctx, http.MethodPost, "/v1/region/detach", data, func([]byte) error { return nil })
+	_, err = c.l.do(ctx, http.MethodPost, "/v1/region/detach", data, func([]byte) error { return nil })
 	if errors.Is(err, quota.ErrSuperseded) {
 		return nil
 	}
@@ -301,7 +294,7 @@ func (c *Client) after(ans Answer, k int, inc uint64) {
 		}
 	}
 	if behind {
-		c.leader.CompareAndSwap(int64(k), int64((k+1)%len(c.cfg.Endpoints)))
+		c.l.leader.CompareAndSwap(int64(k), int64((k+1)%len(c.l.endpoints)))
 	}
 	if c.cfg.OnNudge != nil {
 		for _, nd := range ans.Nudges {
@@ -361,7 +354,7 @@ func (c *Client) sendReturns(calls []*call) {
 	}
 }
 
-// send posts body to the leader (see leaderDo) and checks the answer; it
+// send posts body to the leader (see leaders.do) and checks the answer; it
 // says which endpoint answered.
 func (c *Client) send(ctx context.Context, path string, body any, want int) (Answer, int, error) {
 	data, err := json.Marshal(body)
@@ -369,7 +362,7 @@ func (c *Client) send(ctx context.Context, path string, body any, want int) (Ans
 		return Answer{}, 0, err
 	}
 	var ans Answer
-	k, err := c.leaderDo(ctx, http.MethodPost, path, data, func(raw []byte) error {
+	k, err := c.l.do(ctx, http.MethodPost, path, data, func(raw []byte) error {
 		if err := json.Unmarshal(raw, &ans); err != nil {
 			return fmt.Errorf("remote: answer: %w", err)
 		}
@@ -391,7 +384,7 @@ func (c *Client) send(ctx context.Context, path string, body any, want int) (Ans
 // error: the agent keeps the set it has.
 func (c *Client) Tenants(ctx context.Context) (RegionTenants, error) {
 	var ans RegionTenants
-	_, err := c.leaderDo(ctx, http.MethodGet, "/v1/region/tenants", nil, func(raw []byte) error {
+	_, err := c.l.do(ctx, http.MethodGet, "/v1/region/tenants", nil, func(raw []byte) error {
 		if err := json.Unmarshal(raw, &ans); err != nil {
 			return fmt.Errorf("remote: tenants answer: %w", err)
 		}
@@ -411,78 +404,4 @@ func (c *Client) Tenants(ctx context.Context) (RegionTenants, error) {
 		seen[t.Name] = true
 	}
 	return ans, nil
-}
-
-// leaderDo sends a request to the leader, following a follower's answer
-// to the leader it names (only among the configured endpoints: the token
-// goes nowhere else) and trying each endpoint once when one does not
-// answer; decode reads a 200 answer. It says which endpoint answered.
-// A refusal of the region's credentials, or a 409 (the region is held,
-// the incarnation superseded), is the leader's answer: no other endpoint
-// is asked.
-func (c *Client) leaderDo(ctx context.Context, method, path string, data []byte, decode func([]byte) error) (int, error) {
-	n := len(c.cfg.Endpoints)
-	var last error
-	for try := 0; try < n+1; try++ {
-		i := int(c.leader.Load()) % n
-		raw, leader, err := c.do(ctx, method, c.cfg.Endpoints[i]+path, data)
-		if err == nil {
-			return i, decode(raw)
-		}
-		last = err
-		if errors.Is(err, ErrUnauthorized) || errors.Is(err, quota.ErrRegionHeld) || errors.Is(err, quota.ErrSuperseded) {
-			return i, err
-		}
-		next := (i + 1) % n
-		if leader != "" {
-			for j, e := range c.cfg.Endpoints {
-				if e == strings.TrimSuffix(leader, "/") {
-					next = j
-				}
-			}
-		}
-		c.leader.CompareAndSwap(int64(i), int64(next))
-	}
-	return 0, fmt.Errorf("%w: %v", ErrNoLeader, last)
-}
-
-// do makes one HTTP request; it returns a 200 answer's body, or the
-// error and the leader a follower named.
-func (c *Client) do(ctx context.Context, method, u string, data []byte) ([]byte, string, error) {
-	var body io.Reader
-	if data != nil {
-		body = bytes.NewReader(data)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, body)
-	if err != nil {
-		return nil, "", err
-	}
-	if data != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
-	resp, err := c.cfg.HTTP.Do(req)
-	if err != nil {
-		return nil, "", fmt.Errorf("remote: %w", err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 4*MaxBody))
-	if err != nil {
-		return nil, "", fmt.Errorf("remote: reading the answer: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		var ref Refusal
-		json.Unmarshal(raw, &ref) //nolint:errcheck // the status says enough
-		switch {
-		case resp.StatusCode == http.StatusUnauthorized, resp.StatusCode == http.StatusForbidden:
-			return nil, "", fmt.Errorf("%w: %s: %s", ErrUnauthorized, resp.Status, ref.Error)
-		case resp.StatusCode == http.StatusConflict && ref.Code == CodeRegionHeld:
-			wait, _ := strconv.ParseInt(resp.Header.Get("Retry-After"), 10, 64)
-			return nil, "", &quota.HeldError{Region: c.cfg.Region, Holder: ref.Holder, Wait: time.Duration(min(max(wait, 1), 3600)) * time.Second}
-		case resp.StatusCode == http.StatusConflict && ref.Code == CodeSuperseded:
-			return nil, "", &remoteError{msg: ref.Error, base: quota.ErrSuperseded}
-		}
-		return nil, ref.Leader, fmt.Errorf("remote: %s: %s: %s", u, resp.Status, ref.Error)
-	}
-	return raw, "", nil
 }

@@ -11,7 +11,9 @@
 // incarnation the coordinator gave it (wire.go). Client is a region's
 // side — it implements region.Coordinator, attaches before its first
 // call, batches concurrent calls into one HTTP request, and follows the
-// leader among the coordinators it was configured with.
+// leader among the coordinators it was configured with. Operator is an
+// operator's side of the tenants API served beside it, and follows the
+// leader the same way (one leader-following client for both: leader.go).
 //
 //	h, err := remote.Handler(remote.HandlerConfig{Tokens: tokens, Lead: lead})
 //	http.ListenAndServe(addr, h)
@@ -19,4 +21,7 @@
 //	c, err := remote.NewClient(remote.ClientConfig{Endpoints: urls, Region: "eu", Token: tok, OnNudge: lim.Nudge})
 //	lim.Run(ctx, c) // returns once the leases went back
 //	c.Detach(context.Background())
+//
+//	op, err := remote.NewOperator(remote.OperatorConfig{Endpoints: urls, Token: opToken})
+//	list, err := op.List(ctx) // {"tenants":[...]}, from the leader
 package remote

@@ -161,11 +161,11 @@ const (
 
 // Errors of the client.
 var (
-	// ErrUnauthorized: the coordinator refused the region's token (401)
-	// or the region (403).
-	ErrUnauthorized = errors.New("remote: the coordinator refused this region's credentials")
+	// ErrUnauthorized: the coordinator refused the token (401), or the
+	// region for this token (403).
+	ErrUnauthorized = errors.New("remote: the coordinator refused the credentials")
 	// ErrNoLeader: no configured coordinator answered as the leader.
-	ErrNoLeader = errors.New("remote: no coordinator is leading")
+	ErrNoLeader = errors.New("remote: no coordinator answered as the leader")
 )
 
 func codeOf(err error) string {

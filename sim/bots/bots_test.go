@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/afloat/afloat/sim"
@@ -337,6 +339,43 @@ func TestPlayRefuses(t *testing.T) {
 	cancel()
 	if _, err := Expert(ctx, cfgOf("surge", 1)); err == nil {
 		t.Error("the expert ran on a cancelled context")
+	}
+}
+
+// TestSweepsRefuse: a sweep out of bounds is refused before anything is
+// played, naming the field and its range, even when only the last of the
+// sweeps asked for is wrong; the sweeps that run come back in order.
+func TestSweepsRefuse(t *testing.T) {
+	ctx := context.Background()
+	for i, tc := range []struct {
+		scenarios, bots []string
+		first, last     uint32
+		workers         int
+		want            string
+	}{
+		{[]string{"steady", "calm"}, []string{BotNothing}, 1, 2, 1, `scenario "calm"`},
+		{[]string{"steady"}, []string{BotNothing, "genius"}, 1, 2, 1, `bot "genius": want one of nothing, runbook, expert`},
+		{[]string{"steady"}, []string{BotNothing}, 5, 1, 1, "seeds 5-1: want first ≤ last, at most 100000 seeds"},
+		{[]string{"steady"}, []string{BotNothing}, 0, MaxSweepSeeds, 1, "seeds 0-100000: want first ≤ last, at most 100000 seeds"},
+		{[]string{"steady"}, []string{BotNothing}, 1, 2, MaxWorkers + 1, "workers 257: want 0 (one per CPU) to 256"},
+	} {
+		ds, err := Sweeps(ctx, tc.scenarios, tc.bots, tc.first, tc.last, tc.workers)
+		if ds != nil || !errors.Is(err, sim.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("step %d: Sweeps = %d distributions, %v; want none and %q", i, len(ds), err, tc.want)
+		}
+	}
+	ds, err := Sweeps(ctx, []string{"steady", "surge"}, []string{BotRunbook, BotNothing}, 1, 2, 0)
+	if err != nil || len(ds) != 4 || ds[0].Scenario != "steady" || ds[0].Bot != BotRunbook || ds[3].Scenario != "surge" || ds[3].Bot != BotNothing {
+		t.Fatalf("Sweeps: %+v, %v", ds, err)
+	}
+	if sums := Summaries(ds); len(sums) != 4 || sums[1].Runs != 2 {
+		t.Errorf("Summaries: %+v", sums)
+	}
+	if got, err := ShippedOf([]string{"surge"}); err != nil || len(got) != len(Names()) || got[0].Scenario != "surge" || got[0].Bot != Names()[0] {
+		t.Errorf("ShippedOf(surge): %d distributions, %v", len(got), err)
+	}
+	if _, err := ShippedOf([]string{"calm"}); !errors.Is(err, sim.ErrInvalidConfig) {
+		t.Errorf("ShippedOf(calm): %v; want the scenario refused", err)
 	}
 }
 

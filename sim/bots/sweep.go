@@ -51,17 +51,38 @@ type Distribution struct {
 	Failed   []uint32  `json:"failed"`     // seeds whose run lost the month's budget
 }
 
-// Sweep plays a bot on seeds first … last of a scenario, noise on, at the
-// scenario's length, on workers goroutines (0: GOMAXPROCS). It stops with
-// ctx's error when ctx is done.
-func Sweep(ctx context.Context, scenario, bot string, first, last uint32, workers int) (Distribution, error) {
+// Bounds of a sweep.
+const (
+	MaxSweepSeeds = 100_000 // seeds of one distribution, which is kept whole
+	MaxWorkers    = 256
+)
+
+// checkSweep refuses a sweep Sweep cannot make, naming the field.
+func checkSweep(scenario, bot string, first, last uint32, workers int) error {
 	if _, err := sim.Lookup(scenario); err != nil {
+		return err
+	}
+	if !slices.Contains(Names(), bot) {
+		return &sim.ConfigError{Field: "bot", Msg: fmt.Sprintf("%q: want one of %s", bot, strings.Join(Names(), ", "))}
+	}
+	if last < first || last-first >= MaxSweepSeeds {
+		return &sim.ConfigError{Field: "seeds", Msg: fmt.Sprintf("%d-%d: want first ≤ last, at most %d seeds", first, last, MaxSweepSeeds)}
+	}
+	if workers < 0 || workers > MaxWorkers {
+		return &sim.ConfigError{Field: "workers", Msg: fmt.Sprintf("%d: want 0 (one per CPU) to %d", workers, MaxWorkers)}
+	}
+	return nil
+}
+
+// Sweep plays a bot on seeds first … last of a scenario (at most
+// MaxSweepSeeds), noise on, at the scenario's length, on workers
+// goroutines (0: GOMAXPROCS; at most MaxWorkers). It stops with ctx's
+// error when ctx is done.
+func Sweep(ctx context.Context, scenario, bot string, first, last uint32, workers int) (Distribution, error) {
+	if err := checkSweep(scenario, bot, first, last, workers); err != nil {
 		return Distribution{}, err
 	}
-	if last < first {
-		return Distribution{}, &sim.ConfigError{Field: "seeds", Msg: fmt.Sprintf("%d-%d: want first ≤ last", first, last)}
-	}
-	if workers <= 0 {
+	if workers == 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	n := int(last-first) + 1
@@ -99,6 +120,29 @@ func Sweep(ctx context.Context, scenario, bot string, first, last uint32, worker
 		}
 	}
 	return d, nil
+}
+
+// Sweeps is Sweep of every bot on every scenario, scenario by scenario
+// and bot by bot. It checks every sweep before it makes the first.
+func Sweeps(ctx context.Context, scenarios, bots []string, first, last uint32, workers int) ([]Distribution, error) {
+	for _, sc := range scenarios {
+		for _, b := range bots {
+			if err := checkSweep(sc, b, first, last, workers); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var ds []Distribution
+	for _, sc := range scenarios {
+		for _, b := range bots {
+			d, err := Sweep(ctx, sc, b, first, last, workers)
+			if err != nil {
+				return nil, err
+			}
+			ds = append(ds, d)
+		}
+	}
+	return ds, nil
 }
 
 // Percentile is the share of the distribution's runs, in percent, that
@@ -148,6 +192,15 @@ func (d Distribution) Summarize() Summary {
 	}
 	s.Best, s.P10, s.P50, s.P90, s.Worst = p[0], q(0.1), q(0.5), q(0.9), p[len(p)-1]
 	return s
+}
+
+// Summaries summarizes each distribution.
+func Summaries(ds []Distribution) []Summary {
+	sums := make([]Summary, len(ds))
+	for i, d := range ds {
+		sums[i] = d.Summarize()
+	}
+	return sums
 }
 
 // WriteTable prints summaries as the CLI shows them, one bot a line.
@@ -201,6 +254,23 @@ func Shipped(scenario, bot string) (Distribution, bool) {
 	}
 	d, ok := m[scenario+"/"+bot]
 	return d, ok
+}
+
+// ShippedOf returns the embedded distributions of the scenarios, every bot
+// of each that has one, in order.
+func ShippedOf(scenarios []string) ([]Distribution, error) {
+	var ds []Distribution
+	for _, sc := range scenarios {
+		if _, err := sim.Lookup(sc); err != nil {
+			return nil, err
+		}
+		for _, b := range Names() {
+			if d, ok := Shipped(sc, b); ok {
+				ds = append(ds, d)
+			}
+		}
+	}
+	return ds, nil
 }
 
 // WriteShipped writes distributions in the form of distributions.json.

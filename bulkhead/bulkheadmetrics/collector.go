@@ -1,30 +1,30 @@
-package bulkhead
+package bulkheadmetrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/afloat/afloat/bulkhead"
 )
 
-// collector exports a bulkhead's counts to Prometheus. It reads them at
-// scrape time from the bulkhead's own counters, so the request path pays
-// nothing for metrics.
 type collector struct {
-	b                                   *Bulkhead
+	b                                   *bulkhead.Bulkhead
 	limit, inflight, queued, baseline   *prometheus.Desc
 	admitted, completed, rejected, wait *prometheus.Desc
 }
 
-// Collector returns a prometheus.Collector for the bulkhead, its metrics
-// labelled bulkhead=name:
+// NewCollector returns a prometheus.Collector for b, its metrics labelled
+// bulkhead=name:
 //
 //	afloat_bulkhead_limit, afloat_bulkhead_inflight, afloat_bulkhead_queued (gauges)
 //	afloat_bulkhead_admitted_total, afloat_bulkhead_completed_total (counters)
-//	afloat_bulkhead_rejected_total{reason} (counter; reasons as in Reason)
+//	afloat_bulkhead_rejected_total{reason} (counter; reasons as in bulkhead.Reason)
 //	afloat_bulkhead_queue_wait_seconds (histogram; requests admitted at once count as 0)
 //	afloat_bulkhead_baseline_seconds (gauge; adaptive limit only)
 //
 // In-flight concurrency is the signal to watch: it keeps rising after an
-// overload while the throughput looks normal.
-func (b *Bulkhead) Collector(name string) prometheus.Collector {
+// overload while the throughput looks normal. The collector is safe for
+// concurrent use, as the bulkhead is.
+func NewCollector(b *bulkhead.Bulkhead, name string) prometheus.Collector {
 	labels := prometheus.Labels{"bulkhead": name}
 	d := func(metric, help string, variable ...string) *prometheus.Desc {
 		return prometheus.NewDesc("afloat_bulkhead_"+metric, help, variable, labels)
@@ -58,22 +58,20 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.admitted, prometheus.CounterValue, float64(st.Admitted))
 	ch <- prometheus.MustNewConstMetric(c.completed, prometheus.CounterValue, float64(st.Completed))
-	for _, r := range reasons {
-		ch <- prometheus.MustNewConstMetric(c.rejected, prometheus.CounterValue, float64(st.Rejected[r]), string(r))
+	for r, n := range st.Rejected {
+		ch <- prometheus.MustNewConstMetric(c.rejected, prometheus.CounterValue, float64(n), string(r))
 	}
 
-	c.b.mu.Lock()
-	w := c.b.waits
-	c.b.mu.Unlock()
+	// The requests admitted at once waited 0 s: the first bucket's.
 	immediate := uint64(0)
-	if st.Admitted > w.count {
-		immediate = st.Admitted - w.count
+	if st.Admitted > st.Waited {
+		immediate = st.Admitted - st.Waited
 	}
-	buckets := make(map[float64]uint64, len(waitBuckets))
+	buckets := make(map[float64]uint64, len(st.Waits.Bounds))
 	cum := immediate
-	for i, ub := range waitBuckets {
-		cum += w.buckets[i]
+	for i, ub := range st.Waits.Bounds {
+		cum += st.Waits.Counts[i]
 		buckets[ub] = cum
 	}
-	ch <- prometheus.MustNewConstHistogram(c.wait, immediate+w.count, w.sum, buckets)
+	ch <- prometheus.MustNewConstHistogram(c.wait, immediate+st.Waited, st.Waits.Sum, buckets)
 }

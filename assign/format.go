@@ -1,0 +1,87 @@
+package assign
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteMembers prints a pool's members (List) in format: "table", a
+// column each for the name, the count, the state and the failures, or
+// "jsonl", one Member a line. An unknown format is ErrInvalid, and nothing
+// is written.
+func WriteMembers(w io.Writer, ms []Member, format string) error {
+	switch format {
+	case "jsonl":
+		enc := json.NewEncoder(w)
+		for _, m := range ms {
+			if err := enc.Encode(m); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "table":
+		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "MEMBER\tCOUNT\tSTATE\tFAILURES")
+		for _, m := range ms {
+			state := "active"
+			if !m.Active {
+				state = "removed"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\n", m.Name, m.Count, state, m.Failures)
+		}
+		return tw.Flush()
+	}
+	return fmt.Errorf("%w: format %q: want table or jsonl", ErrInvalid, format)
+}
+
+// WriteHealth prints probes' outcomes (CheckProxies, CheckReport.Health)
+// as a table, "-" where a probe has no status or no error, then how many
+// of them were healthy.
+func WriteHealth(w io.Writer, hs []Health) error {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROXY\tHEALTHY\tSTATUS\tTOOK\tERROR")
+	healthy := 0
+	for _, h := range hs {
+		status := "-" // no answer
+		if h.Status != 0 {
+			status = strconv.Itoa(h.Status)
+		}
+		if h.Healthy {
+			healthy++
+		}
+		fmt.Fprintf(tw, "%s\t%v\t%s\t%v\t%s\n", h.Proxy, h.Healthy, status, h.Took.Round(time.Millisecond), cmp.Or(h.Err, "-"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%d of %d healthy\n", healthy, len(hs))
+	return err
+}
+
+// WriteAdded prints what Add or AddAtMinimum did to the pool, one line.
+func WriteAdded(w io.Writer, pool string, r AddResult) error {
+	line := fmt.Sprintf("added %d to pool %q", r.Added, pool)
+	if r.Active > 0 {
+		line += fmt.Sprintf("; %d already active (counts untouched)", r.Active)
+	}
+	if r.Removed > 0 {
+		line += fmt.Sprintf("; %d removed (afloat assign restore brings them back)", r.Removed)
+	}
+	_, err := fmt.Fprintln(w, line)
+	return err
+}
+
+// WriteCheckReport prints what ProxyPool.Check did: every probe
+// (WriteHealth), then how many members joined, came back and left.
+func WriteCheckReport(w io.Writer, pool string, r CheckReport) error {
+	if err := WriteHealth(w, r.Health); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "pool %q: %d joined, %d restored, %d left\n", pool, len(r.Joined), len(r.Restored), len(r.Left))
+	return err
+}

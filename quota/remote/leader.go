@@ -1,0 +1,128 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/afloat/afloat/quota"
+)
+
+// leaders sends requests to whichever of a fixed list of coordinators
+// leads: the one leader-following client of the package, under a
+// region's Client and an Operator alike. It is safe for concurrent use.
+type leaders struct {
+	endpoints []string // base URLs, without a trailing slash
+	token     string   // the bearer token, sent to the endpoints only
+	region    string   // the region whose token it is ("" for an operator), named in a HeldError
+	http      *http.Client
+	limit     int64        // bytes of an answer read at most
+	leader    atomic.Int64 // index into endpoints of the one believed to lead
+}
+
+// checkEndpoints returns the endpoints without a trailing slash, or
+// quota.ErrConfig naming the first that is not an http(s) base URL.
+func checkEndpoints(endpoints []string) ([]string, error) {
+	if len(endpoints) == 0 {
+		return nil, fmt.Errorf("%w: remote: no coordinator endpoints", quota.ErrConfig)
+	}
+	out := slices.Clone(endpoints)
+	for i, e := range out {
+		u, err := url.Parse(e)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("%w: remote: endpoints[%d] %q: want http://host:port or https://host:port", quota.ErrConfig, i, e)
+		}
+		out[i] = strings.TrimSuffix(e, "/")
+	}
+	return out, nil
+}
+
+// do sends a request to the leader and returns which endpoint answered;
+// decode reads a 200 answer. It starts at the endpoint believed to lead.
+// A 4xx answer is the coordinator's word on this request — any of them
+// would refuse the same credentials or body — so no other endpoint is
+// asked. A 5xx (a follower's 503 among them) or no answer moves on: to
+// the leader a follower names when it is one of the endpoints (the token
+// goes nowhere else), else to the next endpoint; each gets a try, and
+// one more for the leader named last.
+func (l *leaders) do(ctx context.Context, method, path string, data []byte, decode func([]byte) error) (int, error) {
+	n := len(l.endpoints)
+	var last error
+	for range n + 1 {
+		i := int(l.leader.Load()) % n
+		raw, leader, final, err := l.request(ctx, method, l.endpoints[i]+path, data)
+		if err == nil {
+			return i, decode(raw)
+		}
+		if final {
+			return i, err
+		}
+		last = err
+		next := (i + 1) % n
+		if leader != "" {
+			j := slices.Index(l.endpoints, strings.TrimSuffix(leader, "/"))
+			if j < 0 {
+				last = fmt.Errorf("remote: %s is not the leader; the leader is %s, which is not among the endpoints given", l.endpoints[i], leader)
+			} else {
+				next = j
+			}
+		}
+		l.leader.CompareAndSwap(int64(i), int64(next))
+	}
+	return 0, fmt.Errorf("%w: %v", ErrNoLeader, last)
+}
+
+// request makes one HTTP request. It returns a 200 answer's body; or the
+// error, the leader a follower named, and whether the answer is final (a
+// 4xx: see do).
+func (l *leaders) request(ctx context.Context, method, u string, data []byte) (raw []byte, leader string, final bool, err error) {
+	var body io.Reader
+	if data != nil {
+		body = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, "", true, fmt.Errorf("remote: %w", err)
+	}
+	if data != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Authorization", "Bearer "+l.token)
+	resp, err := l.http.Do(req)
+	if err != nil {
+		return nil, "", false, fmt.Errorf("remote: %w", err)
+	}
+	defer resp.Body.Close()
+	raw, err = io.ReadAll(io.LimitReader(resp.Body, l.limit))
+	if err != nil {
+		return nil, "", false, fmt.Errorf("remote: %s: reading the answer: %w", u, err)
+	}
+	if resp.StatusCode == http.StatusOK {
+		return raw, "", false, nil
+	}
+	var ref Refusal
+	json.Unmarshal(raw, &ref) //nolint:errcheck // the status says enough
+	if ref.Error == "" {
+		ref.Error = strings.TrimSpace(string(raw))
+	}
+	final = resp.StatusCode >= 400 && resp.StatusCode < 500
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized, resp.StatusCode == http.StatusForbidden:
+		return nil, "", final, fmt.Errorf("%w: %s: %s", ErrUnauthorized, resp.Status, ref.Error)
+	case resp.StatusCode == http.StatusConflict && ref.Code == CodeRegionHeld:
+		wait, _ := strconv.ParseInt(resp.Header.Get("Retry-After"), 10, 64)
+		return nil, "", final, &quota.HeldError{Region: l.region, Holder: ref.Holder, Wait: time.Duration(min(max(wait, 1), 3600)) * time.Second}
+	case resp.StatusCode == http.StatusConflict && ref.Code == CodeSuperseded:
+		return nil, "", final, &remoteError{msg: ref.Error, base: quota.ErrSuperseded}
+	}
+	return nil, ref.Leader, final, fmt.Errorf("remote: %s: %s: %s", u, resp.Status, ref.Error)
+}
