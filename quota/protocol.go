@@ -55,8 +55,6 @@ type Request struct {
 type Grant struct {
 	Lease Lease  `json:"lease"`
 	Seq   uint64 `json:"seq"` // the request it answers
-	// ActivateAfter is when the lease starts, after the grant arrives.
-	ActivateAfter time.Duration `json:"activate_after_ns"`
 	// ValidFor is the lease's length, from when the request was sent.
 	ValidFor time.Duration `json:"valid_for_ns"`
 	// Margin is the skew margin the region takes off ValidFor.

@@ -40,7 +40,6 @@ var thinRunners = map[string]string{
 	"quota/coordinator/server.go":      "Server, the runner that drives the Core on the machine's clock",
 	"quota/eventlog/file.go":           "File, a process's log: its flush ticker and the time of its stop event",
 	"quota/region/limiter.go":          "Allow and Now read the monotonic clock: shorthand for AllowAt, as x/time/rate's Allow is for AllowN",
-	"quota/region/renew.go":            "removed on branch region", // the renewal jitter's global math/rand/v2
 	"quota/region/run.go":              "Run, the renewal loop that drives the limiter on the machine's clock",
 }
 

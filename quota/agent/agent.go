@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -194,22 +195,12 @@ func (a *Agent) Run(ctx context.Context) error {
 
 	rctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	var journalErr error
 	wg.Go(func() {
-		a.lim.Run(rctx, a.metrics.timed(client), region.WithLogger(log), region.WithHooks(region.Hooks{
-			Installed: func(at int64, in region.Installed) {
-				a.attached()
-				a.installed(at, in)
-			},
-			Failed: func(_ string, err error) { a.refused(err) },
-			Returned: func(at int64, ret quota.Return, err error) {
-				a.mu.Lock()
-				if u := a.using[ret.Tenant]; u.id == ret.LeaseID {
-					delete(a.using, ret.Tenant)
-				}
-				a.mu.Unlock()
-				a.events.Write(&eventlog.Event{T: a.unix(at), Kind: eventlog.Return, Tenant: ret.Tenant, Region: ret.Region, ID: ret.LeaseID, Balance: ret.Balance})
-			},
-		}))
+		err := a.lim.Run(rctx, holdWatch{a.metrics.timed(client), a}, region.WithLogger(log), region.WithJournal(agentJournal{a}))
+		if errors.Is(err, region.ErrJournal) {
+			journalErr = err
+		}
 	})
 	wg.Go(func() { a.watch(rctx, client) })
 	wg.Go(func() { a.followTenants(rctx, client) })
@@ -232,9 +223,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := a.events.Close(); err != nil && runErr == nil {
 		runErr = err
 	}
+	if runErr == nil {
+		runErr = journalErr
+	}
 	st := a.lim.RunStats()
 	log.Info("quota region: stopped", "region", o.Name, "renewals", st.Renewals, "renew_failures", st.RenewFailures,
-		"returns", st.Returns, "return_failures", st.ReturnFailures)
+		"returns", st.Returns, "return_failures", st.ReturnFailures, "journal_failures", st.JournalFailures)
 	return runErr
 }
 
@@ -250,6 +244,45 @@ func (o *Options) listenWarning(addr string) string {
 			addr + " can spend any tenant's tokens; let only the services it serves reach it"
 	}
 	return "quota region: --allow-remote with a loopback --listen changes nothing"
+}
+
+// agentJournal is the limiter's journal: the agent's event log, each
+// record written through to the file before the limiter goes on.
+type agentJournal struct{ a *Agent }
+
+func (j agentJournal) Installed(at int64, in region.Installed) error {
+	j.a.installed(at, in)
+	return j.a.events.Flush()
+}
+
+func (j agentJournal) Returned(at int64, ret quota.Return) error {
+	a := j.a
+	a.mu.Lock()
+	if u := a.using[ret.Tenant]; u.id == ret.LeaseID {
+		delete(a.using, ret.Tenant)
+	}
+	a.mu.Unlock()
+	a.events.Write(&eventlog.Event{T: a.unix(at), Kind: eventlog.Return, Tenant: ret.Tenant, Region: ret.Region, ID: ret.LeaseID, Balance: ret.Balance})
+	return a.events.Flush()
+}
+
+// holdWatch tells the agent what the coordinator says of its hold on the
+// region: a renewal refused because another agent holds it puts this one
+// on standby, and one answered ends that (standby.go).
+type holdWatch struct {
+	region.Coordinator
+	a *Agent
+}
+
+func (h holdWatch) Renew(ctx context.Context, req quota.Request) (quota.Grant, error) {
+	g, err := h.Coordinator.Renew(ctx, req)
+	switch {
+	case err == nil:
+		h.a.attached()
+	case ctx.Err() == nil:
+		h.a.refused(err)
+	}
+	return g, err
 }
 
 // installed logs an install, and what it ended.

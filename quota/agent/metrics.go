@@ -78,7 +78,7 @@ type regionCollector struct {
 	standby func() bool // another agent holds the region
 
 	rate, burst, valid, remaining, balance, allowance, inUse *prometheus.Desc
-	admitted, refused, unknown, grants, returns              *prometheus.Desc
+	admitted, refused, unknown, grants, returns, journal     *prometheus.Desc
 	standbyDesc                                              *prometheus.Desc
 }
 
@@ -104,6 +104,7 @@ func newAgentMetrics(lim *region.Limiter, now func() int64, standby func() bool)
 		unknown:     d("unknown_tenant_requests_total", "Requests naming a tenant the region does not serve."),
 		grants:      d("grants_total", "Grants received, by what the region did: accepted (installed), or ignored as stale_epoch, not_newer, unknown_request, over_on_arrival or not_this_region.", "outcome"),
 		returns:     d("returns_total", "Leases given back, by result: acknowledged, or failed (the coordinator counts the lease until it expires).", "result"),
+		journal:     d("journal_failures_total", "Event-log records the agent could not write: the leases installed stay in use, the returns are not sent (the coordinator counts the lease until it expires)."),
 		standbyDesc: d("standby", "1 while another agent holds the region: this one was refused at attach and spends nothing until that one's leases end, else 0."),
 	})
 	m := &agentMetrics{reg: reg, renewal: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -118,7 +119,7 @@ func newAgentMetrics(lim *region.Limiter, now func() int64, standby func() bool)
 
 func (c *regionCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.rate, c.burst, c.valid, c.remaining, c.balance, c.allowance, c.inUse,
-		c.admitted, c.refused, c.unknown, c.grants, c.returns, c.standbyDesc} {
+		c.admitted, c.refused, c.unknown, c.grants, c.returns, c.journal, c.standbyDesc} {
 		ch <- d
 	}
 }
@@ -169,6 +170,7 @@ func (c *regionCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(c.returns, rs.Returns, "acknowledged")
 	counter(c.returns, rs.ReturnFailures, "failed")
+	counter(c.journal, rs.JournalFailures)
 	var standby float64
 	if c.standby != nil && c.standby() {
 		standby = 1

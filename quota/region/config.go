@@ -33,8 +33,14 @@ type Config struct {
 	// Jitter spreads re-sends: each wait before re-sending an unanswered
 	// request is stretched by a random fraction up to Jitter, so that
 	// regions (and tenants) cut off together do not come back in step.
-	// 0 (the default) for none: the chaos harness's runs replay exactly.
+	// 0 (the default) for none.
 	Jitter float64
+	// Seed seeds the jitter: each stretch is drawn from Seed, the region,
+	// the tenant and the request's number (no global random source), so
+	// that a limiter's waits follow from its config and the calls made to
+	// it — a run replays exactly — and regions and tenants draw apart
+	// even under one seed. Any value, 0 included, is a seed.
+	Seed uint64
 	// Caches is how many token caches each lease is spent from (see
 	// state in bucket.go): 0 for the default, four per P (GOMAXPROCS at
 	// New) and at most 64; −1 for none, so that every request takes from

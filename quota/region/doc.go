@@ -16,21 +16,22 @@
 // region's own monotonic clock, so the region always stops before the
 // coordinator stops counting the lease; refill is derated by the clock's
 // possible drift. The clock is time.Since, which reads the monotonic
-// clock alone; it is most of what Allow costs. In hard mode nothing is
-// admitted without a valid lease; in best-effort mode an emergency
-// allowance E covers the gap, refilled only from tokens a full bucket
-// would drop.
+// clock alone. In hard mode nothing is admitted without a valid lease; in
+// best-effort mode an emergency allowance E covers the gap, refilled only
+// from tokens a full bucket would drop.
 //
 // Two cores admitting for one tenant seldom share a cache line on the
 // common path: a request spends from one of several small token caches
-// (four per P, picked at random), refilled a few tokens at a time from
-// the lease's shared bucket, whose
-// capacity is the burst less what the caches may hold — so the tokens a
-// region holds never exceed its burst, and an idle spell may leave up to
-// a 64th of it unused (Config.Caches; docs/quota.md, "Token caches").
+// (four per P; the goroutines a P runs keep to one), refilled a few
+// tokens at a time from the lease's shared bucket, whose capacity is the
+// burst less what the caches may hold — so the tokens a region holds
+// never exceed its burst, and an idle spell may leave up to a 64th of it
+// unused (Config.Caches; docs/quota.md, "Token caches").
 //
 // The renewal side — Request, Install, Nudge, Due, Return — steps on
-// explicit time; Run drives it with a ticker, and package quota/chaos
+// explicit time; Run drives it with a ticker, recording what it does to
+// the leases in a Journal whose failures it counts and reports (a return
+// goes to the coordinator only once recorded), and package quota/chaos
 // drives it in virtual time. SetTenants changes the tenants served while
 // all of this runs (tenants are data on the coordinator): Allow finds a
 // tenant through an immutable index that SetTenants replaces whole, so

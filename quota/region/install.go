@@ -67,8 +67,7 @@ type Installed struct {
 // OK says whether the grant was installed.
 func (in Installed) OK() bool { return in.Outcome == Accepted }
 
-// Install puts a grant into use at now (the moment it arrived; a grant
-// with ActivateAfter is installed that much later by the runner). The
+// Install puts a grant into use at now, the moment it arrived. The
 // balance carries over — truncated to the new burst, never refilled —
 // plus any tokens the coordinator transferred; after a gap the bucket
 // starts empty. A grant from an older epoch, older than the lease in use,
@@ -104,7 +103,6 @@ func (l *Limiter) Install(now int64, g quota.Grant) Installed {
 		b.failures = 0
 	}
 	b.held = g.Lease.ID
-	b.pending = pendingGrant{}
 	b.validFor = int64(g.ValidFor)
 	b.mode = g.Mode
 	if g.Mode == quota.BestEffort && b.reserveCap.Load() != int64(g.Emergency) {

@@ -49,8 +49,8 @@ type index struct {
 	buckets map[string]*bucket
 	// list holds the buckets again, in the order they were added. When
 	// there are at most fewTenants (few), bucket scans it instead of the
-	// map: comparing a handful of strings is cheaper than hashing one,
-	// and the lookup is a fifth of Allow's cost otherwise.
+	// map: comparing a handful of strings is cheaper than hashing one
+	// (BenchmarkAllowAt).
 	list []named
 	few  bool
 }
@@ -88,9 +88,8 @@ type bucket struct {
 	mode       quota.Mode
 	held       uint64 // highest lease ID installed
 	reported   bool
-	demand     quota.Micro  // the demand last reported
-	pending    pendingGrant // a grant received that starts later
-	jitter     float64      // this request's stretch of the retry interval
+	demand     quota.Micro // the demand last reported
+	jitter     float64     // this request's stretch of the retry interval
 }
 
 // maxCachedTenants is the most tenants a limiter keeps token caches for.
@@ -180,7 +179,7 @@ func (l *Limiter) Tenants() []string {
 // Now reads the limiter's clock: monotonic nanoseconds since New. It is
 // time.Since of a reading with a monotonic part, which reads the
 // monotonic clock alone (no wall clock): the cheapest clock the standard
-// library has, and most of what Allow costs. A runner that steps virtual
-// time passes its own readings to the methods that take now (AllowAt,
-// Request, Install, Due, Status) instead.
+// library has. A runner that steps virtual time passes its own readings
+// to the methods that take now (AllowAt, Request, Install, Due, Status)
+// instead.
 func (l *Limiter) Now() int64 { return int64(time.Since(l.start)) }

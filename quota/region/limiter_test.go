@@ -2,6 +2,7 @@ package region
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -483,9 +484,8 @@ func TestCachesAndWordNeverExceedTheBurst(t *testing.T) {
 	}
 }
 
-// TestRetryAfterRule: the earliest known of the next refill and the
-// activation of a received lease; else the next renewal the region will
-// try, as a policy (not a promise).
+// TestRetryAfterRule: the next refill that fits, a promise; else the
+// next renewal the region will try, as a policy (not a promise).
 func TestRetryAfterRule(t *testing.T) {
 	l := newLimiter(t)
 	ms := time.Millisecond
@@ -507,11 +507,6 @@ func TestRetryAfterRule(t *testing.T) {
 	// not "retry now", which would meet the same refusal, but the first
 	// retry interval.
 	step(21, int64(1600*ms), 1, 500*ms, false)
-	// A grant arrived that starts at 2 s: its activation is a promise,
-	// for a cost its burst holds.
-	l.expect("acme", int64(2*time.Second), 10*quota.One)
-	step(3, int64(600*ms), 1, 1400*ms, true)
-	step(4, int64(600*ms), 11, 900*ms, false)
 	// A lease of 10/s, empty: the next refill that fits, 100 ms a token.
 	in := grantAt(t, l, int64(3*time.Second), int64(3*time.Second), 10, 10, nil)
 	if !in.OK() {
@@ -543,5 +538,62 @@ func TestJitterStretchesRetries(t *testing.T) {
 		if !l.Due(at+retry*3/2, "acme") {
 			t.Fatalf("step %d: not due after the interval and the largest stretch", i)
 		}
+	}
+}
+
+// TestJitterIsSeeded: a stretch follows from the config and the calls
+// alone — two limiters alike draw alike — while another seed, region or
+// tenant draws apart; the draws spread evenly over [0, Jitter).
+func TestJitterIsSeeded(t *testing.T) {
+	newL := func(region string, seed uint64) *Limiter {
+		cfg := DefaultConfig(region, "acme", "beta")
+		cfg.Jitter, cfg.Seed = 0.5, seed
+		l, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	draws := func(l *Limiter, tenant string, n int) []float64 {
+		out := make([]float64, n)
+		for i := range out {
+			l.Request(int64(i)*int64(time.Minute), tenant)
+			out[i] = l.bucket(tenant).jitter
+		}
+		return out
+	}
+	const n = 2000
+	a := draws(newL("eu", 7), "acme", n)
+	if b := draws(newL("eu", 7), "acme", n); !slices.Equal(a, b) {
+		t.Fatal("two limiters of one config drew apart")
+	}
+	for i, other := range [][]float64{
+		draws(newL("eu", 8), "acme", n),
+		draws(newL("us", 7), "acme", n),
+		draws(newL("eu", 7), "beta", n),
+	} {
+		same := 0
+		for k := range a {
+			if a[k] == other[k] {
+				same++
+			}
+		}
+		if same > 0 {
+			t.Errorf("step %d: %d of %d draws the same as acme's in eu under seed 7", i, same, n)
+		}
+	}
+	var sum float64
+	var low int
+	for i, d := range a {
+		if d < 0 || d >= 0.5 {
+			t.Fatalf("draw %d: %v, want [0, 0.5)", i, d)
+		}
+		sum += d
+		if d < 0.25 {
+			low++
+		}
+	}
+	if mean := sum / n; mean < 0.24 || mean > 0.26 || low < n*45/100 || low > n*55/100 {
+		t.Errorf("mean %.3f, %d of %d below 0.25: want about 0.25 and half", mean, low, n)
 	}
 }

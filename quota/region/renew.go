@@ -2,7 +2,6 @@ package region
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/afloat/afloat/quota"
@@ -38,7 +37,7 @@ func (l *Limiter) Request(now int64, tenant string) (quota.Request, error) {
 	b.seq++
 	atomicMax(&l.seqHigh, b.seq)
 	if l.cfg.Jitter > 0 {
-		b.jitter = rand.Float64() * l.cfg.Jitter
+		b.jitter = l.draw(tenant, b.seq) * l.cfg.Jitter
 	}
 	b.sent[b.seq%uint64(len(b.sent))] = sentReq{b.seq, now}
 	b.lastSend = now
@@ -52,6 +51,32 @@ func (l *Limiter) Request(now int64, tenant string) (quota.Request, error) {
 		Tenant: tenant, Region: l.cfg.Region, Seq: b.seq,
 		Holding: b.held, Epoch: b.epoch, Demand: demand, Balance: bal,
 	}, nil
+}
+
+// draw is a uniform draw in [0, 1) for tenant's request seq. It is a
+// counter-based generator — splitmix64's mixer over Config.Seed, the
+// region, the tenant and seq — so that the limiter reads no global random
+// source and keeps no generator state: its waits follow from its config
+// and the calls made to it, and regions and tenants draw apart under one
+// seed.
+func (l *Limiter) draw(tenant string, seq uint64) float64 {
+	const fnvOffset, fnvPrime = 14695981039346656037, 1099511628211
+	h := uint64(fnvOffset)
+	for _, s := range [...]string{l.cfg.Region, "\x00", tenant} {
+		for i := 0; i < len(s); i++ {
+			h = (h ^ uint64(s[i])) * fnvPrime
+		}
+	}
+	return float64(mix64(mix64(l.cfg.Seed^h)+seq)>>11) / (1 << 53)
+}
+
+// mix64 is splitmix64's step: a bijection of 64-bit words whose outputs
+// for consecutive inputs pass as independent.
+func mix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
 }
 
 // Nudge records the coordinator's request to renew soon.

@@ -3,6 +3,7 @@ package region
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -28,37 +29,62 @@ const runEvery = 50 * time.Millisecond
 // maxInFlight bounds the renewals Run has under way at once.
 const maxInFlight = 4096
 
-// Hooks are told of what Run does, for event logs and metrics; each may be
-// nil. They run on Run's goroutines, concurrently: they must be safe for
-// concurrent use, and quick.
-type Hooks struct {
-	// Installed: a grant was installed at at (this limiter's clock);
-	// in.Dropped is the lease it replaced, if that was still valid.
-	Installed func(at int64, in Installed)
-	// Returned: a lease was given back at at; err says whether the
-	// coordinator has it (a lost return costs under-use only: the
-	// coordinator counts the lease until it expires).
-	Returned func(at int64, ret quota.Return, err error)
-	// Failed: a renewal of tenant failed; Run asks again, backing off.
-	Failed func(tenant string, err error)
+// Journal records what Run does to the leases, for the region's event
+// log, which an audit holds against the global bound (afloat quota check
+// merges the logs of every process). Each call returns once its record is
+// written, or with the error that kept it from being written. Run calls
+// it on its goroutines, concurrently: it must be safe for concurrent use.
+//
+// A return goes to the coordinator only after the journal has written it:
+// the coordinator may grant the returned tokens to another region at once,
+// and the log must not show them spent twice. An install is written once
+// the lease is in use (what Install did is known only then), with the
+// instant it began.
+//
+// When a record cannot be written, Run keeps the region serving and says
+// so:
+//   - an installed lease stays in use: the coordinator granted it and
+//     counts it whatever the region does, so refusing it would give no
+//     token back to anyone, and would turn a full disk into an outage of
+//     every tenant in the region;
+//   - a return is not sent: the coordinator counts the lease until it
+//     ends, as when a return is lost (under-use, never overshoot);
+//   - Run counts the failure (RunStats.JournalFailures), logs it
+//     (WithLogger: at level Error, once each time the journal starts
+//     failing), and when ctx ends returns it, wrapped in ErrJournal.
+type Journal interface {
+	// Installed records that a grant was put into use at at (this
+	// limiter's clock); in.Dropped is the lease it replaced, if that was
+	// still valid.
+	Installed(at int64, in Installed) error
+	// Returned records that the region stopped spending under ret's lease
+	// at at, and is about to give it back.
+	Returned(at int64, ret quota.Return) error
 }
+
+// ErrJournal is what Run returns, with ctx's error, when its Journal
+// failed to write a record.
+var ErrJournal = errors.New("region: journal write failed")
 
 // RunOption is an option of Run.
 type RunOption func(*runOptions)
 
 type runOptions struct {
-	hooks  Hooks
-	logger *slog.Logger
+	journal Journal
+	logger  *slog.Logger
 }
 
-// WithHooks tells h of what Run does.
-func WithHooks(h Hooks) RunOption { return func(o *runOptions) { o.hooks = h } }
+// WithJournal has Run record what it does to the leases in j (see
+// Journal for what Run does when a record fails). By default it records
+// nothing.
+func WithJournal(j Journal) RunOption { return func(o *runOptions) { o.journal = j } }
 
 // WithLogger logs every error Run meets (a failed renewal, a lost return)
 // to logger, at level Warn — but for renewals refused because another
 // agent holds the region (quota.ErrRegionHeld), which come every retry
-// until its leases end: Hooks.Failed hears of those, for the caller to
-// say once. By default Run logs nothing, and counts them (RunStats).
+// until its leases end: the Coordinator the caller passes sees those, for
+// the caller to say once — and a journal that starts failing, at level
+// Error. By default Run logs nothing, and counts them (RunStats).
 func WithLogger(logger *slog.Logger) RunOption { return func(o *runOptions) { o.logger = logger } }
 
 // RunStats counts what Run did, since New.
@@ -69,11 +95,14 @@ type RunStats struct {
 	Ignored        int64 `json:"ignored"`         // grants not installed (Outcome other than Accepted)
 	Returns        int64 `json:"returns"`         // leases given back and acknowledged
 	ReturnFailures int64 `json:"return_failures"` // returns that failed (the coordinator counts the lease until it expires); not one whose tenant was deleted
+	// JournalFailures counts the records the Journal failed to write: the
+	// installs among them stayed in use, the returns were not sent.
+	JournalFailures int64 `json:"journal_failures"`
 }
 
 type runCounters struct {
-	renewals, renewFailures, installed, ignored, returns, returnFailures atomic.Int64
-	outcomes                                                             [numOutcomes]atomic.Int64 // grants Run received, by what Install did (Grants)
+	renewals, renewFailures, installed, ignored, returns, returnFailures, journalFailures atomic.Int64
+	outcomes                                                                              [numOutcomes]atomic.Int64 // grants Run received, by what Install did (Grants)
 }
 
 // RunStats reports Run's counters.
@@ -83,6 +112,7 @@ func (l *Limiter) RunStats() RunStats {
 		Renewals: c.renewals.Load(), RenewFailures: c.renewFailures.Load(),
 		Installed: c.installed.Load(), Ignored: c.ignored.Load(),
 		Returns: c.returns.Load(), ReturnFailures: c.returnFailures.Load(),
+		JournalFailures: c.journalFailures.Load(),
 	}
 }
 
@@ -93,11 +123,12 @@ func (l *Limiter) RunStats() RunStats {
 // so that a slow or lost answer for one tenant never holds up another.
 // Run returns when ctx ends, after giving every valid lease back (with a
 // short grace period of its own), so that a region that shuts down cleanly
-// hands its tokens on at once instead of letting them expire.
+// hands its tokens on at once instead of letting them expire. It returns
+// ctx's error, joined with one wrapping ErrJournal if its Journal failed.
 func (l *Limiter) Run(ctx context.Context, c Coordinator, opts ...RunOption) error {
-	var o runOptions
+	r := &runner{l: l, c: c}
 	for _, f := range opts {
-		f(&o)
+		f(&r.runOptions)
 	}
 	t := time.NewTicker(runEvery)
 	defer t.Stop()
@@ -122,7 +153,7 @@ func (l *Limiter) Run(ctx context.Context, c Coordinator, opts ...RunOption) err
 			b.inFlight.Store(true)
 			wg.Go(func() {
 				defer func() { b.inFlight.Store(false); <-sem }()
-				l.renew(ctx, c, tenant, b, &o)
+				r.renew(ctx, tenant, b)
 			})
 		}
 		// Removed tenants' leases go back at once, each on its own
@@ -135,21 +166,34 @@ func (l *Limiter) Run(ctx context.Context, c Coordinator, opts ...RunOption) err
 			wg.Go(func() {
 				rctx, cancel := context.WithTimeout(ctx, l.cfg.MaxRetry)
 				defer cancel()
-				l.sendReturn(rctx, c, l.Now(), ret, &o)
+				r.sendReturn(rctx, l.Now(), ret)
 			})
 		}
 		select {
 		case <-ctx.Done():
 			wg.Wait()
-			l.returnAll(c, &o)
-			return ctx.Err()
+			r.returnAll()
+			return errors.Join(ctx.Err(), r.journalErr())
 		case <-t.C:
 		case <-l.wake:
 		}
 	}
 }
 
-func (l *Limiter) renew(ctx context.Context, c Coordinator, tenant string, b *bucket, o *runOptions) {
+// runner is one call of Run.
+type runner struct {
+	runOptions
+	l *Limiter
+	c Coordinator
+
+	failing  atomic.Bool // the journal's last record failed
+	mu       sync.Mutex
+	failures int64 // records the journal failed to write, in this Run (under mu)
+	first    error // the first of them (under mu)
+}
+
+func (r *runner) renew(ctx context.Context, tenant string, b *bucket) {
+	l := r.l
 	if l.bucket(tenant) != b {
 		return // removed since the pass began
 	}
@@ -162,34 +206,21 @@ func (l *Limiter) renew(ctx context.Context, c Coordinator, tenant string, b *bu
 	b.mu.Unlock()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	g, err := c.Renew(cctx, req)
+	g, err := r.c.Renew(cctx, req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return // shutting down
 		}
 		l.counters.renewFailures.Add(1)
-		if o.hooks.Failed != nil {
-			o.hooks.Failed(tenant, err)
-		}
 		// A region held by another agent fails every renewal until that
-		// agent's leases end: the Failed hook hears of each, the log would
-		// drown in them.
-		if o.logger != nil && !errors.Is(err, quota.ErrRegionHeld) {
-			o.logger.Warn("quota region: renewal failed", "region", l.cfg.Region, "tenant", tenant, "seq", req.Seq, "err", err)
+		// agent's leases end: the caller's Coordinator sees each, the log
+		// would drown in them.
+		if r.logger != nil && !errors.Is(err, quota.ErrRegionHeld) {
+			r.logger.Warn("quota region: renewal failed", "region", l.cfg.Region, "tenant", tenant, "seq", req.Seq, "err", err)
 		}
 		return // Due asks again, backing off
 	}
 	l.counters.renewals.Add(1)
-	if g.ActivateAfter > 0 {
-		l.expect(tenant, l.Now()+int64(g.ActivateAfter), g.Lease.Burst)
-		t := time.NewTimer(g.ActivateAfter)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return
-		}
-	}
 	now := l.Now()
 	in := l.Install(now, g)
 	l.counters.outcomes[in.Outcome].Add(1)
@@ -198,16 +229,22 @@ func (l *Limiter) renew(ctx context.Context, c Coordinator, tenant string, b *bu
 		return
 	}
 	l.counters.installed.Add(1)
-	if o.hooks.Installed != nil {
-		o.hooks.Installed(now, in)
+	if r.journal != nil {
+		// The lease stays in use even if its record fails (see Journal).
+		r.recorded(r.journal.Installed(now, in), "install", tenant)
 	}
 	if in.Return != nil {
-		l.sendReturn(cctx, c, now, *in.Return, o)
+		r.sendReturn(cctx, now, *in.Return)
 	}
 }
 
-func (l *Limiter) sendReturn(ctx context.Context, c Coordinator, at int64, ret quota.Return, o *runOptions) {
-	err := c.Return(ctx, ret)
+// sendReturn gives a lease back, once the journal has recorded it.
+func (r *runner) sendReturn(ctx context.Context, at int64, ret quota.Return) {
+	l := r.l
+	if r.journal != nil && !r.recorded(r.journal.Returned(at, ret), "return", ret.Tenant) {
+		return // not sent: the coordinator counts the lease until it ends
+	}
+	err := r.c.Return(ctx, ret)
 	if errors.Is(err, quota.ErrUnknownTenant) {
 		// The tenant was deleted (the usual reason a region gives its lease
 		// back without being asked): its leases went with it, so nothing is
@@ -216,19 +253,49 @@ func (l *Limiter) sendReturn(ctx context.Context, c Coordinator, at int64, ret q
 	}
 	if err != nil {
 		l.counters.returnFailures.Add(1)
-		if o.logger != nil {
-			o.logger.Warn("quota region: return lost; the coordinator counts the lease until it expires",
+		if r.logger != nil {
+			r.logger.Warn("quota region: return lost; the coordinator counts the lease until it expires",
 				"region", l.cfg.Region, "tenant", ret.Tenant, "lease", ret.LeaseID, "err", err)
 		}
 	} else {
 		l.counters.returns.Add(1)
 	}
-	if o.hooks.Returned != nil {
-		o.hooks.Returned(at, ret, err)
-	}
 }
 
-func (l *Limiter) returnAll(c Coordinator, o *runOptions) {
+// recorded notes the journal's answer to a record of what (install or
+// return) for tenant, and says whether it was written.
+func (r *runner) recorded(err error, what, tenant string) bool {
+	if err == nil {
+		if r.failing.Load() && r.failing.CompareAndSwap(true, false) && r.logger != nil {
+			r.logger.Info("quota region: the journal writes again", "region", r.l.cfg.Region)
+		}
+		return true
+	}
+	r.l.counters.journalFailures.Add(1)
+	r.mu.Lock()
+	if r.failures++; r.first == nil {
+		r.first = err
+	}
+	r.mu.Unlock()
+	if !r.failing.Swap(true) && r.logger != nil {
+		r.logger.Error("quota region: the journal failed: installed leases stay in use, returns wait for it (RunStats.JournalFailures counts the records lost)",
+			"region", r.l.cfg.Region, "record", what, "tenant", tenant, "err", err)
+	}
+	return false
+}
+
+// journalErr is the journal's failures in this Run, if any.
+func (r *runner) journalErr() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.first == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %d records not written; the first: %w", ErrJournal, r.failures, r.first)
+}
+
+func (r *runner) returnAll() {
+	l := r.l
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -237,7 +304,7 @@ func (l *Limiter) returnAll(c Coordinator, o *runOptions) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			l.sendReturn(ctx, c, now, ret, o)
+			r.sendReturn(ctx, now, ret)
 		})
 	}
 	for _, ret := range l.takeLeaving() {

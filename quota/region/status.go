@@ -1,7 +1,6 @@
 package region
 
 import (
-	"math"
 	"time"
 
 	"github.com/afloat/afloat/quota"
@@ -39,42 +38,33 @@ func (l *Limiter) Status(now int64, tenant string) Status {
 }
 
 // RetryAfter is when a refused request of cost tokens may succeed: the
-// earliest of the three inputs the spec names that can be known —
+// earliest of the inputs the spec names that can be known —
 //
 //  1. the next local refill under the current lease that fits cost;
-//  2. the activation of a confirmed new lease: a grant has arrived whose
-//     lease starts later (ActivateAfter) — then, when its burst holds cost;
-//  3. the expected recovery of the coordinator: with neither, the next
+//  2. the activation of a confirmed new lease: a grant is put into use
+//     the moment it arrives, so a confirmed lease is the current one and
+//     its activation is 1;
+//  3. the expected recovery of the coordinator: without 1, the next
 //     renewal the region will try, at its retry interval (doubling with
 //     each unanswered request).
 //
-// 1 and 2 are promises: ok is true. 3 is an expectation, not a promise —
-// the coordinator may not answer — so ok is false and d is a bounded
-// retry policy. d is capped at MaxRetryAfter either way.
+// 1 is a promise: ok is true. 3 is an expectation, not a promise — the
+// coordinator may not answer — so ok is false and d is a bounded retry
+// policy. d is capped at MaxRetryAfter either way.
 func (l *Limiter) RetryAfter(now int64, tenant string, cost int64) (d time.Duration, ok bool) {
 	b := l.bucket(tenant)
 	if b == nil {
 		return l.cfg.MaxRetryAfter, false
 	}
-	best, known := int64(math.MaxInt64), false
 	s := b.cur.Load()
 	if s.valid(now) {
 		if w, ok := s.waitFor(now, cost); ok {
-			best, known = w, true
+			return min(time.Duration(w), l.cfg.MaxRetryAfter), true
 		}
 	}
 	b.mu.Lock()
 	f, last, answered, seq := b.failures, b.lastSend, b.answered, b.seq
-	pend := b.pending
 	b.mu.Unlock()
-	if pend.at > now && cost*int64(quota.One) <= int64(pend.burst) {
-		if w := pend.at - now; w < best {
-			best, known = w, true
-		}
-	}
-	if known {
-		return min(time.Duration(best), l.cfg.MaxRetryAfter), true
-	}
 	// The next renewal: while a request is unanswered, the retry interval
 	// after it (backing off); else a region that refuses asks for more
 	// within HotInterval (Due), and one without a valid lease within Retry.
@@ -93,20 +83,4 @@ func (l *Limiter) RetryAfter(now int64, tenant string, cost int64) (d time.Durat
 		next = int64(l.cfg.Retry)
 	}
 	return min(time.Duration(next), l.cfg.MaxRetryAfter), false
-}
-
-// pendingGrant is a grant received whose lease starts later.
-type pendingGrant struct {
-	at    int64 // local ns: when it activates
-	burst quota.Micro
-}
-
-// expect records that a grant has arrived whose lease starts at at: the
-// second input of RetryAfter. Install clears it.
-func (l *Limiter) expect(tenant string, at int64, burst quota.Micro) {
-	if b := l.bucket(tenant); b != nil {
-		b.mu.Lock()
-		b.pending = pendingGrant{at: at, burst: burst}
-		b.mu.Unlock()
-	}
 }

@@ -2,6 +2,7 @@ package region_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -14,11 +15,39 @@ import (
 	"github.com/afloat/afloat/quota/region"
 )
 
-// counting passes calls to a coordinator and counts renewals by tenant.
+// counting passes calls to a coordinator, counts renewals by tenant, and
+// keeps the returns it passed, with the coordinator's answers.
 type counting struct {
 	region.Coordinator
-	mu     sync.Mutex
-	renews map[string]int
+	mu      sync.Mutex
+	renews  map[string]int
+	returns []answeredReturn
+}
+
+type answeredReturn struct {
+	ret quota.Return
+	err error
+}
+
+func (c *counting) Return(ctx context.Context, ret quota.Return) error {
+	err := c.Coordinator.Return(ctx, ret)
+	c.mu.Lock()
+	c.returns = append(c.returns, answeredReturn{ret, err})
+	c.mu.Unlock()
+	return err
+}
+
+// returnsOf are the returns of tenant's leases the coordinator answered.
+func (c *counting) returnsOf(tenant string) []answeredReturn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []answeredReturn
+	for _, r := range c.returns {
+		if r.ret.Tenant == tenant {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func (c *counting) Renew(ctx context.Context, req quota.Request) (quota.Grant, error) {
@@ -49,18 +78,8 @@ func TestRunFollowsSetTenants(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := &counting{Coordinator: srv, renews: map[string]int{}}
-		var mu sync.Mutex
-		var returned []quota.Return
 		var wg sync.WaitGroup
-		wg.Go(func() {
-			l.Run(ctx, c, region.WithHooks(region.Hooks{Returned: func(_ int64, ret quota.Return, err error) {
-				mu.Lock()
-				if err == nil && ret.Tenant == "acme" { // beta's renewals give back the leases they replace
-					returned = append(returned, ret)
-				}
-				mu.Unlock()
-			}}))
-		})
+		wg.Go(func() { l.Run(ctx, c) })
 		time.Sleep(time.Second)
 		synctest.Wait()
 		if !l.Status(l.Now(), "acme").Valid || l.Allow("beta", 1) {
@@ -88,11 +107,9 @@ func TestRunFollowsSetTenants(t *testing.T) {
 			t.Fatal(err)
 		}
 		synctest.Wait()
-		mu.Lock()
-		got := returned
-		mu.Unlock()
-		if len(got) != 1 || got[0].Tenant != "acme" || got[0].LeaseID != acme.Lease.ID || got[0].Balance != acme.Balance {
-			t.Fatalf("returns %+v, want acme's lease %d with its balance %v", got, acme.Lease.ID, acme.Balance)
+		got := c.returnsOf("acme") // beta's renewals give back the leases they replace
+		if len(got) != 1 || got[0].err != nil || got[0].ret.LeaseID != acme.Lease.ID || got[0].ret.Balance != acme.Balance {
+			t.Fatalf("returns %+v, want acme's lease %d with its balance %v, acknowledged", got, acme.Lease.ID, acme.Balance)
 		}
 		if l.Allow("acme", 1) {
 			t.Fatal("removed acme admitted")
@@ -158,24 +175,15 @@ func TestReturnOfADeletedTenant(t *testing.T) {
 		}
 		var logs strings.Builder
 		logger := slog.New(slog.NewTextHandler(&logs, nil))
-		var mu sync.Mutex
-		var errs []error
+		c := &counting{Coordinator: srv, renews: map[string]int{}}
 		var wg sync.WaitGroup
-		wg.Go(func() {
-			l.Run(ctx, srv, region.WithLogger(logger), region.WithHooks(region.Hooks{Returned: func(_ int64, ret quota.Return, err error) {
-				if ret.Tenant == "beta" {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			}}))
-		})
+		wg.Go(func() { l.Run(ctx, c, region.WithLogger(logger)) })
 		time.Sleep(time.Second)
 		synctest.Wait()
 		if !l.Status(l.Now(), "beta").Valid {
 			t.Fatal("beta without a lease after 1 s")
 		}
-		failures := l.RunStats().ReturnFailures
+		before := l.RunStats()
 		if err := srv.DeleteTenant(ctx, "beta", "ops", 0); err != nil {
 			t.Fatal(err)
 		}
@@ -183,14 +191,12 @@ func TestReturnOfADeletedTenant(t *testing.T) {
 			t.Fatal(err)
 		}
 		synctest.Wait()
-		mu.Lock()
-		got := errs
-		mu.Unlock()
-		if len(got) != 1 || got[0] != nil {
-			t.Fatalf("beta's return after its deletion: %v, want one, done", got)
+		if got := c.returnsOf("beta"); len(got) != 1 || !errors.Is(got[0].err, quota.ErrUnknownTenant) {
+			t.Fatalf("beta's returns after its deletion: %+v, want one, answered unknown tenant", got)
 		}
-		if n := l.RunStats().ReturnFailures; n != failures {
-			t.Fatalf("%d return failures counted, want none", n-failures)
+		after := l.RunStats()
+		if after.ReturnFailures != before.ReturnFailures || after.Returns != before.Returns+1 {
+			t.Fatalf("%d return failures and %d returns counted, want none and one, done", after.ReturnFailures-before.ReturnFailures, after.Returns-before.Returns)
 		}
 		if strings.Contains(logs.String(), "return lost") {
 			t.Fatalf("a return of a deleted tenant logged as lost:\n%s", logs.String())

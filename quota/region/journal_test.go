@@ -1,0 +1,214 @@
+package region_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/afloat/afloat/quota"
+	"github.com/afloat/afloat/quota/region"
+)
+
+var errDiskFull = errors.New("disk full")
+
+// journal keeps the records Run writes, and fails them while failing is
+// set.
+type journal struct {
+	mu       sync.Mutex
+	failing  bool
+	installs []region.Installed
+	returns  []quota.Return
+}
+
+func (j *journal) Installed(_ int64, in region.Installed) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.failing {
+		return errDiskFull
+	}
+	j.installs = append(j.installs, in)
+	return nil
+}
+
+func (j *journal) Returned(_ int64, ret quota.Return) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.failing {
+		return errDiskFull
+	}
+	j.returns = append(j.returns, ret)
+	return nil
+}
+
+func (j *journal) fail(on bool) {
+	j.mu.Lock()
+	j.failing = on
+	j.mu.Unlock()
+}
+
+// hasReturn says whether the journal holds the return of lease id.
+func (j *journal) hasReturn(id uint64) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, r := range j.returns {
+		if r.LeaseID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func (j *journal) installed() []region.Installed {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return append([]region.Installed(nil), j.installs...)
+}
+
+// auditing passes calls to a coordinator, and notes every return that
+// reaches it before the journal has recorded it.
+type auditing struct {
+	region.Coordinator
+	j *journal
+
+	mu        sync.Mutex
+	returns   int
+	unjournal []uint64 // returns sent before their record
+}
+
+func (a *auditing) Return(ctx context.Context, ret quota.Return) error {
+	a.mu.Lock()
+	a.returns++
+	if !a.j.hasReturn(ret.LeaseID) {
+		a.unjournal = append(a.unjournal, ret.LeaseID)
+	}
+	a.mu.Unlock()
+	return a.Coordinator.Return(ctx, ret)
+}
+
+func (a *auditing) sent() (int, []uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.returns, append([]uint64(nil), a.unjournal...)
+}
+
+// TestJournal: a return reaches the coordinator only after the journal
+// has recorded it; while the journal fails, installed leases stay in use,
+// returns are not sent, the failures are counted, logged once at level
+// Error, and Run's error wraps ErrJournal. Virtual time (synctest): 10 s
+// leases, renewed at half.
+func TestJournal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, stopSrv := runAcmeAndBeta(t)
+		defer stopSrv()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		l, err := region.New(region.DefaultConfig("eu", "acme"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := &journal{}
+		c := &auditing{Coordinator: srv, j: j}
+		var logs strings.Builder
+		var logMu sync.Mutex
+		logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+			logMu.Lock()
+			defer logMu.Unlock()
+			return logs.Write(p)
+		}), nil))
+		logged := func() string {
+			logMu.Lock()
+			defer logMu.Unlock()
+			return logs.String()
+		}
+		var runErr error
+		var wg sync.WaitGroup
+		wg.Go(func() { runErr = l.Run(ctx, c, region.WithJournal(j), region.WithLogger(logger)) })
+
+		// step waits until acme's lease changes, up to a lease's length.
+		step := func(i int) quota.Lease {
+			t.Helper()
+			was := l.Status(l.Now(), "acme").Lease.ID
+			for range 100 {
+				time.Sleep(100 * time.Millisecond)
+				synctest.Wait()
+				if st := l.Status(l.Now(), "acme"); st.Valid && st.Lease.ID != was {
+					return st.Lease
+				}
+			}
+			t.Fatalf("step %d: acme's lease %d not renewed in 10 s", i, was)
+			return quota.Lease{}
+		}
+
+		// Two renewals: each install recorded, the lease replaced given
+		// back after its record.
+		first := step(0)
+		second := step(1)
+		if in := j.installed(); len(in) != 2 || in[0].Lease.ID != first.ID || in[1].Lease.ID != second.ID || in[1].Dropped.ID != first.ID {
+			t.Fatalf("installs recorded %+v, want leases %d then %d, replacing it", in, first.ID, second.ID)
+		}
+		if n, early := c.sent(); n != 1 || len(early) != 0 || !j.hasReturn(first.ID) {
+			t.Fatalf("%d returns sent, %v before their record; lease %d's recorded: %v; want one, after", n, early, first.ID, j.hasReturn(first.ID))
+		}
+
+		// The journal fails for two renewals: the leases are used all the
+		// same, the ones they replace not given back.
+		j.fail(true)
+		third := step(2)
+		fourth := step(3)
+		if !l.Allow("acme", 1) {
+			t.Fatal("acme refused under a lease whose record failed")
+		}
+		if in := j.installed(); len(in) != 2 {
+			t.Fatalf("%d installs recorded while the journal failed, want none", len(in)-2)
+		}
+		if n, _ := c.sent(); n != 1 {
+			t.Fatalf("%d returns sent while the journal failed (leases %d, %d), want none", n-1, second.ID, third.ID)
+		}
+		// Two installs and the return of each replaced lease.
+		if st := l.RunStats(); st.JournalFailures != 4 {
+			t.Fatalf("RunStats().JournalFailures = %d, want 4", st.JournalFailures)
+		}
+		if n := strings.Count(logged(), "level=ERROR"); n != 1 {
+			t.Fatalf("%d errors logged for one spell of failures, want 1:\n%s", n, logged())
+		}
+
+		// It writes again: so does Run, and says so.
+		j.fail(false)
+		fifth := step(4)
+		if in := j.installed(); len(in) != 3 || in[2].Lease.ID != fifth.ID || in[2].Dropped.ID != fourth.ID {
+			t.Fatalf("installs recorded %+v, want lease %d last, replacing %d", in, fifth.ID, fourth.ID)
+		}
+		if n, early := c.sent(); n != 2 || len(early) != 0 || !j.hasReturn(fourth.ID) {
+			t.Fatalf("%d returns sent, %v before their record, want two, after", n, early)
+		}
+		if !strings.Contains(logged(), "journal writes again") {
+			t.Fatalf("no word that the journal writes again:\n%s", logged())
+		}
+
+		// It fails at shutdown: the last lease is not given back, and Run
+		// says why.
+		j.fail(true)
+		cancel()
+		wg.Wait()
+		if n, _ := c.sent(); n != 2 {
+			t.Fatalf("%d returns sent at shutdown with a failing journal, want none", n-2)
+		}
+		if !errors.Is(runErr, region.ErrJournal) || !errors.Is(runErr, errDiskFull) || !errors.Is(runErr, context.Canceled) {
+			t.Fatalf("Run returned %v, want ErrJournal wrapping the journal's error, and context.Canceled", runErr)
+		}
+		if want := fmt.Sprintf("%d records not written", 5); !strings.Contains(runErr.Error(), want) {
+			t.Fatalf("Run returned %q, want it to say %q", runErr, want)
+		}
+		stopSrv()
+	})
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
