@@ -176,7 +176,7 @@ unit-models:
 # instrument the whole etcd server (the quota's own code runs under -race
 # above, on the in-memory ledger).
 unit-etcd:
-	$(GO) test -short -count=1 -tags embedetcd ./quota/etcdledger ./quota/service
+	$(GO) test -short -count=1 -tags embedetcd ./quota/etcdledger ./quota/etcdmember ./quota/agent ./quota/coordinator/replica ./quota/servicetest
 	$(GO) test -short -count=1 -tags embedetcd -run '^TestQuotaTenants' ./cmd/afloat
 
 # Independent browser tests run side by side, each with its own console
@@ -201,7 +201,7 @@ long: export AFLOAT_TEST_ETCD_BINARY := $(BUILD)/afloat-embedetcd
 long:
 	$(GO) build -o $(BUILD)/afloat ./cmd/afloat
 	$(GO) build -tags embedetcd -o $(BUILD)/afloat-embedetcd ./cmd/afloat
-	$(GO) test -count=1 -tags embedetcd -run '$(LONG_TESTS)' -v ./cmd/afloat ./quota/service ./overload/live ./web
+	$(GO) test -count=1 -tags embedetcd -run '$(LONG_TESTS)' -v ./cmd/afloat ./quota/agent ./quota/coordinator/replica ./overload/live ./web
 	$(GO) test -count=1 $$($(GO) list ./... | grep -E '$(NORACE_RE)')
 	$(GO) test -count=1 $(MUTATION)
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -E '$(NORACE_RE)')
@@ -225,7 +225,7 @@ soak:
 # 10,000 tenants × 3 regions renewing over the network API on an embedded
 # etcd, and a region's decision API at 10,000 checks a second; about 40 s.
 bench-quota:
-	AFLOAT_QUOTA_BENCH=1 $(GO) test -tags embedetcd -count=1 -run '^(TestBenchRenewals|TestBenchDecisionAPI)$$' -v ./quota/service
+	AFLOAT_QUOTA_BENCH=1 $(GO) test -tags embedetcd -count=1 -run '^(TestBenchRenewals|TestBenchDecisionAPI)$$' -v ./quota/agent ./quota/coordinator/replica
 
 # bench-quota-peers runs afloat's global quota, a 3-peer Gubernator cluster
 # and a naive split side by side (bench/quotapeers, a module of its own so
@@ -260,15 +260,15 @@ fuzz:
 	$(GO) test ./quota/chaos -run '^$$' -fuzz '^FuzzParseEvent$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/chaos -run '^$$' -fuzz '^FuzzParseLimits$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/chaos -run '^$$' -fuzz '^FuzzCheckLogs$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./quota/service -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./quota/service -run '^$$' -fuzz '^FuzzAllowBody$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./quota/service -run '^$$' -fuzz '^FuzzDecodeAllow$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./quota/config -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./quota/agent -run '^$$' -fuzz '^FuzzAllowBody$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./quota/agent -run '^$$' -fuzz '^FuzzDecodeAllow$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/remote -run '^$$' -fuzz '^FuzzRenewBody$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/remote -run '^$$' -fuzz '^FuzzRegionTenantsAnswer$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/remote -run '^$$' -fuzz '^FuzzRegionAttach$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./quota/service -run '^$$' -fuzz '^FuzzDecodeTenantSpec$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./quota/service -run '^$$' -fuzz '^FuzzShouldRateLimit$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./quota/service -run '^$$' -fuzz '^FuzzCanonicalPath$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./quota/coordinator/replica -run '^$$' -fuzz '^FuzzDecodeTenantSpec$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./quota/agent -run '^$$' -fuzz '^FuzzShouldRateLimit$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./quota/agent -run '^$$' -fuzz '^FuzzCanonicalPath$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/strictjson -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
 
 # bench runs the benchmarks docs/benchmarks.md quotes and summarises them

@@ -117,7 +117,7 @@ func TestQuotaCoordinatorDamagedDataDir(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		damage func(dir string)
-		want   []string // on stderr, after "service: the data directory is damaged"
+		want   []string // on stderr, after "etcdmember: the data directory is damaged"
 	}{
 		{"wal-removed", func(dir string) {
 			if err := os.RemoveAll(filepath.Join(dir, member, "wal")); err != nil {
@@ -150,7 +150,7 @@ func TestQuotaCoordinatorDamagedDataDir(t *testing.T) {
 			copyTree(t, good, dir)
 			tc.damage(dir)
 			status, errOut := runBounded(t, bin, coordinatorArgs(dir)...)
-			want := append([]string{"afloat quota coordinator: service: the data directory is damaged: " + filepath.Join(dir, "etcd")}, tc.want...)
+			want := append([]string{"afloat quota coordinator: etcdmember: the data directory is damaged: " + filepath.Join(dir, "etcd")}, tc.want...)
 			want = append(want, "restore the data directory from a backup")
 			if status != 1 {
 				t.Errorf("status %d, want 1; stderr:\n%s", status, errOut)

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/afloat/afloat/quota/chaos"
-	"github.com/afloat/afloat/quota/service"
+	"github.com/afloat/afloat/quota/etcdmember"
 )
 
 // TestQuotaChaos: the log's lines carry the fields the issue names, the
@@ -119,7 +119,7 @@ func TestQuotaUsageErrors(t *testing.T) {
 		{[]string{"quota", "check"}, "want one FILE or more"},
 		// The services: each refusal names its flag or its config field.
 		{[]string{"quota", "coordinator"}, "--config FILE is required"},
-		{[]string{"quota", "coordinator", "--config", "/nonexistent.yaml"}, "--config: service: invalid config file"},
+		{[]string{"quota", "coordinator", "--config", "/nonexistent.yaml"}, "--config: config: invalid config file"},
 		{[]string{"quota", "coordinator", "--config", "testdata/quota-bad-rate.yaml"}, "tenants[0].rate -5: want above 0"},
 		{[]string{"quota", "coordinator", "--config", "../../docs/quota-cluster.yaml", "--etcd", "127.0.0.1:99999"}, `--etcd: "http://127.0.0.1:99999": want a port from 1 to 65535`},
 		{[]string{"quota", "coordinator", "--config", "../../docs/quota-cluster.yaml", "--etcd", ","}, "--etcd: empty"},
@@ -237,7 +237,7 @@ func TestQuotaCheckIncompleteLogs(t *testing.T) {
 // TestQuotaCoordinatorWithoutEmbeddedEtcd: a binary built without the
 // embedetcd tag says how to get the embedded etcd, or to give --etcd.
 func TestQuotaCoordinatorWithoutEmbeddedEtcd(t *testing.T) {
-	if service.EmbeddedEtcd {
+	if etcdmember.EmbeddedEtcd {
 		t.Skip("built with the embedded etcd")
 	}
 	status, _, errOut := call(t, "", "quota", "coordinator", "--config", "../../docs/quota-cluster.yaml", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir())

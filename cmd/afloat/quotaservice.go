@@ -11,11 +11,14 @@ import (
 	"strings"
 
 	"github.com/afloat/afloat/internal/hostcheck"
-	"github.com/afloat/afloat/quota/service"
+	"github.com/afloat/afloat/quota/agent"
+	"github.com/afloat/afloat/quota/config"
+	"github.com/afloat/afloat/quota/coordinator/replica"
+	"github.com/afloat/afloat/quota/etcdmember"
 )
 
 // The processes of the global quota: thin wrappers that parse flags and
-// call package service.
+// call quota/coordinator/replica, quota/agent and quota/etcdmember.
 
 // splitURLs reads a comma-separated list of URLs (host:port means
 // http://host:port), naming the flag in errors.
@@ -54,11 +57,11 @@ func (h *hostList) Set(v string) error {
 	return nil
 }
 
-func loadQuotaConfig(path string) (*service.Config, error) {
+func loadQuotaConfig(path string) (*config.Config, error) {
 	if path == "" {
 		return nil, errors.New("--config FILE is required (YAML or JSON: see docs/quota.md, \"Deployment\")")
 	}
-	cfg, err := service.LoadConfig(path)
+	cfg, err := config.LoadConfig(path)
 	if err != nil {
 		return nil, fmt.Errorf("--config: %w", err)
 	}
@@ -72,7 +75,7 @@ func runQuotaCoordinator(c *command, args []string) int {
 	c.StringVar(&advertise, "advertise", "", "`URL` regions reach this replica at, told to them by followers (default http://ADDR)")
 	c.StringVar(&configPath, "config", "", "the cluster's config `FILE` (YAML or JSON): tenants, regions and their tokens")
 	c.StringVar(&etcd, "etcd", "", "etcd client `ENDPOINTS`, comma-separated; without it an embedded single-member etcd runs in --data-dir")
-	c.StringVar(&dataDir, "data-dir", "", "`DIR` of the embedded etcd (default "+service.DefaultDataDir()+")")
+	c.StringVar(&dataDir, "data-dir", "", "`DIR` of the embedded etcd (default "+etcdmember.DefaultDataDir()+")")
 	c.StringVar(&eventLog, "event-log", "", "append the event log (JSON lines, t_ns in Unix ns) to `FILE`, for afloat quota check")
 	var hosts hostList
 	c.Var(&hosts, "host", "a host `NAME` the API answers besides localhost, 127.0.0.1, [::1], --listen's and --advertise's host: what regions and operators call it by (repeat for more)")
@@ -107,7 +110,7 @@ func runQuotaCoordinator(c *command, args []string) int {
 	ctx, stop := interruptible()
 	defer stop()
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	err = service.RunCoordinator(ctx, service.CoordinatorOptions{
+	err = replica.Run(ctx, replica.Options{
 		Config: cfg, Listen: listen, Advertise: advertise, Etcd: endpoints, DataDir: dataDir, EventLog: eventLog, Logger: log,
 		Hosts: hosts,
 	})
@@ -156,7 +159,7 @@ func runQuotaRegion(c *command, args []string) int {
 		return fail(err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	a, err := service.NewAgent(service.RegionOptions{
+	a, err := agent.New(agent.Options{
 		Config: cfg, Name: name, Coordinators: endpoints, Listen: listen, EventLog: eventLog, Logger: log,
 		GRPCListen: grpcListen, Upstream: upstream, ProxyListen: proxyListen, Hosts: hosts, AllowRemote: *allowRemote,
 	})
@@ -188,7 +191,7 @@ const agentGCPercent = 400
 // deployed with etcd's own tools.
 func runQuotaEtcd(c *command, args []string) int {
 	stderr := c.stderr
-	var m service.MemberConfig
+	var m etcdmember.MemberConfig
 	c.StringVar(&m.Name, "name", "afloat", "member `NAME`")
 	c.StringVar(&m.DataDir, "data-dir", "", "`DIR` of the member's data")
 	c.StringVar(&m.ClientURL, "client-url", "", "`URL` to serve clients on (default: a free loopback port, kept across restarts)")
@@ -205,7 +208,7 @@ func runQuotaEtcd(c *command, args []string) int {
 	}
 	ctx, stop := interruptible()
 	defer stop()
-	if err := service.RunMember(ctx, m); err != nil {
+	if err := etcdmember.RunMember(ctx, m); err != nil {
 		fmt.Fprintf(stderr, "afloat quota etcd: %v\n", err)
 		return exitError
 	}

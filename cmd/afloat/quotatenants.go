@@ -8,8 +8,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/afloat/afloat/quota/config"
+	"github.com/afloat/afloat/quota/coordinator/replica"
 	"github.com/afloat/afloat/quota/remote"
-	"github.com/afloat/afloat/quota/service"
 )
 
 // tokenEnv is where an operator's token may come from instead of a file.
@@ -49,7 +50,7 @@ func quotaTenants(c *command, verb string, args []string) int {
 	if status, ok := c.parse(args); !ok {
 		return status
 	}
-	spec := service.TenantSpec{Name: name, Version: version}
+	spec := replica.TenantSpec{Name: name, Version: version}
 	op, err := operator(coords, tokenFile)
 	if err == nil && verb != "list" && name == "" {
 		err = errors.New("--name: want the tenant's name")
@@ -90,8 +91,8 @@ func operator(coords, tokenFile string) (*remote.Operator, error) {
 	token := strings.TrimSpace(os.Getenv(tokenEnv))
 	if tokenFile != "" {
 		// The quota's rule for token files: 0600 or 0400.
-		if token, err = service.ReadTokenFile("--token-file", tokenFile); err != nil {
-			return nil, errors.New(strings.TrimPrefix(err.Error(), service.ErrConfigFile.Error()+": "))
+		if token, err = config.ReadTokenFile("--token-file", tokenFile); err != nil {
+			return nil, errors.New(strings.TrimPrefix(err.Error(), config.ErrConfigFile.Error()+": "))
 		}
 	}
 	if token == "" {
@@ -119,7 +120,7 @@ func (f *tenantFlags) register(c *command) {
 // spec sets the fields given on s; in an update, the others keep their
 // values. The coordinator checks the tenant they make with the config
 // file's rules, and its refusal names the field.
-func (f *tenantFlags) spec(c *command, s *service.TenantSpec) {
+func (f *tenantFlags) spec(c *command, s *replica.TenantSpec) {
 	c.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
 		case "rate":

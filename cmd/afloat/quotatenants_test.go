@@ -4,65 +4,36 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/afloat/afloat/quota/service"
+	"github.com/afloat/afloat/quota/coordinator/replica"
+	"github.com/afloat/afloat/quota/servicetest"
 )
 
 // TestQuotaTenantsRoundTrip: afloat quota tenants against a coordinator on
 // embedded etcd: create, get, update, list, delete; a coordinator that
 // restarts on the same etcd serves the changed tenants, not its file's.
 func TestQuotaTenantsRoundTrip(t *testing.T) {
-	dir := t.TempDir()
-	cfg, err := service.ParseConfig([]byte(`regions:
+	c := servicetest.New(t, `regions:
   eu: {token: "eu-token-0123456789abcdef"}
 tenants:
   - {name: acme, rate: 500, burst: 6000}
 operators:
   alice: {token: "alice-token-0123456789"}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tokFile := filepath.Join(dir, "token")
+`)
+	tokFile := filepath.Join(c.Dir, "token")
 	os.WriteFile(tokFile, []byte("alice-token-0123456789\n"), 0o600) //nolint:errcheck
-	m, err := service.StartMember(context.Background(), service.MemberConfig{Name: "t", DataDir: filepath.Join(dir, "etcd")})
-	if err != nil {
-		t.Fatal(err)
+	start := func() (string, func()) {
+		p := c.Coordinator(replica.Options{})
+		return p.Addr, func() { p.Stop() } //nolint:errcheck // stopped as asked
 	}
-	defer m.Close()
-	start := func(k int) (string, func()) {
-		ctx, cancel := context.WithCancel(context.Background())
-		ready := make(chan string, 1)
-		done := make(chan error, 1)
-		go func() {
-			done <- service.RunCoordinator(ctx, service.CoordinatorOptions{Config: cfg, Listen: "127.0.0.1:0",
-				Etcd: []string{m.ClientURL}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-				EventLog: filepath.Join(dir, fmt.Sprintf("coordinator-%d.jsonl", k)),
-				Ready:    func(a string) { ready <- a }})
-		}()
-		var addr string
-		select {
-		case addr = <-ready:
-		case err := <-done:
-			t.Fatal(err)
-		case <-time.After(60 * time.Second):
-			t.Fatal("the coordinator did not start")
-		}
-		return addr, sync.OnceFunc(func() { cancel(); <-done })
-	}
-	addr, stop := start(0)
-	addr2, stop2 := start(1)
+	addr, stop := start()
+	addr2, stop2 := start()
 	defer stop2()
 	tenants := func(args ...string) (int, string, string) {
 		var out, errOut bytes.Buffer
@@ -146,10 +117,10 @@ operators:
 		stop2()
 	}
 	// Restarted on the same etcd: the ledger's tenants, not the file's.
-	addr, stop = start(2)
+	addr, stop = start()
 	defer stop()
 	st, out, errOut := tenants("list")
-	var list struct{ Tenants []service.TenantView }
+	var list struct{ Tenants []replica.TenantView }
 	if st != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list.Tenants) != 2 || list.Tenants[0].Name != "acme" || list.Tenants[0].Rate != 300 {
 		t.Fatalf("list after restart: %d %s %s", st, out, errOut)
 	}

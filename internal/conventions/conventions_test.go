@@ -26,6 +26,7 @@ type pkg struct {
 	IgnoredGoFiles []string // excluded by build constraints
 	TestGoFiles    []string
 	XTestGoFiles   []string
+	Imports        []string // of the package's own files, not its tests'
 }
 
 // listPackages lists the module's packages with go list, which applies
@@ -66,6 +67,43 @@ func goList(t *testing.T, patterns ...string) []pkg {
 // cannot run outside a test. Their own tests and their users' run them.
 var harnesses = map[string]bool{
 	"github.com/afloat/afloat/assign/assigntest": true,
+	"github.com/afloat/afloat/quota/servicetest": true,
+}
+
+// testOnly are the packages only tests may import: the harnesses, and
+// the helpers the quota's process tests share.
+func testOnly(path string) bool {
+	return harnesses[path] || path == "github.com/afloat/afloat/quota/internal/opstest"
+}
+
+// testOnlyImports lists the imports of test-only packages by packages
+// that are not test-only themselves.
+func testOnlyImports(pkgs []pkg) []string {
+	var bad []string
+	for _, p := range pkgs {
+		if testOnly(p.ImportPath) {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if testOnly(imp) {
+				bad = append(bad, p.ImportPath+" imports "+imp)
+			}
+		}
+	}
+	return bad
+}
+
+// TestHarnessesOnlyInTests: no package's own code imports a harness or
+// the tests' helpers (they start servers, and skip or fail the test they
+// are given); the check flags a planted import.
+func TestHarnessesOnlyInTests(t *testing.T) {
+	if bad := testOnlyImports(listPackages(t)); len(bad) > 0 {
+		t.Errorf("test-only packages imported by code, %d:\n\t%s", len(bad), strings.Join(bad, "\n\t"))
+	}
+	planted := []pkg{{ImportPath: "github.com/afloat/afloat/cmd/afloat", Imports: []string{"fmt", "github.com/afloat/afloat/quota/servicetest"}}}
+	if bad := testOnlyImports(planted); len(bad) != 1 {
+		t.Errorf("a planted import of quota/servicetest: flagged %v, want it", bad)
+	}
 }
 
 // public reports whether other modules can import the package.

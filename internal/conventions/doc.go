@@ -4,7 +4,9 @@
 // and every public package (not internal, not a command) shows its use in
 // a runnable example: an Example function with an // Output: comment, which
 // go test runs and checks. A command only parses flags and wires: no
-// function of one spans more than a screen (maxCommandFunc lines).
+// function of one spans more than a screen (maxCommandFunc lines). Only
+// tests import a test harness (assign/assigntest, quota/servicetest) or
+// the quota's test helpers.
 // The models and pure cores (the Makefile's
 // BOUNDED) neither read the wall clock nor draw from a global random
 // source, outside a short list of thin runners.

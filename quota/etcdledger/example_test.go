@@ -14,7 +14,7 @@ import (
 	"github.com/afloat/afloat/quota"
 	"github.com/afloat/afloat/quota/coordinator"
 	"github.com/afloat/afloat/quota/etcdledger"
-	"github.com/afloat/afloat/quota/service"
+	"github.com/afloat/afloat/quota/etcdmember"
 )
 
 // A coordinator on etcd: the server fences the ledger (wins the
@@ -24,7 +24,7 @@ func Example() {
 	defer cancel()
 	dir, _ := os.MkdirTemp("", "etcdledger-example")
 	defer os.RemoveAll(dir)
-	m, err := service.StartMember(ctx, service.MemberConfig{DataDir: dir})
+	m, err := etcdmember.StartMember(ctx, etcdmember.MemberConfig{DataDir: dir})
 	if err != nil {
 		panic(err)
 	}

@@ -14,14 +14,14 @@ import (
 	"github.com/afloat/afloat/quota"
 	"github.com/afloat/afloat/quota/coordinator"
 	"github.com/afloat/afloat/quota/etcdledger"
-	"github.com/afloat/afloat/quota/service"
+	"github.com/afloat/afloat/quota/etcdmember"
 )
 
 // etcd starts a real single-member etcd for the test and returns a client
 // factory.
 func etcd(t *testing.T) func() *clientv3.Client {
 	t.Helper()
-	m, err := service.StartMember(context.Background(), service.MemberConfig{Name: "test", DataDir: t.TempDir()})
+	m, err := etcdmember.StartMember(context.Background(), etcdmember.MemberConfig{Name: "test", DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,9 @@
 // of a run say they did, one JSON line an event, and the checker that
 // proves from those lines alone that the run kept its promises. The chaos
 // harness (quota/chaos) writes it in virtual time; the real processes
-// (quota/service: coordinator replicas and region agents) write it in
-// Unix time, one file each, which afloat quota check merges and checks.
+// (coordinator replicas, quota/coordinator/replica, and region agents,
+// quota/agent) write it in Unix time, one file each, which afloat quota
+// check merges and checks.
 //
 // An Event has a Kind (Admit, Lease, Install, …) and the fields that kind
 // carries; AppendJSON writes it as a line and ParseEvent reads one back,

@@ -29,7 +29,7 @@ func WithCost(f func(*http.Request) int64) MiddlewareOption {
 
 // WithNow makes the middleware read now for each request's instant instead
 // of the limiter's clock (Limiter.Now): for a runner that asks its limiter
-// everything on a clock of its own, such as quota/service's region agent,
+// everything on a clock of its own, such as quota/agent's region agent,
 // whose decision API, Envoy service and proxy share one clock. now returns
 // nanoseconds on the limiter's time line, as the methods that take now
 // expect.

@@ -16,7 +16,7 @@ import (
 )
 
 // tenantsAPI answers the tenants API's routes as a coordinator does
-// (quota/service's TenantsHandler; cmd/afloat's TestQuotaTenantsRoundTrip
+// (quota/coordinator/replica's TenantsHandler; cmd/afloat's TestQuotaTenantsRoundTrip
 // drives the real one on etcd): the leader with answer, a follower (answer
 // nil) with 503 {"error","leader"} naming whom leader returns. It counts
 // the requests and the tokens it saw.
@@ -36,7 +36,7 @@ func newTenantsAPI(t *testing.T, leader func() string, answer func(w http.Respon
 		w.Header().Set("Content-Type", "application/json")
 		if answer == nil {
 			w.WriteHeader(http.StatusServiceUnavailable)
-			json.NewEncoder(w).Encode(map[string]string{"error": "service: this coordinator is not the leader", "leader": leader()})
+			json.NewEncoder(w).Encode(map[string]string{"error": "replica: this coordinator is not the leader", "leader": leader()})
 			return
 		}
 		body, _ := io.ReadAll(r.Body)

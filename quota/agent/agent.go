@@ -1,0 +1,482 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/afloat/afloat/internal/hostcheck"
+	"github.com/afloat/afloat/quota"
+	"github.com/afloat/afloat/quota/config"
+	"github.com/afloat/afloat/quota/eventlog"
+	"github.com/afloat/afloat/quota/internal/ops"
+	"github.com/afloat/afloat/quota/region"
+	"github.com/afloat/afloat/quota/remote"
+)
+
+// Options configures an agent (New).
+type Options struct {
+	Config *config.Config
+	// Name is the region; it must be in the config's regions.
+	Name string
+	// Coordinators are the coordinators' URLs.
+	Coordinators []string
+	// Listen is the decision API's address (host:port).
+	Listen string
+	// EventLog, if not empty, is the event log's path.
+	EventLog string
+	// Logger logs what the agent does; required.
+	Logger *slog.Logger
+	// Ready, if not nil, is called with the API's address once it serves
+	// (and the gRPC service and the proxy, when asked for, serve too).
+	Ready func(addr string)
+	// GRPCListen, if not empty, is the address of Envoy's rate-limit
+	// service (GRPCServer; the config's envoy section).
+	GRPCListen string
+	// Upstream, if not empty, is the URL the reverse proxy on ProxyListen
+	// fronts (ProxyHandler; the config's proxy section).
+	Upstream    string
+	ProxyListen string
+	// Hosts are host names the decision API answers besides the loopback
+	// names and Listen's host (quota/internal/ops, hosts.go): what its clients call it by,
+	// such as a service's DNS name. Any other Host gets 421.
+	Hosts []string
+	// AllowRemote must be set for a Listen address beyond loopback: the
+	// decision API has no authentication, and whoever reaches it can
+	// spend any tenant's tokens. Run then logs a warning.
+	AllowRemote bool
+
+	clock        func() int64  // the agent's clock, for tests: a.now reads it instead of the limiter's
+	tenantsEvery time.Duration // how often the agent asks for its tenants; default tenantsEvery (tenants.go)
+}
+
+// Agent is a region agent: a region.Limiter for the tenants whose
+// traffic enters the region, renewing through the coordinators, and a
+// local decision API answering from local state only.
+type Agent struct {
+	o   Options
+	lim *region.Limiter
+	// tenants: immutable, swapped whole as the coordinator's list
+	// changes (tenants.go), so readers take no lock.
+	tenants atomic.Pointer[map[string]quota.Tenant]
+	start   time.Time // the limiter's clock is Unix start + lim.Now()
+	events  *eventlog.File
+
+	mu    sync.Mutex
+	using map[string]usingLease // tenant → the lease in use, for the event log
+
+	envoy   *envoyIndex   // nil without the config's envoy section
+	front   fronts        // the gRPC service and the proxy, while Run serves them
+	metrics *agentMetrics // GET /metrics (metrics.go)
+
+	// held is the coordinator's last refusal to attach, while another
+	// agent holds the region; nil once this one holds it (standby.go).
+	held      atomic.Pointer[quota.HeldError]
+	heldMu    sync.Mutex
+	heldSaid  time.Time // when the wait was last logged
+	heldTimes int       // refusals since
+
+	hosts *hostcheck.Names // the names the decision API answers
+}
+
+type usingLease struct {
+	id    uint64
+	until int64 // on the limiter's clock
+}
+
+// New checks the options and builds an agent; Run runs it.
+func New(o Options) (*Agent, error) {
+	if o.Config == nil || o.Logger == nil {
+		return nil, fmt.Errorf("%w: a config and a logger are required", config.ErrConfigFile)
+	}
+	if _, ok := o.Config.Regions[o.Name]; !ok {
+		return nil, fmt.Errorf("%w: --name %q: not in the config's regions", config.ErrConfigFile, o.Name)
+	}
+	if !o.AllowRemote && !hostcheck.ListenLoopback(o.Listen) {
+		return nil, fmt.Errorf("%w: --listen %s: beyond loopback, and the decision API has no authentication: "+
+			"whoever reaches it can spend any tenant's tokens; listen on 127.0.0.1 or [::1], or allow it explicitly (--allow-remote)",
+			config.ErrConfigFile, o.Listen)
+	}
+	hosts, err := ops.HostNames(o.Hosts, o.Listen)
+	if err != nil {
+		return nil, err
+	}
+	// The file's tenants of the region, until the coordinator's list
+	// comes (tenants.go); none is fine: the region waits for it.
+	ts := o.Config.TenantsOf(o.Name)
+	a := &Agent{o: o, using: map[string]usingLease{}, hosts: hosts}
+	names := make([]string, len(ts))
+	first := make(map[string]quota.Tenant, len(ts))
+	for i, t := range ts {
+		names[i] = t.Name
+		first[t.Name] = t
+	}
+	a.tenants.Store(&first) // the file's, until the coordinator answers
+	cfg := region.DefaultConfig(o.Name, names...)
+	cfg.Retry, cfg.MaxRetry = o.Config.Agent.Retry, o.Config.Agent.MaxRetry
+	cfg.Jitter = 0.2 // regions cut off together come back spread over a fifth of the interval
+	// Request numbers never repeat across restarts: the coordinator
+	// answers a number it has seen with the grant it gave it.
+	a.start = time.Now()
+	cfg.SeqBase = uint64(a.start.UnixMicro())
+	lim, err := region.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	a.lim = lim
+	if err := a.checkFronts(); err != nil {
+		return nil, err
+	}
+	a.metrics = newAgentMetrics(lim, a.now, func() bool { return a.held.Load() != nil })
+	return a, nil
+}
+
+// Limiter is the agent's limiter.
+func (a *Agent) Limiter() *region.Limiter { return a.lim }
+
+// now reads the agent's clock, on which it asks its limiter everything:
+// the limiter's own (Limiter.Now), or the one a test steps.
+func (a *Agent) now() int64 {
+	if a.o.clock != nil {
+		return a.o.clock()
+	}
+	return a.lim.Now()
+}
+
+func (a *Agent) unix(now int64) int64 { return a.start.UnixNano() + now }
+
+// Run runs the agent until ctx ends, then gives its leases back.
+func (a *Agent) Run(ctx context.Context) error {
+	o := a.o
+	log := o.Logger
+	client, err := remote.NewClient(remote.ClientConfig{
+		Endpoints: o.Coordinators, Region: o.Name, Token: o.Config.Regions[o.Name].Token,
+		OnNudge: a.lim.Nudge,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return fmt.Errorf("agent: --listen %s: %w", o.Listen, err)
+	}
+	if o.EventLog != "" {
+		if a.events, err = eventlog.OpenFile(o.EventLog); err != nil {
+			ln.Close()
+			return err
+		}
+		ops.WriteStarts(a.events, a.unix(a.now()), o.Config.QuotaTenants())
+	}
+	hs := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 10 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
+	serveErr := make(chan error, 3)
+	go func() { serveErr <- hs.Serve(ln) }()
+	if err := a.startFronts(serveErr); err != nil {
+		hs.Close()
+		a.events.Close() //nolint:errcheck // the error at hand says more
+		return err
+	}
+	log.Info("quota region: serving", "region", o.Name, "listen", ln.Addr().String(), "tenants", len(*a.tenants.Load()), "coordinators", o.Coordinators)
+	if w := o.listenWarning(ln.Addr().String()); w != "" {
+		log.Warn(w, "listen", ln.Addr().String(), "hosts", a.hosts.String())
+	}
+	if o.Ready != nil {
+		o.Ready(ln.Addr().String())
+	}
+
+	rctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var journalErr error
+	wg.Go(func() {
+		err := a.lim.Run(rctx, holdWatch{a.metrics.timed(client), a}, region.WithLogger(log), region.WithJournal(agentJournal{a}))
+		if errors.Is(err, region.ErrJournal) {
+			journalErr = err
+		}
+	})
+	wg.Go(func() { a.watch(rctx, client) })
+	wg.Go(func() { a.followTenants(rctx, client) })
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		runErr = fmt.Errorf("agent: serving: %w", err)
+	}
+	sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
+	hs.Shutdown(sctx) //nolint:errcheck
+	a.stopFronts(sctx)
+	scancel()
+	cancel()
+	wg.Wait()
+	// Every lease went back (Limiter.Run returns after giving them back)
+	// and nothing spends any more: detach, so that the next agent of the
+	// region (a rolling update's) need not wait for the leases to end.
+	a.detach(client)
+	if err := a.events.Close(); err != nil && runErr == nil {
+		runErr = err
+	}
+	if runErr == nil {
+		runErr = journalErr
+	}
+	st := a.lim.RunStats()
+	log.Info("quota region: stopped", "region", o.Name, "renewals", st.Renewals, "renew_failures", st.RenewFailures,
+		"returns", st.Returns, "return_failures", st.ReturnFailures, "journal_failures", st.JournalFailures)
+	return runErr
+}
+
+// listenWarning is what Run warns of when AllowRemote is set: that the
+// decision API, without authentication, is reachable beyond loopback; or
+// that the flag changes nothing on a loopback address.
+func (o *Options) listenWarning(addr string) string {
+	switch {
+	case !o.AllowRemote:
+		return ""
+	case !hostcheck.ListenLoopback(o.Listen):
+		return "quota region: the decision API listens beyond loopback and has no authentication: whoever reaches " +
+			addr + " can spend any tenant's tokens; let only the services it serves reach it"
+	}
+	return "quota region: --allow-remote with a loopback --listen changes nothing"
+}
+
+// agentJournal is the limiter's journal: the agent's event log, each
+// record written through to the file before the limiter goes on.
+type agentJournal struct{ a *Agent }
+
+func (j agentJournal) Installed(at int64, in region.Installed) error {
+	j.a.installed(at, in)
+	return j.a.events.Flush()
+}
+
+func (j agentJournal) Returned(at int64, ret quota.Return) error {
+	a := j.a
+	a.mu.Lock()
+	if u := a.using[ret.Tenant]; u.id == ret.LeaseID {
+		delete(a.using, ret.Tenant)
+	}
+	a.mu.Unlock()
+	a.events.Write(&eventlog.Event{T: a.unix(at), Kind: eventlog.Return, Tenant: ret.Tenant, Region: ret.Region, ID: ret.LeaseID, Balance: ret.Balance})
+	return a.events.Flush()
+}
+
+// holdWatch tells the agent what the coordinator says of its hold on the
+// region: a renewal refused because another agent holds it puts this one
+// on standby, and one answered ends that (standby.go).
+type holdWatch struct {
+	region.Coordinator
+	a *Agent
+}
+
+func (h holdWatch) Renew(ctx context.Context, req quota.Request) (quota.Grant, error) {
+	g, err := h.Coordinator.Renew(ctx, req)
+	switch {
+	case err == nil:
+		h.a.attached()
+	case ctx.Err() == nil:
+		h.a.refused(err)
+	}
+	return g, err
+}
+
+// installed logs an install, and what it ended.
+func (a *Agent) installed(at int64, in region.Installed) {
+	t := in.Lease.Tenant
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if u, ok := a.using[t]; ok {
+		if in.Dropped.ID == u.id {
+			a.events.Write(&eventlog.Event{T: a.unix(at), Kind: eventlog.Supersede, Tenant: t, Region: a.o.Name, ID: u.id})
+		} else {
+			// It ran out before the new one came.
+			a.events.Write(&eventlog.Event{T: a.unix(u.until), Kind: eventlog.Expire, Tenant: t, Region: a.o.Name, ID: u.id})
+		}
+	}
+	a.using[t] = usingLease{id: in.Lease.ID, until: in.Until}
+	a.events.Write(&eventlog.Event{T: a.unix(at), Kind: eventlog.Install, Tenant: t, Region: a.o.Name, ID: in.Lease.ID, Epoch: in.Lease.Epoch})
+}
+
+// watch logs leases that run out, and polls the coordinator for nudges.
+func (a *Agent) watch(ctx context.Context, client *remote.Client) {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	var lastPoll time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := a.now()
+		a.mu.Lock()
+		for tenant, u := range a.using {
+			if now >= u.until {
+				a.events.Write(&eventlog.Event{T: a.unix(u.until), Kind: eventlog.Expire, Tenant: tenant, Region: a.o.Name, ID: u.id})
+				delete(a.using, tenant)
+			}
+		}
+		a.mu.Unlock()
+		if time.Since(lastPoll) >= 250*time.Millisecond {
+			lastPoll = time.Now()
+			pctx, cancel := context.WithTimeout(ctx, time.Second)
+			err := client.Poll(pctx) // renewals report the coordinator's state; a poll, whether the region is ours
+			cancel()
+			if err == nil {
+				a.attached()
+			} else {
+				a.refused(err)
+			}
+		}
+	}
+}
+
+// AllowRequest is the body of POST /v1/allow.
+type AllowRequest struct {
+	Tenant   string `json:"tenant"`
+	Endpoint string `json:"endpoint"`
+	// N is how many requests to the endpoint, 1 to 1,000,000; absent, 1
+	// (0 is refused, not read as absent). The cost is N times the
+	// endpoint's cost.
+	N int64 `json:"n"`
+}
+
+// AllowAnswer is the answer of POST /v1/allow.
+type AllowAnswer struct {
+	Allowed bool `json:"allowed"`
+	// Remaining is the tokens left in the region's bucket for the tenant.
+	Remaining float64 `json:"remaining"`
+	// RetryAfter is, when refused, the seconds to wait (see
+	// region.Limiter.RetryAfter); RetryKnown says whether it is a
+	// promise or the bounded retry policy.
+	RetryAfter float64 `json:"retry_after"`
+	RetryKnown bool    `json:"retry_known"`
+}
+
+// maxAllowBody bounds a decision request.
+const maxAllowBody = 4 << 10
+
+// Handler is the decision API: POST /v1/allow, and GET /v1/status for a
+// look at the leases; GET /metrics, /healthz and /readyz as well. It
+// answers from local state only: no call to the coordinator is made for
+// a decision. It answers only requests whose Host is one of the agent's
+// names (quota/internal/ops, hosts.go; Options.Hosts), others 421.
+func (a *Agent) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/allow", a.allow)
+	mux.HandleFunc("GET /v1/status", a.status)
+	ops.Observe(mux, a.metrics.reg, a.regionReady) // GET /metrics, /healthz, /readyz (health.go, and quota/internal/ops)
+	return ops.HostGuard(a.hosts, "quota region", mux)
+}
+
+// bufs holds the decision API's buffers: a check allocates little, so
+// that garbage collection adds little to its tail.
+var bufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func (a *Agent) allow(w http.ResponseWriter, r *http.Request) {
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+		ops.HTTPError(w, http.StatusUnsupportedMediaType, fmt.Sprintf("quota region: Content-Type %q: want application/json", ct))
+		return
+	}
+	buf := bufs.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 2*maxAllowBody {
+			buf.Reset()
+			bufs.Put(buf)
+		}
+	}()
+	buf.Reset()
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxAllowBody)); err != nil {
+		ops.HTTPError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("quota region: body over %d bytes", maxAllowBody))
+		return
+	}
+	req, err := decodeAllow(buf.Bytes())
+	if err != nil {
+		ops.HTTPError(w, http.StatusBadRequest, fmt.Sprintf("quota region: body: want one object {\"tenant\",\"endpoint\",\"n\"}: %v", err))
+		return
+	}
+	t, ok := a.tenant(req.Tenant)
+	switch {
+	case !ok:
+		ops.HTTPError(w, http.StatusNotFound, fmt.Sprintf("quota region: tenant %q: not served in region %q", req.Tenant, a.o.Name))
+		return
+	case req.N < 1 || req.N > 1_000_000:
+		ops.HTTPError(w, http.StatusBadRequest, fmt.Sprintf("quota region: n %d: want 1 to 1000000", req.N))
+		return
+	case len(req.Endpoint) > 1024:
+		ops.HTTPError(w, http.StatusBadRequest, fmt.Sprintf("quota region: endpoint of %d bytes: want at most 1024", len(req.Endpoint)))
+		return
+	}
+	cost := req.N * t.Cost(req.Endpoint)
+	now := a.now()
+	var ans AllowAnswer
+	if a.lim.AllowAt(now, req.Tenant, cost) {
+		ans.Allowed = true
+		a.events.Write(&eventlog.Event{T: a.unix(now), Kind: eventlog.Admit, Tenant: req.Tenant, Region: a.o.Name, N: cost})
+	} else {
+		d, known := a.lim.RetryAfter(now, req.Tenant, cost)
+		ans.RetryAfter, ans.RetryKnown = math.Ceil(d.Seconds()*1000)/1000, known
+		a.events.Write(&eventlog.Event{T: a.unix(now), Kind: eventlog.Reject, Tenant: req.Tenant, Region: a.o.Name, N: cost})
+	}
+	st := a.lim.Status(now, req.Tenant)
+	ans.Remaining = st.Balance.Float()
+	out := appendAllowAnswer(buf.AvailableBuffer()[:0], ans)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	w.Write(out) //nolint:errcheck // the client went away
+}
+
+// appendAllowAnswer writes ans as encoding/json would (its four fields are
+// two bools and two finite floats), without its allocations.
+func appendAllowAnswer(out []byte, ans AllowAnswer) []byte {
+	out = append(out, `{"allowed":`...)
+	out = strconv.AppendBool(out, ans.Allowed)
+	out = append(out, `,"remaining":`...)
+	out = strconv.AppendFloat(out, ans.Remaining, 'f', -1, 64)
+	out = append(out, `,"retry_after":`...)
+	out = strconv.AppendFloat(out, ans.RetryAfter, 'f', -1, 64)
+	out = append(out, `,"retry_known":`...)
+	out = strconv.AppendBool(out, ans.RetryKnown)
+	return append(out, "}\n"...)
+}
+
+// TenantStatus is a tenant's line in GET /v1/status.
+type TenantStatus struct {
+	Tenant  string  `json:"tenant"`
+	Lease   uint64  `json:"lease"`
+	Epoch   uint64  `json:"epoch"`
+	Valid   bool    `json:"valid"`
+	Rate    float64 `json:"rate"`
+	Burst   float64 `json:"burst"`
+	Balance float64 `json:"balance"`
+	// ValidFor is the seconds the lease has left.
+	ValidFor float64 `json:"valid_for"`
+}
+
+func (a *Agent) status(w http.ResponseWriter, r *http.Request) {
+	now := a.now()
+	out := struct {
+		Region  string          `json:"region"`
+		Tenants []TenantStatus  `json:"tenants"`
+		Run     region.RunStats `json:"run"`
+	}{Region: a.o.Name, Run: a.lim.RunStats()}
+	for _, name := range a.lim.Tenants() {
+		st := a.lim.Status(now, name)
+		ts := TenantStatus{Tenant: name, Lease: st.Lease.ID, Epoch: st.Epoch, Valid: st.Valid,
+			Rate: st.Lease.Rate.Float(), Burst: st.Lease.Burst.Float(), Balance: st.Balance.Float()}
+		if st.Valid {
+			ts.ValidFor = time.Duration(st.Until - now).Seconds()
+		}
+		out.Tenants = append(out.Tenants, ts)
+		if len(out.Tenants) == 1000 {
+			break // a look, not a dump
+		}
+	}
+	ops.WriteJSON(w, out)
+}

@@ -1,0 +1,318 @@
+package agent
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/afloat/afloat/internal/hostcheck"
+	"github.com/afloat/afloat/quota/config"
+	"github.com/afloat/afloat/quota/eventlog"
+)
+
+// Limits of a ShouldRateLimit request, beyond which it is refused with
+// InvalidArgument: descriptors per request and hits per descriptor (the
+// decision API's bound on n); entries per descriptor and bytes per
+// domain, key or value are the config file's (config.MaxEnvoyEntries,
+// config.MaxEnvoyString).
+const (
+	maxEnvoyDescriptors = 64
+	maxEnvoyHits        = 1_000_000
+)
+
+// envoyIndex finds the rule for a descriptor: exact rules by key, rules
+// with a wildcard in order.
+type envoyIndex struct {
+	rules []config.EnvoyDescriptor
+	exact map[string]int
+	wild  []int // indices of rules with an empty value, in file order
+}
+
+func newEnvoyIndex(e *config.EnvoyConfig) *envoyIndex {
+	ix := &envoyIndex{rules: e.Descriptors, exact: map[string]int{}}
+	for i, d := range e.Descriptors {
+		wild := false
+		for _, en := range d.Entries {
+			wild = wild || en.Value == ""
+		}
+		if wild {
+			ix.wild = append(ix.wild, i)
+		} else {
+			ix.exact[config.EntriesKey(d.Entries)] = i
+		}
+	}
+	return ix
+}
+
+type rlsEntry struct{ k, v string }
+
+func (e rlsEntry) GetKeyValue() (string, string) { return e.k, e.v }
+
+// match returns the first rule matching entries, or -1.
+func (ix *envoyIndex) match(entries []rlsEntry) int {
+	best := -1
+	if i, ok := ix.exact[config.EntriesKey(entries)]; ok {
+		best = i
+	}
+	for _, i := range ix.wild {
+		if best >= 0 && i > best {
+			break
+		}
+		d := ix.rules[i]
+		if len(d.Entries) != len(entries) {
+			continue
+		}
+		ok := true
+		for j, en := range d.Entries {
+			if en.Key != entries[j].k || (en.Value != "" && en.Value != entries[j].v) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return i
+		}
+	}
+	return best
+}
+
+// rlsServer is the agent's envoy.service.ratelimit.v3.RateLimitService.
+type rlsServer struct {
+	rlsv3.UnimplementedRateLimitServiceServer
+	a *Agent
+}
+
+// GRPCServer returns a gRPC server that serves Envoy's rate-limit service
+// (envoy.service.ratelimit.v3.RateLimitService) from the agent's
+// limiter; Run serves one on Options.GRPCListen. It needs the
+// config's envoy section: without one it returns an error wrapping
+// ErrConfigFile.
+//
+// ShouldRateLimit answers each descriptor the config maps to a tenant
+// with OVER_LIMIT exactly when the region's limiter refuses hits times
+// the endpoint's cost (the descriptor's hits_addend, else the request's,
+// else 1), and OK otherwise, spending as it admits; a descriptor the
+// config does not map is OK and spends nothing. The overall code is
+// OVER_LIMIT when any descriptor is. As with Envoy's ratelimit service,
+// the descriptors admitted in a request that is over the limit as a
+// whole have spent their tokens. Bad requests (an empty or other domain,
+// no descriptor or more than 64, entries out of range, hits above
+// 1000000, negative hits, a limit override) are refused whole, before
+// anything is spent, with InvalidArgument naming the field; a deadline
+// already past, with DeadlineExceeded.
+func (a *Agent) GRPCServer() (*grpc.Server, error) {
+	if a.envoy == nil {
+		return nil, fmt.Errorf("%w: --grpc-listen: the config has no envoy section (docs/quota.md, \"Envoy and reverse proxy\")", config.ErrConfigFile)
+	}
+	opts := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(256 << 10),
+		grpc.MaxConcurrentStreams(1024),
+		grpc.ConnectionTimeout(10 * time.Second),
+	}
+	if tok := a.o.Config.Envoy.Token; tok != "" {
+		opts = append(opts, grpc.UnaryInterceptor(bearer(tok)))
+	}
+	s := grpc.NewServer(opts...)
+	rlsv3.RegisterRateLimitServiceServer(s, &rlsServer{a: a})
+	return s, nil
+}
+
+// bearer refuses calls without "authorization: Bearer TOKEN". The token
+// is compared in constant time and never echoed.
+func bearer(token string) grpc.UnaryServerInterceptor {
+	want := []byte("Bearer " + token)
+	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		md, _ := metadata.FromIncomingContext(ctx)
+		got := md.Get("authorization")
+		if len(got) != 1 || subtle.ConstantTimeCompare([]byte(got[0]), want) != 1 {
+			return nil, status.Error(codes.Unauthenticated, "quota region: want metadata authorization: Bearer <envoy.token>")
+		}
+		return h(ctx, req)
+	}
+}
+
+// envoyCall is a descriptor resolved: rule -1 for none.
+type envoyCall struct {
+	rule   int
+	tenant string
+	cost   int64 // per hit
+	hits   int64
+}
+
+func invalid(format string, args ...any) error {
+	return status.Errorf(codes.InvalidArgument, "quota region: "+format, args...)
+}
+
+// ShouldRateLimit implements rlsv3.RateLimitServiceServer.
+func (s *rlsServer) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	a := s.a
+	e := &a.o.Config.Envoy
+	switch d := req.GetDomain(); {
+	case d == "":
+		return nil, invalid("domain: empty: want %q", e.Domain)
+	case d != e.Domain:
+		if len(d) > 64 {
+			d = d[:64] + "…"
+		}
+		return nil, invalid("domain %q: this agent serves domain %q", d, e.Domain)
+	}
+	ds := req.GetDescriptors()
+	if len(ds) == 0 || len(ds) > maxEnvoyDescriptors {
+		return nil, invalid("descriptors: %d: want 1 to %d", len(ds), maxEnvoyDescriptors)
+	}
+	hits := int64(req.GetHitsAddend())
+	if hits == 0 {
+		hits = 1 // Envoy: unset means 1
+	}
+	if hits > maxEnvoyHits {
+		return nil, invalid("hits_addend %d: want 0 (for 1) to %d", hits, maxEnvoyHits)
+	}
+	calls := make([]envoyCall, len(ds))
+	var entries []rlsEntry
+	for i, d := range ds {
+		es := d.GetEntries()
+		if len(es) == 0 || len(es) > config.MaxEnvoyEntries {
+			return nil, invalid("descriptors[%d].entries: %d: want 1 to %d", i, len(es), config.MaxEnvoyEntries)
+		}
+		entries = entries[:0]
+		for j, en := range es {
+			k, v := en.GetKey(), en.GetValue()
+			if k == "" || len(k) > config.MaxEnvoyString || len(v) > config.MaxEnvoyString {
+				return nil, invalid("descriptors[%d].entries[%d]: key of %d bytes, value of %d: want a key of 1 to %d bytes, a value of at most %d",
+					i, j, len(k), len(v), config.MaxEnvoyString, config.MaxEnvoyString)
+			}
+			entries = append(entries, rlsEntry{k, v})
+		}
+		if d.GetLimit() != nil {
+			return nil, invalid("descriptors[%d].limit: overrides are not supported: the region's lease sets the limit", i)
+		}
+		if d.GetIsNegativeHits() {
+			return nil, invalid("descriptors[%d].is_negative_hits: not supported: spent tokens are not given back", i)
+		}
+		c := envoyCall{rule: a.envoy.match(entries), hits: hits}
+		if h := d.GetHitsAddend(); h != nil {
+			v := h.GetValue()
+			if v < 1 || v > maxEnvoyHits {
+				return nil, invalid("descriptors[%d].hits_addend %d: want 1 to %d", i, v, maxEnvoyHits)
+			}
+			c.hits = int64(v)
+		}
+		if c.rule >= 0 {
+			r := e.Descriptors[c.rule]
+			t, ok := a.tenant(r.Tenant)
+			if !ok {
+				return nil, status.Errorf(codes.FailedPrecondition, "quota region: descriptors[%d]: tenant %q (envoy.descriptors[%d]): not served in region %q",
+					i, r.Tenant, c.rule, a.o.Name)
+			}
+			c.tenant, c.cost = r.Tenant, t.Cost(r.Endpoint)
+		}
+		calls[i] = c
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
+
+	now := a.now()
+	resp := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK, Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(calls))}
+	var head *rlsv3.RateLimitResponse_DescriptorStatus // the one the headers describe
+	var retry time.Duration
+	for i, c := range calls {
+		if c.rule < 0 {
+			resp.Statuses[i] = &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
+			continue
+		}
+		cost := c.hits * c.cost
+		ok := a.lim.AllowAt(now, c.tenant, cost)
+		st := a.lim.Status(now, c.tenant)
+		var rate float64 // the region's share now: none without a valid lease
+		if st.Valid {
+			rate = st.Lease.Rate.Float()
+		}
+		ds := &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK,
+			CurrentLimit: &rlsv3.RateLimitResponse_RateLimit{
+				Name:            c.tenant,
+				RequestsPerUnit: clampU32(rate / float64(c.cost)),
+				Unit:            rlsv3.RateLimitResponse_RateLimit_SECOND,
+			},
+			LimitRemaining: clampU32(st.Balance.Float() / float64(c.cost)),
+		}
+		if ok {
+			a.events.Write(&eventlog.Event{T: a.unix(now), Kind: eventlog.Admit, Tenant: c.tenant, Region: a.o.Name, N: cost})
+			// A token bucket's window "resets" when it is full again.
+			var full time.Duration
+			if rate > 0 {
+				full = time.Duration(math.Ceil(max(0, st.Lease.Burst.Float()-st.Balance.Float()) / rate * 1e9))
+			}
+			ds.DurationUntilReset = durationpb.New(full)
+		} else {
+			a.events.Write(&eventlog.Event{T: a.unix(now), Kind: eventlog.Reject, Tenant: c.tenant, Region: a.o.Name, N: cost})
+			d, _ := a.lim.RetryAfter(now, c.tenant, cost)
+			ds.Code = rlsv3.RateLimitResponse_OVER_LIMIT
+			ds.DurationUntilReset = durationpb.New(d)
+			resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
+			retry = max(retry, d)
+		}
+		resp.Statuses[i] = ds
+		// The headers describe the tightest descriptor: over the limit
+		// first, then the fewest remaining (Envoy's ratelimit service
+		// reports the one with the least remaining, too).
+		if head == nil || tighter(ds, head) {
+			head = ds
+		}
+	}
+	if head != nil && e.Headers != "none" {
+		prefix := "x-ratelimit-"
+		if e.Headers == "ratelimit" {
+			prefix = "ratelimit-"
+		}
+		hv := func(k, v string) *corev3.HeaderValue { return &corev3.HeaderValue{Key: k, Value: v} }
+		resp.ResponseHeadersToAdd = []*corev3.HeaderValue{
+			hv(prefix+"limit", strconv.FormatUint(uint64(head.CurrentLimit.RequestsPerUnit), 10)),
+			hv(prefix+"remaining", strconv.FormatUint(uint64(head.LimitRemaining), 10)),
+			hv(prefix+"reset", strconv.Itoa(ceilSeconds(head.DurationUntilReset.AsDuration(), 0))),
+		}
+		if resp.OverallCode == rlsv3.RateLimitResponse_OVER_LIMIT {
+			resp.ResponseHeadersToAdd = append(resp.ResponseHeadersToAdd, hv("retry-after", strconv.Itoa(ceilSeconds(retry, 1))))
+		}
+	}
+	return resp, nil
+}
+
+// tighter says whether x is the tighter status: over the limit first,
+// then the fewest remaining.
+func tighter(x, y *rlsv3.RateLimitResponse_DescriptorStatus) bool {
+	xo, yo := x.Code == rlsv3.RateLimitResponse_OVER_LIMIT, y.Code == rlsv3.RateLimitResponse_OVER_LIMIT
+	if xo != yo {
+		return xo
+	}
+	return x.LimitRemaining < y.LimitRemaining
+}
+
+// ceilSeconds rounds d up to whole seconds, at least least.
+func ceilSeconds(d time.Duration, least int) int {
+	return max(least, int(math.Ceil(d.Seconds())))
+}
+
+func clampU32(x float64) uint32 {
+	switch {
+	case !(x > 0):
+		return 0
+	case x >= math.MaxUint32:
+		return math.MaxUint32
+	}
+	return uint32(x)
+}
+
+// isLoopback says whether a listen address binds loopback only.
+func isLoopback(addr string) bool { return hostcheck.ListenLoopback(addr) }

@@ -1,0 +1,94 @@
+package agent
+
+import (
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/afloat/afloat/quota"
+	"github.com/afloat/afloat/quota/config"
+	"github.com/afloat/afloat/quota/internal/ops"
+	"github.com/afloat/afloat/quota/internal/opstest"
+)
+
+// TestRegionReadiness: a region agent is ready once it holds a valid
+// lease for every tenant it serves, not before.
+func TestRegionReadiness(t *testing.T) {
+	cfg, err := config.ParseConfig([]byte(opstest.ConfigFile("metrics.yaml")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(Options{Config: cfg, Name: "eu", Coordinators: []string{"http://127.0.0.1:1"},
+		Listen: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(a.Handler())
+	defer ts.Close()
+	grant := func(tenant string, id uint64) {
+		now := a.now()
+		req, err := a.lim.Request(now, tenant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := a.lim.Install(now, quota.Grant{Lease: quota.Lease{ID: id, Tenant: tenant, Region: "eu", Epoch: 1,
+			Rate: 10 * quota.One, Burst: 10 * quota.One}, Seq: req.Seq, ValidFor: time.Hour, Margin: time.Second})
+		if !in.OK() {
+			t.Fatal(in.Outcome)
+		}
+	}
+	for i, step := range []struct {
+		grant string
+		code  int
+		want  ops.Readiness
+	}{
+		{"", 503, ops.Readiness{Waiting: []string{"acme", "beta"}, Missing: 2}},
+		{"acme", 503, ops.Readiness{Waiting: []string{"beta"}, Missing: 1}},
+		{"beta", 200, ops.Readiness{Ready: true}},
+	} {
+		if step.grant != "" {
+			grant(step.grant, uint64(i))
+		}
+		code, rd := opstest.Readyz(t, ts.URL)
+		if code != step.code || !opstest.SameReadiness(rd, step.want) {
+			t.Errorf("step %d: /readyz = %d %+v, want %d %+v", i, code, rd, step.code, step.want)
+		}
+		if code := opstest.Healthz(t, ts.URL); code != 200 {
+			t.Errorf("step %d: /healthz = %d", i, code)
+		}
+	}
+	s := opstest.Scrape(t, ts.URL)
+	if v := s.Must(t, "afloat_quota_region_lease_valid", "tenant", "beta", "region", "eu"); v != 1 {
+		t.Fatalf("lease_valid of beta: %v", v)
+	}
+}
+
+// TestMonotonic: a counter read lower than last time reports the last
+// value; a series missing from a scrape is forgotten.
+func TestMonotonic(t *testing.T) {
+	var m monotonic
+	d := prometheus.NewDesc("x", "x", nil, nil)
+	a, b := seriesKey{d: d, a: "acme"}, seriesKey{d: d, a: "beta"}
+	for i, step := range []struct {
+		keys []seriesKey
+		vals []float64
+		want []float64
+	}{
+		{[]seriesKey{a, b}, []float64{10, 5}, []float64{10, 5}},
+		{[]seriesKey{a, b}, []float64{9, 7}, []float64{10, 7}},  // a read racing requests: held
+		{[]seriesKey{a}, []float64{12}, []float64{12}},          // beta gone
+		{[]seriesKey{a, b}, []float64{12, 1}, []float64{12, 1}}, // beta back, from its new count
+	} {
+		m.begin()
+		for j, k := range step.keys {
+			if got := m.at(k, step.vals[j]); got != step.want[j] {
+				t.Errorf("step %d: at(%v, %v) = %v, want %v", i, k, step.vals[j], got, step.want[j])
+			}
+		}
+		m.end()
+	}
+}

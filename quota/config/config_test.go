@@ -1,0 +1,87 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestConfigErrorsNameTheField: every refusal names its field and the
+// range.
+func TestConfigErrorsNameTheField(t *testing.T) {
+	for i, tc := range []struct{ file, want string }{
+		{"", "the file is empty"},
+		{"regions: [", "yaml"},
+		{good + "\nbogus: 1\n", "field bogus not found"},
+		{strings.Replace(good, "rate: 500", "rate: -1", 1), "tenants[0].rate -1: want above 0"},
+		{strings.Replace(good, "rate: 500", "rate: .nan", 1), "tenants[0].rate NaN"},
+		{strings.Replace(good, "burst: 6000", "burst: 1e13", 1), "tenants[0].burst 1e+13: want 0 to 1e12"},
+		{strings.Replace(good, "{name: acme,", "{name: acme, mode: soft,", 1), `tenants[0].mode "soft": want hard or best-effort`},
+		{strings.Replace(good, "{name: acme,", "{name: acme, regions: [eu, mars],", 1), `tenants[0].regions[1] "mars": not in regions`},
+		{strings.Replace(good, "{name: acme,", "{name: acme, emergency: 5,", 1), "tenants[0]: quota: invalid configuration: tenant \"acme\": emergency allowance 5 in hard mode"},
+		{strings.Replace(good, "{name: acme,", "{name: acme, lease_duration: 1ms,", 1), "lease duration 1ms: want 100ms to 1h"},
+		{good + "  - {name: acme, rate: 1, burst: 1}\n", `tenants[1].name "acme": already tenants[0]`},
+		{strings.Replace(good, `"eu-token-0123456789"`, `"short"`, 1), "regions.eu.token: 5 bytes: want at least 16"},
+		{strings.Replace(good, `"eu-token-0123456789"`, `"us-token-0123456789"`, 1), "regions.us.token: the same as regions.eu.token"},
+		{"regions: {}\ntenants: [{name: a, rate: 1}]\n", "regions: 0: want 1 to 64"},
+		{strings.Replace(good, "tenants:\n  - {name: acme, rate: 500, burst: 6000}", "tenants: []", 1), "tenants: 0: want 1 to 100000"},
+		{good + "etcd: {session_ttl: 9999}\n", "etcd.session_ttl 9999: want 1 to 600"},
+		{good + "etcd: {max_txn_ops: 2}\n", "etcd.max_txn_ops 2: want 8 to 1000000"},
+		{good + "etcd: {prefix: nope}\n", `etcd.prefix "nope": want a path starting with /`},
+		{good + "agent: {retry: 5s, max_retry: 1s}\n", "agent.retry 5s, agent.max_retry 1s"},
+		{good + "operators: {alice: {token: short}}\n", "operators.alice.token: 5 bytes: want at least 16"},
+		{good + "operators: {alice: {token: \"eu-token-0123456789\"}}\n", "operators.alice.token: the same as regions.eu.token"},
+		{good + "operators: {\"a b\": {token: \"alice-token-0123456789\"}}\n", `operators: name "a b"`},
+		{good + "operators: {alice: {token: \"alice-token-0123456789\", token_file: x}}\n", "operators.alice: token and token_file: give one"},
+	} {
+		_, err := ParseConfig([]byte(tc.file))
+		if !errors.Is(err, ErrConfigFile) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("step %d: %v, want ErrConfigFile naming %q", i, err, tc.want)
+		}
+	}
+	cfg, err := ParseConfig([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Cluster != "afloat" || cfg.Agent.Retry == 0 || len(cfg.TenantsOf("us")) != 1 {
+		t.Fatalf("defaults: %+v", cfg)
+	}
+	// JSON is a config file too.
+	if _, err := ParseConfig([]byte(`{"regions":{"eu":{"token":"eu-token-0123456789"}},"tenants":[{"name":"a","rate":1,"burst":1}]}`)); err != nil {
+		t.Fatalf("JSON: %v", err)
+	}
+	// A token file.
+	dir := t.TempDir()
+	tok := filepath.Join(dir, "eu.token")
+	os.WriteFile(tok, []byte("eu-token-from-a-file\n"), 0o600)
+	path := filepath.Join(dir, "q.yaml")
+	os.WriteFile(path, []byte("regions: {eu: {token_file: "+tok+"}}\ntenants: [{name: a, rate: 1, burst: 1}]\n"), 0o600)
+	cfg, err = LoadConfig(path)
+	if err != nil || cfg.Regions["eu"].Token != "eu-token-from-a-file" {
+		t.Fatalf("token file: %v %+v", err, cfg)
+	}
+	if _, err := LoadConfig(filepath.Join(dir, "missing.yaml")); !errors.Is(err, ErrConfigFile) {
+		t.Fatalf("a missing file: %v", err)
+	}
+}
+
+// FuzzParseConfig: no input panics, and what parses validates.
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte(good))
+	f.Add([]byte(`{"regions":{"eu":{"token":"eu-token-0123456789"}},"tenants":[{"name":"a","rate":1,"burst":1}]}`))
+	f.Add([]byte("regions: [\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := ParseConfig(data)
+		if err != nil {
+			if !errors.Is(err, ErrConfigFile) {
+				t.Fatalf("error %v does not wrap ErrConfigFile", err)
+			}
+			return
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("a parsed config does not validate: %v", err)
+		}
+	})
+}

@@ -1,0 +1,153 @@
+package replica
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/afloat/afloat/quota"
+	"github.com/afloat/afloat/quota/config"
+	"github.com/afloat/afloat/quota/coordinator"
+	"github.com/afloat/afloat/quota/internal/ops"
+	"github.com/afloat/afloat/quota/internal/opstest"
+)
+
+// TestCoordinatorReadiness: /readyz of a replica in each state — no
+// leader known, a follower of a known leader, a candidate that has won
+// but not loaded the ledger, the leader — and /healthz in all of them.
+func TestCoordinatorReadiness(t *testing.T) {
+	cfg, err := config.ParseConfig([]byte(opstest.ConfigFile("metrics.yaml")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		srv    *coordinator.Server
+		leader string
+	)
+	const self = "http://self:7070"
+	current := func() *coordinator.Server { return srv }
+	m := newCoordMetrics(current)
+	ts := httptest.NewServer(m.handler(http.NotFoundHandler(), coordReady(current, func() string { return leader }, self)))
+	defer ts.Close()
+
+	led, err := coordinator.NewServer(context.Background(), coordinator.Config{Tenants: cfg.QuotaTenants()}, coordinator.NewMemLedger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		leader string
+		srv    *coordinator.Server
+		code   int
+		want   ops.Readiness
+		gauge  float64
+	}{
+		{"", nil, 503, ops.Readiness{Role: "follower"}, 0},
+		{"http://other:7070", nil, 200, ops.Readiness{Ready: true, Role: "follower", Leader: "http://other:7070"}, 0},
+		{self, nil, 503, ops.Readiness{Role: "candidate", Leader: self}, 0},
+		{self, led, 200, ops.Readiness{Ready: true, Role: "leader", Leader: self, Epoch: 1}, 1},
+	} {
+		leader, srv = tc.leader, tc.srv
+		code, rd := opstest.Readyz(t, ts.URL)
+		if code != tc.code || !opstest.SameReadiness(rd, tc.want) {
+			t.Errorf("step %d: /readyz = %d %+v, want %d %+v", i, code, rd, tc.code, tc.want)
+		}
+		if g := opstest.Scrape(t, ts.URL).Must(t, "afloat_quota_coordinator_leader"); g != tc.gauge {
+			t.Errorf("step %d: leader gauge %v, want %v", i, g, tc.gauge)
+		}
+		if code := opstest.Healthz(t, ts.URL); code != 200 {
+			t.Errorf("step %d: /healthz = %d", i, code)
+		}
+	}
+	// The API behind is still reached; the health routes are GET-only.
+	for _, tc := range []struct {
+		method, path string
+		code         int
+	}{
+		{"GET", "/v1/anything", 404},
+		{"POST", "/metrics", 405},
+		{"POST", "/readyz", 405},
+		{"DELETE", "/healthz", 405},
+	} {
+		req, _ := http.NewRequest(tc.method, ts.URL+tc.path, strings.NewReader("{}"))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.code {
+			t.Errorf("%s %s: %d, want %d", tc.method, tc.path, resp.StatusCode, tc.code)
+		}
+	}
+}
+
+// TestCoordinatorMetricsFollowTenants: a tenant created through the
+// leader's API shows in the next scrape, and is gone from the one after
+// its deletion — the collector reads the leader's own list.
+func TestCoordinatorMetricsFollowTenants(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg, err := config.ParseConfig([]byte(opstest.ConfigFile("metrics.yaml")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := coordinator.NewServer(ctx, coordinator.Config{Tenants: cfg.QuotaTenants()}, coordinator.NewMemLedger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { srv.Run(ctx); close(done) }() //nolint:errcheck // ends with ctx
+	defer func() { cancel(); <-done }()
+	current := func() *coordinator.Server { return srv }
+	ts := httptest.NewServer(newCoordMetrics(current).handler(http.NotFoundHandler(), coordReady(current, func() string { return "" }, "")))
+	defer ts.Close()
+	const rate = "afloat_quota_coordinator_tenant_rate_tokens_per_second"
+	if _, ok := opstest.Scrape(t, ts.URL).Value(rate, "tenant", "gamma"); ok {
+		t.Fatal("gamma before it exists")
+	}
+	gamma := quota.Tenant{Name: "gamma", Rate: 7 * quota.One, Burst: 70 * quota.One, Regions: []string{"eu"}}.WithDefaults()
+	if _, err := srv.PutTenant(ctx, gamma, "test", true, 0); err != nil {
+		t.Fatal(err)
+	}
+	s := opstest.Scrape(t, ts.URL)
+	if v := s.Must(t, rate, "tenant", "gamma"); v != 7 {
+		t.Fatalf("gamma's R: %v, want 7", v)
+	}
+	if v := s.Must(t, "afloat_quota_coordinator_share_rate_tokens_per_second", "tenant", "gamma", "region", "eu"); v != 0 {
+		t.Fatalf("gamma's share before any renewal: %v", v)
+	}
+	if err := srv.DeleteTenant(ctx, "gamma", "test", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := opstest.Scrape(t, ts.URL).Value(rate, "tenant", "gamma"); ok {
+		t.Fatal("gamma after its deletion")
+	}
+	if v := opstest.Scrape(t, ts.URL).Must(t, rate, "tenant", "acme"); v != 10 {
+		t.Fatalf("acme's R: %v", v)
+	}
+}
+
+// TestScrapeSurvivesABadLabel: a tenant name Prometheus refuses (not
+// UTF-8) costs its own series, not the scrape (with the default error
+// handling the whole scrape would be a 500) or the process.
+func TestScrapeSurvivesABadLabel(t *testing.T) {
+	srv, err := coordinator.NewServer(context.Background(), coordinator.Config{Tenants: []quota.Tenant{
+		{Name: "ok", Rate: quota.One, Burst: quota.One, Regions: []string{"eu"}},
+		{Name: "bad\xff", Rate: quota.One, Burst: quota.One, Regions: []string{"eu"}},
+	}}, coordinator.NewMemLedger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	current := func() *coordinator.Server { return srv }
+	m := newCoordMetrics(current)
+	ts := httptest.NewServer(m.handler(http.NotFoundHandler(), coordReady(current, func() string { return "" }, "")))
+	defer ts.Close()
+	s := opstest.Scrape(t, ts.URL)
+	if v := s.Must(t, "afloat_quota_coordinator_tenant_rate_tokens_per_second", "tenant", "ok"); v != 1 {
+		t.Fatalf("the good tenant's R: %v", v)
+	}
+	if v := s.Must(t, "afloat_quota_coordinator_leader"); v != 1 {
+		t.Fatalf("leader: %v", v)
+	}
+}

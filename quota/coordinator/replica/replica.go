@@ -1,0 +1,301 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/afloat/afloat/quota"
+	"github.com/afloat/afloat/quota/config"
+	"github.com/afloat/afloat/quota/coordinator"
+	"github.com/afloat/afloat/quota/etcdledger"
+	"github.com/afloat/afloat/quota/etcdmember"
+	"github.com/afloat/afloat/quota/eventlog"
+	"github.com/afloat/afloat/quota/internal/ops"
+	"github.com/afloat/afloat/quota/remote"
+)
+
+// Options configures a replica (Run).
+type Options struct {
+	Config *config.Config
+	// Listen is the address of the API (host:port).
+	Listen string
+	// Advertise is the URL regions reach this coordinator at, announced
+	// in the election so that followers can name the leader; default
+	// http://Listen.
+	Advertise string
+	// Etcd lists the etcd cluster's client URLs; empty starts an embedded
+	// single member in DataDir.
+	Etcd    []string
+	DataDir string
+	// EventLog, if not empty, is the event log's path.
+	EventLog string
+	// Logger logs what the process does; required.
+	Logger *slog.Logger
+	// Ready, if not nil, is called with the API's address once it serves.
+	Ready func(addr string)
+	// Hosts are host names the API answers besides the loopback names,
+	// Listen's host and Advertise's host (quota/internal/ops, hosts.go): the names regions
+	// and operators call it by (their --coordinator URLs). Any other
+	// Host gets 421.
+	Hosts []string
+
+	metrics *coordMetrics // set by Run, for lead
+}
+
+// Run runs one coordinator replica until ctx ends: it serves
+// the API at once — as a follower, answering 503 with the leader's
+// address — and campaigns for the lead; while it leads it grants, every
+// grant written to etcd before it is answered. Losing the lead (a
+// successor fenced it, or its etcd session expired) sends it back to
+// campaigning. Several replicas on one etcd cluster fail over to each
+// other.
+func Run(ctx context.Context, o Options) error {
+	if o.Config == nil || o.Logger == nil {
+		return fmt.Errorf("%w: a config and a logger are required", config.ErrConfigFile)
+	}
+	log := o.Logger
+	hosts, err := ops.HostNames(o.Hosts, o.Listen)
+	if err != nil {
+		return err
+	}
+	if o.Advertise != "" {
+		u, err := url.Parse(o.Advertise)
+		if err != nil || u.Host == "" {
+			return fmt.Errorf("%w: --advertise %q: want http(s)://host:port", config.ErrConfigFile, o.Advertise)
+		}
+		hosts.AddHostPort(u.Host)
+	}
+	endpoints := o.Etcd
+	maxOps := o.Config.Etcd.MaxTxnOps
+	if len(endpoints) == 0 {
+		dir := o.DataDir
+		if dir == "" {
+			dir = etcdmember.DefaultDataDir()
+		}
+		log.Info("quota coordinator: starting the embedded etcd", "data_dir", dir)
+		m, err := etcdmember.StartMember(ctx, etcdmember.MemberConfig{Name: "afloat", DataDir: dir})
+		if err != nil && ctx.Err() != nil {
+			log.Info("quota coordinator: stopped while etcd was starting")
+			return nil // asked to stop (SIGTERM) while starting: stopped as asked
+		}
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		log.Info("quota coordinator: embedded etcd", "data_dir", dir, "client_url", m.ClientURL)
+		endpoints = []string{m.ClientURL}
+		if maxOps == 0 {
+			maxOps = etcdmember.DefaultEmbeddedMaxTxnOps
+		}
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints: endpoints, DialTimeout: 3 * time.Second,
+		DialKeepAliveTime: time.Second, DialKeepAliveTimeout: time.Second,
+		Logger: zap.NewNop(),
+	})
+	if err != nil {
+		return fmt.Errorf("replica: etcd client: %w", err)
+	}
+	defer cli.Close()
+
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return fmt.Errorf("replica: --listen %s: %w", o.Listen, err)
+	}
+	advertise := o.Advertise
+	if advertise == "" {
+		advertise = "http://" + ln.Addr().String()
+	}
+	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ledger, err := etcdledger.Open(octx, etcdledger.Config{
+		Client: cli, Prefix: o.Config.Etcd.Prefix, Cluster: o.Config.Cluster, Candidate: advertise,
+		SessionTTL: o.Config.Etcd.SessionTTL, MaxTxnOps: maxOps,
+	})
+	cancel()
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer ledger.Close()
+
+	var events *eventlog.File
+	if o.EventLog != "" {
+		if events, err = eventlog.OpenFile(o.EventLog); err != nil {
+			ln.Close()
+			return err
+		}
+		defer events.Close()
+		ops.WriteStarts(events, time.Now().UnixNano(), o.Config.QuotaTenants())
+	}
+
+	var (
+		current atomic.Pointer[coordinator.Server]
+		leader  atomic.Value // string: the leader's URL as last read
+	)
+	leader.Store("")
+	o.metrics = newCoordMetrics(current.Load)
+	mail := &remote.Mailbox{}
+	h, err := remote.Handler(remote.HandlerConfig{
+		Tokens: o.Config.Tokens(), Nudges: mail, Logger: log,
+		Lead: func() (remote.Backend, string) {
+			if s := current.Load(); s != nil {
+				return s, ""
+			}
+			return nil, leader.Load().(string)
+		},
+	})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	h = withTenantsAPI(h, o.Config, &current, &leader, log)
+	h = o.metrics.handler(h, coordReady(current.Load, func() string { return leader.Load().(string) }, advertise))
+	h = ops.HostGuard(hosts, "quota coordinator", h)
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 15 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(ln) }()
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		hs.Shutdown(sctx) //nolint:errcheck
+		cancel()
+	}()
+	log.Info("quota coordinator: serving", "listen", ln.Addr().String(), "advertise", advertise, "etcd", endpoints)
+	if o.Ready != nil {
+		o.Ready(ln.Addr().String())
+	}
+
+	// Followers learn where the leader is, for the regions they turn away.
+	go func() {
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			lctx, cancel := context.WithTimeout(ctx, time.Second)
+			if l, err := ledger.Leader(lctx); err == nil {
+				leader.Store(l)
+			} else if errors.Is(err, etcdledger.ErrNotLeader) {
+				leader.Store("") // none leads: /readyz says so
+			}
+			cancel()
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		select {
+		case err := <-serveErr:
+			return fmt.Errorf("replica: serving: %w", err)
+		default:
+		}
+		began := time.Now()
+		err := lead(ctx, o, ledger, events, mail, &current, log)
+		if ctx.Err() != nil {
+			break
+		}
+		if time.Since(began) > 10*time.Second {
+			backoff = 100 * time.Millisecond // it led a while: campaign again at once
+		}
+		log.Warn("quota coordinator: not leading; campaigning again", "err", err, "after", backoff)
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second) // etcd unreachable: do not spin
+	}
+	return nil
+}
+
+// lead campaigns, and once it wins, serves as the leader until it loses.
+func lead(ctx context.Context, o Options, ledger *etcdledger.Ledger, events *eventlog.File,
+	mail *remote.Mailbox, current *atomic.Pointer[coordinator.Server], log *slog.Logger) error {
+	var srv *coordinator.Server
+	opts := []coordinator.ServerOption{
+		coordinator.WithNudges(mail.Put),
+		coordinator.WithLogger(log),
+	}
+	if events != nil {
+		opts = append(opts, coordinator.WithJournal(coordJournal{events, func() time.Time { return srv.Start() }}))
+	}
+	log.Info("quota coordinator: campaigning")
+	var err error
+	srv, err = coordinator.NewServer(ctx, coordinator.Config{Tenants: o.Config.QuotaTenants()}, o.metrics.ledger(ledger), opts...)
+	if err != nil {
+		return err
+	}
+	epoch := srv.Epoch()
+	log.Info("quota coordinator: leading", "epoch", epoch)
+	// The leases restored from the ledger, so that a check of the logs
+	// stops counting the older ones the ledger no longer holds: a leader
+	// killed between a write to etcd and its line in the log loses the line
+	// (an end, say), not the write.
+	live := srv.LiveIDs()
+	if live == nil {
+		live = []uint64{}
+	}
+	events.Write(&eventlog.Event{T: time.Now().UnixNano(), Kind: eventlog.Restart, Epoch: epoch, Live: &live})
+	writeLoaded(events, time.Now().UnixNano(), srv.Tenants())
+	events.Flush() //nolint:errcheck
+
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-ledger.Lost():
+			log.Warn("quota coordinator: etcd session lost; stepping down", "epoch", epoch)
+			cancel()
+		case <-rctx.Done():
+		}
+	}()
+	current.Store(srv)
+	err = srv.Run(rctx)
+	current.Store(nil)
+	if errors.Is(err, quota.ErrStaleEpoch) {
+		events.Write(&eventlog.Event{T: time.Now().UnixNano(), Kind: eventlog.Fenced, Epoch: epoch})
+	}
+	return err
+}
+
+// coordJournal is a coordinator's event log as its journal: the lines of a
+// transaction's steps, flushed before their calls are answered, so that
+// no grant a region installs is missing from the log; a failed write
+// fails the calls.
+type coordJournal struct {
+	events *eventlog.File
+	start  func() time.Time // the server's Start, for its clock in Unix time
+}
+
+func (j coordJournal) Append(entries []coordinator.Entry) error {
+	unix := func(d time.Duration) int64 { return j.start().UnixNano() + int64(d) }
+	for _, en := range entries {
+		at, s := unix(en.At), en.Step
+		for _, e := range s.Ended {
+			j.events.Write(&eventlog.Event{T: at, Kind: eventlog.End, Tenant: e.Lease.Tenant, Region: e.Lease.Region,
+				ID: e.Lease.ID, Epoch: e.Lease.Epoch, Why: string(e.Why)})
+		}
+		if l := s.Granted; l.ID != 0 {
+			j.events.Write(&eventlog.Event{T: at, Kind: eventlog.Lease, Tenant: l.Tenant, Region: l.Region, ID: l.ID, Epoch: l.Epoch,
+				Rate: l.Rate, Burst: l.Burst, Transfer: l.Transfer, Activates: unix(l.Activates), Expires: unix(l.Expires)})
+		}
+		writeTenantChange(j.events, at, s.Tenant)
+		if s.Credit > 0 {
+			j.events.Write(&eventlog.Event{T: at, Kind: eventlog.Credit, Tenant: s.Returned.Tenant, Region: s.Returned.Region,
+				ID: s.Returned.LeaseID, Balance: s.Credit})
+		}
+	}
+	return j.events.Flush()
+}

@@ -1,0 +1,48 @@
+package replica
+
+import (
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/afloat/afloat/quota/config"
+	"github.com/afloat/afloat/quota/coordinator"
+	"github.com/afloat/afloat/quota/eventlog"
+)
+
+// writeTenantChange writes an operator's change to a tenant, so that the
+// checker follows R and B over the run.
+func writeTenantChange(l *eventlog.File, at int64, ch *coordinator.TenantChange) {
+	if l == nil || ch == nil {
+		return
+	}
+	for _, e := range eventlog.TenantChangeEvents(at, ch.Op, ch.By, ch.Old, ch.New, ch.Dropped) {
+		l.Write(&e)
+	}
+}
+
+// writeLoaded writes what a new leader read from its ledger: a tenant
+// event each, so that a log that begins after a change still has the
+// limits.
+func writeLoaded(l *eventlog.File, at int64, recs []coordinator.TenantRecord) {
+	for _, r := range recs {
+		e := eventlog.TenantEvent(at, "load", r.By, r.Tenant)
+		l.Write(&e)
+	}
+}
+
+// withTenantsAPI serves the tenants API beside the regions' API h.
+func withTenantsAPI(h http.Handler, cfg *config.Config, current *atomic.Pointer[coordinator.Server], leader *atomic.Value, log *slog.Logger) http.Handler {
+	mux := http.NewServeMux()
+	t := TenantsHandler(cfg, func() (TenantBackend, string) {
+		if s := current.Load(); s != nil {
+			return s, ""
+		}
+		l, _ := leader.Load().(string)
+		return nil, l
+	}, log)
+	mux.Handle("/v1/tenants", t)
+	mux.Handle("/v1/tenants/", t)
+	mux.Handle("/", h)
+	return mux
+}

@@ -1,0 +1,75 @@
+package etcdmember
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+)
+
+// MemberConfig configures one embedded etcd member: the zero-setup
+// coordinator's single member, or one member of a cluster in a process of
+// its own (afloat quota etcd, which the end-to-end test runs three of).
+type MemberConfig struct {
+	Name    string
+	DataDir string
+	// ClientURL and PeerURL are where the member listens (http://127.0.0.1:port);
+	// empty: a free loopback port, kept in the data directory so that a
+	// restart listens where it did.
+	ClientURL, PeerURL string
+	// AdvertisePeerURL is what other members dial (a proxy's address, in
+	// the end-to-end test); default PeerURL. AdvertiseClientURL likewise.
+	AdvertisePeerURL, AdvertiseClientURL string
+	// InitialCluster is name=peerURL,... for a new cluster; default this
+	// member alone.
+	InitialCluster string
+	// TickMs and ElectionMs are etcd's heartbeat interval and election
+	// timeout; defaults 50 and 500: a dead etcd leader costs well under a
+	// second, and sessions can be 1 s (etcd grants ⌈1.5 × 500 ms⌉).
+	TickMs, ElectionMs uint
+	// MaxTxnOps is the member's limit on the operations of a transaction
+	// (etcd's --max-txn-ops); default DefaultEmbeddedMaxTxnOps.
+	MaxTxnOps uint
+	// AllowRemote lets ClientURL and PeerURL listen beyond loopback.
+	// Without it StartMember refuses them: the embedded member has no
+	// authentication and no TLS, and whoever reaches its client port can
+	// rewrite the ledger and the tenants with etcdctl, bypassing the
+	// operators' tokens. (On loopback, every local user of the machine
+	// can: docs/quota.md, "Who can reach the embedded etcd".)
+	AllowRemote bool
+}
+
+// DefaultEmbeddedMaxTxnOps is an embedded member's limit on the operations
+// of a transaction: 1,024 rather than etcd's 128, so that the coordinator
+// writes a burst of renewals in fewer, larger transactions (each costs a
+// raft round and an fsync, whatever its size).
+const DefaultEmbeddedMaxTxnOps = 1024
+
+// ErrConfig: a MemberConfig the member cannot start with (no data
+// directory, a URL that is not http://host:port or beyond loopback
+// without AllowRemote); the message names the field.
+var ErrConfig = errors.New("etcdmember: invalid member config")
+
+// ErrDataDirInUse: another process runs on the data directory.
+var ErrDataDirInUse = errors.New("etcdmember: the data directory is in use by another process")
+
+// ErrDataDirDamaged: the embedded etcd's data directory is damaged — its
+// WAL missing or cut short, its database cut short or not one — so that
+// etcd would hang, crash, or start over the old data. StartMember checks
+// before it starts etcd and names what it found.
+var ErrDataDirDamaged = errors.New("etcdmember: the data directory is damaged")
+
+// EmbeddedEtcd says whether this binary can run an embedded etcd. The
+// embedded server (go.etcd.io/etcd/server/v3/embed) is built only with
+// the build tag embedetcd: it more than doubles a cold build of
+// cmd/afloat, and a new user's first go run of
+// the console must stay quick (docs/quota.md, "Build").
+const EmbeddedEtcd = embeddedEtcd
+
+// DefaultDataDir is the embedded etcd's default data directory.
+func DefaultDataDir() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	return filepath.Join(dir, "afloat", "quota-etcd")
+}

@@ -1,0 +1,280 @@
+package servicetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/afloat/afloat/quota/agent"
+	"github.com/afloat/afloat/quota/config"
+	"github.com/afloat/afloat/quota/coordinator/replica"
+	"github.com/afloat/afloat/quota/etcdmember"
+	"github.com/afloat/afloat/quota/eventlog"
+	"github.com/afloat/afloat/quota/internal/opstest"
+)
+
+// StartTimeout bounds how long a process may take to serve: an embedded
+// etcd member on a loaded machine takes seconds, never a minute.
+const StartTimeout = 60 * time.Second
+
+// Cluster is a quota cluster inside one test: an embedded etcd member,
+// started on first need, coordinator replicas and region agents, each on
+// a free loopback port, their data directories and event logs in the
+// test's temporary directory. The test's cleanup stops them all, agents
+// first, and waits for them. Its methods are called from the test's
+// goroutine.
+type Cluster struct {
+	// Config is the cluster's config file, given to every process.
+	Config *config.Config
+	// Dir is the cluster's folder (the test's temporary directory).
+	Dir string
+	// Log receives the processes' logs; default discarded.
+	Log *slog.Logger
+
+	t      testing.TB
+	ctx    context.Context
+	cancel context.CancelFunc
+	member *etcdmember.Member
+	procs  sync.WaitGroup
+	agents sync.WaitGroup
+	logs   []string
+	// coordinators are the URLs of the coordinators started.
+	coordinators []string
+	n            int // processes started, to name their files
+}
+
+// New returns an empty cluster on cfg, a config file's contents, which
+// must parse (a test that checks a bad file calls config.ParseConfig
+// itself). Nothing runs until the test starts it.
+func New(t testing.TB, cfg string) *Cluster {
+	t.Helper()
+	c := &Cluster{Config: opstest.MustConfig(t, cfg), Dir: t.TempDir(), Log: opstest.QuietLog(), t: t}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	t.Cleanup(func() {
+		c.cancel()
+		c.agents.Wait() // an agent gives its leases back to a coordinator still up
+		c.procs.Wait()
+		if c.member != nil {
+			c.member.Close()
+		}
+	})
+	return c
+}
+
+// Etcd returns the client URL of the cluster's embedded etcd member,
+// starting it on the first call. The test is skipped in a binary built
+// without the tag embedetcd.
+func (c *Cluster) Etcd() string {
+	c.t.Helper()
+	if c.member == nil {
+		if !etcdmember.EmbeddedEtcd {
+			c.t.Skip("servicetest: an embedded etcd member needs -tags embedetcd")
+		}
+		m, err := etcdmember.StartMember(c.ctx, etcdmember.MemberConfig{Name: "servicetest", DataDir: filepath.Join(c.Dir, "etcd")})
+		if err != nil {
+			c.t.Fatalf("servicetest: etcd: %v", err)
+		}
+		c.member = m
+	}
+	return c.member.ClientURL
+}
+
+// Process is a coordinator replica or a region agent the cluster runs.
+type Process struct {
+	// Addr is the address its API serves on (host:port); URL is
+	// http://Addr.
+	Addr, URL string
+	// EventLog is the path of its event log.
+	EventLog string
+
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+// Stop stops the process and waits for it to end; it returns what its
+// run returned. Stopping twice is stopping once.
+func (p *Process) Stop() error {
+	p.cancel()
+	<-p.done
+	return p.err
+}
+
+// Done is closed once the process has ended.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Coordinator starts a coordinator replica and returns once its API
+// serves. Fields of o left zero are the cluster's: its config and log,
+// a free loopback port, an event log in Dir, and the cluster's etcd
+// member unless o names Etcd endpoints or a DataDir (then the replica
+// starts an embedded member of its own there, as afloat quota coordinator
+// does without --etcd). An error from the run after it served fails the
+// test, unless the test stopped it (Process.Stop returns it).
+func (c *Cluster) Coordinator(o replica.Options) *Process {
+	c.t.Helper()
+	c.defaults(&o.Config, &o.Logger, &o.Listen, &o.EventLog, "coordinator")
+	if len(o.Etcd) == 0 && o.DataDir == "" {
+		o.Etcd = []string{c.Etcd()}
+	}
+	p := c.process(o.EventLog)
+	user := o.Ready
+	ready := make(chan string, 1)
+	o.Ready = func(addr string) {
+		if user != nil {
+			user(addr)
+		}
+		ready <- addr
+	}
+	ctx := c.start(p, &c.procs)
+	go func() {
+		defer close(p.done)
+		p.err = replica.Run(ctx, o)
+		c.report(ctx, "coordinator", p.err)
+	}()
+	c.await(p, ready, "coordinator")
+	c.coordinators = append(c.coordinators, p.URL)
+	return p
+}
+
+// Agent is a region agent the cluster runs.
+type Agent struct {
+	*agent.Agent
+	Process
+}
+
+// Agent builds a region agent with agent.New, starts it, and returns once
+// its decision API serves. Fields of o left zero are the cluster's: its
+// config and log, a free loopback port, an event log in Dir, and as
+// coordinators the URLs of every coordinator the cluster started.
+// Setup, if not nil, is called with the agent before it runs (for a
+// test's own hooks, set through the package's export_test.go).
+func (c *Cluster) Agent(o agent.Options, setup func(*agent.Agent)) *Agent {
+	c.t.Helper()
+	c.defaults(&o.Config, &o.Logger, &o.Listen, &o.EventLog, "region-"+o.Name)
+	if len(o.Coordinators) == 0 {
+		o.Coordinators = c.coordinators
+	}
+	user := o.Ready
+	ready := make(chan string, 1)
+	o.Ready = func(addr string) {
+		if user != nil {
+			user(addr)
+		}
+		ready <- addr
+	}
+	a, err := agent.New(o)
+	if err != nil {
+		c.t.Fatalf("servicetest: agent %s: %v", o.Name, err)
+	}
+	if setup != nil {
+		setup(a)
+	}
+	p := c.process(o.EventLog)
+	ctx := c.start(p, &c.agents)
+	go func() {
+		defer close(p.done)
+		p.err = a.Run(ctx)
+		c.report(ctx, "agent "+o.Name, p.err)
+	}()
+	c.await(p, ready, "agent "+o.Name)
+	return &Agent{Agent: a, Process: *p}
+}
+
+func (c *Cluster) defaults(cfg **config.Config, log **slog.Logger, listen, eventLog *string, name string) {
+	if *cfg == nil {
+		*cfg = c.Config
+	}
+	if *log == nil {
+		*log = c.Log
+	}
+	if *listen == "" {
+		*listen = "127.0.0.1:0"
+	}
+	if *eventLog == "" {
+		c.n++
+		*eventLog = filepath.Join(c.Dir, fmt.Sprintf("%s-%d.jsonl", name, c.n))
+	}
+}
+
+func (c *Cluster) process(eventLog string) *Process {
+	c.logs = append(c.logs, eventLog)
+	return &Process{EventLog: eventLog, done: make(chan struct{})}
+}
+
+// start derives the process's context from the cluster's and counts the
+// process in wg until it ends.
+func (c *Cluster) start(p *Process, wg *sync.WaitGroup) context.Context {
+	ctx, cancel := context.WithCancel(c.ctx)
+	p.cancel = cancel
+	wg.Add(1)
+	go func() {
+		<-p.done
+		cancel()
+		wg.Done()
+	}()
+	return ctx
+}
+
+// report fails the test with an error a process returned on its own.
+func (c *Cluster) report(ctx context.Context, who string, err error) {
+	if err != nil && ctx.Err() == nil {
+		c.t.Errorf("servicetest: %s: %v", who, err)
+	}
+}
+
+func (c *Cluster) await(p *Process, ready <-chan string, who string) {
+	c.t.Helper()
+	select {
+	case p.Addr = <-ready:
+		p.URL = "http://" + p.Addr
+	case <-p.done:
+		c.t.Fatalf("servicetest: %s ended before it served: %v", who, p.err)
+	case <-time.After(StartTimeout):
+		p.Stop() //nolint:errcheck // the timeout is the error
+		c.t.Fatalf("servicetest: %s did not serve within %v", who, StartTimeout)
+	}
+}
+
+// EventLogs are the paths of the event logs of every process started.
+func (c *Cluster) EventLogs() []string { return c.logs }
+
+// Check reads every process's event log, merges them and checks them
+// as afloat quota check does; it returns the report and the merged
+// events. Call it once the processes have stopped, or their last lines
+// may not be written yet.
+func (c *Cluster) Check() (eventlog.Report, []eventlog.Event) {
+	c.t.Helper()
+	var all collect
+	for _, path := range c.logs {
+		f, err := os.Open(path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // a process that ended before it opened its log
+		}
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		err = eventlog.ReadLog(f, &all)
+		f.Close()
+		if err != nil {
+			c.t.Fatalf("servicetest: %s: %v", path, err)
+		}
+	}
+	events := eventlog.Merge(all.events)
+	chk := eventlog.NewChecker()
+	var end int64
+	for i := range events {
+		chk.Write(&events[i])
+		end = max(end, events[i].T)
+	}
+	return chk.Finish(end), events
+}
+
+type collect struct{ events []eventlog.Event }
+
+func (c *collect) Write(e *eventlog.Event) { c.events = append(c.events, *e) }
