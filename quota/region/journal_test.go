@@ -130,10 +130,12 @@ func TestJournal(t *testing.T) {
 		var wg sync.WaitGroup
 		wg.Go(func() { runErr = l.Run(ctx, c, region.WithJournal(j), region.WithLogger(logger)) })
 
-		// step waits until acme's lease changes, up to a lease's length.
-		step := func(i int) quota.Lease {
+		// step waits until acme's lease is another than was, up to a
+		// lease's length. The test names the lease it waits to see
+		// replaced: read from the limiter, the first step could start
+		// after the first lease was installed and wait for the second.
+		step := func(i int, was uint64) quota.Lease {
 			t.Helper()
-			was := l.Status(l.Now(), "acme").Lease.ID
 			for range 100 {
 				time.Sleep(100 * time.Millisecond)
 				synctest.Wait()
@@ -147,8 +149,8 @@ func TestJournal(t *testing.T) {
 
 		// Two renewals: each install recorded, the lease replaced given
 		// back after its record.
-		first := step(0)
-		second := step(1)
+		first := step(0, 0)
+		second := step(1, first.ID)
 		if in := j.installed(); len(in) != 2 || in[0].Lease.ID != first.ID || in[1].Lease.ID != second.ID || in[1].Dropped.ID != first.ID {
 			t.Fatalf("installs recorded %+v, want leases %d then %d, replacing it", in, first.ID, second.ID)
 		}
@@ -159,8 +161,8 @@ func TestJournal(t *testing.T) {
 		// The journal fails for two renewals: the leases are used all the
 		// same, the ones they replace not given back.
 		j.fail(true)
-		third := step(2)
-		fourth := step(3)
+		third := step(2, second.ID)
+		fourth := step(3, third.ID)
 		if !l.Allow("acme", 1) {
 			t.Fatal("acme refused under a lease whose record failed")
 		}
@@ -180,7 +182,7 @@ func TestJournal(t *testing.T) {
 
 		// It writes again: so does Run, and says so.
 		j.fail(false)
-		fifth := step(4)
+		fifth := step(4, fourth.ID)
 		if in := j.installed(); len(in) != 3 || in[2].Lease.ID != fifth.ID || in[2].Dropped.ID != fourth.ID {
 			t.Fatalf("installs recorded %+v, want lease %d last, replacing %d", in, fifth.ID, fourth.ID)
 		}
