@@ -1,83 +1,83 @@
 package regionhttp_test
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/afloat/afloat/quota"
-	"github.com/afloat/afloat/quota/coordinator"
 	"github.com/afloat/afloat/quota/region"
 	"github.com/afloat/afloat/quota/region/regionhttp"
 )
 
 // TestMiddleware: 429 with Retry-After, known (the next refill) or the
-// bounded policy (no lease); 403 for an unknown tenant. The region renews
-// through an in-process coordinator, in virtual time (synctest).
+// bounded policy (no lease); 403 for an unknown tenant; a request's cost
+// from WithCost. On explicit time (WithNow), as the limiter's own tests.
 func TestMiddleware(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		eu, err := region.New(region.DefaultConfig("eu", "acme"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv, err := coordinator.NewServer(ctx, coordinator.Config{Tenants: []quota.Tenant{
-			{Name: "acme", Rate: 500 * quota.One, Burst: 6000 * quota.One, Regions: []string{"eu"}}}}, coordinator.NewMemLedger())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := regionhttp.Middleware(eu, nil); !errors.Is(err, quota.ErrConfig) {
-			t.Fatalf("Middleware(eu, nil): %v, want quota.ErrConfig", err)
-		}
-		// The tenant comes from what the request proved: here an API key.
-		keys := map[string]string{"key-acme": "acme", "key-mallory": "mallory"}
-		mw, err := regionhttp.Middleware(eu, func(r *http.Request) string { return keys[r.Header.Get("Authorization")] },
-			regionhttp.WithCost(func(r *http.Request) int64 {
-				if r.URL.Path == "/export" {
-					return 100
-				}
-				return 1
-			}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
-		get := func(path, tenant string) *httptest.ResponseRecorder {
-			rec := httptest.NewRecorder()
-			req := httptest.NewRequest("GET", path, nil)
-			req.Header.Set("Authorization", "key-"+tenant)
-			h.ServeHTTP(rec, req)
-			return rec
-		}
-		// No lease yet: the bounded policy.
-		rec := get("/", "acme")
-		if rec.Code != 429 || rec.Header().Get("Retry-After") != "1" || !strings.Contains(rec.Body.String(), "no valid lease") {
-			t.Fatalf("no lease: %d %q %q", rec.Code, rec.Header().Get("Retry-After"), rec.Body.String())
-		}
-		if rec := get("/", "mallory"); rec.Code != 403 {
-			t.Fatalf("unknown tenant: %d", rec.Code)
-		}
-		go srv.Run(ctx)
-		go eu.Run(ctx, srv)
-		time.Sleep(2 * time.Second) // a lease, and two seconds of refill
-		if rec := get("/", "acme"); rec.Code != 200 {
-			t.Fatalf("with a lease: %d %s", rec.Code, rec.Body)
-		}
-		for get("/export", "acme").Code == 200 {
-		}
-		rec = get("/export", "acme")
-		ra := rec.Header().Get("Retry-After")
-		if rec.Code != 429 || ra == "" || ra == "0" || !strings.Contains(rec.Body.String(), "next refill") {
-			t.Fatalf("exhausted: %d %q %q", rec.Code, ra, rec.Body.String())
-		}
-	})
+	eu, err := region.New(region.DefaultConfig("eu", "acme"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := regionhttp.Middleware(eu, nil); !errors.Is(err, quota.ErrConfig) {
+		t.Fatalf("Middleware(eu, nil): %v, want quota.ErrConfig", err)
+	}
+	var now int64
+	// The tenant comes from what the request proved: here an API key.
+	keys := map[string]string{"key-acme": "acme", "key-mallory": "mallory"}
+	mw, err := regionhttp.Middleware(eu, func(r *http.Request) string { return keys[r.Header.Get("Authorization")] },
+		regionhttp.WithNow(func() int64 { return now }),
+		regionhttp.WithCost(func(r *http.Request) int64 {
+			if r.URL.Path == "/export" {
+				return 100
+			}
+			return 1
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	get := func(path, tenant string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", path, nil)
+		req.Header.Set("Authorization", "key-"+tenant)
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	// No lease yet: the bounded policy.
+	rec := get("/", "acme")
+	if rec.Code != 429 || rec.Header().Get("Retry-After") != "1" || !strings.Contains(rec.Body.String(), "no valid lease") {
+		t.Fatalf("no lease: %d %q %q", rec.Code, rec.Header().Get("Retry-After"), rec.Body.String())
+	}
+	if rec := get("/", "mallory"); rec.Code != 403 {
+		t.Fatalf("unknown tenant: %d", rec.Code)
+	}
+	// A lease of 500 a second, its burst of 1,000 transferred: after a
+	// request of 1 token, 9 exports of 100 pass; the tenth lacks a token,
+	// 2 ms away: Retry-After 1.
+	req, err := eu.Request(now, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in := eu.Install(now, quota.Grant{Lease: quota.Lease{ID: 1, Tenant: "acme", Region: "eu", Epoch: 1,
+		Rate: 500 * quota.One, Burst: 1000 * quota.One, Transfer: 1000 * quota.One}, Seq: req.Seq, ValidFor: time.Hour, Margin: time.Second}); !in.OK() {
+		t.Fatalf("install: %v", in.Outcome)
+	}
+	if rec := get("/", "acme"); rec.Code != 200 || rec.Body.String() != "ok" {
+		t.Fatalf("with a lease: %d %s", rec.Code, rec.Body)
+	}
+	exports := 0
+	for get("/export", "acme").Code == 200 {
+		exports++
+	}
+	rec = get("/export", "acme")
+	ra := rec.Header().Get("Retry-After")
+	if exports != 9 || rec.Code != 429 || ra != "1" || !strings.Contains(rec.Body.String(), "next refill") {
+		t.Fatalf("exhausted after %d exports: %d %q %q; want 9, then 429 with Retry-After 1 and the next refill", exports, rec.Code, ra, rec.Body.String())
+	}
 }
 
 // TestMiddlewareWithNow: a middleware given a clock (WithNow) decides on
