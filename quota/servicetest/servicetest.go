@@ -196,12 +196,12 @@ func (c *Cluster) MemoryCoordinator() *Process {
 	ctx := c.start(p, &c.procs)
 	srv, err := coordinator.NewServer(ctx, coordinator.Config{Tenants: c.Config.QuotaTenants()}, coordinator.NewMemLedger())
 	if err != nil {
-		p.cancel()
+		close(p.done) // ends it for the cluster's cleanup
 		c.t.Fatalf("servicetest: memory coordinator: %v", err)
 	}
 	h, err := remote.Handler(remote.HandlerConfig{Tokens: c.Config.Tokens(), Lead: func() (remote.Backend, string) { return srv, "" }})
 	if err != nil {
-		p.cancel()
+		close(p.done) // ends it for the cluster's cleanup
 		c.t.Fatalf("servicetest: memory coordinator: %v", err)
 	}
 	c.serve(ctx, p, "memory coordinator", h, srv.Run)
@@ -227,7 +227,7 @@ func (c *Cluster) serve(ctx context.Context, p *Process, who string, h http.Hand
 	c.t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		p.cancel()
+		close(p.done) // ends it for the cluster's cleanup
 		c.t.Fatalf("servicetest: %s: %v", who, err)
 	}
 	hs := &http.Server{Handler: h}
