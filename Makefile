@@ -272,6 +272,7 @@ fuzz:
 	$(GO) test ./quota/remote -run '^$$' -fuzz '^FuzzRenewBody$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/remote -run '^$$' -fuzz '^FuzzRegionTenantsAnswer$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/remote -run '^$$' -fuzz '^FuzzRegionAttach$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./quota/remote -run '^$$' -fuzz '^FuzzParseEndpoints$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/coordinator/replica -run '^$$' -fuzz '^FuzzDecodeTenantSpec$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/agent -run '^$$' -fuzz '^FuzzShouldRateLimit$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/agent -run '^$$' -fuzz '^FuzzCanonicalPath$$' -fuzztime $(FUZZTIME)

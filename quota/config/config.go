@@ -113,8 +113,12 @@ var (
 	ErrInvalidTenant = errors.New("config: invalid tenant")
 )
 
-// LoadConfig reads and validates a config file.
+// LoadConfig reads and validates a config file. An empty path is refused
+// as a file not given, not read as no tenants.
 func LoadConfig(path string) (*Config, error) {
+	if path == "" {
+		return nil, fmt.Errorf("%w: no file given: want the cluster's YAML or JSON file (docs/quota.md, \"Deployment\")", ErrConfigFile)
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfigFile, err)
