@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/url"
 	"os"
@@ -43,38 +42,6 @@ func runBounded(t *testing.T, bin string, args ...string) (int, string) {
 		t.Fatal(err)
 	}
 	return cmd.ProcessState.ExitCode(), errOut.String()
-}
-
-// copyTree copies the directory from into to.
-func copyTree(t *testing.T, from, to string) {
-	t.Helper()
-	err := filepath.WalkDir(from, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(from, path)
-		dst := filepath.Join(to, rel)
-		if d.IsDir() {
-			return os.MkdirAll(dst, 0o700)
-		}
-		in, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return err
-		}
-		return out.Close()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // coordinatorArgs are the arguments of a coordinator on the walkthrough's
@@ -147,7 +114,9 @@ func TestQuotaCoordinatorDamagedDataDir(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "data")
-			copyTree(t, good, dir)
+			if err := os.CopyFS(dir, os.DirFS(good)); err != nil {
+				t.Fatal(err)
+			}
 			tc.damage(dir)
 			status, errOut := runBounded(t, bin, coordinatorArgs(dir)...)
 			want := append([]string{"afloat quota coordinator: etcdmember: the data directory is damaged: " + filepath.Join(dir, "etcd")}, tc.want...)
@@ -169,7 +138,9 @@ func TestQuotaCoordinatorDamagedDataDir(t *testing.T) {
 	// The intact copy still starts: the checks refuse only damage.
 	t.Run("intact", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "data")
-		copyTree(t, good, dir)
+		if err := os.CopyFS(dir, os.DirFS(good)); err != nil {
+			t.Fatal(err)
+		}
 		leadsAndStops(t, bin, dir)
 	})
 }

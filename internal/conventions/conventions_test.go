@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -33,32 +34,47 @@ type pkg struct {
 // the build constraints that a walk of the folders would not. The tag
 // embedetcd is on, as make test has it for the quota's etcd tests: the
 // etcd ledger's example needs the embedded server and runs there.
+// The listing is made once for all the tests that read it: each go list
+// of the module costs more than the test that reads it.
 func listPackages(t *testing.T) []pkg {
 	t.Helper()
-	pkgs := goList(t, "github.com/afloat/afloat/...")
+	pkgs, err := modulePackages()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(pkgs) < 10 {
 		t.Fatalf("go list found %d packages: not the module", len(pkgs))
 	}
 	return pkgs
 }
 
+var modulePackages = sync.OnceValues(func() ([]pkg, error) { return list("github.com/afloat/afloat/...") })
+
 // goList returns what go list says of the packages the patterns name.
 func goList(t *testing.T, patterns ...string) []pkg {
 	t.Helper()
+	pkgs, err := list(patterns...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pkgs
+}
+
+func list(patterns ...string) ([]pkg, error) {
 	out, err := exec.Command("go", append([]string{"list", "-tags", "embedetcd", "-json"}, patterns...)...).Output()
 	if err != nil {
-		t.Fatalf("go list: %v", err)
+		return nil, fmt.Errorf("go list: %w", err)
 	}
 	var pkgs []pkg
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for dec.More() {
 		var p pkg
 		if err := dec.Decode(&p); err != nil {
-			t.Fatal(err)
+			return nil, fmt.Errorf("go list: %w", err)
 		}
 		pkgs = append(pkgs, p)
 	}
-	return pkgs
+	return pkgs, nil
 }
 
 // harnesses are public packages whose every call takes the test's

@@ -4,7 +4,6 @@ package agent_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -30,7 +29,7 @@ func TestCoordinatorAndRegion(t *testing.T) {
 	c.Coordinator(replica.Options{DataDir: dir})
 
 	// The same data directory again: refused, and why.
-	err := replica.Run(context.Background(), replica.Options{Config: c.Config, Listen: "127.0.0.1:0", DataDir: dir, Logger: c.Log})
+	err := c.CoordinatorRefused(replica.Options{DataDir: dir})
 	if !errors.Is(err, etcdmember.ErrDataDirInUse) || !strings.Contains(err.Error(), "is locked") {
 		t.Fatalf("a second coordinator on one data directory: %v", err)
 	}

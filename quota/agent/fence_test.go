@@ -3,15 +3,11 @@
 package agent_test
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,27 +29,6 @@ tenants:
 agent: {retry: 500ms, max_retry: 2s}
 `
 
-// load sends requests of 5 tokens to an agent's decision API every 2 ms
-// or so (about 2,500 tokens a second, against R = 200 for the tenant)
-// until ctx ends, counting what it admitted.
-func load(ctx context.Context, wg *sync.WaitGroup, base string, admitted *atomic.Int64) {
-	client := &http.Client{Timeout: 2 * time.Second}
-	wg.Go(func() {
-		for ctx.Err() == nil {
-			resp, err := client.Post(base+"/v1/allow", "application/json", strings.NewReader(`{"tenant":"acme","n":5}`))
-			if err == nil {
-				var ans agent.AllowAnswer
-				json.NewDecoder(resp.Body).Decode(&ans) //nolint:errcheck
-				resp.Body.Close()
-				if ans.Allowed {
-					admitted.Add(5)
-				}
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
-	})
-}
-
 // TestTwoAgentsOneRegion: two agents run with --name eu beside an agent
 // of us, against a coordinator on an embedded etcd, every agent loaded
 // far above R. The second eu agent is refused at attach and stands by —
@@ -72,26 +47,22 @@ func TestTwoAgentsOneRegion(t *testing.T) {
 	coord := c.Coordinator(replica.Options{})
 	firstAgent := c.Agent(agent.Options{Name: "eu"}, nil)
 	usAgent := c.Agent(agent.Options{Name: "us"}, nil)
-	first, us := firstAgent.URL, usAgent.URL
+	first := firstAgent.URL
 	opstest.WaitFor(t, "the first eu agent ready", func() bool { code, _ := opstest.Readyz(t, first); return code == 200 })
 	var secondLog opstest.Buffer
 	secondAgent := c.Agent(agent.Options{Name: "eu", Logger: slog.New(slog.NewTextHandler(&secondLog, nil))}, nil)
 	second := secondAgent.URL
 
-	trafficCtx, stopTraffic := context.WithCancel(context.Background())
-	defer stopTraffic()
-	var traffic sync.WaitGroup
-	var firstAdmitted, secondAdmitted, usAdmitted atomic.Int64
-	load(trafficCtx, &traffic, first, &firstAdmitted)
-	load(trafficCtx, &traffic, second, &secondAdmitted)
-	load(trafficCtx, &traffic, us, &usAdmitted)
+	// Requests of 5 tokens every 2 ms or so into each agent: about 2,500
+	// tokens a second, against R = 200 for the tenant.
+	firstLoad, secondLoad, usLoad := firstAgent.Load("acme", 5), secondAgent.Load("acme", 5), usAgent.Load("acme", 5)
 
 	time.Sleep(3 * time.Second)
 	code, rd := opstest.Readyz(t, second)
 	if code != 503 || !strings.Contains(rd.Standby, "region eu is held by another agent") {
 		t.Errorf("the second eu agent's /readyz while the first holds eu: %d %+v", code, rd)
 	}
-	if n := secondAdmitted.Load(); n != 0 {
+	if n := secondLoad.Admitted(); n != 0 {
 		t.Errorf("the second eu agent admitted %d tokens while the first held eu", n)
 	}
 	if secondAgent.Limiter().RunStats().Installed != 0 {
@@ -100,15 +71,16 @@ func TestTwoAgentsOneRegion(t *testing.T) {
 	if got := secondLog.String(); strings.Count(got, "waiting until its leases end") != 1 {
 		t.Errorf("the second agent's log: want the wait said once:\n%s", got)
 	}
-	during := firstAdmitted.Load()
+	during := firstLoad.Admitted()
 
 	opstest.Must(t, firstAgent.Stop()) // a clean stop: leases back, then detach
 	stoppedAt := time.Now()
-	opstest.WaitFor(t, "the second eu agent taking over", func() bool { return secondAdmitted.Load() > 0 })
+	opstest.WaitFor(t, "the second eu agent taking over", func() bool { return secondLoad.Admitted() > 0 })
 	took := time.Since(stoppedAt)
 	time.Sleep(3 * time.Second)
-	stopTraffic()
-	traffic.Wait()
+	firstLoad.Stop()
+	secondLoad.Stop()
+	usLoad.Stop()
 	if code, rd := opstest.Readyz(t, second); code != 200 {
 		t.Errorf("the second eu agent's /readyz once it holds eu: %d %+v", code, rd)
 	}
@@ -117,7 +89,7 @@ func TestTwoAgentsOneRegion(t *testing.T) {
 	opstest.Must(t, coord.Stop())
 
 	t.Logf("admitted: first eu agent %d (%d while both ran), second %d, us %d; the second took over %v after the first stopped",
-		firstAdmitted.Load(), during, secondAdmitted.Load(), usAdmitted.Load(), took.Round(time.Millisecond))
+		firstLoad.Admitted(), during, secondLoad.Admitted(), usLoad.Admitted(), took.Round(time.Millisecond))
 	if !strings.Contains(secondLog.String(), "attached the region") {
 		t.Errorf("the second agent's log does not say it attached:\n%s", secondLog.String())
 	}
@@ -127,7 +99,7 @@ func TestTwoAgentsOneRegion(t *testing.T) {
 	if rep.Violations != 0 || rep.WorstExcess > 0 {
 		t.Fatalf("%d violations (worst excess %.1f): %v", rep.Violations, rep.WorstExcess, rep.Messages)
 	}
-	if total := firstAdmitted.Load() + secondAdmitted.Load() + usAdmitted.Load(); total != rep.Admitted {
+	if total := firstLoad.Admitted() + secondLoad.Admitted() + usLoad.Admitted(); total != rep.Admitted {
 		t.Errorf("the logs admitted %d tokens, the clients saw %d", rep.Admitted, total)
 	}
 }
@@ -158,12 +130,7 @@ func TestForgedEpochUnderTraffic(t *testing.T) {
 	})
 	_, coordBefore := opstest.Readyz(t, coord.URL)
 
-	trafficCtx, stopTraffic := context.WithCancel(context.Background())
-	defer stopTraffic()
-	var traffic sync.WaitGroup
-	var euAdmitted, usAdmitted atomic.Int64
-	load(trafficCtx, &traffic, eu, &euAdmitted)
-	load(trafficCtx, &traffic, us, &usAdmitted)
+	euLoad, usLoad := euAgent.Load("acme", 5), usAgent.Load("acme", 5)
 	time.Sleep(time.Second)
 	euFailed, usFailed := euAgent.Limiter().RunStats().RenewFailures, usAgent.Limiter().RunStats().RenewFailures
 
@@ -188,7 +155,7 @@ func TestForgedEpochUnderTraffic(t *testing.T) {
 	}
 	// Ten forged calls a second for 3 s; us's admissions counted each 0.5 s.
 	var perHalf []int64
-	last := usAdmitted.Load()
+	last := usLoad.Admitted()
 	tick := time.NewTicker(100 * time.Millisecond)
 	for i := range 30 {
 		<-tick.C
@@ -198,15 +165,15 @@ func TestForgedEpochUnderTraffic(t *testing.T) {
 			t.Errorf("step %d: forged %s %s: 200 %s, want it refused", i, f.path, f.body, body)
 		}
 		if i%5 == 4 {
-			now := usAdmitted.Load()
+			now := usLoad.Admitted()
 			perHalf = append(perHalf, now-last)
 			last = now
 		}
 	}
 	tick.Stop()
 	time.Sleep(time.Second)
-	stopTraffic()
-	traffic.Wait()
+	euLoad.Stop()
+	usLoad.Stop()
 	_, coordAfter := opstest.Readyz(t, coord.URL)
 	euFailed = euAgent.Limiter().RunStats().RenewFailures - euFailed
 	usFailed = usAgent.Limiter().RunStats().RenewFailures - usFailed

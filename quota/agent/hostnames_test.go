@@ -1,14 +1,10 @@
 package agent
 
 import (
-	"context"
 	"errors"
-	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/afloat/afloat/quota/config"
 	"github.com/afloat/afloat/quota/internal/opstest"
@@ -16,7 +12,8 @@ import (
 
 // TestAgentHostNames: --host adds names, --listen's own host is one, and
 // --allow-remote lets the agent listen beyond loopback, with a warning;
-// on a loopback address it changes nothing, and says so.
+// on a loopback address it changes nothing, and says so (when it runs:
+// TestRunWarnsOfAllowRemoteOnLoopback).
 func TestAgentHostNames(t *testing.T) {
 	a, err := New(Options{Config: opstest.MustConfig(t, good), Name: "eu", Coordinators: []string{"http://127.0.0.1:1"},
 		Listen: "127.0.0.1:0", Logger: opstest.QuietLog(), Hosts: []string{"quota.internal", "10.0.0.5"}})
@@ -49,37 +46,13 @@ func TestAgentHostNames(t *testing.T) {
 	}
 
 	// The warnings: beyond loopback, that the API has no authentication;
-	// on loopback, that the flag changes nothing — logged by Run.
+	// on loopback, that the flag changes nothing (Run logs it:
+	// TestRunWarnsOfAllowRemoteOnLoopback).
 	o := Options{Listen: "0.0.0.0:7080", AllowRemote: true}
 	if w := o.listenWarning("0.0.0.0:7080"); !strings.Contains(w, "beyond loopback and has no authentication") {
 		t.Errorf("--listen 0.0.0.0:7080 --allow-remote: warning %q", w)
 	}
 	if o.AllowRemote = false; o.listenWarning("x") != "" {
 		t.Error("a warning without --allow-remote")
-	}
-	coord := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "down", http.StatusServiceUnavailable)
-	}))
-	defer coord.Close()
-	logs := &opstest.Buffer{}
-	a, err = New(Options{Config: opstest.MustConfig(t, good), Name: "eu", Coordinators: []string{coord.URL},
-		Listen: "127.0.0.1:0", AllowRemote: true, Logger: slog.New(slog.NewTextHandler(logs, nil))})
-	opstest.Must(t, err)
-	ready := make(chan string, 1)
-	a.o.Ready = func(s string) { ready <- s }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatal(err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the agent did not start")
-	}
-	cancel()
-	opstest.Must(t, <-done)
-	if l := logs.String(); !strings.Contains(l, "level=WARN") || !strings.Contains(l, "--allow-remote with a loopback --listen changes nothing") {
-		t.Errorf("--listen 127.0.0.1:0 --allow-remote: no warning in\n%s", l)
 	}
 }

@@ -1,14 +1,11 @@
-package agent
+package agent_test
 
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -16,10 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/afloat/afloat/quota/config"
-	"github.com/afloat/afloat/quota/coordinator"
+	"github.com/afloat/afloat/quota/agent"
 	"github.com/afloat/afloat/quota/internal/opstest"
-	"github.com/afloat/afloat/quota/remote"
+	"github.com/afloat/afloat/quota/servicetest"
 )
 
 // TestBenchDecisionAPI: a region agent's POST /v1/allow at 10,000 checks a
@@ -125,32 +121,17 @@ func TestBenchDecisionAPI(t *testing.T) {
 }
 
 // TestBenchAgentProcess is the agent of TestBenchDecisionAPI, in its own
-// process: it prints "agent ADDR" and serves until its standard input
+// process, renewing through a coordinator in memory beside it, without an
+// event log: it prints "agent ADDR" and serves until its standard input
 // closes.
 func TestBenchAgentProcess(t *testing.T) {
 	if os.Getenv("AFLOAT_QUOTA_BENCH_AGENT") == "" {
 		t.Skip("the agent process of TestBenchDecisionAPI")
 	}
-	cfg, err := config.ParseConfig([]byte(good))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	srv, err := coordinator.NewServer(ctx, coordinator.Config{Tenants: cfg.QuotaTenants()}, coordinator.NewMemLedger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Run(ctx)
-	h, _ := remote.Handler(remote.HandlerConfig{Tokens: cfg.Tokens(), Lead: func() (remote.Backend, string) { return srv, "" }})
-	cl, _ := net.Listen("tcp", "127.0.0.1:0")
-	go http.Serve(cl, h)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a, err := New(Options{Config: cfg, Name: "eu", Coordinators: []string{"http://" + cl.Addr().String()}, Listen: "127.0.0.1:0", Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.o.Ready = func(s string) { fmt.Printf("agent %s\n", s) }
-	go a.Run(ctx)
+	c := servicetest.New(t, opstest.ConfigFile("good.yaml"))
+	c.NoEventLogs = true
+	c.MemoryCoordinator()
+	eu := c.Agent(agent.Options{Name: "eu"}, nil)
+	fmt.Printf("agent %s\n", eu.Addr)
 	io.Copy(io.Discard, os.Stdin) // until the parent closes it
 }

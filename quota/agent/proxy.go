@@ -14,7 +14,7 @@ import (
 	"github.com/afloat/afloat/internal/redact"
 	"github.com/afloat/afloat/quota/config"
 	"github.com/afloat/afloat/quota/eventlog"
-	"github.com/afloat/afloat/quota/region"
+	"github.com/afloat/afloat/quota/region/regionhttp"
 )
 
 // route says whose quota r spends and which endpoint prices it: tenant
@@ -81,7 +81,7 @@ func CheckUpstream(raw string) (*url.URL, error) {
 // one it cannot read one way only gets 400), then mapped to a tenant and
 // an endpoint by the config's proxy section and spends the endpoint's
 // cost from the region's limiter
-// (region.Middleware); admitted requests go to upstream, with
+// (regionhttp.Middleware); admitted requests go to upstream, with
 // X-Forwarded-For, -Host and -Proto set; refused ones get 429 Too Many
 // Requests with Retry-After in whole seconds, rounded up, and a one-line
 // body; requests without a tenant of this region, 403. An upstream that
@@ -120,10 +120,10 @@ func (a *Agent) ProxyHandler(upstream string) (http.Handler, error) {
 		}
 		return t, tn.Cost(ep)
 	}
-	mw, err := a.lim.Middleware(func(r *http.Request) string {
+	mw, err := regionhttp.Middleware(a.lim, func(r *http.Request) string {
 		t, _, _ := route(p, r)
 		return t
-	}, region.WithNow(a.now), region.WithCost(func(r *http.Request) int64 {
+	}, regionhttp.WithNow(a.now), regionhttp.WithCost(func(r *http.Request) int64 {
 		_, c := cost(r)
 		return c
 	}))

@@ -1,14 +1,11 @@
 package agent
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,10 +14,6 @@ import (
 
 	"github.com/afloat/afloat/quota/config"
 	"github.com/afloat/afloat/quota/internal/opstest"
-	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
-	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 // upstream is a real HTTP server on loopback that counts what reaches it.
@@ -218,65 +211,5 @@ func TestFrontsOptions(t *testing.T) {
 	withToken := opstest.MustConfig(t, strings.Replace(fronted, "domain: edge", "domain: edge\n  token: envoy-token-0123456789", 1))
 	if _, err := New(Options{Config: withToken, Name: "eu", Listen: "127.0.0.1:0", Logger: opstest.QuietLog(), GRPCListen: "0.0.0.0:0"}); err != nil {
 		t.Fatalf("a token allows any address: %v", err)
-	}
-}
-
-// TestRunServesFronts: Run serves the decision API, Envoy's rate-limit
-// service and the proxy; with no coordinator to answer, it holds no
-// lease, so both fronts refuse (OVER_LIMIT; 429 with Retry-After) and the
-// upstream sees nothing; the fronts stop with Run.
-func TestRunServesFronts(t *testing.T) {
-	coord := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "down", http.StatusServiceUnavailable)
-	}))
-	defer coord.Close()
-	up := newUpstream(t)
-	events := filepath.Join(t.TempDir(), "events.jsonl")
-	a, err := New(Options{Config: opstest.MustConfig(t, fronted), Name: "eu", Coordinators: []string{coord.URL},
-		Listen: "127.0.0.1:0", GRPCListen: "127.0.0.1:0", Upstream: up.URL, ProxyListen: "127.0.0.1:0", Logger: opstest.QuietLog(),
-		EventLog: events})
-	opstest.Must(t, err)
-	ready := make(chan string, 1)
-	a.o.Ready = func(s string) { ready <- s }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatal(err)
-	}
-	cc, err := grpc.NewClient(a.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	opstest.Must(t, err)
-	defer cc.Close()
-	r, err := rlsv3.NewRateLimitServiceClient(cc).ShouldRateLimit(context.Background(),
-		&rlsv3.RateLimitRequest{Domain: "edge", Descriptors: []*ratelimitv3.RateLimitDescriptor{desc("tenant", "acme")}})
-	if err != nil || r.OverallCode != rlsv3.RateLimitResponse_OVER_LIMIT {
-		t.Fatalf("RLS without a lease: %v %v", r, err)
-	}
-	req, _ := http.NewRequest("GET", "http://"+a.ProxyAddr()+"/x", nil)
-	req.Host = "api.acme.test"
-	resp, err := http.DefaultClient.Do(req)
-	opstest.Must(t, err)
-	resp.Body.Close()
-	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || up.hits.Load() != 0 {
-		t.Fatalf("proxy without a lease: %d %v, upstream hits %d", resp.StatusCode, resp.Header, up.hits.Load())
-	}
-	proxyAddr := a.ProxyAddr()
-	cancel()
-	select {
-	case err := <-done:
-		opstest.Must(t, err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("Run did not stop")
-	}
-	if _, err := net.DialTimeout("tcp", proxyAddr, time.Second); err == nil {
-		t.Fatal("the proxy still listens after Run")
-	}
-	// Both refusals are in the event log, as the decision API's are.
-	log, err := os.ReadFile(events)
-	opstest.Must(t, err)
-	if n := strings.Count(string(log), `"ev":"reject","tenant":"acme","region":"eu","n":1`); n != 2 {
-		t.Fatalf("%d refusals of acme in the event log, want 2:\n%s", n, log)
 	}
 }

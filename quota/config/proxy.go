@@ -10,7 +10,7 @@ import (
 // reverse proxy (--upstream URL) tells whose quota a request spends.
 // Routes are tried first, in file order; then, if TenantHeader is set,
 // the header. A request neither names is refused with 403, as
-// region.Middleware refuses an unknown tenant; so is a header naming a
+// regionhttp.Middleware refuses an unknown tenant; so is a header naming a
 // tenant the region does not serve.
 //
 //	proxy:

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"os"
@@ -20,38 +19,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
-
-// copyDir copies the directory from into to.
-func copyDir(t *testing.T, from, to string) {
-	t.Helper()
-	err := filepath.WalkDir(from, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(from, path)
-		dst := filepath.Join(to, rel)
-		if d.IsDir() {
-			return os.MkdirAll(dst, 0o700)
-		}
-		in, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return err
-		}
-		return out.Close()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestCheckDataDir: a member's data directory, intact and damaged in each
 // way checkDataDir looks for, and in the ways etcd recovers from on its
@@ -113,7 +80,9 @@ func TestCheckDataDir(t *testing.T) {
 		{"WAL scribbled", func(dir string) { scribble(filepath.Join(dir, wal), 2000) }, ErrDataDirDamaged, "the WAL"},
 	} {
 		dir := filepath.Join(t.TempDir(), "data")
-		copyDir(t, good, dir)
+		if err := os.CopyFS(dir, os.DirFS(good)); err != nil {
+			t.Fatal(err)
+		}
 		tc.damage(dir)
 		err := checkDataDir(filepath.Join(dir, "etcd"))
 		switch {
@@ -137,7 +106,9 @@ func TestCheckDataDir(t *testing.T) {
 	// A database another process holds (an etcd, etcdutl, bbolt) is in
 	// use, not damaged.
 	dir := filepath.Join(t.TempDir(), "data")
-	copyDir(t, good, dir)
+	if err := os.CopyFS(dir, os.DirFS(good)); err != nil {
+		t.Fatal(err)
+	}
 	f, err := os.Open(filepath.Join(dir, db))
 	if err != nil {
 		t.Fatal(err)

@@ -3,10 +3,12 @@
 // network call per request.
 //
 //	lim, err := region.New(region.DefaultConfig("eu", "acme"))
-//	go lim.Run(ctx, coord)                          // renews leases through the coordinator
-//	mw, err := lim.Middleware(tenantOfAPIKey)       // whose quota a request spends: a proved identity
-//	http.Handle("/", mw(handler))                   // 429 + Retry-After when the quota is spent
-//	ok := lim.Allow("acme", 1)                      // or by hand
+//	go lim.Run(ctx, coord)     // renews leases through the coordinator
+//	ok := lim.Allow("acme", 1) // spends a token of acme's quota, or refuses
+//
+// Package regionhttp puts a limiter in front of net/http handlers (429
+// with Retry-After); this package imports no net/http, so that the
+// models that drive it in virtual time (quota/chaos) import none either.
 //
 // The bucket refills at the leased rate and holds at most the leased
 // burst. A renewal keeps the balance, truncated when the burst shrinks and

@@ -176,6 +176,12 @@ func (l *Limiter) Tenants() []string {
 	return out
 }
 
+// Serves reports whether the limiter serves tenant now (New's tenants,
+// as SetTenants changed them): a front that answers an unknown tenant
+// otherwise than a refused one, as package regionhttp does with 403,
+// asks it first. It takes no lock, as Allow does; safe for concurrent use.
+func (l *Limiter) Serves(tenant string) bool { return l.bucket(tenant) != nil }
+
 // Now reads the limiter's clock: monotonic nanoseconds since New. It is
 // time.Since of a reading with a monotonic part, which reads the
 // monotonic clock alone (no wall clock): the cheapest clock the standard

@@ -2,11 +2,6 @@ package region_test
 
 import (
 	"context"
-	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -105,61 +100,6 @@ func TestRunnersInProcess(t *testing.T) {
 			if l.Grants(region.Accepted) != st.Installed || all != st.Installed+st.Ignored || st.Installed == 0 {
 				t.Errorf("%s: %d grants accepted and %d in all, want %d installed and %d ignored", name, l.Grants(region.Accepted), all, st.Installed, st.Ignored)
 			}
-		}
-	})
-}
-
-// TestMiddleware: 429 with Retry-After, known (the next refill) or the
-// bounded policy (no lease); 403 for an unknown tenant.
-func TestMiddleware(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		s := newSystem(t, ctx)
-		eu := s.lims["eu"]
-		if _, err := eu.Middleware(nil); !errors.Is(err, quota.ErrConfig) {
-			t.Fatalf("Middleware(nil): %v, want quota.ErrConfig", err)
-		}
-		// The tenant comes from what the request proved: here an API key.
-		keys := map[string]string{"key-acme": "acme", "key-mallory": "mallory"}
-		mw, err := eu.Middleware(func(r *http.Request) string { return keys[r.Header.Get("Authorization")] },
-			region.WithCost(func(r *http.Request) int64 {
-				if r.URL.Path == "/export" {
-					return 100
-				}
-				return 1
-			}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
-		get := func(path, tenant string) *httptest.ResponseRecorder {
-			rec := httptest.NewRecorder()
-			req := httptest.NewRequest("GET", path, nil)
-			req.Header.Set("Authorization", "key-"+tenant)
-			h.ServeHTTP(rec, req)
-			return rec
-		}
-		// No lease yet: the bounded policy.
-		rec := get("/", "acme")
-		if rec.Code != 429 || rec.Header().Get("Retry-After") != "1" || !strings.Contains(rec.Body.String(), "no valid lease") {
-			t.Fatalf("no lease: %d %q %q", rec.Code, rec.Header().Get("Retry-After"), rec.Body.String())
-		}
-		if rec := get("/", "mallory"); rec.Code != 403 {
-			t.Fatalf("unknown tenant: %d", rec.Code)
-		}
-		go s.srv.Run(ctx)
-		go eu.Run(ctx, s.srv)
-		time.Sleep(2 * time.Second) // a lease, and two seconds of refill
-		if rec := get("/", "acme"); rec.Code != 200 {
-			t.Fatalf("with a lease: %d %s", rec.Code, rec.Body)
-		}
-		for get("/export", "acme").Code == 200 {
-		}
-		rec = get("/export", "acme")
-		ra := rec.Header().Get("Retry-After")
-		if rec.Code != 429 || ra == "" || ra == "0" || !strings.Contains(rec.Body.String(), "next refill") {
-			t.Fatalf("exhausted: %d %q %q", rec.Code, ra, rec.Body.String())
 		}
 	})
 }

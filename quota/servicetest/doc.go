@@ -11,9 +11,15 @@
 //	eu := c.Agent(agent.Options{Name: "eu"}, nil)  // renewing through every coordinator
 //	resp, err := http.Post(eu.URL+"/v1/allow", "application/json", body)
 //	...
+//	load := eu.Load("acme", 5)                    // requests of 5 tokens every 2 ms or so
+//	...
+//	load.Stop()
 //	coord.Stop()
 //	report, events := c.Check()                   // the merged event logs, checked
 //
 // The embedded etcd member needs a binary built with -tags embedetcd; a
-// test that asks for it in another build is skipped.
+// test that asks for it in another build is skipped. A test of an agent
+// alone needs none: MemoryCoordinator leases from memory, and
+// DownCoordinator answers every call 503. CoordinatorRefused runs a
+// replica that must not serve, and returns why.
 package servicetest

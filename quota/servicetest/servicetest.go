@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -13,10 +15,12 @@ import (
 
 	"github.com/afloat/afloat/quota/agent"
 	"github.com/afloat/afloat/quota/config"
+	"github.com/afloat/afloat/quota/coordinator"
 	"github.com/afloat/afloat/quota/coordinator/replica"
 	"github.com/afloat/afloat/quota/etcdmember"
 	"github.com/afloat/afloat/quota/eventlog"
 	"github.com/afloat/afloat/quota/internal/opstest"
+	"github.com/afloat/afloat/quota/remote"
 )
 
 // StartTimeout bounds how long a process may take to serve: an embedded
@@ -36,6 +40,10 @@ type Cluster struct {
 	Dir string
 	// Log receives the processes' logs; default discarded.
 	Log *slog.Logger
+	// NoEventLogs starts the processes without event logs, for a
+	// benchmark that measures the decision path without the log's writes;
+	// Check then has nothing to read. Set it before starting any.
+	NoEventLogs bool
 
 	t      testing.TB
 	ctx    context.Context
@@ -43,6 +51,7 @@ type Cluster struct {
 	member *etcdmember.Member
 	procs  sync.WaitGroup
 	agents sync.WaitGroup
+	loads  sync.WaitGroup // Agent.Load's
 	logs   []string
 	// coordinators are the URLs of the coordinators started.
 	coordinators []string
@@ -58,6 +67,7 @@ func New(t testing.TB, cfg string) *Cluster {
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	t.Cleanup(func() {
 		c.cancel()
+		c.loads.Wait()
 		c.agents.Wait() // an agent gives its leases back to a coordinator still up
 		c.procs.Wait()
 		if c.member != nil {
@@ -142,10 +152,114 @@ func (c *Cluster) Coordinator(o replica.Options) *Process {
 	return p
 }
 
+// CoordinatorRefused runs a coordinator replica that must not serve — on
+// a data directory another holds, with options it refuses — and returns
+// the error its run ended with. Fields of o left zero are filled as
+// Coordinator fills them, but its event log is not one Check reads. One
+// that serves after all is stopped, and fails the test.
+func (c *Cluster) CoordinatorRefused(o replica.Options) error {
+	c.t.Helper()
+	c.defaults(&o.Config, &o.Logger, &o.Listen, &o.EventLog, "refused")
+	if len(o.Etcd) == 0 && o.DataDir == "" {
+		o.Etcd = []string{c.Etcd()}
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	defer cancel()
+	served := make(chan string, 1)
+	o.Ready = func(addr string) { served <- addr }
+	done := make(chan error, 1)
+	go func() { done <- replica.Run(ctx, o) }()
+	select {
+	case err := <-done:
+		return err
+	case addr := <-served:
+		cancel()
+		<-done
+		c.t.Fatalf("servicetest: a coordinator that was to be refused served on %s", addr)
+	case <-time.After(StartTimeout):
+		cancel()
+		<-done
+		c.t.Fatalf("servicetest: a coordinator that was to be refused still ran after %v", StartTimeout)
+	}
+	return nil
+}
+
+// MemoryCoordinator starts a coordinator on a ledger in memory
+// (coordinator.NewMemLedger) — no etcd, no election, no event log —
+// serving the regions' API (quota/remote) on a free loopback port, and
+// returns once it serves. For a test or benchmark of an agent that needs
+// leases but not the coordinator process: it runs in a binary built
+// without the tag embedetcd.
+func (c *Cluster) MemoryCoordinator() *Process {
+	c.t.Helper()
+	p := c.process("")
+	ctx := c.start(p, &c.procs)
+	srv, err := coordinator.NewServer(ctx, coordinator.Config{Tenants: c.Config.QuotaTenants()}, coordinator.NewMemLedger())
+	if err != nil {
+		close(p.done) // ends it for the cluster's cleanup
+		c.t.Fatalf("servicetest: memory coordinator: %v", err)
+	}
+	h, err := remote.Handler(remote.HandlerConfig{Tokens: c.Config.Tokens(), Lead: func() (remote.Backend, string) { return srv, "" }})
+	if err != nil {
+		close(p.done) // ends it for the cluster's cleanup
+		c.t.Fatalf("servicetest: memory coordinator: %v", err)
+	}
+	c.serve(ctx, p, "memory coordinator", h, srv.Run)
+	return p
+}
+
+// DownCoordinator starts a coordinator that answers every call 503, as
+// one without a leader does, on a free loopback port: an agent renewing
+// through it serves, but holds no lease.
+func (c *Cluster) DownCoordinator() *Process {
+	c.t.Helper()
+	p := c.process("")
+	ctx := c.start(p, &c.procs)
+	c.serve(ctx, p, "down coordinator", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "servicetest: down", http.StatusServiceUnavailable)
+	}), nil)
+	return p
+}
+
+// serve serves h for p on a free loopback port until ctx ends, and run,
+// if not nil, beside it; p is a coordinator of the cluster.
+func (c *Cluster) serve(ctx context.Context, p *Process, who string, h http.Handler, run func(context.Context) error) {
+	c.t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		close(p.done) // ends it for the cluster's cleanup
+		c.t.Fatalf("servicetest: %s: %v", who, err)
+	}
+	hs := &http.Server{Handler: h}
+	go func() {
+		defer close(p.done)
+		var wg sync.WaitGroup
+		if run != nil {
+			wg.Go(func() {
+				if err := run(ctx); ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
+					p.err = err // not the end the cluster or Stop asked for
+				}
+			})
+		}
+		wg.Go(func() {
+			<-ctx.Done()
+			hs.Close()
+		})
+		hs.Serve(ln) //nolint:errcheck // ErrServerClosed, once ctx ends
+		wg.Wait()
+		c.report(ctx, who, p.err)
+	}()
+	p.Addr = ln.Addr().String()
+	p.URL = "http://" + p.Addr
+	c.coordinators = append(c.coordinators, p.URL)
+}
+
 // Agent is a region agent the cluster runs.
 type Agent struct {
 	*agent.Agent
-	Process
+	*Process // shared with the goroutine that runs it: Stop returns what its run did
+
+	cluster *Cluster
 }
 
 // Agent builds a region agent with agent.New, starts it, and returns once
@@ -183,7 +297,7 @@ func (c *Cluster) Agent(o agent.Options, setup func(*agent.Agent)) *Agent {
 		c.report(ctx, "agent "+o.Name, p.err)
 	}()
 	c.await(p, ready, "agent "+o.Name)
-	return &Agent{Agent: a, Process: *p}
+	return &Agent{Agent: a, Process: p, cluster: c}
 }
 
 func (c *Cluster) defaults(cfg **config.Config, log **slog.Logger, listen, eventLog *string, name string) {
@@ -196,14 +310,16 @@ func (c *Cluster) defaults(cfg **config.Config, log **slog.Logger, listen, event
 	if *listen == "" {
 		*listen = "127.0.0.1:0"
 	}
-	if *eventLog == "" {
+	if *eventLog == "" && !c.NoEventLogs {
 		c.n++
 		*eventLog = filepath.Join(c.Dir, fmt.Sprintf("%s-%d.jsonl", name, c.n))
 	}
 }
 
 func (c *Cluster) process(eventLog string) *Process {
-	c.logs = append(c.logs, eventLog)
+	if eventLog != "" {
+		c.logs = append(c.logs, eventLog)
+	}
 	return &Process{EventLog: eventLog, done: make(chan struct{})}
 }
 

@@ -1,11 +1,12 @@
-//go:build embedetcd
-
 package servicetest_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/afloat/afloat/quota/agent"
+	"github.com/afloat/afloat/quota/config"
 	"github.com/afloat/afloat/quota/coordinator/replica"
 	"github.com/afloat/afloat/quota/eventlog"
 	"github.com/afloat/afloat/quota/internal/opstest"
@@ -43,5 +44,50 @@ func TestClusterStartsAndStops(t *testing.T) {
 	}
 	if rep.Violations != 0 || leases == 0 {
 		t.Fatalf("%d violations, %d leases in the logs; want none, and eu's lease: %v", rep.Violations, leases, rep.Messages)
+	}
+}
+
+// TestMemoryCoordinator: an agent renewing through a coordinator in
+// memory (no etcd: this runs in any build) gets a lease, and load on its
+// decision API is admitted; without event logs, Check has none to read.
+// A down coordinator leaves its agent serving but not ready.
+func TestMemoryCoordinator(t *testing.T) {
+	c := servicetest.New(t, opstest.ConfigFile("good.yaml"))
+	c.NoEventLogs = true
+	coord := c.MemoryCoordinator()
+	eu := c.Agent(agent.Options{Name: "eu"}, nil)
+	opstest.WaitFor(t, "eu's lease", func() bool { code, _ := opstest.Readyz(t, eu.URL); return code == 200 })
+	load := eu.Load("acme", 5)
+	opstest.WaitFor(t, "an admission", func() bool { return load.Admitted() > 0 })
+	load.Stop()
+	load.Stop()
+	if n := load.Admitted(); n%5 != 0 {
+		t.Errorf("%d tokens admitted, want a multiple of the 5 a request asks", n)
+	}
+	opstest.Must(t, eu.Stop())
+	opstest.Must(t, coord.Stop())
+	if logs := c.EventLogs(); len(logs) != 0 {
+		t.Errorf("event logs %v, want none", logs)
+	}
+
+	down := servicetest.New(t, opstest.ConfigFile("good.yaml"))
+	down.DownCoordinator()
+	us := down.Agent(agent.Options{Name: "us"}, nil)
+	opstest.WaitFor(t, "a refused renewal", func() bool { return us.Limiter().RunStats().RenewFailures > 0 })
+	if code, _ := opstest.Readyz(t, us.URL); code != 503 {
+		t.Errorf("an agent of a down coordinator: /readyz %d, want 503", code)
+	}
+}
+
+// TestCoordinatorRefused: a replica that cannot start returns why, and
+// the cluster goes on.
+func TestCoordinatorRefused(t *testing.T) {
+	c := servicetest.New(t, opstest.ConfigFile("good.yaml"))
+	err := c.CoordinatorRefused(replica.Options{Etcd: []string{"http://127.0.0.1:1"}, Advertise: "no-scheme"})
+	if !errors.Is(err, config.ErrConfigFile) || !strings.Contains(err.Error(), "--advertise") {
+		t.Fatalf("a bad --advertise: %v, want a refusal naming it", err)
+	}
+	if n := len(c.EventLogs()); n != 0 {
+		t.Fatalf("%d event logs, want none: a refused coordinator's is not one Check reads", n)
 	}
 }

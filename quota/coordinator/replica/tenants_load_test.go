@@ -3,14 +3,10 @@
 package replica_test
 
 import (
-	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,39 +41,24 @@ agent: {retry: 100ms, max_retry: 500ms}
 	var audit opstest.Buffer
 	coord := c.Coordinator(replica.Options{Logger: slog.New(slog.NewJSONHandler(&audit, nil))})
 	addr := coord.Addr
-	regions := []string{"eu", "us", "ap"}
-	bases := map[string]string{}
 	var agents []*servicetest.Agent
-	for _, r := range regions {
-		a := c.Agent(agent.Options{Name: r}, nil)
-		agents = append(agents, a)
-		bases[r] = a.URL
+	for _, r := range []string{"eu", "us", "ap"} {
+		agents = append(agents, c.Agent(agent.Options{Name: r}, nil))
 	}
 	// Traffic: 5 tokens a request, a request every 2 ms or so per region:
 	// ~2,500 tokens a second a region against R = 300 for all three.
-	var admitted atomic.Int64
-	trafficCtx, stopTraffic := context.WithCancel(context.Background())
-	defer stopTraffic()
-	var traffic sync.WaitGroup
-	client := &http.Client{Timeout: 2 * time.Second}
-	for _, r := range regions {
-		traffic.Go(func() {
-			for trafficCtx.Err() == nil {
-				resp, err := client.Post(bases[r]+"/v1/allow", "application/json", strings.NewReader(`{"tenant":"acme","n":5}`))
-				if err == nil {
-					var ans agent.AllowAnswer
-					json.NewDecoder(resp.Body).Decode(&ans) //nolint:errcheck
-					resp.Body.Close()
-					if ans.Allowed {
-						admitted.Add(5)
-					}
-				}
-				time.Sleep(2 * time.Millisecond)
-			}
-		})
+	var traffic []*servicetest.Traffic
+	for _, a := range agents {
+		traffic = append(traffic, a.Load("acme", 5))
+	}
+	admitted := func() (n int64) {
+		for _, tr := range traffic {
+			n += tr.Admitted()
+		}
+		return n
 	}
 	time.Sleep(6 * time.Second)
-	before := admitted.Load()
+	before := admitted()
 	// The shrink, through the API, by alice.
 	req, _ := http.NewRequest("POST", "http://"+addr+"/v1/tenants/update", strings.NewReader(`{"name":"acme","rate":60,"burst":120}`))
 	req.Header.Set("Authorization", "Bearer alice-token-0123456789")
@@ -93,13 +74,14 @@ agent: {retry: 100ms, max_retry: 500ms}
 	}
 	shrunkAt := time.Now()
 	time.Sleep(9 * time.Second)
-	stopTraffic()
-	traffic.Wait()
+	for _, tr := range traffic {
+		tr.Stop()
+	}
 	for _, a := range agents {
 		opstest.Must(t, a.Stop())
 	}
 	opstest.Must(t, coord.Stop())
-	t.Logf("admitted %d tokens in the 6 s before the shrink, %d in the 9 s after", before, admitted.Load()-before)
+	t.Logf("admitted %d tokens in the 6 s before the shrink, %d in the 9 s after", before, admitted()-before)
 
 	rep, events := c.Check()
 	check := func(evs []eventlog.Event) eventlog.Report {

@@ -1,0 +1,110 @@
+package regionhttp
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/afloat/afloat/quota"
+	"github.com/afloat/afloat/quota/region"
+)
+
+type options struct {
+	cost   func(*http.Request) int64
+	reject func(w http.ResponseWriter, r *http.Request, retryAfter time.Duration, known bool)
+	now    func() int64
+}
+
+// Option configures Middleware.
+type Option func(*options)
+
+// WithCost weighs a request; by default every request costs 1. A tenant's
+// per-endpoint weights (quota.Tenant.Costs) plug in here:
+// WithCost(func(r *http.Request) int64 { return t.Cost(r.URL.Path) }).
+func WithCost(f func(*http.Request) int64) Option {
+	return func(o *options) { o.cost = f }
+}
+
+// WithNow makes the middleware read now for each request's instant instead
+// of the limiter's clock (region.Limiter.Now): for a runner that asks its
+// limiter everything on a clock of its own, such as quota/agent's region
+// agent, whose decision API, Envoy service and proxy share one clock. now
+// returns nanoseconds on the limiter's time line, as the limiter's
+// methods that take now expect.
+func WithNow(now func() int64) Option {
+	return func(o *options) { o.now = now }
+}
+
+// WithRejectHandler chooses the response to a refused request; known says
+// whether retryAfter is a promise (the next refill) or only the bounded
+// retry policy.
+func WithRejectHandler(f func(w http.ResponseWriter, r *http.Request, retryAfter time.Duration, known bool)) Option {
+	return func(o *options) { o.reject = f }
+}
+
+// TenantFunc says whose quota a request spends: the tenant of the
+// identity the request has proved (its API key, its client certificate,
+// a claim of a verified token), never a name the client merely states —
+// a header such as X-Tenant lets any client spend another's quota.
+type TenantFunc func(*http.Request) string
+
+// Middleware returns net/http middleware that spends each request's cost
+// from its tenant's quota in l and answers 429 Too Many Requests when
+// there is none, with Retry-After (region.Limiter.RetryAfter's rule): the
+// earliest of the next local refill that fits the request and the
+// activation of a lease already received, rounded up to the second (the
+// header's precision); or, when no time can be promised (no valid lease:
+// the coordinator is unreachable), the bounded retry policy — when the
+// region will next try the coordinator, backing off while it fails, at
+// most region.Config.MaxRetryAfter — with the body saying so. A tenant l
+// does not serve gets 403. tenant is required: without it the middleware
+// is refused with an error wrapping quota.ErrConfig. The middleware is
+// safe for concurrent use, as the limiter is.
+func Middleware(l *region.Limiter, tenant TenantFunc, opts ...Option) (func(http.Handler) http.Handler, error) {
+	if l == nil || tenant == nil {
+		return nil, fmt.Errorf("%w: regionhttp: Middleware needs a limiter and a tenant function (whose quota a request spends)", quota.ErrConfig)
+	}
+	o := &options{
+		cost:   func(*http.Request) int64 { return 1 },
+		reject: rejectDefault,
+	}
+	for _, opt := range opts {
+		opt(o)
+	}
+	if o.now == nil {
+		o.now = l.Now
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			name := tenant(r)
+			if !l.Serves(name) {
+				http.Error(w, fmt.Sprintf("quota: unknown tenant %q", name), http.StatusForbidden)
+				return
+			}
+			cost := o.cost(r)
+			now := o.now()
+			if l.AllowAt(now, name, cost) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			d, known := l.RetryAfter(now, name, cost)
+			o.reject(w, r, d, known)
+		})
+	}, nil
+}
+
+func rejectDefault(w http.ResponseWriter, r *http.Request, d time.Duration, known bool) {
+	secs := max(1, int(math.Ceil(d.Seconds())))
+	h := w.Header()
+	h.Set("Retry-After", strconv.Itoa(secs))
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusTooManyRequests)
+	if known {
+		fmt.Fprintf(w, "quota: exhausted; the next refill that fits this request comes in %v\n", d.Round(time.Millisecond))
+		return
+	}
+	fmt.Fprintf(w, "quota: this region holds no valid lease and cannot say when it will; retry after %d s, backing off, at most every %d s\n", secs, secs)
+}
