@@ -90,7 +90,7 @@ func operator(coords []string, tokenFile string) (*remote.Operator, error) {
 	if tokenFile != "" {
 		// The quota's rule for token files: 0600 or 0400.
 		if token, err = config.ReadTokenFile("--token-file", tokenFile); err != nil {
-			return nil, errors.New(strings.TrimPrefix(err.Error(), config.ErrConfigFile.Error()+": "))
+			return nil, err
 		}
 	}
 	if token == "" {
