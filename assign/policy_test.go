@@ -230,3 +230,24 @@ func TestLeasesUnderLoad(t *testing.T) {
 		t.Errorf("%d leases open", st.Open)
 	}
 }
+
+// TestRestorePolicyText: a policy's name goes both ways through the text
+// form (a flag, a JSON field); an unknown name, or a policy out of range,
+// is refused with ErrInvalid and the names allowed.
+func TestRestorePolicyText(t *testing.T) {
+	for p := RestoreCurrentMinimum; p <= RestoreZero; p++ {
+		b, err := p.MarshalText()
+		var back RestorePolicy = 7
+		if err != nil || string(b) != p.String() || back.UnmarshalText(b) != nil || back != p {
+			t.Errorf("step %d: %v: %q, %v; read back %v", p, p, b, err, back)
+		}
+	}
+	back := RestoreKeepHistory
+	if err := back.UnmarshalText([]byte("newest")); !errors.Is(err, ErrInvalid) || back != RestoreKeepHistory ||
+		!strings.Contains(err.Error(), `restore policy "newest": want current-minimum, keep-history, zero`) {
+		t.Errorf("UnmarshalText(newest): %v, %v; want ErrInvalid and the policy untouched", err, back)
+	}
+	if _, err := RestorePolicy(7).MarshalText(); !errors.Is(err, ErrInvalid) {
+		t.Errorf("MarshalText of policy 7: %v; want ErrInvalid", err)
+	}
+}

@@ -54,6 +54,25 @@ func ParseRestorePolicy(s string) (RestorePolicy, error) {
 	return 0, fmt.Errorf("%w: restore policy %q: want %s", ErrInvalid, clip(s), strings.Join(policyNames[:], ", "))
 }
 
+// MarshalText writes the policy's name, as String does; a policy out of
+// range is an error.
+func (p RestorePolicy) MarshalText() ([]byte, error) {
+	if p < 0 || int(p) >= len(policyNames) {
+		return nil, fmt.Errorf("%w: restore policy %d: want %s", ErrInvalid, int(p), strings.Join(policyNames[:], ", "))
+	}
+	return []byte(policyNames[p]), nil
+}
+
+// UnmarshalText reads a policy's name as ParseRestorePolicy does, so that
+// a policy can be a flag (flag.TextVar) or a field of a JSON body.
+func (p *RestorePolicy) UnmarshalText(text []byte) error {
+	v, err := ParseRestorePolicy(string(text))
+	if err == nil {
+		*p = v
+	}
+	return err
+}
+
 // Pool is a least-used pool of members kept in Redis: a sorted set of the
 // active members with their assignment counts, a hash of the removed
 // members' counts, and a hash of failures. Every worker that opens a pool

@@ -60,6 +60,50 @@ func Runs(base Config) ([]Config, error) {
 	}, nil
 }
 
+// NonLinearAlpha is the non-linear server the lab sets beside the seed's
+// linear one (Config.Alpha): with twice the knee in work it keeps two
+// thirds of its capacity.
+const NonLinearAlpha = 0.5
+
+// Variants returns the runs that put afloat's hypothesis for the seed's
+// "sudden server death" to the test, beside the comparison of base. The
+// article shows a server that never recovers once the load is back to
+// normal, on a model it calls linear, and names no mechanism; a linear
+// server that keeps working at full capacity works off any backlog once
+// the load is below capacity. afloat's hypothesis is the clients: they give
+// up and try again, so that the server receives more than the demand. The
+// variants are base's day with no limit and clients that never try again,
+// on the linear server (it recovers) and on the non-linear one (base's
+// Alpha, or NonLinearAlpha if that is 0), which dies without retries.
+//
+// It is nil, with no error, for a profile without a peak or whose clients
+// never try again: there the question does not arise.
+func Variants(base Config) ([]Config, error) {
+	p, err := LookupProfile(base.Profile)
+	if err != nil {
+		return nil, err
+	}
+	if base.Threads > 0 || base.Adaptive {
+		return nil, fmt.Errorf("%w: the variants choose the protections themselves: leave threads and adaptive out", ErrConfig)
+	}
+	if p.PeakEnd == 0 || p.Retries == 0 {
+		return nil, nil
+	}
+	linear := base
+	linear.Inside, linear.Outside, linear.Retries, linear.Alpha = 0, 0, NoRetries, 0
+	nonLinear := linear
+	nonLinear.Alpha = base.Alpha
+	if nonLinear.Alpha == 0 {
+		nonLinear.Alpha = NonLinearAlpha
+	}
+	for _, c := range []Config{linear, nonLinear} {
+		if err := c.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	return []Config{linear, nonLinear}, nil
+}
+
 // Compare runs the comparison of Runs(base).
 func Compare(base Config) ([]Result, error) {
 	return CompareContext(context.Background(), base)
@@ -72,6 +116,23 @@ func CompareContext(ctx context.Context, base Config) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	return runAll(ctx, runs, "comparison")
+}
+
+// VariantsContext runs the variants of Variants(base), side by side; nil
+// where there are none. It stops early, with ctx's error, once ctx is
+// done.
+func VariantsContext(ctx context.Context, base Config) ([]Result, error) {
+	runs, err := Variants(base)
+	if err != nil || len(runs) == 0 {
+		return nil, err
+	}
+	return runAll(ctx, runs, "variants")
+}
+
+// runAll runs configurations side by side and returns their results in
+// order, or the first real failure.
+func runAll(ctx context.Context, runs []Config, what string) ([]Result, error) {
 	// The runs share nothing, so they run side by side, each a pure
 	// function of its config — but no more at once than there are CPUs:
 	// more would not finish sooner, and each holds tens of megabytes.
@@ -99,10 +160,10 @@ func CompareContext(ctx context.Context, base Config) ([]Result, error) {
 	if err := errors.Join(errs...); err != nil {
 		for _, e := range errs {
 			if e != nil && !errors.Is(e, context.Canceled) {
-				return nil, e // the first real failure: the runs differ only in the limit
+				return nil, e // the first real failure; the others were stopped for it
 			}
 		}
-		return nil, fmt.Errorf("overload: comparison stopped: %w", context.Cause(ctx))
+		return nil, fmt.Errorf("overload: %s stopped: %w", what, context.Cause(ctx))
 	}
 	return out, nil
 }

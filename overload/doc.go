@@ -11,6 +11,10 @@
 //	// no limit, 100/100, 100/500, 100/1000, adaptive
 //	runs, err := overload.Compare(overload.Config{Profile: "worldcup", Seed: 1})
 //
+//	// afloat's hypothesis for the seed's death, tested: no limit and no
+//	// retries, on the linear server (it recovers) and the non-linear one
+//	vs, err := overload.VariantsContext(ctx, overload.Config{Profile: "worldcup", Seed: 1})
+//
 //	g, err := overload.PlayGame("game1", 8) // the grid, period by period
 //
 // The zero value of a Config's fields is the default: no bulkhead, the

@@ -1,6 +1,7 @@
 package overload_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -65,4 +66,25 @@ func ExampleWriteProfiles() {
 	overload.WriteProfiles(&b)
 	fmt.Println(strings.Count(b.String(), "\n") == len(overload.Profiles()), strings.HasPrefix(b.String(), "  worldcup    World Cup day"))
 	// Output: true true
+}
+
+// afloat's hypothesis for the seed's death, put to the test: the World
+// Cup day without a limit and with clients who never try again recovers
+// on the linear server, and dies on the non-linear one.
+func ExampleVariants() {
+	runs, err := overload.VariantsContext(context.Background(), overload.Config{Profile: "worldcup", Seed: 1, Duration: 5400})
+	if err != nil {
+		panic(err)
+	}
+	for _, r := range runs {
+		s := r.Summary
+		recovery := "never"
+		if s.RecoverySeconds >= 0 {
+			recovery = fmt.Sprintf("after %.0f s", s.RecoverySeconds)
+		}
+		fmt.Printf("alpha %.1f, %d retries: recovers %s\n", r.Config.Alpha, s.Retries, recovery)
+	}
+	// Output:
+	// alpha 0.0, 0 retries: recovers after 139 s
+	// alpha 0.5, 0 retries: recovers never
 }

@@ -411,6 +411,51 @@ func TestWorldCupWithoutRetries(t *testing.T) {
 	}
 }
 
+// TestVariants: afloat's hypothesis for the seed's death, put to the test
+// beside the World Cup's comparison. Without retries the linear server
+// recovers after the half-time peak; the non-linear one dies without them.
+// A profile without a peak, or whose clients never retry, has none.
+func TestVariants(t *testing.T) {
+	base := Config{Profile: "worldcup", Seed: 3, Inside: 100, Outside: 100, Retries: 2, MaxPatience: 600, Duration: 5400}
+	cfgs, err := Variants(base)
+	if err != nil || len(cfgs) != 2 {
+		t.Fatalf("Variants(%+v) = %v, %v; want two", base, cfgs, err)
+	}
+	for i, want := range []float64{0, NonLinearAlpha} {
+		c := cfgs[i]
+		if c.Inside != 0 || c.Outside != 0 || c.Retries != NoRetries || c.Alpha != want || c.Seed != 3 || c.MaxPatience != 600 || c.Duration != 5400 {
+			t.Errorf("step %d: variant %+v; want no limit, no retries, alpha %v, the base's seed, clients and length", i, c, want)
+		}
+	}
+	if cfgs, _ := Variants(Config{Profile: "worldcup", Alpha: 2}); len(cfgs) != 2 || cfgs[1].Alpha != 2 {
+		t.Errorf("with alpha 2: variants %+v; want the non-linear one at the base's alpha", cfgs)
+	}
+	for i, c := range []Config{{Profile: "database"}, {Profile: "overload2x"}, {Profile: "healthy"}} {
+		if cfgs, err := Variants(c); cfgs != nil || err != nil {
+			t.Errorf("step %d: Variants(%s) = %v, %v; want none", i, c.Profile, cfgs, err)
+		}
+	}
+	for i, c := range []Config{{Profile: "worldcup", Threads: 3}, {Profile: "worldcup", Adaptive: true}, {Profile: "nowhere"}, {Profile: "worldcup", Alpha: -1}} {
+		if _, err := Variants(c); !errors.Is(err, ErrConfig) {
+			t.Errorf("step %d: Variants(%+v) = %v, want ErrConfig", i, c, err)
+		}
+	}
+
+	runs, err := VariantsContext(context.Background(), Config{Profile: "worldcup", Seed: 1, Duration: 5400}) // past the half-time peak
+	if err != nil {
+		t.Fatal(err)
+	}
+	linear, nonLinear := runs[0].Summary, runs[1].Summary
+	t.Logf("no retries: linear recovers after %v s, %.0f %% answered after the peak; non-linear: recovery %v, %.0f %%",
+		linear.RecoverySeconds, 100*linear.UsefulAfterPeak, nonLinear.RecoverySeconds, 100*nonLinear.UsefulAfterPeak)
+	if linear.Retries != 0 || linear.RecoverySeconds < 0 || linear.UsefulAfterPeak < 0.9 {
+		t.Errorf("linear, no retries: %d retries, recovery %v, %.3f answered after the peak; want none, a recovery, ≥ 90 %%", linear.Retries, linear.RecoverySeconds, linear.UsefulAfterPeak)
+	}
+	if nonLinear.Retries != 0 || nonLinear.RecoverySeconds >= 0 || nonLinear.UsefulAfterPeak > 0.01 {
+		t.Errorf("non-linear, no retries: %d retries, recovery %v, %.3f answered after the peak; want none, never, under 1 %%", nonLinear.Retries, nonLinear.RecoverySeconds, nonLinear.UsefulAfterPeak)
+	}
+}
+
 // TestDatabase: the seed's asynchronous server pushes its concurrency onto
 // the shared database, which runs out of its 200 connections in the
 // bursts; the other service on it, whose load did not change, fails then.

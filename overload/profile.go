@@ -93,6 +93,16 @@ func worldCupWith(halftime float64) func(float64) float64 {
 // (or a GC pause, or a proxy that queued them) brings 300 more at once.
 // Another service sends the same database 100 queries a second, whose
 // callers give up after half a second.
+//
+// It is scaled from the article's numbers, which fix no time per query:
+// a pool of 20 threads and 20 connections, 20 requests a second, a peak of
+// 200 in the system at once, and a database that would need 200
+// connections. The 50 ms query, the tenfold load (half the database's
+// capacity, so that a burst is what hurts), bursts of 300 (more than the
+// 200 connections), the hard refusal once all 200 are in use (the
+// article's database only slows down) and the second service (the
+// article's "another server on the same database", from its story of the
+// sudden death) are afloat's.
 const (
 	dbBurst      = 300.0 // requests in a burst
 	dbBurstWidth = 0.05  // seconds: the standard deviation of a burst
@@ -111,7 +121,8 @@ var profiles = []Profile{
 		Name: "worldcup",
 		Description: "World Cup day in three hours: a smooth daily curve with peaks at kick-off, half-time (three times " +
 			"the first) and the final whistle, on a server that holds 100 requests in work at full speed (1 s each); " +
-			"clients — call-centre operators with a customer on the line — give up after 10 s to 20 min and try once more",
+			"clients — call-centre operators with a customer on the line — give up after 10 s to 20 min and try once more " +
+			"(afloat's hypothesis for the death the article shows, which names no mechanism)",
 		Duration: 3 * 3600, Tick: 0.01, K: wcK, Work: 1, Timeout: 10, MaxPatience: 20 * 60, Retries: 1,
 		Rate:      worldCupRate,
 		PeakStart: wcHalftime - 3*wcWidth, PeakEnd: wcHalftime + 3*wcWidth, AfterEnd: wcWhistle - 3*wcWidth,
@@ -119,9 +130,10 @@ var profiles = []Profile{
 	},
 	{
 		Name: "database",
-		Description: "the seed's asynchronous server: a service of 200 requests a second, one query each to a database " +
-			"that runs 20 queries at full speed (50 ms) and has 200 connections, with bursts of 300 requests at once; " +
-			"another service sends the same database 100 queries a second and gives up after 0.5 s",
+		Description: "the seed's asynchronous server, scaled from the article's pool of 20, 20 requests a second and 200 " +
+			"in the system at once: a service of 200 requests a second, one query each to a database that runs 20 queries " +
+			"at full speed (50 ms), with bursts of 300 requests at once; afloat adds a refusal once all 200 connections " +
+			"are in use, and another service that sends the same database 100 queries a second and gives up after 0.5 s",
 		Duration: 600, Tick: 0.001, K: 20, Work: 0.05, Timeout: 5, Retries: 1,
 		Rate:  databaseRate,
 		Conns: 200, Other: func(float64) float64 { return 100 }, OtherTimeout: 0.5, Threads: 20,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/afloat/afloat/internal/queueing"
@@ -395,6 +396,24 @@ func TestAutoscalingOffMeansExactlyTheFloor(t *testing.T) {
 	for _, f := range frames {
 		if f.Serving != 10 || f.Booting != 0 {
 			t.Fatalf("minute %d: %d serving, %d booting; want exactly the floor of 10", f.Minute, f.Serving, f.Booting)
+		}
+	}
+}
+
+// TestCacheFlushBriefingIsTheModels: the briefing's "normal hit rate of
+// 85 %" — the seed's, which the database was sized for — is the hit rate
+// the model gives every minute before the flush.
+func TestCacheFlushBriefingIsTheModels(t *testing.T) {
+	sc, err := Lookup("cache-flush")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sc.Briefing, "normal hit rate of 85 %") {
+		t.Errorf("briefing %q: want the seed's normal hit rate of 85 %%", sc.Briefing)
+	}
+	for _, f := range mustRun(t, Config{Scenario: "cache-flush", Seed: 1})[:15] {
+		if math.Round(100*f.CacheHit) != 85 {
+			t.Errorf("%s, before the flush: hit %.4f, want 85 %%", f.Clock, f.CacheHit)
 		}
 	}
 }

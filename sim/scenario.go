@@ -147,7 +147,7 @@ func scenarios() []Scenario {
 		Name:  "cache-flush",
 		Title: "Cache flush",
 		Briefing: "A busy day. At the noon peak a maintenance script flushes the whole cache. " +
-			"Every request now goes to the database, which was sized for the normal hit rate. " +
+			"Every request now goes to the database, which was sized for the normal hit rate of 85 %. " +
 			"Restore service without overloading the database.",
 		Start: 11*60 + 45, Minutes: 120, BaseRate: 1300, Serving: 13, Budget: 1, BootDelay: 3,
 		Controls: defaultControls(13),

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/afloat/afloat/overload"
+	"github.com/afloat/afloat/overload/live"
 	"github.com/afloat/afloat/sim"
 	"github.com/afloat/afloat/sim/bots"
 )
@@ -161,9 +162,12 @@ func usedKeys(t *testing.T) []string {
 		names  []string
 	}{
 		{"lab.cell.", []string{"done", "queued", "away"}},
-		{"lab.series.", []string{"arrivals", "responses", "timeouts", "wasted", "rejected", "refused", "other_errors", "concurrency"}},
+		{"lab.series.", []string{"first_tries", "retries", "responses", "late", "timeouts", "wasted", "rejected", "refused", "other_errors", "concurrency"}},
 		{"lab.check.", []string{"cpu_share", "p50_vs_work", "capacity_vs_work", "goodput", "calm", "sent", "drift"}},
 		{"lab.slowdown.", []string{"linear_is", "nonlinear_is"}},
+		{"lab.hypothesis.row.", []string{"compared", "linear", "nonlinear"}},
+		{"lab.live.", []string{"done", "too_busy", "stopped_early", "unreliable"}},
+		{"lab.live.mode.", live.Modes},
 		{"lab.live.chart.", []string{"goodput.axis", "p99.axis"}},
 	} {
 		for _, n := range family.names {

@@ -38,6 +38,7 @@ type lab struct {
 	wait         time.Duration // how long a request waits before answering 202
 	grace        time.Duration // how long a computation nobody waits for goes on
 	runCompare   func(ctx context.Context, base overload.Config) ([]overload.Result, error)
+	runVariants  func(ctx context.Context, base overload.Config) ([]overload.Result, error)
 
 	live       liveState
 	liveCancel context.CancelFunc
@@ -48,8 +49,11 @@ type lab struct {
 
 // liveState is the live comparison as the page polls it.
 type liveState struct {
-	Running  bool         `json:"running"`
-	Progress string       `json:"progress"`
+	Running  bool   `json:"running"`
+	Progress string `json:"progress"` // in English, for a log
+	// Step is what it is doing, as data, for the page to say in its
+	// user's language; nil before the first step and once it is over.
+	Step     *live.Step   `json:"step,omitempty"`
 	Started  time.Time    `json:"started"`
 	Finished time.Time    `json:"finished"`
 	Error    string       `json:"error,omitempty"`
@@ -61,9 +65,12 @@ type liveState struct {
 // in a few hundred points. Counts are per second; Work and Wasted are in
 // requests' worth per second.
 type labPoint struct {
-	T              int     `json:"t"`
-	Arrivals       float64 `json:"arrivals"` // tries, retries included
-	Retries        float64 `json:"retries"`
+	T        int     `json:"t"`
+	Arrivals float64 `json:"arrivals"` // tries, retries included
+	Retries  float64 `json:"retries"`
+	// FirstTries are the clients' own demand, the article's blue curve:
+	// the tries that are not retries.
+	FirstTries     float64 `json:"first_tries"`
 	Responses      float64 `json:"responses"` // in time
 	Late           float64 `json:"late"`
 	Timeouts       float64 `json:"timeouts"`
@@ -91,6 +98,14 @@ type labRun struct {
 	Threads int              `json:"threads"`
 	Summary overload.Summary `json:"summary"`
 	Series  []labPoint       `json:"series"`
+}
+
+// labVariant is one of the runs that put afloat's hypothesis for the
+// seed's death to the test (overload.Variants): no limit and no retries,
+// on the linear server (Alpha 0) or the non-linear one.
+type labVariant struct {
+	Alpha   float64          `json:"alpha"`
+	Summary overload.Summary `json:"summary"`
 }
 
 // labParams is what a comparison is computed from, its defaults filled in.
@@ -136,6 +151,9 @@ type labCompare struct {
 	PeakEnd   float64  `json:"peak_end_s"`
 	AfterEnd  float64  `json:"after_end_s"`
 	Runs      []labRun `json:"runs"`
+	// Variants are the hypothesis's runs, for a profile whose clients try
+	// again (the World Cup); none for the others.
+	Variants []labVariant `json:"variants"`
 
 	key     string
 	done    chan struct{} // closed when computed, failed or cancelled
@@ -155,6 +173,7 @@ const (
 func newLab(logger *slog.Logger) *lab {
 	return &lab{
 		logger: logger, results: map[string]*labCompare{}, runLive: live.Run, runCompare: overload.CompareContext,
+		runVariants:  overload.VariantsContext,
 		maxComputing: labMaxComputing, wait: labWait, grace: labGrace,
 	}
 }
@@ -348,9 +367,12 @@ func (l *lab) leave(c *labCompare) {
 
 func (l *lab) compute(ctx context.Context, c *labCompare, p overload.Profile, lp labParams) {
 	cfg, err := lp.config()
-	var runs []overload.Result
+	var runs, variants []overload.Result
 	if err == nil {
 		runs, err = l.runCompare(ctx, cfg)
+	}
+	if err == nil {
+		variants, err = l.runVariants(ctx, cfg)
 	}
 	c.labParams, c.Description = lp, p.Description
 	c.Timeout, c.Capacity, c.K, c.Work, c.Duration = p.Timeout, p.K/p.Work, p.K, p.Work, p.Duration
@@ -369,6 +391,10 @@ func (l *lab) compute(ctx context.Context, c *labCompare, p overload.Profile, lp
 			run.Kind = "adaptive"
 		}
 		c.Runs = append(c.Runs, run)
+	}
+	c.Variants = []labVariant{}
+	for _, r := range variants {
+		c.Variants = append(c.Variants, labVariant{Alpha: r.Config.Alpha, Summary: r.Summary})
 	}
 
 	l.mu.Lock()
@@ -405,6 +431,7 @@ func downsample(series []overload.Second, step int) []labPoint {
 		for _, s := range chunk {
 			p.Arrivals += float64(s.Arrivals) / n
 			p.Retries += float64(s.Retries) / n
+			p.FirstTries += float64(s.Arrivals-s.Retries) / n
 			p.Responses += float64(s.Responses) / n
 			p.Late += float64(s.Late) / n
 			p.Timeouts += float64(s.Timeouts) / n
@@ -499,10 +526,15 @@ func (l *lab) liveStart(w http.ResponseWriter, r *http.Request, _ struct{}) {
 				l.live.Progress = s
 				l.mu.Unlock()
 			},
+			Step: func(s live.Step) {
+				l.mu.Lock()
+				l.live.Step = &s
+				l.mu.Unlock()
+			},
 		})
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		l.live.Running, l.live.Finished, l.live.Progress = false, time.Now(), "done"
+		l.live.Running, l.live.Finished, l.live.Progress, l.live.Step = false, time.Now(), "done", nil
 		if err != nil {
 			l.live.Error = err.Error()
 			l.logger.Warn("live comparison failed", "err", err)

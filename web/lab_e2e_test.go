@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -52,12 +53,16 @@ func liveReports() [2]live.Report {
 			mode("failsafe-go", []float64{0.5, 1, 0.98, 0.5, 0.94, 0.5}, 31),
 		},
 		Conclusion: &live.Conclusion{Load: 10, Best: "afloat-fixed", Goodput: 0.96, P99Ratio: 1.1, None: 0}}
+	// The busy machine's report is shaped as TestBusyMachineIsFlagged's
+	// hog makes one (overload/live): the first calibration failed its
+	// checks and ended the comparison there.
 	busy := cal
-	busy.CPUShare = 0.48
-	bad := live.Report{Cores: 1, Work: ms(10), Deadline: ms(100), Modes: []live.ModeReport{{
+	busy.CPUShare, busy.NoLoadP50, busy.Capacity = 0.509, ms(25.9), 44.1
+	bad := live.Report{Cores: 1, Work: ms(10), Deadline: ms(100), StoppedEarly: true, Modes: []live.ModeReport{{
 		Mode: "none", Calibration: busy, Attempts: []live.Attempt{{Calibration: busy, Checks: []live.Check{
-			{Name: "cpu_share", Value: 0.48, Min: 0.85, Max: 1.05},
-			{Name: "capacity_vs_work", Value: 0.4, Min: 0.7, Max: 1.05},
+			{Name: "cpu_share", Value: 0.509, Min: 0.85, Max: 1.05},
+			{Name: "p50_vs_work", Value: 2.59, Min: 0.9, Max: 1.7},
+			{Name: "capacity_vs_work", Value: 0.441, Min: 0.7, Max: 1.05},
 		}}},
 	}}}
 	return [2]live.Report{ok, bad}
@@ -68,9 +73,12 @@ func liveReports() [2]live.Report {
 // and checks each cell of the grid against GET /api/overload/game, plays
 // and pauses game 2, runs the World Cup and the database scenario from
 // typed limits and checks the summaries against the API and that the
-// Little's-law charts are drawn, refuses a limit out of range, and shows
-// a trustworthy live report as charts with a conclusion and an untrustworthy
-// one as a plain warning. Welsh and Tagalog show no raw key or id.
+// Little's-law charts are drawn, reads the World Cup's first tries,
+// retries and late answers from the chart's data table and the hypothesis
+// table's runs and checks them against the API, refuses a limit out of
+// range, and shows a trustworthy live report as charts with a conclusion
+// and a busy machine's as a plain refusal. Welsh and Tagalog show no raw
+// key or id.
 func TestOverloadLabEndToEnd(t *testing.T) {
 	t.Parallel()
 	h, lab := newHandler(DefaultConfig())
@@ -129,7 +137,7 @@ func TestOverloadLabEndToEnd(t *testing.T) {
 	// The World Cup as the page computed it on opening: the API's summary,
 	// the limits it ran with shown in the form, five charts and Little's law
 	// drawn for no limit and 100/100.
-	checkSummary(t, b, ctx, worldCup)
+	checkSummary(t, b, ctx, worldCup.summaries())
 	for id, want := range map[string]string{"#lab-inside": "100", "#lab-outside": "100", "#lab-retries": "1", "#lab-patience": "1200"} {
 		if got := evaluate[string](b, ctx, fmt.Sprintf(`document.querySelector(%q).value`, id)); got != want {
 			t.Errorf("%s shows %q after the default run, want %q", id, got, want)
@@ -140,6 +148,8 @@ func TestOverloadLabEndToEnd(t *testing.T) {
 	if !strings.Contains(note, "requests were inside") {
 		t.Errorf("Little's law note %q", note)
 	}
+	checkWorldCupSeries(t, b, ctx, worldCup, en)
+	checkHypothesis(t, b, ctx, worldCup, en)
 	b.shot(ctx, "lab-03-worldcup")
 	viewShot(b, ctx, "lab-worldcup-view", "#exp-h", 1700) // docs/lab.png
 
@@ -167,7 +177,10 @@ func TestOverloadLabEndToEnd(t *testing.T) {
 		b.do(ctx, "database, alpha "+alpha, choose("lab-profile", "database"), typeReplacing("#lab-seed", "2"), typeReplacing("#lab-inside", "20"),
 			typeReplacing("#lab-outside", "20"), typeReplacing("#lab-retries", "0"), typeReplacing("#lab-patience", "60"), choose("lab-slowdown", alpha), click("#lab-run"),
 			waitFor(fmt.Sprintf(`document.getElementById("lab-status").textContent === %q && document.querySelectorAll("#lab-summary tbody tr").length === 3`, en["lab.done"])))
-		checkSummary(t, b, ctx, want)
+		checkSummary(t, b, ctx, want.summaries())
+		if !evaluate[bool](b, ctx, `document.getElementById("lab-hypothesis").hidden`) {
+			t.Errorf("database: the World Cup's hypothesis is shown")
+		}
 		if got, part := b.text(ctx, "#lab-profile-desc"), fill(en["lab.patience.spread_s"], map[string]any{"min": 5, "max": 60}); !strings.Contains(got, part) {
 			t.Errorf("database, patience 60 s: the page says %q, want it to say %q", got, part)
 		}
@@ -181,7 +194,7 @@ func TestOverloadLabEndToEnd(t *testing.T) {
 	// The live comparison: a trustworthy report as two charts, a table and
 	// a conclusion; then one from a busy machine as a warning, no figures.
 	b.do(ctx, "live, trustworthy", click("#live-run"), waitFor(`document.querySelectorAll("#live-charts .uplot").length === 2`))
-	if got, want := b.text(ctx, "#live-conclusion"), fill(en["lab.live.conclusion"], map[string]any{"load": 10, "best": "afloat-fixed", "goodput": "96 %", "ratio": "1.1", "none": "0 %"}); got != want {
+	if got, want := b.text(ctx, "#live-conclusion"), fill(en["lab.live.conclusion"], map[string]any{"load": 10, "best": en["lab.live.mode.afloat-fixed"], "goodput": "96 %", "ratio": "1.1", "none": "0 %"}); got != want {
 		t.Errorf("live conclusion %q, want %q", got, want)
 	}
 	if n := evaluate[int](b, ctx, `document.querySelectorAll("#live-table tbody tr").length`); n != 24 {
@@ -190,12 +203,19 @@ func TestOverloadLabEndToEnd(t *testing.T) {
 	b.shot(ctx, "lab-05-live")
 	b.do(ctx, "settle", waitSettled())
 	b.checkAxe(ctx, "en: live report")
+	noRawLiveIDs(t, b, ctx, "en, trustworthy")
 	b.do(ctx, "live, busy machine", click("#live-run"), waitFor(`!document.getElementById("live-warning").hidden`))
 	warning := b.text(ctx, "#live-warning")
-	if !strings.HasPrefix(warning, en["lab.live.unreliable"]) || !strings.Contains(warning, en["lab.check.cpu_share"]) ||
+	share := fill(en["lab.check.line"], map[string]string{"mode": en["lab.live.mode.none"], "check": fill(en["lab.check.cpu_share"],
+		map[string]string{"value": "51 %", "min": "85 %", "where": en["lab.check.where.calibration"]})})
+	if !strings.HasPrefix(warning, en["lab.live.stopped_early"]) || !strings.Contains(warning, share) || !strings.HasSuffix(warning, en["lab.live.what_to_do"]) ||
 		evaluate[int](b, ctx, `document.querySelectorAll("#live-charts .uplot").length`) != 0 || !evaluate[bool](b, ctx, `document.getElementById("live-table-wrap").hidden`) {
-		t.Errorf("a busy machine's report: warning %q, want it said plainly and no figures", warning)
+		t.Errorf("a busy machine's report: warning %q, want it said plainly (%q) with what to do, and no figures", warning, share)
 	}
+	if got := b.text(ctx, "#live-status"); got != en["lab.live.too_busy"] {
+		t.Errorf("after a busy machine's report the status says %q, want %q", got, en["lab.live.too_busy"])
+	}
+	noRawLiveIDs(t, b, ctx, "en, busy machine")
 
 	// A language chosen on another page: back on the lab, the message it
 	// showed is said again in that language (the lab once kept it in the
@@ -211,7 +231,7 @@ func TestOverloadLabEndToEnd(t *testing.T) {
 
 	// Every control again in Welsh and Tagalog, reading what the page says.
 	rawKey := regexp.MustCompile(`^[a-z_]+(\.[a-z0-9_-]+)+$`)
-	rawIDs := append(overload.ProfileNames(), overload.GameNames...)
+	rawIDs := append(append(overload.ProfileNames(), overload.GameNames...), live.Modes...)
 	for _, lang := range someLanguages(testing.Short(), "cy", "tl") {
 		c := catalogue(t, lang)
 		b.do(ctx, lang, choose("lang", lang), waitFor(fmt.Sprintf(`document.documentElement.lang === %q`, lang)))
@@ -223,14 +243,28 @@ func TestOverloadLabEndToEnd(t *testing.T) {
 			t.Errorf("%s: game 1, period 4 says %q, want it to start %q", lang, got, want)
 		}
 		b.do(ctx, lang+": play and pause", click("#game-play"), waitFor(`document.querySelectorAll("#game-grid thead th").length >= 7`), click("#game-play"), click("#game-reset"))
+		// The World Cup again (the console kept it): its three series read
+		// from the chart's table in this language, and the hypothesis.
+		b.do(ctx, lang+": World Cup", choose("lab-profile", "worldcup"), typeReplacing("#lab-seed", "1"), choose("lab-slowdown", "0"), click("#lab-run"),
+			waitFor(fmt.Sprintf(`document.getElementById("lab-status").textContent === %q && document.querySelectorAll("#lab-summary tbody tr").length === 5 && !document.getElementById("lab-hypothesis").hidden`, c["lab.done"])))
+		checkWorldCupSeries(t, b, ctx, worldCup, c)
+		checkHypothesis(t, b, ctx, worldCup, c)
 		b.do(ctx, lang+": database", choose("lab-profile", "database"), typeReplacing("#lab-seed", "2"), typeReplacing("#lab-inside", "20"),
 			typeReplacing("#lab-outside", "20"), typeReplacing("#lab-retries", "0"), typeReplacing("#lab-patience", "60"), choose("lab-slowdown", "0.5"), click("#lab-run"),
 			waitFor(fmt.Sprintf(`document.getElementById("lab-status").textContent === %q`, c["lab.done"])))
 		if got := b.text(ctx, "#lab-summary thead th:nth-child(2)"); got != c["lab.col.goodput"] {
 			t.Errorf("%s: the summary's goodput column is headed %q, want %q", lang, got, c["lab.col.goodput"])
 		}
-		b.do(ctx, lang+": live", click("#live-run"), waitFor(`document.querySelectorAll("#live-charts .uplot").length === 2 || !document.getElementById("live-warning").hidden`))
-		b.do(ctx, lang+": live again", click("#live-run"), waitFor(fmt.Sprintf(`document.getElementById("live-status").textContent === %q`, c["lab.live.done"])))
+		// The live comparison: a trustworthy report, then a busy machine's
+		// refusal, each with no raw id.
+		b.do(ctx, lang+": live", click("#live-run"), waitFor(fmt.Sprintf(`document.getElementById("live-status").textContent === %q && document.querySelectorAll("#live-charts .uplot").length === 2`, c["lab.live.done"])))
+		noRawLiveIDs(t, b, ctx, lang+", trustworthy")
+		b.do(ctx, lang+": live again", click("#live-run"), waitFor(fmt.Sprintf(`document.getElementById("live-status").textContent === %q && !document.getElementById("live-warning").hidden`, c["lab.live.too_busy"])))
+		if w := b.text(ctx, "#live-warning"); !strings.HasPrefix(w, c["lab.live.stopped_early"]) || !strings.HasSuffix(w, c["lab.live.what_to_do"]) ||
+			!strings.Contains(w, c["lab.check.where.calibration"]) || !strings.Contains(w, c["lab.live.mode.none"]+": ") {
+			t.Errorf("%s: a busy machine's refusal %q: want it said in this language, naming the protection, with what to do", lang, w)
+		}
+		noRawLiveIDs(t, b, ctx, lang+", busy machine")
 		missing := evaluate[[]string](b, ctx, `[...window.afloat.missing]`)
 		texts := evaluate[[]string](b, ctx, `(() => { const w = document.createTreeWalker(document.getElementById("lab"), NodeFilter.SHOW_TEXT); const out = []; while (w.nextNode()) { const s = w.currentNode.textContent.trim(); if (s) out.push(s); } return out.concat([...document.querySelectorAll("#lab option")].map((o) => o.textContent)); })()`)
 		if len(missing) > 0 {
@@ -292,36 +326,133 @@ func gameAPI(t *testing.T, base, name string) overload.Game {
 	return g
 }
 
-// compareAPI posts a comparison until it is computed and returns its runs'
-// summaries as the page would show them.
-func compareAPI(t *testing.T, base, body string) []map[string]any {
+// comparison is an answer of POST /api/overload/compare, as far as the
+// lab's test reads it.
+type comparison struct {
+	Runs []struct {
+		Summary map[string]any       `json:"summary"`
+		Series  []map[string]float64 `json:"series"`
+	} `json:"runs"`
+	Variants []struct {
+		Alpha   float64        `json:"alpha"`
+		Summary map[string]any `json:"summary"`
+	} `json:"variants"`
+}
+
+// summaries are the runs' summaries as the page's summary table shows them.
+func (c comparison) summaries() []map[string]any {
+	var sums []map[string]any
+	for _, r := range c.Runs {
+		sums = append(sums, r.Summary)
+	}
+	return sums
+}
+
+// compareAPI posts a comparison until it is computed and returns it.
+func compareAPI(t *testing.T, base, body string) comparison {
 	t.Helper()
 	for giveUp := time.Now().Add(5 * time.Minute); time.Now().Before(giveUp); {
 		res, err := http.Post(base+"/api/overload/compare", "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out struct {
-			Runs []struct {
-				Summary map[string]any `json:"summary"`
-			} `json:"runs"`
-		}
+		var out comparison
 		err = json.NewDecoder(res.Body).Decode(&out)
 		res.Body.Close()
 		switch {
 		case err != nil || (res.StatusCode != 200 && res.StatusCode != 202 && res.StatusCode != 503):
 			t.Fatalf("POST /api/overload/compare %s: %d %v", body, res.StatusCode, err)
 		case res.StatusCode == 200:
-			var sums []map[string]any
-			for _, r := range out.Runs {
-				sums = append(sums, r.Summary)
-			}
-			return sums
+			return out
 		}
 		<-time.After(time.Second) // 202: computing; 503: another one is
 	}
 	t.Fatalf("POST /api/overload/compare %s: not done in 5 minutes", body)
-	return nil
+	return comparison{}
+}
+
+// checkWorldCupSeries opens the data table of the World Cup's run without
+// a limit and reads from it, in the page's language, the three series the
+// article's telling needs apart — first tries (its blue), retries and
+// answers that came after the client had gone — every point against the
+// API's.
+func checkWorldCupSeries(t *testing.T, b *browser, ctx context.Context, want comparison, cat map[string]string) {
+	t.Helper()
+	series := want.Runs[0].Series
+	b.do(ctx, "open the World Cup's chart table", chromedp.Evaluate[chromedp.Void](`document.querySelector("#lab-chart-0 details").open = true`),
+		waitFor(fmt.Sprintf(`document.querySelectorAll("#lab-chart-0 details tbody tr").length === %d`, len(series))))
+	table := evaluate[[][]string](b, ctx, `[...document.querySelectorAll("#lab-chart-0 details tr")].map((tr) => [...tr.cells].map((c) => c.textContent))`)
+	for _, s := range []struct{ key, field string }{{"first_tries", "first_tries"}, {"retries", "retries"}, {"late", "late"}} {
+		col := slices.Index(table[0], cat["lab.series."+s.key])
+		if col < 0 {
+			t.Errorf("the World Cup's chart table has no column %q: %v", cat["lab.series."+s.key], table[0])
+			continue
+		}
+		seen := 0.0
+		for i, p := range series {
+			if got, w := table[i+1][col], strconv.FormatFloat(p[s.field], 'f', 1, 64); got != w {
+				t.Errorf("%s at %s: the table says %q, the API %s", s.key, table[i+1][0], got, w)
+				break
+			}
+			seen = max(seen, p[s.field])
+		}
+		if seen == 0 {
+			t.Errorf("%s: zero all day; want the retry storm drawn", s.key)
+		}
+	}
+	b.do(ctx, "close it", chromedp.Evaluate[chromedp.Void](`document.querySelector("#lab-chart-0 details").open = false`))
+}
+
+// checkHypothesis reads the table beside afloat's hypothesis: the day
+// without a limit as compared, without retries on the linear server (it
+// recovers) and on the non-linear one (it dies), against the API's runs.
+func checkHypothesis(t *testing.T, b *browser, ctx context.Context, want comparison, cat map[string]string) {
+	t.Helper()
+	rows := evaluate[[][]string](b, ctx, `[...document.querySelectorAll("#lab-hypothesis-table tbody tr")].map((tr) => [...tr.cells].map((c) => c.textContent))`)
+	if len(want.Variants) != 2 || len(rows) != 3 {
+		t.Fatalf("hypothesis: %d rows on the page, %d variants from the API; want 3 and 2", len(rows), len(want.Variants))
+	}
+	sums := []map[string]any{want.Runs[0].Summary, want.Variants[0].Summary, want.Variants[1].Summary}
+	for i, s := range sums {
+		useful := fmt.Sprintf("%.0f %%", 100*s["useful_after_peak"].(float64))
+		rec := cat["lab.never"]
+		if r := s["recovery_s"].(float64); r >= 0 {
+			rec = strconv.FormatFloat(r, 'f', -1, 64) + " s"
+		}
+		if rows[i][1] != useful || rows[i][4] != rec {
+			t.Errorf("hypothesis row %d %q: %q answered after the peak, recovery %q; the API has %s and %s", i, rows[i][0], rows[i][1], rows[i][4], useful, rec)
+		}
+	}
+	if l, n := sums[1]["recovery_s"].(float64), sums[2]["recovery_s"].(float64); l < 0 || n >= 0 || want.Variants[1].Alpha != overload.NonLinearAlpha {
+		t.Errorf("without retries: the linear server's recovery %v, the non-linear one's (α %v) %v; want a recovery, then none", l, want.Variants[1].Alpha, n)
+	}
+	if got, w := rows[2][0], fill(cat["lab.hypothesis.row.nonlinear"], map[string]float64{"alpha": overload.NonLinearAlpha}); got != w {
+		t.Errorf("hypothesis: the non-linear row is named %q, want %q", got, w)
+	}
+}
+
+// noRawLiveIDs fails the test if the live comparison's part of the page
+// shows a protection's or a check's id, a phase's name, or the old
+// jargon, where a person should read names and words.
+func noRawLiveIDs(t *testing.T, b *browser, ctx context.Context, where string) {
+	t.Helper()
+	texts := evaluate[[]string](b, ctx, `(() => { const out = []; for (const id of ["live-status", "live-warning", "live-conclusion", "live-calibration", "live-charts", "live-table-wrap"]) { const w = document.createTreeWalker(document.getElementById(id), NodeFilter.SHOW_TEXT); while (w.nextNode()) { const s = w.currentNode.textContent.trim(); if (s) out.push(s); } } return out; })()`)
+	var phases []string
+	for _, p := range live.ShortPhases {
+		phases = append(phases, p.Name)
+	}
+	for _, s := range texts {
+		for _, id := range append(slices.Clone(live.Modes), phases...) {
+			if s == id || strings.HasPrefix(s, id+":") || strings.Contains(s, "("+id+")") {
+				t.Errorf("%s: the live comparison shows the raw id %q in %q", where, id, s)
+			}
+		}
+		for _, id := range []string{"afloat-fixed", "afloat-adaptive", "cpu_share", "p50_vs_work", "capacity_vs_work", "attempt(s)", "(phase", "want "} {
+			if strings.Contains(s, id) {
+				t.Errorf("%s: the live comparison shows %q in %q", where, id, s)
+			}
+		}
+	}
 }
 
 // checkSummary compares the page's summary table with the API's

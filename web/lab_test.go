@@ -99,6 +99,9 @@ func TestOverloadCompareEndpoint(t *testing.T) {
 	if body["inside"] != 30.0 || body["outside"] != 10.0 || body["alpha"] != 0.5 || body["retries"] != 0.0 || body["conns"] != 200.0 || body["max_patience_s"] != 60.0 || body["timeout_s"] != 5.0 {
 		t.Errorf("the answer's parameters: %v", body)
 	}
+	if v, ok := body["variants"].([]any); !ok || len(v) != 0 {
+		t.Errorf("variants %v: want none for the database, whose clients' retries are not the question", body["variants"])
+	}
 	if k := []string{"none", "threads", "bulkhead"}; got[0].(map[string]any)["kind"] != k[0] || got[1].(map[string]any)["kind"] != k[1] || got[2].(map[string]any)["kind"] != k[2] {
 		t.Errorf("kinds of the runs: want %v", k)
 	}
@@ -151,13 +154,15 @@ func mustJSON(t *testing.T, v any) []byte {
 func TestDownsample(t *testing.T) {
 	series := []overload.Second{
 		{T: 0, Arrivals: 10, Concurrency: 2, Worst: 1},
-		{T: 1, Arrivals: 20, Concurrency: 4, Worst: 3},
-		{T: 2, Arrivals: 30, Concurrency: 6, Worst: 2},
+		{T: 1, Arrivals: 20, Retries: 6, Concurrency: 4, Worst: 3},
+		{T: 2, Arrivals: 30, Retries: 10, Concurrency: 6, Worst: 2},
 	}
 	got := downsample(series, 2)
 	// Concurrency is the step's last second's: the cumulative chart draws
-	// arrivals minus departures against it.
-	if len(got) != 2 || got[0].Arrivals != 15 || got[0].Concurrency != 4 || got[0].Worst != 3 || got[1].T != 2 || got[1].Arrivals != 30 {
+	// arrivals minus departures against it. First tries are the tries that
+	// are not retries.
+	if len(got) != 2 || got[0].Arrivals != 15 || got[0].Retries != 3 || got[0].FirstTries != 12 || got[0].Concurrency != 4 || got[0].Worst != 3 ||
+		got[1].T != 2 || got[1].Arrivals != 30 || got[1].FirstTries != 20 {
 		t.Errorf("downsample = %+v", got)
 	}
 }
@@ -175,6 +180,7 @@ func TestLiveEndpoint(t *testing.T) {
 		lab.runLive = func(ctx context.Context, cfg live.Config) (live.Report, error) {
 			started <- cfg
 			cfg.Progress("running afloat-fixed")
+			cfg.Step(live.Step{What: live.StepRunning, Mode: "afloat-fixed", Attempt: 1, Attempts: 3})
 			select {
 			case <-release:
 			case <-ctx.Done():
@@ -211,13 +217,15 @@ func TestLiveEndpoint(t *testing.T) {
 		if status, body := serve("POST"); status != 409 || !strings.Contains(body["error"].(string), "already running") {
 			t.Errorf("second start: %d %v", status, body)
 		}
-		if _, body := serve("GET"); body["running"] != true || body["progress"] != "running afloat-fixed" {
+		// The step as data, for the page to say in its user's language.
+		if _, body := serve("GET"); body["running"] != true || body["progress"] != "running afloat-fixed" ||
+			!reflect.DeepEqual(body["step"], map[string]any{"what": "running", "mode": "afloat-fixed", "attempt": 1.0, "attempts": 3.0}) {
 			t.Errorf("while running: %v", body)
 		}
 		close(release)
 		synctest.Wait() // the comparison has finished and stored its report
 		_, body := serve("GET")
-		if rep, _ := body["report"].(map[string]any); body["running"] != false || rep == nil || rep["capacity"] != 98.0 || body["progress"] != "done" {
+		if rep, _ := body["report"].(map[string]any); body["running"] != false || rep == nil || rep["capacity"] != 98.0 || body["progress"] != "done" || body["step"] != nil {
 			t.Errorf("after: %v", body)
 		}
 		if status, _ := serve("DELETE"); status != 405 {

@@ -17,14 +17,14 @@ import (
 var errRedisRequired = errors.New("--redis is required (or set AFLOAT_REDIS_URL): want redis://host:port")
 
 // redisFlag adds --redis, defaulting to $AFLOAT_REDIS_URL.
-func redisFlag(c *command, v *string) {
+func redisFlag(c *cli.Command, v *string) {
 	c.StringVar(v, "redis", os.Getenv("AFLOAT_REDIS_URL"), "Redis `URL`, redis://[user:password@]host:port[/db] (default $AFLOAT_REDIS_URL)")
 }
 
 // poolFlags are the flags of a command on a pool.
 type poolFlags struct{ redisURL, pool string }
 
-func (f *poolFlags) register(c *command) {
+func (f *poolFlags) register(c *cli.Command) {
 	redisFlag(c, &f.redisURL)
 	c.StringVar(&f.pool, "pool", "", "pool `NAME`: 1 to 100 letters, digits, - _ . : (required)")
 }
@@ -49,66 +49,63 @@ func (f *poolFlags) check() error {
 
 // run opens the pool and runs op on it, within timeout unless 0. The
 // package checks what op is given (assign.ErrInvalid).
-func (f *poolFlags) run(c *command, timeout time.Duration, op func(context.Context, *assign.Pool) error) int {
+func (f *poolFlags) run(c *cli.Command, timeout time.Duration, op func(context.Context, *assign.Pool) error) int {
 	if err := f.check(); err != nil {
-		return c.usage(err)
+		return c.Refuse(err)
 	}
 	client, err := assign.Dial(f.redisURL)
 	if err != nil {
-		return c.assignError(err)
+		return assignFail(c, err)
 	}
 	defer client.Close()
 	p, err := assign.New(client, f.pool)
 	if err != nil {
-		return c.assignError(err)
+		return assignFail(c, err)
 	}
-	ctx, stop := interruptible()
+	ctx, stop := cli.Interruptible()
 	defer stop()
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	return c.assignError(op(ctx, p))
+	return assignFail(c, op(ctx, p))
 }
 
-// assignError returns exitOK for nil. Bad input and an unknown pool or
+// assignFail returns cli.ExitOK for nil. Bad input and an unknown pool or
 // member are refusals (exit 2); an empty pool, an unreachable server or an
 // ambiguous outcome are failures while running (exit 1).
-func (c *command) assignError(err error) int {
-	return c.fail(err, assign.ErrInvalid, assign.ErrUnknownPool, assign.ErrUnknownMember)
+func assignFail(c *cli.Command, err error) int {
+	return c.Fail(err, assign.ErrInvalid, assign.ErrUnknownPool, assign.ErrUnknownMember)
 }
 
 // runAssignMembers runs add, remove or restore: the commands that change
 // the members given as arguments and say what they did in one line.
-func runAssignMembers(op string) func(c *command, args []string) int {
-	return func(c *command, args []string) int {
+func runAssignMembers(op string) func(c *cli.Command, args []string) int {
+	return func(c *cli.Command, args []string) int {
 		var f poolFlags
 		var count int64
 		var atMin bool
-		policy := "current-minimum"
+		var pol assign.RestorePolicy
 		f.register(c)
 		switch op {
 		case "add":
 			c.Int64Var(&count, "count", 0, "the agreed initial count `N` of the new members, 0 to 2^53")
 			c.BoolVar(&atMin, "at-minimum", false, "start the new members at the active members' current minimum instead of --count")
 		case "restore":
-			c.StringVar(&policy, "policy", policy, "count the members rejoin with: current-minimum, keep-history or zero (zero piles picks onto them)")
+			c.TextVar(&pol, "policy", pol, "`POLICY`: the count the members rejoin with, current-minimum, keep-history or zero (zero piles picks onto them)")
 		}
-		members, status, ok := c.parseArgs(args)
+		members, status, ok := c.ParseArgs(args)
 		if !ok {
 			return status
 		}
-		pol, err := assign.ParseRestorePolicy(policy)
-		if err != nil {
-			err = fmt.Errorf("--policy: %w", err)
-		}
-		if err = cmp.Or(err, c.notWith("at-minimum", ": give one or the other", "count")); err != nil {
-			return c.usage(err)
+		if err := c.NotWith("at-minimum", ": give one or the other", "count"); err != nil {
+			return c.Refuse(err)
 		}
 		return f.run(c, time.Minute, func(ctx context.Context, p *assign.Pool) error {
 			var r assign.AddResult
 			var done string
+			var err error
 			switch {
 			case op == "remove":
 				err, done = p.Remove(ctx, members...), fmt.Sprintf("removed %d from pool %q (counts kept for restore)", len(members), p.Name())
@@ -123,20 +120,20 @@ func runAssignMembers(op string) func(c *command, args []string) int {
 			case err != nil:
 				return err
 			case op == "add":
-				return assign.WriteAdded(c.stdout, p.Name(), r)
+				return assign.WriteAdded(c.Stdout, p.Name(), r)
 			}
-			_, err = fmt.Fprintln(c.stdout, done)
+			_, err = fmt.Fprintln(c.Stdout, done)
 			return err
 		})
 	}
 }
 
-func runAssignList(c *command, args []string) int {
+func runAssignList(c *cli.Command, args []string) int {
 	var f poolFlags
 	var format string
 	f.register(c)
 	c.StringVar(&format, "format", "table", "output format: table or jsonl")
-	if status, ok := c.parse(args); !ok {
+	if status, ok := c.ParseFlags(args); !ok {
 		return status
 	}
 	return f.run(c, time.Minute, func(ctx context.Context, p *assign.Pool) error {
@@ -144,22 +141,22 @@ func runAssignList(c *command, args []string) int {
 		if err != nil {
 			return err
 		}
-		return assign.WriteMembers(c.stdout, ms, format)
+		return assign.WriteMembers(c.Stdout, ms, format)
 	})
 }
 
-func runAssignPick(c *command, args []string) int {
+func runAssignPick(c *cli.Command, args []string) int {
 	var f poolFlags
 	var n int
 	var id string
 	f.register(c)
 	c.IntVar(&n, "n", 1, "picks to make, `N` from 1 to 10000 (more than one go in one round trip)")
 	c.StringVar(&id, "id", "", "request `ID`: a retry with the same id returns the same member and counts once (only with --n 1)")
-	if status, ok := c.parse(args); !ok {
+	if status, ok := c.ParseFlags(args); !ok {
 		return status
 	}
 	if id != "" && n != 1 {
-		return c.usage(errors.New("--id works with --n 1 only"))
+		return c.Refuse(errors.New("--id works with --n 1 only"))
 	}
 	return f.run(c, time.Minute, func(ctx context.Context, p *assign.Pool) error {
 		var rs []assign.Result
@@ -172,7 +169,7 @@ func runAssignPick(c *command, args []string) int {
 		}
 		for _, r := range rs {
 			if r.Err == nil {
-				fmt.Fprintln(c.stdout, r.Member)
+				fmt.Fprintln(c.Stdout, r.Member)
 			}
 			err = cmp.Or(err, r.Err)
 		}
@@ -180,7 +177,7 @@ func runAssignPick(c *command, args []string) int {
 	})
 }
 
-func runAssignBench(c *command, args []string) int {
+func runAssignBench(c *cli.Command, args []string) int {
 	cfg := assignbench.DefaultConfig("")
 	var asJSON bool
 	redisFlag(c, &cfg.RedisURL)
@@ -191,71 +188,68 @@ func runAssignBench(c *command, args []string) int {
 	c.Var(cli.IntList{Ints: &cfg.Batches, Want: fmt.Sprintf("batch sizes from 0 (none) to %d", assign.MaxBatch)}, "batch", "batch sizes to run, comma-separated: 0 is one pick a call (auto-pipelined), n is n picks a round trip")
 	c.BoolVar(&cfg.Peer, "peer", false, "after each run, redis-benchmark on the same server and pool: EVALSHA of the same script, --workers clients, -P batch, as many picks")
 	c.BoolVar(&asJSON, "json", false, "print the results as JSON")
-	if status, ok := c.parse(args); !ok {
+	if status, ok := c.ParseFlags(args); !ok {
 		return status
 	}
 	if cfg.RedisURL == "" {
-		return c.usage(errRedisRequired)
+		return c.Refuse(errRedisRequired)
 	}
-	ctx, stop := interruptible()
+	ctx, stop := cli.Interruptible()
 	defer stop()
-	rs, err := assignbench.Run(ctx, cfg, func(s string) { fmt.Fprintln(c.stderr, s) })
+	rs, err := assignbench.Run(ctx, cfg, func(s string) { fmt.Fprintln(c.Stderr, s) })
 	// A failed bench still prints what it measured, errors counted, and
 	// then says why it failed.
 	if len(rs) > 0 || err == nil {
 		if asJSON {
-			cli.WriteJSON(c.stdout, rs)
+			cli.WriteJSON(c.Stdout, rs)
 		} else {
-			assignbench.Write(c.stdout, rs)
+			assignbench.Write(c.Stdout, rs)
 		}
 	}
-	return c.assignError(err)
+	return assignFail(c, err)
 }
 
-func runProxyCheck(c *command, args []string) int {
+func runProxyCheck(c *cli.Command, args []string) int {
 	probe := assign.DefaultProbeConfig("")
 	// One check, one probe each: there is no streak to wait for, so the
 	// pool follows this probe (Fall and Rise damp a ProxyPool.Run loop).
 	probe.Fall, probe.Rise = 1, 1
 	var f poolFlags
-	var policy string
+	var pol assign.RestorePolicy
 	c.StringVar(&probe.URL, "probe", "", "`URL` fetched through each proxy, http:// or https:// (required)")
 	c.DurationVar(&probe.Timeout, "timeout", probe.Timeout, "per probe, 10ms to 1m")
 	c.IntVar(&probe.Concurrency, "concurrency", probe.Concurrency, "probes at once, 1 to 1000")
 	c.StringVar(&f.redisURL, "redis", os.Getenv("AFLOAT_REDIS_URL"), "with --pool: Redis `URL` (default $AFLOAT_REDIS_URL)")
 	c.StringVar(&f.pool, "pool", "", "pool `NAME` to bring in line with the probes (optional)")
-	c.StringVar(&policy, "policy", "current-minimum", "restore policy for recovered members: current-minimum, keep-history or zero")
-	files, status, ok := c.parseArgs(args)
+	c.TextVar(&pol, "policy", pol, "restore `POLICY` for recovered members: current-minimum, keep-history or zero")
+	files, status, ok := c.ParseArgs(args)
 	if !ok {
 		return status
 	}
-	pol, err := assign.ParseRestorePolicy(policy)
-	if err != nil {
-		err = fmt.Errorf("--policy: %w", err)
-	}
+	var err error
 	switch {
 	case len(files) != 1:
-		err = cmp.Or(err, fmt.Errorf("want one FILE (or - for standard input), got %d arguments", len(files)))
+		err = fmt.Errorf("want one FILE (or - for standard input), got %d arguments", len(files))
 	case probe.URL == "":
-		err = cmp.Or(err, errors.New("--probe is required: want an http:// or https:// URL to fetch through each proxy"))
+		err = errors.New("--probe is required: want an http:// or https:// URL to fetch through each proxy")
 	case f.pool != "":
-		err = cmp.Or(err, f.check())
+		err = f.check()
 	}
 	var proxies []*url.URL
 	if err = cmp.Or(err, probe.Validate()); err == nil {
-		proxies, err = c.readProxies(files[0])
+		proxies, err = readProxies(c, files[0])
 	}
 	if err != nil {
-		return c.usage(err)
+		return c.Refuse(err)
 	}
 	if f.pool == "" {
-		ctx, stop := interruptible()
+		ctx, stop := cli.Interruptible()
 		defer stop()
 		health, err := assign.CheckProxies(ctx, proxies, probe)
 		if err == nil {
-			err = assign.WriteHealth(c.stdout, health)
+			err = assign.WriteHealth(c.Stdout, health)
 		}
-		return c.fail(err)
+		return c.Fail(err)
 	}
 	return f.run(c, 0, func(ctx context.Context, p *assign.Pool) error {
 		pp, err := assign.NewProxyPool(p, probe, pol)
@@ -265,7 +259,7 @@ func runProxyCheck(c *command, args []string) int {
 		pp.Import(proxies...)
 		rep, err := pp.Check(ctx)
 		if err == nil {
-			err = assign.WriteCheckReport(c.stdout, p.Name(), rep)
+			err = assign.WriteCheckReport(c.Stdout, p.Name(), rep)
 		}
 		return err
 	})
@@ -273,19 +267,15 @@ func runProxyCheck(c *command, args []string) int {
 
 // readProxies reads the proxy list in file (- for standard input), and
 // says on stderr which lines it skipped.
-func (c *command) readProxies(file string) ([]*url.URL, error) {
-	in, name := c.stdin, "standard input"
-	if file != "-" {
-		f, err := os.Open(file)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		in, name = f, file
+func readProxies(c *cli.Command, file string) ([]*url.URL, error) {
+	in, name, err := c.Open(file)
+	if err != nil {
+		return nil, err
 	}
+	defer in.Close()
 	proxies, bad, err := assign.ParseProxyList(in)
 	for _, b := range bad {
-		fmt.Fprintf(c.stderr, "afloat proxy check: %s: skipped %v\n", name, b)
+		fmt.Fprintf(c.Stderr, "afloat proxy check: %s: skipped %v\n", name, b)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)

@@ -37,7 +37,7 @@ func TestAssignCommands(t *testing.T) {
 		{r("remove", "a"), 2, `"a" is not an active member of pool "cli"; nothing was changed`},
 		{r("restore", "--policy", "zero", "a"), 0, `restored 1 to pool "cli" at zero`},
 		{r("list"), 0, "MEMBER  COUNT  STATE   FAILURES\na       0      active  0\nb       5      active  0\nc       5      active  0\n"},
-		{r("restore", "--policy", "newest", "a"), 2, `--policy: assign: invalid argument: restore policy "newest": want current-minimum, keep-history, zero`},
+		{r("restore", "--policy", "newest", "a"), 2, `invalid value "newest" for flag -policy: assign: invalid argument: restore policy "newest": want current-minimum, keep-history, zero`},
 		{r("add", "--count", "-1", "x"), 2, "initial count -1: want an integer from 0 to 9007199254740992"},
 		{r("add"), 2, "add: 0 members: want 1 to 10000"},
 		{r("add", "--count", "1", "--at-minimum", "x"), 2, "--count does not go with --at-minimum"},

@@ -27,7 +27,7 @@ var (
 	soakFlags       = []string{"soak-mode", "soak-load", "soak-every"}
 )
 
-func (f *benchFlags) register(c *command) {
+func (f *benchFlags) register(c *cli.Command) {
 	c.DurationVar(&f.cfg.Work, "work", 10*time.Millisecond, "CPU time of one request on an idle core, 100µs to 1s")
 	c.DurationVar(&f.cfg.Deadline, "deadline", 100*time.Millisecond, "clients give up after this long, from --work to 1m")
 	c.StringVar(&f.modes, "modes", strings.Join(live.Modes, ","), "protections to compare, comma-separated: "+strings.Join(live.Modes, ", "))
@@ -40,19 +40,19 @@ func (f *benchFlags) register(c *command) {
 	c.DurationVar(&f.soakEvery, "soak-every", 10*time.Second, "how often the soak samples the server, 1s to 1h")
 }
 
-func runBenchBulkhead(c *command, args []string) int {
+func runBenchBulkhead(c *cli.Command, args []string) int {
 	var f benchFlags
 	f.register(c)
-	if status, ok := c.parse(args); !ok {
+	if status, ok := c.ParseFlags(args); !ok {
 		return status
 	}
-	if err := cmp.Or(c.notWith("soak", ": a soak runs --soak-mode at 5ms of work", comparisonFlags...),
-		c.onlyWith("soak", soakFlags...), c.noZero("work", "deadline", "attempts")); err != nil {
-		return c.usage(err)
+	if err := cmp.Or(c.NotWith("soak", ": a soak runs --soak-mode at 5ms of work", comparisonFlags...),
+		c.OnlyWith("soak", soakFlags...), c.NoZero("work", "deadline", "attempts")); err != nil {
+		return c.Refuse(err)
 	}
-	ctx, stop := interruptible()
+	ctx, stop := cli.Interruptible()
 	defer stop()
-	if c.given("soak") {
+	if c.Given("soak") {
 		return f.runSoak(ctx, c)
 	}
 	cfg := f.cfg
@@ -60,39 +60,39 @@ func runBenchBulkhead(c *command, args []string) int {
 	if f.short {
 		cfg.Phases = live.ShortPhases
 	}
-	cfg.Progress = func(s string) { fmt.Fprintln(c.stderr, s) }
+	cfg.Progress = func(s string) { fmt.Fprintln(c.Stderr, s) }
 	rep, err := live.Run(ctx, cfg)
 	if err != nil {
-		return c.fail(err, live.ErrConfig)
+		return c.Fail(err, live.ErrConfig)
 	}
 	if f.asJSON {
-		err = cli.WriteJSON(c.stdout, rep)
+		err = cli.WriteJSON(c.Stdout, rep)
 	} else {
-		err = live.WriteReport(c.stdout, rep)
+		err = live.WriteReport(c.Stdout, rep)
 	}
 	if err != nil {
-		return c.failed(err)
+		return c.Failed(err)
 	}
 	if !rep.Reliable {
-		fmt.Fprintln(c.stderr, "afloat bench bulkhead: unreliable: the machine was too busy to give a meaningful answer; run it again on an idle machine")
-		return exitError
+		fmt.Fprintln(c.Stderr, "afloat bench bulkhead: unreliable: the machine was too busy to give a meaningful answer; run it again on an idle machine")
+		return cli.ExitError
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
-func (f *benchFlags) runSoak(ctx context.Context, c *command) int {
+func (f *benchFlags) runSoak(ctx context.Context, c *cli.Command) int {
 	if err := live.CheckSoak(f.soakMode, f.soakLoad, f.soak, f.soakEvery); err != nil {
-		return c.usage(err)
+		return c.Refuse(err)
 	}
-	fmt.Fprintf(c.stderr, "soak: %s at %v × capacity for %v\n", f.soakMode, f.soakLoad, f.soak)
-	samples, err := live.Soak(ctx, "", f.soakMode, f.soakLoad, f.soak, f.soakEvery, func(s live.SoakSample) { live.WriteSoakSample(c.stdout, s) })
+	fmt.Fprintf(c.Stderr, "soak: %s at %v × capacity for %v\n", f.soakMode, f.soakLoad, f.soak)
+	samples, err := live.Soak(ctx, "", f.soakMode, f.soakLoad, f.soak, f.soakEvery, func(s live.SoakSample) { live.WriteSoakSample(c.Stdout, s) })
 	if err != nil {
-		return c.fail(err, live.ErrConfig)
+		return c.Fail(err, live.ErrConfig)
 	}
 	if err := live.Flat(samples, 8<<20); err != nil {
-		fmt.Fprintf(c.stdout, "NOT FLAT: %v\n", err)
-		return exitError
+		fmt.Fprintf(c.Stdout, "NOT FLAT: %v\n", err)
+		return cli.ExitError
 	}
-	fmt.Fprintln(c.stdout, "flat: the heap stayed within 8 MB of its median and the goroutines came back")
-	return exitOK
+	fmt.Fprintln(c.Stdout, "flat: the heap stayed within 8 MB of its median and the goroutines came back")
+	return cli.ExitOK
 }

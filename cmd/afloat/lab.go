@@ -6,13 +6,14 @@ import (
 	"io"
 	"strings"
 
+	"github.com/afloat/afloat/internal/cli"
 	"github.com/afloat/afloat/overload"
 )
 
 // labFlags are the flags of lab overload.
 type labFlags struct {
 	cfg              overload.Config
-	seed             seedFlag
+	seed             cli.Uint32
 	format, game     string
 	compare          bool
 	retries, periods int
@@ -21,7 +22,7 @@ type labFlags struct {
 // labRunFlags are the flags of a run, which a game does not take.
 var labRunFlags = []string{"profile", "inside", "outside", "adaptive", "threads", "alpha", "retries", "timeout", "max-patience", "duration", "seed", "compare", "format"}
 
-func (f *labFlags) register(c *command) {
+func (f *labFlags) register(c *cli.Command) {
 	f.seed = 1
 	c.StringVar(&f.cfg.Profile, "profile", "worldcup", "`NAME` of the load and server: "+strings.Join(overload.ProfileNames(), ", "))
 	c.IntVar(&f.cfg.Inside, "inside", 0, "the bulkhead's limit, `N` requests inside (0: no bulkhead); the initial limit with --adaptive; with --compare, the limit compared (0: the profile's)")
@@ -40,49 +41,49 @@ func (f *labFlags) register(c *command) {
 	c.IntVar(&f.periods, "periods", 12, fmt.Sprintf("the game's length, `N` periods from 1 to %d", overload.MaxPeriods))
 }
 
-func runLabOverload(c *command, args []string) int {
+func runLabOverload(c *cli.Command, args []string) int {
 	var f labFlags
 	f.register(c)
-	if status, ok := c.parse(args); !ok {
+	if status, ok := c.ParseFlags(args); !ok {
 		return status
 	}
 	f.cfg.Seed = uint32(f.seed)
-	err := cmp.Or(c.noZero("timeout", "max-patience", "duration"),
-		c.notWith("game", ": a game has its own rules", labRunFlags...),
-		c.onlyWith("game", "periods"),
-		c.notWith("compare", ", which prints a table of summaries", "format"),
+	err := cmp.Or(c.NoZero("timeout", "max-patience", "duration"),
+		c.NotWith("game", ": a game has its own rules", labRunFlags...),
+		c.OnlyWith("game", "periods"),
+		c.NotWith("compare", ", which prints a table of summaries", "format"),
 		overload.CheckFormat(f.format))
-	if err == nil && c.given("retries") {
+	if err == nil && c.Given("retries") {
 		f.cfg.Retries, err = overload.ExactRetries(f.retries)
 	}
 	if err != nil {
-		return c.usage(err)
+		return c.Refuse(err)
 	}
 	switch {
-	case c.given("game"):
+	case c.Given("game"):
 		g, err := overload.PlayGame(f.game, f.periods)
 		if err != nil {
-			return c.usage(err)
+			return c.Refuse(err)
 		}
-		return c.fail(overload.WriteGame(c.stdout, g))
+		return c.Fail(overload.WriteGame(c.Stdout, g))
 	case f.compare:
 		runs, err := overload.Compare(f.cfg)
 		if err != nil {
-			return c.usage(err)
+			return c.Refuse(err)
 		}
-		return c.fail(overload.WriteComparison(c.stdout, runs))
+		return c.Fail(overload.WriteComparison(c.Stdout, runs))
 	}
 	r, err := overload.Run(f.cfg)
 	if err != nil {
-		return c.usage(err)
+		return c.Refuse(err)
 	}
-	if err := overload.WriteRun(c.stdout, r, f.format); err != nil {
-		return c.failed(err)
+	if err := overload.WriteRun(c.Stdout, r, f.format); err != nil {
+		return c.Failed(err)
 	}
 	if f.format == overload.FormatCSV {
-		fmt.Fprintln(c.stderr, overload.SummaryLine(r.Summary))
+		fmt.Fprintln(c.Stderr, overload.SummaryLine(r.Summary))
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 func printProfiles(w io.Writer) {

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/afloat/afloat/internal/cli"
 	"github.com/afloat/afloat/internal/faultproxy"
 	"github.com/afloat/afloat/quota/eventlog"
 )
@@ -139,7 +140,7 @@ func TestQuotaEndToEnd(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("quota check printed %q: %v", out.String(), err)
 	}
-	if status != exitOK || rep.Violations != 0 {
+	if status != cli.ExitOK || rep.Violations != 0 {
 		t.Fatalf("quota check: status %d, %d violations: %v", status, rep.Violations, rep.Messages)
 	}
 	if rep.Admitted == 0 || rep.Leases == 0 {

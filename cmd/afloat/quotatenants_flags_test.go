@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/afloat/afloat/internal/cli"
 )
 
 // TestQuotaTenantsFlags: each refused command line names its flag, and
@@ -34,7 +36,7 @@ func TestQuotaTenantsFlags(t *testing.T) {
 	} {
 		var out, errOut bytes.Buffer
 		st := run(c.args, strings.NewReader(""), &out, &errOut)
-		if st != exitUsage || !strings.Contains(errOut.String(), c.want) {
+		if st != cli.ExitUsage || !strings.Contains(errOut.String(), c.want) {
 			t.Errorf("%v: status %d, %q; want 2 naming %q", c.args, st, errOut.String(), c.want)
 		}
 		if strings.Contains(out.String()+errOut.String(), "alice-token") {

@@ -11,7 +11,7 @@ import (
 	"github.com/afloat/afloat/sim/bots"
 )
 
-func runSimBots(c *command, args []string) int {
+func runSimBots(c *cli.Command, args []string) int {
 	var (
 		scenario, seeds, list, write string
 		all, shipped                 bool
@@ -24,11 +24,11 @@ func runSimBots(c *command, args []string) int {
 	c.IntVar(&workers, "workers", 0, "goroutines, 1 to 256 (default: one per CPU)")
 	c.StringVar(&write, "write", "", "also write the distributions to `FILE` in the form of sim/bots/distributions.json")
 	c.BoolVar(&shipped, "shipped", false, "print the distributions shipped in the binary (seeds 1-1000, every bot) and run nothing")
-	if status, ok := c.parse(args); !ok {
+	if status, ok := c.ParseFlags(args); !ok {
 		return status
 	}
-	err := cmp.Or(c.notWith("all", ": give one", "scenario"), c.noZero("workers"),
-		c.notWith("shipped", ": it prints what the binary holds", "seeds", "bots", "workers", "write"))
+	err := cmp.Or(c.NotWith("all", ": give one", "scenario"), c.NoZero("workers"),
+		c.NotWith("shipped", ": it prints what the binary holds", "seeds", "bots", "workers", "write"))
 	scenarios := []string{scenario}
 	switch {
 	case all || (shipped && scenario == ""):
@@ -36,26 +36,26 @@ func runSimBots(c *command, args []string) int {
 	case scenario == "":
 		err = cmp.Or(err, fmt.Errorf("--scenario is required (or --all): want one of %s", strings.Join(sim.ScenarioNames(), ", ")))
 	}
-	from, to, serr := parseSeeds(seeds)
+	from, to, serr := cli.ParseRange("--seeds", seeds)
 	if err = cmp.Or(err, serr); err != nil {
-		return c.usage(err)
+		return c.Refuse(err)
 	}
 	var ds []bots.Distribution
 	if shipped {
 		ds, err = bots.ShippedOf(scenarios)
 	} else {
-		ctx, stop := interruptible()
+		ctx, stop := cli.Interruptible()
 		defer stop()
 		ds, err = bots.Sweeps(ctx, scenarios, strings.Split(list, ","), from, to, workers)
 	}
 	if err != nil {
-		return c.fail(err, sim.ErrInvalidConfig)
+		return c.Fail(err, sim.ErrInvalidConfig)
 	}
-	if err := bots.WriteTable(c.stdout, bots.Summaries(ds)); err != nil || write == "" {
-		return c.fail(err)
+	if err := bots.WriteTable(c.Stdout, bots.Summaries(ds)); err != nil || write == "" {
+		return c.Fail(err)
 	}
 	if err := cli.WriteFile(write, func(w io.Writer) error { return bots.WriteShipped(w, ds) }); err != nil {
-		return c.failed(fmt.Errorf("--write: %w", err))
+		return c.Failed(fmt.Errorf("--write: %w", err))
 	}
-	return exitOK
+	return cli.ExitOK
 }

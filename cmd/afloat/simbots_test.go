@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/afloat/afloat/internal/cli"
 	"github.com/afloat/afloat/sim/bots"
 )
 
@@ -53,8 +54,8 @@ func TestSimBotsRefuses(t *testing.T) {
 		{[]string{"--shipped", "--scenario", "calm"}, `scenario "calm"`},
 	} {
 		status, _, errOut := call(t, "", append([]string{"sim", "bots"}, tc.args...)...)
-		if status != exitUsage || !strings.Contains(errOut, tc.want) {
-			t.Errorf("step %d: sim bots %v: status %d, %q; want %d and %q", i, tc.args, status, errOut, exitUsage, tc.want)
+		if status != cli.ExitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("step %d: sim bots %v: status %d, %q; want %d and %q", i, tc.args, status, errOut, cli.ExitUsage, tc.want)
 		}
 	}
 }

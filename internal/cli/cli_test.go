@@ -5,6 +5,9 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -214,5 +217,76 @@ func TestNewLogger(t *testing.T) {
 		if got := b.String(); err != nil && err.Error() != tc.want || err == nil && (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) && err == nil {
 			t.Errorf("step %d: NewLogger(%s, %s): %v, logged %q; want %q", i, tc.format, tc.level, err, got, tc.want)
 		}
+	}
+}
+
+func TestStringsAndList(t *testing.T) {
+	var hosts Strings
+	for _, v := range []string{"a", "b,c"} {
+		if err := hosts.Set(v); err != nil {
+			t.Fatalf("Strings.Set(%q): %v", v, err)
+		}
+	}
+	if !slices.Equal(hosts, Strings{"a", "b,c"}) || hosts.String() != "a,b,c" {
+		t.Errorf("Strings after a and b,c: %q, %q; want [a b,c] and a,b,c", []string(hosts), hosts.String())
+	}
+	for i, tc := range []struct {
+		v    string
+		want []string // nil: refused, the list untouched
+	}{
+		{"a:1", []string{"a:1"}}, {" a:1 , b:2,,", []string{"a:1", "b:2"}}, {",", nil}, {" ", nil}, {"", nil},
+	} {
+		l := List{"before"}
+		err := l.Set(tc.v)
+		switch {
+		case tc.want == nil && (err == nil || !strings.HasPrefix(err.Error(), "empty: want one item or more") || !slices.Equal(l, List{"before"})):
+			t.Errorf("step %d: List.Set(%q): %v, %q; want a refusal and the list untouched", i, tc.v, err, []string(l))
+		case tc.want != nil && (err != nil || !slices.Equal(l, List(tc.want))):
+			t.Errorf("step %d: List.Set(%q): %v, %q; want %q", i, tc.v, err, []string(l), tc.want)
+		}
+	}
+}
+
+func TestOpen(t *testing.T) {
+	c := command(t)
+	c.Stdin = strings.NewReader("from stdin")
+	in, title, err := c.Open("-")
+	if err != nil || title != "standard input" {
+		t.Fatalf("Open(-): %q, %v; want standard input", title, err)
+	}
+	if b, _ := io.ReadAll(in); string(b) != "from stdin" || in.Close() != nil {
+		t.Errorf("Open(-) read %q; want what Stdin holds, and a Close that does nothing", b)
+	}
+	path := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(path, []byte("from a file"), 0o600) //nolint:errcheck
+	if in, title, err = c.Open(path); err != nil || title != path {
+		t.Fatalf("Open(%s): %q, %v", path, title, err)
+	}
+	b, _ := io.ReadAll(in)
+	if in.Close(); string(b) != "from a file" {
+		t.Errorf("Open(%s) read %q", path, b)
+	}
+	if _, _, err := c.Open(path + ".none"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Open of a missing file: %v; want os.ErrNotExist", err)
+	}
+}
+
+func TestOptional(t *testing.T) {
+	var rate *float64
+	var mode *string
+	c := command(t)
+	c.Var(Optional[float64]{&rate}, "rate", "")
+	c.Var(Optional[string]{&mode}, "mode", "")
+	if status, ok := c.ParseFlags([]string{"-rate", "0"}); !ok || rate == nil || *rate != 0 || mode != nil {
+		t.Fatalf("-rate 0: %d, rate %v, mode %v; want rate 0 and mode left nil", status, rate, mode)
+	}
+	if err := c.Set("mode", ""); err != nil || mode == nil || *mode != "" {
+		t.Errorf("-mode '': %v, %v; want an empty mode given", err, mode)
+	}
+	if err := c.Set("rate", "x"); err == nil || err.Error() != "parse error" || *rate != 0 {
+		t.Errorf("-rate x: %v, %v; want a parse error and the rate untouched", err, *rate)
+	}
+	if s := (Optional[float64]{&rate}).String(); s != "0" || (Optional[string]{}).String() != "" {
+		t.Errorf("String: %q, and the zero value's %q; want 0 and empty", s, Optional[string]{}.String())
 	}
 }

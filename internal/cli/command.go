@@ -125,6 +125,20 @@ func (c *Command) NoZero(names ...string) error {
 	return nil
 }
 
+// Open opens the input a command line names: the file name, or Stdin for
+// "-". It returns the input and what to call it in messages ("standard
+// input" for Stdin); closing Stdin's is a no-op.
+func (c *Command) Open(name string) (in io.ReadCloser, title string, err error) {
+	if name == "-" {
+		return io.NopCloser(c.Stdin), "standard input", nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, name, err
+	}
+	return f, name, nil
+}
+
 // Interruptible returns a context that ends at SIGINT or SIGTERM, so that
 // a running command stops cleanly on Ctrl-C; stop releases the signals.
 func Interruptible() (ctx context.Context, stop context.CancelFunc) {

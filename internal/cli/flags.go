@@ -3,6 +3,7 @@ package cli
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -69,6 +70,72 @@ func (l IntList) Set(v string) error {
 		out = append(out, n)
 	}
 	*l.Ints = out
+	return nil
+}
+
+// Strings is a repeatable flag (flag.Value): each use appends its value,
+// as --host NAME given once per name.
+type Strings []string
+
+func (s *Strings) String() string { return strings.Join(*s, ",") }
+
+// Set appends v.
+func (s *Strings) Set(v string) error {
+	*s = append(*s, v)
+	return nil
+}
+
+// List is a flag (flag.Value) of comma-separated items, as --etcd
+// ENDPOINTS: Set splits at commas and trims the items; what each must be
+// is for the package that takes them to check.
+type List []string
+
+func (l *List) String() string { return strings.Join(*l, ",") }
+
+// Set replaces the list with v's items, leaving out empty ones; a value
+// with none is refused, as a slip rather than a request for the default.
+func (l *List) Set(v string) error {
+	var out []string
+	for item := range strings.SplitSeq(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	if len(out) == 0 {
+		return errors.New("empty: want one item or more, comma-separated")
+	}
+	*l = out
+	return nil
+}
+
+// Optional is a flag (flag.Value) for a field a command line may leave
+// out: *P stays nil until the flag is given, then points at its value,
+// zero included, as an update's fields that keep their values unless
+// given.
+type Optional[T float64 | string] struct{ P **T }
+
+func (o Optional[T]) String() string {
+	if o.P == nil || *o.P == nil { // the zero value flag.PrintDefaults makes
+		return ""
+	}
+	return fmt.Sprint(**o.P)
+}
+
+// Set points *P at v's value: a float64 as the flag package reads one, a
+// string as it is.
+func (o Optional[T]) Set(v string) error {
+	x := new(T)
+	switch p := any(x).(type) {
+	case *float64:
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return errors.New("parse error") // as the flag package says it
+		}
+		*p = f
+	case *string:
+		*p = v
+	}
+	*o.P = x
 	return nil
 }
 

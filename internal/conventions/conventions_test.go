@@ -374,3 +374,40 @@ func TestLongTestsAreRun(t *testing.T) {
 		}
 	}
 }
+
+// TestFuzzTargetsAreRun: make fuzz runs every fuzz target of the module
+// in its own package, so that a target that moves with its code keeps
+// being fuzzed (three once sat under a package that no longer had them,
+// and make fuzz failed on them).
+func TestFuzzTargetsAreRun(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	makefile := string(raw)
+	module := "github.com/afloat/afloat/"
+	seen := 0
+	for _, p := range listPackages(t) {
+		for _, name := range append(p.TestGoFiles, p.XTestGoFiles...) {
+			src, err := os.ReadFile(filepath.Join(p.Dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for line := range strings.SplitSeq(string(src), "\n") {
+				rest, ok := strings.CutPrefix(line, "func Fuzz")
+				if !ok {
+					continue
+				}
+				target := "Fuzz" + rest[:strings.IndexByte(rest, '(')]
+				seen++
+				want := fmt.Sprintf("./%s -run '^$$' -fuzz '^%s$$'", strings.TrimPrefix(p.ImportPath, module), target)
+				if !strings.Contains(makefile, want) {
+					t.Errorf("%s: %s is not in make fuzz: want a line with %s", p.ImportPath, target, want)
+				}
+			}
+		}
+	}
+	if seen < 10 {
+		t.Fatalf("found %d fuzz targets: the test files were not read", seen)
+	}
+}

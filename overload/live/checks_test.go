@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -103,13 +105,60 @@ func TestConclusion(t *testing.T) {
 	}
 }
 
+// rawIDs returns the ids and jargon a person should not have to read
+// that text shows: a protection's mode or a check's name, "attempt(s)".
+func rawIDs(text string) []string {
+	var out []string
+	for _, m := range Modes {
+		// "failsafe-go's bulkhead" is the peer's name and "none" a word;
+		// "failsafe-go:" and "none:" are labels.
+		if regexp.MustCompile(`(^|[\s(])`+regexp.QuoteMeta(m)+`[:)]`).MatchString(text) || strings.HasPrefix(m, "afloat-") && strings.Contains(text, m) {
+			out = append(out, m)
+		}
+	}
+	for _, id := range []string{"cpu_share", "p50_vs_work", "capacity_vs_work", "goodput", "calm@", "sent@", "drift", "attempt(s)", "want "} {
+		if strings.Contains(text, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// TestRefusalIsPlain: every check a refusal can list is said in plain
+// words, under the protection's name, with what to do.
+func TestRefusalIsPlain(t *testing.T) {
+	var checks []Check
+	for _, name := range []string{"cpu_share", "p50_vs_work", "capacity_vs_work", "goodput", "calm", "sent", "drift"} {
+		checks = append(checks, Check{Name: name, Value: 0.5, Min: 0.9, Max: 1.05}, Check{Name: name, Phase: "after 3x", Value: 2, Min: 0.9, Max: 1.05})
+	}
+	var modes []ModeReport
+	for _, m := range Modes {
+		modes = append(modes, ModeReport{Mode: m, Attempts: []Attempt{{Checks: checks}}})
+	}
+	for _, early := range []bool{true, false} {
+		text := Refusal(Report{Modes: modes, StoppedEarly: early})
+		if ids := rawIDs(text); len(ids) > 0 {
+			t.Errorf("stopped early %v: the refusal shows %v:\n%s", early, ids, text)
+		}
+		for _, m := range Modes {
+			if !strings.Contains(text, ModeName(m)+": ") {
+				t.Errorf("stopped early %v: the refusal does not name %q:\n%s", early, ModeName(m), text)
+			}
+		}
+		if !strings.Contains(text, "too busy") || !strings.Contains(text, "What to do:") {
+			t.Errorf("stopped early %v: the refusal does not say the machine was too busy and what to do:\n%s", early, text)
+		}
+	}
+}
+
 // TestBusyMachineIsFlagged runs a short live comparison with a CPU hog on
 // the server's core — another process that spins for at most 30 s — and
-// requires it to be flagged unreliable, with no conclusion and the
-// server's share of its core among the failed checks, instead of figures.
-// The hog takes half the core whatever else the machine runs, so the
-// server's share cannot pass; the test asserts no time. The hog would slow
-// every other test running beside it, so it skips under -short: make
+// requires it to end at the first calibration, flagged unreliable, with
+// no conclusion and the server's share of its core among the failed
+// checks, instead of figures; the refusal says so in plain words, with no
+// raw id. The hog takes half the core whatever else the machine runs, so
+// the server's share cannot pass; the test asserts no time. The hog would
+// slow every other test running beside it, so it skips under -short: make
 // test-long runs it.
 func TestBusyMachineIsFlagged(t *testing.T) {
 	if testing.Short() {
@@ -135,9 +184,11 @@ func TestBusyMachineIsFlagged(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	var steps []Step
 	rep, err := Run(ctx, Config{
-		Work: 5 * time.Millisecond, Deadline: 50 * time.Millisecond, Modes: []string{"afloat-fixed"}, Attempts: 2,
+		Work: 5 * time.Millisecond, Deadline: 50 * time.Millisecond, Modes: []string{"afloat-fixed", "failsafe-go"}, Attempts: 3,
 		Phases: []Phase{{"0.5x", 0.5, 500 * time.Millisecond}, {"3x", 3, 500 * time.Millisecond}},
+		Step:   func(s Step) { steps = append(steps, s) },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -145,10 +196,19 @@ func TestBusyMachineIsFlagged(t *testing.T) {
 	for _, p := range rep.Problems() {
 		t.Log(p)
 	}
-	if rep.Reliable || rep.Conclusion != nil || len(rep.Modes) != 1 || len(rep.Modes[0].Attempts) != 2 {
-		t.Fatalf("with a hog on the server's core: reliable %v, conclusion %v, %d modes; want unreliable after 2 attempts, no conclusion", rep.Reliable, rep.Conclusion, len(rep.Modes))
+	if rep.Reliable || !rep.StoppedEarly || rep.Conclusion != nil || len(rep.Modes) != 1 || len(rep.Modes[0].Attempts) != 1 {
+		t.Fatalf("with a hog on the server's core: reliable %v, stopped early %v, conclusion %v, %d modes; want unreliable, stopped at the first calibration, no conclusion",
+			rep.Reliable, rep.StoppedEarly, rep.Conclusion, len(rep.Modes))
+	}
+	if want := []Step{{StepCalibrating, "afloat-fixed", 1, 3}}; !slices.Equal(steps, want) {
+		t.Errorf("steps %v, want %v: nothing after the failed calibration", steps, want)
 	}
 	if !strings.Contains(strings.Join(rep.Problems(), "\n"), "cpu_share") {
 		t.Errorf("problems %v: want the server's share of its core among them", rep.Problems())
+	}
+	text := Refusal(rep)
+	t.Log(text)
+	if ids := rawIDs(text); len(ids) > 0 || !strings.Contains(text, "of its processor core") {
+		t.Errorf("the refusal shows %v, or does not name the server's share of its core:\n%s", ids, text)
 	}
 }

@@ -29,15 +29,43 @@ type Config struct {
 	Modes    []string      // default Modes
 	// Attempts is how many times a protection is run before its result is
 	// given up as unreliable: a run whose checks fail (the calibration
-	// drifted, the server did not get its core, impossible numbers) is run
-	// again from a fresh calibration. Default 3, at most MaxAttempts.
+	// drifted, the server did not get its core while loaded, impossible
+	// numbers) is run again from a fresh calibration. A calibration that
+	// fails its checks is not tried again: the machine is too busy to
+	// measure, and the comparison ends there (Report.StoppedEarly).
+	// Default 3, at most MaxAttempts.
 	Attempts int
 	// Executable is the binary to start as the server; default this one.
 	// It must call ServeIfChild first thing (cmd/afloat does, and so do
 	// this package's tests).
 	Executable string
-	// Progress, if set, is told what runs.
+	// Progress, if set, is told what runs, in English.
 	Progress func(string)
+	// Step, if set, is told the same as data, for a caller that words it
+	// itself (the console, in its user's language).
+	Step func(Step)
+}
+
+// Step is what a live comparison is doing: calibrating the server before a
+// protection, or running the phases through it.
+type Step struct {
+	What     string `json:"what"` // StepCalibrating or StepRunning
+	Mode     string `json:"mode"`
+	Attempt  int    `json:"attempt"`  // from 1
+	Attempts int    `json:"attempts"` // Config.Attempts
+}
+
+// Step.What's values.
+const (
+	StepCalibrating = "calibrating"
+	StepRunning     = "running"
+)
+
+func (s Step) String() string {
+	if s.What == StepRunning {
+		return "running " + s.Mode
+	}
+	return fmt.Sprintf("calibrating for %s (attempt %d of %d)", s.Mode, s.Attempt, s.Attempts)
 }
 
 // Bounds of a live comparison and of a soak, for callers that check their
@@ -61,6 +89,24 @@ const (
 
 // Modes are the protections compared.
 var Modes = []string{"none", "afloat-fixed", "afloat-adaptive", "failsafe-go"}
+
+// modeNames are the protections' names, as a report writes them.
+var modeNames = map[string]string{
+	"none":            "no protection",
+	"afloat-fixed":    "afloat's bulkhead, fixed limit",
+	"afloat-adaptive": "afloat's bulkhead, adaptive limit",
+	"failsafe-go":     "failsafe-go's bulkhead",
+}
+
+// ModeName is a protection's name in plain English, for a mode of Modes
+// ("afloat-fixed" is "afloat's bulkhead, fixed limit"); the mode itself
+// for any other.
+func ModeName(mode string) string {
+	if n, ok := modeNames[mode]; ok {
+		return n
+	}
+	return mode
+}
 
 // DefaultPhases is the load of a comparison: half of capacity, all of it,
 // three times it, half, ten times it, half. Recovery is measured in the
@@ -138,6 +184,33 @@ func (c Check) String() string {
 	return fmt.Sprintf("%s%s: %.3g, want %.3g to %.3g", c.Name, where, c.Value, c.Min, c.Max)
 }
 
+// Explain says what a check measured and what it expected in plain
+// English, for a person rather than a log: String is the terse form.
+func (c Check) Explain() string {
+	pct := func(v float64) string { return fmt.Sprintf("%.0f %%", 100*v) }
+	where := " while it was being measured"
+	if c.Phase != "" {
+		where = fmt.Sprintf(" in the phase %q", c.Phase)
+	}
+	switch c.Name {
+	case "cpu_share":
+		return fmt.Sprintf("the server had %s of its processor core%s; it needs at least %s, so another program was using that core", pct(c.Value), where, pct(c.Min))
+	case "p50_vs_work":
+		return fmt.Sprintf("sent one at a time, requests took %.2f times their work; expected %.2f to %.2f times", c.Value, c.Min, c.Max)
+	case "capacity_vs_work":
+		return fmt.Sprintf("the server's capacity came out at %s of what one core can do; expected %s to %s", pct(c.Value), pct(c.Min), pct(c.Max))
+	case "goodput":
+		return fmt.Sprintf("the server seemed to answer %s of its capacity in time%s, more than it can (at most %s): the measurement was disturbed", pct(c.Value), where, pct(c.Max))
+	case "calm":
+		return fmt.Sprintf("under a light load, before any overload%s, the server answered only %s of it in time; expected at least %s", where, pct(c.Value), pct(c.Min))
+	case "sent":
+		return fmt.Sprintf("the load generator sent only %s of the requests asked for%s; expected at least %s, so its own core was busy", pct(c.Value), where, pct(c.Min))
+	case "drift":
+		return fmt.Sprintf("sent one at a time, requests took %.2f times as long after the run as before; expected %.2f to %.2f, so the machine changed during the run", c.Value, c.Min, c.Max)
+	}
+	return c.String()
+}
+
 // Attempt is one run of a protection: its calibration, what it saw and
 // the checks it passed or failed.
 type Attempt struct {
@@ -198,8 +271,13 @@ type Report struct {
 	// Reliable says every protection passed its checks within its
 	// attempts. When it is false the numbers mean nothing — the machine
 	// was too busy — and Conclusion is nil.
-	Reliable   bool        `json:"reliable"`
-	Conclusion *Conclusion `json:"conclusion,omitempty"`
+	Reliable bool `json:"reliable"`
+	// StoppedEarly says a calibration failed its checks and ended the
+	// comparison there: the machine was too busy to measure the server at
+	// all. The last mode reported is the one it was calibrating for; the
+	// modes after it did not run.
+	StoppedEarly bool        `json:"stopped_early"`
+	Conclusion   *Conclusion `json:"conclusion,omitempty"`
 }
 
 // Problems lists the checks the last attempt of each unreliable mode
@@ -241,6 +319,9 @@ func (cfg *Config) defaults() error {
 	if cfg.Progress == nil {
 		cfg.Progress = func(string) {}
 	}
+	if cfg.Step == nil {
+		cfg.Step = func(Step) {}
+	}
 	switch {
 	case cfg.Work < MinWork || cfg.Work > MaxWork:
 		return fmt.Errorf("%w: work %v: want %v to %v", ErrConfig, cfg.Work, MinWork, MaxWork)
@@ -275,8 +356,12 @@ func (cfg *Config) defaults() error {
 // Before each protection runs, the server fits its handler to Work on its
 // core and the no-load latency and the capacity are measured; the run is
 // checked against them (Check) and run again, up to Attempts times, when
-// the checks fail. A report whose protections all pass is Reliable and
-// carries a Conclusion; otherwise the machine was too busy to tell.
+// the checks fail. A calibration that fails its own checks ends the
+// comparison at once (StoppedEarly): a machine too busy to measure the
+// server seldom frees itself in the moments a retry waits, and retrying
+// every protection would take minutes to say the same. A report whose
+// protections all pass is Reliable and carries a Conclusion; otherwise the
+// machine was too busy to tell.
 func Run(ctx context.Context, cfg Config) (Report, error) {
 	if err := cfg.defaults(); err != nil {
 		return Report{}, err
@@ -291,6 +376,10 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	defer client.CloseIdleConnections()
 	rep := Report{Cores: 1, Work: cfg.Work, Deadline: cfg.Deadline, Reliable: true}
 
+	step := func(s Step) {
+		cfg.Step(s)
+		cfg.Progress(s.String())
+	}
 	for _, mode := range cfg.Modes {
 		mr := ModeReport{Mode: mode}
 		for attempt := 1; attempt <= cfg.Attempts; attempt++ {
@@ -302,8 +391,10 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 					return Report{}, ctx.Err()
 				}
 			}
-			cfg.Progress(fmt.Sprintf("calibrating for %s (attempt %d of %d)", mode, attempt, cfg.Attempts))
-			a, phases, recovery, err := runAttempt(ctx, srv, client, mode, cfg, func(s string) { cfg.Progress(s) })
+			step(Step{What: StepCalibrating, Mode: mode, Attempt: attempt, Attempts: cfg.Attempts})
+			a, phases, recovery, err := runAttempt(ctx, srv, client, mode, cfg, func() {
+				step(Step{What: StepRunning, Mode: mode, Attempt: attempt, Attempts: cfg.Attempts})
+			})
 			if err != nil {
 				return Report{}, err
 			}
@@ -313,12 +404,19 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 				mr.Reliable = true
 				break
 			}
+			if a.Phases == nil { // the calibration failed: nothing ran
+				rep.StoppedEarly = true
+				break
+			}
 		}
 		if len(rep.Modes) == 0 {
 			rep.Capacity, rep.NoLoadP50, rep.NoLoadP99 = mr.Calibration.Capacity, mr.Calibration.NoLoadP50, mr.Calibration.NoLoadP99
 		}
 		rep.Reliable = rep.Reliable && mr.Reliable
 		rep.Modes = append(rep.Modes, mr)
+		if rep.StoppedEarly {
+			break
+		}
 	}
 	srv.setMode(ctx, client, "none", time.Millisecond) // drop the last backlog before stopping
 	if rep.Reliable {
@@ -329,7 +427,8 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 
 // runAttempt calibrates, and unless the calibration fails its checks,
 // runs the phases through one protection and checks what they saw.
-func runAttempt(ctx context.Context, srv *child, client *http.Client, mode string, cfg Config, progress func(string)) (Attempt, []PhaseReport, map[string]time.Duration, error) {
+// It returns no phases when the calibration failed.
+func runAttempt(ctx context.Context, srv *child, client *http.Client, mode string, cfg Config, running func()) (Attempt, []PhaseReport, map[string]time.Duration, error) {
 	var a Attempt
 	cal, err := srv.calibrate(ctx, client, cfg.Work)
 	if err != nil {
@@ -343,7 +442,7 @@ func runAttempt(ctx context.Context, srv *child, client *http.Client, mode strin
 	if !allOK(a.Checks) {
 		return a, nil, nil, nil // no use loading a server that cannot be measured
 	}
-	progress("running " + mode)
+	running()
 	if err := srv.setMode(ctx, client, mode, cal.NoLoadP50); err != nil {
 		return a, nil, nil, err
 	}

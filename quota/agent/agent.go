@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,14 +26,35 @@ import (
 	"github.com/afloat/afloat/quota/remote"
 )
 
-// Options configures an agent (New).
+// ErrOptions: New was given options the agent cannot run with (the
+// message names the option by its flag in afloat quota region, such as
+// --listen, and says what it wants), or a front was asked for that the
+// config does not set up.
+var ErrOptions = errors.New("agent: invalid options")
+
+// GCPercent is the garbage collector's target (GOGC) a region agent's
+// process runs best at: its live heap is small and its garbage per check
+// a few hundred bytes, so collecting at 400 % instead of 100 % makes the
+// collector run a quarter as often, which is most of the decision API's
+// tail (docs/benchmarks.md). A library does not set it: afloat quota
+// region does, unless GOGC is in the environment.
+const GCPercent = 400
+
+// DefaultProxyListen is the reverse proxy's address when Options.Upstream
+// is set and Options.ProxyListen is not.
+const DefaultProxyListen = "127.0.0.1:7090"
+
+// Options configures an agent (New). Its fields are afloat quota
+// region's flags, and New's refusals name them so.
 type Options struct {
 	Config *config.Config
 	// Name is the region; it must be in the config's regions.
 	Name string
-	// Coordinators are the coordinators' URLs.
+	// Coordinators are the coordinators' URLs, host:port or
+	// http(s)://host:port (remote.ParseEndpoints); at least one.
 	Coordinators []string
-	// Listen is the decision API's address (host:port).
+	// Listen is the decision API's address (host:port; port 0: any free
+	// port).
 	Listen string
 	// EventLog, if not empty, is the event log's path.
 	EventLog string
@@ -43,7 +67,8 @@ type Options struct {
 	// service (GRPCServer; the config's envoy section).
 	GRPCListen string
 	// Upstream, if not empty, is the URL the reverse proxy on ProxyListen
-	// fronts (ProxyHandler; the config's proxy section).
+	// fronts (ProxyHandler; the config's proxy section). ProxyListen
+	// defaults to DefaultProxyListen with an Upstream, and needs one.
 	Upstream    string
 	ProxyListen string
 	// Hosts are host names the decision API answers besides the loopback
@@ -93,22 +118,16 @@ type usingLease struct {
 	until int64 // on the limiter's clock
 }
 
-// New checks the options and builds an agent; Run runs it.
+// New checks the options and builds an agent; Run runs it. Nothing
+// starts before the options are checked: its refusals wrap ErrOptions
+// (or, for a --host that is not a host name, hostcheck.ErrName too).
 func New(o Options) (*Agent, error) {
-	if o.Config == nil || o.Logger == nil {
-		return nil, fmt.Errorf("%w: a config and a logger are required", config.ErrConfigFile)
-	}
-	if _, ok := o.Config.Regions[o.Name]; !ok {
-		return nil, fmt.Errorf("%w: --name %q: not in the config's regions", config.ErrConfigFile, o.Name)
-	}
-	if !o.AllowRemote && !hostcheck.ListenLoopback(o.Listen) {
-		return nil, fmt.Errorf("%w: --listen %s: beyond loopback, and the decision API has no authentication: "+
-			"whoever reaches it can spend any tenant's tokens; listen on 127.0.0.1 or [::1], or allow it explicitly (--allow-remote)",
-			config.ErrConfigFile, o.Listen)
+	if err := o.check(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrOptions, err)
 	}
 	hosts, err := ops.HostNames(o.Hosts, o.Listen)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrOptions, err)
 	}
 	// The file's tenants of the region, until the coordinator's list
 	// comes (tenants.go); none is fine: the region waits for it.
@@ -230,6 +249,37 @@ func (a *Agent) Run(ctx context.Context) error {
 	log.Info("quota region: stopped", "region", o.Name, "renewals", st.Renewals, "renew_failures", st.RenewFailures,
 		"returns", st.Returns, "return_failures", st.ReturnFailures, "journal_failures", st.JournalFailures)
 	return runErr
+}
+
+// check refuses options the agent cannot run with, naming each by its
+// flag, and fills in what they leave to defaults: the coordinators in
+// one form, the proxy's address.
+func (o *Options) check() error {
+	switch {
+	case o.Config == nil:
+		return errors.New(`--config: want the cluster's config (YAML or JSON: docs/quota.md, "Deployment")`)
+	case o.Logger == nil:
+		return errors.New("a logger is required")
+	}
+	regions := slices.Sorted(maps.Keys(o.Config.Regions))
+	if _, ok := o.Config.Regions[o.Name]; !ok {
+		return fmt.Errorf("--name %q: not in the config's regions: want one of %s", o.Name, strings.Join(regions, ", "))
+	}
+	if o.Upstream != "" && o.ProxyListen == "" {
+		o.ProxyListen = DefaultProxyListen
+	}
+	for _, l := range [...]struct{ field, addr string }{{"--listen", o.Listen}, {"--grpc-listen", o.GRPCListen}, {"--proxy-listen", o.ProxyListen}} {
+		if err := ops.CheckListen(l.field, l.addr); err != nil {
+			return err
+		}
+	}
+	if !o.AllowRemote && !hostcheck.ListenLoopback(o.Listen) {
+		return fmt.Errorf("--listen %s: beyond loopback, and the decision API has no authentication: "+
+			"whoever reaches it can spend any tenant's tokens; listen on 127.0.0.1 or [::1], or allow it explicitly (--allow-remote)", o.Listen)
+	}
+	var err error
+	o.Coordinators, err = remote.ParseEndpoints("--coordinator", o.Coordinators)
+	return err
 }
 
 // listenWarning is what Run warns of when AllowRemote is set: that the

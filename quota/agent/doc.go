@@ -15,6 +15,7 @@
 //	a, err := agent.New(agent.Options{Config: cfg, Name: "eu", Coordinators: urls, Listen: "127.0.0.1:7080", Logger: log})
 //	err = a.Run(ctx) // until ctx ends; then its leases go back
 //
+// New checks the options first, naming each by its flag (ErrOptions).
 // cmd/afloat's quota region parses flags and calls these; the
 // coordinators are quota/coordinator/replica; docs/quota.md,
 // "Deployment", shows a cluster end to end.

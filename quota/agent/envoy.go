@@ -97,7 +97,7 @@ type rlsServer struct {
 // (envoy.service.ratelimit.v3.RateLimitService) from the agent's
 // limiter; Run serves one on Options.GRPCListen. It needs the
 // config's envoy section: without one it returns an error wrapping
-// ErrConfigFile.
+// ErrOptions.
 //
 // ShouldRateLimit answers each descriptor the config maps to a tenant
 // with OVER_LIMIT exactly when the region's limiter refuses hits times
@@ -113,7 +113,7 @@ type rlsServer struct {
 // already past, with DeadlineExceeded.
 func (a *Agent) GRPCServer() (*grpc.Server, error) {
 	if a.envoy == nil {
-		return nil, fmt.Errorf("%w: --grpc-listen: the config has no envoy section (docs/quota.md, \"Envoy and reverse proxy\")", config.ErrConfigFile)
+		return nil, fmt.Errorf("%w: --grpc-listen: the config has no envoy section (docs/quota.md, \"Envoy and reverse proxy\")", ErrOptions)
 	}
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(256 << 10),

@@ -28,5 +28,5 @@ proxy:
 	// Output:
 	// <nil> x-ratelimit
 	// http://127.0.0.1:8080/app <nil>
-	// config: invalid config file: --upstream "ftp://files.example": scheme "ftp": want http or https
+	// agent: invalid options: --upstream "ftp://files.example": scheme "ftp": want http or https
 }

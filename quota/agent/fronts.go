@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/afloat/afloat/quota/config"
 	"google.golang.org/grpc"
 )
 
@@ -24,7 +23,8 @@ type fronts struct {
 
 // checkFronts refuses options the fronts cannot run with, before
 // anything starts: a front without its config section, a bad upstream,
-// a gRPC service open beyond loopback without a token.
+// a gRPC service open beyond loopback without a token. Its refusals wrap
+// ErrOptions.
 func (a *Agent) checkFronts() error {
 	o := &a.o
 	if e := &o.Config.Envoy; e.Configured() {
@@ -32,23 +32,21 @@ func (a *Agent) checkFronts() error {
 	}
 	if o.GRPCListen != "" {
 		if a.envoy == nil {
-			return fmt.Errorf("%w: --grpc-listen: the config has no envoy section (docs/quota.md, \"Envoy and reverse proxy\")", config.ErrConfigFile)
+			return fmt.Errorf("%w: --grpc-listen: the config has no envoy section (docs/quota.md, \"Envoy and reverse proxy\")", ErrOptions)
 		}
 		if o.Config.Envoy.Token == "" && !isLoopback(o.GRPCListen) {
-			return fmt.Errorf("%w: --grpc-listen %s: not a loopback address: set envoy.token (or token_file) so that only Envoy may spend the quota", config.ErrConfigFile, o.GRPCListen)
+			return fmt.Errorf("%w: --grpc-listen %s: not a loopback address: set envoy.token (or token_file) so that only Envoy may spend the quota", ErrOptions, o.GRPCListen)
 		}
 	}
 	switch {
 	case o.Upstream == "" && o.ProxyListen != "":
-		return fmt.Errorf("%w: --proxy-listen: the proxy needs --upstream URL", config.ErrConfigFile)
-	case o.Upstream != "" && o.ProxyListen == "":
-		return fmt.Errorf("%w: --upstream: the proxy needs --proxy-listen ADDR", config.ErrConfigFile)
+		return fmt.Errorf("%w: --proxy-listen: the proxy needs --upstream URL", ErrOptions)
 	case o.Upstream != "":
 		if _, err := CheckUpstream(o.Upstream); err != nil {
 			return err
 		}
 		if !o.Config.Proxy.Configured() {
-			return fmt.Errorf("%w: --upstream: the config has no proxy section: routes or tenant_header (docs/quota.md, \"Envoy and reverse proxy\")", config.ErrConfigFile)
+			return fmt.Errorf("%w: --upstream: the config has no proxy section: routes or tenant_header (docs/quota.md, \"Envoy and reverse proxy\")", ErrOptions)
 		}
 	}
 	return nil

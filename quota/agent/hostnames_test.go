@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/afloat/afloat/quota/config"
 	"github.com/afloat/afloat/quota/internal/opstest"
 )
 
@@ -31,11 +30,12 @@ func TestAgentHostNames(t *testing.T) {
 			t.Errorf("step %d: Host %q: %d, want %d", i, c.host, rec.Code, c.code)
 		}
 	}
-	if _, err := New(Options{Config: opstest.MustConfig(t, good), Name: "eu", Listen: "127.0.0.1:0", Logger: opstest.QuietLog(),
-		Hosts: []string{"evil.example:80"}}); !errors.Is(err, config.ErrConfigFile) || !strings.Contains(err.Error(), "--host") {
+	if _, err := New(Options{Config: opstest.MustConfig(t, good), Name: "eu", Coordinators: []string{"127.0.0.1:1"}, Listen: "127.0.0.1:0",
+		Logger: opstest.QuietLog(), Hosts: []string{"evil.example:80"}}); !errors.Is(err, ErrOptions) || !strings.Contains(err.Error(), "--host") {
 		t.Errorf("--host with a port: %v, want a refusal naming --host", err)
 	}
-	a, err = New(Options{Config: opstest.MustConfig(t, good), Name: "eu", Listen: "192.0.2.1:7080", AllowRemote: true, Logger: opstest.QuietLog()})
+	a, err = New(Options{Config: opstest.MustConfig(t, good), Name: "eu", Coordinators: []string{"127.0.0.1:1"}, Listen: "192.0.2.1:7080",
+		AllowRemote: true, Logger: opstest.QuietLog()})
 	opstest.Must(t, err)
 	req := httptest.NewRequest("GET", "/healthz", nil)
 	req.Host = "192.0.2.1:7080"

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/afloat/afloat/quota"
-	"github.com/afloat/afloat/quota/config"
 	"github.com/afloat/afloat/quota/internal/opstest"
 )
 
@@ -71,7 +70,7 @@ func TestAgentListensOnLoopbackUnlessAllowed(t *testing.T) {
 	for i, addr := range []string{"0.0.0.0:7080", ":7080", "[::]:7080", "10.0.0.5:7080", "example.com:7080"} {
 		_, err := New(Options{Config: opstest.MustConfig(t, good), Name: "eu", Coordinators: []string{"http://127.0.0.1:1"},
 			Listen: addr, Logger: opstest.QuietLog()})
-		if !errors.Is(err, config.ErrConfigFile) || !strings.Contains(err.Error(), "--listen "+addr+": beyond loopback") ||
+		if !errors.Is(err, ErrOptions) || !strings.Contains(err.Error(), "--listen "+addr+": beyond loopback") ||
 			!strings.Contains(err.Error(), "--allow-remote") {
 			t.Errorf("step %d: --listen %s: %v, want a refusal naming --allow-remote", i, addr, err)
 		}

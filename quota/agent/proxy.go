@@ -45,20 +45,21 @@ func route(p *config.ProxyConfig, r *http.Request) (tenant, endpoint string, byP
 
 // CheckUpstream parses the reverse proxy's upstream URL: http or https,
 // with a host, a port (if any) from 1 to 65535, and no user, query or
-// fragment (credentials in a URL end up in logs).
+// fragment (credentials in a URL end up in logs). Its refusals wrap
+// ErrOptions and name --upstream.
 func CheckUpstream(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	bad := func(why string) error {
 		// Redacted: a password in the URL's user info, query or fragment
 		// stays out of the message.
-		return fmt.Errorf("%w: --upstream %q: %s", config.ErrConfigFile, redact.URL(raw), why)
+		return fmt.Errorf("%w: --upstream %q: %s", ErrOptions, redact.URL(raw), why)
 	}
 	switch {
 	case raw == "":
-		return nil, fmt.Errorf("%w: --upstream: empty: want an http(s)://host[:port] URL", config.ErrConfigFile)
+		return nil, fmt.Errorf("%w: --upstream: empty: want an http(s)://host[:port] URL", ErrOptions)
 	case err != nil:
 		// url's errors quote the URL, password and all.
-		return nil, fmt.Errorf("%w: --upstream: not a URL: want http(s)://host[:port]", config.ErrConfigFile)
+		return nil, fmt.Errorf("%w: --upstream: not a URL: want http(s)://host[:port]", ErrOptions)
 	case u.Scheme != "http" && u.Scheme != "https":
 		return nil, bad("scheme " + strconv.Quote(u.Scheme) + ": want http or https")
 	case u.Host == "" || u.Hostname() == "":
@@ -95,7 +96,7 @@ func (a *Agent) ProxyHandler(upstream string) (http.Handler, error) {
 	}
 	p := &a.o.Config.Proxy
 	if !p.Configured() {
-		return nil, fmt.Errorf("%w: --upstream: the config has no proxy section: routes or tenant_header (docs/quota.md, \"Envoy and reverse proxy\")", config.ErrConfigFile)
+		return nil, fmt.Errorf("%w: --upstream: the config has no proxy section: routes or tenant_header (docs/quota.md, \"Envoy and reverse proxy\")", ErrOptions)
 	}
 	log := a.o.Logger
 	tr := http.DefaultTransport.(*http.Transport).Clone()

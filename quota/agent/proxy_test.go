@@ -173,7 +173,7 @@ func TestCheckUpstream(t *testing.T) {
 		{"http://hunter2@host:%zz", "not a URL"},
 	} {
 		_, err := CheckUpstream(tc.url)
-		if !errors.Is(err, config.ErrConfigFile) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "hunter2") {
+		if !errors.Is(err, ErrOptions) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("step %d: CheckUpstream(%q) = %v, want one naming %q", i, tc.url, err, tc.want)
 		}
 	}
@@ -199,17 +199,22 @@ func TestFrontsOptions(t *testing.T) {
 		{full, Options{GRPCListen: ":9000"}, "not a loopback address"},
 		{bare, Options{Upstream: "http://127.0.0.1:1", ProxyListen: "127.0.0.1:0"}, "--upstream: the config has no proxy section"},
 		{full, Options{ProxyListen: "127.0.0.1:0"}, "--proxy-listen: the proxy needs --upstream URL"},
-		{full, Options{Upstream: "http://127.0.0.1:1"}, "--upstream: the proxy needs --proxy-listen ADDR"},
 		{full, Options{Upstream: "gopher://x", ProxyListen: "127.0.0.1:0"}, `scheme "gopher"`},
 	} {
 		o := tc.o
 		o.Config, o.Name, o.Coordinators, o.Listen, o.Logger = tc.cfg, "eu", []string{"http://127.0.0.1:1"}, "127.0.0.1:0", opstest.QuietLog()
-		if _, err := New(o); !errors.Is(err, config.ErrConfigFile) || !strings.Contains(err.Error(), tc.want) {
+		if _, err := New(o); !errors.Is(err, ErrOptions) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("step %d: %v, want one naming %q", i, err, tc.want)
 		}
 	}
 	withToken := opstest.MustConfig(t, strings.Replace(fronted, "domain: edge", "domain: edge\n  token: envoy-token-0123456789", 1))
-	if _, err := New(Options{Config: withToken, Name: "eu", Listen: "127.0.0.1:0", Logger: opstest.QuietLog(), GRPCListen: "0.0.0.0:0"}); err != nil {
+	if _, err := New(Options{Config: withToken, Name: "eu", Coordinators: []string{"127.0.0.1:1"}, Listen: "127.0.0.1:0",
+		Logger: opstest.QuietLog(), GRPCListen: "0.0.0.0:0"}); err != nil {
 		t.Fatalf("a token allows any address: %v", err)
+	}
+	a, err := New(Options{Config: full, Name: "eu", Coordinators: []string{"127.0.0.1:1"}, Listen: "127.0.0.1:0",
+		Logger: opstest.QuietLog(), Upstream: "http://127.0.0.1:1"})
+	if err != nil || a.o.ProxyListen != DefaultProxyListen {
+		t.Fatalf("an upstream without --proxy-listen: %v; want the proxy on %s", err, DefaultProxyListen)
 	}
 }

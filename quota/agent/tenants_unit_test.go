@@ -25,7 +25,7 @@ tenants:
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := New(Options{Config: cfg, Name: "us", Listen: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	a, err := New(Options{Config: cfg, Name: "us", Coordinators: []string{"127.0.0.1:1"}, Listen: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatalf("an agent for a region no file tenant enters: %v", err)
 	}

@@ -111,10 +111,19 @@ var (
 	// ErrInvalidTenant: a tenant sent to the tenants API is out of range;
 	// the message names the field (the rules are the config file's).
 	ErrInvalidTenant = errors.New("config: invalid tenant")
+	// ErrTokenFile: a token file given on its own (an operator's
+	// --token-file) is unreadable, too open or too short; the message
+	// names the field. In a config file, the same faults wrap
+	// ErrConfigFile.
+	ErrTokenFile = errors.New("config: invalid token file")
 )
 
-// LoadConfig reads and validates a config file.
+// LoadConfig reads and validates a config file. An empty path is refused
+// as a file not given, not read as no tenants.
 func LoadConfig(path string) (*Config, error) {
+	if path == "" {
+		return nil, fmt.Errorf("%w: no file given: want the cluster's YAML or JSON file (docs/quota.md, \"Deployment\")", ErrConfigFile)
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfigFile, err)
@@ -125,7 +134,7 @@ func LoadConfig(path string) (*Config, error) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Regions)) {
 		if r := cfg.Regions[name]; r.TokenFile != "" {
-			if r.Token, err = ReadTokenFile("regions."+name+".token_file", r.TokenFile); err != nil {
+			if r.Token, err = readTokenFile(ErrConfigFile, "regions."+name+".token_file", r.TokenFile); err != nil {
 				return nil, err
 			}
 			r.TokenFile = ""
@@ -133,14 +142,14 @@ func LoadConfig(path string) (*Config, error) {
 		}
 	}
 	if e := &cfg.Envoy; e.TokenFile != "" {
-		if e.Token, err = ReadTokenFile("envoy.token_file", e.TokenFile); err != nil {
+		if e.Token, err = readTokenFile(ErrConfigFile, "envoy.token_file", e.TokenFile); err != nil {
 			return nil, err
 		}
 		e.TokenFile = ""
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Operators)) {
 		if o := cfg.Operators[name]; o.TokenFile != "" {
-			if o.Token, err = ReadTokenFile("operators."+name+".token_file", o.TokenFile); err != nil {
+			if o.Token, err = readTokenFile(ErrConfigFile, "operators."+name+".token_file", o.TokenFile); err != nil {
 				return nil, err
 			}
 			o.TokenFile = ""
@@ -162,31 +171,36 @@ func LoadConfig(path string) (*Config, error) {
 // it 0600 or 0400 (chmod 600 FILE). The bits are those of the file a
 // symbolic link leads to (a Kubernetes secret: mount it with
 // defaultMode 0400). On Windows, which has no such bits, it is not
-// checked. Errors wrap ErrConfigFile and name field.
+// checked. Errors wrap ErrTokenFile and name field.
 func ReadTokenFile(field, path string) (string, error) {
+	return readTokenFile(ErrTokenFile, field, path)
+}
+
+// readTokenFile is ReadTokenFile with its errors wrapping sentinel.
+func readTokenFile(sentinel error, field, path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s: %v", ErrConfigFile, field, err)
+		return "", fmt.Errorf("%w: %s: %v", sentinel, field, err)
 	}
 	defer f.Close()
 	st, err := f.Stat() // the file opened, not a name that may change
 	if err != nil {
-		return "", fmt.Errorf("%w: %s: %v", ErrConfigFile, field, err)
+		return "", fmt.Errorf("%w: %s: %v", sentinel, field, err)
 	}
 	if perm := st.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
 		return "", fmt.Errorf("%w: %s %s: mode %04o lets its group or others read or change the token: "+
-			"want 0600 or 0400 (chmod 600 %s)", ErrConfigFile, field, path, perm, path)
+			"want 0600 or 0400 (chmod 600 %s)", sentinel, field, path, perm, path)
 	}
 	if !st.Mode().IsRegular() {
-		return "", fmt.Errorf("%w: %s %s: not a regular file", ErrConfigFile, field, path)
+		return "", fmt.Errorf("%w: %s %s: not a regular file", sentinel, field, path)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, 64<<10))
 	if err != nil {
-		return "", fmt.Errorf("%w: %s: %v", ErrConfigFile, field, err)
+		return "", fmt.Errorf("%w: %s: %v", sentinel, field, err)
 	}
 	tok := strings.TrimSpace(string(b))
 	if len(tok) < 16 {
-		return "", fmt.Errorf("%w: %s: a token of %d bytes: want at least 16", ErrConfigFile, field, len(tok))
+		return "", fmt.Errorf("%w: %s: a token of %d bytes: want at least 16", sentinel, field, len(tok))
 	}
 	return tok, nil
 }

@@ -65,6 +65,9 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	if _, err := LoadConfig(filepath.Join(dir, "missing.yaml")); !errors.Is(err, ErrConfigFile) {
 		t.Fatalf("a missing file: %v", err)
 	}
+	if _, err := LoadConfig(""); !errors.Is(err, ErrConfigFile) || !strings.Contains(err.Error(), "no file given") {
+		t.Fatalf("no file: %v; want a refusal saying so", err)
+	}
 }
 
 // FuzzParseConfig: no input panics, and what parses validates.

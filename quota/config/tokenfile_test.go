@@ -33,8 +33,10 @@ func TestTokenFilesMustBePrivate(t *testing.T) {
 				t.Errorf("mode %04o: %s: %v, want a refusal naming the field and the mode", mode, field, err)
 			}
 		}
-		if _, err := ReadTokenFile("--token-file", tok); err == nil {
-			t.Errorf("mode %04o: ReadTokenFile accepted it", mode)
+		// A token file of its own is not a config file: the operator's
+		// --token-file is refused as what it is.
+		if _, err := ReadTokenFile("--token-file", tok); !errors.Is(err, ErrTokenFile) || errors.Is(err, ErrConfigFile) {
+			t.Errorf("mode %04o: ReadTokenFile: %v, want ErrTokenFile alone", mode, err)
 		}
 	}
 	for _, mode := range []os.FileMode{0o600, 0o400} {

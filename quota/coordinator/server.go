@@ -86,7 +86,6 @@ type serverOptions struct {
 	nudge   func(quota.Nudge)
 	journal Journal
 	logger  *slog.Logger
-	maxOps  int
 	expiry  time.Duration
 }
 
@@ -108,10 +107,6 @@ func WithJournal(j Journal) ServerOption { return func(o *serverOptions) { o.jou
 func WithLogger(logger *slog.Logger) ServerOption {
 	return func(o *serverOptions) { o.logger = logger }
 }
-
-// WithMaxOps caps the operations of one ledger transaction; the default is
-// what the ledger says (MaxOpser), else 128, etcd's default limit.
-func WithMaxOps(n int) ServerOption { return func(o *serverOptions) { o.maxOps = n } }
 
 // MaxOpser is implemented by a ledger with a limit on the operations of
 // one Commit.
@@ -135,9 +130,6 @@ func NewServer(ctx context.Context, cfg Config, ledger Ledger, opts ...ServerOpt
 	s.maxOps = DefaultMaxOps
 	if m, ok := ledger.(MaxOpser); ok && m.MaxOps() > 0 {
 		s.maxOps = m.MaxOps()
-	}
-	if s.opts.maxOps > 0 {
-		s.maxOps = s.opts.maxOps
 	}
 	if ledger == nil {
 		return nil, fmt.Errorf("%w: nil ledger", quota.ErrConfig)

@@ -14,11 +14,16 @@ import (
 // failing is set: to see what the server answers before and after a write.
 type gate struct {
 	*MemLedger
+	maxOps  int
 	mu      sync.Mutex
 	open    chan struct{}
 	failing bool
 	commits [][]Op
 }
+
+// MaxOps is the ledger's limit on a transaction, as etcd's --max-txn-ops
+// is etcdledger's; 0 keeps the server's default.
+func (g *gate) MaxOps() int { return g.maxOps }
 
 func (g *gate) Commit(ctx context.Context, epoch uint64, ops ...Op) error {
 	<-g.open
@@ -43,8 +48,8 @@ func TestServerAnswersOnlyWhenWritten(t *testing.T) {
 func testServerAnswersOnlyWhenWritten(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	g := &gate{MemLedger: NewMemLedger(), open: make(chan struct{})}
-	srv, err := NewServer(ctx, Config{Tenants: []quota.Tenant{seedTenant()}}, g, WithMaxOps(4))
+	g := &gate{MemLedger: NewMemLedger(), maxOps: 4, open: make(chan struct{})}
+	srv, err := NewServer(ctx, Config{Tenants: []quota.Tenant{seedTenant()}}, g)
 	if err != nil {
 		t.Fatal(err)
 	}

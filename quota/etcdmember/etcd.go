@@ -104,8 +104,8 @@ func startMember(ctx context.Context, cfg MemberConfig) (*Member, error) {
 	if cfg.Name == "" {
 		cfg.Name = "afloat"
 	}
-	if cfg.DataDir == "" {
-		return nil, fmt.Errorf("%w: --data-dir is required", ErrConfig)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	lock, err := lockDir(cfg.DataDir)
 	if err != nil {

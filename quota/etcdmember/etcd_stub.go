@@ -26,5 +26,11 @@ func StartMember(ctx context.Context, cfg MemberConfig) (*Member, error) {
 // Close does nothing.
 func (m *Member) Close() {}
 
-// RunMember fails: see ErrNoEmbeddedEtcd.
-func RunMember(ctx context.Context, cfg MemberConfig) error { return ErrNoEmbeddedEtcd }
+// RunMember refuses what MemberConfig.Validate refuses, else fails: see
+// ErrNoEmbeddedEtcd.
+func RunMember(ctx context.Context, cfg MemberConfig) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	return ErrNoEmbeddedEtcd
+}

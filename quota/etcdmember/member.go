@@ -2,6 +2,7 @@ package etcdmember
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 )
@@ -36,6 +37,16 @@ type MemberConfig struct {
 	// operators' tokens. (On loopback, every local user of the machine
 	// can: docs/quota.md, "Who can reach the embedded etcd".)
 	AllowRemote bool
+}
+
+// Validate refuses what a member cannot start with whether or not this
+// binary has the embedded etcd: no data directory. StartMember checks the
+// rest (the URLs) as it picks them.
+func (c MemberConfig) Validate() error {
+	if c.DataDir == "" {
+		return fmt.Errorf("%w: --data-dir is required", ErrConfig)
+	}
+	return nil
 }
 
 // DefaultEmbeddedMaxTxnOps is an embedded member's limit on the operations

@@ -96,6 +96,29 @@ func (l Limits) String() string {
 	return s
 }
 
+// LimitsFlag is a repeatable flag (flag.Value) of limits, as afloat
+// quota check's --tenant NAME:R:B: each use adds one tenant's, read by
+// ParseLimits. CheckLogs refuses a tenant given twice.
+type LimitsFlag []Limits
+
+func (f *LimitsFlag) String() string {
+	s := make([]string, len(*f))
+	for i, l := range *f {
+		s[i] = l.String()
+	}
+	return strings.Join(s, ",")
+}
+
+// Set adds the limits v gives.
+func (f *LimitsFlag) Set(v string) error {
+	l, err := ParseLimits(v)
+	if err != nil {
+		return err
+	}
+	*f = append(*f, l)
+	return nil
+}
+
 // describe says what the limits are, in words.
 func (l Limits) describe() string {
 	s := fmt.Sprintf("R %s, B %s, %v", formatMicro(l.Rate), formatMicro(l.Burst), l.Mode)

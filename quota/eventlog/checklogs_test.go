@@ -252,3 +252,20 @@ func FuzzCheckLogs(f *testing.F) {
 		}
 	})
 }
+
+// TestLimitsFlag: each --tenant adds one tenant's limits; a bad one is
+// refused and adds nothing.
+func TestLimitsFlag(t *testing.T) {
+	var f LimitsFlag
+	for _, v := range []string{"acme:500:6000", "beta:1.5:0:0:3"} {
+		if err := f.Set(v); err != nil {
+			t.Fatalf("Set(%q): %v", v, err)
+		}
+	}
+	if err := f.Set("gamma:0:1"); !errors.Is(err, ErrBadLimits) || len(f) != 2 {
+		t.Errorf("Set(gamma:0:1): %v, %d limits; want ErrBadLimits and 2", err, len(f))
+	}
+	if got := f.String(); got != "acme:500:6000,beta:1.5:0:0:3" {
+		t.Errorf("String() = %q", got)
+	}
+}

@@ -15,7 +15,9 @@
 // and refuses one that is empty or cut off before its run ended; Merge
 // orders the events of several logs into one run; CheckLogs does it all
 // for a cluster's files and checks the limits the logs state against the
-// ones their operator gives (Limits, ParseLimits).
+// ones their operator gives (Limits, ParseLimits; LimitsFlag for a
+// command line). WriteLine writes a line in the log's form that is no
+// event: a run's summary, a check's result.
 //
 //	chk := eventlog.NewChecker()
 //	if err := eventlog.ReadLog(f, chk); err != nil { ... } // not a whole log

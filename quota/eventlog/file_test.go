@@ -106,3 +106,36 @@ func TestFileAppendsWholeLines(t *testing.T) {
 type collected []Event
 
 func (c *collected) Write(e *Event) { *c = append(*c, *e) }
+
+// TestWriteLine: a summary line has "ev" first and the value's fields
+// after, and reads back as a Summary; what is not an object is refused.
+func TestWriteLine(t *testing.T) {
+	type sum struct {
+		Seed       uint32 `json:"seed"`
+		Violations int    `json:"violations"`
+	}
+	for i, tc := range []struct {
+		ev   string
+		v    any
+		want string // the line, or the error
+	}{
+		{"summary", sum{Seed: 7}, `{"ev":"summary","seed":7,"violations":0}` + "\n"},
+		{"check", struct{}{}, `{"ev":"check"}` + "\n"},
+		{"check", map[string]int{"violations": 2}, `{"ev":"check","violations":2}` + "\n"},
+		{"summary", []int{1}, "eventlog: the summary line: [1], not an object"},
+		{"summary", func() {}, "eventlog: the summary line: json: unsupported type"},
+	} {
+		var b strings.Builder
+		err := WriteLine(&b, tc.ev, tc.v)
+		if got := b.String(); err == nil && got != tc.want || err != nil && (!strings.HasPrefix(err.Error(), tc.want) || got != "") {
+			t.Errorf("step %d: WriteLine(%s, %v): %q, %v; want %q", i, tc.ev, tc.v, got, err, tc.want)
+		}
+	}
+	var b strings.Builder
+	if err := WriteLine(&b, "summary", sum{Seed: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := ParseEvent([]byte(strings.TrimSuffix(b.String(), "\n"))); err != nil || e.Kind != Summary {
+		t.Errorf("the summary line reads back as %v, %v; want a Summary", e.Kind, err)
+	}
+}

@@ -2,6 +2,8 @@ package eventlog
 
 import (
 	"bufio"
+	"encoding/json"
+	"fmt"
 	"io"
 )
 
@@ -49,4 +51,26 @@ func (t Tee) Write(e *Event) {
 	for _, w := range t {
 		w.Write(e)
 	}
+}
+
+// WriteLine writes v, a struct or a map that encodes as a JSON object, as
+// one line with "ev" first, as the log's own lines are: the summary line
+// afloat quota chaos prints after its log (Summary), and afloat quota
+// check's result (ev "check"). It reports the first error of encoding or
+// writing; a v that is not an object is an error.
+func WriteLine(w io.Writer, ev string, v any) error {
+	body, err := json.Marshal(v)
+	if err == nil && body[0] != '{' {
+		err = fmt.Errorf("%s, not an object", body[:min(len(body), 20)])
+	}
+	if err != nil {
+		return fmt.Errorf("eventlog: the %s line: %w", ev, err)
+	}
+	line, _ := json.Marshal(map[string]string{"ev": ev})
+	if len(body) > 2 { // an object with fields: join the two
+		line = append(line[:len(line)-1], ',')
+		line = append(line, body[1:]...)
+	}
+	_, err = w.Write(append(line, '\n'))
+	return err
 }

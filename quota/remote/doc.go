@@ -14,6 +14,8 @@
 // leader among the coordinators it was configured with. Operator is an
 // operator's side of the tenants API served beside it, and follows the
 // leader the same way (one leader-following client for both: leader.go).
+// ParseEndpoints reads endpoints as an operator types them (host:port or
+// http(s)://host:port), for these and for the processes' options.
 //
 //	h, err := remote.Handler(remote.HandlerConfig{Tokens: tokens, Lead: lead})
 //	http.ListenAndServe(addr, h)

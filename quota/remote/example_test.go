@@ -41,3 +41,14 @@ func Example() {
 	fmt.Printf("lease %d: %v tokens/s, burst %v, for %v\n", g.Lease.ID, g.Lease.Rate, g.Lease.Burst, g.ValidFor)
 	// Output: lease 1: 250 tokens/s, burst 3000, for 10s
 }
+
+// Endpoints as an operator types them, in one form.
+func ExampleParseEndpoints() {
+	urls, err := remote.ParseEndpoints("--coordinator", []string{"127.0.0.1:7070", "https://quota.internal:7443/"})
+	fmt.Println(urls, err)
+	_, err = remote.ParseEndpoints("--coordinator", []string{"127.0.0.1:70000"})
+	fmt.Println(err)
+	// Output:
+	// [http://127.0.0.1:7070 https://quota.internal:7443] <nil>
+	// remote: invalid endpoint: --coordinator: "http://127.0.0.1:70000": want a port from 1 to 65535
+}

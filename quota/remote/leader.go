@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,19 +28,12 @@ type leaders struct {
 	leader    atomic.Int64 // index into endpoints of the one believed to lead
 }
 
-// checkEndpoints returns the endpoints without a trailing slash, or
+// checkEndpoints returns the endpoints in one form (ParseEndpoints), or
 // quota.ErrConfig naming the first that is not an http(s) base URL.
 func checkEndpoints(endpoints []string) ([]string, error) {
-	if len(endpoints) == 0 {
-		return nil, fmt.Errorf("%w: remote: no coordinator endpoints", quota.ErrConfig)
-	}
-	out := slices.Clone(endpoints)
-	for i, e := range out {
-		u, err := url.Parse(e)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("%w: remote: endpoints[%d] %q: want http://host:port or https://host:port", quota.ErrConfig, i, e)
-		}
-		out[i] = strings.TrimSuffix(e, "/")
+	out, err := ParseEndpoints("endpoints", endpoints)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", quota.ErrConfig, err)
 	}
 	return out, nil
 }

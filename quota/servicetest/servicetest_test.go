@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/afloat/afloat/quota/agent"
-	"github.com/afloat/afloat/quota/config"
 	"github.com/afloat/afloat/quota/coordinator/replica"
 	"github.com/afloat/afloat/quota/eventlog"
 	"github.com/afloat/afloat/quota/internal/opstest"
@@ -84,7 +83,7 @@ func TestMemoryCoordinator(t *testing.T) {
 func TestCoordinatorRefused(t *testing.T) {
 	c := servicetest.New(t, opstest.ConfigFile("good.yaml"))
 	err := c.CoordinatorRefused(replica.Options{Etcd: []string{"http://127.0.0.1:1"}, Advertise: "no-scheme"})
-	if !errors.Is(err, config.ErrConfigFile) || !strings.Contains(err.Error(), "--advertise") {
+	if !errors.Is(err, replica.ErrOptions) || !strings.Contains(err.Error(), "--advertise") {
 		t.Fatalf("a bad --advertise: %v, want a refusal naming it", err)
 	}
 	if n := len(c.EventLogs()); n != 0 {

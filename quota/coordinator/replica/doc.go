@@ -12,6 +12,8 @@
 //	cfg, err := config.LoadConfig("quota.yaml")
 //	err = replica.Run(ctx, replica.Options{Config: cfg, Listen: ":7070", Etcd: endpoints, Logger: log})
 //
-// cmd/afloat's quota coordinator parses flags and calls Run;
+// Options.Validate (which Run calls first) refuses what a replica cannot
+// run with, naming each option by its flag (ErrOptions). cmd/afloat's
+// quota coordinator parses flags and calls Validate and Run;
 // docs/quota.md, "Deployment", shows a cluster end to end.
 package replica

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/afloat/afloat/quota/config"
 	"github.com/afloat/afloat/quota/coordinator/replica"
 	"github.com/afloat/afloat/quota/internal/opstest"
 	"github.com/afloat/afloat/quota/servicetest"
@@ -23,7 +22,7 @@ func TestCoordinatorHostNames(t *testing.T) {
 	cfg := c.Config
 	err := replica.Run(context.Background(), replica.Options{Config: cfg, Listen: "127.0.0.1:0", DataDir: t.TempDir(),
 		Logger: opstest.QuietLog(), Hosts: []string{"http://quota.internal"}})
-	if !errors.Is(err, config.ErrConfigFile) || !strings.Contains(err.Error(), "--host") {
+	if !errors.Is(err, replica.ErrOptions) || !strings.Contains(err.Error(), "--host") {
 		t.Fatalf("--host with a scheme: %v, want a refusal naming --host", err)
 	}
 	addr := c.Coordinator(replica.Options{Hosts: []string{"quota.internal"}}).Addr

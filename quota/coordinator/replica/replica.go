@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/afloat/afloat/internal/hostcheck"
 	"github.com/afloat/afloat/quota"
 	"github.com/afloat/afloat/quota/config"
 	"github.com/afloat/afloat/quota/coordinator"
@@ -24,17 +25,27 @@ import (
 	"github.com/afloat/afloat/quota/remote"
 )
 
-// Options configures a replica (Run).
+// ErrOptions: Run was given options a replica cannot run with; the
+// message names the option by its flag in afloat quota coordinator, such
+// as --etcd, and says what it wants.
+var ErrOptions = errors.New("replica: invalid options")
+
+// Options configures a replica (Run). Its fields are afloat quota
+// coordinator's flags, and Validate's refusals name them so.
 type Options struct {
 	Config *config.Config
-	// Listen is the address of the API (host:port).
+	// Listen is the address of the API (host:port; port 0: any free
+	// port).
 	Listen string
 	// Advertise is the URL regions reach this coordinator at, announced
-	// in the election so that followers can name the leader; default
+	// in the election so that followers can name the leader: host:port
+	// or http(s)://host:port (remote.ParseEndpoints); default
 	// http://Listen.
 	Advertise string
-	// Etcd lists the etcd cluster's client URLs; empty starts an embedded
-	// single member in DataDir.
+	// Etcd lists the etcd cluster's client URLs, each host:port or
+	// http(s)://host:port; empty starts an embedded single member in
+	// DataDir (default etcdmember.DefaultDataDir), which is why the two
+	// do not go together.
 	Etcd    []string
 	DataDir string
 	// EventLog, if not empty, is the event log's path.
@@ -59,23 +70,15 @@ type Options struct {
 // successor fenced it, or its etcd session expired) sends it back to
 // campaigning. Several replicas on one etcd cluster fail over to each
 // other.
+//
+// Run refuses options Validate refuses, before anything starts.
 func Run(ctx context.Context, o Options) error {
-	if o.Config == nil || o.Logger == nil {
-		return fmt.Errorf("%w: a config and a logger are required", config.ErrConfigFile)
-	}
-	log := o.Logger
-	hosts, err := ops.HostNames(o.Hosts, o.Listen)
+	r, err := o.resolve()
 	if err != nil {
 		return err
 	}
-	if o.Advertise != "" {
-		u, err := url.Parse(o.Advertise)
-		if err != nil || u.Host == "" {
-			return fmt.Errorf("%w: --advertise %q: want http(s)://host:port", config.ErrConfigFile, o.Advertise)
-		}
-		hosts.AddHostPort(u.Host)
-	}
-	endpoints := o.Etcd
+	log, hosts, endpoints := o.Logger, r.hosts, r.etcd
+	o.Advertise = r.advertise
 	maxOps := o.Config.Etcd.MaxTxnOps
 	if len(endpoints) == 0 {
 		dir := o.DataDir
@@ -218,6 +221,60 @@ func Run(ctx context.Context, o Options) error {
 		backoff = min(2*backoff, 2*time.Second) // etcd unreachable: do not spin
 	}
 	return nil
+}
+
+// Validate refuses options a replica cannot run with, naming each by its
+// flag; its refusals wrap ErrOptions (and, for a --host that is not a
+// host name, hostcheck.ErrName; for an endpoint, remote.ErrEndpoint).
+func (o *Options) Validate() error {
+	_, err := o.resolve()
+	return err
+}
+
+// resolved are the options as Run uses them: the names the API answers,
+// and the endpoints in one form (remote.ParseEndpoints).
+type resolved struct {
+	hosts     *hostcheck.Names
+	advertise string
+	etcd      []string
+}
+
+// resolve is Validate, keeping what it read.
+func (o *Options) resolve() (r resolved, err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("%w: %w", ErrOptions, err)
+		}
+	}()
+	switch {
+	case o.Config == nil:
+		return r, errors.New(`--config: want the cluster's config (YAML or JSON: docs/quota.md, "Deployment")`)
+	case o.Logger == nil:
+		return r, errors.New("a logger is required")
+	}
+	if err := ops.CheckListen("--listen", o.Listen); err != nil {
+		return r, err
+	}
+	if r.hosts, err = ops.HostNames(o.Hosts, o.Listen); err != nil {
+		return r, err
+	}
+	if o.Advertise != "" {
+		adv, err := remote.ParseEndpoints("--advertise", []string{o.Advertise})
+		if err != nil {
+			return r, err
+		}
+		r.advertise = adv[0]
+		u, _ := url.Parse(r.advertise)
+		r.hosts.AddHostPort(u.Host)
+	}
+	if len(o.Etcd) == 0 {
+		return r, nil
+	}
+	if o.DataDir != "" {
+		return r, errors.New("--etcd and --data-dir: the data directory is the embedded etcd's; give one")
+	}
+	r.etcd, err = remote.ParseEndpoints("--etcd", o.Etcd)
+	return r, err
 }
 
 // lead campaigns, and once it wins, serves as the leader until it loses.

@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/afloat/afloat/internal/hostcheck"
-	"github.com/afloat/afloat/quota/config"
 )
 
 // Every HTTP listener of the quota — the region agent's decision API
@@ -21,11 +20,12 @@ import (
 // is not held to it: it serves whatever hosts its routes name.
 
 // HostNames builds a listener's names from --host flags and the addresses
-// it listens and is reached at.
+// it listens and is reached at. Its error names --host and wraps
+// hostcheck.ErrName; the process's options wrap it in their own.
 func HostNames(hosts []string, addrs ...string) (*hostcheck.Names, error) {
 	names, err := hostcheck.New(hosts...)
 	if err != nil {
-		return nil, fmt.Errorf("%w: --host: %v", config.ErrConfigFile, err)
+		return nil, fmt.Errorf("--host: %w", err)
 	}
 	for _, a := range addrs {
 		names.AddHostPort(a)

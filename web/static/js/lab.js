@@ -8,11 +8,15 @@ import { t } from "./i18n.js";
 const $ = (id) => document.getElementById(id);
 
 // Okabe–Ito colours, with dashes so that the charts read without colour;
-// wasted work is the seed's dark grey, filled; concurrency, the signal
-// nobody watched, is black and thicker.
+// first tries are the article's blue, and retries the same blue dotted
+// (they arrive too); late answers are the answers' green, dotted; wasted
+// work is the seed's dark grey, filled; concurrency, the signal nobody
+// watched, is black and thicker.
 const seriesDefs = [
-  { key: "arrivals", colour: "#0072b2", dash: [] },
+  { key: "first_tries", colour: "#0072b2", dash: [] },
+  { key: "retries", colour: "#0072b2", dash: [1, 3], width: 2 },
   { key: "responses", colour: "#009e73", dash: [6, 4] },
+  { key: "late", colour: "#009e73", dash: [1, 3], width: 2 },
   { key: "timeouts", colour: "#e69f00", dash: [2, 3] },
   { key: "wasted", colour: "#4d4d4d", dash: [], fill: "rgba(77, 77, 77, 0.35)" },
   { key: "rejected", colour: "#d55e00", dash: [10, 3, 2, 3] },
@@ -393,7 +397,7 @@ function drawCompare(c) {
   $("lab-profile-desc").textContent = t("lab.params", {
     inside: c.inside,
     outside: c.outside,
-    slowdown: t(c.alpha > 0 ? "lab.slowdown.nonlinear_is" : "lab.slowdown.linear_is", { alpha: c.alpha }),
+    slowdown: slowdownText(c.alpha),
     retries: c.retries,
     patience: patienceText(c),
     seed: c.seed,
@@ -422,10 +426,52 @@ function drawCompare(c) {
     for (const [, f] of cols) tr.insertCell().textContent = f(r);
   }
 
+  drawHypothesis(c);
+
   for (const p of plots) p.destroy();
   plots = [];
   drawRuns(c, long);
   drawLittle(c, long);
+}
+
+// slowdownText names a server's slowdown above its knee.
+const slowdownText = (alpha) => t(alpha > 0 ? "lab.slowdown.nonlinear_is" : "lab.slowdown.linear_is", { alpha });
+
+// drawHypothesis shows, for a profile whose clients try again (the World
+// Cup), afloat's hypothesis for the death the article shows, and beside it
+// the runs that test it: the day without a limit as compared, then without
+// retries on the linear server and on the non-linear one.
+function drawHypothesis(c) {
+  const box = $("lab-hypothesis");
+  const variants = c.variants || [];
+  box.hidden = variants.length === 0;
+  if (box.hidden) return;
+  const nonLinear = variants.find((v) => v.alpha > 0);
+  $("lab-hypothesis-text").textContent = t("lab.hypothesis.text", { alpha: nonLinear ? nonLinear.alpha : 0.5 });
+  const head = document.createElement("tr");
+  for (const key of ["lab.col.run", "lab.col.after", "lab.col.wasted_after", "lab.col.peak", "lab.col.recovery"]) {
+    const th = document.createElement("th");
+    th.scope = "col";
+    th.textContent = t(key);
+    head.append(th);
+  }
+  $("lab-hypothesis-table").tHead.replaceChildren(head);
+  const rows = [
+    [t("lab.hypothesis.row.compared", { retries: c.retries, slowdown: slowdownText(c.alpha) }), c.runs[0].summary],
+    ...variants.map((v) => [t(v.alpha > 0 ? "lab.hypothesis.row.nonlinear" : "lab.hypothesis.row.linear", { alpha: v.alpha }), v.summary]),
+  ];
+  const tbody = $("lab-hypothesis-table").tBodies[0];
+  tbody.replaceChildren();
+  for (const [name, x] of rows) {
+    const tr = tbody.insertRow();
+    const th = document.createElement("th");
+    th.scope = "row";
+    th.textContent = name;
+    tr.append(th);
+    for (const v of [pct0(x.useful_after_peak), pct0(x.wasted_after_peak), num(x.peak_concurrency), x.recovery_s >= 0 ? `${x.recovery_s} s` : t("lab.never")]) {
+      tr.insertCell().textContent = v;
+    }
+  }
 }
 
 // conclusion is the comparison in one line, from its figures.
@@ -699,12 +745,15 @@ async function pollLive(once) {
   }
   $("live-run").disabled = st.running;
   if (st.running) {
-    say("live-status", "lab.live.running", { progress: st.progress });
+    const step = st.step;
+    if (!step) say("live-status", "lab.live.starting");
+    else if (step.what === "running") say("live-status", "lab.live.step.running", { mode: modeName(step.mode) });
+    else say("live-status", "lab.live.step.calibrating", { mode: modeName(step.mode), attempt: step.attempt, attempts: step.attempts });
     if (!$("lab").hidden) polling = setTimeout(() => pollLive(false), 1000);
     return;
   }
   if (st.error) say("live-status", "error.api", { message: st.error });
-  else if (st.report) say("live-status", "lab.live.done");
+  else if (st.report) say("live-status", st.report.reliable ? "lab.live.done" : "lab.live.too_busy");
   else if (once) say("live-status", "");
   if (st.report) {
     lastLive = st.report;
@@ -716,15 +765,26 @@ function ms(ns) {
   return `${(ns / 1e6).toFixed(1)} ms`;
 }
 
-function checkText(m, c) {
-  return t("lab.check.line", {
-    mode: m.mode,
-    check: t(`lab.check.${c.name}`),
-    phase: c.phase || "—",
-    value: +c.value.toPrecision(3),
-    min: +c.min.toPrecision(3),
-    max: +c.max.toPrecision(3),
-  });
+// modeName is a protection's name, in the user's language.
+const modeName = (mode) => t(`lab.live.mode.${mode}`);
+
+// phaseName names a phase of the live comparison by its load: "3×
+// capacity", and "0.5× after 3×" for a calm phase after an overload.
+function phaseName(phases, i) {
+  const p = phases[i];
+  const before = i > 0 ? phases[i - 1] : null;
+  if (before && before.load > 1 && p.load <= 1) return t("lab.live.phase_after", { load: p.load, before: before.load });
+  return t("lab.live.phase", { load: p.load });
+}
+
+// checkText says, in plain words, what a check that failed measured and
+// what it expected: shares as percentages, ratios as times.
+function checkText(m, c, phases) {
+  const i = c.phase ? phases.findIndex((p) => p.name === c.phase) : -1;
+  const where = i >= 0 ? t("lab.check.where.phase", { phase: phaseName(phases, i) }) : t("lab.check.where.calibration");
+  const ratio = c.name === "p50_vs_work" || c.name === "drift";
+  const f = (v) => (ratio ? v.toFixed(2) : pct0(v));
+  return t("lab.check.line", { mode: modeName(m.mode), check: t(`lab.check.${c.name}`, { value: f(c.value), min: f(c.min), max: f(c.max), where }) });
 }
 
 function drawLive(rep) {
@@ -735,13 +795,13 @@ function drawLive(rep) {
   for (const m of rep.modes) {
     const li = document.createElement("li");
     li.textContent = t("lab.live.calibration", {
-      mode: m.mode,
+      mode: modeName(m.mode),
       capacity: Math.round(m.calibration.capacity),
       work: ms(rep.work_ns),
       p50: ms(m.calibration.no_load_p50_ns),
       p99: ms(m.calibration.no_load_p99_ns),
       core: m.calibration.cpu_share >= 0 ? pct0(m.calibration.cpu_share) : "—",
-      attempts: m.attempts.length,
+      times: m.attempts.length === 1 ? t("lab.live.measured_once") : t("lab.live.measured_n", { n: m.attempts.length }),
       verdict: t(m.reliable ? "lab.live.passed" : "lab.live.failed"),
     });
     cal.append(li);
@@ -754,18 +814,21 @@ function drawLive(rep) {
     warn.hidden = false;
     warn.replaceChildren();
     const p = document.createElement("p");
-    p.textContent = t("lab.live.unreliable");
+    p.textContent = t(rep.stopped_early ? "lab.live.stopped_early" : "lab.live.unreliable");
     const ul = document.createElement("ul");
     for (const m of rep.modes) {
       if (m.reliable || !m.attempts.length) continue;
-      for (const c of m.attempts.at(-1).checks) {
+      const last = m.attempts.at(-1);
+      for (const c of last.checks) {
         if (c.ok) continue;
         const li = document.createElement("li");
-        li.textContent = checkText(m, c);
+        li.textContent = checkText(m, c, last.phases || []);
         ul.append(li);
       }
     }
-    warn.append(p, ul);
+    const todo = document.createElement("p");
+    todo.textContent = t("lab.live.what_to_do");
+    warn.append(p, ul, todo);
     $("live-conclusion").textContent = "";
     $("live-table-wrap").hidden = true;
     return;
@@ -775,7 +838,7 @@ function drawLive(rep) {
   $("live-conclusion").textContent = c
     ? t(c.none_goodput >= 0 ? "lab.live.conclusion" : "lab.live.conclusion_no_none", {
         load: c.load,
-        best: c.best,
+        best: modeName(c.best),
         goodput: pct0(c.goodput),
         ratio: c.p99_ratio.toFixed(1),
         none: c.none_goodput >= 0 ? pct0(c.none_goodput) : "",
@@ -788,7 +851,7 @@ function drawLive(rep) {
 // liveCharts draws goodput and the p99 ratio against the load of each
 // phase, a line per protection.
 function liveCharts(rep, root) {
-  const phases = rep.modes[0].phases.map((p) => p.name);
+  const phases = rep.modes[0].phases.map((p, i, all) => phaseName(all, i));
   const xs = phases.map((_, i) => i);
   const ratio = (m, p) => (p.p99_ns > 0 && m.calibration.no_load_p99_ns > 0 ? p.p99_ns / m.calibration.no_load_p99_ns : null);
   for (const [id, key, value, digits] of [
@@ -797,7 +860,7 @@ function liveCharts(rep, root) {
   ]) {
     const caption = t(key);
     const table = () => ({
-      head: [t("lab.live.col.phase"), ...rep.modes.map((m) => m.mode)],
+      head: [t("lab.live.col.phase"), ...rep.modes.map((m) => modeName(m.mode))],
       rows: phases.map((name, i) => [name, ...rep.modes.map((m) => (value(m, m.phases[i]) == null ? "—" : value(m, m.phases[i]).toFixed(digits)))]),
     });
     const el = figure(root, id, caption, table);
@@ -814,7 +877,7 @@ function liveCharts(rep, root) {
           series: [
             { label: t("lab.live.col.phase"), value: (u, v) => (v == null ? "—" : phases[v]) },
             ...rep.modes.map((m, i) => ({
-              label: m.mode,
+              label: modeName(m.mode),
               stroke: modeColours[i % modeColours.length],
               dash: modeDashes[i % modeDashes.length],
               width: 2,
@@ -835,19 +898,19 @@ function liveTable(rep) {
   const tbody = $("live-table").tBodies[0];
   tbody.replaceChildren();
   for (const m of rep.modes) {
-    for (const p of m.phases) {
+    m.phases.forEach((p, i) => {
       const tr = tbody.insertRow();
       const th = document.createElement("th");
       th.scope = "row";
-      th.textContent = m.mode;
+      th.textContent = modeName(m.mode);
       tr.append(th);
       const rec = m.recovery_ns && p.name in m.recovery_ns ? (m.recovery_ns[p.name] >= 0 ? ms(m.recovery_ns[p.name]) : t("lab.never")) : "";
       const ratio = p.p99_ns > 0 ? `${(p.p99_ns / m.calibration.no_load_p99_ns).toFixed(2)} ×` : "—";
       const core = p.cpu_share >= 0 ? pct0(p.cpu_share) : "—";
-      for (const v of [p.name, pct0(p.goodput), p.p50_ns ? ms(p.p50_ns) : "—", p.p99_ns ? ms(p.p99_ns) : "—", ratio, p.rejected, p.timeouts, core, rec]) {
+      for (const v of [phaseName(m.phases, i), pct0(p.goodput), p.p50_ns ? ms(p.p50_ns) : "—", p.p99_ns ? ms(p.p99_ns) : "—", ratio, p.rejected, p.timeouts, core, rec]) {
         tr.insertCell().textContent = v;
       }
-    }
+    });
   }
 }
 
