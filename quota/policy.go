@@ -2,6 +2,7 @@ package quota
 
 import (
 	"cmp"
+	"math"
 	"slices"
 )
 
@@ -105,4 +106,24 @@ func Allocate(t Tenant, demand map[string]Micro) map[string]Share {
 	trim(sumR-t.Rate, func(s Share) Micro { return s.Rate }, func(s *Share, v Micro) { s.Rate = v })
 	trim(sumB-t.Burst, func(s Share) Micro { return s.Burst }, func(s *Share, v Micro) { s.Burst = v })
 	return out
+}
+
+// MaxBurstShare is the largest burst share Allocate can give any one of
+// t's regions, whatever the demand: B less the part of it that follows
+// the other regions' floors. A request costing more tokens can never be
+// admitted under t's current limits — no lease, transfer or emergency
+// allowance beyond it (in BestEffort mode, E may be larger: the region
+// takes the larger of the two) — so a region refuses it as such, without
+// a time to retry. It errs high by at most a micro-token, never low.
+func MaxBurstShare(t Tenant) Micro {
+	t = t.WithDefaults()
+	n := Micro(len(t.Regions))
+	if n <= 1 || t.Rate <= 0 {
+		return t.Burst
+	}
+	floor := min(Micro(float64(t.Rate)*t.FloorShare()), t.Rate/n)
+	most := t.Rate - floor*(n-1)
+	// Allocate's burst is a float product that may round up a little;
+	// rounding up here keeps the ceiling above it.
+	return min(t.Burst, Micro(math.Ceil(float64(t.Burst)*float64(most)/float64(t.Rate)))+1)
 }

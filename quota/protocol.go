@@ -62,6 +62,12 @@ type Grant struct {
 	Mode   Mode          `json:"mode"`
 	// Emergency is the region's allowance in BestEffort mode.
 	Emergency Micro `json:"emergency"`
+	// Ceiling is the largest burst any lease of the tenant's can have in
+	// this region under its current limits (MaxBurstShare): a request
+	// costing more can never be admitted there, and a region says so
+	// rather than have its client retry forever. 0 when not given (a
+	// coordinator that predates it): the region then cannot tell.
+	Ceiling Micro `json:"ceiling,omitempty"`
 }
 
 // Return gives a lease back: the region has invalidated it and stopped

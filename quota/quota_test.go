@@ -142,6 +142,10 @@ func TestAllocate(t *testing.T) {
 	if sh["eu"].Rate != 5*quota.One || sh["ap"].Rate != 5*quota.One || sh["us"].Rate != 490*quota.One {
 		t.Errorf("all traffic in us: %+v, want floors of 5 and us 490", sh)
 	}
+	ceiling := quota.MaxBurstShare(tn)
+	if lone := sh["us"].Burst; ceiling < lone || ceiling > lone+2 {
+		t.Errorf("MaxBurstShare %v: want the burst of a region with all the demand (%v), to a micro-token or two", ceiling, lone)
+	}
 	r := rand.New(rand.NewPCG(3, 4))
 	for n := range 5000 {
 		d := map[string]quota.Micro{}
@@ -154,6 +158,9 @@ func TestAllocate(t *testing.T) {
 		var sumR, sumB, sumD quota.Micro
 		for _, reg := range tn.Regions {
 			s := sh[reg]
+			if s.Burst > ceiling {
+				t.Fatalf("case %d: %s's burst %v over MaxBurstShare %v: %+v", n, reg, s.Burst, ceiling, sh)
+			}
 			sumR += s.Rate
 			sumB += s.Burst
 			sumD += d[reg]

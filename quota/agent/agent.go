@@ -406,6 +406,12 @@ type AllowAnswer struct {
 	// promise or the bounded retry policy.
 	RetryAfter float64 `json:"retry_after"`
 	RetryKnown bool    `json:"retry_known"`
+	// Never says that the request costs more than the tenant's quota can
+	// ever hold in this region (region.Limiter.Admissible): it will not
+	// be admitted however long the client waits, so it should not retry
+	// (RetryAfter is 0). MaxCost is then the most a request may cost.
+	Never   bool  `json:"never"`
+	MaxCost int64 `json:"max_cost,omitempty"`
 }
 
 // maxAllowBody bounds a decision request.
@@ -468,6 +474,9 @@ func (a *Agent) allow(w http.ResponseWriter, r *http.Request) {
 	if a.lim.AllowAt(now, req.Tenant, cost) {
 		ans.Allowed = true
 		a.events.Write(&eventlog.Event{T: a.unix(now), Kind: eventlog.Admit, Tenant: req.Tenant, Region: a.o.Name, N: cost})
+	} else if most, ok := a.lim.MaxCost(req.Tenant); ok && cost > most {
+		ans.Never, ans.MaxCost = true, most
+		a.events.Write(&eventlog.Event{T: a.unix(now), Kind: eventlog.Reject, Tenant: req.Tenant, Region: a.o.Name, N: cost})
 	} else {
 		d, known := a.lim.RetryAfter(now, req.Tenant, cost)
 		ans.RetryAfter, ans.RetryKnown = math.Ceil(d.Seconds()*1000)/1000, known
@@ -482,8 +491,8 @@ func (a *Agent) allow(w http.ResponseWriter, r *http.Request) {
 	w.Write(out) //nolint:errcheck // the client went away
 }
 
-// appendAllowAnswer writes ans as encoding/json would (its four fields are
-// two bools and two finite floats), without its allocations.
+// appendAllowAnswer writes ans as encoding/json would (its fields are
+// bools, finite floats and an integer), without its allocations.
 func appendAllowAnswer(out []byte, ans AllowAnswer) []byte {
 	out = append(out, `{"allowed":`...)
 	out = strconv.AppendBool(out, ans.Allowed)
@@ -493,6 +502,12 @@ func appendAllowAnswer(out []byte, ans AllowAnswer) []byte {
 	out = strconv.AppendFloat(out, ans.RetryAfter, 'f', -1, 64)
 	out = append(out, `,"retry_known":`...)
 	out = strconv.AppendBool(out, ans.RetryKnown)
+	out = append(out, `,"never":`...)
+	out = strconv.AppendBool(out, ans.Never)
+	if ans.MaxCost != 0 {
+		out = append(out, `,"max_cost":`...)
+		out = strconv.AppendInt(out, ans.MaxCost, 10)
+	}
 	return append(out, "}\n"...)
 }
 

@@ -47,6 +47,7 @@ func TestAllowAnswerEncoding(t *testing.T) {
 	for i, ans := range []AllowAnswer{
 		{}, {Allowed: true, Remaining: 315.066713}, {Remaining: 0.000001, RetryAfter: 1.197},
 		{RetryAfter: 30, RetryKnown: true, Remaining: 999999999999.999999},
+		{Never: true, MaxCost: 1200, Remaining: 3.5},
 	} {
 		var want bytes.Buffer
 		json.NewEncoder(&want).Encode(ans)

@@ -227,6 +227,7 @@ func (s *rlsServer) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReq
 	resp := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK, Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(calls))}
 	var head *rlsv3.RateLimitResponse_DescriptorStatus // the one the headers describe
 	var retry time.Duration
+	var never string // a descriptor's tenant can never admit its cost: the body that says so
 	for i, c := range calls {
 		if c.rule < 0 {
 			resp.Statuses[i] = &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
@@ -255,6 +256,16 @@ func (s *rlsServer) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReq
 				full = time.Duration(math.Ceil(max(0, st.Lease.Burst.Float()-st.Balance.Float()) / rate * 1e9))
 			}
 			ds.DurationUntilReset = durationpb.New(full)
+		} else if most, known := a.lim.MaxCost(c.tenant); known && cost > most {
+			// Never admittable: over the limit with no time to reset, and
+			// the request's answer says so (below).
+			a.events.Write(&eventlog.Event{T: a.unix(now), Kind: eventlog.Reject, Tenant: c.tenant, Region: a.o.Name, N: cost})
+			ds.Code = rlsv3.RateLimitResponse_OVER_LIMIT
+			resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
+			if never == "" {
+				never = fmt.Sprintf("quota: this request can never be admitted: it costs %d tokens of tenant %q's quota, which holds at most %d in region %q; do not retry it\n",
+					cost, c.tenant, most, a.o.Name)
+			}
 		} else {
 			a.events.Write(&eventlog.Event{T: a.unix(now), Kind: eventlog.Reject, Tenant: c.tenant, Region: a.o.Name, N: cost})
 			d, _ := a.lim.RetryAfter(now, c.tenant, cost)
@@ -282,9 +293,15 @@ func (s *rlsServer) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReq
 			hv(prefix+"remaining", strconv.FormatUint(uint64(head.LimitRemaining), 10)),
 			hv(prefix+"reset", strconv.Itoa(ceilSeconds(head.DurationUntilReset.AsDuration(), 0))),
 		}
-		if resp.OverallCode == rlsv3.RateLimitResponse_OVER_LIMIT {
+		if resp.OverallCode == rlsv3.RateLimitResponse_OVER_LIMIT && never == "" {
 			resp.ResponseHeadersToAdd = append(resp.ResponseHeadersToAdd, hv("retry-after", strconv.Itoa(ceilSeconds(retry, 1))))
 		}
+	}
+	if never != "" {
+		// Envoy answers with its rate_limited_status (429 by default) and
+		// this body, without Retry-After: waiting will not help.
+		resp.RawBody = []byte(never)
+		resp.ResponseHeadersToAdd = append(resp.ResponseHeadersToAdd, &corev3.HeaderValue{Key: "content-type", Value: "text/plain; charset=utf-8"})
 	}
 	return resp, nil
 }

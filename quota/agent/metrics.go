@@ -161,6 +161,7 @@ func (c *regionCollector) Collect(ch chan<- prometheus.Metric) {
 			counter(c.refused, n.Exhausted, t, "exhausted")
 			counter(c.refused, n.NoLease, t, "no_lease")
 			counter(c.refused, n.AllowanceSpent, t, "allowance_spent")
+			counter(c.refused, n.TooLarge, t, "too_large")
 		}
 	}
 	counter(c.unknown, c.lim.UnknownTenant())

@@ -85,7 +85,8 @@ func CheckUpstream(raw string) (*url.URL, error) {
 // (regionhttp.Middleware); admitted requests go to upstream, with
 // X-Forwarded-For, -Host and -Proto set; refused ones get 429 Too Many
 // Requests with Retry-After in whole seconds, rounded up, and a one-line
-// body; requests without a tenant of this region, 403. An upstream that
+// body, or, costing more than the tenant's quota can ever hold here, 413
+// without Retry-After; requests without a tenant of this region, 403. An upstream that
 // cannot be reached gives 502. Run serves it on Options.ProxyListen
 // when Options.Upstream is set. Safe for concurrent use.
 func (a *Agent) ProxyHandler(upstream string) (http.Handler, error) {

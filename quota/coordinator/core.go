@@ -453,7 +453,7 @@ func (c *Core) Renew(now time.Duration, req quota.Request) (Step, error) {
 	g := quota.Grant{
 		Lease: lease, Seq: req.Seq,
 		ValidFor: t.LeaseDuration, Margin: t.Margin(),
-		Mode: t.Mode, Emergency: t.Emergency,
+		Mode: t.Mode, Emergency: t.Emergency, Ceiling: quota.MaxBurstShare(t),
 	}
 	rs.proposed = req.Seq
 	x.ans = answer{grant: g, nudges: nudges, fresh: true, tenant: req.Tenant, region: req.Region, seq: req.Seq}

@@ -144,8 +144,14 @@ func TestExpiryFreesShare(t *testing.T) {
 	if g := renew(t, c, end-time.Nanosecond, "us", us.Lease.ID, 500); g.Lease.Rate > 260*quota.One {
 		t.Fatalf("us got %v a nanosecond before eu's lease expired", g.Lease.Rate)
 	}
-	if g := renew(t, c, end, "us", us.Lease.ID, 500); g.Lease.Rate < 480*quota.One {
+	g := renew(t, c, end, "us", us.Lease.ID, 500)
+	if g.Lease.Rate < 480*quota.One {
 		t.Fatalf("us got %v once eu's lease had expired", g.Lease.Rate)
+	}
+	// Every grant says how large the region's share can ever grow, so
+	// that the region refuses a request above it as never admittable.
+	if g.Ceiling != quota.MaxBurstShare(tn) || g.Lease.Burst > g.Ceiling || us.Ceiling != g.Ceiling {
+		t.Fatalf("grant ceilings %v and %v (burst %v), want MaxBurstShare %v", us.Ceiling, g.Ceiling, g.Lease.Burst, quota.MaxBurstShare(tn))
 	}
 	invariants(t, c)
 }

@@ -196,6 +196,11 @@ type CheckResult struct {
 	// were given, every tenant, whose limits come from the log alone.
 	Verified   []string `json:"verified,omitempty"`
 	Unverified []string `json:"unverified,omitempty"`
+	// Skew lists the corrections Merge made to regions' clocks to put
+	// every grant before its install (and every end of use before the
+	// coordinator's end it caused): the logs' clocks disagreed by that
+	// much, and the bound was checked on the corrected times.
+	Skew []ClockShift `json:"skew_corrected,omitempty"`
 }
 
 // CheckLogs checks a run from its event logs — one, or the logs of a
@@ -212,6 +217,9 @@ type CheckResult struct {
 //     ErrNoStart), and every tenant the logs hold must be given (else
 //     ErrLimitsMissing): a log cannot raise its own bound. A run in which
 //     an operator changed a tenant's limits is checked without them.
+//   - the logs are merged by cause as well as time (Merge): a region's
+//     clock that disagrees with the coordinator's is corrected, and the
+//     result says by how much (ClockShift).
 //   - Without limits, the checker holds each tenant to the limits its own
 //     log states, and the result lists every tenant as Unverified.
 //
@@ -279,10 +287,12 @@ func CheckLogs(logs []Log, given []Limits) (CheckResult, error) {
 		return CheckResult{}, fmt.Errorf("%w in %s: no bound was put to the test", ErrNoAdmissions, checked())
 	}
 	chk := NewChecker()
-	for _, e := range Merge(events) {
-		chk.Write(&e)
+	merged, skew := Merge(events)
+	for i := range merged {
+		chk.Write(&merged[i])
+		end = max(end, merged[i].T)
 	}
-	res := CheckResult{Report: chk.Finish(end)}
+	res := CheckResult{Report: chk.Finish(end), Skew: skew}
 	if len(want) > 0 {
 		res.Verified = tenants
 	} else {

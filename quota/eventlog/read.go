@@ -7,7 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
+	"time"
+
+	"github.com/afloat/afloat/quota"
 )
 
 // Errors of ReadLog for a log that ends before its run did. A checker fed
@@ -118,17 +122,141 @@ func readLog(r io.Reader, each func(line int, e *Event) error) error {
 // instant by what must come first (a grant before its install, the old
 // lease's end of use before the install of its successor, an install
 // before the admissions under it), the order within each log kept
-// otherwise. Events keep their times: within one process's log, writers
-// on several goroutines may have appended them slightly out of order.
-func Merge(events []Event) []Event {
+// otherwise. Within one process's log, writers on several goroutines may
+// have appended events slightly out of order; the sort puts them right.
+//
+// Processes' clocks differ, so Merge orders by cause as well as by time:
+// a region installs a lease only after the coordinator granted it, and
+// stops spending a lease before the coordinator ends it on the region's
+// return or supersession. Where a region's events say otherwise, its
+// clock is off: Merge shifts all of that region's events (installs,
+// admissions, refusals, ends of use, returns) by the least amount that
+// puts every grant before its install — or, if none is needed, the least
+// that puts every such end of use before the coordinator's end — and
+// reports each shift (ClockShift). A pair further apart than MaxSkew is
+// no clock's error: Merge does not correct for it, and the checker flags
+// it. If no single shift satisfies both kinds of cause, grants come
+// first and the checker flags the rest. Events keep their times
+// otherwise; the coordinators' events are never moved. A region is one
+// clock: the agents that served it in turn are taken to agree.
+func Merge(events []Event) ([]Event, []ClockShift) {
 	out := slices.Clone(events)
+	skews := alignRegions(out)
 	slices.SortStableFunc(out, func(a, b Event) int {
 		if c := cmp.Compare(a.T, b.T); c != 0 {
 			return c
 		}
 		return cmp.Compare(mergeRank(a.Kind), mergeRank(b.Kind))
 	})
-	return out
+	return out, skews
+}
+
+// MaxSkew is the largest clock error Merge corrects: the default skew
+// margin that leases are granted with (quota.DefaultSkewMargin), beyond
+// which a lease's ends no longer cover the clocks' disagreement.
+const MaxSkew = quota.DefaultSkewMargin
+
+// ClockShift is a correction Merge made to one region's clock.
+type ClockShift struct {
+	Region string `json:"region"`
+	// Shift was added to the times of the region's events: positive when
+	// its clock ran behind the coordinator's (an install before its
+	// grant), negative when ahead (an end of use after the
+	// coordinator's end that it caused).
+	Shift time.Duration `json:"shift_ns"`
+	// Lease is the lease whose events needed the largest correction.
+	Lease uint64 `json:"lease"`
+}
+
+// regionKind says whether a region's process writes events of kind k
+// (their times are on its clock).
+func regionKind(k Kind) bool {
+	switch k {
+	case Install, Admit, Reject, Supersede, Expire, Return:
+		return true
+	}
+	return false
+}
+
+// alignRegions shifts each region's events, in place, as Merge describes,
+// and returns the shifts made, by region.
+func alignRegions(events []Event) []ClockShift {
+	type key struct {
+		tenant string
+		id     uint64
+	}
+	granted := map[key]int64{} // a lease's grant, by tenant and ID
+	ended := map[key]int64{}   // its end caused by the region (returned, superseded)
+	for i := range events {
+		e := &events[i]
+		k := key{e.Tenant, e.ID}
+		switch {
+		case e.Kind == Lease:
+			if t, ok := granted[k]; !ok || e.T < t {
+				granted[k] = e.T
+			}
+		case e.Kind == End && (e.Why == "returned" || e.Why == "superseded"):
+			if t, ok := ended[k]; !ok || e.T < t {
+				ended[k] = e.T
+			}
+		}
+	}
+	type bound struct {
+		low, high           time.Duration // the shift must be ≥ low and ≤ high
+		lowLease, highLease uint64
+		set                 bool
+	}
+	bounds := map[string]*bound{}
+	var regions []string
+	for i := range events {
+		e := &events[i]
+		if !regionKind(e.Kind) {
+			continue
+		}
+		b := bounds[e.Region]
+		if b == nil {
+			b = &bound{low: math.MinInt64, high: math.MaxInt64}
+			bounds[e.Region] = b
+			regions = append(regions, e.Region)
+		}
+		k := key{e.Tenant, e.ID}
+		switch e.Kind {
+		case Install:
+			if t, ok := granted[k]; ok && time.Duration(t-e.T) > b.low && time.Duration(t-e.T) <= MaxSkew {
+				b.low, b.lowLease, b.set = time.Duration(t-e.T), e.ID, true
+			}
+		case Supersede, Return:
+			if t, ok := ended[k]; ok && time.Duration(t-e.T) < b.high && time.Duration(t-e.T) >= -MaxSkew {
+				b.high, b.highLease, b.set = time.Duration(t-e.T), e.ID, true
+			}
+		}
+	}
+	var skews []ClockShift
+	slices.Sort(regions)
+	for _, r := range regions {
+		b := bounds[r]
+		var sk ClockShift
+		switch {
+		case !b.set:
+			continue
+		case b.low > 0: // an install before its grant: later, by at least low
+			sk = ClockShift{Region: r, Shift: b.low, Lease: b.lowLease}
+		case b.high < 0: // an end of use after the end it caused: earlier
+			sk = ClockShift{Region: r, Shift: max(b.high, b.low), Lease: b.highLease}
+		default:
+			continue
+		}
+		if sk.Shift == 0 {
+			continue
+		}
+		for i := range events {
+			if e := &events[i]; regionKind(e.Kind) && e.Region == r {
+				e.T += int64(sk.Shift)
+			}
+		}
+		skews = append(skews, sk)
+	}
+	return skews
 }
 
 // mergeRank orders the events of one instant for Merge.

@@ -26,6 +26,9 @@ type Counts struct {
 	// AllowanceSpent: refused without a valid lease, the emergency
 	// allowance spent (best-effort mode).
 	AllowanceSpent int64
+	// TooLarge: refused as costing more than the tenant's quota can ever
+	// hold in the region (Admissible); not counted as demand.
+	TooLarge int64
 }
 
 // Counts reports tenant's counts, false for a tenant the limiter does not
@@ -42,6 +45,7 @@ func (l *Limiter) Counts(tenant string) (Counts, bool) {
 	c := Counts{
 		Emergency: b.emergency.Load(), Exhausted: b.refusedEmpty.Load(),
 		NoLease: b.refusedNoLease.Load(), AllowanceSpent: b.refusedSpent.Load(),
+		TooLarge: b.refusedLarge.Load(),
 	}
 	c.Admitted = max(0, offered-c.Emergency-c.Exhausted-c.NoLease-c.AllowanceSpent)
 	return c, true

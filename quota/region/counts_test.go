@@ -58,9 +58,15 @@ func TestCountsMatchDecisions(t *testing.T) {
 			t.Fatalf("caches %d: the allowance admitted %d and refused %d, want 3 and 7", caches, want.Emergency, want.AllowanceSpent)
 		}
 		check(7)
+		// A grant that says the quota holds at most 20 here (E is 3):
+		// 21 and up are refused as too large, not counted as demand.
+		grantAt(t, l, 42*sec, 42*sec, 1000, 10000, func(g *quota.Grant) { be(g); g.Ceiling = 20*quota.One + quota.One/2 })
+		allow(42*sec+ms, 3, 21, &want.Admitted, &want.TooLarge)
+		allow(42*sec+ms, 1, 20, &want.Admitted, &want.Exhausted)
+		check(9)
 		// Unknown tenants and costs below 1 change no tenant's counts.
-		l.AllowAt(41*sec, "mallory", 1)
-		l.AllowAt(41*sec, "acme", 0)
+		l.AllowAt(43*sec, "mallory", 1)
+		l.AllowAt(43*sec, "acme", 0)
 		check(8)
 		if got := l.UnknownTenant(); got != 1 {
 			t.Fatalf("caches %d: UnknownTenant = %d, want 1", caches, got)

@@ -103,6 +103,7 @@ func (l *Limiter) Install(now int64, g quota.Grant) Installed {
 		b.failures = 0
 	}
 	b.held = g.Lease.ID
+	b.setCeiling(g)
 	b.validFor = int64(g.ValidFor)
 	b.mode = g.Mode
 	if g.Mode == quota.BestEffort && b.reserveCap.Load() != int64(g.Emergency) {

@@ -58,7 +58,12 @@ type index struct {
 // bucket is one tenant's: the current lease's state, the demand counters
 // Allow bumps, and the renewal bookkeeping (under mu).
 type bucket struct {
-	cur     atomic.Pointer[state]
+	cur atomic.Pointer[state]
+	// ceil is 1 + the most whole tokens a request may cost and ever be
+	// admitted (the grants' Ceiling, or E if larger); 0 while unknown.
+	// Beside cur, as Allow reads both and Install alone writes it (and
+	// only when it changes).
+	ceil    atomic.Int64
 	offered atomic.Int64 // tokens offered since the last request, without a valid lease (and carried over from replaced ones)
 	// The refusals and the allowance's admissions since New, in tokens
 	// (Counts): one add on paths that already wrote a counter, none on
@@ -67,6 +72,7 @@ type bucket struct {
 	refusedNoLease atomic.Int64 // no valid lease (hard mode)
 	refusedSpent   atomic.Int64 // no valid lease, the emergency allowance spent (best effort)
 	emergency      atomic.Int64 // admitted from the emergency allowance
+	refusedLarge   atomic.Int64 // costing more than the tenant's quota can ever hold here
 	hot            atomic.Bool  // refused something since the last request
 	inFlight       atomic.Bool  // Run has a renewal under way
 	reserve        atomic.Int64 // Micro: the emergency allowance left (best effort)

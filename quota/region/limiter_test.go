@@ -519,6 +519,64 @@ func TestRetryAfterRule(t *testing.T) {
 	step(7, int64(3*time.Second), 11, 250*ms, false)
 }
 
+// TestTooLarge: once a grant says how large the tenant's quota may grow
+// in the region (Grant.Ceiling), a request that costs more is refused as
+// never admittable — counted apart, no demand, no hurry to renew — and
+// Admissible says so with the figures; up to the ceiling, it is an
+// ordinary refusal with a time to retry. In best-effort mode the
+// emergency allowance counts if it is larger; a grant without a ceiling
+// leaves the region unable to tell.
+func TestTooLarge(t *testing.T) {
+	l := newLimiter(t)
+	ceil := func(c, e float64, mode quota.Mode) func(*quota.Grant) {
+		return func(g *quota.Grant) { g.Ceiling, g.Emergency, g.Mode = quota.Tokens(c), quota.Tokens(e), mode }
+	}
+	steps := []struct {
+		grant    func(*quota.Grant)
+		cost     int64
+		admitted bool
+		tooLarge bool
+	}{
+		0: {nil, 1000, false, false},                          // no ceiling known: an ordinary refusal
+		1: {ceil(30, 0, quota.Hard), 31, false, true},         // over the ceiling
+		2: {ceil(30, 0, quota.Hard), 30, false, false},        // at it: waits for a larger share
+		3: {ceil(30, 0, quota.Hard), 10, true, false},         // within the lease
+		4: {ceil(30.9, 0, quota.Hard), 31, false, true},       // whole tokens only
+		5: {ceil(30, 40, quota.BestEffort), 40, false, false}, // E is larger
+		6: {ceil(30, 40, quota.BestEffort), 41, false, true},
+		7: {nil, 1000, false, false}, // a grant without it: unknown again
+	}
+	for i, st := range steps {
+		now := int64(i) * 20 * sec
+		if in := grantAt(t, l, now, now, 10, 10, st.grant); !in.OK() {
+			t.Fatalf("step %d: %v", i, in.Outcome)
+		}
+		before, _ := l.Counts("acme")
+		demand := l.bucket("acme").offeredSince(false)
+		// The lease starts empty: 2 s of refill fill it.
+		if got := l.AllowAt(now+2*sec, "acme", st.cost); got != st.admitted {
+			t.Errorf("step %d: AllowAt(cost %d) = %v, want %v", i, st.cost, got, st.admitted)
+		}
+		after, _ := l.Counts("acme")
+		err := l.Admissible("acme", st.cost)
+		if got := errors.Is(err, ErrTooLarge); got != st.tooLarge {
+			t.Errorf("step %d: Admissible(%d) = %v, want too large %v", i, st.cost, err, st.tooLarge)
+		}
+		if got := after.TooLarge - before.TooLarge; st.tooLarge != (got == st.cost) || !st.tooLarge && got != 0 {
+			t.Errorf("step %d: TooLarge counted %d, want %d if too large", i, got, st.cost)
+		}
+		if d := l.bucket("acme").offeredSince(false) - demand; st.tooLarge && d != 0 {
+			t.Errorf("step %d: a request too large counted %d as demand", i, d)
+		}
+		if i == 6 && (err == nil || !strings.HasPrefix(err.Error(), "region: ") || !strings.Contains(err.Error(), "at most 40")) {
+			t.Errorf("step %d: Admissible's message: %v", i, err)
+		}
+	}
+	if err := l.Admissible("mallory", 1); !errors.Is(err, quota.ErrUnknownTenant) {
+		t.Errorf("Admissible of a tenant not served: %v", err)
+	}
+}
+
 // TestJitterStretchesRetries: with Jitter, a re-send waits the retry
 // interval stretched by at most that fraction, never less.
 func TestJitterStretchesRetries(t *testing.T) {

@@ -381,7 +381,7 @@ func (c *Cluster) Check() (eventlog.Report, []eventlog.Event) {
 			c.t.Fatalf("servicetest: %s: %v", path, err)
 		}
 	}
-	events := eventlog.Merge(all.events)
+	events, _ := eventlog.Merge(all.events)
 	chk := eventlog.NewChecker()
 	var end int64
 	for i := range events {

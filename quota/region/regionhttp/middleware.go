@@ -1,6 +1,7 @@
 package regionhttp
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -12,9 +13,10 @@ import (
 )
 
 type options struct {
-	cost   func(*http.Request) int64
-	reject func(w http.ResponseWriter, r *http.Request, retryAfter time.Duration, known bool)
-	now    func() int64
+	cost     func(*http.Request) int64
+	reject   func(w http.ResponseWriter, r *http.Request, retryAfter time.Duration, known bool)
+	tooLarge func(w http.ResponseWriter, r *http.Request, err error)
+	now      func() int64
 }
 
 // Option configures Middleware.
@@ -44,6 +46,14 @@ func WithRejectHandler(f func(w http.ResponseWriter, r *http.Request, retryAfter
 	return func(o *options) { o.reject = f }
 }
 
+// WithTooLargeHandler chooses the response to a request that costs more
+// than its tenant's quota can ever hold in the region; err wraps
+// region.ErrTooLarge and says how much that is. The default answers 413
+// Content Too Large with err's text and no Retry-After.
+func WithTooLargeHandler(f func(w http.ResponseWriter, r *http.Request, err error)) Option {
+	return func(o *options) { o.tooLarge = f }
+}
+
 // TenantFunc says whose quota a request spends: the tenant of the
 // identity the request has proved (its API key, its client certificate,
 // a claim of a verified token), never a name the client merely states —
@@ -59,7 +69,12 @@ type TenantFunc func(*http.Request) string
 // the coordinator is unreachable), the bounded retry policy — when the
 // region will next try the coordinator, backing off while it fails, at
 // most region.Config.MaxRetryAfter — with the body saying so. A tenant l
-// does not serve gets 403. tenant is required: without it the middleware
+// does not serve gets 403. A request that costs more than its tenant's
+// quota can ever hold in the region (region.Limiter.Admissible) gets 413
+// Content Too Large — the request, as priced, is too large for the quota
+// — with no Retry-After, since waiting will not help, and a body saying
+// so with the most a request may cost; clients do not retry a 413
+// without Retry-After, where they would a 429. tenant is required: without it the middleware
 // is refused with an error wrapping quota.ErrConfig. The middleware is
 // safe for concurrent use, as the limiter is.
 func Middleware(l *region.Limiter, tenant TenantFunc, opts ...Option) (func(http.Handler) http.Handler, error) {
@@ -67,8 +82,9 @@ func Middleware(l *region.Limiter, tenant TenantFunc, opts ...Option) (func(http
 		return nil, fmt.Errorf("%w: regionhttp: Middleware needs a limiter and a tenant function (whose quota a request spends)", quota.ErrConfig)
 	}
 	o := &options{
-		cost:   func(*http.Request) int64 { return 1 },
-		reject: rejectDefault,
+		cost:     func(*http.Request) int64 { return 1 },
+		reject:   rejectDefault,
+		tooLarge: tooLargeDefault,
 	}
 	for _, opt := range opts {
 		opt(o)
@@ -89,6 +105,10 @@ func Middleware(l *region.Limiter, tenant TenantFunc, opts ...Option) (func(http
 				next.ServeHTTP(w, r)
 				return
 			}
+			if err := l.Admissible(name, cost); errors.Is(err, region.ErrTooLarge) {
+				o.tooLarge(w, r, err)
+				return
+			}
 			d, known := l.RetryAfter(now, name, cost)
 			o.reject(w, r, d, known)
 		})
@@ -107,4 +127,12 @@ func rejectDefault(w http.ResponseWriter, r *http.Request, d time.Duration, know
 		return
 	}
 	fmt.Fprintf(w, "quota: this region holds no valid lease and cannot say when it will; retry after %d s, backing off, at most every %d s\n", secs, secs)
+}
+
+func tooLargeDefault(w http.ResponseWriter, r *http.Request, err error) {
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusRequestEntityTooLarge)
+	fmt.Fprintf(w, "quota: this request can never be admitted: %v; do not retry it\n", err)
 }

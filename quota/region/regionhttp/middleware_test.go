@@ -151,3 +151,60 @@ func TestMiddlewareRejectHandler(t *testing.T) {
 		t.Fatalf("no lease: %d, handler told %v; want 503 from the handler, told the wait is no promise", rec.Code, known)
 	}
 }
+
+// TestMiddlewareTooLarge: a request that costs more than its tenant's
+// quota can ever hold in the region (the grant's Ceiling) gets 413 with
+// no Retry-After and a body that says it can never be admitted; one
+// within the ceiling that lacks tokens gets the ordinary 429.
+// WithTooLargeHandler replaces the 413.
+func TestMiddlewareTooLarge(t *testing.T) {
+	l, err := region.New(region.DefaultConfig("eu", "acme"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := l.Request(0, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in := l.Install(0, quota.Grant{Lease: quota.Lease{ID: 1, Tenant: "acme", Region: "eu", Epoch: 1,
+		Rate: 10 * quota.One, Burst: 10 * quota.One}, Seq: req.Seq, ValidFor: time.Hour, Margin: time.Second,
+		Ceiling: 50 * quota.One}); !in.OK() {
+		t.Fatalf("install: %v", in.Outcome)
+	}
+	var cost int64
+	var custom []error
+	for i, step := range []struct {
+		cost   int64
+		custom bool
+		code   int
+		retry  string
+		body   string
+	}{
+		{51, false, 413, "", "can never be admitted"},
+		{50, false, 429, "1", "retry after"}, // a larger share may come
+		{51, true, 422, "", ""},
+	} {
+		opts := []regionhttp.Option{regionhttp.WithNow(func() int64 { return 0 }),
+			regionhttp.WithCost(func(*http.Request) int64 { return cost })}
+		if step.custom {
+			opts = append(opts, regionhttp.WithTooLargeHandler(func(w http.ResponseWriter, r *http.Request, err error) {
+				custom = append(custom, err)
+				w.WriteHeader(http.StatusUnprocessableEntity)
+			}))
+		}
+		mw, err := regionhttp.Middleware(l, func(*http.Request) string { return "acme" }, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cost = step.cost
+		rec := httptest.NewRecorder()
+		mw(http.NotFoundHandler()).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+		if rec.Code != step.code || rec.Header().Get("Retry-After") != step.retry || !strings.Contains(rec.Body.String(), step.body) {
+			t.Errorf("step %d: cost %d: %d, Retry-After %q, %q; want %d, %q, a body with %q",
+				i, step.cost, rec.Code, rec.Header().Get("Retry-After"), rec.Body.String(), step.code, step.retry, step.body)
+		}
+	}
+	if len(custom) != 1 || !errors.Is(custom[0], region.ErrTooLarge) {
+		t.Errorf("WithTooLargeHandler was told %v; want one error wrapping region.ErrTooLarge", custom)
+	}
+}
