@@ -4,8 +4,8 @@ import (
 	"math"
 	"math/bits"
 	"runtime"
-	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/afloat/afloat/quota"
 )
@@ -23,11 +23,11 @@ const sealed = math.MaxInt64
 // request of n tokens fits when tat + n·perToken − now ≤ tau.
 //
 // Two cores admitting from one word move its cache line between them on
-// every request, the dearest step of Allow when they do
-// (docs/benchmarks.md#global-quota has the figures). So a lease large
-// enough has caches as well: several (four per P by default), each
-// holding up to chunk whole tokens taken from the word chunk at a time,
-// spent with a compare-and-swap on a line no other core writes. The word's capacity tau is the burst less what
+// every request, which costs more than the rest of Allow together on some
+// machines (docs/benchmarks.md#global-quota). So a lease large enough has
+// caches as well: several (four per P by default), each holding up to chunk whole tokens taken
+// from the word chunk at a time, spent with a compare-and-swap on a line
+// no other core writes. The word's capacity tau is the burst less what
 // the caches may hold (len(caches)·chunk tokens), so the tokens the
 // region holds — in the word and in the caches — never exceed the burst,
 // and they enter only by the word's refill: the bound holds whichever
@@ -51,7 +51,7 @@ type state struct {
 	from     int64   // local ns: valid from
 	until    int64   // local ns: valid until (exclusive)
 	mode     quota.Mode
-	caches   []cache // picked by cacheHint; nil for none
+	caches   []cache // picked by the goroutine's stack address; nil for none
 	chunk    int64   // the most tokens a cache holds, and takes at a time
 }
 
@@ -86,33 +86,18 @@ const cacheSealed = math.MinInt64
 // most 64, since every cache may hold tokens an idle spell leaves unused.
 func defaultCaches() int { return min(4*runtime.GOMAXPROCS(0), 64) }
 
-// hints hold the numbers that pick a token cache. A sync.Pool keeps one
-// object per P (the Go scheduler's processor) where a Get finds the one
-// its P last Put: so the goroutines a P runs keep to one cache, whose line
-// stays in that core, and Ps running at once keep to different ones —
-// without a runtime internal (only the runtime's procPin knows the P, and
-// a library does not link to it) and without a word that every request
-// writes. A hint that moves to another P, or that the pool drops at a
-// garbage collection, moves requests to another cache: a hint, not a
-// rule; correctness never depends on the choice. The pool's Get and Put
-// cost the fast path more than hashing the address of the goroutine's
-// stack did, which needed package unsafe: docs/benchmarks.md
-// ("region.Limiter.Allow") has both.
-var hints = sync.Pool{New: func() any { return &cacheNumber{nextHint.Add(1)} }}
-
-// nextHint numbers the hints the pool makes, so that Ps get different
-// caches in turn.
-var nextHint atomic.Uint32
-
-type cacheNumber struct{ n uint32 }
-
-// cacheHint is the calling goroutine's P's cache number.
-func cacheHint() int {
-	h := hints.Get().(*cacheNumber)
-	n := h.n
-	hints.Put(h)
-	return int(n)
-}
+// stackShift drops the bits of a stack address that differ between one
+// goroutine's frames: goroutine stacks start at 2 KiB. The rest is mixed
+// (Fibonacci hashing), since stacks grow to 8, 32 KiB and more, and their
+// addresses then share their low bits.
+//
+// The pick reads that address through package unsafe, for what it buys:
+// a sync.Pool that keeps a number per P picks as well without unsafe, but
+// its Get and Put cost the fast path more than the clock reading does, and
+// Allow then fell short of twice x/time/rate's speed on one goroutine
+// (docs/benchmarks.md, "region.Limiter.Allow", has both, same runs). The
+// address is only hashed, never dereferenced or kept.
+const stackShift = 11
 
 // roundCaches rounds a number of caches up to a power of two, so that a
 // mask picks one.
@@ -210,10 +195,17 @@ func (s *state) take(now, n int64) (admitted, retry bool, idle int64) {
 		}
 		return admitted, retry, idle
 	}
-	c := &s.caches[0] // the one of the goroutine's P, if there are more
-	if len(s.caches) > 1 {
-		c = &s.caches[cacheHint()&(len(s.caches)-1)]
-	}
+	// Which cache: one chosen by the address of this goroutine's stack,
+	// so that a goroutine keeps to one cache (and its line stays in the
+	// core that runs it) while goroutines running at once mostly keep to
+	// different ones. No state is shared to choose, and no runtime
+	// internal is needed (the P a goroutine runs on would serve better,
+	// but only the runtime's procPin knows it, and a library does not
+	// link to it). A stack that moves as it grows moves to another cache:
+	// a hint, not a rule; correctness never depends on the choice.
+	var here byte
+	p := int((uint64(uintptr(unsafe.Pointer(&here)))>>stackShift)*0x9E3779B97F4A7C15>>32) & (len(s.caches) - 1)
+	c := &s.caches[p]
 	for {
 		h := c.held.Load()
 		if h == cacheSealed {

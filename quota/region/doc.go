@@ -24,7 +24,7 @@
 //
 // Two cores admitting for one tenant seldom share a cache line on the
 // common path: a request spends from one of several small token caches
-// (four per P; the goroutines a P runs keep to one), refilled a few
+// (four per P; a goroutine keeps to one, by its stack address), refilled a few
 // tokens at a time from the lease's shared bucket, whose capacity is the
 // burst less what the caches may hold — so the tokens a region holds
 // never exceed its burst, and an idle spell may leave up to a 64th of it
