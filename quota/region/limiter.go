@@ -93,6 +93,8 @@ type bucket struct {
 	validFor   int64
 	mode       quota.Mode
 	held       uint64 // highest lease ID installed
+	leaseSent  int64  // when the request that got the lease in use was sent: the ordinary renewal is half a lease later
+	short      bool   // the newest answer said the lease falls short of the target share (quota.Grant.Short)
 	reported   bool
 	demand     quota.Micro // the demand last reported
 	jitter     float64     // this request's stretch of the retry interval
