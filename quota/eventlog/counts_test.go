@@ -226,5 +226,3 @@ func FuzzParseCounts(f *testing.F) {
 		}
 	})
 }
-
-
