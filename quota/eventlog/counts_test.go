@@ -49,12 +49,12 @@ func TestCounter(t *testing.T) {
 	}
 	want := []string{
 		`{"t_ns":1100000000,"ev":"install","tenant":"a","region":"eu","id":7}`,
-		`{"t_ns":1100000000,"ev":"counts","tenant":"a","region":"eu","n":3,"span_ns":100000000,"admits":2,"rejects":1,"rejected":5}`,
-		`{"t_ns":1100000000,"ev":"counts","tenant":"b","region":"eu","n":3,"span_ns":100000000,"admits":1}`,
-		`{"t_ns":1100000000,"ev":"counts","tenant":"a","region":"eu","n":6,"span_ns":100000000,"admits":1}`,
-		`{"t_ns":1200000000,"ev":"counts","tenant":"a","region":"eu","n":4,"span_ns":100000000,"admits":1}`,
-		`{"t_ns":1200000000,"ev":"counts","tenant":"a","region":"us","span_ns":100000000,"rejects":1,"rejected":1}`,
-		`{"t_ns":1270000000,"ev":"counts","tenant":"a","region":"eu","n":1,"span_ns":70000000,"admits":1}`,
+		`{"t_ns":1100000000,"ev":"counts","tenant":"a","region":"eu","n":3,"span_ns":100000000,"admit_count":2,"reject_count":1,"reject_n":5}`,
+		`{"t_ns":1100000000,"ev":"counts","tenant":"b","region":"eu","n":3,"span_ns":100000000,"admit_count":1}`,
+		`{"t_ns":1100000000,"ev":"counts","tenant":"a","region":"eu","n":6,"span_ns":100000000,"admit_count":1}`,
+		`{"t_ns":1200000000,"ev":"counts","tenant":"a","region":"eu","n":4,"span_ns":100000000,"admit_count":1}`,
+		`{"t_ns":1200000000,"ev":"counts","tenant":"a","region":"us","span_ns":100000000,"reject_count":1,"reject_n":1}`,
+		`{"t_ns":1270000000,"ev":"counts","tenant":"a","region":"eu","n":1,"span_ns":70000000,"admit_count":1}`,
 	}
 	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("counted:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
@@ -119,8 +119,8 @@ func TestCheckCounts(t *testing.T) {
 {"t_ns":1,"ev":"lease","tenant":"t","region":"eu","id":1,"epoch":1,"rate":100,"burst":50,"activates_ns":1,"expires_ns":1500000000}
 {"t_ns":2,"ev":"install","tenant":"t","region":"eu","id":1}
 {"t_ns":1500000000,"ev":"expire","tenant":"t","region":"eu","id":1}
-{"t_ns":2000000000,"ev":"counts","tenant":"t","region":"eu","n":10,"span_ns":1000000000,"admits":10}
-{"t_ns":3000000000,"ev":"counts","tenant":"t","region":"eu","n":10,"span_ns":1000000000,"admits":10}
+{"t_ns":2000000000,"ev":"counts","tenant":"t","region":"eu","n":10,"span_ns":1000000000,"admit_count":10}
+{"t_ns":3000000000,"ev":"counts","tenant":"t","region":"eu","n":10,"span_ns":1000000000,"admit_count":10}
 {"t_ns":3000000001,"ev":"stop"}
 `
 	res, err = CheckLogs(logs("no-lease.jsonl", noLease), nil)
@@ -197,11 +197,11 @@ func FuzzParseCounts(f *testing.F) {
 	} {
 		f.Add(e.AppendJSON(nil))
 	}
-	f.Add([]byte(`{"t_ns":5,"ev":"counts","tenant":"t","region":"eu","n":3,"span_ns":10,"admits":4}`))
+	f.Add([]byte(`{"t_ns":5,"ev":"counts","tenant":"t","region":"eu","n":3,"span_ns":10,"admit_count":4}`))
 	f.Add([]byte(`{"t_ns":5,"ev":"counts","tenant":"t","region":"eu","span_ns":10}`))
-	f.Add([]byte(`{"t_ns":-9223372036854775808,"ev":"counts","n":1,"span_ns":10,"admits":1}`))
-	f.Add([]byte(`{"t_ns":5,"ev":"counts","n":1,"span_ns":60000000001,"admits":1}`))
-	f.Add([]byte(`{"t_ns":5,"ev":"counts","n":1e3,"span_ns":1,"admits":1}`))
+	f.Add([]byte(`{"t_ns":-9223372036854775808,"ev":"counts","n":1,"span_ns":10,"admit_count":1}`))
+	f.Add([]byte(`{"t_ns":5,"ev":"counts","n":1,"span_ns":60000000001,"admit_count":1}`))
+	f.Add([]byte(`{"t_ns":5,"ev":"counts","n":1e3,"span_ns":1,"admit_count":1}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		e, err := ParseEvent(line)
 		if err != nil || e.Kind != Counts {

@@ -31,8 +31,9 @@ import (
 //	reject     a region refused n tokens
 //	counts     a region's decisions for a tenant over the span_ns before t_ns
 //	           (an interval: t_ns − span_ns to t_ns, t_ns excluded), in place
-//	           of their admit and reject lines: n tokens admitted by admits
-//	           decisions, rejected tokens refused by rejects decisions
+//	           of their admit and reject lines: n tokens admitted by
+//	           admit_count decisions, reject_n tokens refused by
+//	           reject_count decisions
 //	           (Counter writes them; the checker's slack for them is in
 //	           Checker's documentation)
 //	lease      a coordinator granted a lease (written to its ledger first):
@@ -94,9 +95,9 @@ type Event struct {
 	Live      *[]uint64          `json:"live,omitempty"`
 	// A counts event's interval and tallies (N is its tokens admitted).
 	Span     int64 `json:"span_ns,omitempty"`
-	Admits   int64 `json:"admits,omitempty"`
-	Rejects  int64 `json:"rejects,omitempty"`
-	Rejected int64 `json:"rejected,omitempty"`
+	Admits   int64 `json:"admit_count,omitempty"`
+	Rejects  int64 `json:"reject_count,omitempty"`
+	Rejected int64 `json:"reject_n,omitempty"`
 }
 
 // eventJSON is Event with its kind by name and the quota amounts in
@@ -146,9 +147,9 @@ func (e *Event) AppendJSON(b []byte) []byte {
 	str("region", e.Region)
 	num("n", e.N)
 	num("span_ns", e.Span)
-	num("admits", e.Admits)
-	num("rejects", e.Rejects)
-	num("rejected", e.Rejected)
+	num("admit_count", e.Admits)
+	num("reject_count", e.Rejects)
+	num("reject_n", e.Rejected)
 	num("id", int64(e.ID))
 	num("epoch", int64(e.Epoch))
 	limits := e.Kind == Lease || e.Kind == Tenant
@@ -265,7 +266,7 @@ const maxCount = 1e15
 // checkCounts refuses a counts event that no Counter writes: an interval
 // of no length or longer than MaxCountSpan, negative tallies, or tokens
 // that their decisions cannot have carried (every decision is of one
-// token or more, so n ≥ admits and rejected ≥ rejects, and tokens need a
+// token or more, so n ≥ admit_count and reject_n ≥ reject_count, and tokens need a
 // decision); one with no decision at all says nothing.
 func checkCounts(e *Event) error {
 	bad := func(field string, v int64, want string) error {
@@ -277,15 +278,15 @@ func checkCounts(e *Event) error {
 	case e.T-e.Span > e.T:
 		return bad("t_ns", e.T, "an interval's end, at least span_ns after the earliest time a log can hold")
 	case e.Admits < 0 || e.Admits > maxCount:
-		return bad("admits", e.Admits, "0 to 1e15 decisions")
+		return bad("admit_count", e.Admits, "0 to 1e15 decisions")
 	case e.Rejects < 0 || e.Rejects > maxCount:
-		return bad("rejects", e.Rejects, "0 to 1e15 decisions")
+		return bad("reject_count", e.Rejects, "0 to 1e15 decisions")
 	case e.Admits+e.Rejects == 0:
-		return bad("admits", e.Admits, "admits, rejects or both 1 or more: counts of no decision are not written")
+		return bad("admit_count", e.Admits, "admit_count, reject_count or both 1 or more: counts of no decision are not written")
 	case e.N < e.Admits || e.N > maxCount || (e.Admits == 0 && e.N != 0):
 		return bad("n", e.N, fmt.Sprintf("the tokens of %d admitted decisions: %d to 1e15, and 0 with none", e.Admits, e.Admits))
 	case e.Rejected < e.Rejects || e.Rejected > maxCount || (e.Rejects == 0 && e.Rejected != 0):
-		return bad("rejected", e.Rejected, fmt.Sprintf("the tokens of %d refused decisions: %d to 1e15, and 0 with none", e.Rejects, e.Rejects))
+		return bad("reject_n", e.Rejected, fmt.Sprintf("the tokens of %d refused decisions: %d to 1e15, and 0 with none", e.Rejects, e.Rejects))
 	}
 	return nil
 }
