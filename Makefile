@@ -268,6 +268,7 @@ fuzz:
 	$(GO) test ./quota/eventlog -run '^$$' -fuzz '^FuzzParseEvent$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/eventlog -run '^$$' -fuzz '^FuzzParseLimits$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/eventlog -run '^$$' -fuzz '^FuzzCheckLogs$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./quota/eventlog -run '^$$' -fuzz '^FuzzParseCounts$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/config -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/agent -run '^$$' -fuzz '^FuzzAllowBody$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/agent -run '^$$' -fuzz '^FuzzDecodeAllow$$' -fuzztime $(FUZZTIME)
