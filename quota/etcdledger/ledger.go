@@ -223,7 +223,9 @@ func (l *Ledger) MaxOps() int { return l.cfg.MaxTxnOps - 2 }
 
 // mark is a write's mark: unique over every leader (the epoch is) and
 // every write of one (n).
-func mark(epoch int64, n uint64) string { return strconv.FormatInt(epoch, 10) + "." + strconv.FormatUint(n, 10) }
+func mark(epoch int64, n uint64) string {
+	return strconv.FormatInt(epoch, 10) + "." + strconv.FormatUint(n, 10)
+}
 
 // Fence implements coordinator.Ledger: it campaigns, blocking until this
 // process leads (or ctx ends), then reads the ledger.
