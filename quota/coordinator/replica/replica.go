@@ -209,6 +209,9 @@ func Run(ctx context.Context, o Options) error {
 		began := time.Now()
 		err := lead(ctx, o, ledger, events, mail, &current, log)
 		if ctx.Err() != nil {
+			if err != nil && !errors.Is(err, context.Canceled) {
+				log.Warn("quota coordinator: stopping", "err", err)
+			}
 			break
 		}
 		if time.Since(began) > 10*time.Second {
@@ -221,6 +224,15 @@ func Run(ctx context.Context, o Options) error {
 		}
 		backoff = min(2*backoff, 2*time.Second) // etcd unreachable: do not spin
 	}
+	// Stopped (SIGTERM): lead has finished or settled the writes in
+	// flight (coordinator.Server.Run drains them); now stop serving, and
+	// resign so that a successor leads at once rather than after the
+	// session's TTL.
+	sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
+	hs.Shutdown(sctx) //nolint:errcheck // the regions ask the next leader
+	scancel()
+	err = ledger.Close()
+	log.Info("quota coordinator: stopped", "resigned", err == nil, "err", err)
 	return nil
 }
 
