@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,10 +18,15 @@ import (
 // that afloat quota check can check a cluster's logs merged. It appends:
 // a process that restarts continues its file. Lines reach the file only
 // whole, in one write each batch, so that a process killed mid-run
-// leaves no line cut in half; Flush writes at once (a coordinator
-// flushes before it answers, so that no grant a region installs is
-// missing from the log), and File flushes every 100 ms on its own. A nil
-// *File logs nothing. It is safe for concurrent use.
+// leaves no line cut in half; Flush writes at once, and File flushes
+// every 100 ms on its own. Append writes a batch of lines at once or not
+// at all: a coordinator appends a transaction's lines before it answers,
+// so that no grant a region installs is missing from the log, and a grant
+// whose lines failed is not answered. A failed write is not the end: its
+// bytes are cut off the file again (no half line stays), what Write
+// buffered is kept for the next Flush, and each failure is counted
+// (Failures) and reported to the caller of Flush or Append it failed. A
+// nil *File logs nothing. It is safe for concurrent use.
 //
 // With Counted, a File writes decisions as counts (Counter); with
 // Rotated, it starts a new file when the current one has grown past a
@@ -31,18 +37,32 @@ import (
 // flush ticker, the end of the counts' intervals it writes, and the time
 // of the stop event Close writes.
 type File struct {
-	mu      sync.Mutex
-	f       *os.File
-	buf     []byte
-	err     error
-	stop    chan struct{}
-	done    chan struct{}
-	counter *Counter // nil: a line per decision
-	opts    fileOptions
-	path    string
-	size    int64 // of the current file
-	part    int   // the number the current file takes when it rotates
+	mu       sync.Mutex
+	f        sink
+	size     int64 // the file's length as written whole
+	buf      []byte
+	batch    []byte // Append's lines, encoded
+	failures atomic.Int64
+	stop     chan struct{}
+	done     chan struct{}
+	counter  *Counter // nil: a line per decision
+	opts     fileOptions
+	path     string
+	part     int // the number the current file takes when it rotates
 }
+
+// sink is what File writes to: an *os.File, or in tests one whose disk
+// fills up.
+type sink interface {
+	Write(b []byte) (int, error)
+	Truncate(size int64) error
+	Close() error
+}
+
+// maxBuffered bounds the lines Write keeps while the file refuses them:
+// past it, new lines are dropped (and counted), not kept until memory
+// runs out.
+const maxBuffered = 64 << 20
 
 // FileOption is an option of OpenFile.
 type FileOption interface{ apply(*fileOptions) }
@@ -164,7 +184,7 @@ func (l *File) tick() {
 	if l.counter != nil {
 		l.counter.Flush(time.Now().Add(-countGrace).UnixNano())
 	}
-	l.flushLocked() //nolint:errcheck // kept in l.err, reported by Close
+	l.flush() //nolint:errcheck // counted (Failures), and the lines kept for the next
 }
 
 // Write appends one event. It implements Writer.
@@ -173,66 +193,127 @@ func (l *File) Write(e *Event) {
 		return
 	}
 	l.mu.Lock()
-	if l.counter != nil {
+	switch {
+	case len(l.buf) >= maxBuffered:
+		l.failures.Add(1)
+	case l.counter != nil:
 		l.counter.Write(e) // a decision counted, any other event to buf
-	} else {
+	default:
 		l.buf = e.AppendJSON(l.buf) // a line, newline included
 	}
 	l.mu.Unlock()
 }
 
-// Flush writes what is buffered, in one write, and reports the first
-// error of any write since the file was opened.
+// Flush writes what is buffered, in one write, and reports its error:
+// then the lines stay buffered for the next Flush, and the file keeps no
+// part of them.
 func (l *File) Flush() error {
 	if l == nil {
 		return nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.flushLocked()
+	return l.flush()
 }
 
-func (l *File) flushLocked() error {
-	if len(l.buf) > 0 && l.err == nil {
-		var n int
-		n, l.err = l.f.Write(l.buf)
+// flush is Flush, under mu.
+func (l *File) flush() error {
+	if len(l.buf) == 0 {
+		return nil
+	}
+	if err := l.write(l.buf); err != nil {
+		return err
+	}
+	l.buf = l.buf[:0]
+	return nil
+}
+
+// write writes b whole, or cuts what it wrote of it off the file again
+// and reports why; under mu.
+func (l *File) write(b []byte) error {
+	n, err := l.f.Write(b)
+	if err == nil {
 		l.size += int64(n)
-		l.buf = l.buf[:0]
-		if l.err == nil && l.opts.maxBytes > 0 && l.size >= l.opts.maxBytes {
-			l.err = l.rotate()
+		if l.opts.maxBytes > 0 && l.size >= l.opts.maxBytes {
+			l.rotate()
+		}
+		return nil
+	}
+	l.failures.Add(1)
+	if n > 0 {
+		if terr := l.f.Truncate(l.size); terr != nil {
+			return fmt.Errorf("eventlog: writing %d bytes: %w; cutting the %d written off again: %w", len(b), err, n, terr)
 		}
 	}
-	return l.err
+	return fmt.Errorf("eventlog: writing %d bytes: %w", len(b), err)
+}
+
+// Append writes events now, after what is buffered, in one write: all of
+// them reach the file or none does (the error says why, and the caller
+// may append them again). It implements the journal a coordinator
+// answers after.
+func (l *File) Append(events ...*Event) error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.flush(); err != nil {
+		return err
+	}
+	l.batch = l.batch[:0]
+	for _, e := range events {
+		l.batch = e.AppendJSON(l.batch)
+	}
+	if len(l.batch) == 0 {
+		return nil
+	}
+	return l.write(l.batch)
+}
+
+// Failures counts the writes that failed since the file was opened (a
+// full disk, say), and the events Write dropped while maxBuffered bytes
+// waited for the disk: for a metric, since the lines of Write have no
+// caller to tell.
+func (l *File) Failures() int64 {
+	if l == nil {
+		return 0
+	}
+	return l.failures.Load()
 }
 
 // rotate renames the current file PATH.N, opens a new PATH and deletes
-// the parts beyond the ones to keep. A process killed between the rename
-// and the open leaves the parts alone, which OpenLog reads as the log.
-func (l *File) rotate() error {
-	if err := l.f.Close(); err != nil {
-		return fmt.Errorf("eventlog: rotating: %w", err)
-	}
+// the parts beyond the ones to keep; under mu, after a whole write. A
+// rotation that fails is counted (Failures), not reported: the lines it
+// follows are in the file, and the file goes on growing until a later
+// rotation succeeds. A process killed between the rename and the open
+// leaves the parts alone, which OpenLog reads as the log.
+func (l *File) rotate() {
 	name := l.path + "." + strconv.Itoa(l.part)
 	if err := os.Rename(l.path, name); err != nil {
-		return fmt.Errorf("eventlog: rotating: %w", err)
+		l.failures.Add(1)
+		return
 	}
 	l.part++
 	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
-		return fmt.Errorf("eventlog: rotating: %w", err)
+		l.failures.Add(1) // the old file, renamed, takes the lines meanwhile
+		return
 	}
+	l.f.Close() //nolint:errcheck // written whole; a close error loses nothing of O_APPEND writes made
 	l.f, l.size = f, 0
 	parts, err := logParts(l.path)
 	if err != nil {
-		return err
+		l.failures.Add(1)
+		return
 	}
 	for len(parts) > l.opts.keep {
 		if err := os.Remove(parts[0].path); err != nil {
-			return fmt.Errorf("eventlog: rotating: %w", err)
+			l.failures.Add(1)
+			return
 		}
 		parts = parts[1:]
 	}
-	return nil
 }
 
 // part is a rotated file of a log: PATH.N.
