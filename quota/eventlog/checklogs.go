@@ -317,7 +317,7 @@ func CheckLogs(logs []Log, given []Limits) (CheckResult, error) {
 func countedVerdict(r Report) string {
 	i := time.Duration(r.CountInterval)
 	return fmt.Sprintf("%d counts of decisions over intervals of up to %v, each taken whole in every window holding its end: "+
-		"windows checked against R·Δ + B + R·%v (slack %s tokens, R the largest rate); a violation found is certain, "+
-		"and a pass proves every window within R·Δ + B + 2·R·%v (%s tokens)",
-		r.Counts, i, i, strconv.FormatFloat(r.Slack, 'f', -1, 64), i, strconv.FormatFloat(2*r.Slack, 'f', -1, 64))
+		"windows checked against R·Δ + B + R·%v (slack %.6g tokens, R the largest rate); a violation found is certain, "+
+		"and a pass proves every window within R·Δ + B + 2·R·%v (%.6g tokens)",
+		r.Counts, i, i, r.Slack, i, 2*r.Slack)
 }
