@@ -313,7 +313,7 @@ func lead(ctx context.Context, o Options, ledger *etcdledger.Ledger, events *eve
 	go func() {
 		select {
 		case <-ledger.Lost():
-			log.Warn("quota coordinator: etcd session lost; stepping down", "epoch", epoch)
+			log.Warn("quota coordinator: etcd session lost; stepping down", "epoch", epoch, "err", ledger.LostErr())
 			cancel()
 		case <-rctx.Done():
 		}
