@@ -69,10 +69,14 @@ type Config struct {
 	// whose keep-alives stop for longer (a paused process, a cut link) is
 	// deposed, which the fence makes safe: it can write nothing after.
 	DeposeAfter int
-	// WriteTimeout bounds one transaction; default 1 s. A write sent to
-	// an etcd leader that dies is otherwise answered only after etcd's
-	// request timeout (7 s with stock settings): the coordinator writes
-	// it again, under the same fence, once etcd has a new leader.
+	// WriteTimeout bounds one transaction; default 500 ms, some twenty
+	// times a loaded etcd's p99 (docs/benchmarks.md) and five times the
+	// 100 ms past which etcd itself warns that a request took too long.
+	// A write that went towards an etcd leader that died is otherwise
+	// answered only after etcd's request timeout (7 s with stock
+	// settings); bounded, its calls fail and the coordinator writes its
+	// steps again, under the same fence, once etcd has a new leader. Its
+	// outcome is unknown: etcd may have applied it.
 	WriteTimeout time.Duration
 	// MaxTxnOps is etcd's limit on the operations of a transaction
 	// (--max-txn-ops); default 128.
@@ -105,7 +109,7 @@ func (c Config) withDefaults() Config {
 		c.DeposeAfter = 1
 	}
 	if c.WriteTimeout == 0 {
-		c.WriteTimeout = time.Second
+		c.WriteTimeout = 500 * time.Millisecond
 	}
 	if c.MaxTxnOps == 0 {
 		c.MaxTxnOps = 128
