@@ -51,7 +51,7 @@ func TestDeadLeaderDeposed(t *testing.T) {
 		won <- s
 	}()
 	// Longer than DeposeAfter (1 s) and a read of the lease (every
-	// 250 ms): a live leader is not deposed.
+	// 100 ms) with room: a live leader is not deposed.
 	select {
 	case <-won:
 		t.Fatal("the replica behind a live leader won the election")

@@ -122,7 +122,7 @@ func Run(ctx context.Context, o Options) error {
 	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	ledger, err := etcdledger.Open(octx, etcdledger.Config{
 		Client: cli, Prefix: o.Config.Etcd.Prefix, Cluster: o.Config.Cluster, Candidate: advertise,
-		SessionTTL: o.Config.Etcd.SessionTTL, MaxTxnOps: maxOps,
+		SessionTTL: o.Config.Etcd.SessionTTL, DeposeAfter: o.Config.Etcd.DeposeAfter, MaxTxnOps: maxOps,
 	})
 	cancel()
 	if err != nil {
