@@ -241,7 +241,9 @@ soak:
 
 # bench-quota runs the quota service's load benchmarks (docs/benchmarks.md):
 # 10,000 tenants × 3 regions renewing over the network API on an embedded
-# etcd, and a region's decision API at 10,000 checks a second; about 40 s.
+# etcd — synthetic renewals, then the regions' own limiters with one tenant
+# in ten over its limit — and a region's decision API at 10,000 checks a
+# second; about 90 s.
 bench-quota:
 	AFLOAT_QUOTA_BENCH=1 $(GO) test -tags embedetcd -count=1 -run '^(TestBenchRenewals|TestBenchDecisionAPI)$$' -v ./quota/agent ./quota/coordinator/replica
 

@@ -68,6 +68,24 @@ type Grant struct {
 	// rather than have its client retry forever. 0 when not given (a
 	// coordinator that predates it): the region then cannot tell.
 	Ceiling Micro `json:"ceiling,omitempty"`
+	// Unchanged: the coordinator had nothing to change — Lease is the
+	// lease the region holds (Request.Holding), with the same shares, no
+	// transfer, and young enough not to need a later end — and it wrote
+	// nothing. The region keeps that lease and the end it measured for it
+	// when it installed it; ValidFor and Margin are that lease's, not a
+	// new term. Safe because the coordinator counts the held lease as it
+	// did before the request: nothing it answers rests on a write it did
+	// not make.
+	Unchanged bool `json:"unchanged,omitempty"`
+	// Short: the lease falls short of the region's target share because
+	// other regions' leases still hold the rest; they were nudged to give
+	// it up. A region that is refusing asks again soon to take it. A
+	// region refusing without Short holds its fair part of the tenant's
+	// limit, and asking sooner would change nothing: it asks at the
+	// ordinary cadence (half a lease), sooner only when nudged (the
+	// coordinator nudges a refusing region when a return or an end frees
+	// share it could take) or when its own demand doubles.
+	Short bool `json:"short,omitempty"`
 }
 
 // Return gives a lease back: the region has invalidated it and stopped

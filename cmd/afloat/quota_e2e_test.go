@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,8 +35,12 @@ import (
 // coordinator. It drives traffic into each region through the decision
 // API and, in one run: kills the leading coordinator (kill -9), kills an
 // etcd member (kill -9), partitions a region for longer than a lease,
-// moves all traffic to one region, and stops everything and restarts it
-// from its data directories. Then afloat quota check, on the merged event
+// moves all traffic to one region, stops everything (SIGTERM) under
+// traffic and restarts it from its data directories, and then stops and
+// restarts each process in turn (SIGTERM), still under traffic: each
+// must finish or settle its writes, resign and say that it stopped. It
+// prints the longest gap in grants across each restart. Then afloat quota
+// check, on the merged event
 // logs, must find 0 violations: R·Δ + B for the hard tenant, R·Δ + B + 3E
 // for the best-effort one, nothing admitted without a lease in hard mode.
 // It prints how long after the leader's death renewals resumed.
@@ -101,17 +106,21 @@ func TestQuotaEndToEnd(t *testing.T) {
 	traffic.set(map[string]float64{"us": 3})
 	step("all traffic into us", 5*time.Second)
 
-	// 5. Everything stops, and starts again from its data directories.
-	traffic.pause()
-	c.stopRegions()
-	c.stopCoordinators()
-	c.stopEtcd()
-	t.Log("stopped every process")
-	c.startEtcd()
-	c.startCoordinators()
-	c.startRegions()
+	// 5. Everything stops under traffic (SIGTERM), and starts again from
+	// its data directories.
 	traffic.set(map[string]float64{"eu": 1, "us": 1, "ap": 1})
+	began := time.Now()
+	c.stopEverything()
+	c.startEverything()
 	step("restarted from the data directories; traffic everywhere", 5*time.Second)
+	fmt.Printf("quota e2e: stop and restart of everything under traffic: longest grant gap %v\n", c.grantGap(began, time.Now()).Round(time.Millisecond))
+
+	// 6. Each process in turn stops (SIGTERM) and starts again, under
+	// traffic.
+	began = time.Now()
+	c.restartEachInTurn()
+	step("every process restarted in turn; traffic everywhere", 3*time.Second)
+	fmt.Printf("quota e2e: rolling restart of every process under traffic: longest grant gap %v\n", c.grantGap(began, time.Now()).Round(time.Millisecond))
 	traffic.pause()
 	c.stopAll()
 
@@ -358,7 +367,11 @@ func (c *cluster) startEtcd() {
 	for _, p := range c.etcd {
 		p.start()
 	}
-	// Ready when every member answers on its client port.
+	c.waitEtcd()
+}
+
+// waitEtcd waits until every member answers healthy on its client port.
+func (c *cluster) waitEtcd() {
 	c.waitFor("etcd", func() bool {
 		for _, p := range c.etcdClient {
 			resp, err := http.Get(p.URL() + "/health")
@@ -383,6 +396,10 @@ func (c *cluster) startCoordinators() {
 	for _, p := range c.coords {
 		p.start()
 	}
+	c.waitCoordinators()
+}
+
+func (c *cluster) waitCoordinators() {
 	c.waitFor("every coordinator serving, one leading", func() bool {
 		for _, p := range c.coords {
 			if !p.running() {
@@ -408,10 +425,99 @@ func tailOf(path string, n int) string {
 	return string(b[max(0, len(b)-n):])
 }
 
+// stopEverything stops every process with SIGTERM — the regions, the
+// coordinators, etcd — each of which must say that it stopped.
+func (c *cluster) stopEverything() {
+	for _, r := range regions {
+		c.stopSaying(c.regions[r], "quota region: stopped")
+	}
+	for _, p := range c.coords {
+		c.stopSaying(p, "quota coordinator: stopped")
+	}
+	c.stopEtcd()
+	c.t.Log("stopped every process (SIGTERM)")
+}
+
+// startEverything starts every process again, from its data directory.
+func (c *cluster) startEverything() {
+	c.startEtcd()
+	c.startCoordinators()
+	c.startRegions()
+}
+
+// restartEachInTurn stops each process with SIGTERM and starts it again,
+// one at a time, waiting for the cluster to be whole before the next:
+// the regions, the coordinators (the leader among them), the etcd
+// members.
+func (c *cluster) restartEachInTurn() {
+	for _, r := range regions {
+		c.stopSaying(c.regions[r], "quota region: stopped")
+		c.regions[r].start()
+		c.waitRegions()
+		c.t.Logf("restarted region %s (SIGTERM)", r)
+	}
+	for k, p := range c.coords {
+		c.stopSaying(p, "quota coordinator: stopped")
+		p.start()
+		c.waitCoordinators()
+		c.t.Logf("restarted coordinator %d (SIGTERM)", k)
+	}
+	for i, p := range c.etcd {
+		p.stop()
+		p.start()
+		c.waitEtcd()
+		c.t.Logf("restarted etcd member %d (SIGTERM)", i)
+	}
+}
+
+// stopSaying stops p with SIGTERM, and checks that its output said what
+// (that it stopped) once more than before; a process killed earlier
+// (kill -9) is left as it is.
+func (c *cluster) stopSaying(p *proc, what string) {
+	c.t.Helper()
+	if !p.running() {
+		return
+	}
+	before := strings.Count(tailOf(p.log, 1<<30), what)
+	p.stop()
+	if after := strings.Count(tailOf(p.log, 1<<30), what); after != before+1 {
+		c.t.Errorf("%s: SIGTERM; its output says %q %d times, %d before: want once more; it ends:\n%s", p.name, what, after, before, tailOf(p.log, 2000))
+	}
+}
+
+// grantGap is the longest time between grants (any coordinator's, in
+// their logs) from t0 to t1, counting from t0 and to t1.
+func (c *cluster) grantGap(t0, t1 time.Time) time.Duration {
+	var at []int64
+	for k := range c.coords {
+		f, err := os.Open(filepath.Join(c.dir, fmt.Sprintf("coordinator-%d.jsonl", k)))
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if e, err := eventlog.ParseEvent(sc.Bytes()); err == nil && e.Kind == eventlog.Lease && e.T >= t0.UnixNano() && e.T <= t1.UnixNano() {
+				at = append(at, e.T)
+			}
+		}
+		f.Close()
+	}
+	slices.Sort(at)
+	gap, last := int64(0), t0.UnixNano()
+	for _, t := range append(at, t1.UnixNano()) {
+		gap, last = max(gap, t-last), t
+	}
+	return time.Duration(gap)
+}
+
 func (c *cluster) startRegions() {
 	for _, r := range regions {
 		c.regions[r].start()
 	}
+	c.waitRegions()
+}
+
+func (c *cluster) waitRegions() {
 	c.waitFor("the regions' decision APIs", func() bool {
 		for _, r := range regions {
 			if _, err := http.Get("http://" + c.regionAddrs[r] + "/v1/status"); err != nil {

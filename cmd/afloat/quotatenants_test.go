@@ -34,7 +34,7 @@ operators:
 	}
 	addr, stop := start()
 	addr2, stop2 := start()
-	defer stop2()
+	defer func() { stop(); stop2() }() // the ones running at the end
 	tenants := func(args ...string) (int, string, string) {
 		var out, errOut bytes.Buffer
 		full := append([]string{"quota", "tenants", args[0], "--coordinator", addr + "," + addr2, "--token-file", tokFile}, args[1:]...)
@@ -110,15 +110,17 @@ operators:
 	if follower == "" || leader == "" {
 		t.Fatalf("leader %q, follower %q", leader, follower)
 	}
-	// The leader stops: the follower takes over, from etcd's tenants.
+	// The leader stops: the follower takes over, from etcd's tenants; the
+	// stopped one starts again in its place, on the same etcd, and serves
+	// the ledger's tenants, not the file's. (Either may have led: on a busy
+	// machine the second to start sometimes wins the election.)
 	if leader == addr {
 		stop()
+		addr, stop = start()
 	} else {
 		stop2()
+		addr2, stop2 = start()
 	}
-	// Restarted on the same etcd: the ledger's tenants, not the file's.
-	addr, stop = start()
-	defer stop()
 	st, out, errOut := tenants("list")
 	var list struct{ Tenants []replica.TenantView }
 	if st != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list.Tenants) != 2 || list.Tenants[0].Name != "acme" || list.Tenants[0].Rate != 300 {

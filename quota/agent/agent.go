@@ -93,7 +93,7 @@ type Agent struct {
 	// tenants: immutable, swapped whole as the coordinator's list
 	// changes (tenants.go), so readers take no lock.
 	tenants atomic.Pointer[map[string]quota.Tenant]
-	start   time.Time // the limiter's clock is Unix start + lim.Now()
+	start   time.Time // lim.Start(): the limiter's clock is Unix start + lim.Now()
 	events  *eventlog.File
 
 	mu    sync.Mutex
@@ -145,13 +145,16 @@ func New(o Options) (*Agent, error) {
 	cfg.Jitter = 0.2 // regions cut off together come back spread over a fifth of the interval
 	// Request numbers never repeat across restarts: the coordinator
 	// answers a number it has seen with the grant it gave it.
-	a.start = time.Now()
-	cfg.SeqBase = uint64(a.start.UnixMicro())
+	cfg.SeqBase = uint64(time.Now().UnixMicro())
 	lim, err := region.New(cfg)
 	if err != nil {
 		return nil, err
 	}
 	a.lim = lim
+	// One clock: the limiter's own origin, so that the log's instants
+	// are the limiter's (a time.Now read here, apart from it, put every
+	// region event early by the gap between the two reads).
+	a.start = lim.Start()
 	if err := a.checkFronts(); err != nil {
 		return nil, err
 	}

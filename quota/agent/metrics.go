@@ -102,7 +102,7 @@ func newAgentMetrics(lim *region.Limiter, now func() int64, standby func() bool)
 		admitted:    d("admitted_tokens_total", "Tokens admitted, by reason: lease (under a valid lease) or emergency (from the allowance).", "tenant", "reason"),
 		refused:     d("refused_tokens_total", "Tokens refused, by reason: exhausted (a valid lease lacked them), no_lease, allowance_spent (best effort, no lease, allowance spent).", "tenant", "reason"),
 		unknown:     d("unknown_tenant_requests_total", "Requests naming a tenant the region does not serve."),
-		grants:      d("grants_total", "Grants received, by what the region did: accepted (installed), or ignored as stale_epoch, not_newer, unknown_request, over_on_arrival or not_this_region.", "outcome"),
+		grants:      d("grants_total", "Grants received, by what the region did: accepted (installed), kept (the coordinator kept the lease in use unchanged, with no write), or ignored as stale_epoch, not_newer, unknown_request, over_on_arrival or not_this_region.", "outcome"),
 		returns:     d("returns_total", "Leases given back, by result: acknowledged, or failed (the coordinator counts the lease until it expires).", "result"),
 		journal:     d("journal_failures_total", "Event-log records the agent could not write: the leases installed stay in use, the returns are not sent (the coordinator counts the lease until it expires)."),
 		standbyDesc: d("standby", "1 while another agent holds the region: this one was refused at attach and spends nothing until that one's leases end, else 0."),
@@ -194,6 +194,8 @@ func outcomeLabel(o region.Outcome) string {
 		return "unknown_request"
 	case region.OverOnArrival:
 		return "over_on_arrival"
+	case region.Kept:
+		return "kept"
 	}
 	return "outcome_" + strconv.Itoa(int(o))
 }

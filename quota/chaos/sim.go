@@ -579,13 +579,7 @@ func (s *sim) deliverToCoord(it item) error {
 			return nil
 		}
 		s.send(int(it.a), false, int(it.b), &message{what: msgGrant, grant: ans.Grant})
-		for _, n := range ans.Nudges {
-			for i, rr := range s.regions {
-				if rr.name == n.Region {
-					s.send(i, false, int(it.b), &message{what: msgNudge, nudge: n})
-				}
-			}
-		}
+		s.nudge(int(it.b), ans.Nudges)
 	case msgReturn:
 		step, err := c.core.Return(now, it.m.ret)
 		if errors.Is(err, quota.ErrUnverifiedEpoch) {
@@ -595,8 +589,9 @@ func (s *sim) deliverToCoord(it item) error {
 			s.send(int(it.a), false, int(it.b), &message{what: msgSuperseded, inc: it.m.ret.Incarnation})
 			return nil
 		}
+		var ans coordinator.Answer
 		if err == nil {
-			_, err = s.write(int(it.b), step)
+			ans, err = s.write(int(it.b), step)
 		}
 		if errors.Is(err, quota.ErrStaleEpoch) {
 			s.fence(int(it.b))
@@ -606,8 +601,20 @@ func (s *sim) deliverToCoord(it item) error {
 			s.refused++
 			return nil
 		}
+		s.nudge(int(it.b), ans.Nudges)
 	}
 	return nil
+}
+
+// nudge sends nudges from coordinator k to their regions.
+func (s *sim) nudge(k int, nudges []quota.Nudge) {
+	for _, n := range nudges {
+		for i, rr := range s.regions {
+			if rr.name == n.Region {
+				s.send(i, false, k, &message{what: msgNudge, nudge: n})
+			}
+		}
+	}
 }
 
 func (s *sim) deliverToRegion(it item) {

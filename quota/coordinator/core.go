@@ -266,7 +266,9 @@ type answer struct {
 // Answer is a call's answer, which Advance gives once the call's step is
 // persisted: for a renewal, the grant and the regions to nudge (those
 // holding more than their target while this region gets less than its
-// own); zero for the other calls.
+// own, and, when the step ended leases, the refusing regions that could
+// take the share freed); for a return, the regions to nudge; zero for the
+// other calls.
 type Answer struct {
 	Grant  quota.Grant
 	Nudges []quota.Nudge
@@ -343,6 +345,21 @@ func (x *Step) expire(ts *tenantState, now time.Duration) {
 	}
 }
 
+// targets are the regions' target shares (quota.Allocate) on the demand
+// they last reported. A region not heard from for a whole lease is not
+// spending (its lease has run out): its last demand no longer holds a
+// share.
+func (ts *tenantState) targets(now time.Duration) map[string]quota.Share {
+	t := ts.t
+	demand := make(map[string]quota.Micro, len(ts.regions))
+	for _, name := range t.Regions {
+		if r := ts.regions[name]; r.ever && now-r.heard < t.LeaseDuration+t.Margin() {
+			demand[name] = r.demand
+		}
+	}
+	return quota.Allocate(t, demand)
+}
+
 // peak is the largest rate and burst of a region's live leases: what the
 // region counts for, since it spends under one lease at a time.
 func peak(rs *regionState) (rate, burst quota.Micro) {
@@ -362,6 +379,13 @@ func peak(rs *regionState) (rate, burst quota.Micro) {
 // request (the same Seq) proposes nothing: an empty step answered with
 // the grant the request got, once that is acknowledged. Requests are
 // idempotent.
+//
+// Writes follow change: when the new lease would be the one the region
+// holds — same shares, nothing to transfer, and young enough (keepFor) —
+// the answer is that lease marked Unchanged, and the step writes nothing
+// but the ends it makes (unchanged says why that is safe). A region whose
+// tenant is over its limit so costs a write per ordinary renewal, not one
+// per ask.
 func (c *Core) Renew(now time.Duration, req quota.Request) (Step, error) {
 	if c.stopped != nil {
 		return Step{}, c.stopped
@@ -391,15 +415,7 @@ func (c *Core) Renew(now time.Duration, req quota.Request) (Step, error) {
 	}
 	rs.balance = max(0, req.Balance)
 	rs.heard, rs.ever = now, true
-	// A region not heard from for a whole lease is not spending (its
-	// lease has run out): its last demand no longer holds a share.
-	demand := make(map[string]quota.Micro, len(ts.regions))
-	for _, name := range t.Regions {
-		if r := ts.regions[name]; r.ever && now-r.heard < t.LeaseDuration+t.Margin() {
-			demand[name] = r.demand
-		}
-	}
-	targets := quota.Allocate(t, demand)
+	targets := ts.targets(now)
 	target := targets[req.Region]
 	var otherRate, otherBurst quota.Micro
 	for name, r := range ts.regions {
@@ -417,6 +433,15 @@ func (c *Core) Renew(now time.Duration, req quota.Request) (Step, error) {
 	// Credit — tokens returned and confirmed — starts the lease with a
 	// balance instead of an empty bucket, as far as it fits.
 	transfer := min(ts.credit, max(0, burst-rs.balance))
+	short := rate < target.Rate || burst < target.Burst
+	if g, ok := c.unchanged(t, rs, req, now, rate, burst, transfer); ok {
+		// Nothing durable changes: the region keeps the lease it holds,
+		// and the step writes only the ends above, if any.
+		g.Seq, g.Unchanged, g.Short = req.Seq, true, short
+		nudges := c.nudges(ts, req.Region, targets, now, short, len(x.Ended) > 0)
+		x.ans = answer{grant: g, nudges: nudges, tenant: req.Tenant, region: req.Region, seq: req.Seq}
+		return x, nil
+	}
 	lease := quota.Lease{
 		ID: c.nextID, Tenant: t.Name, Region: req.Region, Epoch: c.epoch,
 		Rate: rate, Burst: burst, Transfer: transfer,
@@ -435,29 +460,134 @@ func (c *Core) Renew(now time.Duration, req quota.Request) (Step, error) {
 	c.nextID++
 	rs.live = append(rs.live, counted{Lease: lease, until: lease.Expires})
 
-	var nudges []quota.Nudge
-	if rate < target.Rate || burst < target.Burst {
-		for _, name := range t.Regions {
-			r := ts.regions[name]
-			pr, pb := peak(r)
-			if name == req.Region || (pr <= targets[name].Rate && pb <= targets[name].Burst) {
-				continue
-			}
-			if r.nudged && now-r.nudgedAt < nudgeEvery {
-				continue
-			}
-			r.nudged, r.nudgedAt = true, now
-			nudges = append(nudges, quota.Nudge{Tenant: t.Name, Region: name, Epoch: c.epoch})
-		}
-	}
+	nudges := c.nudges(ts, req.Region, targets, now, short, len(x.Ended) > 0)
 	g := quota.Grant{
 		Lease: lease, Seq: req.Seq,
 		ValidFor: t.LeaseDuration, Margin: t.Margin(),
 		Mode: t.Mode, Emergency: t.Emergency, Ceiling: quota.MaxBurstShare(t),
+		Short: short,
 	}
 	rs.proposed = req.Seq
 	x.ans = answer{grant: g, nudges: nudges, fresh: true, tenant: req.Tenant, region: req.Region, seq: req.Seq}
 	return x, nil
+}
+
+// keepFor is the part of a lease's duration during which a request from
+// the region that holds it, asking for the same shares, is answered with
+// that lease unchanged and no write (Grant.Unchanged). A region renews at
+// half a lease, measured from when it sent the request its lease answers;
+// the coordinator, which activated the lease when that request arrived,
+// sees the renewal at least half a lease less that request's delay (and
+// the clocks' drift) later. A quarter leaves that delay a quarter of a
+// lease — longer than a region waits for an answer before it retries,
+// with the default lease and retry interval — so an ordinary renewal
+// always extends, while a region that asks early (nudged, refusing while
+// Short, or its demand doubled) costs a write at most every quarter of a
+// lease when nothing else changes. Should a renewal arrive earlier still,
+// the region keeps its lease and asks again (region.Limiter.Due).
+const keepFor = 4 // the fraction's denominator: a quarter
+
+// unchanged says whether a request can be answered with the lease the
+// region holds, unchanged and without a write, and gives that answer: the
+// region holds the newest lease this coordinator granted it and
+// acknowledged (rs.last: written to the ledger), no newer one is on its
+// way to the ledger, the new shares would equal its shares with nothing
+// to transfer, the tenant's terms (mode, allowance, ceiling, duration)
+// are those it was granted under, and it is younger than 1/keepFor of
+// the lease's duration.
+//
+// Why no write is safe. The invariants are sums over the leases that
+// count, and the answer adds none and changes none: the held lease still
+// counts, in this coordinator and in the ledger, until the end it was
+// written with, and the region still stops spending under it at the end
+// it measured when it installed it (it does not restart the lease from
+// this request: Grant.Unchanged), which is before the coordinator stops
+// counting it. So Σ rate ≤ R and Σ burst ≤ B hold as they held, and with
+// them the bound R·Δ + B on admissions in any window Δ. Nothing the
+// answer says rests on an unwritten step: the lease was acknowledged
+// written before (rs.last), and the step still writes the ends it makes
+// (older leases superseded, expired ones). Fencing is unchanged: the
+// lease carries this coordinator's epoch (rs.last is only ever set by
+// its own Advance), an answer comes only from a coordinator that has not
+// stopped, and a successor restores the lease from the ledger — where it
+// is, as written — and counts it for a whole lease from its start, as
+// any lease.
+func (c *Core) unchanged(t quota.Tenant, rs *regionState, req quota.Request, now time.Duration, rate, burst, transfer quota.Micro) (quota.Grant, bool) {
+	last := rs.last
+	held := last.Lease
+	switch {
+	case req.Holding == 0 || held.ID != req.Holding || rs.proposed != 0:
+		return quota.Grant{}, false
+	case len(rs.live) == 0 || rs.live[len(rs.live)-1].ID != held.ID:
+		return quota.Grant{}, false // ended (expired), or a newer lease counts
+	case rate != held.Rate || burst != held.Burst || transfer != 0:
+		return quota.Grant{}, false
+	case last.Mode != t.Mode || last.Emergency != t.Emergency || last.Ceiling != quota.MaxBurstShare(t) ||
+		last.ValidFor != t.LeaseDuration || last.Margin != t.Margin():
+		return quota.Grant{}, false
+	case now-held.Activates >= t.LeaseDuration/keepFor:
+		return quota.Grant{}, false // the end must move: a renewal
+	}
+	return last, true
+}
+
+// nudges are the regions of ts to nudge when region from asks: while
+// from gets less than its target (short), those holding more than
+// theirs, to give it up; and when this step ended leases (ended), so
+// that share may be free, the refusing regions that could take it —
+// room appearing is signalled so, and not by regions asking over and
+// over. Each region at most once per nudgeEvery.
+func (c *Core) nudges(ts *tenantState, from string, targets map[string]quota.Share, now time.Duration, short, ended bool) []quota.Nudge {
+	t := ts.t
+	var out []quota.Nudge
+	nudge := func(name string, r *regionState) {
+		if r.nudged && now-r.nudgedAt < nudgeEvery {
+			return
+		}
+		r.nudged, r.nudgedAt = true, now
+		out = append(out, quota.Nudge{Tenant: t.Name, Region: name, Epoch: c.epoch})
+	}
+	if short {
+		for _, name := range t.Regions {
+			r := ts.regions[name]
+			pr, pb := peak(r)
+			if name == from || (pr <= targets[name].Rate && pb <= targets[name].Burst) {
+				continue
+			}
+			nudge(name, r)
+		}
+	}
+	if ended {
+		room(ts, from, targets, nudge)
+	}
+	return out
+}
+
+// room nudges, through nudge, the regions of ts other than from that are
+// refusing (their demand is above their lease's rate), whose target is
+// above what they hold, and for which the tenant's rate has room now
+// beside the live leases: a region that refuses asks at the ordinary
+// cadence unless told so. A small room (under 1/64 of R) is left to the
+// next renewal.
+func room(ts *tenantState, from string, targets map[string]quota.Share, nudge func(string, *regionState)) {
+	t := ts.t
+	var used quota.Micro
+	for _, r := range ts.regions {
+		pr, _ := peak(r)
+		used += pr
+	}
+	free := t.Rate - used
+	if free < max(1, t.Rate/64) {
+		return
+	}
+	for _, name := range t.Regions {
+		r := ts.regions[name]
+		pr, _ := peak(r)
+		if name == from || !r.ever || r.demand <= pr || min(free, targets[name].Rate-pr) < max(1, t.Rate/64) {
+			continue
+		}
+		nudge(name, r)
+	}
 }
 
 // Return handles a region's return of a lease: the lease stops counting,
@@ -465,7 +595,8 @@ func (c *Core) Renew(now time.Duration, req quota.Request) (Step, error) {
 // tokens it handed back become credit, as far as those ends freed burst
 // share (so credit and live bursts together stay within B). A duplicate,
 // a late return of a lease that has expired, or one of an unknown lease
-// changes nothing: returns are idempotent.
+// changes nothing: returns are idempotent. Its answer (Advance) carries
+// the nudges for the refusing regions that could take the share freed.
 func (c *Core) Return(now time.Duration, ret quota.Return) (Step, error) {
 	if c.stopped != nil {
 		return Step{}, c.stopped
@@ -499,6 +630,9 @@ func (c *Core) Return(now time.Duration, ret quota.Return) (Step, error) {
 		x.Credit, x.Returned = credit, ret
 		x.Ops = append(x.Ops, Op{Kind: SetCredit, Tenant: ts.t.Name, Credit: ts.credit})
 	}
+	// The share the return freed: the refusing regions that could take
+	// it are nudged (they do not ask over and over while refusing).
+	x.ans.nudges = c.nudges(ts, ret.Region, ts.targets(now), now, false, true)
 	return x, nil
 }
 

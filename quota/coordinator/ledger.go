@@ -3,6 +3,7 @@ package coordinator
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -27,8 +28,29 @@ type Ledger interface {
 	Fence(ctx context.Context) (Snapshot, error)
 	// Commit applies ops atomically if epoch is still the ledger's epoch,
 	// and fails with quota.ErrStaleEpoch otherwise, applying nothing.
+	// An error wrapping ErrOutcomeUnknown says the write may have been
+	// applied all the same (its context ended, or the connection was
+	// lost, after it was sent); Resolve tells which, and the ledger takes
+	// no other write until it has. Any other error: nothing was applied.
 	Commit(ctx context.Context, epoch uint64, ops ...Op) error
+	// Resolve settles the newest Commit at epoch, which failed with
+	// ErrOutcomeUnknown, by reading the ledger back under the same fence:
+	// it reports whether that write was applied, and once it has
+	// answered, the write can no longer be applied later. It fails with
+	// quota.ErrStaleEpoch if epoch is no longer the ledger's, and with an
+	// error wrapping ErrOutcomeUnknown if it could not tell (call it
+	// again). With no write of unknown outcome it reports false.
+	Resolve(ctx context.Context, epoch uint64) (applied bool, err error)
 }
+
+// ErrOutcomeUnknown: a ledger write may or may not have been applied —
+// an etcd transaction whose context was cancelled, or whose connection
+// was lost, after it was sent may have committed. Guessing either way is
+// wrong: taken as failed, a committed return's tokens are granted again
+// by a successor with no line of the return in the log; taken as done,
+// a grant that was never written is sent. Server resolves it, in one
+// place (Ledger.Resolve), before anything depends on the write.
+var ErrOutcomeUnknown = errors.New("coordinator: ledger write outcome unknown")
 
 // Snapshot is the ledger's contents.
 type Snapshot struct {
@@ -102,6 +124,10 @@ type MemLedger struct {
 	tenants map[string]TenantRecord
 	seeded  bool
 	holders map[string]Holder
+	// applied says whether the newest Commit at the current epoch was
+	// applied: what Resolve reads back. A write to memory is applied or
+	// refused within its call, so no later one can change the answer.
+	applied bool
 }
 
 var _ Ledger = (*MemLedger)(nil)
@@ -120,6 +146,7 @@ func (l *MemLedger) Fence(ctx context.Context) (Snapshot, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.epoch++
+	l.applied = false
 	leases := slices.Collect(maps.Values(l.leases))
 	slices.SortFunc(leases, func(a, b quota.Lease) int { return cmp.Compare(a.ID, b.ID) })
 	var tenants []TenantRecord
@@ -134,15 +161,17 @@ func (l *MemLedger) Fence(ctx context.Context) (Snapshot, error) {
 		Tenants: tenants, Seeded: l.seeded, Holders: holders}, nil
 }
 
-// Commit implements Ledger.
+// Commit implements Ledger. It never fails with ErrOutcomeUnknown: a
+// write to memory is applied or refused within the call.
 func (l *MemLedger) Commit(ctx context.Context, epoch uint64, ops ...Op) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if epoch != l.epoch {
 		return fmt.Errorf("%w: write at epoch %d, the ledger is at %d", quota.ErrStaleEpoch, epoch, l.epoch)
+	}
+	l.applied = false
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	// Check everything first: all or nothing.
 	credit := maps.Clone(l.credit)
@@ -189,5 +218,20 @@ func (l *MemLedger) Commit(ctx context.Context, epoch uint64, ops ...Op) error {
 		}
 	}
 	l.credit = credit
+	l.applied = true
 	return nil
+}
+
+// Resolve implements Ledger: whether the newest Commit at epoch was
+// applied.
+func (l *MemLedger) Resolve(ctx context.Context, epoch uint64) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("coordinator: resolving a write: %w: %w", ErrOutcomeUnknown, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if epoch != l.epoch {
+		return false, fmt.Errorf("%w: resolving a write at epoch %d, the ledger is at %d", quota.ErrStaleEpoch, epoch, l.epoch)
+	}
+	return l.applied, nil
 }

@@ -35,6 +35,12 @@ type Server struct {
 	stopped chan struct{}
 	stopErr error
 	stats   Stats
+	// draining: Run's context ended; the calls queued are being written,
+	// and new ones are refused (ErrStopping).
+	draining bool
+	// unresolved: a write of unknown outcome could not be resolved yet
+	// (the ledger unreachable): the next write resolves it first.
+	unresolved bool
 }
 
 // pending is a step on its way to the ledger and the journal, and who
@@ -61,6 +67,15 @@ type Stats struct {
 	Ops      int64 // operations in them
 	Steps    int64 // steps persisted
 	Failures int64 // transactions that failed to persist (ledger or journal)
+	// Unknown counts the writes whose outcome was unknown
+	// (ErrOutcomeUnknown), each resolved by reading the ledger back;
+	// Landed those of them the ledger had applied, which counted as
+	// written.
+	Unknown int64
+	Landed  int64
+	// JournalFailures counts the journal's failed appends (their calls
+	// failed).
+	JournalFailures int64
 }
 
 // Journal is where a Server records what it does — an event log — before
@@ -87,6 +102,7 @@ type serverOptions struct {
 	journal Journal
 	logger  *slog.Logger
 	expiry  time.Duration
+	drain   time.Duration
 }
 
 // ServerOption is an option of NewServer.
@@ -108,6 +124,23 @@ func WithLogger(logger *slog.Logger) ServerOption {
 	return func(o *serverOptions) { o.logger = logger }
 }
 
+// WithDrain bounds how long Run, once its context ends, goes on writing
+// the calls it has taken and resolving a write of unknown outcome before
+// it gives up on them (their calls fail); default DefaultDrain. 0 gives
+// up at once, as a kill would.
+func WithDrain(d time.Duration) ServerOption { return func(o *serverOptions) { o.drain = d } }
+
+// DefaultDrain is how long a stopping Server finishes its writes:
+// several etcd round trips and an election's worth of waiting, well
+// inside the 10 s a supervisor gives a process between SIGTERM and
+// SIGKILL.
+const DefaultDrain = 5 * time.Second
+
+// ErrStopping: the server's Run is stopping (its context ended); it
+// writes the calls it has taken and takes no new one. The caller asks
+// again, of the next leader.
+var ErrStopping = errors.New("coordinator: stopping")
+
 // MaxOpser is implemented by a ledger with a limit on the operations of
 // one Commit.
 type MaxOpser interface{ MaxOps() int }
@@ -124,6 +157,7 @@ func NewServer(ctx context.Context, cfg Config, ledger Ledger, opts ...ServerOpt
 	// thousands of tenants ended thousands of leases at once, under the
 	// lock, and every call waited behind it.
 	s.opts.expiry = 100 * time.Millisecond
+	s.opts.drain = DefaultDrain
 	for _, o := range opts {
 		o(&s.opts)
 	}
@@ -229,6 +263,13 @@ func (s *Server) submit(ctx context.Context, n int, propose func(at time.Duratio
 	out := make([]outcome, n)
 	done := make([]chan outcome, n)
 	s.mu.Lock()
+	if s.draining && s.stopErr == nil {
+		s.mu.Unlock()
+		for i := range out {
+			out[i].err = fmt.Errorf("%w: %w", ErrNotWritten, ErrStopping)
+		}
+		return out
+	}
 	at := s.Since()
 	for i := range n {
 		step, err := propose(at, i)
@@ -296,8 +337,32 @@ func (s *Server) LiveIDs() []uint64 {
 // call from then on fails with it). Other errors, of the ledger or the
 // journal, fail the calls of that write — the regions ask again — and the
 // steps are written and recorded again with the next write, so that the
-// ledger and the journal catch up.
+// ledger and the journal catch up. A write of unknown outcome is resolved
+// by reading the ledger back before anything depends on it (commit).
+//
+// When ctx ends, Run stops gracefully: it refuses new calls
+// (ErrStopping), writes the steps it has taken and resolves a write in
+// flight — for at most the drain time (WithDrain), its writes no longer
+// bound to ctx, since a write cancelled halfway has an unknown outcome —
+// then fails whatever is left and returns ctx's error. The caller then
+// resigns (its ledger's), so that a successor takes over at once.
 func (s *Server) Run(ctx context.Context) error {
+	// The writes' context: ctx's values, and its end only a drain time
+	// after ctx's.
+	wctx, wcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer wcancel()
+	stopDrain := context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		s.draining = true // at once, though a write may hold up the loop
+		s.mu.Unlock()
+		if s.opts.drain <= 0 {
+			wcancel()
+			return
+		}
+		t := time.AfterFunc(s.opts.drain, wcancel)
+		context.AfterFunc(wctx, func() { t.Stop() })
+	})
+	defer stopDrain()
 	tick := time.NewTicker(s.opts.expiry)
 	defer tick.Stop()
 	var retry <-chan time.Time
@@ -315,8 +380,7 @@ func (s *Server) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			s.stop(ctx.Err())
-			return ctx.Err()
+			return s.drain(ctx, wctx)
 		case <-s.kick:
 		case <-retry:
 		case <-tick.C:
@@ -333,7 +397,7 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 		}
 		retry = nil
-		err := s.flush(ctx)
+		err := s.flush(wctx)
 		switch {
 		case err == nil:
 			backoff = 50 * time.Millisecond
@@ -346,6 +410,42 @@ func (s *Server) Run(ctx context.Context) error {
 		default:
 			retry = time.After(backoff)
 			backoff = min(2*backoff, time.Second)
+		}
+	}
+}
+
+// drain is Run's end once ctx has ended: no new call is taken, and what
+// was taken is written while wctx lasts.
+func (s *Server) drain(ctx, wctx context.Context) error {
+	s.mu.Lock()
+	s.draining = true
+	s.mu.Unlock()
+	backoff := 20 * time.Millisecond
+	for {
+		err := s.flush(wctx)
+		s.mu.Lock()
+		left := len(s.queue) > 0 || s.unresolved
+		s.mu.Unlock()
+		switch {
+		case errors.Is(err, quota.ErrStaleEpoch):
+			s.mu.Lock()
+			s.core.Fenced(err)
+			s.mu.Unlock()
+			s.stop(err)
+			return err
+		case err == nil && !left, wctx.Err() != nil:
+			if left && s.opts.logger != nil {
+				s.opts.logger.Warn("quota coordinator: stopped with writes not done; their calls fail", "err", err)
+			}
+			s.stop(ctx.Err())
+			return ctx.Err()
+		}
+		if err != nil {
+			select {
+			case <-wctx.Done():
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 500*time.Millisecond)
 		}
 	}
 }
@@ -428,12 +528,7 @@ func (s *Server) persist(ctx context.Context, epoch uint64, txn []pending, ops i
 		for _, p := range txn {
 			all = append(all, p.step.Ops...)
 		}
-		err := s.ledger.Commit(ctx, epoch, all...)
-		s.mu.Lock()
-		s.stats.Txns++
-		s.stats.Ops += int64(ops)
-		s.mu.Unlock()
-		if err != nil {
+		if err := s.commit(ctx, epoch, all); err != nil {
 			return err
 		}
 	}
@@ -445,9 +540,82 @@ func (s *Server) persist(ctx context.Context, epoch uint64, txn []pending, ops i
 		entries[i] = Entry{At: p.at, Step: p.step}
 	}
 	if err := s.opts.journal.Append(entries); err != nil {
+		s.mu.Lock()
+		s.stats.JournalFailures++
+		s.mu.Unlock()
 		return fmt.Errorf("coordinator: journal: %w", err)
 	}
 	return nil
+}
+
+// commit writes ops to the ledger, and is the one place where a write of
+// unknown outcome (ErrOutcomeUnknown) is settled: by reading the ledger
+// back under the same fence (Ledger.Resolve) before anything depends on
+// it. Applied, the write counts as done — its steps are journalled and
+// answered as any other; not applied, it failed as any other failed
+// write. Until it is settled the ledger takes no other write: one that
+// cannot be settled now (the ledger unreachable, or the drain time over)
+// is settled first thing at the next write (unresolved), and the steps
+// that depended on it have failed meanwhile, to be written again.
+func (s *Server) commit(ctx context.Context, epoch uint64, ops []Op) error {
+	s.mu.Lock()
+	unresolved := s.unresolved
+	s.mu.Unlock()
+	if unresolved {
+		if _, err := s.resolve(ctx, epoch); err != nil {
+			return err
+		}
+	}
+	err := s.ledger.Commit(ctx, epoch, ops...)
+	s.mu.Lock()
+	s.stats.Txns++
+	s.stats.Ops += int64(len(ops))
+	s.mu.Unlock()
+	if !errors.Is(err, ErrOutcomeUnknown) {
+		return err
+	}
+	s.mu.Lock()
+	s.stats.Unknown++
+	s.unresolved = true
+	s.mu.Unlock()
+	applied, rerr := s.resolve(ctx, epoch)
+	switch {
+	case rerr != nil:
+		return rerr
+	case applied:
+		s.mu.Lock()
+		s.stats.Landed++
+		s.mu.Unlock()
+		if s.opts.logger != nil {
+			s.opts.logger.Info("quota coordinator: a write of unknown outcome was applied; its calls are answered", "ops", len(ops), "err", err)
+		}
+		return nil
+	}
+	return err
+}
+
+// resolve asks the ledger until it tells whether the write of unknown
+// outcome was applied, or ctx ends, or the ledger fences this server.
+func (s *Server) resolve(ctx context.Context, epoch uint64) (bool, error) {
+	backoff := 10 * time.Millisecond
+	for {
+		applied, err := s.ledger.Resolve(ctx, epoch)
+		if err == nil {
+			s.mu.Lock()
+			s.unresolved = false
+			s.mu.Unlock()
+			return applied, nil
+		}
+		if !errors.Is(err, ErrOutcomeUnknown) || ctx.Err() != nil {
+			return false, err
+		}
+		select {
+		case <-ctx.Done():
+			return false, err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 500*time.Millisecond)
+	}
 }
 
 // acknowledge tells the core how a step's persisting went, and its caller

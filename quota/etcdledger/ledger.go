@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
@@ -154,14 +155,28 @@ func (c Config) Validate() error {
 //
 // Keys under the prefix: meta (format and cluster name), election/…,
 // lease/<id> (a quota.Lease in JSON), credit/<tenant> (micro-tokens),
-// nextid, tenant/<name> (a coordinator.TenantRecord in JSON),
+// nextid, write (the mark of the newest write: see below), tenant/<name>
+// (a coordinator.TenantRecord in JSON),
 // tenants-seeded (present once a config file's tenants were written) and
 // holder/<region> (a coordinator.Holder in JSON: the agent incarnation
 // that holds the region). Tenants and holders are written by the leader
 // in the same fenced transactions as the leases, so a deposed leader
-// cannot change one either. A Ledger is safe for concurrent use.
+// cannot change one either.
+//
+// Writes are chained, so that one whose outcome is unknown can be settled
+// (Resolve): each puts a mark of its own into the key write and is
+// guarded also by Compare(ModRevision(write) = the revision of the newest
+// write known applied). A cancelled transaction that etcd commits later
+// lands only while the chain has not moved; Resolve reads the mark back
+// and, if the write has not landed, moves the chain itself (a void mark),
+// after which it never can. Fence moves the chain too, so that no write
+// of an earlier epoch of the same session lands after the snapshot.
+//
+// A Ledger is safe for concurrent use; its writes go one at a time.
 type Ledger struct {
 	cfg Config
+
+	wmu sync.Mutex // serializes Commit and Resolve: each extends the chain
 
 	mu          sync.Mutex
 	session     *session
@@ -170,6 +185,14 @@ type Ledger struct {
 	epoch       int64
 	lastCompact int64
 	nextID      uint64
+	// The chain: writeRev is the write key's revision as of the newest
+	// write known applied, marks numbers this ledger's marks, and unknown
+	// is the mark of a write of unknown outcome ("": none), which would
+	// set the next id to unknownNext.
+	writeRev    int64
+	marks       uint64
+	unknown     string
+	unknownNext uint64
 }
 
 var (
@@ -234,9 +257,15 @@ func (l *Ledger) checkMeta(kvs []*mvccpb.KeyValue, want []byte) error {
 	return nil
 }
 
-// MaxOps implements coordinator.MaxOpser: etcd's limit, less the one
-// operation Commit adds (the next id).
-func (l *Ledger) MaxOps() int { return l.cfg.MaxTxnOps - 1 }
+// MaxOps implements coordinator.MaxOpser: etcd's limit, less the two
+// operations Commit adds (the next id and the write's mark).
+func (l *Ledger) MaxOps() int { return l.cfg.MaxTxnOps - 2 }
+
+// mark is a write's mark: unique over every leader (the epoch is) and
+// every write of one (n).
+func mark(epoch int64, n uint64) string {
+	return strconv.FormatInt(epoch, 10) + "." + strconv.FormatUint(n, 10)
+}
 
 // Fence implements coordinator.Ledger: it campaigns, blocking until this
 // process leads (or ctx ends), then reads the ledger.
@@ -282,7 +311,16 @@ func (l *Ledger) Fence(ctx context.Context) (coordinator.Snapshot, error) {
 	snap := coordinator.Snapshot{Epoch: uint64(e.Rev()), Credit: map[string]quota.Micro{}}
 	p := l.cfg.Prefix
 	// One read, at one revision, after winning: everything every earlier
-	// leader wrote is in it, and nothing it writes can change it now.
+	// leader wrote is in it, and nothing it writes can change it now. It
+	// moves the write chain: a write of an earlier epoch still in flight
+	// — the same session's, whose election key, reused, has the same
+	// revision — can no longer land after it.
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	l.mu.Lock()
+	l.marks++
+	fenceMark := mark(e.Rev(), l.marks) + ".fence"
+	l.mu.Unlock()
 	resp, err := l.cfg.Client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(e.Key()), "=", e.Rev())).
 		Then(clientv3.OpGet(p+"lease/", clientv3.WithPrefix()),
@@ -290,7 +328,8 @@ func (l *Ledger) Fence(ctx context.Context) (coordinator.Snapshot, error) {
 			clientv3.OpGet(p+"nextid"),
 			clientv3.OpGet(p+"tenant/", clientv3.WithPrefix()),
 			clientv3.OpGet(p+"tenants-seeded"),
-			clientv3.OpGet(p+"holder/", clientv3.WithPrefix())).
+			clientv3.OpGet(p+"holder/", clientv3.WithPrefix()),
+			clientv3.OpPut(p+"write", fenceMark)).
 		Commit()
 	if err != nil {
 		return coordinator.Snapshot{}, fmt.Errorf("etcdledger: reading the ledger: %w", err)
@@ -338,22 +377,31 @@ func (l *Ledger) Fence(ctx context.Context) (coordinator.Snapshot, error) {
 	snap.NextID = max(snap.NextID, 1)
 	l.mu.Lock()
 	l.election, l.key, l.epoch, l.nextID = e, e.Key(), e.Rev(), snap.NextID
+	l.writeRev, l.unknown = resp.Header.Revision, ""
 	l.lastCompact = max(l.lastCompact, resp.Header.Revision)
 	l.mu.Unlock()
 	return snap, nil
 }
 
 // Commit implements coordinator.Ledger: one transaction, guarded by the
-// leader key's create revision. Ops on one key keep the last (etcd
-// refuses a key twice in one transaction): a lease put and ended in one
-// batch is deleted.
+// leader key's create revision and the write chain. Ops on one key keep
+// the last (etcd refuses a key twice in one transaction): a lease put and
+// ended in one batch is deleted. A transaction that fails other than by
+// etcd's refusal of its form has an unknown outcome
+// (coordinator.ErrOutcomeUnknown): Resolve settles it, and until then
+// Commit refuses to write.
 func (l *Ledger) Commit(ctx context.Context, epoch uint64, ops ...coordinator.Op) error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
 	l.mu.Lock()
 	key, cur := l.key, l.epoch
-	next := l.nextID
+	next, rev, unknown := l.nextID, l.writeRev, l.unknown
 	l.mu.Unlock()
 	if key == "" || uint64(cur) != epoch {
 		return fmt.Errorf("%w: write at epoch %d, this ledger leads at %d", quota.ErrStaleEpoch, epoch, cur)
+	}
+	if unknown != "" {
+		return fmt.Errorf("etcdledger: write refused: write %s has an unknown outcome; settle it first (Resolve)", unknown)
 	}
 	p := l.cfg.Prefix
 	order := make([]string, 0, len(ops))
@@ -424,25 +472,50 @@ func (l *Ledger) Commit(ctx context.Context, epoch uint64, ops ...coordinator.Op
 	for _, k := range order {
 		then = append(then, last[k])
 	}
-	then = append(then, clientv3.OpPut(p+"nextid", strconv.FormatUint(next, 10)))
+	l.mu.Lock()
+	l.marks++
+	m := mark(cur, l.marks)
+	l.mu.Unlock()
+	then = append(then, clientv3.OpPut(p+"nextid", strconv.FormatUint(next, 10)), clientv3.OpPut(p+"write", m))
 	if len(then) > l.cfg.MaxTxnOps {
 		return fmt.Errorf("etcdledger: %d operations in one transaction: etcd takes at most %d", len(then), l.cfg.MaxTxnOps)
 	}
 	wctx, cancel := context.WithTimeout(ctx, l.cfg.WriteTimeout)
 	resp, err := l.cfg.Client.Txn(wctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", int64(epoch))).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", int64(epoch)),
+			clientv3.Compare(clientv3.ModRevision(p+"write"), "=", rev)).
 		Then(then...).
+		Else(clientv3.OpGet(key), clientv3.OpGet(p+"write")).
 		Commit()
 	cancel()
 	if err != nil {
-		return fmt.Errorf("etcdledger: writing %d ops: %w", len(then), err)
+		if refused(err) {
+			return fmt.Errorf("etcdledger: writing %d ops: %w", len(then), err)
+		}
+		l.mu.Lock()
+		l.unknown, l.unknownNext = m, next
+		l.mu.Unlock()
+		return fmt.Errorf("etcdledger: writing %d ops (write %s): %w: %w", len(then), m, coordinator.ErrOutcomeUnknown, err)
 	}
 	if !resp.Succeeded {
-		return fmt.Errorf("%w: the election key of epoch %d is gone: a successor leads, or this leader's session expired", quota.ErrStaleEpoch, epoch)
+		if err := l.fenceLost(resp, epoch); err != nil {
+			return err
+		}
+		// The chain moved under this leader: only a write of its own can
+		// move it, and none was unsettled. Take up the chain where it is,
+		// and refuse this write (nothing of it was applied).
+		w := resp.Responses[1].GetResponseRange().Kvs
+		l.mu.Lock()
+		if len(w) > 0 {
+			l.writeRev = w[0].ModRevision
+		}
+		l.mu.Unlock()
+		return fmt.Errorf("etcdledger: write %s refused: the write chain moved under this leader (to %v)", m, w)
 	}
 	l.mu.Lock()
 	l.nextID = max(l.nextID, next)
-	rev := resp.Header.Revision
+	rev = resp.Header.Revision
+	l.writeRev = rev
 	compact := l.cfg.CompactEvery > 0 && rev-l.lastCompact >= 2*l.cfg.CompactEvery
 	if compact {
 		l.lastCompact = rev - l.cfg.CompactEvery
@@ -454,6 +527,83 @@ func (l *Ledger) Commit(ctx context.Context, epoch uint64, ops ...coordinator.Op
 		go l.cfg.Client.Compact(context.WithoutCancel(ctx), rev-l.cfg.CompactEvery) //nolint:errcheck
 	}
 	return nil
+}
+
+// fenceLost reads a failed guard's Else (the election key first): the
+// error if this leader's key is gone, nil if it is the chain that moved.
+func (l *Ledger) fenceLost(resp *clientv3.TxnResponse, epoch uint64) error {
+	kvs := resp.Responses[0].GetResponseRange().Kvs
+	if len(kvs) == 0 || kvs[0].CreateRevision != int64(epoch) {
+		return fmt.Errorf("%w: the election key of epoch %d is gone: a successor leads, or this leader's session expired", quota.ErrStaleEpoch, epoch)
+	}
+	return nil
+}
+
+// refused says whether etcd refused a transaction for its form — then
+// nothing of it was applied — rather than its outcome being unknown.
+func refused(err error) bool {
+	return errors.Is(err, rpctypes.ErrTooManyOps) || errors.Is(err, rpctypes.ErrRequestTooLarge) ||
+		errors.Is(err, rpctypes.ErrDuplicateKey) || errors.Is(err, rpctypes.ErrEmptyKey)
+}
+
+// Resolve implements coordinator.Ledger: it settles the write of unknown
+// outcome. Under the same fence and chain as the write, it moves the
+// chain (a void mark): done, the write had not landed and never will; if
+// the chain had moved already, the write key's mark says whether the
+// write landed (its own mark) or an earlier Resolve voided it (a void
+// transaction of unknown outcome itself).
+func (l *Ledger) Resolve(ctx context.Context, epoch uint64) (bool, error) {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	l.mu.Lock()
+	key, cur := l.key, l.epoch
+	rev, unknown := l.writeRev, l.unknown
+	l.mu.Unlock()
+	if key == "" || uint64(cur) != epoch {
+		return false, fmt.Errorf("%w: resolving a write at epoch %d, this ledger leads at %d", quota.ErrStaleEpoch, epoch, cur)
+	}
+	if unknown == "" {
+		return false, nil
+	}
+	p := l.cfg.Prefix
+	void := unknown + ".void"
+	// Bounded as a write is (WriteTimeout): one sent towards an etcd
+	// leader that died would wait out etcd's request timeout; timed out,
+	// it is itself of unknown outcome, and the caller asks again.
+	wctx, cancel := context.WithTimeout(ctx, l.cfg.WriteTimeout)
+	resp, err := l.cfg.Client.Txn(wctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", int64(epoch)),
+			clientv3.Compare(clientv3.ModRevision(p+"write"), "=", rev)).
+		Then(clientv3.OpPut(p+"write", void)).
+		Else(clientv3.OpGet(key), clientv3.OpGet(p+"write")).
+		Commit()
+	cancel()
+	if err != nil {
+		return false, fmt.Errorf("etcdledger: settling write %s: %w: %w", unknown, coordinator.ErrOutcomeUnknown, err)
+	}
+	settle := func(rev int64, applied bool) (bool, error) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.writeRev, l.unknown = rev, ""
+		if applied {
+			l.nextID = max(l.nextID, l.unknownNext)
+		}
+		return applied, nil
+	}
+	if resp.Succeeded {
+		return settle(resp.Header.Revision, false)
+	}
+	if err := l.fenceLost(resp, epoch); err != nil {
+		return false, err
+	}
+	w := resp.Responses[1].GetResponseRange().Kvs
+	switch {
+	case len(w) > 0 && string(w[0].Value) == unknown:
+		return settle(w[0].ModRevision, true)
+	case len(w) > 0 && string(w[0].Value) == void:
+		return settle(w[0].ModRevision, false)
+	}
+	return false, fmt.Errorf("etcdledger: settling write %s: the write chain holds %v, neither it nor its void", unknown, w)
 }
 
 func leaseKey(prefix string, id uint64) string {

@@ -1,6 +1,8 @@
 package eventlog
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -137,5 +139,85 @@ func TestWriteLine(t *testing.T) {
 	}
 	if e, err := ParseEvent([]byte(strings.TrimSuffix(b.String(), "\n"))); err != nil || e.Kind != Summary {
 		t.Errorf("the summary line reads back as %v, %v; want a Summary", e.Kind, err)
+	}
+}
+
+// fullDisk writes to a real file until room runs out: then it writes
+// what fits (part of the batch) and fails, as a write(2) on a full disk
+// does. room < 0: no limit.
+type fullDisk struct {
+	*os.File
+	room int
+}
+
+func (d *fullDisk) Write(b []byte) (int, error) {
+	if d.room < 0 || len(b) <= d.room {
+		if d.room >= 0 {
+			d.room -= len(b)
+		}
+		return d.File.Write(b)
+	}
+	n, _ := d.File.Write(b[:d.room])
+	d.room = 0
+	return n, errors.New("no space left on device")
+}
+
+// TestFileWriteFailures: the disk fills up halfway through a batch.
+// Append reports the error and the file keeps no part of the batch; a
+// Flush that fails keeps its lines for the next; nothing stops for good:
+// once there is room, the lines buffered and a batch appended again
+// reach the file whole, each once. Failures counts the failed writes.
+func TestFileWriteFailures(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log.jsonl")
+	l, err := OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	disk := &fullDisk{File: l.f.(*os.File), room: -1}
+	l.mu.Lock()
+	l.f = disk
+	l.mu.Unlock()
+	grant := &Event{T: 1, Kind: Lease, Tenant: "acme", Region: "eu", ID: 7, Epoch: 1, Rate: quota.One, Burst: quota.One}
+	credit := &Event{T: 1, Kind: Credit, Tenant: "acme", Region: "us", ID: 3, Balance: quota.One}
+	if err := l.Append(grant, credit); err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	disk.room = 10 // the next batch is cut after 10 bytes
+	l.mu.Unlock()
+	grant2 := &Event{T: 2, Kind: Lease, Tenant: "acme", Region: "eu", ID: 8, Epoch: 1, Rate: quota.One, Burst: quota.One}
+	if err := l.Append(grant2); err == nil {
+		t.Fatal("step 1: Append on a full disk reported no error")
+	}
+	l.Write(&Event{T: 3, Kind: Admit, Tenant: "acme", Region: "eu", N: 1})
+	if err := l.Flush(); err == nil {
+		t.Fatal("step 2: Flush on a full disk reported no error")
+	}
+	if n := l.Failures(); n != 2 {
+		t.Fatalf("step 3: Failures = %d, want 2", n)
+	}
+	l.mu.Lock()
+	disk.room = -1 // room again
+	l.mu.Unlock()
+	if err := l.Append(grant2); err != nil {
+		t.Fatalf("step 4: Append once there is room: %v", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got collected
+	if err := ReadLog(strings.NewReader(string(b)), &got); err != nil {
+		t.Fatalf("step 5: the log does not read back (a line cut in half?): %v\n%s", err, b)
+	}
+	var kinds []string
+	for _, e := range got {
+		kinds = append(kinds, fmt.Sprintf("%s %d", e.Kind, e.ID))
+	}
+	if want := "lease 7, credit 3, admit 0, lease 8, stop 0"; strings.Join(kinds, ", ") != want {
+		t.Fatalf("step 5: the log holds %q, want %q", strings.Join(kinds, ", "), want)
 	}
 }

@@ -27,6 +27,10 @@ const (
 	UnknownRequest
 	// OverOnArrival: the lease had already ended when it arrived.
 	OverOnArrival
+	// Kept: the coordinator answered with the lease in use, unchanged
+	// (quota.Grant.Unchanged): the request is answered, and the lease
+	// stays as it is — same shares, same end.
+	Kept
 
 	numOutcomes // how many outcomes there are
 )
@@ -45,6 +49,8 @@ func (o Outcome) String() string {
 		return "answers an unknown request"
 	case OverOnArrival:
 		return "over on arrival"
+	case Kept:
+		return "kept the lease in use"
 	}
 	return "outcome(" + strconv.Itoa(int(o)) + ")"
 }
@@ -79,13 +85,27 @@ func (l *Limiter) Install(now int64, g quota.Grant) Installed {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	sent := b.sent[g.Seq%uint64(len(b.sent))]
 	switch {
 	case g.Lease.Epoch < b.epoch:
 		return Installed{Outcome: StaleEpoch}
-	case g.Lease.ID <= b.held:
+	case g.Unchanged && g.Lease.ID == b.held && g.Lease.ID != 0 && sent.seq == g.Seq && g.Seq != 0:
+		// The lease in use stands: the request is answered, and nothing
+		// else changes — in particular not the lease's end, which stays
+		// measured from the request that got it, since the coordinator
+		// counts it only until the end it wrote then.
+		b.answered = max(b.answered, g.Seq)
+		if g.Seq == b.seq {
+			b.failures = 0
+		}
+		b.short = g.Short
+		b.setCeiling(g)
+		return Installed{Outcome: Kept, Lease: g.Lease, Until: b.cur.Load().until}
+	case g.Unchanged || g.Lease.ID <= b.held:
+		// An Unchanged answer for a lease other than the one in use (the
+		// region moved on since) is no lease to install either.
 		return Installed{Outcome: NotNewer}
 	}
-	sent := b.sent[g.Seq%uint64(len(b.sent))]
 	if sent.seq != g.Seq || g.Seq == 0 {
 		return Installed{Outcome: UnknownRequest}
 	}
@@ -103,6 +123,7 @@ func (l *Limiter) Install(now int64, g quota.Grant) Installed {
 		b.failures = 0
 	}
 	b.held = g.Lease.ID
+	b.leaseSent, b.short = sent.at, g.Short
 	b.setCeiling(g)
 	b.validFor = int64(g.ValidFor)
 	b.mode = g.Mode

@@ -93,6 +93,8 @@ type bucket struct {
 	validFor   int64
 	mode       quota.Mode
 	held       uint64 // highest lease ID installed
+	leaseSent  int64  // when the request that got the lease in use was sent: the ordinary renewal is half a lease later
+	short      bool   // the newest answer said the lease falls short of the target share (quota.Grant.Short)
 	reported   bool
 	demand     quota.Micro // the demand last reported
 	jitter     float64     // this request's stretch of the retry interval
@@ -195,3 +197,10 @@ func (l *Limiter) Serves(tenant string) bool { return l.bucket(tenant) != nil }
 // to the methods that take now (AllowAt, Request, Install, Due, Status)
 // instead.
 func (l *Limiter) Now() int64 { return int64(time.Since(l.start)) }
+
+// Start is the wall-clock instant at which Now read 0: the origin that
+// maps the limiter's clock to Unix time, Start().UnixNano() + Now(). A
+// process that logs the limiter's instants maps them with it rather than
+// with a time.Now of its own, read apart from this one: that would shift
+// every instant by the gap between the two reads.
+func (l *Limiter) Start() time.Time { return l.start }

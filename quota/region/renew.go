@@ -94,9 +94,17 @@ func (l *Limiter) Nudge(n quota.Nudge) {
 }
 
 // Due says whether the tenant should send a request now: it has no valid
-// lease, half its lease has passed, it was nudged, or its demand outgrew
-// its share (at most every HotInterval) — and no request is waiting for
-// an answer, unless that one has waited the retry interval.
+// lease, half its lease has passed, it was nudged, or it is refusing and
+// asking may get it more (at most every HotInterval) — and no request is
+// waiting for an answer, unless that one has waited the retry interval.
+//
+// A region that refuses asks early only when its last answer said its
+// lease falls short of its target (quota.Grant.Short: other regions hold
+// the rest and were nudged to give it up) or when its demand has doubled
+// since it last reported it (its target grows with it). Otherwise it
+// already holds its fair part of a tenant over its limit: asking again
+// would change nothing, so it asks at half a lease, as every region does,
+// and sooner only when the coordinator nudges it because share was freed.
 func (l *Limiter) Due(now int64, tenant string) bool {
 	b := l.bucket(tenant)
 	if b == nil {
@@ -119,7 +127,8 @@ func (l *Limiter) Due(now int64, tenant string) bool {
 		return since >= int64(l.cfg.Retry)
 	case b.nudged:
 		return true
-	case b.hot.Load() && since >= int64(l.cfg.HotInterval):
+	case b.hot.Load() && since >= int64(l.cfg.HotInterval) &&
+		(b.short || float64(b.offeredSince(false))*float64(quota.One)*1e9/float64(since) > 2*float64(b.demand)):
 		return true
 	case since >= 4*int64(l.cfg.HotInterval) && b.demand > 0 &&
 		float64(b.offeredSince(false))*float64(quota.One)*1e9/float64(since) < 0.5*float64(b.demand):
@@ -128,7 +137,11 @@ func (l *Limiter) Due(now int64, tenant string) bool {
 		// instead of waiting for the next renewal.
 		return true
 	}
-	return since >= b.validFor/2
+	// Half a lease from the request that got the lease in use, not from
+	// the last request: an answer that kept the lease (Kept) did not
+	// move its end. Not sooner than HotInterval after the last request
+	// (nor a quarter lease), should a renewal have been answered Kept.
+	return now-b.leaseSent >= b.validFor/2 && since >= min(int64(l.cfg.HotInterval), b.validFor/4)
 }
 
 func (l *Limiter) retryAfterFailures(n int) time.Duration {

@@ -92,7 +92,8 @@ type RunStats struct {
 	Renewals       int64 `json:"renewals"`        // requests answered with a grant
 	RenewFailures  int64 `json:"renew_failures"`  // requests that failed (timeouts, refusals, unreachable coordinator)
 	Installed      int64 `json:"installed"`       // grants put into use
-	Ignored        int64 `json:"ignored"`         // grants not installed (Outcome other than Accepted)
+	Kept           int64 `json:"kept"`            // answers that kept the lease in use (quota.Grant.Unchanged): no write at the coordinator
+	Ignored        int64 `json:"ignored"`         // grants not installed (Outcome other than Accepted and Kept)
 	Returns        int64 `json:"returns"`         // leases given back and acknowledged
 	ReturnFailures int64 `json:"return_failures"` // returns that failed (the coordinator counts the lease until it expires); not one whose tenant was deleted
 	// JournalFailures counts the records the Journal failed to write: the
@@ -101,8 +102,8 @@ type RunStats struct {
 }
 
 type runCounters struct {
-	renewals, renewFailures, installed, ignored, returns, returnFailures, journalFailures atomic.Int64
-	outcomes                                                                              [numOutcomes]atomic.Int64 // grants Run received, by what Install did (Grants)
+	renewals, renewFailures, installed, kept, ignored, returns, returnFailures, journalFailures atomic.Int64
+	outcomes                                                                                    [numOutcomes]atomic.Int64 // grants Run received, by what Install did (Grants)
 }
 
 // RunStats reports Run's counters.
@@ -110,7 +111,7 @@ func (l *Limiter) RunStats() RunStats {
 	c := &l.counters
 	return RunStats{
 		Renewals: c.renewals.Load(), RenewFailures: c.renewFailures.Load(),
-		Installed: c.installed.Load(), Ignored: c.ignored.Load(),
+		Installed: c.installed.Load(), Kept: c.kept.Load(), Ignored: c.ignored.Load(),
 		Returns: c.returns.Load(), ReturnFailures: c.returnFailures.Load(),
 		JournalFailures: c.journalFailures.Load(),
 	}
@@ -224,6 +225,10 @@ func (r *runner) renew(ctx context.Context, tenant string, b *bucket) {
 	now := l.Now()
 	in := l.Install(now, g)
 	l.counters.outcomes[in.Outcome].Add(1)
+	if in.Outcome == Kept {
+		l.counters.kept.Add(1)
+		return // the lease in use stands: nothing to install or return
+	}
 	if !in.OK() {
 		l.counters.ignored.Add(1)
 		return

@@ -97,8 +97,9 @@ func TestRunnersInProcess(t *testing.T) {
 			for _, o := range region.Outcomes() {
 				all += l.Grants(o)
 			}
-			if l.Grants(region.Accepted) != st.Installed || all != st.Installed+st.Ignored || st.Installed == 0 {
-				t.Errorf("%s: %d grants accepted and %d in all, want %d installed and %d ignored", name, l.Grants(region.Accepted), all, st.Installed, st.Ignored)
+			if l.Grants(region.Accepted) != st.Installed || l.Grants(region.Kept) != st.Kept || all != st.Installed+st.Kept+st.Ignored || st.Installed == 0 {
+				t.Errorf("%s: %d grants accepted, %d kept and %d in all, want %d installed, %d kept and %d ignored",
+					name, l.Grants(region.Accepted), l.Grants(region.Kept), all, st.Installed, st.Kept, st.Ignored)
 			}
 		}
 	})

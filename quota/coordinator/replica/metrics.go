@@ -3,12 +3,14 @@ package replica
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/afloat/afloat/quota"
 	"github.com/afloat/afloat/quota/coordinator"
+	"github.com/afloat/afloat/quota/eventlog"
 	"github.com/afloat/afloat/quota/internal/ops"
 )
 
@@ -22,6 +24,7 @@ type coordMetrics struct {
 	txn     *prometheus.HistogramVec
 	txnOps  prometheus.Histogram
 	current func() *coordinator.Server
+	events  atomic.Pointer[eventlog.File] // the event log, once open
 }
 
 // coordCollector reads the leading server's core at scrape time.
@@ -54,7 +57,7 @@ func newCoordMetrics(current func() *coordinator.Server) *coordMetrics {
 	m := &coordMetrics{reg: reg, current: current,
 		txn: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    ops.MetricPrefix + "coordinator_ledger_txn_duration_seconds",
-			Help:    "Time to write one ledger transaction (a batch of steps), by result: ok, fenced (a successor holds the ledger) or error.",
+			Help:    "Time to write one ledger transaction (a batch of steps), by result: ok, fenced (a successor holds the ledger), unknown (cancelled or cut off after it was sent: settled by reading the ledger back) or error.",
 			Buckets: ops.LatencyBuckets,
 		}, []string{"result"}),
 		txnOps: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -63,7 +66,10 @@ func newCoordMetrics(current func() *coordinator.Server) *coordMetrics {
 			Buckets: opsBuckets,
 		}),
 	}
-	reg.MustRegister(m.txn, m.txnOps)
+	reg.MustRegister(m.txn, m.txnOps, prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: ops.MetricPrefix + "coordinator_event_log_write_failures_total",
+		Help: "Writes to the event log (--event-log) that failed, a full disk say: the calls whose lines they held failed, and the lines are written again with the next write.",
+	}, func() float64 { return float64(m.events.Load().Failures()) }))
 	return m
 }
 
@@ -114,6 +120,11 @@ func (c *coordCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// eventLog counts the event log's failed writes: a failed append fails
+// the calls of its transaction, which the regions see; the operator sees
+// the counter.
+func (m *coordMetrics) eventLog(events *eventlog.File) { m.events.Store(events) }
+
 // meteredLedger times the coordinator's ledger writes and counts their
 // operations: the batching writer's latency and batch size.
 type meteredLedger struct {
@@ -135,6 +146,8 @@ func (t meteredLedger) Commit(ctx context.Context, epoch uint64, ops ...coordina
 	switch {
 	case errors.Is(err, quota.ErrStaleEpoch):
 		result = "fenced"
+	case errors.Is(err, coordinator.ErrOutcomeUnknown):
+		result = "unknown"
 	case err != nil:
 		result = "error"
 	}

@@ -147,6 +147,7 @@ func Run(ctx context.Context, o Options) error {
 	)
 	leader.Store("")
 	o.metrics = newCoordMetrics(current.Load)
+	o.metrics.eventLog(events) // 0 without one
 	mail := &remote.Mailbox{}
 	h, err := remote.Handler(remote.HandlerConfig{
 		Tokens: o.Config.Tokens(), Nudges: mail, Logger: log,
@@ -208,6 +209,9 @@ func Run(ctx context.Context, o Options) error {
 		began := time.Now()
 		err := lead(ctx, o, ledger, events, mail, &current, log)
 		if ctx.Err() != nil {
+			if err != nil && !errors.Is(err, context.Canceled) {
+				log.Warn("quota coordinator: stopping", "err", err)
+			}
 			break
 		}
 		if time.Since(began) > 10*time.Second {
@@ -220,6 +224,15 @@ func Run(ctx context.Context, o Options) error {
 		}
 		backoff = min(2*backoff, 2*time.Second) // etcd unreachable: do not spin
 	}
+	// Stopped (SIGTERM): lead has finished or settled the writes in
+	// flight (coordinator.Server.Run drains them); now stop serving, and
+	// resign so that a successor leads at once rather than after the
+	// session's TTL.
+	sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
+	hs.Shutdown(sctx) //nolint:errcheck // the regions ask the next leader
+	scancel()
+	err = ledger.Close()
+	log.Info("quota coordinator: stopped", "resigned", err == nil, "err", err)
 	return nil
 }
 
@@ -338,21 +351,34 @@ type coordJournal struct {
 
 func (j coordJournal) Append(entries []coordinator.Entry) error {
 	unix := func(d time.Duration) int64 { return j.start().UnixNano() + int64(d) }
+	// The transaction's lines go to the file whole or not at all: if they
+	// fail, the server fails the calls and appends them again with its
+	// next write, and a line written twice would read as a lease granted
+	// twice.
+	var lines batch
 	for _, en := range entries {
 		at, s := unix(en.At), en.Step
 		for _, e := range s.Ended {
-			j.events.Write(&eventlog.Event{T: at, Kind: eventlog.End, Tenant: e.Lease.Tenant, Region: e.Lease.Region,
+			lines.Write(&eventlog.Event{T: at, Kind: eventlog.End, Tenant: e.Lease.Tenant, Region: e.Lease.Region,
 				ID: e.Lease.ID, Epoch: e.Lease.Epoch, Why: string(e.Why)})
 		}
 		if l := s.Granted; l.ID != 0 {
-			j.events.Write(&eventlog.Event{T: at, Kind: eventlog.Lease, Tenant: l.Tenant, Region: l.Region, ID: l.ID, Epoch: l.Epoch,
+			lines.Write(&eventlog.Event{T: at, Kind: eventlog.Lease, Tenant: l.Tenant, Region: l.Region, ID: l.ID, Epoch: l.Epoch,
 				Rate: l.Rate, Burst: l.Burst, Transfer: l.Transfer, Activates: unix(l.Activates), Expires: unix(l.Expires)})
 		}
-		writeTenantChange(j.events, at, s.Tenant)
+		writeTenantChange(&lines, at, s.Tenant)
 		if s.Credit > 0 {
-			j.events.Write(&eventlog.Event{T: at, Kind: eventlog.Credit, Tenant: s.Returned.Tenant, Region: s.Returned.Region,
+			lines.Write(&eventlog.Event{T: at, Kind: eventlog.Credit, Tenant: s.Returned.Tenant, Region: s.Returned.Region,
 				ID: s.Returned.LeaseID, Balance: s.Credit})
 		}
 	}
-	return j.events.Flush()
+	return j.events.Append(lines...)
+}
+
+// batch collects a transaction's events for one File.Append.
+type batch []*eventlog.Event
+
+func (b *batch) Write(e *eventlog.Event) {
+	c := *e
+	*b = append(*b, &c)
 }

@@ -12,8 +12,8 @@ import (
 
 // writeTenantChange writes an operator's change to a tenant, so that the
 // checker follows R and B over the run.
-func writeTenantChange(l *eventlog.File, at int64, ch *coordinator.TenantChange) {
-	if l == nil || ch == nil {
+func writeTenantChange(l eventlog.Writer, at int64, ch *coordinator.TenantChange) {
+	if ch == nil {
 		return
 	}
 	for _, e := range eventlog.TenantChangeEvents(at, ch.Op, ch.By, ch.Old, ch.New, ch.Dropped) {
