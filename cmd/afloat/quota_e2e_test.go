@@ -22,6 +22,9 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
 	"github.com/afloat/afloat/internal/cli"
 	"github.com/afloat/afloat/internal/faultproxy"
 	"github.com/afloat/afloat/quota/eventlog"
@@ -38,8 +41,12 @@ import (
 // moves all traffic to one region, stops everything (SIGTERM) under
 // traffic and restarts it from its data directories, and then stops and
 // restarts each process in turn (SIGTERM), still under traffic: each
-// must finish or settle its writes, resign and say that it stopped. It
-// prints the longest gap in grants across each restart. Then afloat quota
+// must finish or settle its writes, resign and say that it stopped; and
+// last kills etcd's leader (kill -9), under traffic: no coordinator may
+// step down, and a grant must follow etcd's new leader within 4 s (the
+// time it takes is printed, not held to a bound). It prints the longest
+// gap in grants across each restart and kill, and one line, "quota e2e
+// row:", with every figure of the run, for a table of many runs. Then afloat quota
 // check, on the merged event
 // logs, must find 0 violations: R·Δ + B for the hard tenant, R·Δ + B + 3E
 // for the best-effort one, nothing admitted without a lease in hard mode.
@@ -113,14 +120,41 @@ func TestQuotaEndToEnd(t *testing.T) {
 	c.stopEverything()
 	c.startEverything()
 	step("restarted from the data directories; traffic everywhere", 5*time.Second)
-	fmt.Printf("quota e2e: stop and restart of everything under traffic: longest grant gap %v\n", c.grantGap(began, time.Now()).Round(time.Millisecond))
+	fullGap := c.grantGap(began, time.Now())
+	fmt.Printf("quota e2e: stop and restart of everything under traffic: longest grant gap %v\n", fullGap.Round(time.Millisecond))
 
 	// 6. Each process in turn stops (SIGTERM) and starts again, under
 	// traffic.
 	began = time.Now()
 	c.restartEachInTurn()
 	step("every process restarted in turn; traffic everywhere", 3*time.Second)
-	fmt.Printf("quota e2e: rolling restart of every process under traffic: longest grant gap %v\n", c.grantGap(began, time.Now()).Round(time.Millisecond))
+	rollingGap := c.grantGap(began, time.Now())
+	fmt.Printf("quota e2e: rolling restart of every process under traffic: longest grant gap %v\n", rollingGap.Round(time.Millisecond))
+
+	// 7. etcd's leader dies (kill -9) under traffic. The coordinator's
+	// session and writes must ride through etcd's election (session TTL
+	// 5 s, against an election of 500 ms here): no step-down, and grants
+	// again soon after etcd has a new leader. The member comes back, so
+	// that the cluster is whole for the check.
+	dead, deadID := c.etcdLeader()
+	etcdKilled := time.Now()
+	c.etcd[dead].kill()
+	elected := c.waitEtcdLeader(deadID)
+	step(fmt.Sprintf("killed etcd member %d (etcd's leader) with SIGKILL; a new leader %v later", dead, elected.Sub(etcdKilled).Round(time.Millisecond)), 4*time.Second)
+	etcdGap := c.grantGap(etcdKilled, time.Now())
+	etcdResumed := c.firstGrantAt(elected)
+	stepDowns := c.restartsAfter(etcdKilled)
+	fmt.Printf("quota e2e: etcd leader m%d killed under traffic: etcd elected a new leader %v later; first grant %v after the election; longest grant gap %v; %d coordinator step-downs\n",
+		dead, elected.Sub(etcdKilled).Round(time.Millisecond), etcdResumed.Round(time.Millisecond), etcdGap.Round(time.Millisecond), stepDowns)
+	if stepDowns > 0 {
+		t.Errorf("etcd's leader died: %d coordinator restarts (a step-down and a new lead): the session should ride through etcd's election", stepDowns)
+	}
+	if etcdResumed < 0 {
+		t.Errorf("etcd's leader died: no grant in the 4 s after etcd elected a new leader")
+	}
+	c.etcd[dead].start()
+	c.waitEtcd()
+	step(fmt.Sprintf("restarted etcd member %d", dead), 2*time.Second)
 	traffic.pause()
 	c.stopAll()
 
@@ -149,6 +183,10 @@ func TestQuotaEndToEnd(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("quota check printed %q: %v", out.String(), err)
 	}
+	// One line per run, for a table of many runs.
+	ms := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) }
+	fmt.Printf("quota e2e row: full_restart_gap=%s rolling_restart_gap=%s etcd_leader_kill_gap=%s etcd_election=%s etcd_resumed_after_election=%s etcd_step_downs=%d coordinator_failover=%s violations=%d worst_excess=%.1f\n",
+		ms(fullGap), ms(rollingGap), ms(etcdGap), ms(elected.Sub(etcdKilled)), ms(etcdResumed), stepDowns, ms(resumed), rep.Violations, rep.WorstExcess)
 	if status != cli.ExitOK || rep.Violations != 0 {
 		t.Fatalf("quota check: status %d, %d violations: %v", status, rep.Violations, rep.Messages)
 	}
@@ -239,6 +277,7 @@ type cluster struct {
 	etcdClient  []*faultproxy.Proxy
 	proxies     []*faultproxy.Proxy
 	config      string
+	etcdCli     *clientv3.Client // through the client proxies, for members' status
 }
 
 // freeAddr is a free loopback address below the kernel's ephemeral port
@@ -344,6 +383,11 @@ func newCluster(t *testing.T, bin, dir string) *cluster {
 				"--event-log-lines"}} // each decision: the check is exact, with no slack
 	}
 	c.config = filepath.Join(dir, "quota.yaml")
+	cli, err := clientv3.New(clientv3.Config{Endpoints: etcdURLs, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.etcdCli = cli
 	// Leases of 3 s, so that a partition longer than a lease fits in
 	// seconds; the shipped etcd settings (session TTL 5 s: a dead leader
 	// is deposed by the other replica after 1 s without keep-alives).
@@ -606,6 +650,91 @@ func (c *cluster) stopAll() {
 		p.Close()
 	}
 	c.proxies = nil
+	if c.etcdCli != nil {
+		c.etcdCli.Close()
+		c.etcdCli = nil
+	}
+}
+
+// etcdLeader is the index of the member that leads etcd, and its member
+// id, as the members' own status says.
+func (c *cluster) etcdLeader() (int, uint64) {
+	c.t.Helper()
+	for i, p := range c.etcdClient {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		st, err := c.etcdCli.Status(ctx, p.URL())
+		cancel()
+		if err == nil && st.Leader == st.Header.MemberId {
+			return i, st.Leader
+		}
+	}
+	c.t.Fatal("etcd has no leader")
+	return 0, 0
+}
+
+// waitEtcdLeader returns when a member names a leader other than dead.
+func (c *cluster) waitEtcdLeader(dead uint64) time.Time {
+	c.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, p := range c.etcdClient {
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			st, err := c.etcdCli.Status(ctx, p.URL())
+			cancel()
+			if err == nil && st.Leader != 0 && st.Leader != dead {
+				return time.Now()
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.t.Fatal("etcd elected no new leader within 20 s")
+	return time.Time{}
+}
+
+// coordinatorEvents are the events of both coordinators' logs.
+func (c *cluster) coordinatorEvents() []eventlog.Event {
+	var out []eventlog.Event
+	for k := range c.coords {
+		f, err := os.Open(filepath.Join(c.dir, fmt.Sprintf("coordinator-%d.jsonl", k)))
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if e, err := eventlog.ParseEvent(sc.Bytes()); err == nil {
+				out = append(out, e)
+			}
+		}
+		f.Close()
+	}
+	return out
+}
+
+// firstGrantAt is how long after t0 the first lease was granted; −1 if
+// none was.
+func (c *cluster) firstGrantAt(t0 time.Time) time.Duration {
+	first := int64(-1)
+	for _, e := range c.coordinatorEvents() {
+		if e.Kind == eventlog.Lease && e.T >= t0.UnixNano() && (first < 0 || e.T < first) {
+			first = e.T
+		}
+	}
+	if first < 0 {
+		return -1
+	}
+	return time.Duration(first - t0.UnixNano())
+}
+
+// restartsAfter counts the coordinators' restart events after t0: each is
+// a lead taken (after a step-down, or by the other replica).
+func (c *cluster) restartsAfter(t0 time.Time) int {
+	n := 0
+	for _, e := range c.coordinatorEvents() {
+		if e.Kind == eventlog.Restart && e.T > t0.UnixNano() {
+			n++
+		}
+	}
+	return n
 }
 
 func (c *cluster) logs() []string {
