@@ -129,8 +129,9 @@ func TestQuotaEndToEnd(t *testing.T) {
 	step("restarted from the data directories; traffic everywhere", 5*time.Second)
 	fullGap := c.grantGap(began, time.Now())
 	fullFirst := c.firstGrantAt(leading)
+	stopTook := stopped.Sub(began)
 	fmt.Printf("quota e2e: stop and restart of everything under traffic: longest grant gap %v (stopped in %v, etcd healthy %v later, a coordinator leading %v later, its first grant %v later)\n",
-		fullGap.Round(time.Millisecond), stopped.Sub(began).Round(time.Millisecond), etcdUp.Sub(stopped).Round(time.Millisecond),
+		fullGap.Round(time.Millisecond), stopTook.Round(time.Millisecond), etcdUp.Sub(stopped).Round(time.Millisecond),
 		leading.Sub(etcdUp).Round(time.Millisecond), fullFirst.Round(time.Millisecond))
 
 	// 6. Each process in turn stops (SIGTERM) and starts again, under
@@ -196,7 +197,7 @@ func TestQuotaEndToEnd(t *testing.T) {
 	// One line per run, for a table of many runs.
 	ms := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) }
 	fmt.Printf("quota e2e row: full_restart_gap=%s (stop=%s etcd=%s lead=%s grant=%s) rolling_restart_gap=%s etcd_leader_kill_gap=%s etcd_election=%s etcd_resumed_after_election=%s etcd_step_downs=%d coordinator_failover=%s violations=%d worst_excess=%.1f\n",
-		ms(fullGap), ms(stopped.Sub(began)), ms(etcdUp.Sub(stopped)), ms(leading.Sub(etcdUp)), ms(fullFirst), ms(rollingGap), ms(etcdGap), ms(elected.Sub(etcdKilled)), ms(etcdResumed), stepDowns, ms(resumed), rep.Violations, rep.WorstExcess)
+		ms(fullGap), ms(stopTook), ms(etcdUp.Sub(stopped)), ms(leading.Sub(etcdUp)), ms(fullFirst), ms(rollingGap), ms(etcdGap), ms(elected.Sub(etcdKilled)), ms(etcdResumed), stepDowns, ms(resumed), rep.Violations, rep.WorstExcess)
 	if status != cli.ExitOK || rep.Violations != 0 {
 		t.Fatalf("quota check: status %d, %d violations: %v", status, rep.Violations, rep.Messages)
 	}
