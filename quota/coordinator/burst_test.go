@@ -153,3 +153,33 @@ func TestSteadySplitCostsNoWrites(t *testing.T) {
 	}
 	t.Logf("%d writes for %d asks", writes, asks)
 }
+
+// TestShortReportIsNoPeak: a region that asks again a few milliseconds
+// after its last request (nudged, or retrying) reports the few requests
+// of those milliseconds as a rate — noise, not a peak. Reports are
+// averaged over a tenth of a lease at least before they make one.
+func TestShortReportIsNoPeak(t *testing.T) {
+	c := newCore(t, NewMemLedger(), 0)
+	s, ms := time.Second, time.Millisecond
+	held := map[string]uint64{}
+	even := map[string]float64{"eu": 100, "us": 100, "ap": 100}
+	now := time.Duration(0)
+	for range 3 {
+		regions(t, c, now, held, even)
+		now += 4 * s
+	}
+	// eu, nudged 10 ms after its request of now−4 s+…: three requests of 5
+	// tokens in 10 ms, 1,500 a second; then its ordinary renewals.
+	_, g := ask(t, c, now-4*s+10*ms, "eu", held["eu"], 1500)
+	held["eu"] = g.Lease.ID
+	var gs map[string]quota.Grant
+	for range 3 {
+		gs = regions(t, c, now, held, even)
+		now += 4 * s
+	}
+	for r, gr := range gs {
+		if !near(gr.Lease.Burst, 2000, 6000.0/splitSlack) {
+			t.Fatalf("%s's burst %v after eu's 10 ms report of 1,500 a second: want about 2000, as before", r, gr.Lease.Burst)
+		}
+	}
+}

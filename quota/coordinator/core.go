@@ -69,9 +69,12 @@ type regionState struct {
 	live   []counted // ascending ID
 	demand quota.Micro
 	// peak is the largest demand the region reported, as of peakAt; it
-	// decays from there (peakNow).
+	// decays from there (peakNow). spanTok and span add up the reports
+	// not yet taken into it (notePeak).
 	peak     quota.Micro
 	peakAt   time.Duration
+	spanTok  float64 // demand × interval, Micro·ns
+	span     time.Duration
 	balance  quota.Micro
 	nudgedAt time.Duration
 	nudged   bool
@@ -374,20 +377,23 @@ func (ts *tenantState) targets(now time.Duration) map[string]quota.Share {
 	return shares
 }
 
-// A region's peak is the largest demand it reported lately: each report
-// is already an average over the interval since its last request, so a
-// second of noise makes no peak. A higher report raises the peak at once;
-// a peak is then held whole for peakHold lease durations, and after that
-// halves every peakHalfLife lease durations until a report meets it
-// again — a minute each with the default lease. So the burst moves
-// towards a region as soon as its traffic jumps, and away from it only
-// once its traffic has stayed lower for minutes: a region whose traffic
-// spikes now and then keeps room for the next spike, and the split
-// changes slowly enough to stay put between spikes. The hold, rather than
-// decay from the first instant, keeps regions with the same steady demand
-// level: with decay alone, whichever reported last would hold the
-// highest peak.
+// A region's peak is the largest demand it reported lately, averaged
+// over at least a tenth of a lease (a second with the default lease): a
+// region reports what was offered since its previous request, and one
+// nudged or retrying right after its last may report a few requests over
+// a few milliseconds — noise, not a peak. A higher average raises the
+// peak at once; a peak is then held whole for peakHold lease durations,
+// and after that halves every peakHalfLife lease durations until a
+// report meets it again — a minute each with the default lease. So the
+// burst moves towards a region as soon as its traffic jumps, and away
+// from it only once its traffic has stayed lower for minutes: a region
+// whose traffic spikes now and then keeps room for the next spike, and
+// the split changes slowly enough to stay put between spikes. The hold,
+// rather than decay from the first instant, keeps regions with the same
+// steady demand level: with decay alone, whichever reported last would
+// hold the highest peak.
 const (
+	peakSpan     = 10 // the shortest average, as a fraction of a lease
 	peakHold     = 6
 	peakHalfLife = 6
 )
@@ -402,10 +408,28 @@ func (rs *regionState) peakNow(t quota.Tenant, now time.Duration) quota.Micro {
 	return quota.Micro(float64(rs.peak) * math.Exp2(-float64(age)/half))
 }
 
-// notePeak takes a region's report of its demand into its peak.
+// notePeak takes a region's report of its demand, received at now, into
+// its peak: the report covers the time since the region's previous
+// request, which the coordinator heard at rs.heard (the delays on the way
+// differ a little; over a tenth of a lease that is small). Reports are
+// added up until they span peakSpan, and their average is the candidate.
+// The first report the coordinator hears from a region, whose span it
+// cannot tell, is a candidate on its own (a region's first request
+// reports no demand; one that does reports what it saw before).
 func (rs *regionState) notePeak(t quota.Tenant, now time.Duration, demand quota.Micro) {
-	if demand >= rs.peakNow(t, now) {
-		rs.peak, rs.peakAt = demand, now
+	avg := demand
+	if rs.ever {
+		d := max(0, now-rs.heard)
+		rs.spanTok += float64(demand) * float64(d)
+		rs.span += d
+		if rs.span < max(1, t.LeaseDuration/peakSpan) {
+			return
+		}
+		avg = quota.Micro(rs.spanTok / float64(rs.span))
+		rs.spanTok, rs.span = 0, 0
+	}
+	if avg >= rs.peakNow(t, now) {
+		rs.peak, rs.peakAt = avg, now
 	}
 }
 
