@@ -156,10 +156,15 @@ BROWSER_TESTS := ^Test[A-Za-z0-9]*(EndToEnd|InBrowser)$$
 # AFLOAT_REQUIRE_BROWSER and AFLOAT_REQUIRE_REDIS turn the skips of the
 # browser tests (no chromium) and the Redis tests (no redis-server) into
 # failures, so that this suite cannot pass without them.
-# Test binaries are linked without DWARF (-w): nobody debugs them, and the
-# link of each, some fifty a run, is the suite's largest cost after
-# Chromium; it takes about a sixth less without.
-$(UNITS) cross-build: export GOFLAGS += -ldflags=-w
+# go test links its binaries without symbols or DWARF already (-s -w);
+# the cross builds' binaries, which nobody runs, are linked without DWARF
+# too.
+cross-build: export GOFLAGS += -ldflags=-w
+# A race-detector binary sleeps a second before it exits, by default, for
+# other threads' reports to come in; a test binary's goroutines have all
+# ended by then, and some forty binaries sleeping one after another are
+# the race group's tail.
+$(UNITS) long: export GORACE := atexit_sleep_ms=0
 $(UNITS): export AFLOAT_REQUIRE_REDIS := 1
 $(UNITS): export AFLOAT_REQUIRE_BROWSER := 1
 unit: $(UNITS)
@@ -268,6 +273,7 @@ fuzz:
 	$(GO) test ./quota/eventlog -run '^$$' -fuzz '^FuzzParseEvent$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/eventlog -run '^$$' -fuzz '^FuzzParseLimits$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/eventlog -run '^$$' -fuzz '^FuzzCheckLogs$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./quota/eventlog -run '^$$' -fuzz '^FuzzParseCounts$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/config -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/agent -run '^$$' -fuzz '^FuzzAllowBody$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/agent -run '^$$' -fuzz '^FuzzDecodeAllow$$' -fuzztime $(FUZZTIME)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -147,7 +148,19 @@ func runQuotaCheck(c *cli.Command, args []string) int {
 	}
 	logs := make([]eventlog.Log, len(rest))
 	for i, name := range rest {
-		in, title, err := c.Open(name)
+		var (
+			in    io.ReadCloser
+			title = name
+			err   error
+		)
+		if name == "-" {
+			in, title, err = c.Open(name)
+		} else {
+			in, err = eventlog.OpenLog(name) // with its rotated parts, oldest first
+		}
+		if errors.Is(err, eventlog.ErrUnproven) {
+			return c.Failed(err) // parts missing: the check fails
+		}
 		if err != nil {
 			return c.Refuse(err)
 		}

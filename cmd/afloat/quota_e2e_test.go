@@ -340,7 +340,8 @@ func newCluster(t *testing.T, bin, dir string) *cluster {
 		c.regionAddrs[r] = freeAddr(t)
 		c.regions[r] = &proc{t: t, name: "region " + r, bin: bin, log: filepath.Join(dir, "region-"+r+".stderr"),
 			args: []string{"quota", "region", "--name", r, "--coordinator", strings.Join(links, ","), "--listen", c.regionAddrs[r],
-				"--config", filepath.Join(dir, "quota.yaml"), "--event-log", filepath.Join(dir, "region-"+r+".jsonl")}}
+				"--config", filepath.Join(dir, "quota.yaml"), "--event-log", filepath.Join(dir, "region-"+r+".jsonl"),
+				"--event-log-lines"}} // each decision: the check is exact, with no slack
 	}
 	c.config = filepath.Join(dir, "quota.yaml")
 	// Leases of 3 s, so that a partition longer than a lease fits in

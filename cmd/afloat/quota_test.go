@@ -129,6 +129,10 @@ func TestQuotaUsageErrors(t *testing.T) {
 		{[]string{"quota", "region", "--name", "eu", "--config", "../../docs/quota-cluster.yaml"}, "--coordinator: empty"},
 		{[]string{"quota", "region", "--name", "mars", "--coordinator", "a:1", "--config", "../../docs/quota-cluster.yaml"}, `--name "mars": not in the config's regions`},
 		{[]string{"quota", "region", "--name", "eu", "--coordinator", "ftp://a:1", "--config", "../../docs/quota-cluster.yaml"}, `--coordinator: "ftp://a:1"`},
+		{[]string{"quota", "region", "--name", "eu", "--coordinator", "a:1", "--config", "../../docs/quota-cluster.yaml", "--event-log-interval", "5ms"}, "--event-log-interval 5ms: want 10ms to 10s"},
+		{[]string{"quota", "region", "--name", "eu", "--coordinator", "a:1", "--config", "../../docs/quota-cluster.yaml", "--event-log-lines", "--event-log-interval", "1s"}, "not with --event-log-lines"},
+		{[]string{"quota", "region", "--name", "eu", "--coordinator", "a:1", "--config", "../../docs/quota-cluster.yaml", "--event-log-keep", "0"}, "--event-log-keep 0: want 1 to 10000"},
+		{[]string{"quota", "coordinator", "--config", "../../docs/quota-cluster.yaml", "--event-log-max-mb", "-1"}, "--event-log-max-mb -1: want 0 (never rotate)"},
 		{[]string{"quota", "etcd"}, "--data-dir is required"},
 		{[]string{"quota", "check", "/nonexistent"}, "no such file"},
 		// A zero or negative duration is refused, not taken as the default.

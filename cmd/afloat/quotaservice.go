@@ -36,6 +36,7 @@ func runQuotaCoordinator(c *cli.Command, args []string) int {
 	c.Var((*cli.List)(&o.Etcd), "etcd", "etcd client `ENDPOINTS`, comma-separated; without it an embedded single-member etcd runs in --data-dir")
 	c.StringVar(&o.DataDir, "data-dir", "", "`DIR` of the embedded etcd (default "+etcdmember.DefaultDataDir()+")")
 	c.StringVar(&o.EventLog, "event-log", "", "append the event log (JSON lines, t_ns in Unix ns) to `FILE`, for afloat quota check")
+	rotationFlags(c, &o.EventLogMaxMB, &o.EventLogKeep)
 	c.Var((*cli.Strings)(&o.Hosts), "host", "a host `NAME` the API answers besides localhost, 127.0.0.1, [::1], --listen's and --advertise's host: what regions and operators call it by (repeat for more)")
 	if status, ok := c.ParseFlags(args); !ok {
 		return status
@@ -59,6 +60,9 @@ func runQuotaRegion(c *cli.Command, args []string) int {
 	c.StringVar(&o.Listen, "listen", "127.0.0.1:7080", "`ADDR` (host:port) of the local decision API (POST /v1/allow); a loopback address unless --allow-remote")
 	c.StringVar(&configPath, "config", "", "the cluster's config `FILE` (YAML or JSON)")
 	c.StringVar(&o.EventLog, "event-log", "", "append the event log (JSON lines, t_ns in Unix ns) to `FILE`, for afloat quota check")
+	c.DurationVar(&o.EventLogInterval, "event-log-interval", 0, "count each tenant's decisions in the event log over `D`, 10ms to 10s (0: 1s); the checker's slack is R·D")
+	c.BoolVar(&o.EventLogLines, "event-log-lines", false, "write a line for every decision to the event log instead of counts, for audits and tests (about 80 bytes a decision)")
+	rotationFlags(c, &o.EventLogMaxMB, &o.EventLogKeep)
 	c.StringVar(&o.GRPCListen, "grpc-listen", "", "also serve Envoy's rate-limit service (gRPC) on `ADDR` (host:port); needs the config's envoy section")
 	c.StringVar(&o.Upstream, "upstream", "", "also run a reverse proxy to `URL` (http or https) that answers 429 + Retry-After; needs the config's proxy section")
 	c.StringVar(&o.ProxyListen, "proxy-listen", "", "`ADDR` (host:port) of the reverse proxy (default "+agent.DefaultProxyListen+" with --upstream)")
@@ -83,6 +87,13 @@ func runQuotaRegion(c *cli.Command, args []string) int {
 	ctx, stop := cli.Interruptible()
 	defer stop()
 	return c.Fail(a.Run(ctx))
+}
+
+// rotationFlags are the event log's rotation flags, which the
+// coordinator and the region share (ops.CheckRotation checks them).
+func rotationFlags(c *cli.Command, maxMB, keep *int) {
+	c.IntVar(maxMB, "event-log-max-mb", 256, "rotate the event log at `MB` MiB, 1 to 1048576 (0: never); afloat quota check reads the rotated files with it")
+	c.IntVar(keep, "event-log-keep", 16, "keep `N` rotated event-log files, 1 to 10000 (the oldest go; a check needs them all)")
 }
 
 // runQuotaEtcd runs one embedded etcd member: the end-to-end test starts

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/afloat/afloat/internal/hostcheck"
 	"github.com/afloat/afloat/quota/internal/opstest"
@@ -32,6 +33,12 @@ func TestOptionsRefused(t *testing.T) {
 		{func(o *Options) { o.GRPCListen = "127.0.0.1:-1" }, `--grpc-listen "127.0.0.1:-1": port -1: want 0 to 65535`, nil},
 		{func(o *Options) { o.Upstream, o.ProxyListen = "http://127.0.0.1:1", "127.0.0.1:65536" }, `--proxy-listen "127.0.0.1:65536": port 65536`, nil},
 		{func(o *Options) { o.Hosts = []string{"http://quota.internal"} }, `--host: hostcheck: invalid host name: "http://quota.internal"`, hostcheck.ErrName},
+		{func(o *Options) { o.EventLogInterval = 5 * time.Millisecond }, "--event-log-interval 5ms: want 10ms to 10s (0: 1s)", nil},
+		{func(o *Options) { o.EventLogInterval = time.Minute }, "--event-log-interval 1m0s: want 10ms to 10s", nil},
+		{func(o *Options) { o.EventLogLines, o.EventLogInterval = true, time.Second }, "--event-log-interval 1s: not with --event-log-lines", nil},
+		{func(o *Options) { o.EventLogMaxMB = -1 }, "--event-log-max-mb -1: want 0 (never rotate) or 1 to 1048576 MiB", nil},
+		{func(o *Options) { o.EventLogMaxMB = 1 << 21 }, "--event-log-max-mb 2097152: want 0 (never rotate) or 1 to 1048576 MiB", nil},
+		{func(o *Options) { o.EventLogMaxMB, o.EventLogKeep = 64, 0 }, "--event-log-keep 0: want 1 to 10000 rotated files", nil},
 	} {
 		o := Options{Config: cfg, Name: "eu", Coordinators: []string{"127.0.0.1:1"}, Listen: "127.0.0.1:0", Logger: opstest.QuietLog()}
 		tc.edit(&o)

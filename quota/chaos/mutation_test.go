@@ -81,3 +81,45 @@ func TestScriptedMutationsAreCaught(t *testing.T) {
 		}
 	}
 }
+
+// TestCountedMutationsAreCaught: TestMutationsAreCaught's broken
+// components fail the check of their counted logs too, at the agent's
+// default interval (1 s) and at 100 ms: the slack the counts add does not
+// hide the classic mistakes. The same runs unbroken pass
+// (TestCountedLogHolds does the same for its runs).
+func TestCountedMutationsAreCaught(t *testing.T) {
+	surge := boundSchedule(2)
+	pause := &Schedule{
+		Traffic: []Segment{{At: 0, Rates: rates(600, 300, 300)}, {At: 30 * s, Rates: rates(100, 900, 100)}},
+		Outages: []Outage{{At: 20 * s, Down: 3 * s, Pause: true, Wake: 8 * s,
+			Reconnect: map[string]time.Duration{"eu": 0, "us": 10 * s, "ap": 10 * s}}},
+	}
+	for _, tc := range []struct {
+		name  string
+		b     breakage.Set
+		sched *Schedule
+		dup   string
+	}{
+		{"renew refills", breakage.Set{RenewRefills: true}, nil, ""},
+		{"return reused before confirmation", breakage.Set{ReuseBeforeConfirm: true}, nil, ""},
+		{"no epoch fencing", breakage.Set{NoFencing: true}, pause, ""},
+		{"full R to every region", breakage.Set{FullToEvery: true}, nil, ""},
+		{"caches on top of a full bucket", breakage.Set{CachesOverBurst: true}, surge, ""},
+		{"two agents of a region unfenced", breakage.Set{NoIncarnations: true}, nil, "eu"},
+	} {
+		for _, every := range []time.Duration{time.Second, 100 * time.Millisecond} {
+			t.Run(tc.name+"/"+every.String(), func(t *testing.T) {
+				cfg := Config{Seed: 6, Duration: 120 * s, Schedule: tc.sched, Duplicate: tc.dup}
+				_, res := countedCheck(t, cfg, every, faults{tc.b})
+				if res.Violations == 0 {
+					t.Fatalf("the counted check found nothing wrong with %q (worst excess %v, slack %v)", tc.name, res.WorstExcess, res.Slack)
+				}
+				t.Logf("%d violations; first: %s", res.Violations, res.Messages[0])
+				_, res = countedCheck(t, cfg, every)
+				if res.Violations != 0 {
+					t.Fatalf("unbroken: %d violations: %v", res.Violations, res.Messages)
+				}
+			})
+		}
+	}
+}

@@ -30,6 +30,21 @@ import (
 //     holding one lease at a time;
 //   - in hard mode, no admission by a region that holds no lease.
 //
+// Counts (a counts event, of a region's decisions over an interval ending
+// at its time) are checked conservatively, in both directions: a count's
+// tokens may have been admitted anywhere in its interval, so a window
+// takes a count whole if the count's end is in it, and its bound is
+// stretched back by the longest interval I to cover the count's start:
+// with R the largest rate the tenant has had, the checker allows R·I
+// more than R·Δ + B (Report.Slack). A violation it reports is then
+// certain — the tokens of the counts in [s, t] were all admitted in
+// [s − I, t], beyond that window's own R·Δ + B. A pass proves every
+// window within R·Δ + B + 2·R·I: a window [s, t] holds at most the
+// counts that end in [s, t + I]. In hard mode, a count of admissions is
+// one without a lease only if its region held no lease at any time in
+// its interval. Logs of decision lines alone have no slack: the bound
+// is exact.
+//
 // A tenant event changes R and B (and E, the mode, the regions) from its
 // time on, by the coordinator's shrink rule: a grow holds at once; after
 // a shrink the old limits hold until every lease granted before the
@@ -80,7 +95,16 @@ type tenantCheck struct {
 	f          float64     // ∫ R(u) du from the tenant's start to fAt, tokens
 	fAt        int64
 	minF, minB float64 // F(s) and B(s) at minAt
+	// Counts: the longest interval so far, the largest R, and when each
+	// region last stopped spending under a lease.
+	span    int64
+	rMax    float64
+	stopped map[string]int64
 }
+
+// slack is what the checker allows beyond the bound for the tenant's
+// counts: R·I.
+func (tc *tenantCheck) slack() float64 { return tc.rMax * float64(tc.span) / 1e9 }
 
 // capHold: after a shrink, the old limits hold until the leases granted
 // before it have expired.
@@ -145,6 +169,7 @@ func (c *Checker) change(tc *tenantCheck, e *Event) {
 	}
 	tc.history = append(tc.history, capChange{at: e.T, until: until, oldRate: tc.rate, oldBurst: tc.burst, newRate: e.Rate, newBurst: e.Burst})
 	tc.r, tc.rate, tc.b, tc.burst = e.Rate.Float(), e.Rate, e.Burst.Float(), e.Burst
+	tc.rMax = max(tc.rMax, tc.r)
 	tc.regions, tc.mode, tc.e = int(e.N), e.Mode, 0
 	if tc.mode == quota.BestEffort.String() {
 		tc.e = e.Balance.Float()
@@ -186,12 +211,19 @@ type Report struct {
 	Messages   []string `json:"messages,omitempty"` // the first few
 	// WorstExcess is the largest (tokens admitted in a window) − (R·Δ + B)
 	// over every window, in tokens: ≤ 0 when the hard bound holds.
-	WorstExcess     float64 `json:"worst_excess"`
-	WorstFrom       int64   `json:"worst_from_ns"`
-	WorstTo         int64   `json:"worst_to_ns"`
-	Allowed         float64 `json:"allowed_excess"` // regions·E in best-effort mode, else 0 (the largest of any tenant)
-	PeakRate        float64 `json:"peak_rate"`      // largest Σ of rate shares, tokens/s
-	PeakBurst       float64 `json:"peak_burst"`     // largest Σ of burst shares + credit
+	WorstExcess float64 `json:"worst_excess"`
+	WorstFrom   int64   `json:"worst_from_ns"`
+	WorstTo     int64   `json:"worst_to_ns"`
+	Allowed     float64 `json:"allowed_excess"` // regions·E in best-effort mode, else 0 (the largest of any tenant)
+	PeakRate    float64 `json:"peak_rate"`      // largest Σ of rate shares, tokens/s
+	PeakBurst   float64 `json:"peak_burst"`     // largest Σ of burst shares + credit
+	// Counts is the number of counts events checked; CountInterval the
+	// longest interval of them (ns), and Slack the most the checker
+	// allowed beyond R·Δ + B for them, R·I tokens, of the tenant for
+	// which it is largest (Checker).
+	Counts          int     `json:"counts,omitempty"`
+	CountInterval   int64   `json:"count_interval_ns,omitempty"`
+	Slack           float64 `json:"slack,omitempty"`
 	Leases          int     `json:"leases"`
 	Admitted        int64   `json:"admitted"`
 	Rejected        int64   `json:"rejected"`
@@ -234,6 +266,7 @@ var checks = [...]func(*Checker, *Event){
 	Tenant:    (*Checker).tenant,
 	Admit:     (*Checker).admit,
 	Reject:    (*Checker).reject,
+	Counts:    (*Checker).counts,
 	Lease:     (*Checker).lease,
 	End:       (*Checker).end,
 	Credit:    (*Checker).credit,
@@ -276,7 +309,7 @@ func (c *Checker) addTenant(e *Event, mode string, changed bool) {
 	tc := &tenantCheck{
 		name: e.Tenant, r: e.Rate.Float(), rate: e.Rate, b: e.Burst.Float(), burst: e.Burst,
 		regions: int(e.N), mode: mode, minPrefix: math.Inf(1), using: map[string]*usage{},
-		fAt: e.T, changed: changed,
+		fAt: e.T, changed: changed, rMax: e.Rate.Float(), stopped: map[string]int64{},
 	}
 	if mode == quota.BestEffort.String() {
 		tc.e = e.Balance.Float()
@@ -300,24 +333,65 @@ func (c *Checker) admit(e *Event) {
 	} else if u == nil {
 		c.report.NoLeaseAdmitted += e.N
 	}
+	c.bound(tc, e.T, e.N)
+}
+
+// counts: a region's decisions over an interval, as admissions at its
+// end, the bound's slack stretched to the interval (Checker); in hard
+// mode, admissions need a lease at some time in the interval.
+func (c *Checker) counts(e *Event) {
+	tc := c.known(e)
+	if tc == nil {
+		return
+	}
+	c.report.Counts++
+	c.report.Rejected += e.Rejected
+	if e.N == 0 {
+		return
+	}
+	c.report.Admitted += e.N
+	from := e.T - e.Span
+	if tc.using[e.Region] == nil {
+		if last, ok := tc.stopped[e.Region]; !ok || last <= from {
+			c.report.NoLeaseAdmitted += e.N
+			if tc.mode == quota.Hard.String() {
+				c.violate(e.T, "hard mode: region %s admitted %d in the interval from %v without a lease", e.Region, e.N, time.Duration(from))
+			}
+		}
+	}
+	tc.span = max(tc.span, e.Span)
+	c.report.CountInterval = max(c.report.CountInterval, e.Span)
+	c.report.Slack = max(c.report.Slack, tc.slack())
+	c.bound(tc, e.T, e.N)
+}
+
+// bound adds n tokens admitted at t and checks the windows ending at t.
+func (c *Checker) bound(tc *tenantCheck, t, n int64) {
 	// With F(t) = ∫ R(u) du, the window [s, t] may admit
 	// F(t) − F(s) + B(s): the worst start minimises A(s⁻) − F(s) + B(s).
-	tc.advance(e.T)
-	if !tc.started || e.T != tc.lastAdmit {
-		b := tc.bcap(e.T)
-		if p := tc.admitted - tc.f + b; p < tc.minPrefix {
-			tc.minPrefix, tc.minAt, tc.minF, tc.minB = p, e.T, tc.f, b
+	tc.advance(t)
+	if !tc.started || t != tc.lastAdmit {
+		b := tc.bcap(t)
+		if tc.span > 0 && len(tc.history) > 0 {
+			// A count ending at s may hold tokens from s − I, under the B
+			// of then (larger than now's, if a shrink has taken hold
+			// since).
+			_, old := tc.capsAt(t - tc.span)
+			b = max(b, old.Float())
 		}
-		tc.started, tc.lastAdmit = true, e.T
+		if p := tc.admitted - tc.f + b; p < tc.minPrefix {
+			tc.minPrefix, tc.minAt, tc.minF, tc.minB = p, t, tc.f, b
+		}
+		tc.started, tc.lastAdmit = true, t
 	}
-	tc.admitted += float64(e.N)
+	tc.admitted += float64(n)
 	excess := tc.admitted - tc.f - tc.minPrefix
 	if excess > c.report.WorstExcess {
-		c.report.WorstExcess, c.report.WorstFrom, c.report.WorstTo = excess, tc.minAt, e.T
+		c.report.WorstExcess, c.report.WorstFrom, c.report.WorstTo = excess, tc.minAt, t
 	}
-	if allowed := tc.allowed; excess > allowed+1e-6 {
+	if allowed := tc.allowed + tc.slack(); excess > allowed+1e-6 {
 		bound := tc.f - tc.minF + tc.minB
-		c.violate(e.T, "tenant %s: %.6g tokens admitted in the window from %v: R·Δ + B is %.6g (allowed excess %.6g)",
+		c.violate(t, "tenant %s: %.6g tokens admitted in the window from %v: R·Δ + B is %.6g (allowed excess %.6g)",
 			tc.name, excess+bound, time.Duration(tc.minAt), bound, allowed)
 	}
 }
@@ -510,6 +584,7 @@ func (tc *tenantCheck) setCredit(t int64, v quota.Micro) {
 func (tc *tenantCheck) close(region string, t int64) {
 	u := tc.using[region]
 	u.to = t
+	tc.stopped[region] = t
 	tc.uses = append(tc.uses, *u)
 	delete(tc.using, region)
 }

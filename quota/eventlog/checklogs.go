@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/afloat/afloat/quota"
 )
@@ -201,6 +202,10 @@ type CheckResult struct {
 	// coordinator's end it caused): the logs' clocks disagreed by that
 	// much, and the bound was checked on the corrected times.
 	Skew []ClockShift `json:"skew_corrected,omitempty"`
+	// Counted says, when the logs held counts (a region's decisions over
+	// intervals rather than a line each), what the check of them proves:
+	// the slack it allowed and the bound a pass proves (Checker).
+	Counted string `json:"counted,omitempty"`
 }
 
 // CheckLogs checks a run from its event logs — one, or the logs of a
@@ -258,6 +263,10 @@ func CheckLogs(logs []Log, given []Limits) (CheckResult, error) {
 				}
 			case Admit:
 				admits++
+			case Counts:
+				if e.N > 0 {
+					admits++
+				}
 			}
 			end = max(end, e.T)
 			events = append(events, *e)
@@ -293,10 +302,22 @@ func CheckLogs(logs []Log, given []Limits) (CheckResult, error) {
 		end = max(end, merged[i].T)
 	}
 	res := CheckResult{Report: chk.Finish(end), Skew: skew}
+	if res.Counts > 0 {
+		res.Counted = countedVerdict(res.Report)
+	}
 	if len(want) > 0 {
 		res.Verified = tenants
 	} else {
 		res.Unverified = tenants
 	}
 	return res, nil
+}
+
+// countedVerdict says what a check of counts proves (Checker).
+func countedVerdict(r Report) string {
+	i := time.Duration(r.CountInterval)
+	return fmt.Sprintf("%d counts of decisions over intervals of up to %v, each taken whole in every window holding its end: "+
+		"windows checked against R·Δ + B + R·%v (slack %.6g tokens, R the largest rate); a violation found is certain, "+
+		"and a pass proves every window within R·Δ + B + 2·R·%v (%.6g tokens)",
+		r.Counts, i, i, r.Slack, i, 2*r.Slack)
 }

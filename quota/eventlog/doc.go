@@ -10,8 +10,10 @@
 // carries; AppendJSON writes it as a line and ParseEvent reads one back,
 // refusing kinds no component writes. Writers take events one at a time
 // (Writer): JSONWriter buffers them to an io.Writer, File appends them
-// to a process's log file in whole lines, Tee sends them to several, and
-// the Checker checks them as they come. ReadLog feeds a log to a Writer
+// to a process's log file in whole lines — a line per decision, or with
+// Counted the decisions counted per tenant over an interval (Counter);
+// with Rotated, in parts of a size, which OpenLog reads back as one log —
+// Tee sends them to several, and the Checker checks them as they come. ReadLog feeds a log to a Writer
 // and refuses one that is empty or cut off before its run ended; Merge
 // orders the events of several logs into one run; CheckLogs does it all
 // for a cluster's files and checks the limits the logs state against the
@@ -25,7 +27,8 @@
 //	if rep.Violations > 0 { ... }                          // rep.Messages says which
 //
 // The Checker verifies the bound R·Δ + B (+ regions·E in best-effort
-// mode) over every window, the conservation invariants at every instant,
+// mode) over every window — exactly for decision lines, within a slack of
+// R times the interval for counts — the conservation invariants at every instant,
 // that no share is granted twice, and that nothing is admitted without a
 // lease in hard mode. The chaos harness's mutation tests plant each
 // classic mistake in the real components and show the checker flags

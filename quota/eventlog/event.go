@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/afloat/afloat/quota"
 )
@@ -28,6 +29,13 @@ import (
 //	           n (regions), balance (E), why (mode)
 //	admit      a region admitted n tokens of a tenant's traffic
 //	reject     a region refused n tokens
+//	counts     a region's decisions for a tenant over the span_ns before t_ns
+//	           (an interval: t_ns − span_ns to t_ns, t_ns excluded), in place
+//	           of their admit and reject lines: n tokens admitted by
+//	           admit_count decisions, reject_n tokens refused by
+//	           reject_count decisions
+//	           (Counter writes them; the checker's slack for them is in
+//	           Checker's documentation)
 //	lease      a coordinator granted a lease (written to its ledger first):
 //	           id, epoch, rate, burst, transfer, and the interval in which it
 //	           counts, activates_ns to expires_ns
@@ -85,6 +93,11 @@ type Event struct {
 	Mode      string             `json:"mode,omitempty"`
 	By        string             `json:"by,omitempty"`
 	Live      *[]uint64          `json:"live,omitempty"`
+	// A counts event's interval and tallies (N is its tokens admitted).
+	Span     int64 `json:"span_ns,omitempty"`
+	Admits   int64 `json:"admit_count,omitempty"`
+	Rejects  int64 `json:"reject_count,omitempty"`
+	Rejected int64 `json:"reject_n,omitempty"`
 }
 
 // eventJSON is Event with its kind by name and the quota amounts in
@@ -133,6 +146,10 @@ func (e *Event) AppendJSON(b []byte) []byte {
 	str("tenant", e.Tenant)
 	str("region", e.Region)
 	num("n", e.N)
+	num("span_ns", e.Span)
+	num("admit_count", e.Admits)
+	num("reject_count", e.Rejects)
+	num("reject_n", e.Rejected)
 	num("id", int64(e.ID))
 	num("epoch", int64(e.Epoch))
 	limits := e.Kind == Lease || e.Kind == Tenant
@@ -192,8 +209,9 @@ func appendString(b []byte, s string) []byte {
 }
 
 // ParseEvent reads one line of an event log. It refuses a line of a kind
-// no component writes (ErrUnknownEvent, from ParseKind) and an admission
-// or refusal of less than one token.
+// no component writes (ErrUnknownEvent, from ParseKind), an admission
+// or refusal of less than one token, and counts that no Counter writes
+// (checkCounts).
 func ParseEvent(line []byte) (Event, error) {
 	var j eventJSON
 	if err := json.Unmarshal(line, &j); err != nil {
@@ -227,7 +245,50 @@ func ParseEvent(line []byte) (Event, error) {
 	if (e.Kind == Admit || e.Kind == Reject) && e.N < 1 {
 		return Event{}, fmt.Errorf("eventlog: %v: field \"n\" %d: want 1 or more tokens", e.Kind, e.N)
 	}
+	if e.Kind == Counts {
+		if err := checkCounts(&e); err != nil {
+			return Event{}, err
+		}
+	}
 	return e, nil
+}
+
+// MaxCountSpan is the longest interval a counts event may cover: the
+// checker's slack grows with it (R times the longest interval), and an
+// interval beyond a minute would make the bound it proves meaningless.
+const MaxCountSpan = time.Minute
+
+// maxCount bounds a count's tallies (1e15 tokens: a billion tokens a
+// second for twelve days), far beyond any interval's, so that sums of
+// them stay exact in the checker's float64.
+const maxCount = 1e15
+
+// checkCounts refuses a counts event that no Counter writes: an interval
+// of no length or longer than MaxCountSpan, negative tallies, or tokens
+// that their decisions cannot have carried (every decision is of one
+// token or more, so n ≥ admit_count and reject_n ≥ reject_count, and tokens need a
+// decision); one with no decision at all says nothing.
+func checkCounts(e *Event) error {
+	bad := func(field string, v int64, want string) error {
+		return fmt.Errorf("eventlog: counts: field %q %d: want %s", field, v, want)
+	}
+	switch {
+	case e.Span < 1 || e.Span > int64(MaxCountSpan):
+		return bad("span_ns", e.Span, fmt.Sprintf("1 to %d (%v)", int64(MaxCountSpan), MaxCountSpan))
+	case e.T-e.Span > e.T:
+		return bad("t_ns", e.T, "an interval's end, at least span_ns after the earliest time a log can hold")
+	case e.Admits < 0 || e.Admits > maxCount:
+		return bad("admit_count", e.Admits, "0 to 1e15 decisions")
+	case e.Rejects < 0 || e.Rejects > maxCount:
+		return bad("reject_count", e.Rejects, "0 to 1e15 decisions")
+	case e.Admits+e.Rejects == 0:
+		return bad("admit_count", e.Admits, "admit_count, reject_count or both 1 or more: counts of no decision are not written")
+	case e.N < e.Admits || e.N > maxCount || (e.Admits == 0 && e.N != 0):
+		return bad("n", e.N, fmt.Sprintf("the tokens of %d admitted decisions: %d to 1e15, and 0 with none", e.Admits, e.Admits))
+	case e.Rejected < e.Rejects || e.Rejected > maxCount || (e.Rejects == 0 && e.Rejected != 0):
+		return bad("reject_n", e.Rejected, fmt.Sprintf("the tokens of %d refused decisions: %d to 1e15, and 0 with none", e.Rejects, e.Rejects))
+	}
+	return nil
 }
 
 // parseMicro reads a decimal number of tokens with up to six decimals.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/afloat/afloat/quota"
 )
@@ -219,5 +220,109 @@ func TestFileWriteFailures(t *testing.T) {
 	}
 	if want := "lease 7, credit 3, admit 0, lease 8, stop 0"; strings.Join(kinds, ", ") != want {
 		t.Fatalf("step 5: the log holds %q, want %q", strings.Join(kinds, ", "), want)
+	}
+}
+
+// TestFileRotates: a File with Rotated starts a new file past the size,
+// numbering the old ones PATH.1, PATH.2, … across restarts, and OpenLog
+// reads them end to end as the one log they are, every event once and in
+// order; once the oldest parts are deleted (keep), OpenLog refuses the
+// rest as a log whose beginning is gone. With Counted, the decisions are
+// counts, in place of their lines.
+func TestFileRotates(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "region.jsonl")
+	tenants := []quota.Tenant{{Name: "acme", Rate: 5 * quota.One, Burst: 6 * quota.One, Regions: []string{"eu"}}}
+	written := 0
+	for run := range 2 {
+		l, err := OpenFile(path, Rotated(MinRotateBytes, 100), Counted(MinCountInterval))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range StartEvents(int64(run)*1e9, tenants) {
+			l.Write(&e)
+		}
+		for i := range 300 {
+			at := int64(run)*1e9 + int64(i+1)*int64(time.Millisecond)
+			l.Write(&Event{T: at, Kind: Install, Tenant: "acme", Region: "eu", ID: uint64(run*1000 + i + 1)})
+			l.Write(&Event{T: at, Kind: Admit, Tenant: "acme", Region: "eu", N: 2})
+			if err := l.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			written++
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parts, err := logParts(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parts) < 5 || parts[0].n != 1 || parts[len(parts)-1].n != len(parts) {
+		t.Fatalf("parts %v: want 1 to N, several", parts)
+	}
+	r, err := OpenLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got collected
+	err = ReadLog(r, &got)
+	r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var installs, admitted int64
+	lastID := uint64(0)
+	for _, e := range got {
+		switch e.Kind {
+		case Install:
+			if e.ID <= lastID {
+				t.Fatalf("install %d after %d: out of order", e.ID, lastID)
+			}
+			installs, lastID = installs+1, e.ID
+		case Counts:
+			admitted += e.N
+		case Admit:
+			t.Fatalf("an admit line in a counted log: %+v", e)
+		}
+	}
+	if installs != int64(written) || admitted != 2*int64(written) {
+		t.Fatalf("read %d installs and %d tokens admitted; wrote %d and %d", installs, admitted, written, 2*written)
+	}
+
+	// Keep 2: the oldest parts go, and with them the log's beginning.
+	l, err := OpenFile(path, Rotated(MinRotateBytes, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		l.Write(&Event{T: 3e9 + int64(i), Kind: Install, Tenant: "acme", Region: "eu", ID: uint64(5000 + i)})
+		l.Flush() //nolint:errcheck // Close reports it
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if parts, _ := logParts(path); len(parts) != 2 {
+		t.Fatalf("kept %v, want 2 parts", parts)
+	}
+	if _, err := OpenLog(path); !errors.Is(err, ErrPartsMissing) || !errors.Is(err, ErrUnproven) || !strings.Contains(err.Error(), "the oldest part kept") {
+		t.Fatalf("OpenLog without the first parts: %v; want %v", err, ErrPartsMissing)
+	}
+	for _, tc := range []struct {
+		opts []FileOption
+		want error
+	}{
+		{[]FileOption{Rotated(MinRotateBytes-1, 3)}, ErrRotation},
+		{[]FileOption{Rotated(MinRotateBytes, 0)}, ErrRotation},
+		{[]FileOption{Rotated(MinRotateBytes, MaxRotateKeep+1)}, ErrRotation},
+		{[]FileOption{Counted(time.Millisecond)}, ErrCountInterval},
+	} {
+		if _, err := OpenFile(filepath.Join(dir, "refused.jsonl"), tc.opts...); !errors.Is(err, tc.want) {
+			t.Errorf("%v: %v, want %v", tc.opts, err, tc.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "refused.jsonl")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused OpenFile created its file: %v", err)
 	}
 }

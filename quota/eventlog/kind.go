@@ -15,6 +15,7 @@ const (
 	Start Kind = iota + 1
 	Admit
 	Reject
+	Counts
 	Lease
 	End
 	Credit
@@ -42,7 +43,7 @@ const (
 
 // names are the kinds as the log writes them.
 var names = [...]string{
-	Start: "start", Admit: "admit", Reject: "reject", Lease: "lease", End: "end", Credit: "credit",
+	Start: "start", Admit: "admit", Reject: "reject", Counts: "counts", Lease: "lease", End: "end", Credit: "credit",
 	Install: "install", Supersede: "supersede", Expire: "expire", Return: "return", Traffic: "traffic",
 	Partition: "partition", Heal: "heal", Crash: "crash", Restart: "restart", Pause: "pause", Wake: "wake",
 	Fenced: "fenced", Skew: "skew", Sample: "sample", Tenant: "tenant", Stop: "stop", Summary: "summary",

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"time"
 
@@ -24,13 +25,19 @@ var (
 	// ErrTruncated: the log stops before the end of its run — no stop
 	// event, or a last line cut off before its newline.
 	ErrTruncated error = &unprovenError{"eventlog: log is truncated"}
+	// ErrPartsMissing: a rotated log (OpenLog) lacks parts: its oldest
+	// were deleted (Rotated's keep), or one between is gone. The run's
+	// beginning — its tenants' limits, the leases in force — is not in
+	// what is left, and nothing can be proven from the rest.
+	ErrPartsMissing error = &unprovenError{"eventlog: parts of the log are missing"}
 	// ErrUnknownEvent: a line names an event kind no component writes.
 	ErrUnknownEvent = errors.New("eventlog: unknown event kind")
 )
 
-// ErrUnproven is matched (errors.Is) by every error of ReadLog and
-// CheckLogs that means the logs, well formed, prove nothing, or not what
-// their checker was told — ErrNoEvents, ErrTruncated, ErrNoStart,
+// ErrUnproven is matched (errors.Is) by every error of ReadLog, OpenLog
+// and CheckLogs that means the logs, well formed, prove nothing, or not
+// what their checker was told — ErrNoEvents, ErrTruncated,
+// ErrPartsMissing, ErrNoStart,
 // ErrNoAdmissions, ErrLimitsMismatch and ErrLimitsMissing: the check
 // failed. The other errors refuse what is not a log or not limits (a
 // malformed line, ErrUnknownEvent, ErrBadLimits): the check could not be
@@ -117,6 +124,74 @@ func readLog(r io.Reader, each func(line int, e *Event) error) error {
 	return nil
 }
 
+// OpenLog opens the log a File wrote at path: its rotated parts (PATH.1,
+// PATH.2, …, Rotated), oldest first, then PATH itself, read as one — a
+// rotation falls between two batches of whole lines, so the parts end to
+// end are the log as it was written, and the line numbers of ReadLog's
+// errors count from the oldest part's first line. A log that never
+// rotated is PATH alone. It refuses, with ErrPartsMissing, a log whose
+// parts do not run from 1 without a gap; a PATH without parts that does
+// not exist is the error of opening it.
+func OpenLog(path string) (io.ReadCloser, error) {
+	parts, err := logParts(path)
+	if err != nil {
+		return nil, err
+	}
+	for i, p := range parts {
+		if p.n != i+1 {
+			what := fmt.Sprintf("%s.%d, the oldest part kept, follows parts since deleted", path, p.n)
+			if i > 0 {
+				what = fmt.Sprintf("%s.%d follows %s.%d", path, p.n, path, parts[i-1].n)
+			}
+			return nil, fmt.Errorf("%w: %s: keep every part of a log to check it", ErrPartsMissing, what)
+		}
+	}
+	names := make([]string, 0, len(parts)+1)
+	for _, p := range parts {
+		names = append(names, p.path)
+	}
+	if _, err := os.Stat(path); err == nil || len(parts) == 0 {
+		names = append(names, path) // absent with parts: killed mid-rotation
+	}
+	m := &multiFile{}
+	for _, name := range names {
+		f, err := os.Open(name)
+		if err != nil {
+			m.Close() //nolint:errcheck // read-only
+			return nil, fmt.Errorf("eventlog: %w", err)
+		}
+		m.files = append(m.files, f)
+	}
+	return m, nil
+}
+
+// multiFile reads files end to end, closing each as it ends.
+type multiFile struct{ files []*os.File }
+
+func (m *multiFile) Read(p []byte) (int, error) {
+	for len(m.files) > 0 {
+		n, err := m.files[0].Read(p)
+		if err == io.EOF {
+			m.files[0].Close() //nolint:errcheck // read-only
+			m.files = m.files[1:]
+			if n == 0 {
+				continue
+			}
+			err = nil
+		}
+		return n, err
+	}
+	return 0, io.EOF
+}
+
+func (m *multiFile) Close() error {
+	for _, f := range m.files {
+		f.Close() //nolint:errcheck // read-only
+	}
+	m.files = nil
+	return nil
+}
+
 // Merge orders the events of several logs — of a cluster's processes,
 // each writing its own — into one run for a Checker: by time, and at one
 // instant by what must come first (a grant before its install, the old
@@ -130,7 +205,7 @@ func readLog(r io.Reader, each func(line int, e *Event) error) error {
 // stops spending a lease before the coordinator ends it on the region's
 // return or supersession. Where a region's events say otherwise, its
 // clock is off: Merge shifts all of that region's events (installs,
-// admissions, refusals, ends of use, returns) by the least amount that
+// admissions, refusals, counts, ends of use, returns) by the least amount that
 // puts every grant before its install — or, if none is needed, the least
 // that puts every such end of use before the coordinator's end — and
 // reports each shift (ClockShift). A pair further apart than MaxSkew is
@@ -172,7 +247,7 @@ type ClockShift struct {
 // (their times are on its clock).
 func regionKind(k Kind) bool {
 	switch k {
-	case Install, Admit, Reject, Supersede, Expire, Return:
+	case Install, Admit, Reject, Counts, Supersede, Expire, Return:
 		return true
 	}
 	return false
@@ -272,7 +347,7 @@ func mergeRank(k Kind) int {
 		return 3
 	case Install:
 		return 4
-	case Admit, Reject:
+	case Admit, Reject, Counts:
 		return 5
 	case End:
 		return 6

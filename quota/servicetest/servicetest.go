@@ -264,13 +264,17 @@ type Agent struct {
 
 // Agent builds a region agent with agent.New, starts it, and returns once
 // its decision API serves. Fields of o left zero are the cluster's: its
-// config and log, a free loopback port, an event log in Dir, and as
+// config and log, a free loopback port, an event log in Dir — a line for
+// every decision, unless o.EventLogInterval asks for counts — and as
 // coordinators the URLs of every coordinator the cluster started.
 // Setup, if not nil, is called with the agent before it runs (for a
 // test's own hooks, set through the package's export_test.go).
 func (c *Cluster) Agent(o agent.Options, setup func(*agent.Agent)) *Agent {
 	c.t.Helper()
 	c.defaults(&o.Config, &o.Logger, &o.Listen, &o.EventLog, "region-"+o.Name)
+	if o.EventLogInterval == 0 {
+		o.EventLogLines = true // tests look at each decision; counts when asked for
+	}
 	if len(o.Coordinators) == 0 {
 		o.Coordinators = c.coordinators
 	}
@@ -368,7 +372,7 @@ func (c *Cluster) Check() (eventlog.Report, []eventlog.Event) {
 	c.t.Helper()
 	var all collect
 	for _, path := range c.logs {
-		f, err := os.Open(path)
+		f, err := eventlog.OpenLog(path) // with its rotated parts
 		if errors.Is(err, os.ErrNotExist) {
 			continue // a process that ended before it opened its log
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/afloat/afloat/quota/agent"
 	"github.com/afloat/afloat/quota/coordinator/replica"
@@ -44,6 +45,33 @@ func TestClusterStartsAndStops(t *testing.T) {
 	if rep.Violations != 0 || leases == 0 {
 		t.Fatalf("%d violations, %d leases in the logs; want none, and eu's lease: %v", rep.Violations, leases, rep.Messages)
 	}
+}
+
+// TestAgentCountsDecisions: an agent asked for counts (as production
+// runs it by default) writes its decisions as counts over its interval,
+// no line for each, and its log, rotated as it goes, checks whole with the
+// coordinator's: every token the load had admitted is in the counts.
+func TestAgentCountsDecisions(t *testing.T) {
+	c := servicetest.New(t, opstest.ConfigFile("good.yaml"))
+	coord := c.Coordinator(replica.Options{})
+	eu := c.Agent(agent.Options{Name: "eu", EventLogInterval: 100 * time.Millisecond, EventLogMaxMB: 1, EventLogKeep: 5}, nil)
+	opstest.WaitFor(t, "eu's lease", func() bool { code, _ := opstest.Readyz(t, eu.URL); return code == 200 })
+	load := eu.Load("acme", 5)
+	opstest.WaitFor(t, "admissions over three intervals", func() bool { return load.Admitted() >= 300 })
+	load.Stop()
+	opstest.Must(t, eu.Stop())
+	opstest.Must(t, coord.Stop())
+	rep, events := c.Check()
+	if rep.Violations != 0 || rep.Counts == 0 || rep.Admitted != load.Admitted() || rep.CountInterval > int64(100*time.Millisecond) {
+		t.Fatalf("counted: %d violations (%v), %d counts over up to %v, %d tokens admitted; the load had %d",
+			rep.Violations, rep.Messages, rep.Counts, time.Duration(rep.CountInterval), rep.Admitted, load.Admitted())
+	}
+	for _, e := range events {
+		if e.Kind == eventlog.Admit || e.Kind == eventlog.Reject {
+			t.Fatalf("a line for a decision in a counted log: %+v", e)
+		}
+	}
+	t.Logf("%d tokens in %d counts; slack %v tokens", rep.Admitted, rep.Counts, rep.Slack)
 }
 
 // TestMemoryCoordinator: an agent renewing through a coordinator in

@@ -50,6 +50,11 @@ type Options struct {
 	DataDir string
 	// EventLog, if not empty, is the event log's path.
 	EventLog string
+	// EventLogMaxMB rotates the event log once it reaches that many MiB,
+	// keeping EventLogKeep rotated files (eventlog.Rotated); 0 never
+	// rotates, and EventLogKeep is then not used.
+	EventLogMaxMB int
+	EventLogKeep  int
 	// Logger logs what the process does; required.
 	Logger *slog.Logger
 	// Ready, if not nil, is called with the API's address once it serves.
@@ -133,7 +138,7 @@ func Run(ctx context.Context, o Options) error {
 
 	var events *eventlog.File
 	if o.EventLog != "" {
-		if events, err = eventlog.OpenFile(o.EventLog); err != nil {
+		if events, err = eventlog.OpenFile(o.EventLog, ops.Rotation(o.EventLogMaxMB, o.EventLogKeep)...); err != nil {
 			ln.Close()
 			return err
 		}
@@ -266,6 +271,9 @@ func (o *Options) resolve() (r resolved, err error) {
 		return r, errors.New("a logger is required")
 	}
 	if err := ops.CheckListen("--listen", o.Listen); err != nil {
+		return r, err
+	}
+	if err := ops.CheckRotation(o.EventLogMaxMB, o.EventLogKeep); err != nil {
 		return r, err
 	}
 	if r.hosts, err = ops.HostNames(o.Hosts, o.Listen); err != nil {
