@@ -20,13 +20,15 @@ import (
 
 // The bots, by the names the CLI and the API take.
 const (
-	BotNothing = "nothing"
-	BotRunbook = "runbook"
-	BotExpert  = "expert"
+	BotNothing   = "nothing"
+	BotRunbook   = "runbook"
+	BotExpert    = "expert"    // par: reacts to what the page shows (Expert)
+	BotHindsight = "hindsight" // perfect foresight: searches with the seed's schedule (Hindsight)
 )
 
-// Names lists the bots in order: do nothing, follow the runbook, expert.
-func Names() []string { return []string{BotNothing, BotRunbook, BotExpert} }
+// Names lists the bots in order: do nothing, follow the runbook, the
+// expert (par), hindsight.
+func Names() []string { return []string{BotNothing, BotRunbook, BotExpert, BotHindsight} }
 
 // PlayBot plays the configuration (without actions) with the named bot.
 func PlayBot(ctx context.Context, cfg sim.Config, bot string) (Run, error) {
@@ -37,6 +39,8 @@ func PlayBot(ctx context.Context, cfg sim.Config, bot string) (Run, error) {
 		return PlayContext(ctx, cfg, Runbook)
 	case BotExpert:
 		return Expert(ctx, cfg)
+	case BotHindsight:
+		return Hindsight(ctx, cfg)
 	}
 	return Run{}, &sim.ConfigError{Field: "bot", Msg: fmt.Sprintf("%q: want one of %s", bot, strings.Join(Names(), ", "))}
 }
