@@ -62,6 +62,12 @@ func Headroom(f Frame) bool {
 	if !q.Stable() {
 		return false
 	}
+	// P(W > t) = C·e^(−(N/S − λ)·t) with C ≤ 1: when the exponential
+	// alone is under the bound, Erlang C is not needed, and most minutes
+	// are far from it.
+	if drain := float64(q.N)/q.S - q.Lambda; drain*clientTimeout > -math.Log(headroomTimeouts) {
+		return true
+	}
 	return q.WaitExceeds(q.ErlangC(), clientTimeout) <= headroomTimeouts
 }
 

@@ -15,7 +15,7 @@ import (
 func BenchmarkPolicyBots1000Seeds(b *testing.B) {
 	for b.Loop() {
 		for _, sc := range sim.ScenarioNames() {
-			for _, bot := range []string{BotNothing, BotRunbook} {
+			for _, bot := range []string{BotNothing, BotRunbook, BotExpert} {
 				if _, err := Sweep(context.Background(), sc, bot, 1, 1000, 1); err != nil {
 					b.Fatal(err)
 				}

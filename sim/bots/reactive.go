@@ -89,6 +89,30 @@ func surging(v View, f Shown) bool {
 	return f.RequestsPerS > surgeAbove*expected(v, f.Minute)
 }
 
+// surgeSeen reports whether any minute so far showed a surge, and the
+// most requests seen since the first that did. It steps the daily curve
+// by rotation rather than calling sin each minute: a policy is asked every
+// minute and looks at every minute before, so this is its inner loop.
+func surgeSeen(v View) (bool, float64) {
+	start := float64(v.Scenario.Start)
+	open := v.Frames[0].RequestsPerS / curve(start)
+	theta := 2 * math.Pi * (start/60 - 6) / 24
+	step := 2 * math.Pi / (24 * 60)
+	sin, cos := math.Sincos(theta)
+	dsin, dcos := math.Sincos(step)
+	seen, peak := false, 0.0
+	for _, f := range v.Frames {
+		if !seen && f.RequestsPerS > surgeAbove*open*(1+dailySwing*sin) {
+			seen = true
+		}
+		if seen {
+			peak = max(peak, f.RequestsPerS)
+		}
+		sin, cos = sin*dcos+cos*dsin, cos*dcos-sin*dsin
+	}
+	return seen, peak
+}
+
 // Reactive is the expert that sets par: it reads the briefing and the
 // dashboards, as a player does, and reacts the minute after what it sees.
 // It is a pure function of the view. docs/model.md ("The bots, par and the
@@ -183,15 +207,7 @@ const (
 func capacityExpert(v View) []sim.Action {
 	last := v.Last()
 	m := v.Minute()
-	seen, peak := false, 0.0
-	for _, f := range v.Frames {
-		if surging(v, f) {
-			seen = true
-		}
-		if seen {
-			peak = max(peak, f.RequestsPerS)
-		}
-	}
+	seen, peak := surgeSeen(v)
 	if !seen {
 		return nil
 	}
