@@ -136,7 +136,9 @@ func TestObservationCarriesNoHiddenState(t *testing.T) {
 		{"the scenario (its events)", struct{ Scenario sim.Scenario }{}},
 		{"a run", struct{ Frames *sim.Sim }{}},
 		{"the seed", struct{ Seed uint32 }{}},
-		{"a hidden field under a shown name", struct{ Frames []struct{ BadBuildShare float64 } }{}},
+		{"a hidden field under a shown name", struct {
+			Frames []struct{ BadBuildShare float64 }
+		}{}},
 		{"anything behind an interface", struct{ Frames any }{}},
 		{"a map", struct{ Frames map[string]float64 }{}},
 	} {

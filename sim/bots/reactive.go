@@ -120,10 +120,12 @@ func surgeSeen(v View) (bool, float64) {
 //
 //   - a deploy marker and, since it, errors above the SLO's 0.1 %: roll
 //     back, once;
-//   - requests 15 % above the daily curve (a surge): size the fleet for
-//     them as they grow, turn recommendations off and shed low-priority
-//     traffic only while the serving fleet cannot take them, put both back
-//     once it can, and lower the floor as the surge ebbs;
+//   - a surge expected (the briefing) with 8-minute boots: a standing
+//     floor of twice the opening fleet from the start;
+//   - requests 15 % above the daily curve (the surge): raise the floor so
+//     that the fleet would run under 85 % of its workers at the requests
+//     shown; once they are under 80 % of the surge's peak, let the floor
+//     follow them down to the opening fleet's;
 //   - the cache flush the briefing announces for noon: at 12:00 turn
 //     recommendations off and shed what the database cannot take; start
 //     the warm-up once the database has room; put recommendations back when
@@ -199,7 +201,7 @@ const sloErrors = 0.001
 // The expert's capacity planning during a surge.
 const (
 	surgeTarget = 0.85 // the floor keeps the fleet under 85 % of its workers
-	saturated   = 0.92 // relieve the serving fleet above this share of its workers
+	saturated   = 5    // relieve the serving fleet above this share of its workers
 	ebbed       = 0.8  // the surge has passed its peak: requests under 80 % of it
 )
 
@@ -229,24 +231,6 @@ func capacityExpert(v View) []sim.Action {
 		out = append(out, sim.Set(m, sim.ControlFleetFloor, float64(max(need, open))))
 	}
 
-	// Relief while the new instances boot: what the serving fleet can take.
-	capacity := float64(last.Serving * workers)
-	lightS := serviceTime(last, false)
-	heavyOK := last.RequestsPerS*heavyS <= saturated*capacity
-	heavy := heavyOK
-	shed := 0.0
-	if !heavyOK {
-		if admit := saturated * capacity / lightS; admit < last.RequestsPerS {
-			shed = math.Min(1, (1-admit/last.RequestsPerS)/0.3)
-			shed = math.Ceil(shed*20) / 20 // in steps of 5 %
-		}
-	}
-	if heavy != last.HeavyFeature {
-		out = append(out, sim.Switch(m, sim.ControlHeavyFeature, heavy))
-	}
-	if shed != last.ShedLowPriority {
-		out = append(out, sim.Set(m, sim.ControlShedLowPriority, shed))
-	}
 	return out
 }
 

@@ -219,11 +219,11 @@ func WriteTable(w io.Writer, sums []Summary) error {
 }
 
 // Shipped distributions: every bot on seeds 1–1000 of every scenario,
-// computed once (the expert takes minutes) and embedded, so that a
-// debrief ranks a player at once. Regenerate them after a change to the
+// computed once (hindsight's search takes minutes) and embedded, so that
+// a debrief ranks a player at once. Regenerate them after a change to the
 // model, the score or a bot:
 //
-//	go run ./cmd/afloat sim bots --all --seeds 1-1000 --write sim/bots/distributions.json
+//	go run ./cmd/afloat sim bots --all --seeds 1-1000 --bots nothing,runbook,expert,hindsight --write sim/bots/distributions.json
 //
 // (TestShippedDistributionsAreCurrent replays a sample of seeds against
 // them.)
@@ -280,7 +280,7 @@ func ShippedOf(scenarios []string) ([]Distribution, error) {
 // WriteShipped writes distributions in the form of distributions.json.
 func WriteShipped(w io.Writer, ds []Distribution) error {
 	f := shippedFile{
-		Comment:       "Each bot's points over seeds, noise on, at each scenario's length; written by: go run ./cmd/afloat sim bots --all --seeds 1-1000 --write sim/bots/distributions.json",
+		Comment:       "Each bot's points over seeds, noise on, at each scenario's length; written by: go run ./cmd/afloat sim bots --all --seeds 1-1000 --bots nothing,runbook,expert,hindsight --write sim/bots/distributions.json",
 		Distributions: ds,
 	}
 	enc := json.NewEncoder(w)

@@ -136,6 +136,7 @@ function drawScore(s) {
     ["degraded", num(s.degraded), s.degraded_points],
     ["stale", num(s.stale), s.stale_points],
     ["money", `${num(s.cost, 2)} $`, s.money_points],
+    ["fragile", num(s.fragile), s.fragile_points],
   ];
   const tbody = $("score-table").tBodies[0];
   tbody.replaceChildren();
