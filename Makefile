@@ -30,7 +30,7 @@ TOOLS := $(HOME)/.cache/afloat/bin
 # .build/ (ignored by git) and handed to the tests by environment.
 BUILD := $(CURDIR)/.build
 
-.PHONY: test test-long deps vet fmt-check lint tidy-check cross-build boundaries litter unit unit-race unit-models unit-etcd unit-browser long fuzz bench bench-assign bench-quota bench-quota-peers check-quota-peers soak
+.PHONY: test test-long deps deps-etcd vet fmt-check lint tidy-check cross-build boundaries litter unit unit-race unit-models unit-etcd unit-browser long fuzz bench bench-assign bench-quota bench-quota-peers check-quota-peers soak
 
 # The checks and the four groups of unit tests run side by side (make -j,
 # each one's output printed whole when it ends): the browser tests wait on
@@ -45,7 +45,7 @@ UNITS := unit-browser unit-race unit-models unit-etcd
 test: export NICE := nice -n 10
 test: deps
 	@$(MAKE) --no-print-directory -j 6 --output-sync=target $(UNITS) $(CHECKS)
-test-long: deps long
+test-long: deps deps-etcd long
 
 # deps installs what the tests need when it is missing: Debian's
 # chromium-headless-shell for the console's browser tests (Chromium's
@@ -63,6 +63,17 @@ deps:
 	@if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-benchmark >/dev/null 2>&1; then \
 		echo "make test: installing redis-server for the assignment tests"; \
 		$(SUDO) apt-get update -q && $(APT_INSTALL) redis-server redis-tools; \
+	fi
+
+# deps-etcd installs Debian's etcd-server when no etcd is on PATH, for
+# make test-long only: TestQuotaSurvivesEtcdElections runs a 3-member
+# cluster of it with etcd's stock timeouts (docs/quota.md, "etcd's own
+# leader elections"). The package also enables a systemd unit; the tests
+# start members of their own on free loopback ports and never use it.
+deps-etcd:
+	@if ! command -v etcd >/dev/null 2>&1; then \
+		echo "make test-long: installing etcd-server for the etcd election test"; \
+		$(SUDO) apt-get update -q && $(APT_INSTALL) etcd-server; \
 	fi
 
 # vet checks every build-tag set: the quota's embedded etcd is behind the
@@ -156,10 +167,15 @@ BROWSER_TESTS := ^Test[A-Za-z0-9]*(EndToEnd|InBrowser)$$
 # AFLOAT_REQUIRE_BROWSER and AFLOAT_REQUIRE_REDIS turn the skips of the
 # browser tests (no chromium) and the Redis tests (no redis-server) into
 # failures, so that this suite cannot pass without them.
-# Test binaries are linked without DWARF (-w): nobody debugs them, and the
-# link of each, some fifty a run, is the suite's largest cost after
-# Chromium; it takes about a sixth less without.
-$(UNITS) cross-build: export GOFLAGS += -ldflags=-w
+# go test links its binaries without symbols or DWARF already (-s -w);
+# the cross builds' binaries, which nobody runs, are linked without DWARF
+# too.
+cross-build: export GOFLAGS += -ldflags=-w
+# A race-detector binary sleeps a second before it exits, by default, for
+# other threads' reports to come in; a test binary's goroutines have all
+# ended by then, and some forty binaries sleeping one after another are
+# the race group's tail.
+$(UNITS) long: export GORACE := atexit_sleep_ms=0
 $(UNITS): export AFLOAT_REQUIRE_REDIS := 1
 $(UNITS): export AFLOAT_REQUIRE_BROWSER := 1
 unit: $(UNITS)
@@ -194,7 +210,7 @@ unit-browser:
 # LONG_TESTS are the tests that skip under -short, or do less under it,
 # outside the models (whose every test runs again at full size below). internal/conventions
 # checks that every test that skips under -short is named here.
-LONG_TESTS := ^(TestGameAccessibilityEndToEnd|TestConsoleEndToEnd|TestOverloadLabEndToEnd|TestQuotaLabEndToEnd|TestQuotaEndToEnd|TestTwoAgentsOneRegion|TestForgedEpochUnderTraffic|TestQuotaCoordinatorDamagedDataDir|TestQuotaStartUpEndsOnSIGTERM|TestServeUnderAbuse|TestBusyMachineIsFlagged|TestSoakShort|TestShrinkUnderLoad)$$
+LONG_TESTS := ^(TestGameAccessibilityEndToEnd|TestConsoleEndToEnd|TestOverloadLabEndToEnd|TestQuotaLabEndToEnd|TestQuotaEndToEnd|TestTwoAgentsOneRegion|TestForgedEpochUnderTraffic|TestQuotaCoordinatorDamagedDataDir|TestQuotaStartUpEndsOnSIGTERM|TestServeUnderAbuse|TestBusyMachineIsFlagged|TestSoakShort|TestShrinkUnderLoad|TestQuotaSurvivesEtcdElections|TestFiftyWorkersStayLevel)$$
 
 # long is make test-long's: the tests that skip under -short, with the
 # binaries they exec built once; the models at full size (the 120-seed
@@ -202,12 +218,13 @@ LONG_TESTS := ^(TestGameAccessibilityEndToEnd|TestConsoleEndToEnd|TestOverloadLa
 # processes' output in a folder its failure names.
 long: export AFLOAT_REQUIRE_REDIS := 1
 long: export AFLOAT_REQUIRE_BROWSER := 1
+long: export AFLOAT_REQUIRE_ETCD := 1
 long: export AFLOAT_TEST_BINARY := $(BUILD)/afloat
 long: export AFLOAT_TEST_ETCD_BINARY := $(BUILD)/afloat-embedetcd
 long:
 	$(GO) build -o $(BUILD)/afloat ./cmd/afloat
 	$(GO) build -tags embedetcd -o $(BUILD)/afloat-embedetcd ./cmd/afloat
-	$(GO) test -count=1 -tags embedetcd -run '$(LONG_TESTS)' -v ./cmd/afloat ./quota/agent ./quota/coordinator/replica ./overload/live ./web
+	$(GO) test -count=1 -tags embedetcd -run '$(LONG_TESTS)' -v ./cmd/afloat ./quota/agent ./quota/coordinator/replica ./overload/live ./web ./assign
 	$(GO) test -count=1 $$($(GO) list ./... | grep -E '$(NORACE_RE)')
 	$(GO) test -count=1 $(MUTATION)
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -E '$(NORACE_RE)')

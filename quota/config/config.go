@@ -88,8 +88,14 @@ type TenantConfig struct {
 type EtcdConfig struct {
 	// Prefix is where the ledger's keys live; default /afloat/quota/.
 	Prefix string `yaml:"prefix"`
-	// SessionTTL is the election session's TTL in seconds; default 2.
+	// SessionTTL is the election session's TTL in seconds; default 5
+	// (etcdledger.Config.SessionTTL says why).
 	SessionTTL int `yaml:"session_ttl"`
+	// DeposeAfter is how many seconds without a keep-alive, as etcd
+	// counts them, a leader's election lease may go before a replica
+	// campaigning behind it revokes it; default 1, −1 for never
+	// (etcdledger.Config.DeposeAfter says why).
+	DeposeAfter int `yaml:"depose_after"`
 	// MaxTxnOps is the etcd cluster's --max-txn-ops; default 128.
 	MaxTxnOps int `yaml:"max_txn_ops"`
 }
@@ -381,7 +387,9 @@ func (c *Config) validateRest() error {
 	}
 	switch e := c.Etcd; {
 	case e.SessionTTL < 0 || e.SessionTTL > 600:
-		return bad("etcd.session_ttl %d: want 1 to 600 seconds (0 for the default, 2)", e.SessionTTL)
+		return bad("etcd.session_ttl %d: want 1 to 600 seconds (0 for the default, 5)", e.SessionTTL)
+	case e.DeposeAfter < -1 || e.DeposeAfter > 600:
+		return bad("etcd.depose_after %d: want 1 to 600 seconds, or -1 for never (0 for the default, 1)", e.DeposeAfter)
 	case e.MaxTxnOps != 0 && (e.MaxTxnOps < 8 || e.MaxTxnOps > 1_000_000):
 		return bad("etcd.max_txn_ops %d: want 8 to 1000000 (0 for the default, 128)", e.MaxTxnOps)
 	case e.Prefix != "" && !strings.HasPrefix(e.Prefix, "/"):

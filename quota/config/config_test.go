@@ -29,6 +29,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{strings.Replace(good, "tenants:\n  - {name: acme, rate: 500, burst: 6000}", "tenants: []", 1), "tenants: 0: want 1 to 100000"},
 		{good + "etcd: {session_ttl: 9999}\n", "etcd.session_ttl 9999: want 1 to 600"},
 		{good + "etcd: {max_txn_ops: 2}\n", "etcd.max_txn_ops 2: want 8 to 1000000"},
+		{good + "etcd: {depose_after: -2}\n", "etcd.depose_after -2: want 1 to 600 seconds, or -1 for never"},
 		{good + "etcd: {prefix: nope}\n", `etcd.prefix "nope": want a path starting with /`},
 		{good + "agent: {retry: 5s, max_retry: 1s}\n", "agent.retry 5s, agent.max_retry 1s"},
 		{good + "operators: {alice: {token: short}}\n", "operators.alice.token: 5 bytes: want at least 16"},

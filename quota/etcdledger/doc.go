@@ -9,6 +9,14 @@
 // or replaced cannot write, so it cannot grant. Lease expiries are the
 // coordinator's own deadlines, stored as data, never etcd lease TTLs.
 //
+// The election key lives on an etcd lease the ledger keeps alive itself
+// (session.go): it rides through etcd's own leader elections, ending only
+// when etcd answers that the lease is gone or no keep-alive was confirmed
+// for its whole TTL; and a replica campaigning behind a leader revokes
+// the leader's lease once etcd counts it DeposeAfter without a
+// keep-alive, so that a dead leader is replaced in about a second however
+// long the TTL (docs/quota.md, "etcd's own leader elections").
+//
 //	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints})
 //	ledger, err := etcdledger.Open(ctx, etcdledger.Config{Client: cli, Cluster: "prod", Candidate: myURL})
 //	srv, err := coordinator.NewServer(ctx, cfg, ledger) // blocks until this replica leads

@@ -48,10 +48,37 @@ type Config struct {
 	// address, so that followers can send regions to it.
 	Candidate string
 	// SessionTTL is the etcd lease, in seconds, that keeps the election
-	// key alive: how long a dead leader blocks its successor. Default 2;
-	// etcd grants at least ⌈1.5 × its election timeout⌉ (1 s with
-	// --election-timeout 500, 2 s with the default 1000).
+	// key alive. Default 5: above etcd's own leader election with its
+	// stock settings (--election-timeout 1000: a dead etcd leader is
+	// replaced within 1–2 s, a split vote adds another 1–2 s), so that
+	// keep-alives failing while etcd has no leader never cost the lead.
+	// The leader keeps it alive every 250 ms and steps down only when etcd
+	// answers that the lease is gone, or when no keep-alive has been
+	// confirmed for the whole TTL (it may have expired by then). etcd
+	// grants at least ⌈1.5 × its election timeout⌉ (2 s with the default
+	// 1000). A dead leader blocks its successor for the whole TTL only
+	// where DeposeAfter does not apply.
 	SessionTTL int
+	// DeposeAfter, in whole seconds, is how long a leader's lease may go
+	// without a keep-alive, as etcd's own leader counts it, before a
+	// campaigning replica revokes it: a killed leader is replaced about
+	// DeposeAfter after its death however long SessionTTL is. Default 1;
+	// −1 for never (a successor waits for the lease to expire). It
+	// applies only when it is below SessionTTL. etcd resets every lease's
+	// TTL when its own leader changes (unless lease checkpointing is on),
+	// so an etcd election never makes a live leader look stale; a leader
+	// whose keep-alives stop for longer (a paused process, a cut link) is
+	// deposed, which the fence makes safe: it can write nothing after.
+	DeposeAfter int
+	// WriteTimeout bounds one transaction; default 500 ms, some twenty
+	// times a loaded etcd's p99 (docs/benchmarks.md) and five times the
+	// 100 ms past which etcd itself warns that a request took too long.
+	// A write that went towards an etcd leader that died is otherwise
+	// answered only after etcd's request timeout (7 s with stock
+	// settings); bounded, its calls fail and the coordinator writes its
+	// steps again, under the same fence, once etcd has a new leader. Its
+	// outcome is unknown: etcd may have applied it.
+	WriteTimeout time.Duration
 	// MaxTxnOps is etcd's limit on the operations of a transaction
 	// (--max-txn-ops); default 128.
 	MaxTxnOps int
@@ -62,6 +89,9 @@ type Config struct {
 	// etcd's storage quota (2 GiB by default) within hours without it.
 	CompactEvery int64
 }
+
+// DefaultSessionTTL is Config.SessionTTL's default, in seconds.
+const DefaultSessionTTL = 5
 
 func (c Config) withDefaults() Config {
 	if c.Prefix == "" {
@@ -74,7 +104,13 @@ func (c Config) withDefaults() Config {
 		c.Cluster = "afloat"
 	}
 	if c.SessionTTL == 0 {
-		c.SessionTTL = 2
+		c.SessionTTL = DefaultSessionTTL
+	}
+	if c.DeposeAfter == 0 {
+		c.DeposeAfter = 1
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = 500 * time.Millisecond
 	}
 	if c.MaxTxnOps == 0 {
 		c.MaxTxnOps = 128
@@ -95,6 +131,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: etcdledger: cluster name of %d bytes: want at most 128", quota.ErrConfig, len(c.Cluster))
 	case c.SessionTTL < 1 || c.SessionTTL > 600:
 		return fmt.Errorf("%w: etcdledger: session TTL %d s: want 1 to 600", quota.ErrConfig, c.SessionTTL)
+	case c.DeposeAfter < -1 || c.DeposeAfter > 600:
+		return fmt.Errorf("%w: etcdledger: depose after %d s: want -1 (never) or 1 to 600", quota.ErrConfig, c.DeposeAfter)
+	case c.WriteTimeout < 10*time.Millisecond || c.WriteTimeout > time.Minute:
+		return fmt.Errorf("%w: etcdledger: write timeout %v: want 10ms to 1m", quota.ErrConfig, c.WriteTimeout)
 	case c.MaxTxnOps < 8 || c.MaxTxnOps > 1_000_000:
 		return fmt.Errorf("%w: etcdledger: max txn ops %d: want 8 to 1000000", quota.ErrConfig, c.MaxTxnOps)
 	case c.CompactEvery < -1 || (c.CompactEvery > 0 && c.CompactEvery < 100):
@@ -139,7 +179,7 @@ type Ledger struct {
 	wmu sync.Mutex // serializes Commit and Resolve: each extends the chain
 
 	mu          sync.Mutex
-	session     *concurrency.Session
+	session     *session
 	election    *concurrency.Election
 	key         string // the election key while leading
 	epoch       int64
@@ -233,15 +273,39 @@ func (l *Ledger) Fence(ctx context.Context) (coordinator.Snapshot, error) {
 	l.mu.Lock()
 	s := l.session
 	l.mu.Unlock()
-	if s == nil || isDone(s.Done()) {
+	if s == nil || isDone(s.lost) {
 		var err error
-		s, err = concurrency.NewSession(l.cfg.Client, concurrency.WithTTL(l.cfg.SessionTTL))
-		if err != nil {
-			return coordinator.Snapshot{}, fmt.Errorf("etcdledger: starting a session: %w", err)
+		if s, err = newSession(ctx, l.cfg.Client, l.cfg.SessionTTL); err != nil {
+			return coordinator.Snapshot{}, err
+		}
+		l.mu.Lock()
+		old := l.session
+		l.session = s
+		l.mu.Unlock()
+		if old != nil {
+			old.close(l.cfg.Client) //nolint:errcheck // lost already: gone, or expiring
 		}
 	}
-	e := concurrency.NewElection(s, l.cfg.Prefix+"election")
-	if err := e.Campaign(ctx, l.cfg.Candidate); err != nil {
+	e := concurrency.NewElection(s.Session, l.cfg.Prefix+"election")
+	// The campaign ends with the session, and deposes a leader whose
+	// lease etcd reports stale (DeposeAfter) while it waits.
+	cctx, stop := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-s.lost:
+			stop()
+		case <-cctx.Done():
+		}
+	}()
+	if l.cfg.DeposeAfter > 0 {
+		go deposeStale(cctx, l.cfg.Client, l.cfg.Prefix+"election/", s.Lease(), int64(l.cfg.DeposeAfter))
+	}
+	err := e.Campaign(cctx, l.cfg.Candidate)
+	stop()
+	if err != nil {
+		if why := s.why(); why != nil && ctx.Err() == nil {
+			err = why
+		}
 		return coordinator.Snapshot{}, fmt.Errorf("etcdledger: campaigning: %w", err)
 	}
 	snap := coordinator.Snapshot{Epoch: uint64(e.Rev()), Credit: map[string]quota.Micro{}}
@@ -312,7 +376,7 @@ func (l *Ledger) Fence(ctx context.Context) (coordinator.Snapshot, error) {
 	}
 	snap.NextID = max(snap.NextID, 1)
 	l.mu.Lock()
-	l.session, l.election, l.key, l.epoch, l.nextID = s, e, e.Key(), e.Rev(), snap.NextID
+	l.election, l.key, l.epoch, l.nextID = e, e.Key(), e.Rev(), snap.NextID
 	l.writeRev, l.unknown = resp.Header.Revision, ""
 	l.lastCompact = max(l.lastCompact, resp.Header.Revision)
 	l.mu.Unlock()
@@ -416,12 +480,14 @@ func (l *Ledger) Commit(ctx context.Context, epoch uint64, ops ...coordinator.Op
 	if len(then) > l.cfg.MaxTxnOps {
 		return fmt.Errorf("etcdledger: %d operations in one transaction: etcd takes at most %d", len(then), l.cfg.MaxTxnOps)
 	}
-	resp, err := l.cfg.Client.Txn(ctx).
+	wctx, cancel := context.WithTimeout(ctx, l.cfg.WriteTimeout)
+	resp, err := l.cfg.Client.Txn(wctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", int64(epoch)),
 			clientv3.Compare(clientv3.ModRevision(p+"write"), "=", rev)).
 		Then(then...).
 		Else(clientv3.OpGet(key), clientv3.OpGet(p+"write")).
 		Commit()
+	cancel()
 	if err != nil {
 		if refused(err) {
 			return fmt.Errorf("etcdledger: writing %d ops: %w", len(then), err)
@@ -501,12 +567,17 @@ func (l *Ledger) Resolve(ctx context.Context, epoch uint64) (bool, error) {
 	}
 	p := l.cfg.Prefix
 	void := unknown + ".void"
-	resp, err := l.cfg.Client.Txn(ctx).
+	// Bounded as a write is (WriteTimeout): one sent towards an etcd
+	// leader that died would wait out etcd's request timeout; timed out,
+	// it is itself of unknown outcome, and the caller asks again.
+	wctx, cancel := context.WithTimeout(ctx, l.cfg.WriteTimeout)
+	resp, err := l.cfg.Client.Txn(wctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", int64(epoch)),
 			clientv3.Compare(clientv3.ModRevision(p+"write"), "=", rev)).
 		Then(clientv3.OpPut(p+"write", void)).
 		Else(clientv3.OpGet(key), clientv3.OpGet(p+"write")).
 		Commit()
+	cancel()
 	if err != nil {
 		return false, fmt.Errorf("etcdledger: settling write %s: %w: %w", unknown, coordinator.ErrOutcomeUnknown, err)
 	}
@@ -559,8 +630,10 @@ func (l *Ledger) Leader(ctx context.Context) (string, error) {
 	return string(resp.Kvs[0].Value), nil
 }
 
-// Lost is closed when this ledger's session ends (its etcd lease expired
-// or was revoked): it no longer leads, and its writes are refused.
+// Lost is closed when this ledger's session ends: etcd answered that its
+// lease is gone (expired, or revoked by a successor as stale), or no
+// keep-alive was confirmed within its TTL. It no longer leads (or may not:
+// its writes are refused either way); LostErr says why.
 func (l *Ledger) Lost() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -569,11 +642,23 @@ func (l *Ledger) Lost() <-chan struct{} {
 		close(c)
 		return c
 	}
-	return l.session.Done()
+	return l.session.lost
 }
 
-// Close resigns (if leading) and ends the session, so that a successor
-// need not wait for the session's TTL.
+// LostErr says why the session ended (wrapping ErrSessionLost); nil while
+// it lives or before the first Fence.
+func (l *Ledger) LostErr() error {
+	l.mu.Lock()
+	s := l.session
+	l.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	return s.why()
+}
+
+// Close resigns (if leading) and ends the session, revoking its lease, so
+// that a successor need not wait for the session's TTL.
 func (l *Ledger) Close() error {
 	l.mu.Lock()
 	s, e := l.session, l.election
@@ -581,11 +666,11 @@ func (l *Ledger) Close() error {
 	l.mu.Unlock()
 	if e != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), timeoutClose)
-		e.Resign(ctx) //nolint:errcheck // Close revokes the lease anyway
+		e.Resign(ctx) //nolint:errcheck // the revocation deletes the key anyway
 		cancel()
 	}
 	if s != nil {
-		return s.Close()
+		return s.close(l.cfg.Client)
 	}
 	return nil
 }

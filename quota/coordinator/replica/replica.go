@@ -127,7 +127,7 @@ func Run(ctx context.Context, o Options) error {
 	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	ledger, err := etcdledger.Open(octx, etcdledger.Config{
 		Client: cli, Prefix: o.Config.Etcd.Prefix, Cluster: o.Config.Cluster, Candidate: advertise,
-		SessionTTL: o.Config.Etcd.SessionTTL, MaxTxnOps: maxOps,
+		SessionTTL: o.Config.Etcd.SessionTTL, DeposeAfter: o.Config.Etcd.DeposeAfter, MaxTxnOps: maxOps,
 	})
 	cancel()
 	if err != nil {
@@ -334,7 +334,7 @@ func lead(ctx context.Context, o Options, ledger *etcdledger.Ledger, events *eve
 	go func() {
 		select {
 		case <-ledger.Lost():
-			log.Warn("quota coordinator: etcd session lost; stepping down", "epoch", epoch)
+			log.Warn("quota coordinator: etcd session lost; stepping down", "epoch", epoch, "err", ledger.LostErr())
 			cancel()
 		case <-rctx.Done():
 		}
