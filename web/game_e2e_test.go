@@ -236,7 +236,7 @@ func TestLeversEndToEnd(t *testing.T) {
 			f["shed_low_priority"] != 0.5 || f["heavy_feature"] != false || f["warmup_minutes_left"] != 6.0 || f["rollback_minutes_left"] != 5.0 {
 			t.Errorf("%s: the API's minute 1 has the levers %v", lang, f)
 		}
-		checkDashboard(t, dashboard(ctx, b), f, 1)
+		checkDashboard(t, lang, dashboard(ctx, b), f, 1)
 		shown := evaluate[map[string]any](b, ctx, `Object.fromEntries([...document.querySelectorAll("#controls input")].map((e) => [e.id, e.type === "checkbox" ? e.checked : Number(e.value)]))`)
 		if shown["control-fleet_floor"] != 12.0 || shown["control-target_utilization"] != 45.0 || shown["control-autoscaling"] != false || shown["control-heavy_feature"] != false {
 			t.Errorf("%s: the levers show %v after the minute", lang, shown)
@@ -251,7 +251,7 @@ func TestLeversEndToEnd(t *testing.T) {
 		if f["autoscaling"] != true || f["heavy_feature"] != true {
 			t.Errorf("%s: minute 2 has autoscaling %v, heavy feature %v", lang, f["autoscaling"], f["heavy_feature"])
 		}
-		checkDashboard(t, dashboard(ctx, b), f, 2)
+		checkDashboard(t, lang, dashboard(ctx, b), f, 2)
 		if missing := evaluate[[]string](b, ctx, `[...window.afloat.missing]`); len(missing) > 0 {
 			t.Errorf("%s: keys missing from the catalogue: %v", lang, missing)
 		}
