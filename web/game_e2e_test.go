@@ -474,6 +474,12 @@ func TestLayoutEndToEnd(t *testing.T) {
 	b.do(ctx, "the debrief", chromedp.Navigate(base+"/?"+cfg.Query().Encode()+"&at=120&mode=training#debrief"), waitReady(),
 		waitFor(`document.getElementById("grade").dataset.stars !== undefined`), waitSettled())
 	png := b.viewportShot(ctx, "layout-debrief-1366x768")
+	// On a phone the score table's points column is on screen.
+	b.do(ctx, "the debrief on a phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(1)), waitSettled())
+	if right := evaluate[float64](b, ctx, `Math.max(...[...document.querySelectorAll("#score-table tr > :last-child")].map((c) => c.getBoundingClientRect().right))`); right > 390.5 {
+		t.Errorf("on a phone the score's points column ends at %.0f px, past the screen's 390", right)
+	}
+	b.do(ctx, "size 1366x768 again", chromedp.EmulateViewport(1366, 768, chromedp.EmulateScale(1)))
 	if *docsScreenshots && png != nil {
 		if err := os.WriteFile(filepath.Join("..", "docs", "screenshots", "debrief-1366x768.png"), png, 0o644); err != nil {
 			t.Fatal(err)
