@@ -109,7 +109,7 @@ function drawVerdict(body, whole) {
       par: num(c.grade.par, 1),
       over: `${c.grade.over_par >= 0 ? "+" : "−"}${num(Math.abs(c.grade.over_par), 1)}`,
       runbook: num(c.grade.runbook, 1),
-    });
+    }) + (c.hindsight ? ` ${t("score.hindsight", { points: num(c.hindsight.score.points, 1) })}` : "");
     const watch = $("watch-par");
     const run = { scenario: state.scenario.name, seed: state.seed, noise: state.noise, minutes: 0, actions: c.par.actions.map(fromAPI) };
     watch.href = `/?${encodeRun(run, state.info.controls)}&at=1&mode=${state.difficulty}&shared=1&watch=1`;
@@ -149,6 +149,7 @@ function drawScore(s) {
     ["degraded", num(s.degraded), s.degraded_points],
     ["stale", num(s.stale), s.stale_points],
     ["money", `${num(s.cost, 2)} $`, s.money_points],
+    ["fragile", num(s.fragile), s.fragile_points],
   ];
   const tbody = $("score-table").tBodies[0];
   tbody.replaceChildren();
@@ -218,6 +219,11 @@ function drawWhatIfs(c) {
     };
     const withBudget = kept >= 0.0005 ? "_budget" : "";
     li.append(t(`coach.${w.kind}${withBudget}`, vars));
+    // What on screen called for the move.
+    if (w.sign && w.sign.kind !== "briefing") {
+      const value = w.sign.kind === "requests" ? num(w.sign.value, 0) : num(100 * w.sign.value, 0);
+      li.append(` (${t(`coach.sign.${w.sign.kind}`, { clock: w.sign.clock, value })})`);
+    }
     const run = { scenario: state.scenario.name, seed: state.seed, noise: state.noise, minutes: 0, actions: w.actions.map(fromAPI) };
     const a = document.createElement("a");
     a.href = `/?${encodeRun(run, state.info.controls)}&at=1&mode=${state.difficulty}&shared=1&watch=1`;
