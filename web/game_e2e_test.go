@@ -699,6 +699,19 @@ func TestRunStopsEndToEnd(t *testing.T) {
 		if neg := evaluate[[]string](b, ctx, "("+negativeNumber+`)(["budget", "debrief-figures", "what-ifs", "score-table", "page-alert"])`); len(neg) > 0 {
 			t.Errorf("%s: game over shows negative numbers: %q", lang, neg)
 		}
+		// Counts take their plural form from the language's rules.
+		plurals := evaluateAsync[[]string](b, ctx, `(async () => {
+  const { t, tn } = await import("/static/js/i18n.js");
+  return [tn("coach.why.earlier", 1), tn("coach.why.earlier", 3), t("assign.picked", { n: 1, member: "p" }), tn("debrief.value.shed", 1, { share: "0.0" })];
+})()`)
+		wantForms := map[string][]string{
+			"en": {"a minute earlier", "3 minutes earlier", "Picked 1 time; the last went to p.", "1 request (0.0 %)"},
+			"cy": {"funud yn gynharach", "3 munud yn gynharach", "Dewiswyd unwaith; aeth yr olaf i p.", "1 cais (0.0 %)"},
+			"tl": {"isang minuto nang mas maaga", "3 minuto nang mas maaga", "Pumili nang isang beses; napunta ang huli sa p.", "1 request (0.0 %)"},
+		}[lang]
+		if fmt.Sprint(plurals) != fmt.Sprint(wantForms) {
+			t.Errorf("%s: plural forms %q, want %q", lang, plurals, wantForms)
+		}
 		if missing := evaluate[[]string](b, ctx, `[...window.afloat.missing]`); len(missing) > 0 {
 			t.Errorf("%s: keys missing from the catalogue: %v", lang, missing)
 		}
