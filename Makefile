@@ -210,7 +210,7 @@ unit-browser:
 # LONG_TESTS are the tests that skip under -short, or do less under it,
 # outside the models (whose every test runs again at full size below). internal/conventions
 # checks that every test that skips under -short is named here.
-LONG_TESTS := ^(TestGameAccessibilityEndToEnd|TestConsoleEndToEnd|TestOverloadLabEndToEnd|TestQuotaLabEndToEnd|TestQuotaEndToEnd|TestTwoAgentsOneRegion|TestForgedEpochUnderTraffic|TestQuotaCoordinatorDamagedDataDir|TestQuotaStartUpEndsOnSIGTERM|TestServeUnderAbuse|TestBusyMachineIsFlagged|TestSoakShort|TestShrinkUnderLoad|TestQuotaSurvivesEtcdElections)$$
+LONG_TESTS := ^(TestGameAccessibilityEndToEnd|TestConsoleEndToEnd|TestOverloadLabEndToEnd|TestQuotaLabEndToEnd|TestQuotaEndToEnd|TestTwoAgentsOneRegion|TestForgedEpochUnderTraffic|TestQuotaCoordinatorDamagedDataDir|TestQuotaStartUpEndsOnSIGTERM|TestServeUnderAbuse|TestBusyMachineIsFlagged|TestSoakShort|TestShrinkUnderLoad|TestQuotaSurvivesEtcdElections|TestFiftyWorkersStayLevel)$$
 
 # long is make test-long's: the tests that skip under -short, with the
 # binaries they exec built once; the models at full size (the 120-seed
@@ -224,7 +224,7 @@ long: export AFLOAT_TEST_ETCD_BINARY := $(BUILD)/afloat-embedetcd
 long:
 	$(GO) build -o $(BUILD)/afloat ./cmd/afloat
 	$(GO) build -tags embedetcd -o $(BUILD)/afloat-embedetcd ./cmd/afloat
-	$(GO) test -count=1 -tags embedetcd -run '$(LONG_TESTS)' -v ./cmd/afloat ./quota/agent ./quota/coordinator/replica ./overload/live ./web
+	$(GO) test -count=1 -tags embedetcd -run '$(LONG_TESTS)' -v ./cmd/afloat ./quota/agent ./quota/coordinator/replica ./overload/live ./web ./assign
 	$(GO) test -count=1 $$($(GO) list ./... | grep -E '$(NORACE_RE)')
 	$(GO) test -count=1 $(MUTATION)
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -E '$(NORACE_RE)')

@@ -15,7 +15,8 @@
 //
 //	t := quota.Tenant{Name: "acme", Rate: 500 * quota.One, Burst: 6000 * quota.One,
 //		Regions: []string{"eu", "us", "ap"}}
-//	shares := quota.Allocate(t, map[string]quota.Micro{"eu": 360 * quota.One, "us": 180 * quota.One})
+//	demand := map[string]quota.Micro{"eu": 360 * quota.One, "us": 180 * quota.One}
+//	shares := quota.Allocate(t, demand, demand) // peaks: here, the demand now
 //
 // Amounts are Micro, millionths of a token, so that sums are exact.
 package quota

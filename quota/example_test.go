@@ -7,18 +7,23 @@ import (
 )
 
 // The rebalancing policy on the seed's tenant: demand 60/30/10 of 600
-// tokens a second, more than R. The quiet regions get what they ask; the
-// busy one gets the rest of R.
+// tokens a second, more than R. The quiet regions get what they ask of
+// the rate; the busy one gets the rest of R. The burst goes by peaks —
+// 60 (1 % of B) each, and the other 5,820 in proportion to them: us
+// lately peaked at 1,000 a second, so it holds most of B, though eu is the
+// busier now.
 func ExampleAllocate() {
 	t := quota.Tenant{Name: "acme", Rate: 500 * quota.One, Burst: 6000 * quota.One, Regions: []string{"eu", "us", "ap"}}
-	shares := quota.Allocate(t, map[string]quota.Micro{"eu": 360 * quota.One, "us": 180 * quota.One, "ap": 60 * quota.One})
+	demand := map[string]quota.Micro{"eu": 360 * quota.One, "us": 180 * quota.One, "ap": 60 * quota.One}
+	peak := map[string]quota.Micro{"eu": 400 * quota.One, "us": 1000 * quota.One, "ap": 100 * quota.One}
+	shares := quota.Allocate(t, demand, peak)
 	for _, r := range t.Regions {
 		fmt.Printf("%s: rate %v/s, burst %v\n", r, shares[r].Rate, shares[r].Burst)
 	}
 	// Output:
-	// eu: rate 260/s, burst 3120
-	// us: rate 180/s, burst 2160
-	// ap: rate 60/s, burst 720
+	// eu: rate 260/s, burst 1612
+	// us: rate 180/s, burst 3940
+	// ap: rate 60/s, burst 448
 }
 
 // A region's old and new leases overlap while the old one is confirmed

@@ -2,7 +2,6 @@ package quota
 
 import (
 	"cmp"
-	"math"
 	"slices"
 )
 
@@ -12,7 +11,9 @@ type Share struct {
 }
 
 // Allocate is the rebalancing policy: it turns the regions' reported
-// demand (offered tokens per second) into target shares.
+// demand (offered tokens per second) and their recent peaks of it into
+// target shares. The rate follows demand now; the burst is sized on its
+// own, from the peaks.
 //
 //   - Each region keeps a floor, Floor·R of the rate, so that traffic
 //     arriving in a quiet region is served at once rather than after a
@@ -25,12 +26,24 @@ type Share struct {
 //   - When they want less than R, what is left is shared in proportion to
 //     demand plus floor, so that each region has room to grow before it
 //     must ask.
-//   - Burst follows rate: each region's burst share is B in the proportion
-//     of its rate share.
+//   - The burst is sized from peak, not from demand: each region keeps a
+//     floor of B (Floor·B, as of R) so that a region with no recent peak
+//     can still serve a small burst, and the rest of B is shared in
+//     proportion to the regions' peaks. A burst is what a region spends
+//     when its traffic jumps above its rate, so it belongs where traffic
+//     has lately jumped highest, not where it happens to be now: a region
+//     whose spike has just ended keeps the room to absorb the next one,
+//     and a region that is busy but steady does not take it away. With no
+//     peak known (peak empty, or every peak zero) the rest of B is shared
+//     in proportion to the rate shares instead.
 //
-// The targets sum to at most R and B (rounding is down). A region not in
-// demand counts as wanting nothing.
-func Allocate(t Tenant, demand map[string]Micro) map[string]Share {
+// What a peak is, and how long it lasts, is the caller's to choose (the
+// coordinator keeps the largest demand a region reported, decaying
+// slowly: coordinator.Core). The targets sum to at most R and B (rounding
+// is down); each burst is at most MaxBurstShare. A region not in demand
+// counts as wanting nothing, and one not in peak as having no peak.
+// Allocate is a pure function of its arguments.
+func Allocate(t Tenant, demand, peak map[string]Micro) map[string]Share {
 	t = t.WithDefaults()
 	n := Micro(len(t.Regions))
 	floor := min(Micro(float64(t.Rate)*t.FloorShare()), t.Rate/n)
@@ -79,13 +92,13 @@ func Allocate(t Tenant, demand map[string]Micro) map[string]Share {
 			}
 		}
 	}
+	burst := burstShares(t, rate, peak)
 	out := make(map[string]Share, n)
 	var sumR, sumB Micro
 	for _, r := range t.Regions {
-		b := Micro(float64(t.Burst) * float64(rate[r]) / float64(t.Rate))
-		out[r] = Share{Rate: rate[r], Burst: b}
+		out[r] = Share{Rate: rate[r], Burst: burst[r]}
 		sumR += rate[r]
-		sumB += b
+		sumB += burst[r]
 	}
 	// Float products may round up by a micro-token; take any excess back
 	// from the largest share so that the sums stay within R and B.
@@ -108,22 +121,51 @@ func Allocate(t Tenant, demand map[string]Micro) map[string]Share {
 	return out
 }
 
+// burstFloor is the burst each of t's regions keeps whatever its peak:
+// Floor·B, and at most an equal part of B.
+func burstFloor(t Tenant) Micro {
+	return min(Micro(float64(t.Burst)*t.FloorShare()), t.Burst/Micro(len(t.Regions)))
+}
+
+// burstShares splits B: burstFloor to every region, the rest in
+// proportion to peak, or to rate when no region has a peak.
+func burstShares(t Tenant, rate, peak map[string]Micro) map[string]Micro {
+	floor := burstFloor(t)
+	left := t.Burst - floor*Micro(len(t.Regions))
+	weight := peak
+	var sum float64
+	for _, r := range t.Regions {
+		sum += float64(max(0, peak[r]))
+	}
+	if sum == 0 {
+		weight, sum = rate, 0
+		for _, r := range t.Regions {
+			sum += float64(max(0, rate[r]))
+		}
+	}
+	out := make(map[string]Micro, len(t.Regions))
+	for _, r := range t.Regions {
+		out[r] = floor
+		if sum > 0 {
+			// Never above left (w ≤ sum), so never above MaxBurstShare.
+			out[r] += min(left, Micro(float64(left)*(float64(max(0, weight[r]))/sum)))
+		}
+	}
+	return out
+}
+
 // MaxBurstShare is the largest burst share Allocate can give any one of
-// t's regions, whatever the demand: B less the part of it that follows
-// the other regions' floors. A request costing more tokens can never be
-// admitted under t's current limits — no lease, transfer or emergency
-// allowance beyond it (in BestEffort mode, E may be larger: the region
-// takes the larger of the two) — so a region refuses it as such, without
-// a time to retry. It errs high by at most a micro-token, never low.
+// t's regions, whatever the demand and the peaks: B less the other
+// regions' floors. A request costing more tokens can never be admitted
+// under t's current limits — no lease, transfer or emergency allowance
+// beyond it (in BestEffort mode, E may be larger: the region takes the
+// larger of the two) — so a region refuses it as such, without a time to
+// retry.
 func MaxBurstShare(t Tenant) Micro {
 	t = t.WithDefaults()
 	n := Micro(len(t.Regions))
-	if n <= 1 || t.Rate <= 0 {
+	if n <= 1 {
 		return t.Burst
 	}
-	floor := min(Micro(float64(t.Rate)*t.FloorShare()), t.Rate/n)
-	most := t.Rate - floor*(n-1)
-	// Allocate's burst is a float product that may round up a little;
-	// rounding up here keeps the ceiling above it.
-	return min(t.Burst, Micro(math.Ceil(float64(t.Burst)*float64(most)/float64(t.Rate)))+1)
+	return t.Burst - burstFloor(t)*(n-1)
 }

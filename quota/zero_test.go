@@ -25,7 +25,7 @@ func TestZeroMarginAndFloor(t *testing.T) {
 	if d := base.WithDefaults(); d.Margin() != quota.DefaultSkewMargin || d.FloorShare() != quota.DefaultFloor {
 		t.Fatalf("zero fields: margin %v, floor %v; want the defaults", d.Margin(), d.FloorShare())
 	}
-	shares := quota.Allocate(none, map[string]quota.Micro{"eu": 100 * quota.One})
+	shares := quota.Allocate(none, map[string]quota.Micro{"eu": 100 * quota.One}, nil)
 	if us := shares["us"]; us.Rate != 0 || us.Burst != 0 {
 		t.Fatalf("no floor: the idle region keeps %+v", us)
 	}

@@ -1,5 +1,7 @@
 package sim
 
+import "math"
+
 // Debrief sums up a run for the conversation after it: what the budget,
 // the users and the bill went through, and what the player did when.
 type Debrief struct {
@@ -8,7 +10,10 @@ type Debrief struct {
 	To      string `json:"to"`      // clock of the last minute
 
 	BudgetStart float64 `json:"budget_start"` // fraction of the month's budget
-	BudgetLeft  float64 `json:"budget_left"`  // after the last minute; may be negative
+	BudgetLeft  float64 `json:"budget_left"`  // after the last minute, 0 at the least
+	// Lost is set when the month's budget ran out: the game ended at the
+	// minute it did, and the debrief sums up the minutes up to it only.
+	Lost bool `json:"lost"`
 
 	WorstBurn         float64 `json:"worst_burn"`        // highest one-minute burn rate
 	WorstBurnMinute   int     `json:"worst_burn_minute"` // first minute it was reached
@@ -58,15 +63,24 @@ const sloErrorRate = errorBudget
 
 // Summarize builds the debrief of the frames of a run and the actions that
 // made it. Actions past the last frame have not happened yet and are left
-// out. It is safe for concurrent use: it reads only its arguments.
+// out. A run that lost the month's budget is summed up to the minute it
+// did, as the score grades it (ScoreFrames): the game was over. It is
+// safe for concurrent use: it reads only its arguments.
 func Summarize(sc Scenario, frames []Frame, actions []Action) Debrief {
+	for i, f := range frames {
+		if f.BudgetRemaining <= 0 {
+			frames = frames[:i+1]
+			break
+		}
+	}
 	d := Debrief{Minutes: len(frames), BudgetStart: sc.Budget, BudgetLeft: sc.Budget}
 	if len(frames) == 0 {
 		return d
 	}
 	d.From, d.To = frames[0].Clock, frames[len(frames)-1].Clock
 	last := frames[len(frames)-1]
-	d.BudgetLeft = last.BudgetRemaining
+	d.BudgetLeft = math.Max(0, last.BudgetRemaining)
+	d.Lost = last.BudgetRemaining <= 0
 	d.TotalCost = last.CostSoFar + last.FleetCostPerH/60
 
 	var requests, ageSum float64

@@ -122,4 +122,27 @@ func TestSummarize(t *testing.T) {
 	if e := Summarize(sc, nil, nil); e.Minutes != 0 || e.BudgetLeft != 0.2 {
 		t.Errorf("empty run: %+v", e)
 	}
+
+	// With no instance serving from minute 1 every request fails and the
+	// 20 % left is gone in minutes: the game is over at the first minute
+	// with none left, and the debrief stops there, at 0 %, never below.
+	lost := mustRun(t, Config{Scenario: "bad-deploy", Seed: 7, Noise: true,
+		Actions: []Action{Switch(1, ControlAutoscaling, false), Set(1, ControlFleetFloor, 0)}})
+	end := -1
+	for _, f := range lost {
+		if f.BudgetRemaining <= 0 {
+			end = f.Minute
+			break
+		}
+	}
+	if end < 0 || lost[len(lost)-1].BudgetRemaining >= 0 {
+		t.Fatalf("doing nothing kept the budget (first empty minute %d): the test needs a lost game", end)
+	}
+	d = Summarize(sc, lost, []Action{Press(end+5, ControlRollback)})
+	if !d.Lost || d.Minutes != end+1 || d.BudgetLeft != 0 || len(d.Timeline) != 1 || d.Timeline[0].Kind != "page" {
+		t.Errorf("lost game: lost %v, %d minutes, budget left %v, timeline %+v; want true, %d, 0, the page alone", d.Lost, d.Minutes, d.BudgetLeft, d.Timeline, end+1)
+	}
+	if s := ScoreFrames(sc, lost); s.Minutes != end+1 || s.BudgetSpent != 0.2 {
+		t.Errorf("lost game scored over %d minutes, budget spent %v; want %d, 0.2", s.Minutes, s.BudgetSpent, end+1)
+	}
 }

@@ -488,6 +488,37 @@ func TestRollback(t *testing.T) {
 	}
 }
 
+// TestRollbackUndoesOnlyALiveBuild: a rollback pressed at 09:06, four
+// minutes before the deploy, finishes its preparation at the end of 09:10
+// while the new build is rolling out; the build it prepared from is the
+// one live at 09:06, so the 09:10 build keeps taking traffic, all of it
+// from 09:13, as if nothing had been pressed. A second press once the
+// build is live does roll it back.
+func TestRollbackUndoesOnlyALiveBuild(t *testing.T) {
+	plain := mustRun(t, Config{Scenario: "bad-deploy", Seed: 3, Noise: true})
+	early := mustRun(t, Config{Scenario: "bad-deploy", Seed: 3, Noise: true, Actions: []Action{Press(6, ControlRollback)}})
+	for m := range plain {
+		if early[m].BadBuildShare != plain[m].BadBuildShare || early[m].ErrorRate != plain[m].ErrorRate {
+			t.Fatalf("minute %d: bad build %v, error rate %v; want %v, %v as without the early rollback",
+				m, early[m].BadBuildShare, early[m].ErrorRate, plain[m].BadBuildShare, plain[m].ErrorRate)
+		}
+	}
+	if early[13].BadBuildShare != 1 || early[119].BadBuildShare != 1 {
+		t.Fatalf("bad build at 09:13 and 10:59: %v, %v; want 1: the 09:10 build takes all the traffic", early[13].BadBuildShare, early[119].BadBuildShare)
+	}
+	// Pressed again at 09:12, once the build is live: it goes at 09:17.
+	again := mustRun(t, Config{Scenario: "bad-deploy", Seed: 3, Noise: true, Actions: []Action{Press(6, ControlRollback), Press(12, ControlRollback)}})
+	if again[16].BadBuildShare != 1 || again[17].BadBuildShare != 0 || again[119].BadBuildShare != 0 {
+		t.Fatalf("bad build at 09:16, 09:17, 10:59: %v, %v, %v; want 1, 0, 0", again[16].BadBuildShare, again[17].BadBuildShare, again[119].BadBuildShare)
+	}
+	// Pressed at 09:08, its countdown still running at the deploy: the
+	// same, nothing undone.
+	mid := mustRun(t, Config{Scenario: "bad-deploy", Seed: 3, Noise: true, Actions: []Action{Press(8, ControlRollback)}})
+	if mid[14].BadBuildShare != 1 {
+		t.Fatalf("rollback at 09:08: bad build at 09:14 %v, want 1", mid[14].BadBuildShare)
+	}
+}
+
 func TestWarmup(t *testing.T) {
 	frames := mustRun(t, Config{Scenario: "cache-flush", Seed: 1, Actions: []Action{
 		Press(16, ControlWarmup),
@@ -654,6 +685,11 @@ func TestZeroServingFailsEverything(t *testing.T) {
 	for m := 0; m < 3; m++ {
 		if f := frames[m]; f.ErrorRate != 1 || f.Utilization != 1 || f.P99Ms != 2000 {
 			t.Fatalf("minute %d with no instance: error %v, util %v, p99 %v", m, f.ErrorRate, f.Utilization, f.P99Ms)
+		}
+		// No instance, so no query and no recommendation served.
+		if f := frames[m]; f.DBQueriesPerS != 0 || f.DBUtilization != 0 || f.RecommendationsAvailable != 0 {
+			t.Fatalf("minute %d with no instance: %v DB queries/s (utilization %v), recommendations %v, want 0",
+				m, f.DBQueriesPerS, f.DBUtilization, f.RecommendationsAvailable)
 		}
 	}
 	// Back on, the autoscaler asks for one instance, then grows from it.

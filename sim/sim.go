@@ -32,6 +32,12 @@ type Sim struct {
 
 	rolloutStart int // minute the live rollout started; -1 when none is live
 	rollbackLeft int
+	// rollbackOf is the rollout live when the rollback was last pressed
+	// (its start minute), -1 for none: a rollback redeploys the build
+	// that was good before the one it was pressed against, so it can undo
+	// only a build that was live at the press, never one deployed while it
+	// was being prepared.
+	rollbackOf int
 
 	budget float64
 	errs   [longWindow]float64 // error rates of the last 60 minutes, a ring
@@ -58,6 +64,7 @@ func New(sc Scenario, seed uint32, noise bool) (*Sim, error) {
 		booting:      make([]int, sc.BootDelay+1),
 		warm:         1,
 		rolloutStart: -1,
+		rollbackOf:   -1,
 		budget:       sc.Budget,
 	}
 	if sc.Surge != nil {
@@ -138,6 +145,7 @@ func (s *Sim) apply(a Action) {
 		}
 	case ControlRollback:
 		s.rollbackLeft = rollbackMinutes // a second press starts over
+		s.rollbackOf = s.rolloutStart    // the build live now, if any
 	}
 }
 
@@ -235,7 +243,14 @@ func (s *Sim) step() Frame {
 		q += heavyQueries
 		appSeconds += heavyAppTime
 	}
-	dbLoad := admitted * q * (1 - hit)
+	// Only requests an instance serves query the database: with none
+	// serving, the load balancer fails them all before any query (the
+	// warm-up job, which loads the cache itself, still queries).
+	querying := admitted
+	if s.serving == 0 {
+		querying = 0
+	}
+	dbLoad := querying * q * (1 - hit)
 	if s.warmupLeft > 0 {
 		dbLoad += warmupQueries
 	}
@@ -300,7 +315,7 @@ func (s *Sim) step() Frame {
 	s.cost += fleetPerHour / 60
 
 	recs := 0.0
-	if s.ctl.HeavyFeature {
+	if s.ctl.HeavyFeature && s.serving > 0 { // no instance, no recommendations served
 		recs = 1
 	}
 	f := Frame{
@@ -379,14 +394,20 @@ func (s *Sim) bootTick() {
 }
 
 // rollbackTick counts down the rollback; when it is done the traffic
-// switches to the good build and a live rollout is over.
+// switches to the good build and the rollout it was pressed against is
+// over. A rollout that started after the press is not touched: the
+// rollback was prepared from the build live at the press, which is the
+// new build's predecessor only if the new build was already out.
 func (s *Sim) rollbackTick() {
 	if s.rollbackLeft == 0 {
 		return
 	}
 	s.rollbackLeft--
 	if s.rollbackLeft == 0 {
-		s.rolloutStart = -1
+		if s.rollbackOf >= 0 && s.rollbackOf == s.rolloutStart {
+			s.rolloutStart = -1
+		}
+		s.rollbackOf = -1
 	}
 }
 

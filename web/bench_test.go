@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http/httptest"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,6 +31,40 @@ func BenchmarkAPIRun(b *testing.B) {
 			b.Fatal(rec.Code, rec.Body.String())
 		}
 	}
+}
+
+// BenchmarkAPIDebriefCoach is the server's time for the debrief of a whole
+// game with the coach (POST /api/debrief, "coach": true): the score, the
+// expert's run (par), the runbook's, the hindsight search and the coach's
+// replays. Each iteration takes the next seed of each scenario in turn, so
+// that nothing is answered from the flights' cache; max-ms is the slowest
+// debrief seen (target: under 1 s).
+func BenchmarkAPIDebriefCoach(b *testing.B) {
+	h := Handler(DefaultConfig())
+	players := map[string]string{
+		"steady":      `[{"minute": 1, "control": "target_utilization", "value": 0.8}]`,
+		"bad-deploy":  `[{"minute": 29, "control": "rollback"}]`,
+		"surge":       `[{"minute": 1, "control": "fleet_floor", "value": 16}, {"minute": 100, "control": "shed_low_priority", "value": 0.5}, {"minute": 110, "control": "shed_low_priority", "value": 0}]`,
+		"cache-flush": `[{"minute": 16, "control": "heavy_feature", "value": false}, {"minute": 30, "control": "warmup"}, {"minute": 40, "control": "heavy_feature", "value": true}]`,
+	}
+	names := sim.ScenarioNames()
+	var slowest time.Duration
+	i := 0
+	for b.Loop() {
+		name := names[i%len(names)]
+		body := `{"scenario": "` + name + `", "seed": ` + strconv.Itoa(1+i/len(names)) + `, "actions": ` + players[name] + `, "coach": true}`
+		i++
+		req := localRequest("POST", "/api/debrief", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		start := time.Now()
+		h.ServeHTTP(rec, req)
+		slowest = max(slowest, time.Since(start))
+		if rec.Code != 200 {
+			b.Fatal(rec.Code, rec.Body.String())
+		}
+	}
+	b.ReportMetric(float64(slowest.Microseconds())/1000, "max-ms")
 }
 
 // BenchmarkAPIRunFloor is the simulation alone, in the same run: what no

@@ -133,7 +133,7 @@ func TestExpertPastItsBoundIsAnswered(t *testing.T) {
 		}
 	}()
 	req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+"/api/bot",
-		strings.NewReader(`{"scenario": "cache-flush", "seed": 7, "minutes": 10080, "bot": "expert"}`))
+		strings.NewReader(`{"scenario": "cache-flush", "seed": 7, "minutes": 10080, "bot": "hindsight"}`))
 	req.Header.Set("Content-Type", "application/json")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {

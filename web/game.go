@@ -13,14 +13,14 @@ import (
 	"github.com/afloat/afloat/sim/bots"
 )
 
-// The game's costly answers: the expert's search (par; up to a second)
-// and the coach's replays (tens of milliseconds), each shared per key,
-// capped and cancelled when nobody waits (flights). The policy bots and
-// the score cost a run or two, well under a millisecond, and are computed
-// in the request.
+// The game's costly answers: the hindsight search (perfect foresight; up
+// to a second) and the coach's replays (tens of milliseconds), each shared
+// per key, capped and cancelled when nobody waits (flights). The policy
+// bots (the expert that sets par among them) and the score cost a run or
+// two, well under a millisecond, and are computed in the request.
 type game struct {
-	experts *flights[bots.Run]
-	coaches *flights[[]bots.WhatIf]
+	hindsights *flights[bots.Run]
+	coaches    *flights[[]bots.WhatIf]
 }
 
 const (
@@ -42,22 +42,23 @@ func newGame(writeTimeout time.Duration) *game {
 		bound = min(bound, writeTimeout/2)
 	}
 	return &game{
-		experts: newFlights[bots.Run](gameComputing, gameKept, bound),
-		coaches: newFlights[[]bots.WhatIf](gameComputing, gameKept, bound),
+		hindsights: newFlights[bots.Run](gameComputing, gameKept, bound),
+		coaches:    newFlights[[]bots.WhatIf](gameComputing, gameKept, bound),
 	}
 }
 
-// runKey names a run without its actions: what par depends on.
+// runKey names a run without its actions: what hindsight depends on.
 func runKey(c sim.Config) string {
 	c.Actions = nil
 	return c.Query().Encode()
 }
 
-// expert returns par's run on the configuration's seed, shared.
-func (g *game) expert(ctx context.Context, c sim.Config) (bots.Run, error) {
+// hindsight returns the perfect-foresight run on the configuration's
+// seed, shared.
+func (g *game) hindsight(ctx context.Context, c sim.Config) (bots.Run, error) {
 	c.Actions = nil
-	return g.experts.do(ctx, runKey(c), func(ctx context.Context) (bots.Run, error) {
-		return bots.Expert(ctx, c)
+	return g.hindsights.do(ctx, runKey(c), func(ctx context.Context) (bots.Run, error) {
+		return bots.Hindsight(ctx, c)
 	})
 }
 
@@ -71,10 +72,10 @@ func busy(w http.ResponseWriter, r *http.Request, err error) {
 		return // nobody reads an answer
 	case errors.Is(err, errBusy):
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, "", "the console is computing as many experts and coaches as it can ("+
+		writeError(w, http.StatusServiceUnavailable, "", "the console is computing as many hindsight searches and coaches as it can ("+
 			strconv.Itoa(gameComputing)+" at a time); try again in 1 s")
 	case errors.Is(err, errTooLong):
-		writeError(w, http.StatusServiceUnavailable, "", "the expert's search (or the coach) ran past its bound and was stopped ("+
+		writeError(w, http.StatusServiceUnavailable, "", "the hindsight search (or the coach) ran past its bound and was stopped ("+
 			err.Error()+"); a shorter run (fewer minutes) is computed sooner")
 	default:
 		writeError(w, http.StatusServiceUnavailable, "", err.Error())
@@ -124,8 +125,8 @@ func (a *api) bot(w http.ResponseWriter, r *http.Request) {
 		run bots.Run
 		err error
 	)
-	if name == bots.BotExpert {
-		run, err = a.game.expert(r.Context(), req.cfg)
+	if name == bots.BotHindsight {
+		run, err = a.game.hindsight(r.Context(), req.cfg)
 	} else {
 		run, err = bots.PlayBot(r.Context(), req.cfg, name)
 	}
@@ -157,23 +158,31 @@ func percentiles(req request, s sim.Score) map[string]float64 {
 	return out
 }
 
-// coachAnswer is what POST /api/debrief adds with "coach": true.
+// coachAnswer is what POST /api/debrief adds with "coach": true. Par is
+// the expert's run, which sees what the player saw; Hindsight is what
+// perfect foresight of the seed would have scored, shown beside it and
+// never graded against.
 type coachAnswer struct {
-	Grade   bots.Grade    `json:"grade"`
-	Par     botAnswer     `json:"par"`
-	Runbook botAnswer     `json:"runbook"`
-	WhatIfs []bots.WhatIf `json:"what_ifs"`
+	Grade     bots.Grade    `json:"grade"`
+	Par       botAnswer     `json:"par"`
+	Runbook   botAnswer     `json:"runbook"`
+	Hindsight botAnswer     `json:"hindsight"`
+	WhatIfs   []bots.WhatIf `json:"what_ifs"`
 }
 
 // coach grades a whole run against par and the runbook on its seed and
 // finds the what-ifs that would have saved the most.
 func (a *api) coach(ctx context.Context, req request, s sim.Score) (coachAnswer, error) {
-	par, err := a.game.expert(ctx, req.cfg)
+	plain := req.cfg
+	plain.Actions = nil
+	par, err := bots.Expert(ctx, plain)
 	if err != nil {
 		return coachAnswer{}, err
 	}
-	plain := req.cfg
-	plain.Actions = nil
+	hs, err := a.game.hindsight(ctx, req.cfg)
+	if err != nil {
+		return coachAnswer{}, err
+	}
 	rb, err := bots.PlayContext(ctx, plain, bots.Runbook)
 	if err != nil {
 		return coachAnswer{}, err
@@ -188,10 +197,11 @@ func (a *api) coach(ctx context.Context, req request, s sim.Score) (coachAnswer,
 		whatIfs = []bots.WhatIf{}
 	}
 	return coachAnswer{
-		Grade:   bots.GradeScore(s, par.Score.Points, rb.Score.Points),
-		Par:     answerOf(bots.BotExpert, req.length, par),
-		Runbook: answerOf(bots.BotRunbook, req.length, rb),
-		WhatIfs: whatIfs,
+		Grade:     bots.GradeScore(s, par.Score.Points, rb.Score.Points),
+		Par:       answerOf(bots.BotExpert, req.length, par),
+		Runbook:   answerOf(bots.BotRunbook, req.length, rb),
+		Hindsight: answerOf(bots.BotHindsight, req.length, hs),
+		WhatIfs:   whatIfs,
 	}, nil
 }
 

@@ -20,7 +20,7 @@ func runSimBots(c *cli.Command, args []string) int {
 	c.StringVar(&scenario, "scenario", "", "`NAME` of the scenario: "+strings.Join(sim.ScenarioNames(), ", "))
 	c.BoolVar(&all, "all", false, "every scenario (instead of --scenario)")
 	c.StringVar(&seeds, "seeds", "1-1000", "seeds `A-B`, noise on, at the scenario's length")
-	c.StringVar(&list, "bots", "nothing,runbook", "comma-separated `LIST` of bots: nothing, runbook, expert (the expert searches: about 0.05 s a seed)")
+	c.StringVar(&list, "bots", "nothing,runbook,expert", "comma-separated `LIST` of bots: nothing, runbook, expert (par: reacts to the dashboard), hindsight (searches knowing the seed: about 0.05 s a seed)")
 	c.IntVar(&workers, "workers", 0, "goroutines, 1 to 256 (default: one per CPU)")
 	c.StringVar(&write, "write", "", "also write the distributions to `FILE` in the form of sim/bots/distributions.json")
 	c.BoolVar(&shipped, "shipped", false, "print the distributions shipped in the binary (seeds 1-1000, every bot) and run nothing")

@@ -16,17 +16,17 @@ func TestSimBots(t *testing.T) {
 		t.Fatalf("status %d, stderr %q", status, errOut)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 3 || !strings.Contains(lines[1], "nothing") || !strings.Contains(lines[2], "runbook") || !strings.Contains(lines[2], "  20  ") {
+	if len(lines) != 4 || !strings.Contains(lines[1], "nothing") || !strings.Contains(lines[2], "runbook") || !strings.Contains(lines[3], "expert") || !strings.Contains(lines[2], "  20  ") {
 		t.Errorf("table:\n%s", out)
 	}
 
 	// --write gives a file of the shipped form that reads back.
 	path := filepath.Join(t.TempDir(), "d.json")
-	if status, _, errOut := call(t, "", "sim", "bots", "--scenario", "steady", "--seeds", "3-4", "--bots", "expert", "--write", path); status != 0 {
+	if status, _, errOut := call(t, "", "sim", "bots", "--scenario", "steady", "--seeds", "3-4", "--bots", "hindsight", "--write", path); status != 0 {
 		t.Fatalf("--write: status %d, %s", status, errOut)
 	}
 	raw, err := os.ReadFile(path)
-	if err != nil || !strings.Contains(string(raw), `"bot":"expert"`) || !strings.Contains(string(raw), `"first_seed":3`) {
+	if err != nil || !strings.Contains(string(raw), `"bot":"hindsight"`) || !strings.Contains(string(raw), `"first_seed":3`) {
 		t.Errorf("written %s, %v", raw, err)
 	}
 

@@ -50,6 +50,19 @@ func TestMutationsAreCaught(t *testing.T) {
 	}
 }
 
+// TestMutationCachesCaughtOnEverySeed: the caches' fault is caught only
+// when a region's caches sit on a full bucket as the surge comes, so it
+// is the one most easily hidden by a schedule that leaves a bucket short;
+// TestMutationsAreCaught plants it on one seed, this on twenty.
+func TestMutationCachesCaughtOnEverySeed(t *testing.T) {
+	for seed := uint32(1); seed <= 20; seed++ {
+		sum := mustRun(t, Config{Seed: seed, Duration: 100 * s, Schedule: boundSchedule(2)}, faults{breakage.Set{CachesOverBurst: true}})
+		if sum.OK() {
+			t.Fatalf("seed %d: the checker found nothing wrong with caches on top of a full bucket (worst window %.2f tokens over R·Δ + B)", seed, sum.WorstExcess)
+		}
+	}
+}
+
 // TestMutationLogRoundTrip: the checker reading the JSON log of a broken
 // run (TestMutationsAreCaught's first) finds the violations it found live.
 func TestMutationLogRoundTrip(t *testing.T) {

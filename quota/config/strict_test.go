@@ -67,7 +67,7 @@ func TestConfigNumbersMeanWhatTheySay(t *testing.T) {
 		if g.ValidFor != tc.lease || g.Margin != tc.margin {
 			t.Errorf("step %d: %s: granted for %v with margin %v; want %v and %v", i, tc.fields, g.ValidFor, g.Margin, tc.lease, tc.margin)
 		}
-		shares := quota.Allocate(cfg.QuotaTenants()[0], map[string]quota.Micro{"eu": 500 * quota.One})
+		shares := quota.Allocate(cfg.QuotaTenants()[0], map[string]quota.Micro{"eu": 500 * quota.One}, nil)
 		if us := shares["us"]; (us.Rate > 0) != tc.floor {
 			t.Errorf("step %d: %s: the idle region us keeps %+v; want a floor: %v", i, tc.fields, us, tc.floor)
 		}

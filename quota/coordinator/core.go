@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -58,11 +59,22 @@ type tenantState struct {
 	// once its leases have stopped counting; until then they count, also
 	// against a tenant created again under its name.
 	deleted bool
+	// split is the burst split in force (stickySplit): each region's
+	// target burst share; nil until the first is drawn, and after a
+	// change of the tenant's configuration.
+	split map[string]quota.Micro
 }
 
 type regionState struct {
-	live     []counted // ascending ID
-	demand   quota.Micro
+	live   []counted // ascending ID
+	demand quota.Micro
+	// peak is the largest demand the region reported, as of peakAt; it
+	// decays from there (peakNow). spanTok and span add up the reports
+	// not yet taken into it (notePeak).
+	peak     quota.Micro
+	peakAt   time.Duration
+	spanTok  float64 // demand × interval, Micro·ns
+	span     time.Duration
 	balance  quota.Micro
 	nudgedAt time.Duration
 	nudged   bool
@@ -346,18 +358,115 @@ func (x *Step) expire(ts *tenantState, now time.Duration) {
 }
 
 // targets are the regions' target shares (quota.Allocate) on the demand
-// they last reported. A region not heard from for a whole lease is not
-// spending (its lease has run out): its last demand no longer holds a
-// share.
+// they last reported and their peaks (peakNow), with the burst split
+// kept steady (stickySplit). A region not heard from for a whole lease is
+// not spending (its lease has run out): its last demand and its peak no
+// longer hold a share.
 func (ts *tenantState) targets(now time.Duration) map[string]quota.Share {
 	t := ts.t
 	demand := make(map[string]quota.Micro, len(ts.regions))
+	peaks := make(map[string]quota.Micro, len(ts.regions))
 	for _, name := range t.Regions {
 		if r := ts.regions[name]; r.ever && now-r.heard < t.LeaseDuration+t.Margin() {
 			demand[name] = r.demand
+			peaks[name] = r.peakNow(t, now)
 		}
 	}
-	return quota.Allocate(t, demand)
+	shares := quota.Allocate(t, demand, peaks)
+	ts.stickySplit(shares)
+	return shares
+}
+
+// A region's peak is the largest demand it reported lately, averaged
+// over at least a tenth of a lease (a second with the default lease): a
+// region reports what was offered since its previous request, and one
+// nudged or retrying right after its last may report a few requests over
+// a few milliseconds — noise, not a peak. A higher average raises the
+// peak at once; a peak is then held whole for peakHold lease durations,
+// and after that halves every peakHalfLife lease durations until a
+// report meets it again — a minute each with the default lease. So the
+// burst moves towards a region as soon as its traffic jumps, and away
+// from it only once its traffic has stayed lower for minutes: a region
+// whose traffic spikes now and then keeps room for the next spike, and
+// the split changes slowly enough to stay put between spikes. The hold,
+// rather than decay from the first instant, keeps regions with the same
+// steady demand level: with decay alone, whichever reported last would
+// hold the highest peak.
+const (
+	peakSpan     = 10 // the shortest average, as a fraction of a lease
+	peakHold     = 6
+	peakHalfLife = 6
+)
+
+// peakNow is the region's peak at now.
+func (rs *regionState) peakNow(t quota.Tenant, now time.Duration) quota.Micro {
+	age := now - rs.peakAt - peakHold*t.LeaseDuration
+	if rs.peak <= 0 || age <= 0 {
+		return max(0, rs.peak)
+	}
+	half := float64(peakHalfLife * t.LeaseDuration)
+	return quota.Micro(float64(rs.peak) * math.Exp2(-float64(age)/half))
+}
+
+// notePeak takes a region's report of its demand, received at now, into
+// its peak: the report covers the time since the region's previous
+// request, which the coordinator heard at rs.heard (the delays on the way
+// differ a little; over a tenth of a lease that is small). Reports are
+// added up until they span peakSpan, and their average is the candidate.
+// The first report the coordinator hears from a region, whose span it
+// cannot tell, is a candidate on its own (a region's first request
+// reports no demand; one that does reports what it saw before).
+func (rs *regionState) notePeak(t quota.Tenant, now time.Duration, demand quota.Micro) {
+	avg := demand
+	if rs.ever {
+		d := max(0, now-rs.heard)
+		rs.spanTok += float64(demand) * float64(d)
+		rs.span += d
+		if rs.span < max(1, t.LeaseDuration/peakSpan) {
+			return
+		}
+		avg = quota.Micro(rs.spanTok / float64(rs.span))
+		rs.spanTok, rs.span = 0, 0
+	}
+	if avg >= rs.peakNow(t, now) {
+		rs.peak, rs.peakAt = avg, now
+	}
+}
+
+// splitSlack is how far, as a fraction of B, the burst split Allocate
+// draws may move from the one in force before it replaces it: 1/32.
+const splitSlack = 32
+
+// stickySplit keeps the tenant's burst split steady: it replaces the
+// burst shares in shares with the split in force unless some region's
+// burst share in shares is more than B/splitSlack away from it, in which
+// case shares becomes the split in force. Peaks follow reports, and a
+// report slightly above a region's decayed peak moves every region's
+// share a little; without the slack each such move would change the
+// leases of regions whose rate has not changed (a tenant over its limit
+// holds steady rates) and cost each a durable write (Renew's unchanged).
+// The split in force was drawn by Allocate for the same configuration,
+// so it sums to at most B and keeps every floor; the price is that a
+// region's burst may lag its peak by up to B/32.
+func (ts *tenantState) stickySplit(shares map[string]quota.Share) {
+	slack := ts.t.Burst / splitSlack
+	keep := len(ts.split) == len(shares)
+	for name, s := range shares {
+		if old, ok := ts.split[name]; !ok || old > s.Burst+slack || s.Burst > old+slack {
+			keep = false
+		}
+	}
+	if !keep {
+		ts.split = make(map[string]quota.Micro, len(shares))
+		for name, s := range shares {
+			ts.split[name] = s.Burst
+		}
+		return
+	}
+	for name, s := range shares {
+		s.Burst = ts.split[name]
+		shares[name] = s
+	}
 }
 
 // peak is the largest rate and burst of a region's live leases: what the
@@ -412,6 +521,7 @@ func (c *Core) Renew(now time.Duration, req quota.Request) (Step, error) {
 	}
 	if req.Demand >= 0 {
 		rs.demand = req.Demand
+		rs.notePeak(t, now, req.Demand)
 	}
 	rs.balance = max(0, req.Balance)
 	rs.heard, rs.ever = now, true

@@ -27,6 +27,8 @@
 //	go limiter.Run(ctx, srv) // a region.Limiter renews through it (or quota/remote over HTTP)
 //
 // The rebalancing policy is quota.Allocate: floors for every region,
-// max-min fairness on reported demand above them. docs/quota.md gives the
-// guarantees and the numbers measured.
+// max-min fairness on reported demand above them for the rate, and the
+// burst in proportion to each region's recent peak of demand, which the
+// core keeps (held, then decaying slowly, and a split kept steady).
+// docs/quota.md gives the guarantees and the numbers measured.
 package coordinator

@@ -179,6 +179,7 @@ func (c *Core) PutTenant(now time.Duration, t quota.Tenant, by string, create bo
 		}
 	}
 	ts.t, ts.by, ts.deleted = t, by, false
+	ts.split = nil // drawn again for the new limits and regions
 	ts.version++
 	for _, r := range t.Regions {
 		ts.region(r)

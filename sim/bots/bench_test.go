@@ -9,13 +9,13 @@ import (
 )
 
 // BenchmarkPolicyBots1000Seeds is `afloat sim bots --all --seeds 1-1000`
-// on one goroutine: the do-nothing and runbook bots over seeds 1–1000 of
-// each of the four scenarios, 8,000 runs. Its time is the CPU time of the
-// command (target: ≤ 5 s).
+// on one goroutine: the three policy bots (nothing, runbook, expert) over
+// seeds 1–1000 of each of the four scenarios, 12,000 runs. Its time is the
+// CPU time of the command (target: ≤ 5 s).
 func BenchmarkPolicyBots1000Seeds(b *testing.B) {
 	for b.Loop() {
 		for _, sc := range sim.ScenarioNames() {
-			for _, bot := range []string{BotNothing, BotRunbook} {
+			for _, bot := range []string{BotNothing, BotRunbook, BotExpert} {
 				if _, err := Sweep(context.Background(), sc, bot, 1, 1000, 1); err != nil {
 					b.Fatal(err)
 				}
@@ -24,13 +24,13 @@ func BenchmarkPolicyBots1000Seeds(b *testing.B) {
 	}
 }
 
-// BenchmarkFloorRuns1000Seeds is the floor under it: the same 8,000 runs
+// BenchmarkFloorRuns1000Seeds is the floor under it: the same 12,000 runs
 // with no bot at the levers (sim.Run), scored.
 func BenchmarkFloorRuns1000Seeds(b *testing.B) {
 	for b.Loop() {
 		for _, name := range sim.ScenarioNames() {
 			sc, _ := sim.Lookup(name)
-			for range 2 {
+			for range 3 {
 				for seed := uint32(1); seed <= 1000; seed++ {
 					frames, err := sim.Run(sim.Config{Scenario: name, Seed: seed, Noise: true})
 					if err != nil {
@@ -43,13 +43,13 @@ func BenchmarkFloorRuns1000Seeds(b *testing.B) {
 	}
 }
 
-// BenchmarkExpert is the expert's search on one seed of each scenario
-// (target: ≤ 1 s, so that a debrief computes par on demand); each
+// BenchmarkHindsight is the hindsight search on one seed of each scenario
+// (target: ≤ 1 s, so that a debrief shows it on demand); each
 // iteration takes the next seed from 1. max-ms is the slowest seed seen
 // by the wall clock, max-cpu-ms by the process's CPU time (which a busy
 // shared machine does not inflate). BenchmarkFloorRun is one plain run of
 // the scenario: the ratio is the search's cost in runs.
-func BenchmarkExpert(b *testing.B) {
+func BenchmarkHindsight(b *testing.B) {
 	for _, name := range sim.ScenarioNames() {
 		b.Run(name, func(b *testing.B) {
 			var worst, worstCPU time.Duration
@@ -57,7 +57,7 @@ func BenchmarkExpert(b *testing.B) {
 			for b.Loop() {
 				seed++
 				start, startCPU := time.Now(), cpuTime()
-				if _, err := Expert(context.Background(), sim.Config{Scenario: name, Seed: seed, Noise: true}); err != nil {
+				if _, err := Hindsight(context.Background(), sim.Config{Scenario: name, Seed: seed, Noise: true}); err != nil {
 					b.Fatal(err)
 				}
 				worst = max(worst, time.Since(start))

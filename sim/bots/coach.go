@@ -18,6 +18,9 @@ type WhatIf struct {
 	To     int        `json:"to"`              // the minute it is moved to or added at; -1 when removed
 	Why    string     `json:"why"`             // the moment chosen, below
 	Clock  string     `json:"clock,omitempty"` // time of day of To
+	// Sign is what the dashboard showed that called for the move, at a
+	// minute before To (none for a removal).
+	Sign *Sign `json:"sign,omitempty"`
 
 	Points     float64 `json:"points"`      // the what-if's score
 	Gain       float64 `json:"gain"`        // the player's points less the what-if's: what it would have saved
@@ -41,6 +44,26 @@ const (
 	WhyExpert   = "expert"   // added at the minute the expert made it
 )
 
+// Sign is something the player's dashboard showed: what, when and how
+// much. Kind is one of the Sign… constants.
+type Sign struct {
+	Kind   string  `json:"kind"`
+	Minute int     `json:"minute"`
+	Clock  string  `json:"clock"`
+	Value  float64 `json:"value"` // requests per second, a hit rate, an error rate: what Kind names
+}
+
+// The signs a what-if can answer.
+const (
+	SignBriefing = "briefing" // nothing scheduled: the briefing's quiet day, from the start
+	SignDeploy   = "deploy"   // a deploy marker
+	SignFlush    = "flush"    // the cache hit rate fell under half the opening minute's (Value)
+	SignRequests = "requests" // requests passed 15 % above the daily curve (Value, req/s)
+	SignErrors   = "errors"   // the error rate passed the SLO's 0.1 % (Value)
+	SignPage     = "page"     // the burn-rate page fired
+	SignDatabase = "database" // the database reached 99 % of its capacity (Value)
+)
+
 const (
 	maxCoached   = 40   // the player's actions the coach looks at, the first ones
 	minGain      = 0.05 // points: less is no advice
@@ -55,6 +78,12 @@ const (
 // or nil. At most the first 40 of the player's actions are looked at, so
 // that a coach costs at most a few hundred replays. It is safe for
 // concurrent use and stops with ctx's error when ctx is done.
+//
+// The coach proposes only moves a player could have made from what was on
+// their screen: never before the minute after the incident first showed
+// on the dashboard (the deploy's marker, the cache's hit rate falling, the
+// requests of a surge; from minute 1 on a day with nothing scheduled), and
+// each what-if names the sign that called for it (Sign).
 func Coach(ctx context.Context, cfg sim.Config, expert []sim.Action) ([]WhatIf, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -68,7 +97,12 @@ func Coach(ctx context.Context, cfg sim.Config, expert []sim.Action) ([]WhatIf, 
 		return nil, err
 	}
 	own := base.score.Points
-	moments := momentsOf(base, sc)
+	incident := incidentOf(base, sc)
+	earliest := incident.Minute + 1
+	if incident.Kind == SignBriefing {
+		earliest = 1
+	}
+	moments := momentsOf(base, sc, incident)
 
 	var out []WhatIf
 	seen := map[string]bool{}
@@ -98,6 +132,10 @@ func Coach(ctx context.Context, cfg sim.Config, expert []sim.Action) ([]WhatIf, 
 			w.Clock = sim.Clock(sc.Start + w.To)
 		}
 		w.Actions = acts
+		if w.Kind != "removed" && w.Sign == nil {
+			sign := incident
+			w.Sign = &sign
+		}
 		if w.Gain >= minGain {
 			out = append(out, w)
 		}
@@ -113,19 +151,19 @@ func Coach(ctx context.Context, cfg sim.Config, expert []sim.Action) ([]WhatIf, 
 		try(WhatIf{Kind: "removed", Action: a, To: -1, Why: WhyUnneeded}, without)
 		targets := append([]moment(nil), moments...)
 		for _, d := range []int{-10, -5, -2, -1} {
-			targets = append(targets, moment{a.Minute + d, WhyEarlier})
+			targets = append(targets, moment{minute: a.Minute + d, why: WhyEarlier})
 		}
 		for _, d := range []int{1, 2, 5} {
-			targets = append(targets, moment{a.Minute + d, WhyLater})
+			targets = append(targets, moment{minute: a.Minute + d, why: WhyLater})
 		}
 		for _, t := range targets {
-			if t.minute < 1 || t.minute >= minutes || t.minute == a.Minute {
+			if t.minute < earliest || t.minute >= minutes || t.minute == a.Minute {
 				continue
 			}
 			moved := a
 			moved.Minute = t.minute
 			acts := sortedInsert(slices.Clone(without), moved)
-			try(WhatIf{Kind: "moved", Action: a, To: t.minute, Why: t.why}, acts)
+			try(WhatIf{Kind: "moved", Action: a, To: t.minute, Why: t.why, Sign: t.sign}, acts)
 		}
 	}
 	used := map[sim.Control]bool{}
@@ -146,7 +184,7 @@ func Coach(ctx context.Context, cfg sim.Config, expert []sim.Action) ([]WhatIf, 
 			}
 		}
 		used[a.Control] = true
-		starts := []moment{{a.Minute, WhyExpert}}
+		starts := []moment{{minute: a.Minute, why: WhyExpert}}
 		starts = append(starts, moments...)
 		for _, t := range starts {
 			shift := t.minute - a.Minute
@@ -154,7 +192,7 @@ func Coach(ctx context.Context, cfg sim.Config, expert []sim.Action) ([]WhatIf, 
 			ok := true
 			for _, b := range group {
 				b.Minute += shift
-				if b.Minute < 1 || b.Minute >= minutes {
+				if b.Minute < earliest || b.Minute >= minutes {
 					ok = false
 					break
 				}
@@ -163,7 +201,7 @@ func Coach(ctx context.Context, cfg sim.Config, expert []sim.Action) ([]WhatIf, 
 			if ok {
 				moved := a
 				moved.Minute = t.minute
-				try(WhatIf{Kind: "added", Action: moved, To: t.minute, Why: t.why}, acts)
+				try(WhatIf{Kind: "added", Action: moved, To: t.minute, Why: t.why, Sign: t.sign}, acts)
 			}
 		}
 	}
@@ -212,35 +250,81 @@ func sortedInsert(acts []sim.Action, a sim.Action) []sim.Action {
 type moment struct {
 	minute int
 	why    string
+	sign   *Sign // what showed at minute−1; nil: the incident's sign
+}
+
+// incidentOf finds when the incident first showed on the player's
+// dashboard: the deploy's marker, the cache's hit rate under half the
+// opening minute's, requests 15 % above the daily curve (the expert's
+// sign of a surge). On a day with nothing scheduled it is the briefing, at
+// minute 0. An incident that never shows (a surge too small to see) is
+// placed at the run's last minute: no move answers it.
+func incidentOf(r *replay, sc sim.Scenario) Sign {
+	sign := func(kind string, f sim.Frame, value float64) Sign {
+		return Sign{Kind: kind, Minute: f.Minute, Clock: f.Clock, Value: value}
+	}
+	last := r.frames[len(r.frames)-1]
+	for _, ev := range sc.Events {
+		switch ev.Kind {
+		case sim.EventDeploy:
+			if ev.Minute < len(r.frames) {
+				return sign(SignDeploy, r.frames[ev.Minute], 0)
+			}
+			return sign(SignDeploy, last, 0)
+		case sim.EventFlush:
+			open := r.frames[0].CacheHit
+			for _, f := range r.frames[min(ev.Minute, len(r.frames)):] {
+				if f.CacheHit < open/2 {
+					return sign(SignFlush, f, f.CacheHit)
+				}
+			}
+			return sign(SignFlush, last, last.CacheHit)
+		}
+	}
+	if sc.Surge != nil {
+		v := ViewOf(sc, r.minutes, r.frames)
+		for _, f := range v.Frames {
+			if surging(v, f) {
+				return sign(SignRequests, r.frames[f.Minute], f.RequestsPerS)
+			}
+		}
+		return sign(SignRequests, last, last.RequestsPerS)
+	}
+	return Sign{Kind: SignBriefing, Clock: r.frames[0].Clock}
 }
 
 // momentsOf finds the moments of the player's run a what-if can move an
 // action to: each the minute after the sign, while the run lasts.
-func momentsOf(r *replay, sc sim.Scenario) []moment {
+func momentsOf(r *replay, sc sim.Scenario, incident Sign) []moment {
 	var out []moment
-	add := func(m int, why string) {
-		if m >= 1 && m < r.minutes {
-			out = append(out, moment{m, why})
+	add := func(f *sim.Frame, why, kind string, value float64) {
+		if f == nil || f.Minute+1 >= r.minutes {
+			return
 		}
+		out = append(out, moment{minute: f.Minute + 1, why: why, sign: &Sign{Kind: kind, Minute: f.Minute, Clock: f.Clock, Value: value}})
 	}
-	for _, ev := range sc.Events {
-		if ev.Kind == sim.EventDeploy {
-			add(ev.Minute+1, WhyDeploy)
-		}
+	if incident.Kind == SignDeploy {
+		add(&r.frames[min(incident.Minute, len(r.frames)-1)], WhyDeploy, SignDeploy, 0)
 	}
-	first := func(ok func(sim.Frame) bool) int {
-		for _, f := range r.frames {
-			if ok(f) {
-				return f.Minute
+	first := func(ok func(sim.Frame) bool) *sim.Frame {
+		for i := range r.frames {
+			if ok(r.frames[i]) {
+				return &r.frames[i]
 			}
 		}
-		return -2
+		return nil
 	}
 	open := r.frames[0].RequestsPerS
-	add(first(func(f sim.Frame) bool { return f.ErrorRate > 0.001 })+1, WhyErrors)
-	add(first(func(f sim.Frame) bool { return f.Paged })+1, WhyPage)
-	add(first(func(f sim.Frame) bool { return f.DBUtilization >= 0.99 })+1, WhyDatabase)
-	add(first(func(f sim.Frame) bool { return f.RequestsPerS > 1.3*open })+1, WhyRequests)
+	if f := first(func(f sim.Frame) bool { return f.ErrorRate > 0.001 }); f != nil {
+		add(f, WhyErrors, SignErrors, f.ErrorRate)
+	}
+	add(first(func(f sim.Frame) bool { return f.Paged }), WhyPage, SignPage, 0)
+	if f := first(func(f sim.Frame) bool { return f.DBUtilization >= 0.99 }); f != nil {
+		add(f, WhyDatabase, SignDatabase, f.DBUtilization)
+	}
+	if f := first(func(f sim.Frame) bool { return f.RequestsPerS > 1.3*open }); f != nil {
+		add(f, WhyRequests, SignRequests, f.RequestsPerS)
+	}
 	return out
 }
 

@@ -9,8 +9,14 @@
 //   - Nothing never touches a lever;
 //   - Runbook follows the scenario's runbook (Advise gives each step, the
 //     training mode's hints quote them);
-//   - Expert searches, with hindsight, the timing and size of a few key
-//     actions; its score on a seed is par.
+//   - Expert plays Reactive, which reacts to the dashboard and the
+//     briefing; its score on a seed is par, and its runner refuses a
+//     policy that could see hidden state (ErrHiddenState);
+//   - Watch is the simple reactive policy the docs give a player.
+//
+// Hindsight is not a policy: it searches, knowing the seed's schedule,
+// the timing and size of a few key actions — what perfect foresight would
+// have scored, which the debrief shows beside par.
 //
 // Score a run with sim.ScoreFrames, grade it with GradeScore against par
 // and the runbook, rank it against a bot's thousand seeds with

@@ -9,22 +9,23 @@ import (
 	"github.com/afloat/afloat/sim"
 )
 
-// Expert plays the run with hindsight: it knows what the seed holds (when
-// the surge comes and how big it is, when the deploy goes out, when the
-// cache is flushed) and searches the timing and size of a few key actions
-// for the lowest score. Its score on a seed is par. The search is bounded
+// Hindsight plays the run with perfect foresight: it knows what the seed
+// holds (when the surge comes and how big it is, when the deploy goes out,
+// when the cache is flushed) and searches the timing and size of a few key
+// actions for the lowest score. No player can know what it knows, so its
+// score is not par (Expert's is): the debrief shows it as what perfect
+// foresight would have scored on the seed. The search is bounded
 // (a few thousand replays of the minutes after the first action, about
 // 0.1 s on one core; docs/benchmarks.md) and plays through the same
 // controls as everyone else: its plan is an action list that any share
 // link replays.
 //
-// Where its search finds nothing better than the runbook, it plays the
-// runbook's moves: par is never worse than the runbook on the same seed.
+// Where its search finds nothing better than the runbook or the expert, it
+// plays their moves: hindsight is never worse than either on the same
+// seed.
 //
-// The expert acts from minute 1, as a player can, with one restraint: it
-// does not roll back a deploy before its marker is on the dashboard (a
-// player cannot roll back what has not gone out, and the model would let
-// a rollback prepared in advance cancel it).
+// It acts from minute 1, as a player can, and looks for a rollback only
+// once the deploy has gone out (one pressed before does nothing).
 //
 // cfg.Actions must be empty. It is safe for concurrent use, and stops
 // with ctx's error when ctx is done: it looks at ctx before each replay of
@@ -32,9 +33,9 @@ import (
 // where the whole search takes a minute or more) and every 1,024 minutes
 // of its baseline, so that an abandoned or overdue search stops within a
 // replay, not at the end of a round.
-func Expert(ctx context.Context, cfg sim.Config) (Run, error) {
+func Hindsight(ctx context.Context, cfg sim.Config) (Run, error) {
 	if len(cfg.Actions) > 0 {
-		return Run{}, fmt.Errorf("%w: the expert plays a run without actions, got %d", sim.ErrInvalidConfig, len(cfg.Actions))
+		return Run{}, fmt.Errorf("%w: hindsight plays a run without actions, got %d", sim.ErrInvalidConfig, len(cfg.Actions))
 	}
 	minutes, err := cfg.Length()
 	if err != nil {
@@ -55,13 +56,15 @@ func Expert(ctx context.Context, cfg sim.Config) (Run, error) {
 		return Run{}, err
 	}
 	best := Run{Config: cfg, Frames: frames, Score: sim.ScoreFrames(sc, frames)}
-	// An expert knows the runbook too: where the search found nothing
-	// better, it plays the runbook's moves.
+	// Hindsight knows the runbook and the expert too: where the search
+	// found nothing better, it plays their moves.
 	cfg.Actions = nil
-	if rb, err := PlayContext(ctx, cfg, Runbook); err != nil {
-		return Run{}, err
-	} else if rb.Score.Points < best.Score.Points {
-		best = rb
+	for _, p := range []Policy{Runbook, Reactive} {
+		if r, err := PlayContext(ctx, cfg, p); err != nil {
+			return Run{}, err
+		} else if r.Score.Points < best.Score.Points {
+			best = r
+		}
 	}
 	return best, nil
 }

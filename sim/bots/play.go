@@ -44,7 +44,7 @@ func PlayContext(ctx context.Context, cfg sim.Config, p Policy) (Run, error) {
 		return Run{}, err
 	}
 	run := Run{Config: cfg, Frames: make([]sim.Frame, 0, minutes)}
-	v := View{Scenario: briefing(sc, minutes), Frames: make([]sim.Frame, 0, minutes)}
+	v := View{Scenario: briefing(sc, minutes), Frames: make([]Shown, 0, minutes)}
 	for m := 0; m < minutes; m++ {
 		if m%60 == 0 && ctx.Err() != nil {
 			return Run{}, ctx.Err()

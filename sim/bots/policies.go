@@ -57,7 +57,7 @@ func Advise(v View) (string, []sim.Action) {
 }
 
 // ever reports whether any frame seen so far matches.
-func ever(v View, ok func(sim.Frame) bool) bool {
+func ever(v View, ok func(Shown) bool) bool {
 	for _, f := range v.Frames {
 		if ok(f) {
 			return true
@@ -74,7 +74,7 @@ func runbookDeploy(v View) (string, []sim.Action) {
 	if !last.Paged || len(v.Deploys) == 0 || last.Minute-v.Deploys[len(v.Deploys)-1] > 60 {
 		return "", nil
 	}
-	if ever(v, func(f sim.Frame) bool { return f.RollbackLeft > 0 }) {
+	if ever(v, func(f Shown) bool { return f.RollbackLeft > 0 }) {
 		return "", nil
 	}
 	return StepRollback, []sim.Action{sim.Press(v.Minute(), sim.ControlRollback)}
@@ -115,7 +115,7 @@ func runbookCapacity(v View, open int) (string, []sim.Action) {
 		}
 		return StepRestore, out
 	case last.FleetFloor > open && !last.Paged && float64(open*perInstance) > last.RequestsPerS &&
-		ever(v, func(f sim.Frame) bool { return f.Paged }):
+		ever(v, func(f Shown) bool { return f.Paged }):
 		return StepLower, []sim.Action{sim.Set(m, sim.ControlFleetFloor, float64(open))}
 	}
 	return "", nil
@@ -156,7 +156,7 @@ func runbookFlush(v View) (string, []sim.Action) {
 	last := v.Last()
 	m := v.Minute()
 	degraded := !last.HeavyFeature || last.ShedLowPriority > 0
-	warmed := ever(v, func(f sim.Frame) bool { return f.WarmupLeft > 0 })
+	warmed := ever(v, func(f Shown) bool { return f.WarmupLeft > 0 })
 	switch {
 	case (last.Paged || last.CacheHit < 0.5) && last.DBUtilization >= 0.99 && last.HeavyFeature:
 		return StepDegrade, []sim.Action{sim.Switch(m, sim.ControlHeavyFeature, false), sim.Set(m, sim.ControlShedLowPriority, 1)}

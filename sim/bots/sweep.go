@@ -20,13 +20,15 @@ import (
 
 // The bots, by the names the CLI and the API take.
 const (
-	BotNothing = "nothing"
-	BotRunbook = "runbook"
-	BotExpert  = "expert"
+	BotNothing   = "nothing"
+	BotRunbook   = "runbook"
+	BotExpert    = "expert"    // par: reacts to what the page shows (Expert)
+	BotHindsight = "hindsight" // perfect foresight: searches with the seed's schedule (Hindsight)
 )
 
-// Names lists the bots in order: do nothing, follow the runbook, expert.
-func Names() []string { return []string{BotNothing, BotRunbook, BotExpert} }
+// Names lists the bots in order: do nothing, follow the runbook, the
+// expert (par), hindsight.
+func Names() []string { return []string{BotNothing, BotRunbook, BotExpert, BotHindsight} }
 
 // PlayBot plays the configuration (without actions) with the named bot.
 func PlayBot(ctx context.Context, cfg sim.Config, bot string) (Run, error) {
@@ -37,6 +39,8 @@ func PlayBot(ctx context.Context, cfg sim.Config, bot string) (Run, error) {
 		return PlayContext(ctx, cfg, Runbook)
 	case BotExpert:
 		return Expert(ctx, cfg)
+	case BotHindsight:
+		return Hindsight(ctx, cfg)
 	}
 	return Run{}, &sim.ConfigError{Field: "bot", Msg: fmt.Sprintf("%q: want one of %s", bot, strings.Join(Names(), ", "))}
 }
@@ -215,11 +219,11 @@ func WriteTable(w io.Writer, sums []Summary) error {
 }
 
 // Shipped distributions: every bot on seeds 1–1000 of every scenario,
-// computed once (the expert takes minutes) and embedded, so that a
-// debrief ranks a player at once. Regenerate them after a change to the
+// computed once (hindsight's search takes minutes) and embedded, so that
+// a debrief ranks a player at once. Regenerate them after a change to the
 // model, the score or a bot:
 //
-//	go run ./cmd/afloat sim bots --all --seeds 1-1000 --write sim/bots/distributions.json
+//	go run ./cmd/afloat sim bots --all --seeds 1-1000 --bots nothing,runbook,expert,hindsight --write sim/bots/distributions.json
 //
 // (TestShippedDistributionsAreCurrent replays a sample of seeds against
 // them.)
@@ -276,7 +280,7 @@ func ShippedOf(scenarios []string) ([]Distribution, error) {
 // WriteShipped writes distributions in the form of distributions.json.
 func WriteShipped(w io.Writer, ds []Distribution) error {
 	f := shippedFile{
-		Comment:       "Each bot's points over seeds, noise on, at each scenario's length; written by: go run ./cmd/afloat sim bots --all --seeds 1-1000 --write sim/bots/distributions.json",
+		Comment:       "Each bot's points over seeds, noise on, at each scenario's length; written by: go run ./cmd/afloat sim bots --all --seeds 1-1000 --bots nothing,runbook,expert,hindsight --write sim/bots/distributions.json",
 		Distributions: ds,
 	}
 	enc := json.NewEncoder(w)
