@@ -25,6 +25,10 @@ type Scenario struct {
 
 	Events []Event     // scheduled events, in minute order
 	Surge  *SurgeRange // the range a surge is drawn from; nil for none
+	// Mystery has the seed draw the morning (Morning): a deploy whose
+	// build may or may not be bad, a surge, a cache flush, or two at once,
+	// on top of Events and Surge.
+	Mystery bool
 }
 
 // EventKind names a scheduled event.
@@ -32,8 +36,11 @@ type EventKind string
 
 // The scheduled events a scenario can hold.
 const (
-	// EventDeploy starts a rollout of the bad build: 25 % of the traffic
-	// moves onto it each minute, all of it by the fourth minute.
+	// EventDeploy starts a rollout of a new build: 25 % of the traffic
+	// moves onto it each minute, all of it by the fourth minute. The build
+	// is bad when the event's Errors is above 0: it fails that share of
+	// its requests and needs ×1.25 the CPU. A good build changes nothing
+	// but the dashboards' deploy marker.
 	EventDeploy EventKind = "deploy"
 	// EventFlush empties the cache: the warm fraction drops to 0.
 	EventFlush EventKind = "flush"
@@ -44,6 +51,7 @@ const (
 type Event struct {
 	Minute int       `json:"minute"`
 	Kind   EventKind `json:"kind"`
+	Errors float64   `json:"errors,omitempty"` // a deploy's: the share of its requests the new build fails
 }
 
 // SurgeRange is the distribution a traffic surge is drawn from. Times are
@@ -125,7 +133,7 @@ func scenarios() []Scenario {
 			"error budget is left. Minutes after the deploy the burn-rate page fires. Protect the budget.",
 		Start: 9 * 60, Minutes: 120, BaseRate: 900, Serving: 10, Budget: 0.2, BootDelay: 3,
 		Controls: defaultControls(10),
-		Events:   []Event{{Minute: 10, Kind: EventDeploy}},
+		Events:   []Event{{Minute: 10, Kind: EventDeploy, Errors: badBuildErrors}},
 	}
 	surge := Scenario{
 		Name:  "surge",
@@ -154,7 +162,17 @@ func scenarios() []Scenario {
 		Events:   []Event{{Minute: 15, Kind: EventFlush}},
 	}
 	flush.Controls.CacheTTL = 70 // hit ≈ 85 % warm at 11:45: the seed's "normal hit rate" the database was sized for
-	return []Scenario{steady, badDeploy, surge, flush}
+	mystery := Scenario{
+		Name:  "mystery",
+		Title: "On call",
+		Briefing: "You are on call this morning. Teams ship when they are ready, so deploys may go out; " +
+			"nothing else is planned. Watch the dashboards: if something goes wrong, work out what from " +
+			"what they show, and fix it.",
+		Start: mysteryStart, Minutes: mysteryMinutes, BaseRate: 900, Serving: 10, Budget: 1, BootDelay: 3,
+		Controls: defaultControls(10),
+		Mystery:  true,
+	}
+	return []Scenario{steady, badDeploy, surge, flush, mystery}
 }
 
 // Validate checks a scenario's fields, so that a hand-made Scenario given to
@@ -190,8 +208,8 @@ func (sc Scenario) Validate() error {
 		}
 	}
 	for _, ev := range sc.Events {
-		if ev.Minute < 0 || (ev.Kind != EventDeploy && ev.Kind != EventFlush) {
-			return bad("Events", "minutes from 0, kinds deploy or flush", ev)
+		if ev.Minute < 0 || (ev.Kind != EventDeploy && ev.Kind != EventFlush) || !(ev.Errors >= 0 && ev.Errors <= 1) {
+			return bad("Events", "minutes from 0, kinds deploy or flush, a deploy's errors from 0 to 1", ev)
 		}
 	}
 	if sr := sc.Surge; sr != nil {
@@ -207,8 +225,8 @@ func (sc Scenario) Validate() error {
 	return nil
 }
 
-// Scenarios returns the built-in scenarios: steady, bad-deploy, surge and
-// cache-flush. The slice is a fresh copy each call.
+// Scenarios returns the built-in scenarios: steady, bad-deploy, surge,
+// cache-flush and mystery. The slice is a fresh copy each call.
 func Scenarios() []Scenario {
 	return scenarios()
 }
