@@ -15,8 +15,8 @@ import (
 //
 // A Sim is not safe for concurrent use.
 type Sim struct {
-	sc    Scenario
-	rand  *rng.Rand
+	sc      Scenario
+	rand    *rng.Rand
 	noise   bool
 	surge   *Surge
 	events  []Event  // the scenario's and the morning's, in minute order
