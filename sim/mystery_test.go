@@ -39,14 +39,14 @@ func TestMysteryMorningsAreDrawnWithinTheirWindows(t *testing.T) {
 		if m.Has(IncidentBadDeploy) != (m.BuildErrors > 0) || m.BuildErrors > 0 && (m.BuildErrors < mysteryErrMin || m.BuildErrors > mysteryErrMax) {
 			t.Fatalf("seed %d: bad deploy %v with build errors %v", seed, m.Has(IncidentBadDeploy), m.BuildErrors)
 		}
-		if s := m.Surge; m.Has(IncidentSurge) != (s != nil) || s != nil && (s.Start < mysteryFirst || s.Start > mysteryLast || s.Peak < 1.8 || s.Peak > 3) {
+		if s := m.Surge; m.Has(IncidentSurge) != (s != nil) || s != nil && (s.Start < mysteryFirst || s.Start > mysteryLast || s.Peak < mysterySurge.PeakMin || s.Peak > mysterySurge.PeakMax || s.Ramp < mysterySurge.RampMin) {
 			t.Fatalf("seed %d: surge %v with %+v", seed, m.Has(IncidentSurge), s)
 		}
 		if m.Has(IncidentFlush) != (m.Flush >= 0) {
 			t.Fatalf("seed %d: flush %v at minute %d", seed, m.Has(IncidentFlush), m.Flush)
 		}
 	}
-	if quiet > seeds/20 {
+	if quiet > seeds/20 || quiet == 0 {
 		t.Errorf("%d quiet mornings in %d seeds, want at most 5 %%", quiet, seeds)
 	}
 	for _, k := range []string{"baddeploy", "surge", "flush", "baddeploy+surge", "baddeploy+flush", "surge+flush"} {

@@ -59,7 +59,8 @@ type Event struct {
 type SurgeRange struct {
 	StartMin, StartMax     float64 // start, uniform
 	PeakMin, PeakMax       float64 // peak multiplier of the traffic, uniform
-	RampMean               float64 // minutes from start to peak, exponential
+	RampMin                float64 // minutes from start to peak: RampMin plus an exponential of mean RampMean
+	RampMean               float64
 	PlateauMin, PlateauMax float64 // minutes at the peak, uniform
 	Decay                  float64 // time constant of the decay back to 1×, minutes
 }
@@ -81,7 +82,7 @@ func (sr SurgeRange) draw(r *rng.Rand) Surge {
 	return Surge{
 		Start:   r.Uniform(sr.StartMin, sr.StartMax),
 		Peak:    r.Uniform(sr.PeakMin, sr.PeakMax),
-		Ramp:    r.Exp(sr.RampMean),
+		Ramp:    sr.RampMin + r.Exp(sr.RampMean),
 		Plateau: r.Uniform(sr.PlateauMin, sr.PlateauMax),
 		Decay:   sr.Decay,
 	}
@@ -168,10 +169,13 @@ func scenarios() []Scenario {
 		Briefing: "You are on call this morning. Teams ship when they are ready, so deploys may go out; " +
 			"nothing else is planned. Watch the dashboards: if something goes wrong, work out what from " +
 			"what they show, and fix it.",
-		Start: mysteryStart, Minutes: mysteryMinutes, BaseRate: 900, Serving: 10, Budget: 1, BootDelay: 3,
-		Controls: defaultControls(10),
+		// The cache-flush scenario's busy day, so that a flush saturates the
+		// database as it does there.
+		Start: mysteryStart, Minutes: mysteryMinutes, BaseRate: 1300, Serving: 13, Budget: 1, BootDelay: 3,
+		Controls: defaultControls(13),
 		Mystery:  true,
 	}
+	mystery.Controls.CacheTTL = 70
 	return []Scenario{steady, badDeploy, surge, flush, mystery}
 }
 
@@ -215,7 +219,7 @@ func (sc Scenario) Validate() error {
 	if sr := sc.Surge; sr != nil {
 		ok := finite(sr.StartMin) && finite(sr.StartMax) && sr.StartMin <= sr.StartMax &&
 			sr.PeakMin >= 0 && sr.PeakMin <= sr.PeakMax && sr.PeakMax <= 100 &&
-			sr.RampMean >= 0 && sr.RampMean <= 1e4 &&
+			sr.RampMean >= 0 && sr.RampMean <= 1e4 && sr.RampMin >= 0 && sr.RampMin <= 1e4 &&
 			sr.PlateauMin >= 0 && sr.PlateauMin <= sr.PlateauMax && sr.PlateauMax <= 1e6 &&
 			sr.Decay > 0 && sr.Decay <= 1e6
 		if !ok {
