@@ -177,7 +177,13 @@ func Explain(sc Scenario, f Frame) []Formula {
 	if f.WarmupLeft > 0 {
 		dbKey = "db_load.warmup"
 	}
-	add("db_load", dbKey, []int{6}, "admitted", num(f.AdmittedPerS), "q", num(q), "hit", num(f.CacheHit), "db", num(f.DBQueriesPerS))
+	// With no instance serving no request reaches the database (sim.go):
+	// the worked values say so with 0 requests querying.
+	querying := f.AdmittedPerS
+	if f.Serving == 0 {
+		querying = 0
+	}
+	add("db_load", dbKey, []int{6}, "admitted", num(querying), "q", num(q), "hit", num(f.CacheHit), "db", num(f.DBQueriesPerS))
 	rho := f.DBQueriesPerS / dbCapacity
 	add("db_utilization", "db_utilization", []int{6}, "db", num(f.DBQueriesPerS), "rho", num(rho))
 	if rho < 1 && f.QueryTimeMs < 1000*queryTimeCap {

@@ -696,6 +696,11 @@ func TestZeroServingFailsEverything(t *testing.T) {
 		if f := frames[m]; f.ErrorRate != 1 || f.Utilization != 1 || f.P99Ms != 2000 {
 			t.Fatalf("minute %d with no instance: error %v, util %v, p99 %v", m, f.ErrorRate, f.Utilization, f.P99Ms)
 		}
+		// No instance, so no query and no recommendation served.
+		if f := frames[m]; f.DBQueriesPerS != 0 || f.DBUtilization != 0 || f.RecommendationsAvailable != 0 {
+			t.Fatalf("minute %d with no instance: %v DB queries/s (utilization %v), recommendations %v, want 0",
+				m, f.DBQueriesPerS, f.DBUtilization, f.RecommendationsAvailable)
+		}
 	}
 	// Back on, the autoscaler asks for one instance, then grows from it.
 	if f := frames[3]; f.Booting != 1 {

@@ -275,7 +275,14 @@ func (s *Sim) step() Frame {
 		q += heavyQueries
 		appSeconds += heavyAppTime
 	}
-	dbLoad := admitted * q * (1 - hit)
+	// Only requests an instance serves query the database: with none
+	// serving, the load balancer fails them all before any query (the
+	// warm-up job, which loads the cache itself, still queries).
+	querying := admitted
+	if s.serving == 0 {
+		querying = 0
+	}
+	dbLoad := querying * q * (1 - hit)
 	if s.warmupLeft > 0 {
 		dbLoad += warmupQueries
 	}
@@ -340,7 +347,7 @@ func (s *Sim) step() Frame {
 	s.cost += fleetPerHour / 60
 
 	recs := 0.0
-	if s.ctl.HeavyFeature {
+	if s.ctl.HeavyFeature && s.serving > 0 { // no instance, no recommendations served
 		recs = 1
 	}
 	f := Frame{

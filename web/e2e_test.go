@@ -63,18 +63,20 @@ type dashboardRule struct {
 	key      string  // frame field
 	scale    float64 // display = value × scale
 	decimals int
-	unit     string
+	unit     string // or "unit.…": the catalogue's word for it
 }
 
 var dashboardRules = map[string]dashboardRule{
 	"burn_1h":         {"burn_1h", 1, 1, " ×"},
-	"requests":        {"requests_per_s", 1, 0, " req/s"},
+	"error_rate":      {"error_rate", 100, 2, " %"},
+	"p99":             {"p99_ms", 1, 0, " ms"},
+	"requests":        {"requests_per_s", 1, 0, "unit.req_s"},
 	"serving":         {"serving", 1, 0, ""},
 	"booting":         {"booting", 1, 0, ""},
 	"cache_hit":       {"cache_hit", 100, 0, " %"},
 	"db_utilization":  {"db_utilization", 100, 0, " %"},
 	"shed":            {"shed_share", 100, 0, " %"},
-	"fleet_cost":      {"fleet_cost_per_h", 1, 2, " $/h"},
+	"fleet_cost":      {"fleet_cost_per_h", 1, 2, "unit.usd_h"},
 	"cost_so_far":     {"cost_so_far", 1, 2, " $"},
 	"mean_age":        {"mean_age_s", 1, 1, " s"},
 	"bad_build":       {"bad_build_share", 100, 0, " %"},
@@ -82,13 +84,18 @@ var dashboardRules = map[string]dashboardRule{
 }
 
 // checkDashboard compares every figure on the dashboard with the API's
-// frame: the number shown must be the frame's, rounded to what is shown.
-func checkDashboard(t *testing.T, shown map[string]string, frame map[string]any, minute int) {
+// frame: the number shown must be the frame's, rounded to what is shown,
+// in the unit the language's catalogue gives.
+func checkDashboard(t *testing.T, lang string, shown map[string]string, frame map[string]any, minute int) {
 	t.Helper()
 	if len(shown) != len(dashboardRules) {
-		t.Fatalf("minute %d: the dashboard has %d figures, want the spec's 12: %v", minute, len(shown), shown)
+		t.Fatalf("minute %d: the dashboard has %d figures, want the spec's 12 and the error rate and p99: %v", minute, len(shown), shown)
 	}
+	cat := catalogue(t, lang)
 	for id, rule := range dashboardRules {
+		if strings.HasPrefix(rule.unit, "unit.") {
+			rule.unit = " " + cat[rule.unit]
+		}
 		text, ok := shown[id]
 		if !ok {
 			t.Fatalf("minute %d: no %s on the dashboard", minute, id)
@@ -178,7 +185,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 	for m := 1; m <= 28; m++ {
 		b.do(ctx, fmt.Sprintf("step to minute %d", m), click(`#step`), waitClock(plain[m]["clock"].(string)))
 	}
-	checkDashboard(t, dashboard(ctx, b), plain[28], 28)
+	checkDashboard(t, "en", dashboard(ctx, b), plain[28], 28)
 	b.do(ctx, "wait for the page alert", chromedp.WaitVisible(chromedp.CSS(`#page-alert`)))
 	alert := b.text(ctx, `#page-alert`)
 	if !strings.Contains(alert, "09:28") || !strings.Contains(alert, "PAGE") {
@@ -192,7 +199,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 	rolled := apiFrames(t, base, run, 61)
 	for m := 29; m <= 40; m++ {
 		b.do(ctx, fmt.Sprintf("step to minute %d", m), press(`#step`), waitClock(rolled[m]["clock"].(string)))
-		checkDashboard(t, dashboard(ctx, b), rolled[m], m)
+		checkDashboard(t, "en", dashboard(ctx, b), rolled[m], m)
 	}
 	if rolled[34]["bad_build_share"].(float64) != 0 || rolled[33]["bad_build_share"].(float64) != 1 {
 		t.Errorf("bad build at 33, 34: %v, %v; want the rollback to switch after 5 minutes", rolled[33]["bad_build_share"], rolled[34]["bad_build_share"])
@@ -210,7 +217,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 	if shown > 60 {
 		t.Fatalf("paused at minute %d, past the frames fetched for the check", shown)
 	}
-	checkDashboard(t, dashboard(ctx, b), rolled[shown], shown)
+	checkDashboard(t, "en", dashboard(ctx, b), rolled[shown], shown)
 
 	// Share the run and open the link in a fresh tab: the identical run.
 	b.do(ctx, "share", click(`#share`), chromedp.WaitVisible(chromedp.CSS(`#share-link`)))

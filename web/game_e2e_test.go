@@ -236,7 +236,7 @@ func TestLeversEndToEnd(t *testing.T) {
 			f["shed_low_priority"] != 0.5 || f["heavy_feature"] != false || f["warmup_minutes_left"] != 6.0 || f["rollback_minutes_left"] != 5.0 {
 			t.Errorf("%s: the API's minute 1 has the levers %v", lang, f)
 		}
-		checkDashboard(t, dashboard(ctx, b), f, 1)
+		checkDashboard(t, lang, dashboard(ctx, b), f, 1)
 		shown := evaluate[map[string]any](b, ctx, `Object.fromEntries([...document.querySelectorAll("#controls input")].map((e) => [e.id, e.type === "checkbox" ? e.checked : Number(e.value)]))`)
 		if shown["control-fleet_floor"] != 12.0 || shown["control-target_utilization"] != 45.0 || shown["control-autoscaling"] != false || shown["control-heavy_feature"] != false {
 			t.Errorf("%s: the levers show %v after the minute", lang, shown)
@@ -251,7 +251,7 @@ func TestLeversEndToEnd(t *testing.T) {
 		if f["autoscaling"] != true || f["heavy_feature"] != true {
 			t.Errorf("%s: minute 2 has autoscaling %v, heavy feature %v", lang, f["autoscaling"], f["heavy_feature"])
 		}
-		checkDashboard(t, dashboard(ctx, b), f, 2)
+		checkDashboard(t, lang, dashboard(ctx, b), f, 2)
 		if missing := evaluate[[]string](b, ctx, `[...window.afloat.missing]`); len(missing) > 0 {
 			t.Errorf("%s: keys missing from the catalogue: %v", lang, missing)
 		}
@@ -474,6 +474,12 @@ func TestLayoutEndToEnd(t *testing.T) {
 	b.do(ctx, "the debrief", chromedp.Navigate(base+"/?"+cfg.Query().Encode()+"&at=120&mode=training#debrief"), waitReady(),
 		waitFor(`document.getElementById("grade").dataset.stars !== undefined`), waitSettled())
 	png := b.viewportShot(ctx, "layout-debrief-1366x768")
+	// On a phone the score table's points column is on screen.
+	b.do(ctx, "the debrief on a phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(1)), waitSettled())
+	if right := evaluate[float64](b, ctx, `Math.max(...[...document.querySelectorAll("#score-table tr > :last-child")].map((c) => c.getBoundingClientRect().right))`); right > 390.5 {
+		t.Errorf("on a phone the score's points column ends at %.0f px, past the screen's 390", right)
+	}
+	b.do(ctx, "size 1366x768 again", chromedp.EmulateViewport(1366, 768, chromedp.EmulateScale(1)))
 	if *docsScreenshots && png != nil {
 		if err := os.WriteFile(filepath.Join("..", "docs", "screenshots", "debrief-1366x768.png"), png, 0o644); err != nil {
 			t.Fatal(err)
@@ -589,5 +595,126 @@ func TestGameAccessibilityEndToEnd(t *testing.T) {
 		}
 	}
 	t.Logf("axe: no serious or critical violation expected; %d moderate or minor ones over all states", minor)
+	b.noProblems()
+}
+
+// negativeNumber finds a number shown below zero ("−0.8 %", "-255.5").
+const negativeNumber = `(ids) => ids.map((id) => document.getElementById(id).textContent).filter((s) => /[−-]\s*\d/.test(s))`
+
+// TestRunStopsEndToEnd, in English, Welsh and Tagalog: the realistic
+// debrief reveals nothing before the end; leaving the game pauses it and
+// the debrief names the minute left at; a shared link plays back to its
+// sharer's minute and no further, and grades only the minutes played; a
+// fork's error goes when a lever takes the run over; a lever's error goes
+// when a step shows the lever's value, and a typed value survives a
+// change of language; game over shows no negative budget.
+func TestRunStopsEndToEnd(t *testing.T) {
+	t.Parallel()
+	base := startConsole(t)
+	b := newBrowser(t)
+	ctx := b.ctx
+	lost := sim.Config{Scenario: "bad-deploy", Seed: 4, Noise: true, Actions: []sim.Action{
+		sim.Switch(1, sim.ControlAutoscaling, false), sim.Set(1, sim.ControlFleetFloor, 1),
+	}}
+	langs := []string{"en", "cy", "tl"}
+	for i, lang := range langs {
+		cat := catalogue(t, lang)
+		startGameAs(b, ctx, base, lang, "bad-deploy", 7, "realistic", true)
+		// Play at 10× past the deploy, then leave for the debrief.
+		b.do(ctx, lang+": play past the deploy", choose("speed", "10"), click(`#play`), waitFor(`window.afloat.state.shown >= 14`), click(`#nav-debrief`),
+			waitFor(`location.hash === "#debrief" && !window.afloat.state.playing && document.querySelectorAll("#debrief-figures div").length > 0`))
+		left := evaluate[int](b, ctx, `window.afloat.state.shown`)
+		// The minute left at is the debrief's: an in-flight step does not
+		// move the run behind it.
+		b.do(ctx, lang+": settle", waitSettled())
+		if now := evaluate[int](b, ctx, `window.afloat.state.shown`); now != left || evaluate[bool](b, ctx, `window.afloat.state.playing`) {
+			t.Errorf("%s: the run went on behind the debrief: minute %d, then %d", lang, left, now)
+		}
+		left = evaluate[int](b, ctx, `window.afloat.state.shown`)
+		if span := b.text(ctx, "#debrief-span"); !strings.Contains(span, strconv.Itoa(left+1)) {
+			t.Errorf("%s: the debrief says %q, not the %d minutes played", lang, span, left+1)
+		}
+		if evaluate[bool](b, ctx, `!document.getElementById("debrief-reveal").hidden || !!document.querySelector('#debrief-figures [data-figure="bad_build"]')`) {
+			t.Errorf("%s: the realistic debrief mid-run reveals the bad build: %q", lang, b.text(ctx, "#debrief-reveal"))
+		}
+		if cap := b.text(ctx, "#timeline-cap"); strings.Contains(cap, cat["debrief.series.bad_build"]) {
+			t.Errorf("%s: the realistic debrief mid-run plots the bad build: %q", lang, cap)
+		}
+		b.do(ctx, lang+": the model page", click(`#nav-model`), chromedp.WaitVisible(chromedp.CSS(`#formulas li`)))
+		if now := evaluate[int](b, ctx, `window.afloat.state.shown`); now != left {
+			t.Errorf("%s: the run went on behind the model page: minute %d, then %d", lang, left, now)
+		}
+
+		// A lever's error goes when a step shows the lever again; a typed
+		// value survives a change of language, its message in the new one.
+		b.do(ctx, lang+": back to the game", click(`#nav-play`), chromedp.WaitVisible(chromedp.CSS(`#control-fleet_floor`)))
+		b.do(ctx, lang+": an invalid floor", typeInto(`#control-fleet_floor`, "99"), waitFor(`document.getElementById("error-fleet_floor").textContent !== ""`))
+		b.do(ctx, lang+": a step", click(`#step`), waitFor(fmt.Sprintf(`window.afloat.state.shown === %d`, left+1)))
+		if msg := b.text(ctx, "#error-fleet_floor"); msg != "" || evaluate[string](b, ctx, `document.getElementById("control-fleet_floor").value`) == "99" {
+			t.Errorf("%s: after a step the floor shows %q with the error %q", lang, evaluate[string](b, ctx, `document.getElementById("control-fleet_floor").value`), msg)
+		}
+		other := langs[(i+1)%len(langs)]
+		b.do(ctx, lang+": an invalid floor again, then "+other, typeInto(`#control-fleet_floor`, "99"), chromedp.SetValue(chromedp.CSS(`#lang`), other),
+			chromedp.Evaluate[chromedp.Void](`document.getElementById("lang").dispatchEvent(new Event("change", { bubbles: true }))`),
+			waitFor(fmt.Sprintf(`document.documentElement.lang === %q`, other)))
+		oc := catalogue(t, other)
+		want := fill(oc["control.error.range"], map[string]string{"label": oc["control.fleet_floor.label"], "min": "0", "max": "40"})
+		if v, msg := evaluate[string](b, ctx, `document.getElementById("control-fleet_floor").value`), b.text(ctx, "#error-fleet_floor"); v != "99" || msg != want {
+			t.Errorf("%s → %s: the floor shows %q with %q, want 99 with %q", lang, other, v, msg, want)
+		}
+
+		// Share the run at its minute; the link plays back to it and stops.
+		b.do(ctx, lang+": share", chromedp.Navigate(base+"/?lang="+lang+"&"+strings.TrimPrefix(evaluate[string](b, ctx, `location.search`), "?")+"#play"), waitReady(),
+			click(`#share`), chromedp.WaitVisible(chromedp.CSS(`#share-link`)))
+		at := evaluate[int](b, ctx, `window.afloat.state.shown`)
+		link := evaluate[string](b, ctx, `document.getElementById("share-link").value`)
+		b.do(ctx, lang+": watch the shared run", chromedp.Navigate(link+"&lang="+lang), waitReady(), chromedp.WaitVisible(chromedp.CSS(`#replay`)),
+			choose("speed", "10"), click(`#watch`), waitFor(`window.afloat.state.watching`),
+			waitFor(`!window.afloat.state.watching && !window.afloat.state.playing`))
+		if got := evaluate[int](b, ctx, `window.afloat.state.shown`); got != at {
+			t.Errorf("%s: the shared run played back to minute %d, the sharer's was %d", lang, got, at)
+		}
+		if !evaluate[bool](b, ctx, `document.getElementById("play").disabled && document.getElementById("step").disabled && !window.afloat.state.over`) {
+			t.Errorf("%s: at the sharer's minute the run can still be played on, or is over", lang)
+		}
+		b.do(ctx, lang+": its debrief", click(`#nav-debrief`), waitFor(`document.querySelectorAll("#debrief-figures div").length > 0`))
+		if evaluate[bool](b, ctx, `document.getElementById("grade").dataset.stars !== undefined`) {
+			t.Errorf("%s: the shared run is graded as a whole run", lang)
+		}
+		if span := b.text(ctx, "#debrief-span"); !strings.Contains(span, strconv.Itoa(at+1)) {
+			t.Errorf("%s: the shared run's debrief says %q, not the %d minutes played", lang, span, at+1)
+		}
+		// A fork refused, then a lever takes the run over: the error goes.
+		b.do(ctx, lang+": a fork refused", click(`#nav-play`), chromedp.WaitVisible(chromedp.CSS(`#fork-minute`)),
+			typeOver(`#fork-minute`, "999"), click(`#fork`), waitFor(`!document.getElementById("error").hidden`))
+		b.do(ctx, lang+": a lever takes over", click(`#control-heavy_feature`), waitFor(`!window.afloat.state.shared`))
+		if evaluate[bool](b, ctx, `!document.getElementById("error").hidden`) {
+			t.Errorf("%s: the fork's error %q stays after a lever took the run over", lang, b.text(ctx, "#error"))
+		}
+
+		// Game over: no budget below 0 % anywhere.
+		b.do(ctx, lang+": game over", chromedp.Navigate(base+"/?lang="+lang+"&"+lost.Query().Encode()+"&mode=training#play"), waitReady())
+		stepToEnd(b, ctx)
+		b.do(ctx, lang+": its debrief", waitFor(`location.hash === "#debrief" && document.getElementById("grade").dataset.stars !== undefined`))
+		if neg := evaluate[[]string](b, ctx, "("+negativeNumber+`)(["budget", "debrief-figures", "what-ifs", "score-table", "page-alert"])`); len(neg) > 0 {
+			t.Errorf("%s: game over shows negative numbers: %q", lang, neg)
+		}
+		// Counts take their plural form from the language's rules.
+		plurals := evaluateAsync[[]string](b, ctx, `(async () => {
+  const { t, tn } = await import("/static/js/i18n.js");
+  return [tn("coach.why.earlier", 1), tn("coach.why.earlier", 3), t("assign.picked", { n: 1, member: "p" }), tn("debrief.value.shed", 1, { share: "0.0" })];
+})()`)
+		wantForms := map[string][]string{
+			"en": {"a minute earlier", "3 minutes earlier", "Picked 1 time; the last went to p.", "1 request (0.0 %)"},
+			"cy": {"funud yn gynharach", "3 munud yn gynharach", "Dewiswyd unwaith; aeth yr olaf i p.", "1 cais (0.0 %)"},
+			"tl": {"isang minuto nang mas maaga", "3 minuto nang mas maaga", "Pumili nang isang beses; napunta ang huli sa p.", "1 request (0.0 %)"},
+		}[lang]
+		if fmt.Sprint(plurals) != fmt.Sprint(wantForms) {
+			t.Errorf("%s: plural forms %q, want %q", lang, plurals, wantForms)
+		}
+		if missing := evaluate[[]string](b, ctx, `[...window.afloat.missing]`); len(missing) > 0 {
+			t.Errorf("%s: keys missing from the catalogue: %v", lang, missing)
+		}
+	}
 	b.noProblems()
 }

@@ -49,7 +49,7 @@ func usedKeys(t *testing.T) []string {
 		}
 	}
 	scripts, _ := fs.Glob(static, "static/js/*.js")
-	call := regexp.MustCompile(`(?:^|[^\w.])t\("([^"]+)"`)
+	call := regexp.MustCompile(`(?:^|[^\w.])tn?\("([^"]+)"`)
 	ternary := regexp.MustCompile(`t\([^()"]*\? "([^"]+)" : "([^"]+)"\)`)
 	for _, name := range scripts {
 		src, _ := fs.ReadFile(static, name)
@@ -204,9 +204,12 @@ func TestCataloguesAreComplete(t *testing.T) {
 			case strings.TrimSpace(tr) == "":
 				t.Errorf("%s: empty message for %q", lang, key)
 			default:
+				// A plural message may name a placeholder in some forms only
+				// (Welsh "unwaith", once): the sets must match, not the counts.
 				want, got := placeholder.FindAllString(msg, -1), placeholder.FindAllString(tr, -1)
 				slices.Sort(want)
 				slices.Sort(got)
+				want, got = slices.Compact(want), slices.Compact(got)
 				if !slices.Equal(want, got) {
 					t.Errorf("%s: %q has placeholders %v, English has %v", lang, key, got, want)
 				}
@@ -254,5 +257,46 @@ func TestEnglishFormulasMatchTheModel(t *testing.T) {
 		if got := en["values."+key]; got != text.Values {
 			t.Errorf("values.%s:\n catalogue %q\n model     %q", key, got, text.Values)
 		}
+	}
+}
+
+var pluralForm = regexp.MustCompile(`\[([^\]]*)\]`)
+
+// TestPluralMessages: a message with plural forms ("[one] … [other] …",
+// read by i18n.js's tn with Intl.PluralRules) is plural in every language,
+// starts with a form, names only CLDR categories or exact counts ("=1"),
+// and always has "other", the fallback.
+func TestPluralMessages(t *testing.T) {
+	en := catalogue(t, "en")
+	categories := map[string]bool{"zero": true, "one": true, "two": true, "few": true, "many": true, "other": true}
+	n := 0
+	for _, lang := range languages {
+		c := catalogue(t, lang)
+		for key, msg := range c {
+			enPlural := strings.HasPrefix(en[key], "[")
+			if strings.HasPrefix(msg, "[") != enPlural {
+				t.Errorf("%s: %q is plural in one language only: %q", lang, key, msg)
+				continue
+			}
+			if !enPlural {
+				continue
+			}
+			n++
+			hasOther := false
+			for _, m := range pluralForm.FindAllStringSubmatch(msg, -1) {
+				name := m[1]
+				ok := categories[name] || regexp.MustCompile(`^=\d+$`).MatchString(name)
+				if !ok {
+					t.Errorf("%s: %q has a form %q, not a plural category", lang, key, name)
+				}
+				hasOther = hasOther || name == "other"
+			}
+			if !hasOther {
+				t.Errorf("%s: %q has no [other] form: %q", lang, key, msg)
+			}
+		}
+	}
+	if n < 3*8 {
+		t.Errorf("only %d plural messages over the three languages", n)
 	}
 }

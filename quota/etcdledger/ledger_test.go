@@ -38,7 +38,14 @@ func etcd(t *testing.T) func() *clientv3.Client {
 
 func open(t *testing.T, cli *clientv3.Client, cluster string) *etcdledger.Ledger {
 	t.Helper()
-	l, err := etcdledger.Open(context.Background(), etcdledger.Config{Client: cli, Cluster: cluster, Candidate: "http://" + cluster, SessionTTL: 1})
+	// These tests depose a leader by Close or by deleting its key, never by
+	// the clock: a long session, no deposing by a standby and a long write
+	// bound keep a busy machine (make test runs the groups side by side)
+	// from deposing a leader or timing out a write that the test needs to
+	// land. TestDeadLeaderDeposed and TestSessionLostWhenRevoked test the
+	// clocks.
+	l, err := etcdledger.Open(context.Background(), etcdledger.Config{Client: cli, Cluster: cluster, Candidate: "http://" + cluster,
+		SessionTTL: 30, DeposeAfter: -1, WriteTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,16 +12,20 @@ const dashes = [[], [6, 4], [2, 3], [10, 3, 2, 3]];
 
 const pct = (v) => 100 * v;
 
+// unitText is a unit as shown: "unit.…" names a catalogue message (words
+// that change with the language, "req/s"), anything else is a symbol.
+const unitText = (u) => (u && u.startsWith("unit.") ? t(u) : u);
+
 // The console's charts: what each plots, on which scale, in what unit.
 // Every scale starts at zero: requests, latency, burn, fleet and money
 // have a meaningful zero, and a chart that starts elsewhere exaggerates.
 export const chartDefs = [
   {
     id: "requests",
-    scales: { y: { unit: "req/s" } },
+    scales: { y: { unit: "unit.req_s" } },
     series: [
-      { key: "requests_per_s", digits: 0, unit: "req/s" },
-      { key: "admitted_per_s", digits: 0, unit: "req/s" },
+      { key: "requests_per_s", digits: 0, unit: "unit.req_s" },
+      { key: "admitted_per_s", digits: 0, unit: "unit.req_s" },
     ],
   },
   {
@@ -38,7 +42,7 @@ export const chartDefs = [
     series: [
       { key: "burn_1h", digits: 1, unit: "×" },
       { key: "burn_5m", digits: 1, unit: "×" },
-      { key: "budget_remaining", scale: "pct", map: pct, digits: 1, unit: "%" },
+      { key: "budget_remaining", scale: "pct", map: (v) => Math.max(0, pct(v)), digits: 1, unit: "%" },
     ],
   },
   {
@@ -59,9 +63,9 @@ export const chartDefs = [
   },
   {
     id: "cost",
-    scales: { y: { unit: "$/h" }, usd: { unit: "$", right: true } },
+    scales: { y: { unit: "unit.usd_h" }, usd: { unit: "$", right: true } },
     series: [
-      { key: "fleet_cost_per_h", digits: 2, unit: "$/h" },
+      { key: "fleet_cost_per_h", digits: 2, unit: "unit.usd_h" },
       { key: "cost_so_far", scale: "usd", digits: 2, unit: "$" },
     ],
   },
@@ -178,7 +182,7 @@ class Chart {
     ];
     for (const [name, sc] of Object.entries(def.scales)) {
       scales[name] = sc.range ? { auto: false, range: sc.range } : { auto: true, range: fromZero };
-      axes.push({ scale: name, side: sc.right ? 1 : 3, label: sc.unit, grid: { show: !sc.right }, size: 52 });
+      axes.push({ scale: name, side: sc.right ? 1 : 3, label: unitText(sc.unit), grid: { show: !sc.right }, size: 52 });
     }
     const series = [{ label: t("chart.time") }];
     def.series.forEach((s, i) => {
@@ -233,7 +237,7 @@ class Chart {
     const f = this.frames[this.frames.length - 1];
     this.def.series.forEach((s, i) => {
       const v = f ? (s.map ? s.map(f[s.key]) : f[s.key]) : null;
-      this.values[i].textContent = `${fmt(v, s.digits)}${s.unit && v != null ? ` ${s.unit}` : ""}`;
+      this.values[i].textContent = `${fmt(v, s.digits)}${s.unit && v != null ? ` ${unitText(s.unit)}` : ""}`;
     });
   }
 

@@ -23,6 +23,10 @@ export function act(control, value) {
   syncControls();
 }
 
+// checks holds each numeric lever's check of what is typed, which shows
+// or clears its message.
+const checks = new Map();
+
 export function pending(control) {
   return state.actions.find((a) => a.control === control && a.minute > state.shown);
 }
@@ -125,7 +129,9 @@ export function buildControls() {
       input.addEventListener("input", () => {
         if (valid() !== undefined) clear();
       });
-      input.addEventListener("change", () => {
+      // report says what is wrong with what is typed, or clears the
+      // message; it returns the value when it is valid.
+      const report = () => {
         const value = valid();
         if (value === undefined) {
           errorLine.textContent = t("control.error.range", {
@@ -134,10 +140,15 @@ export function buildControls() {
             max: +(spec.max * scale).toFixed(4),
           });
           input.setAttribute("aria-invalid", "true");
-          return;
+          return undefined;
         }
         clear();
-        act(id, value);
+        return value;
+      };
+      checks.set(id, report);
+      input.addEventListener("change", () => {
+        const value = report();
+        if (value !== undefined) act(id, value);
       });
       head.append(label, input, unit, note);
       box.append(head, help, errorLine);
@@ -168,7 +179,40 @@ export function syncControls() {
     }
     if (document.activeElement === el) continue;
     const value = p ? p.value : f[id];
-    if (spec.kind === "bool") el.checked = !!value;
-    else el.value = String(+(value * (displayScale[id] || 1)).toFixed(4));
+    if (spec.kind === "bool") {
+      el.checked = !!value;
+      continue;
+    }
+    // The field shows the lever's position again, so whatever was typed
+    // there, and its message, goes: the value shown is valid however it
+    // got there (a step of the game, another lever taking the run over).
+    const shown = String(+(value * (displayScale[id] || 1)).toFixed(4));
+    el.value = shown;
+    el.dataset.shown = shown;
+    $(`error-${id}`).textContent = "";
+    el.removeAttribute("aria-invalid");
+  }
+}
+
+// typedValues returns what the player typed into the numeric levers and
+// has not had taken (an invalid value, or one not yet committed), so that
+// rebuilding the levers in another language keeps it.
+export function typedValues() {
+  const out = new Map();
+  for (const id of checks.keys()) {
+    const el = $(`control-${id}`);
+    if (el && el.dataset.shown !== undefined && el.value !== el.dataset.shown) out.set(id, el.value);
+  }
+  return out;
+}
+
+// restoreTyped puts typed values back into the rebuilt levers, with their
+// message in the new language.
+export function restoreTyped(typed) {
+  for (const [id, value] of typed) {
+    const el = $(`control-${id}`);
+    if (!el || el.disabled) continue;
+    el.value = value;
+    checks.get(id)?.();
   }
 }

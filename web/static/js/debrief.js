@@ -4,7 +4,7 @@
 // rank against each bot's thousand seeds, the what-ifs that would have
 // saved the most, "play this seed again" and "watch par". What the
 // realistic mode hid is revealed here.
-import { t } from "./i18n.js";
+import { t, tn } from "./i18n.js";
 import { $, state, clockOf, controlSpec, apiError } from "./state.js";
 import { api, post } from "./api.js";
 import { runParams, runBody } from "./playback.js";
@@ -60,7 +60,7 @@ function draw() {
   const { body, whole } = last;
   const d = body.debrief;
   const name = state.scenario.name;
-  $("debrief-span").textContent = t(whole ? "debrief.span" : "debrief.span_so_far", {
+  $("debrief-span").textContent = tn(whole ? "debrief.span" : "debrief.span_so_far", d.minutes, {
     scenario: t(`scenario.${name}.title`),
     seed: state.seed,
     from: d.from,
@@ -70,9 +70,22 @@ function draw() {
   drawVerdict(body, whole);
   drawScore(body.score);
   drawWhatIfs(body.coach);
-  drawFigures(d, name);
-  drawReveal(body, d, name);
+  drawFigures(d, name, whole);
+  drawReveal(body, d, name, whole);
   drawTimeline(d, name, whole);
+}
+
+// hidden reports whether the debrief must keep what the dashboard hid: in
+// the realistic mode until the run is over, the bad build and the cache's
+// warmth stay secret, as they were on the dashboard.
+function hidden(whole) {
+  return state.difficulty === "realistic" && !whole;
+}
+
+// pct shows a share of the month's budget as a percentage, never below
+// 0 %: a budget spent past its end is gone, not negative.
+function pct(v, digits) {
+  return Math.max(0, 100 * v).toFixed(digits);
 }
 
 function stars(n) {
@@ -130,7 +143,7 @@ function fromAPI(a) {
 
 function drawScore(s) {
   const rows = [
-    ["budget", `${num(100 * s.budget_spent, 2)} %`, s.budget_points],
+    ["budget", `${num(Math.max(0, 100 * s.budget_spent), 2)} %`, s.budget_points],
     ["errors", num(s.errors), s.error_points],
     ["shed", num(s.shed), s.shed_points],
     ["degraded", num(s.degraded), s.degraded_points],
@@ -170,6 +183,13 @@ function describeAction(a) {
   return t("debrief.set", { label, value: `${+(a.value * scale).toFixed(4)} ${displayUnit[a.control] || ""}`.trim() });
 }
 
+// whyOf says the moment a what-if chose; "earlier" and "later" by how many
+// minutes ("a minute earlier", "3 minutes earlier").
+function whyOf(w) {
+  if ((w.why === "earlier" || w.why === "later") && w.to >= 0) return tn(`coach.why.${w.why}`, Math.abs(w.to - w.action.minute));
+  return t(`coach.why.${w.why}`);
+}
+
 function drawWhatIfs(c) {
   const list = $("what-ifs");
   list.replaceChildren();
@@ -182,18 +202,22 @@ function drawWhatIfs(c) {
     list.append(li);
     return;
   }
+  // No what-if keeps more of the budget than the run had to lose: at most
+  // what it started with, whatever the server sends.
+  const start = last.body.debrief.budget_start;
   for (const w of c.what_ifs) {
     const li = document.createElement("li");
     li.dataset.kind = w.kind;
+    const kept = Math.min(Math.max(0, w.budget_gain), start);
     const vars = {
       action: describeAction(fromAPI(w.action)),
       from: clockOf(w.action.minute),
       clock: w.clock || "",
-      why: t(`coach.why.${w.why}`),
+      why: whyOf(w),
       points: num(w.gain, 1),
-      budget: num(100 * w.budget_gain, 1),
+      budget: num(100 * kept, 1),
     };
-    const withBudget = w.budget_gain >= 0.0005 ? "_budget" : "";
+    const withBudget = kept >= 0.0005 ? "_budget" : "";
     li.append(t(`coach.${w.kind}${withBudget}`, vars));
     // What on screen called for the move.
     if (w.sign && w.sign.kind !== "briefing") {
@@ -215,29 +239,30 @@ function drawWhatIfs(c) {
   }
 }
 
-// The figures that fit the scenario: no bad build where there is none.
-function figuresOf(d, name) {
+// The figures that fit the scenario: no bad build where there is none,
+// nor in the realistic mode before the end.
+function figuresOf(d, name, whole) {
   const pages = d.pages.map((p) => `${clockOf(p.from)}–${clockOf(p.to)}`).join(", ") || t("debrief.none");
   const all = [
-    ["budget_left", t("debrief.value.budget", { left: (100 * d.budget_left).toFixed(1), start: (100 * d.budget_start).toFixed(0) })],
+    ["budget_left", t("debrief.value.budget", { left: pct(d.budget_left, 1), start: pct(d.budget_start, 0) })],
     ["worst_burn_1h", t("debrief.value.burn", { burn: d.worst_burn_1h.toFixed(1), clock: clockOf(d.worst_burn_1h_minute) })],
     ["worst_burn", t("debrief.value.burn", { burn: d.worst_burn.toFixed(1), clock: clockOf(d.worst_burn_minute) })],
-    ["minutes_over_slo", t("debrief.value.minutes", { n: d.minutes_over_slo })],
-    ["minutes_p99_over_1s", t("debrief.value.minutes", { n: d.minutes_p99_over_1s })],
-    ["paged", t("debrief.value.paged", { n: d.paged_minutes, pages })],
+    ["minutes_over_slo", tn("debrief.value.minutes", d.minutes_over_slo)],
+    ["minutes_p99_over_1s", tn("debrief.value.minutes", d.minutes_p99_over_1s)],
+    ["paged", tn("debrief.value.paged", d.paged_minutes, { pages })],
     ["total_cost", `${d.total_cost.toFixed(2)} $`],
     ["mean_age", t("debrief.value.age", { age: d.mean_age_s.toFixed(1), answers: Math.round(d.cached_answers).toLocaleString("en") })],
-    ["shed", t("debrief.value.shed", { n: Math.round(d.shed_requests).toLocaleString("en"), share: (100 * d.shed_share).toFixed(1) })],
-    ["no_recommendations", t("debrief.value.minutes", { n: d.minutes_without_recommendations })],
-    ["bad_build", t("debrief.value.minutes", { n: d.bad_build_minutes })],
+    ["shed", tn("debrief.value.shed", Math.round(d.shed_requests), { n: Math.round(d.shed_requests).toLocaleString("en"), share: (100 * d.shed_share).toFixed(1) })],
+    ["no_recommendations", tn("debrief.value.minutes", d.minutes_without_recommendations)],
+    ["bad_build", tn("debrief.value.minutes", d.bad_build_minutes)],
   ];
-  return all.filter(([id]) => id !== "bad_build" || name === "bad-deploy");
+  return all.filter(([id]) => id !== "bad_build" || (name === "bad-deploy" && !hidden(whole)));
 }
 
-function drawFigures(d, name) {
+function drawFigures(d, name, whole) {
   const dl = $("debrief-figures");
   dl.replaceChildren();
-  for (const [id, text] of figuresOf(d, name)) {
+  for (const [id, text] of figuresOf(d, name, whole)) {
     const div = document.createElement("div");
     div.dataset.figure = id;
     const dt = document.createElement("dt");
@@ -249,20 +274,20 @@ function drawFigures(d, name) {
   }
 }
 
-// drawReveal tells what the scenario kept secret: the surge's size and
-// time once the run is over, and in the realistic mode what the dashboard
-// hid.
-function drawReveal(body, d, name) {
+// drawReveal tells what the scenario kept secret once the run is over:
+// the surge's size and time, and in the realistic mode what the dashboard
+// hid. Before the end it tells nothing: the game goes on.
+function drawReveal(body, d, name, whole) {
   const parts = [];
-  if (body.surge) {
+  if (whole && body.surge) {
     const s = body.surge;
     parts.push(t("debrief.surge", { clock: clockOf(s.start_minute), peak: s.peak.toFixed(1), ramp: s.ramp_minutes.toFixed(0), plateau: s.plateau_minutes.toFixed(0) }));
   }
-  if (state.difficulty === "realistic" && name === "bad-deploy") {
+  if (whole && state.difficulty === "realistic" && name === "bad-deploy") {
     const first = last.frames.find((f) => f.bad_build_share > 0);
-    if (first) parts.push(t("debrief.reveal.bad_build", { clock: first.clock, n: d.bad_build_minutes }));
+    if (first) parts.push(tn("debrief.reveal.bad_build", d.bad_build_minutes, { clock: first.clock }));
   }
-  if (state.difficulty === "realistic" && name === "cache-flush") {
+  if (whole && state.difficulty === "realistic" && name === "cache-flush") {
     parts.push(t("debrief.reveal.warm"));
   }
   $("debrief-reveal").hidden = parts.length === 0;
@@ -283,17 +308,17 @@ const timelineSeries = {
     { key: "paged", label: "debrief.series.paged", scale: "pct", map: (v) => (v ? 100 : 0), digits: 0, stepped: true },
   ],
   surge: [
-    { key: "requests_per_s", label: "debrief.series.requests", scale: "y", unit: "req/s", digits: 0 },
+    { key: "requests_per_s", label: "debrief.series.requests", scale: "y", unit: "unit.req_s", digits: 0 },
     { key: "paged", label: "debrief.series.paged", scale: "pct", map: (v) => (v ? 100 : 0), digits: 0, stepped: true },
   ],
   steady: [
-    { key: "fleet_cost_per_h", label: "debrief.series.fleet_cost", scale: "y", unit: "$/h", digits: 2 },
+    { key: "fleet_cost_per_h", label: "debrief.series.fleet_cost", scale: "y", unit: "unit.usd_h", digits: 2 },
     { key: "paged", label: "debrief.series.paged", scale: "pct", map: (v) => (v ? 100 : 0), digits: 0, stepped: true },
   ],
 };
 
 function describeMoment(m) {
-  const context = state.scenario.name === "bad-deploy"
+  const context = state.scenario.name === "bad-deploy" && !hidden(last.whole)
     ? t("debrief.context", { bad: Math.round(100 * m.bad_build_share), burn: m.burn_1h.toFixed(1) })
     : t("debrief.context_burn", { burn: m.burn_1h.toFixed(1) });
   if (m.kind === "page") return `${t("debrief.kind.page")} (${context})`;
@@ -301,7 +326,7 @@ function describeMoment(m) {
   return `${describeAction(m.action)} (${context}${m.paged ? `, ${t("debrief.while_paged")}` : ""})`;
 }
 
-async function drawTimeline(d, name, whole) {
+function drawTimeline(d, name, whole) {
   const list = $("timeline");
   list.replaceChildren();
   for (const m of d.timeline) {
@@ -315,18 +340,15 @@ async function drawTimeline(d, name, whole) {
     li.textContent = t("debrief.quiet");
     list.append(li);
   }
-  const series = (timelineSeries[name] || timelineSeries.steady).map((s) => ({ ...s, label: t(s.label) }));
+  // Before the end of a realistic run, the chart keeps the dashboard's
+  // secrets: no bad build, no warmth of the cache.
+  const secret = hidden(whole) ? ["bad_build_share", "cache_warm"] : [];
+  const series = (timelineSeries[name] || timelineSeries.steady)
+    .filter((s) => !secret.includes(s.key))
+    .map((s) => ({ ...s, label: t(s.label), ...(s.unit?.startsWith("unit.") ? { unit: t(s.unit) } : {}) }));
   $("timeline-cap").textContent = t("debrief.timeline_caption", { series: series.map((s) => s.label).join(", ") });
-  let frames = last.frames;
-  if (whole && frames.length < state.scenario.minutes) {
-    // A run lost before its end: the rest as it would have gone.
-    try {
-      frames = (await api("/api/run", runParams({ from: 0, to: state.scenario.minutes }))).frames;
-    } catch (err) {
-      apiError(err);
-    }
-  }
-  timelineChart($("timeline-chart"), frames, series, d.timeline.filter((m) => m.kind === "action").map((m) => m.minute), clockOf);
+  // Only the minutes played: a run lost before its end stops there.
+  timelineChart($("timeline-chart"), last.frames, series, d.timeline.filter((m) => m.kind === "action").map((m) => m.minute), clockOf);
 }
 
 function setup() {

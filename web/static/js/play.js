@@ -8,7 +8,7 @@ import { $, state, perf, clockOf, announce, showError, clearError, deploysSeen }
 import { decodeRun } from "./share.js";
 import { Charts } from "./charts.js";
 import { hooks, ensureFrames, step, play, pause, updatePlayButton, invalidateFrom, runParams } from "./playback.js";
-import { buildControls, syncControls } from "./controls.js";
+import { buildControls, syncControls, typedValues, restoreTyped } from "./controls.js";
 import { buildDashboard, showTiles, showPage, showHint, flashTitle, stopFlash } from "./dashboard.js";
 
 let charts;
@@ -22,7 +22,8 @@ function show(minute) {
   $("clock").textContent = f.clock;
   $("minute-of").textContent = t("clock.minute", { minute, total: state.scenario.minutes });
   const budget = $("budget");
-  budget.textContent = t("budget.left", { value: (100 * f.budget_remaining).toFixed(1) });
+  // A budget spent past its end is gone, not negative.
+  budget.textContent = t("budget.left", { value: Math.max(0, 100 * f.budget_remaining).toFixed(1) });
   budget.classList.toggle("low", f.budget_remaining < 0.1);
   charts.update(state.frames.slice(0, minute + 1));
   const paging = showPage();
@@ -180,6 +181,7 @@ async function openRun(params) {
   if (shared) {
     state.replayedTo = at;
     showReplay();
+    updatePlayButton();
     if (watch) startWatching();
   }
   return true;
@@ -221,6 +223,7 @@ function fork(k) {
   state.over = false;
   state.replayedTo = 0;
   $("replay").hidden = true;
+  clearError(); // a fork refused before (a minute out of range) is answered
   show(k);
   announce(t("replay.forked", { clock: clockOf(k) }));
 }
@@ -338,6 +341,15 @@ function setup() {
   hooks.beforeAct = () => {
     if (state.shared) fork(state.shown);
   };
+  // A shared run played back to its sharer's minute stops there: the
+  // levers are one's own from here (moving one takes the run over).
+  hooks.sharedEnd = () => {
+    pause();
+    if (!state.watching) return;
+    state.watching = false;
+    syncControls();
+    announce(t("replay.ended", { clock: clockOf(state.shown) }));
+  };
   hooks.finished = () => {
     stopFlash();
     state.watching = false;
@@ -424,7 +436,16 @@ async function start(params) {
   else showResume();
 }
 
+// leave pauses the run: it goes on only while the game is in view, so the
+// debrief and the model page explain the minute the player left at.
+function leave() {
+  state.away = true;
+  pause();
+  stopFlash();
+}
+
 function render() {
+  state.away = false;
   const inGame = !!state.scenario;
   $("setup").hidden = inGame;
   $("game").hidden = !inGame;
@@ -432,6 +453,7 @@ function render() {
 }
 
 function relabel() {
+  const typed = typedValues();
   buildScenarios();
   buildDashboard();
   buildControls();
@@ -443,7 +465,8 @@ function relabel() {
     if (state.replayedTo) showReplay();
     if (state.shown >= 0) show(state.shown);
   }
+  restoreTyped(typed);
   updatePlayButton();
 }
 
-export const page = { id: "play", section: "play-page", heading: "setup-h", setup, start, render, relabel };
+export const page = { id: "play", section: "play-page", heading: "setup-h", setup, start, render, relabel, leave };

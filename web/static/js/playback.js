@@ -16,7 +16,8 @@ const LOOKAHEAD = 10;
 
 // hooks are set by the play page: show draws a minute, finished ends the
 // game, beforeAct makes a shared run one's own before a lever moves.
-export const hooks = { show: () => {}, finished: () => {}, beforeAct: () => {} };
+// sharedEnd stops a shared run at its sharer's minute.
+export const hooks = { show: () => {}, finished: () => {}, beforeAct: () => {}, sharedEnd: () => {} };
 
 // currentRun is the run being played, as the share codec takes it.
 export function currentRun() {
@@ -66,6 +67,14 @@ export async function ensureFrames(upTo) {
   }
 }
 
+// lastMinute is the last minute the run may show: a shared run stops at
+// the minute its sharer had reached (what came after was never played)
+// until it is taken over; any other run at the scenario's end.
+export function lastMinute() {
+  const end = state.scenario.minutes - 1;
+  return state.shared && state.replayedTo > 0 ? Math.min(end, state.replayedTo - 1) : end;
+}
+
 // atEnd reports whether the minute shown is the run's last, or the budget
 // ran out in it: the game is over.
 function atEnd() {
@@ -74,18 +83,26 @@ function atEnd() {
 }
 
 export async function step() {
-  if (!state.scenario || state.stepping || state.over) return;
+  if (!state.scenario || state.stepping || state.over || state.away) return;
+  if (state.shown >= lastMinute()) {
+    hooks.sharedEnd();
+    return;
+  }
   state.stepping = true;
   try {
     const next = state.shown + 1;
     await ensureFrames(next + 1);
     // An action may have dropped frames while this one was fetched.
     while (state.frames.length <= next) await ensureFrames(next + 1);
+    // Left the game page while the minute was fetched: the run stays
+    // where the other pages found it.
+    if (state.away) return;
     hooks.show(next);
   } finally {
     state.stepping = false;
   }
   if (atEnd()) finish();
+  else if (state.shown >= lastMinute()) hooks.sharedEnd();
 }
 
 async function loop() {
@@ -119,8 +136,11 @@ export function updatePlayButton() {
   const b = $("play");
   b.textContent = t(state.playing ? "clock.pause" : "clock.play");
   b.setAttribute("aria-pressed", state.playing ? "true" : "false");
-  b.disabled = state.over;
-  $("step").disabled = state.over;
+  // At a shared run's last minute there is nothing more to play: taking it
+  // over plays on.
+  const stop = state.over || (!!state.scenario && state.shown >= 0 && state.shown >= lastMinute());
+  b.disabled = stop;
+  $("step").disabled = stop;
 }
 
 function finish() {

@@ -24,6 +24,7 @@ export const state = {
   watching: false, // playing a shared run back: the levers are the run's
   shared: false, // opened from a share link: the run is someone else's until forked
   over: false, // the run has ended (its last minute, or the budget gone)
+  away: false, // the game page is not shown: the run is paused and does not step
 };
 
 // realistic reports whether the dashboard shows only what an on-call
