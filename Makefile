@@ -30,7 +30,7 @@ TOOLS := $(HOME)/.cache/afloat/bin
 # .build/ (ignored by git) and handed to the tests by environment.
 BUILD := $(CURDIR)/.build
 
-.PHONY: test test-long deps deps-etcd vet fmt-check lint tidy-check cross-build boundaries litter unit unit-race unit-models unit-etcd unit-browser long fuzz bench bench-assign bench-quota bench-quota-peers check-quota-peers soak
+.PHONY: test test-long deps deps-etcd vet fmt-check lint tidy-check cross-build boundaries litter alerts unit unit-race unit-models unit-etcd unit-browser long fuzz bench bench-assign bench-quota bench-quota-peers check-quota-peers soak
 
 # The checks and the four groups of unit tests run side by side (make -j,
 # each one's output printed whole when it ends): the browser tests wait on
@@ -40,7 +40,7 @@ BUILD := $(CURDIR)/.build
 # game, the polling labs), so Chromium's work grows with every second the
 # other groups take from it, while theirs does not. On two cores the suite
 # took about a tenth less time so (docs/benchmarks.md, "make test").
-CHECKS := vet fmt-check lint tidy-check cross-build boundaries litter
+CHECKS := vet fmt-check lint tidy-check cross-build boundaries litter alerts
 UNITS := unit-browser unit-race unit-models unit-etcd
 test: export NICE := nice -n 10
 test: deps
@@ -51,9 +51,12 @@ test-long: deps deps-etcd long
 # chromium-headless-shell for the console's browser tests (Chromium's
 # headless mode alone: the same engine as the chromium package without
 # the desktop browser; the browser tests took a quarter less time with
-# it), and Debian's redis-server (which brings redis-benchmark and
+# it), Debian's redis-server (which brings redis-benchmark and
 # redis-cli with redis-tools) for the tests of assign/, each of which
-# starts a server of its own on a free loopback port.
+# starts a server of its own on a free loopback port, and Debian's
+# prometheus package for its promtool, which tests the quota's alert
+# rules (alerts, and TestAlertRulesMutation). The package also enables a
+# systemd unit; nothing here uses it.
 deps:
 	@command -v $(GO) >/dev/null || { echo "make test: Go is not on PATH (https://go.dev/dl/)"; exit 1; }
 	@if ! command -v chromium-headless-shell >/dev/null 2>&1; then \
@@ -63,6 +66,10 @@ deps:
 	@if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-benchmark >/dev/null 2>&1; then \
 		echo "make test: installing redis-server for the assignment tests"; \
 		$(SUDO) apt-get update -q && $(APT_INSTALL) redis-server redis-tools; \
+	fi
+	@if ! command -v promtool >/dev/null 2>&1; then \
+		echo "make test: installing prometheus (for promtool) for the alert rules' tests"; \
+		$(SUDO) apt-get update -q && $(APT_INSTALL) prometheus; \
 	fi
 
 # deps-etcd installs Debian's etcd-server when no etcd is on PATH, for
@@ -143,6 +150,14 @@ boundaries:
 	END { exit bad }' || { echo "make boundaries: a model or pure core imports what it must not; go list -deps -f '{{.ImportPath}}: {{.Imports}}' PKG shows through what"; exit 1; }
 	@if grep -rn --include='*.go' 'go:linkname' .; then echo "go:linkname is not allowed"; exit 1; fi
 
+# alerts runs the unit tests of the quota's alert rules in Prometheus's
+# own format (docs/quota.md, "Alerts and runbook"); it fails, not skips,
+# without promtool. TestAlertRulesMutation (unit-race) shows that these
+# tests fail when a rule is broken.
+alerts:
+	@command -v promtool >/dev/null || { echo "make alerts: promtool is not on PATH (Debian's prometheus package; make deps installs it)"; exit 1; }
+	promtool test rules docs/quota-alerts.test.yml
+
 # litter fails on a tracked file over 1 MB that is not listed on purpose
 # in .ci/large-files (build outputs belong in .gitignore: every clone
 # carries a committed binary forever).
@@ -164,8 +179,9 @@ NORACE_RE := ^github.com/afloat/afloat/($(shell echo $(NORACE) | tr ' ' '|'))$$
 # EndToEnd or InBrowser: a new one joins by its name alone.
 BROWSER_TESTS := ^Test[A-Za-z0-9]*(EndToEnd|InBrowser)$$
 
-# AFLOAT_REQUIRE_BROWSER and AFLOAT_REQUIRE_REDIS turn the skips of the
-# browser tests (no chromium) and the Redis tests (no redis-server) into
+# AFLOAT_REQUIRE_BROWSER, AFLOAT_REQUIRE_REDIS and AFLOAT_REQUIRE_PROMTOOL
+# turn the skips of the browser tests (no chromium), the Redis tests (no
+# redis-server) and the alert rules' mutation test (no promtool) into
 # failures, so that this suite cannot pass without them.
 # go test links its binaries without symbols or DWARF already (-s -w);
 # the cross builds' binaries, which nobody runs, are linked without DWARF
@@ -178,6 +194,7 @@ cross-build: export GOFLAGS += -ldflags=-w
 $(UNITS) long: export GORACE := atexit_sleep_ms=0
 $(UNITS): export AFLOAT_REQUIRE_REDIS := 1
 $(UNITS): export AFLOAT_REQUIRE_BROWSER := 1
+$(UNITS): export AFLOAT_REQUIRE_PROMTOOL := 1
 unit: $(UNITS)
 
 unit-race:

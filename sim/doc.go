@@ -2,7 +2,7 @@
 // — a load balancer in front of a fleet of instances, a cache in front of a
 // database, a 99.9 % availability objective — built from textbook formulas
 // (Erlang C queueing, TTL cache hit ratios, error budgets and burn rates,
-// target-tracking autoscaling) and four scenarios to play on it.
+// target-tracking autoscaling) and five scenarios to play on it.
 //
 // It is an educational model, not a tool for operational decisions: its
 // constants are illustrative, and a real site calibrates every one of them

@@ -55,6 +55,7 @@ type Frame struct {
 	CostSoFar     float64 `json:"cost_so_far"`      // before this minute
 
 	BadBuildShare            float64 `json:"bad_build_share"`
+	Deploy                   bool    `json:"deploy,omitempty"`          // a deploy went out at the start of this minute: the dashboards' marker
 	RecommendationsAvailable float64 `json:"recommendations_available"` // 1 with the heavy feature on
 
 	WarmupLeft   int `json:"warmup_minutes_left"`   // minutes of warm-up still to run, this one included

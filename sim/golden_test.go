@@ -26,6 +26,7 @@ func goldenCases(t testing.TB) []goldenCase {
 		"bad-deploy":  "bad-deploy-rollback",
 		"surge":       "surge-prepare",
 		"cache-flush": "cache-flush-recover",
+		"mystery":     "mystery-respond",
 	}
 	var cases []goldenCase
 	for _, name := range ScenarioNames() {

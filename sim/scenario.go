@@ -25,6 +25,10 @@ type Scenario struct {
 
 	Events []Event     // scheduled events, in minute order
 	Surge  *SurgeRange // the range a surge is drawn from; nil for none
+	// Mystery has the seed draw the morning (Morning): a deploy whose
+	// build may or may not be bad, a surge, a cache flush, or two at once,
+	// on top of Events and Surge.
+	Mystery bool
 }
 
 // EventKind names a scheduled event.
@@ -32,8 +36,11 @@ type EventKind string
 
 // The scheduled events a scenario can hold.
 const (
-	// EventDeploy starts a rollout of the bad build: 25 % of the traffic
-	// moves onto it each minute, all of it by the fourth minute.
+	// EventDeploy starts a rollout of a new build: 25 % of the traffic
+	// moves onto it each minute, all of it by the fourth minute. The build
+	// is bad when the event's Errors is above 0: it fails that share of
+	// its requests and needs ×1.25 the CPU. A good build changes nothing
+	// but the dashboards' deploy marker.
 	EventDeploy EventKind = "deploy"
 	// EventFlush empties the cache: the warm fraction drops to 0.
 	EventFlush EventKind = "flush"
@@ -44,6 +51,7 @@ const (
 type Event struct {
 	Minute int       `json:"minute"`
 	Kind   EventKind `json:"kind"`
+	Errors float64   `json:"errors,omitempty"` // a deploy's: the share of its requests the new build fails
 }
 
 // SurgeRange is the distribution a traffic surge is drawn from. Times are
@@ -51,7 +59,8 @@ type Event struct {
 type SurgeRange struct {
 	StartMin, StartMax     float64 // start, uniform
 	PeakMin, PeakMax       float64 // peak multiplier of the traffic, uniform
-	RampMean               float64 // minutes from start to peak, exponential
+	RampMin                float64 // minutes from start to peak: RampMin plus an exponential of mean RampMean
+	RampMean               float64
 	PlateauMin, PlateauMax float64 // minutes at the peak, uniform
 	Decay                  float64 // time constant of the decay back to 1×, minutes
 }
@@ -73,7 +82,7 @@ func (sr SurgeRange) draw(r *rng.Rand) Surge {
 	return Surge{
 		Start:   r.Uniform(sr.StartMin, sr.StartMax),
 		Peak:    r.Uniform(sr.PeakMin, sr.PeakMax),
-		Ramp:    r.Exp(sr.RampMean),
+		Ramp:    sr.RampMin + r.Exp(sr.RampMean),
 		Plateau: r.Uniform(sr.PlateauMin, sr.PlateauMax),
 		Decay:   sr.Decay,
 	}
@@ -125,7 +134,7 @@ func scenarios() []Scenario {
 			"error budget is left. Minutes after the deploy the burn-rate page fires. Protect the budget.",
 		Start: 9 * 60, Minutes: 120, BaseRate: 900, Serving: 10, Budget: 0.2, BootDelay: 3,
 		Controls: defaultControls(10),
-		Events:   []Event{{Minute: 10, Kind: EventDeploy}},
+		Events:   []Event{{Minute: 10, Kind: EventDeploy, Errors: badBuildErrors}},
 	}
 	surge := Scenario{
 		Name:  "surge",
@@ -154,7 +163,20 @@ func scenarios() []Scenario {
 		Events:   []Event{{Minute: 15, Kind: EventFlush}},
 	}
 	flush.Controls.CacheTTL = 70 // hit ≈ 85 % warm at 11:45: the seed's "normal hit rate" the database was sized for
-	return []Scenario{steady, badDeploy, surge, flush}
+	mystery := Scenario{
+		Name:  "mystery",
+		Title: "On call",
+		Briefing: "You are on call this morning. Teams ship when they are ready, so deploys may go out; " +
+			"nothing else is planned. Watch the dashboards: if something goes wrong, work out what from " +
+			"what they show, and fix it.",
+		// The cache-flush scenario's busy day, so that a flush saturates the
+		// database as it does there.
+		Start: mysteryStart, Minutes: mysteryMinutes, BaseRate: 1300, Serving: 13, Budget: 1, BootDelay: 3,
+		Controls: defaultControls(13),
+		Mystery:  true,
+	}
+	mystery.Controls.CacheTTL = 70
+	return []Scenario{steady, badDeploy, surge, flush, mystery}
 }
 
 // Validate checks a scenario's fields, so that a hand-made Scenario given to
@@ -190,14 +212,14 @@ func (sc Scenario) Validate() error {
 		}
 	}
 	for _, ev := range sc.Events {
-		if ev.Minute < 0 || (ev.Kind != EventDeploy && ev.Kind != EventFlush) {
-			return bad("Events", "minutes from 0, kinds deploy or flush", ev)
+		if ev.Minute < 0 || (ev.Kind != EventDeploy && ev.Kind != EventFlush) || !(ev.Errors >= 0 && ev.Errors <= 1) {
+			return bad("Events", "minutes from 0, kinds deploy or flush, a deploy's errors from 0 to 1", ev)
 		}
 	}
 	if sr := sc.Surge; sr != nil {
 		ok := finite(sr.StartMin) && finite(sr.StartMax) && sr.StartMin <= sr.StartMax &&
 			sr.PeakMin >= 0 && sr.PeakMin <= sr.PeakMax && sr.PeakMax <= 100 &&
-			sr.RampMean >= 0 && sr.RampMean <= 1e4 &&
+			sr.RampMean >= 0 && sr.RampMean <= 1e4 && sr.RampMin >= 0 && sr.RampMin <= 1e4 &&
 			sr.PlateauMin >= 0 && sr.PlateauMin <= sr.PlateauMax && sr.PlateauMax <= 1e6 &&
 			sr.Decay > 0 && sr.Decay <= 1e6
 		if !ok {
@@ -207,8 +229,8 @@ func (sc Scenario) Validate() error {
 	return nil
 }
 
-// Scenarios returns the built-in scenarios: steady, bad-deploy, surge and
-// cache-flush. The slice is a fresh copy each call.
+// Scenarios returns the built-in scenarios: steady, bad-deploy, surge,
+// cache-flush and mystery. The slice is a fresh copy each call.
 func Scenarios() []Scenario {
 	return scenarios()
 }

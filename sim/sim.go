@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/afloat/afloat/internal/queueing"
 	"github.com/afloat/afloat/internal/rng"
@@ -14,10 +15,12 @@ import (
 //
 // A Sim is not safe for concurrent use.
 type Sim struct {
-	sc    Scenario
-	rand  *rng.Rand
-	noise bool
-	surge *Surge
+	sc      Scenario
+	rand    *rng.Rand
+	noise   bool
+	surge   *Surge
+	events  []Event  // the scenario's and the morning's, in minute order
+	morning *Morning // what a mystery scenario's seed drew; nil otherwise
 
 	minute int
 	ctl    Controls
@@ -30,7 +33,8 @@ type Sim struct {
 	warm       float64
 	warmupLeft int
 
-	rolloutStart int // minute the live rollout started; -1 when none is live
+	rolloutStart int     // minute the live rollout started; -1 when none is live
+	buildErrors  float64 // the live rollout's build's errors; 0 for a good build
 	rollbackLeft int
 	// rollbackOf is the rollout live when the rollback was last pressed
 	// (its start minute), -1 for none: a rollback redeploys the build
@@ -45,7 +49,7 @@ type Sim struct {
 }
 
 // New starts a run of the scenario at minute 0. The seed draws the
-// scenario's hidden parameters (the surge) first, then, with noise on, two
+// scenario's hidden parameters (the surge, then a mystery's morning) first, then, with noise on, two
 // normal numbers each minute for the request count. With noise off the
 // count is exactly 60λ, but the surge is still drawn from the seed.
 //
@@ -71,6 +75,16 @@ func New(sc Scenario, seed uint32, noise bool) (*Sim, error) {
 		surge := sc.Surge.draw(s.rand)
 		s.surge = &surge
 	}
+	s.events = sc.Events
+	if sc.Mystery {
+		m := drawMorning(s.rand)
+		s.morning = &m
+		if m.Surge != nil && s.surge == nil {
+			s.surge = m.Surge
+		}
+		s.events = append(slices.Clone(sc.Events), m.events()...)
+		slices.SortStableFunc(s.events, func(a, b Event) int { return a.Minute - b.Minute })
+	}
 	return s, nil
 }
 
@@ -85,6 +99,21 @@ func (s *Sim) Surge() (Surge, bool) {
 	}
 	return *s.surge, true
 }
+
+// Morning returns what the seed drew for a mystery scenario. The player is
+// not told; a debrief may reveal it once the run is over.
+func (s *Sim) Morning() (Morning, bool) {
+	if s.morning == nil {
+		return Morning{}, false
+	}
+	m := *s.morning
+	m.Incidents = slices.Clone(m.Incidents)
+	return m, true
+}
+
+// Events returns the run's scheduled events, the scenario's and those the
+// seed drew for a mystery morning, in minute order.
+func (s *Sim) Events() []Event { return slices.Clone(s.events) }
 
 // Step applies the actions at the start of the current minute, in order,
 // simulates the minute and returns its frame. Every action must be for the
@@ -190,9 +219,10 @@ func (s *Sim) rate(t int) float64 {
 	return lambda
 }
 
-// badShare returns the share of traffic on the bad build at minute m.
+// badShare returns the share of traffic on the bad build at minute m: none
+// while the live build, if any, is good.
 func (s *Sim) badShare(m int) float64 {
-	if s.rolloutStart < 0 {
+	if s.rolloutStart < 0 || s.buildErrors == 0 {
 		return 0
 	}
 	return math.Min(1, rolloutStep*float64(m-s.rolloutStart+1))
@@ -204,13 +234,15 @@ func (s *Sim) step() Frame {
 	m := s.minute
 
 	// Scenario events, after the player's actions.
-	for _, ev := range s.sc.Events {
+	deploy := false
+	for _, ev := range s.events {
 		if ev.Minute != m {
 			continue
 		}
 		switch ev.Kind {
 		case EventDeploy:
-			s.rolloutStart = m
+			s.rolloutStart, s.buildErrors = m, ev.Errors
+			deploy = true
 		case EventFlush:
 			s.warm = 0
 		}
@@ -284,7 +316,7 @@ func (s *Sim) step() Frame {
 	}
 
 	// Errors and the budget.
-	errorRate := 1 - (1-timeouts)*(1-failed)*(1-badBuildErrors*bad)
+	errorRate := 1 - (1-timeouts)*(1-failed)*(1-s.buildErrors*bad)
 	if m == 0 {
 		// The windows start full of the opening minute, so that a run does
 		// not open with a burn rate diluted by minutes that never happened.
@@ -349,6 +381,7 @@ func (s *Sim) step() Frame {
 		FleetCostPerH:            fleetPerHour,
 		CostSoFar:                costBefore,
 		BadBuildShare:            bad,
+		Deploy:                   deploy,
 		RecommendationsAvailable: recs,
 		WarmupLeft:               s.warmupLeft,
 		RollbackLeft:             s.rollbackLeft,
@@ -453,6 +486,7 @@ func (s *Sim) Clone() *Sim {
 		surge := *s.surge
 		c.surge = &surge
 	}
+	// events and morning are never written after New: the copies share them.
 	return &c
 }
 

@@ -385,12 +385,19 @@ func (a *api) debrief(w http.ResponseWriter, r *http.Request) {
 		}
 		out["coach"] = c
 	}
-	// The surge is the scenario's secret: it is told only once the run is
-	// over.
+	// The surge and a mystery's morning are the scenario's secrets: they
+	// are told only once the run is over, with the incidents and the
+	// minute the dashboard first showed each.
 	if req.at == req.length {
 		if s, err := sim.New(req.sc, req.cfg.Seed, req.cfg.Noise); err == nil {
 			if surge, ok := s.Surge(); ok {
 				out["surge"] = surge
+			}
+			if morning, ok := s.Morning(); ok {
+				out["morning"] = morning
+				if found, err := bots.Diagnose(req.cfg, frames); err == nil {
+					out["incidents"] = found
+				}
 			}
 		}
 	}

@@ -59,8 +59,8 @@ func TestScenariosEndpoint(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("status %d", status)
 	}
-	if n := len(body["scenarios"].([]any)); n != 4 {
-		t.Errorf("%d scenarios, want 4", n)
+	if n := len(body["scenarios"].([]any)); n != 5 {
+		t.Errorf("%d scenarios, want 5", n)
 	}
 	if n := len(body["controls"].([]any)); n != 8 {
 		t.Errorf("%d controls, want 8", n)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -196,4 +197,63 @@ func (g *flights[T]) startedCount() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.started
+}
+
+// TestMysteryEverywhere: the mystery scenario plays through every route
+// the others do — a run, a share link, a bot, a debrief — and the debrief
+// names its incidents, with the minute the dashboard first showed each,
+// only once the run is over, on the first seed that draws two incidents.
+func TestMysteryEverywhere(t *testing.T) {
+	srv := newTestServer(t)
+	seed := uint32(1)
+	var morning sim.Morning
+	for ; ; seed++ {
+		s, _ := sim.New(mustScenario(t, "mystery"), seed, true)
+		if morning, _ = s.Morning(); len(morning.Incidents) == 2 {
+			break
+		}
+	}
+	q := fmt.Sprintf("scenario=mystery&seed=%d", seed)
+	status, _, run := call(t, srv, "GET", "/api/run?"+q+"&to=240", "", nil)
+	if status != 200 || len(run["frames"].([]any)) != 240 {
+		t.Fatalf("run: %d %v", status, run["error"])
+	}
+	values, _ := url.ParseQuery(run["share"].(string))
+	cfg, err := sim.ParseQuery(values)
+	if err != nil || cfg.Scenario != "mystery" || cfg.Seed != seed {
+		t.Fatalf("share link %q: %+v, %v", run["share"], cfg, err)
+	}
+	status, _, bot := call(t, srv, "POST", "/api/bot", "application/json", []byte(fmt.Sprintf(`{"scenario": "mystery", "seed": %d, "bot": "expert"}`, seed)))
+	if status != 200 || len(bot["actions"].([]any)) == 0 {
+		t.Fatalf("bot: %d %v", status, bot)
+	}
+	if _, _, mid := call(t, srv, "GET", "/api/debrief?"+q+"&at=100", "", nil); mid["incidents"] != nil || mid["morning"] != nil {
+		t.Errorf("the morning is revealed before the end: %v, %v", mid["incidents"], mid["morning"])
+	}
+	status, _, end := call(t, srv, "GET", "/api/debrief?"+q, "", nil)
+	if status != 200 {
+		t.Fatalf("debrief: %d %v", status, end)
+	}
+	found := end["incidents"].([]any)
+	if len(found) != len(morning.Incidents) || len(found) == 0 {
+		t.Fatalf("incidents %v, the morning drew %v", found, morning.Incidents)
+	}
+	frames := run["frames"].([]any)
+	for i, f := range found {
+		f := f.(map[string]any)
+		shown := f["shown"].(map[string]any)
+		m := int(shown["minute"].(float64))
+		if !morning.Has(sim.Incident(f["incident"].(string))) || m < 10 || frames[m].(map[string]any)["clock"] != shown["clock"] {
+			t.Errorf("step %d: %v, the morning %+v", i, f, morning)
+		}
+	}
+}
+
+func mustScenario(t *testing.T, name string) sim.Scenario {
+	t.Helper()
+	sc, err := sim.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/afloat/afloat/internal/cli"
+	"github.com/afloat/afloat/sim"
 	"github.com/afloat/afloat/sim/bots"
 )
 
@@ -31,7 +32,7 @@ func TestSimBots(t *testing.T) {
 	}
 
 	status, out, _ = call(t, "", "sim", "bots", "--shipped")
-	if status != 0 || strings.Count(out, "\n") != 1+4*len(bots.Names()) {
+	if status != 0 || strings.Count(out, "\n") != 1+len(sim.ScenarioNames())*len(bots.Names()) {
 		t.Errorf("--shipped: status %d:\n%s", status, out)
 	}
 }

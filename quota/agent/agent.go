@@ -472,6 +472,7 @@ func (a *Agent) Handler() http.Handler {
 var bufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 func (a *Agent) allow(w http.ResponseWriter, r *http.Request) {
+	began := time.Now()
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
 		ops.HTTPError(w, http.StatusUnsupportedMediaType, fmt.Sprintf("quota region: Content-Type %q: want application/json", ct))
 		return
@@ -526,6 +527,7 @@ func (a *Agent) allow(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	w.Write(out) //nolint:errcheck // the client went away
+	decided(a.metrics.decideAPI, began)
 }
 
 // appendAllowAnswer writes ans as encoding/json would (its fields are

@@ -156,6 +156,7 @@ func invalid(format string, args ...any) error {
 
 // ShouldRateLimit implements rlsv3.RateLimitServiceServer.
 func (s *rlsServer) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	began := time.Now()
 	a := s.a
 	e := &a.o.Config.Envoy
 	switch d := req.GetDomain(); {
@@ -303,6 +304,7 @@ func (s *rlsServer) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReq
 		resp.RawBody = []byte(never)
 		resp.ResponseHeadersToAdd = append(resp.ResponseHeadersToAdd, &corev3.HeaderValue{Key: "content-type", Value: "text/plain; charset=utf-8"})
 	}
+	decided(a.metrics.decideEnvoy, began)
 	return resp, nil
 }
 

@@ -66,9 +66,18 @@ func (m *monotonic) at(key seriesKey, v float64) float64 {
 
 // agentMetrics are a region agent's metrics.
 type agentMetrics struct {
-	reg     *prometheus.Registry
-	renewal *prometheus.HistogramVec
+	reg      *prometheus.Registry
+	renewal  *prometheus.HistogramVec
+	decision *prometheus.HistogramVec
+	// the decision histogram's two series, looked up once
+	decideAPI, decideEnvoy prometheus.Observer
 }
+
+// decisionBuckets are the decision histogram's buckets, in seconds: a
+// decision takes tens of microseconds in the handler (docs/benchmarks.md:
+// p50 about 150 µs over loopback, the network included), and its alert
+// fires above 5 ms.
+var decisionBuckets = []float64{.000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .1}
 
 // regionCollector reads a region's limiter at scrape time.
 type regionCollector struct {
@@ -112,8 +121,16 @@ func newAgentMetrics(lim *region.Limiter, now func() int64, standby func() bool)
 		Help:        "Time from sending a renewal to its answer (batching included), by result: granted or failed.",
 		Buckets:     ops.LatencyBuckets,
 		ConstLabels: constant,
-	}, []string{"result"})}
-	reg.MustRegister(m.renewal)
+	}, []string{"result"}), decision: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:        ops.MetricPrefix + "region_decision_duration_seconds",
+		Help:        "Time to answer one decision, from the request read to the answer written, by front: api (POST /v1/allow) or envoy (the gRPC rate-limit service).",
+		Buckets:     decisionBuckets,
+		ConstLabels: constant,
+	}, []string{"front"})}
+	// Both fronts' series exist from the start, so that an alert on
+	// them sees a region that has not answered yet.
+	m.decideAPI, m.decideEnvoy = m.decision.WithLabelValues("api"), m.decision.WithLabelValues("envoy")
+	reg.MustRegister(m.renewal, m.decision)
 	return m
 }
 
@@ -226,4 +243,10 @@ func (t timedCoordinator) Renew(ctx context.Context, req quota.Request) (quota.G
 	}
 	t.h.WithLabelValues(result).Observe(time.Since(began).Seconds())
 	return g, err
+}
+
+// decided observes the time of a decision answered on front (a
+// malformed request is not a decision).
+func decided(front prometheus.Observer, began time.Time) {
+	front.Observe(time.Since(began).Seconds())
 }

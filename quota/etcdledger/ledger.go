@@ -630,6 +630,28 @@ func (l *Ledger) Leader(ctx context.Context) (string, error) {
 	return string(resp.Kvs[0].Value), nil
 }
 
+// Leading is Leader, and whether that coordinator has read the ledger
+// since it won: the write chain's last mark carries its epoch (Fence puts
+// one as it reads the ledger, each write another), read at one revision
+// with the election. A coordinator that has won but not read the ledger —
+// loading it, or stuck — is named by Leader without leading.
+func (l *Ledger) Leading(ctx context.Context) (addr string, loaded bool, err error) {
+	p := l.cfg.Prefix
+	resp, err := l.cfg.Client.Txn(ctx).Then(
+		clientv3.OpGet(p+"election/", clientv3.WithFirstCreate()...),
+		clientv3.OpGet(p+"write")).Commit()
+	if err != nil {
+		return "", false, fmt.Errorf("etcdledger: reading the election: %w", err)
+	}
+	el := resp.Responses[0].GetResponseRange().Kvs
+	if len(el) == 0 {
+		return "", false, fmt.Errorf("%w: no coordinator leads", ErrNotLeader)
+	}
+	epoch := strconv.FormatInt(el[0].CreateRevision, 10) + "."
+	w := resp.Responses[1].GetResponseRange().Kvs
+	return string(el[0].Value), len(w) > 0 && strings.HasPrefix(string(w[0].Value), epoch), nil
+}
+
 // Lost is closed when this ledger's session ends: etcd answered that its
 // lease is gone (expired, or revoked by a successor as stale), or no
 // keep-alive was confirmed within its TTL. It no longer leads (or may not:

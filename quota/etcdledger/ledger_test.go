@@ -9,6 +9,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
 
 	"github.com/afloat/afloat/quota"
@@ -219,5 +220,53 @@ func TestHolderSurvivesFence(t *testing.T) {
 		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, quota.ErrSuperseded)) {
 			t.Fatalf("step %d: renewal of %s as incarnation %d after the fence: %v, want ok %v", i, tc.region, tc.inc, err, tc.ok)
 		}
+	}
+}
+
+// TestLeadingOnlyOnceLoaded: Leading names no one before an election; the
+// leader, loaded, once it has fenced; and a winner that has not read the
+// ledger (here a bare campaign, as a candidate stuck before its read
+// would be) as not loaded, though Leader names it — until a ledger fences
+// again.
+func TestLeadingOnlyOnceLoaded(t *testing.T) {
+	newClient := etcd(t)
+	ctx := context.Background()
+	a := open(t, newClient(), "c")
+	if _, _, err := a.Leading(ctx); !errors.Is(err, etcdledger.ErrNotLeader) {
+		t.Fatalf("step 0: Leading before any election: %v, want ErrNotLeader", err)
+	}
+	if _, err := a.Fence(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if addr, loaded, err := a.Leading(ctx); err != nil || addr != "http://c" || !loaded {
+		t.Fatalf("step 1: Leading after the fence: %q %v %v, want http://c loaded", addr, loaded, err)
+	}
+	a.Close() // resigns
+
+	cli := newClient()
+	s, err := concurrency.NewSession(cli, concurrency.WithTTL(30))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	e := concurrency.NewElection(s, "/afloat/quota/election")
+	if err := e.Campaign(ctx, "http://stuck"); err != nil {
+		t.Fatal(err)
+	}
+	if addr, err := a.Leader(ctx); err != nil || addr != "http://stuck" {
+		t.Fatalf("step 2: Leader: %q %v, want http://stuck", addr, err)
+	}
+	if addr, loaded, err := a.Leading(ctx); err != nil || addr != "http://stuck" || loaded {
+		t.Fatalf("step 2: Leading of a winner that has not read the ledger: %q %v %v, want http://stuck not loaded", addr, loaded, err)
+	}
+	if err := e.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b := open(t, newClient(), "c")
+	if _, err := b.Fence(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if addr, loaded, err := b.Leading(ctx); err != nil || addr != "http://c" || !loaded {
+		t.Fatalf("step 3: Leading after the successor's fence: %q %v %v, want http://c loaded", addr, loaded, err)
 	}
 }

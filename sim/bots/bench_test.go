@@ -10,7 +10,7 @@ import (
 
 // BenchmarkPolicyBots1000Seeds is `afloat sim bots --all --seeds 1-1000`
 // on one goroutine: the three policy bots (nothing, runbook, expert) over
-// seeds 1–1000 of each of the four scenarios, 12,000 runs. Its time is the
+// seeds 1–1000 of each of the five scenarios, 15,000 runs. Its time is the
 // CPU time of the command (target: ≤ 5 s).
 func BenchmarkPolicyBots1000Seeds(b *testing.B) {
 	for b.Loop() {

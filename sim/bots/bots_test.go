@@ -36,6 +36,7 @@ func TestBotScores(t *testing.T) {
 		"bad-deploy":  {489.2, 106.9, 27.9, 27.9},
 		"surge":       {20.4, 31.9, 24.4, 17.0}, // a small surge: the standing preparation is wasted on it
 		"cache-flush": {816.6, 188.0, 30.6, 30.3},
+		"mystery":     {20.8, 20.8, 20.8, 20.8}, // seed 7 draws a quiet morning: nothing to answer
 	}
 	for i, sc := range sim.ScenarioNames() {
 		var got [4]float64
@@ -110,8 +111,8 @@ func TestEverythingOffScoresBelowTheRunbook(t *testing.T) {
 // TestNoBlindLeverBeatsTheRunbook: no lever, nor the combinations above,
 // set at minute 1 and left there, beats the runbook's sensible response —
 // on average over seeds in every scenario, and on every seed where the
-// incident does not depend on the seed (all but the surge, whose size and
-// time the seed draws: on a seed with a small surge, doing nothing costs
+// incident does not depend on the seed (all but the surge and the
+// mystery, whose incidents the seed draws: on a seed with a small surge, doing nothing costs
 // less than the runbook's preparation, which is still the better bet).
 func TestNoBlindLeverBeatsTheRunbook(t *testing.T) {
 	const seeds = 12
@@ -129,7 +130,7 @@ func TestNoBlindLeverBeatsTheRunbook(t *testing.T) {
 				cfg.Actions = acts
 				p := points(t, cfg).Points
 				mean += p / seeds
-				if sc != "surge" && p < rb[i] {
+				if sc != "surge" && sc != "mystery" && p < rb[i] {
 					t.Errorf("%s seed %d: %s scored %.1f, below the runbook's %.1f", sc, i+1, name, p, rb[i])
 				}
 			}

@@ -256,41 +256,107 @@ type moment struct {
 // incidentOf finds when the incident first showed on the player's
 // dashboard: the deploy's marker, the cache's hit rate under half the
 // opening minute's, requests 15 % above the daily curve (the expert's
-// sign of a surge). On a day with nothing scheduled it is the briefing, at
+// sign of a surge); on a mystery morning with two incidents, the first of
+// them to show. On a day with nothing scheduled it is the briefing, at
 // minute 0. An incident that never shows (a surge too small to see) is
 // placed at the run's last minute: no move answers it.
 func incidentOf(r *replay, sc sim.Scenario) Sign {
+	found := findings(r.before[0], sc, r.minutes, r.frames, true)
+	if len(found) == 0 {
+		return Sign{Kind: SignBriefing, Clock: r.frames[0].Clock}
+	}
+	return found[0].Shown
+}
+
+// Finding is an incident of a run and the sign that first showed it on
+// the player's dashboard.
+type Finding struct {
+	Incident sim.Incident `json:"incident"`
+	Shown    Sign         `json:"shown"`
+}
+
+// Diagnose names the incidents of a run — what the seed drew on a mystery
+// morning, or the scenario's own — each with the sign that first showed
+// it on the dashboard, in the order they showed: a bad deploy by the error
+// rate passing the SLO's 0.1 % after its marker, a flush by the cache's
+// hit rate falling under half the opening minute's, a surge by requests
+// 15 % above the daily curve. A good build's deploy is no incident. An
+// incident that had not shown by the last frame is placed there. frames
+// are the run's, from minute 0; a debrief tells this once the run is over.
+// It is safe for concurrent use.
+func Diagnose(cfg sim.Config, frames []sim.Frame) ([]Finding, error) {
+	minutes, err := cfg.Length()
+	if err != nil {
+		return nil, err
+	}
+	sc, _ := sim.Lookup(cfg.Scenario)
+	s, err := sim.New(sc, cfg.Seed, cfg.Noise)
+	if err != nil {
+		return nil, err
+	}
+	if len(frames) == 0 {
+		return []Finding{}, nil
+	}
+	return findings(s, sc, minutes, frames, false), nil
+}
+
+// findings are the run's incidents and their signs, the first to show
+// first. marker takes a bad deploy's marker as its sign (the coach: a
+// player may roll back a fresh deploy on the marker alone) rather than
+// the errors that showed it was bad.
+func findings(run *sim.Sim, sc sim.Scenario, minutes int, frames []sim.Frame, marker bool) []Finding {
 	sign := func(kind string, f sim.Frame, value float64) Sign {
 		return Sign{Kind: kind, Minute: f.Minute, Clock: f.Clock, Value: value}
 	}
-	last := r.frames[len(r.frames)-1]
-	for _, ev := range sc.Events {
-		switch ev.Kind {
-		case sim.EventDeploy:
-			if ev.Minute < len(r.frames) {
-				return sign(SignDeploy, r.frames[ev.Minute], 0)
+	last := frames[len(frames)-1]
+	out := []Finding{}
+	for _, ev := range run.Events() {
+		if ev.Minute >= len(frames) {
+			switch {
+			case ev.Kind == sim.EventFlush:
+				out = append(out, Finding{sim.IncidentFlush, sign(SignFlush, last, last.CacheHit)})
+			case ev.Errors > 0:
+				out = append(out, Finding{sim.IncidentBadDeploy, sign(SignDeploy, last, 0)})
 			}
-			return sign(SignDeploy, last, 0)
-		case sim.EventFlush:
-			open := r.frames[0].CacheHit
-			for _, f := range r.frames[min(ev.Minute, len(r.frames)):] {
-				if f.CacheHit < open/2 {
-					return sign(SignFlush, f, f.CacheHit)
+			continue
+		}
+		switch {
+		case ev.Kind == sim.EventDeploy && ev.Errors > 0:
+			s := sign(SignDeploy, frames[ev.Minute], 0)
+			if !marker {
+				for _, f := range frames[ev.Minute:] {
+					if f.ErrorRate > sloErrors {
+						s = sign(SignErrors, f, f.ErrorRate)
+						break
+					}
 				}
 			}
-			return sign(SignFlush, last, last.CacheHit)
+			out = append(out, Finding{sim.IncidentBadDeploy, s})
+		case ev.Kind == sim.EventFlush:
+			open := frames[0].CacheHit
+			s := sign(SignFlush, last, last.CacheHit)
+			for _, f := range frames[ev.Minute:] {
+				if f.CacheHit < open/2 {
+					s = sign(SignFlush, f, f.CacheHit)
+					break
+				}
+			}
+			out = append(out, Finding{sim.IncidentFlush, s})
 		}
 	}
-	if sc.Surge != nil {
-		v := ViewOf(sc, r.minutes, r.frames)
+	if _, ok := run.Surge(); ok {
+		v := ViewOf(sc, minutes, frames)
+		s := sign(SignRequests, last, last.RequestsPerS)
 		for _, f := range v.Frames {
 			if surging(v, f) {
-				return sign(SignRequests, r.frames[f.Minute], f.RequestsPerS)
+				s = sign(SignRequests, frames[f.Minute], f.RequestsPerS)
+				break
 			}
 		}
-		return sign(SignRequests, last, last.RequestsPerS)
+		out = append(out, Finding{sim.IncidentSurge, s})
 	}
-	return Sign{Kind: SignBriefing, Clock: r.frames[0].Clock}
+	slices.SortStableFunc(out, func(a, b Finding) int { return a.Shown.Minute - b.Shown.Minute })
+	return out
 }
 
 // momentsOf finds the moments of the player's run a what-if can move an

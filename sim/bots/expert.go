@@ -86,9 +86,9 @@ func newBaseline(ctx context.Context, sc sim.Scenario, seed uint32, noise bool, 
 	}
 	b := &baseline{replay: r, deploy: -1, flush: -1}
 	b.surge, b.hasSurg = r.before[0].Surge()
-	for _, ev := range sc.Events {
+	for _, ev := range r.before[0].Events() { // a mystery's morning included
 		switch {
-		case ev.Kind == sim.EventDeploy && b.deploy < 0:
+		case ev.Kind == sim.EventDeploy && ev.Errors > 0 && b.deploy < 0: // a good build needs no rollback
 			b.deploy = ev.Minute
 		case ev.Kind == sim.EventFlush && b.flush < 0:
 			b.flush = ev.Minute

@@ -60,10 +60,8 @@ func PlayContext(ctx context.Context, cfg sim.Config, p Policy) (Run, error) {
 		run.Config.Actions = append(run.Config.Actions, acts...)
 		run.Frames = append(run.Frames, f)
 		v.Frames = append(v.Frames, Mask(f))
-		for _, ev := range sc.Events {
-			if ev.Kind == sim.EventDeploy && ev.Minute == m {
-				v.Deploys = append(v.Deploys, m)
-			}
+		if f.Deploy { // the marker: whether the build is bad does not show
+			v.Deploys = append(v.Deploys, m)
 		}
 	}
 	run.Score = sim.ScoreFrames(sc, run.Frames)

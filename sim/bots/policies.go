@@ -51,6 +51,8 @@ func Advise(v View) (string, []sim.Action) {
 		return runbookFlush(v)
 	case "surge":
 		return runbookSurge(v)
+	case "mystery":
+		return runbookMystery(v)
 	default:
 		return runbookQuiet(v)
 	}
@@ -170,6 +172,20 @@ func runbookFlush(v View) (string, []sim.Action) {
 	return "", nil
 }
 
+// runbookMystery: on call with nothing announced, the runbook's pages in
+// turn: the deploy's ("the page within an hour of a deploy: roll it
+// back"), the flush's once the cache has emptied with the database
+// saturated, else the capacity steps from the opening fleet.
+func runbookMystery(v View) (string, []sim.Action) {
+	if step, acts := runbookDeploy(v); step != "" {
+		return step, acts
+	}
+	if ever(v, func(f Shown) bool { return f.CacheHit < 0.5 && f.DBUtilization >= 0.99 }) {
+		return runbookFlush(v)
+	}
+	return runbookCapacity(v, v.Scenario.Controls.FleetFloor)
+}
+
 // RunbookSteps lists the steps of a scenario's runbook, in order, by
 // catalogue key: the training mode shows the runbook whole.
 func RunbookSteps(scenario string) []string {
@@ -180,6 +196,8 @@ func RunbookSteps(scenario string) []string {
 		return []string{StepDegrade, StepWarmup, StepRecommend, StepUnshed}
 	case "surge":
 		return []string{StepPrepare, StepRaise, StepRestore, StepLower}
+	case "mystery":
+		return []string{StepRollback, StepDegrade, StepWarmup, StepRecommend, StepUnshed, StepRaise, StepRestore, StepLower}
 	default:
 		return []string{StepQuiet, StepRaise, StepRestore, StepLower}
 	}

@@ -131,7 +131,11 @@ func surgeSeen(v View) (bool, float64) {
 //     the warm-up once the database has room; put recommendations back when
 //     the cache is warm again, then stop shedding;
 //   - on a quiet day: a floor of two and a target of 75 %, which keeps a
-//     spare instance (N+1) and no more.
+//     spare instance (N+1) and no more;
+//   - on call with nothing announced (mystery): each sign as it shows —
+//     errors since a deploy marker (roll back), the cache's hit rate under
+//     half the opening minute's (the flush steps from the next minute),
+//     requests above the daily curve (the surge's capacity steps).
 func Reactive(v View) []sim.Action {
 	if len(v.Frames) == 0 {
 		return nil
@@ -142,7 +146,11 @@ func Reactive(v View) []sim.Action {
 		out = append(out, a)
 	}
 	if v.Scenario.Name == "cache-flush" {
-		return append(out, flushExpert(v)...)
+		return append(out, flushExpert(v, noonOf(v))...)
+	}
+	if v.Scenario.Name == "mystery" {
+		out = append(out, flushExpert(v, flushShown(v)+1)...)
+		return append(out, capacityExpert(v, v.Scenario.BootDelay+2)...)
 	}
 	if m == 1 && v.Scenario.Name == "steady" {
 		return append(out, sim.Set(m, sim.ControlFleetFloor, quietFloor), sim.Set(m, sim.ControlTargetUtilization, quietTarget))
@@ -152,7 +160,7 @@ func Reactive(v View) []sim.Action {
 		// to boot, too long to start sizing the fleet when it shows.
 		return append(out, sim.Set(m, sim.ControlFleetFloor, float64(prepared(v))))
 	}
-	return append(out, capacityExpert(v)...)
+	return append(out, capacityExpert(v, 0)...)
 }
 
 // prepareFactor is the expert's standing fleet while a surge is expected,
@@ -205,13 +213,24 @@ const (
 	ebbed       = 0.8  // the surge has passed its peak: requests under 80 % of it
 )
 
-// capacityExpert sizes the fleet for a surge as the dashboard shows it.
-func capacityExpert(v View) []sim.Action {
+// capacityExpert sizes the fleet for a surge as the dashboard shows it:
+// for the requests shown, or, with lead minutes, for where the last three
+// minutes' rise would take them by then — on call with no warning, where
+// no standing fleet is ready, the floor must be raised before the
+// requests arrive, as instances take minutes to boot.
+func capacityExpert(v View, lead int) []sim.Action {
 	last := v.Last()
 	m := v.Minute()
 	seen, peak := surgeSeen(v)
 	if !seen {
 		return nil
+	}
+	want := last.RequestsPerS
+	if n := len(v.Frames); lead > 0 && n > 3 {
+		// The steeper of the last minute's rise and the last three's
+		// mean: a ramp that has just begun shows in the last minute first.
+		rise := max(last.RequestsPerS-v.Frames[n-2].RequestsPerS, (last.RequestsPerS-v.Frames[n-4].RequestsPerS)/3)
+		want += max(0, rise) * float64(lead)
 	}
 	// Until the surge has peaked and ebbed, keep the standing fleet; then
 	// the opening one is enough.
@@ -221,7 +240,7 @@ func capacityExpert(v View) []sim.Action {
 	}
 	var out []sim.Action
 	heavyS := serviceTime(last, true)
-	need := int(math.Min(sim.MaxFleet, math.Ceil(last.RequestsPerS*heavyS/(surgeTarget*workers))))
+	need := int(math.Min(sim.MaxFleet, math.Ceil(want*heavyS/(surgeTarget*workers))))
 	switch {
 	case need > last.FleetFloor:
 		out = append(out, sim.Set(m, sim.ControlFleetFloor, float64(need)))
@@ -243,18 +262,31 @@ func noonOf(v View) int {
 	return m
 }
 
-// flushExpert: the briefing says the cache is flushed at noon; from 12:00
+// flushShown is the minute the dashboard first showed a flush — the
+// cache's hit rate under half the opening minute's — or −2 when none has.
+func flushShown(v View) int {
+	open := v.Frames[0].CacheHit
+	for _, f := range v.Frames {
+		if f.CacheHit < open/2 {
+			return f.Minute
+		}
+	}
+	return -2
+}
+
+// flushExpert: from the minute start — noon, when the briefing says the
+// cache is flushed then; the minute after it showed, on call —
 // recommendations are off and low-priority traffic is shed so that the
 // database can take the misses, the warm-up runs once the database has
-// room for it, and the service is put back as the cache warms.
-func flushExpert(v View) []sim.Action {
+// room for it, and the service is put back as the cache warms. A start
+// under 0 is no flush.
+func flushExpert(v View, start int) []sim.Action {
 	last := v.Last()
 	m := v.Minute()
-	noon := noonOf(v)
-	if noon < 0 || m < noon {
+	if start < 0 || m < start {
 		return nil
 	}
-	if m == noon {
+	if m == start {
 		return []sim.Action{sim.Switch(m, sim.ControlHeavyFeature, false)}
 	}
 	warmed := ever(v, func(f Shown) bool { return f.WarmupLeft > 0 })

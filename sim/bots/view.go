@@ -111,10 +111,8 @@ func ViewOf(sc sim.Scenario, minutes int, frames []sim.Frame) View {
 	v := View{Scenario: briefing(sc, minutes), Frames: make([]Shown, len(frames))}
 	for i, f := range frames {
 		v.Frames[i] = Mask(f)
-	}
-	for _, ev := range sc.Events {
-		if ev.Kind == sim.EventDeploy && ev.Minute < len(frames) {
-			v.Deploys = append(v.Deploys, ev.Minute)
+		if f.Deploy {
+			v.Deploys = append(v.Deploys, f.Minute)
 		}
 	}
 	return v

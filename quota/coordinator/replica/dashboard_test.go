@@ -45,7 +45,7 @@ func exposed(t *testing.T) map[string][]string {
 	m.txn.WithLabelValues("ok") // the in-memory ledger is not metered
 	api, err := remote.Handler(remote.HandlerConfig{Tokens: cfg.Tokens(), Lead: func() (remote.Backend, string) { return srv, "" }})
 	opstest.Must(t, err)
-	cs := httptest.NewServer(m.handler(api, coordReady(func() *coordinator.Server { return srv }, func() string { return "" }, "")))
+	cs := httptest.NewServer(m.handler(api, coordReady(func() *coordinator.Server { return srv }, func() string { return "" }, "", func() bool { return false })))
 	// The agent stops first (its long poll would hold cs.Close), giving
 	// its leases back to the server, which stops next.
 	defer cs.Close()

@@ -6,17 +6,21 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/afloat/afloat/quota"
 	"github.com/afloat/afloat/quota/config"
 	"github.com/afloat/afloat/quota/coordinator"
+	"github.com/afloat/afloat/quota/etcdledger"
 	"github.com/afloat/afloat/quota/internal/ops"
 	"github.com/afloat/afloat/quota/internal/opstest"
 )
 
 // TestCoordinatorReadiness: /readyz of a replica in each state — no
-// leader known, a follower of a known leader, a candidate that has won
-// but not loaded the ledger, the leader — and /healthz in all of them.
+// leader known, a follower of a known leader seen leading within the
+// election bound, a follower of one not seen leading for longer (no
+// leader), a candidate that has won but not loaded the ledger, the
+// leader — and /healthz in all of them.
 func TestCoordinatorReadiness(t *testing.T) {
 	cfg, err := config.ParseConfig([]byte(opstest.ConfigFile("metrics.yaml")))
 	if err != nil {
@@ -25,11 +29,12 @@ func TestCoordinatorReadiness(t *testing.T) {
 	var (
 		srv    *coordinator.Server
 		leader string
+		fresh  bool
 	)
 	const self = "http://self:7070"
 	current := func() *coordinator.Server { return srv }
 	m := newCoordMetrics(current)
-	ts := httptest.NewServer(m.handler(http.NotFoundHandler(), coordReady(current, func() string { return leader }, self)))
+	ts := httptest.NewServer(m.handler(http.NotFoundHandler(), coordReady(current, func() string { return leader }, self, func() bool { return fresh })))
 	defer ts.Close()
 
 	led, err := coordinator.NewServer(context.Background(), coordinator.Config{Tenants: cfg.QuotaTenants()}, coordinator.NewMemLedger())
@@ -38,17 +43,20 @@ func TestCoordinatorReadiness(t *testing.T) {
 	}
 	for i, tc := range []struct {
 		leader string
+		fresh  bool
 		srv    *coordinator.Server
 		code   int
 		want   ops.Readiness
 		gauge  float64
 	}{
-		{"", nil, 503, ops.Readiness{Role: "follower"}, 0},
-		{"http://other:7070", nil, 200, ops.Readiness{Ready: true, Role: "follower", Leader: "http://other:7070"}, 0},
-		{self, nil, 503, ops.Readiness{Role: "candidate", Leader: self}, 0},
-		{self, led, 200, ops.Readiness{Ready: true, Role: "leader", Leader: self, Epoch: 1}, 1},
+		{"", false, nil, 503, ops.Readiness{Role: "follower", Reason: "no leader"}, 0},
+		{"", true, nil, 503, ops.Readiness{Role: "follower", Reason: "no leader"}, 0},
+		{"http://other:7070", true, nil, 200, ops.Readiness{Ready: true, Role: "follower", Leader: "http://other:7070"}, 0},
+		{"http://other:7070", false, nil, 503, ops.Readiness{Role: "follower", Leader: "http://other:7070", Reason: "no leader"}, 0},
+		{self, false, nil, 503, ops.Readiness{Role: "candidate", Leader: self}, 0},
+		{self, false, led, 200, ops.Readiness{Ready: true, Role: "leader", Leader: self, Epoch: 1}, 1},
 	} {
-		leader, srv = tc.leader, tc.srv
+		leader, fresh, srv = tc.leader, tc.fresh, tc.srv
 		code, rd := opstest.Readyz(t, ts.URL)
 		if code != tc.code || !opstest.SameReadiness(rd, tc.want) {
 			t.Errorf("step %d: /readyz = %d %+v, want %d %+v", i, code, rd, tc.code, tc.want)
@@ -100,7 +108,7 @@ func TestCoordinatorMetricsFollowTenants(t *testing.T) {
 	go func() { srv.Run(ctx); close(done) }() //nolint:errcheck // ends with ctx
 	defer func() { cancel(); <-done }()
 	current := func() *coordinator.Server { return srv }
-	ts := httptest.NewServer(newCoordMetrics(current).handler(http.NotFoundHandler(), coordReady(current, func() string { return "" }, "")))
+	ts := httptest.NewServer(newCoordMetrics(current).handler(http.NotFoundHandler(), coordReady(current, func() string { return "" }, "", func() bool { return false })))
 	defer ts.Close()
 	const rate = "afloat_quota_coordinator_tenant_rate_tokens_per_second"
 	if _, ok := opstest.Scrape(t, ts.URL).Value(rate, "tenant", "gamma"); ok {
@@ -141,7 +149,7 @@ func TestScrapeSurvivesABadLabel(t *testing.T) {
 	}
 	current := func() *coordinator.Server { return srv }
 	m := newCoordMetrics(current)
-	ts := httptest.NewServer(m.handler(http.NotFoundHandler(), coordReady(current, func() string { return "" }, "")))
+	ts := httptest.NewServer(m.handler(http.NotFoundHandler(), coordReady(current, func() string { return "" }, "", func() bool { return false })))
 	defer ts.Close()
 	s := opstest.Scrape(t, ts.URL)
 	if v := s.Must(t, "afloat_quota_coordinator_tenant_rate_tokens_per_second", "tenant", "ok"); v != 1 {
@@ -149,5 +157,36 @@ func TestScrapeSurvivesABadLabel(t *testing.T) {
 	}
 	if v := s.Must(t, "afloat_quota_coordinator_leader"); v != 1 {
 		t.Fatalf("leader: %v", v)
+	}
+}
+
+// TestSightingWithinElectionBound: a follower's last sighting of a
+// leading coordinator keeps it ready for the election bound (twice the
+// session TTL) and no longer; never seen is never ready.
+func TestSightingWithinElectionBound(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	bound := electionBound(0)
+	if bound != 2*etcdledger.DefaultSessionTTL*time.Second {
+		t.Fatalf("electionBound(0) = %v, want twice the default TTL", bound)
+	}
+	if b := electionBound(30); b != time.Minute {
+		t.Fatalf("electionBound(30) = %v, want 1m", b)
+	}
+	var s sighting
+	if s.within(t0, bound) {
+		t.Fatal("step 0: never seen, yet within the bound")
+	}
+	s.saw(t0)
+	for i, tc := range []struct {
+		after time.Duration
+		want  bool
+	}{{0, true}, {bound - time.Nanosecond, true}, {bound, true}, {bound + time.Nanosecond, false}, {time.Hour, false}} {
+		if got := s.within(t0.Add(tc.after), bound); got != tc.want {
+			t.Errorf("step %d: within(t0+%v, %v) = %v, want %v", i+1, tc.after, bound, got, tc.want)
+		}
+	}
+	s.saw(t0.Add(time.Hour))
+	if !s.within(t0.Add(time.Hour+bound), bound) {
+		t.Error("a new sighting did not renew readiness")
 	}
 }

@@ -151,6 +151,8 @@ func Run(ctx context.Context, o Options) error {
 		leader  atomic.Value // string: the leader's URL as last read
 	)
 	leader.Store("")
+	var seen sighting // a leader that had loaded the ledger, last seen
+	bound := electionBound(o.Config.Etcd.SessionTTL)
 	o.metrics = newCoordMetrics(current.Load)
 	o.metrics.eventLog(events) // 0 without one
 	mail := &remote.Mailbox{}
@@ -168,7 +170,8 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	h = withTenantsAPI(h, o.Config, &current, &leader, log)
-	h = o.metrics.handler(h, coordReady(current.Load, func() string { return leader.Load().(string) }, advertise))
+	h = o.metrics.handler(h, coordReady(current.Load, func() string { return leader.Load().(string) }, advertise,
+		func() bool { return seen.within(time.Now(), bound) }))
 	h = ops.HostGuard(hosts, "quota coordinator", h)
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 15 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
@@ -190,8 +193,11 @@ func Run(ctx context.Context, o Options) error {
 		defer t.Stop()
 		for {
 			lctx, cancel := context.WithTimeout(ctx, time.Second)
-			if l, err := ledger.Leader(lctx); err == nil {
+			if l, loaded, err := ledger.Leading(lctx); err == nil {
 				leader.Store(l)
+				if loaded && l != advertise {
+					seen.saw(time.Now())
+				}
 			} else if errors.Is(err, etcdledger.ErrNotLeader) {
 				leader.Store("") // none leads: /readyz says so
 			}

@@ -36,6 +36,10 @@ type Readiness struct {
 	// Standby says why a region agent waits: another agent holds its
 	// region, and this one may attach once that one's leases have ended.
 	Standby string `json:"standby,omitempty"`
+	// Reason says why a coordinator follower is not ready: "no leader"
+	// when it knows of none, or has seen none leading for longer than
+	// the election bound.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Observe serves GET /metrics from reg, GET /healthz and GET /readyz from

@@ -76,6 +76,7 @@ export const keyCharts = {
   "bad-deploy": ["latency", "burn"],
   surge: ["requests", "fleet"],
   "cache-flush": ["cache", "latency"],
+  mystery: ["requests", "latency"],
   steady: ["requests", "cost"],
 };
 

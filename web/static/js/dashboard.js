@@ -34,6 +34,7 @@ const keyTiles = {
   "bad-deploy": ["burn_1h", "requests", "serving", "bad_build", "deploy", "fleet_cost", "cost_so_far"],
   surge: ["burn_1h", "requests", "serving", "booting", "shed", "fleet_cost"],
   "cache-flush": ["burn_1h", "cache_hit", "db_utilization", "requests", "recommendations", "shed"],
+  mystery: ["burn_1h", "error_rate", "requests", "serving", "cache_hit", "db_utilization", "deploy"],
   steady: ["burn_1h", "requests", "serving", "cache_hit", "fleet_cost", "cost_so_far"],
 };
 
@@ -42,8 +43,11 @@ function lastDeploy() {
   return seen.length ? clockOf(seen[seen.length - 1]) : t("metric.none");
 }
 
+// shownMetrics: on call (mystery) whether a build is bad is for the player
+// to find out, so even training shows the deploy marker, not the share.
 export function shownMetrics() {
-  return metrics.filter((m) => (realistic() ? !m.training : !m.realistic));
+  const blind = realistic() || state.scenario?.name === "mystery";
+  return metrics.filter((m) => (blind ? !m.training : !m.realistic));
 }
 
 export function buildDashboard() {

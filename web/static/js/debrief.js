@@ -5,7 +5,7 @@
 // saved the most, "play this seed again" and "watch par". What the
 // realistic mode hid is revealed here.
 import { t, tn } from "./i18n.js";
-import { $, state, clockOf, controlSpec, apiError } from "./state.js";
+import { $, state, clockOf, controlSpec, apiError, keepStars } from "./state.js";
 import { api, post } from "./api.js";
 import { runParams, runBody } from "./playback.js";
 import { displayScale, displayUnit } from "./controls.js";
@@ -104,6 +104,7 @@ function drawVerdict(body, whole) {
     span.textContent = stars(c.grade.stars);
     grade.append(span, t(`grade.${c.grade.stars}`));
     grade.dataset.stars = String(c.grade.stars);
+    if (whole) keepStars(state.scenario.name, state.difficulty, c.grade.stars);
     $("score-line").textContent = t("score.line", {
       points: num(s.points, 1),
       par: num(c.grade.par, 1),
@@ -289,6 +290,16 @@ function drawReveal(body, d, name, whole) {
   }
   if (whole && state.difficulty === "realistic" && name === "cache-flush") {
     parts.push(t("debrief.reveal.warm"));
+  }
+  if (whole && body.incidents) {
+    parts.push(body.incidents.length === 0
+      ? t("debrief.incident.none")
+      : body.incidents.map((i) => {
+        const s = i.shown;
+        const value = s.kind === "requests" ? num(s.value, 0) : num(100 * s.value, 0);
+        const sign = t(`coach.sign.${s.kind}`, { clock: s.clock, value });
+        return t("debrief.incident", { incident: t(`incident.${i.incident}`), clock: s.clock, minute: s.minute, sign });
+      }).join(" "));
   }
   $("debrief-reveal").hidden = parts.length === 0;
   $("debrief-reveal").textContent = parts.join(" ");

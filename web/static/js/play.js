@@ -4,7 +4,7 @@
 // a run that lives in the URL and in localStorage (a reload resumes it),
 // and keyboard shortcuts.
 import { t } from "./i18n.js";
-import { $, state, perf, clockOf, announce, showError, clearError, deploysSeen } from "./state.js";
+import { $, state, perf, clockOf, announce, showError, clearError, deploysSeen, bestStars } from "./state.js";
 import { decodeRun } from "./share.js";
 import { Charts } from "./charts.js";
 import { hooks, ensureFrames, step, play, pause, updatePlayButton, invalidateFrom, runParams } from "./playback.js";
@@ -77,8 +77,17 @@ function buildScenarios() {
       boot: sc.boot_delay_minutes,
       budget: Math.round(100 * sc.budget_remaining),
     });
-    input.setAttribute("aria-describedby", `${brief.id}`);
-    card.append(input, label, brief, meta);
+    // The best stars kept in this browser, per difficulty.
+    const best = document.createElement("p");
+    best.className = "help best";
+    best.id = `best-${sc.name}`;
+    const shown = (d) => {
+      const n = bestStars(sc.name, d);
+      return n < 0 ? t("setup.best.none") : "★".repeat(n) + "☆".repeat(3 - n);
+    };
+    best.textContent = t("setup.best", { training: shown("training"), realistic: shown("realistic") });
+    input.setAttribute("aria-describedby", `${brief.id} ${best.id}`);
+    card.append(input, label, brief, meta, best);
     root.append(card);
   }
 }
@@ -449,6 +458,7 @@ function render() {
   const inGame = !!state.scenario;
   $("setup").hidden = inGame;
   $("game").hidden = !inGame;
+  if (!inGame) buildScenarios(); // the best stars of the run just finished
   if (inGame) charts.charts.forEach((c) => c.resize());
 }
 

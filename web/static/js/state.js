@@ -33,10 +33,35 @@ export function realistic() {
   return state.difficulty === "realistic";
 }
 
-// deploysSeen lists the deploy markers on the dashboard by minute.
+// deploysSeen lists the deploy markers on the dashboard by minute: the
+// scenario's scheduled ones, and those the frames mark (a mystery's seed
+// draws its deploy).
 export function deploysSeen() {
   if (!state.scenario) return [];
-  return (state.scenario.deploys || []).filter((m) => m <= state.shown);
+  const marked = (state.frames || []).filter((f) => f && f.deploy && f.minute <= state.shown).map((f) => f.minute);
+  const all = new Set([...(state.scenario.deploys || []).filter((m) => m <= state.shown), ...marked]);
+  return [...all].sort((a, b) => a - b);
+}
+
+// bestStars is the player's best grade on a scenario at a difficulty, kept
+// in the browser (localStorage), or -1 when none is kept.
+export function bestStars(scenario, difficulty) {
+  try {
+    const v = localStorage.getItem(`afloat.best.${scenario}.${difficulty}`);
+    return v === null ? -1 : Number(v);
+  } catch {
+    return -1;
+  }
+}
+
+// keepStars records a finished run's grade if it beats the best kept.
+export function keepStars(scenario, difficulty, stars) {
+  if (stars <= bestStars(scenario, difficulty)) return;
+  try {
+    localStorage.setItem(`afloat.best.${scenario}.${difficulty}`, String(stars));
+  } catch {
+    // no storage: nothing kept
+  }
 }
 
 // For tests and the curious: the state, the catalogue keys found missing,
