@@ -121,13 +121,13 @@ func TestScenarios(t *testing.T) {
 	if status != 0 {
 		t.Fatal(status)
 	}
-	for _, name := range []string{"steady", "bad-deploy", "surge", "cache-flush", "09:10", "8 minutes"} {
+	for _, name := range []string{"steady", "bad-deploy", "surge", "cache-flush", "mystery", "09:10", "8 minutes"} {
 		if !strings.Contains(out, name) {
 			t.Errorf("scenarios table does not mention %q", name)
 		}
 	}
 	status, out, _ = call(t, "", "sim", "scenarios", "--format", "jsonl")
-	if status != 0 || strings.Count(out, "\n") != 4 {
+	if status != 0 || strings.Count(out, "\n") != len(sim.ScenarioNames()) || !strings.Contains(out, `"name":"mystery"`) {
 		t.Fatalf("jsonl: status %d, %q", status, out)
 	}
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
