@@ -91,18 +91,7 @@ func (tp *tamper) release() {
 // never holds what Resolve said it does not. Meanwhile the ledger takes
 // no other write. Then a successor restores exactly what was applied.
 func TestUnknownOutcomeResolved(t *testing.T) {
-	m, err := etcdmember.StartMember(context.Background(), etcdmember.MemberConfig{Name: "test", DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
-	tp := &tamper{}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
-		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(tp.intercept)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
+	tp, cli := tamperedClient(t)
 	ctx := context.Background()
 	l := open(t, cli, "c")
 	snap, err := l.Fence(ctx)
@@ -226,18 +215,7 @@ func TestCancelRacingCommit(t *testing.T) {
 // done (its credit recorded), the tokens go once to the next region, and
 // a successor restores what is left — none granted twice, none lost.
 func TestServerSettlesOnEtcd(t *testing.T) {
-	m, err := etcdmember.StartMember(context.Background(), etcdmember.MemberConfig{Name: "test", DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
-	tp := &tamper{}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
-		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(tp.intercept)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
+	tp, cli := tamperedClient(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	tn := quota.Tenant{Name: "acme", Rate: 500 * quota.One, Burst: 6000 * quota.One, Regions: []string{"eu", "us"}}
@@ -296,3 +274,22 @@ func (c *credits) Append(entries []coordinator.Entry) error {
 }
 
 func (c *credits) total() quota.Micro { c.mu.Lock(); defer c.mu.Unlock(); return c.sum }
+
+// tamperedClient starts an embedded etcd member and returns a client
+// whose transactions pass through a tamper, which decides their fate.
+func tamperedClient(t *testing.T) (*tamper, *clientv3.Client) {
+	t.Helper()
+	m, err := etcdmember.StartMember(context.Background(), etcdmember.MemberConfig{Name: "test", DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	tp := &tamper{}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
+		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(tp.intercept)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return tp, cli
+}
