@@ -776,27 +776,14 @@ func (c *cluster) logs() []string {
 // granted after t by an epoch that started after t: how long after t
 // renewals resumed.
 func (c *cluster) firstGrantAfter(t0 time.Time) time.Duration {
-	var restarts []eventlog.Event
-	var leases []eventlog.Event
-	for k := range c.coords {
-		f, err := os.Open(filepath.Join(c.dir, fmt.Sprintf("coordinator-%d.jsonl", k)))
-		if err != nil {
-			c.t.Fatal(err)
+	var restarts, leases []eventlog.Event
+	for _, e := range c.coordinatorEvents() {
+		switch e.Kind {
+		case eventlog.Restart:
+			restarts = append(restarts, e)
+		case eventlog.Lease:
+			leases = append(leases, e)
 		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			e, err := eventlog.ParseEvent(sc.Bytes())
-			if err != nil {
-				continue
-			}
-			switch e.Kind {
-			case eventlog.Restart:
-				restarts = append(restarts, e)
-			case eventlog.Lease:
-				leases = append(leases, e)
-			}
-		}
-		f.Close()
 	}
 	var epoch uint64
 	for _, e := range restarts {
