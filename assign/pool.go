@@ -81,6 +81,8 @@ func (p *RestorePolicy) UnmarshalText(text []byte) error {
 type Pool struct {
 	name string
 	k    lua.Keys
+	keys []string // the five keys every pool script starts with
+	s    *lua.Set // lua.Pool; lua.TestClock only in this package's tests
 	r    *runner
 	opts options
 
@@ -121,8 +123,9 @@ func New(c *Client, name string, opts ...Option) (*Pool, error) {
 	if err := checkDuration("request TTL", o.requestTTL, time.Second, 7*24*time.Hour); err != nil {
 		return nil, err
 	}
-	p := &Pool{name: name, k: lua.PoolKeys(name), r: &runner{c: c.rc}, opts: o}
-	p.pick = evalsha(c.rc, lua.Pick, []string{p.k.Active, p.k.Removed}, nil).Pin()
+	p := &Pool{name: name, k: lua.PoolKeys(name), s: lua.Pool, r: &runner{c: c.rc}, opts: o}
+	p.keys = []string{p.k.Active, p.k.Removed, p.k.Cooling, p.k.Meta, p.k.Settings}
+	p.pick = evalsha(c.rc, p.s.Pick, p.keys, nil).Pin()
 	return p, nil
 }
 
@@ -144,7 +147,7 @@ func (p *Pool) Pick(ctx context.Context) (string, error) {
 	if err := notStarted(ctx); err != nil {
 		return "", err
 	}
-	res := p.r.runPinned(ctx, p.pick, lua.Pick, []string{p.k.Active, p.k.Removed}, nil)
+	res := p.r.runPinned(ctx, p.pick, p.s.Pick, p.keys, nil)
 	return p.member("pick", res)
 }
 
@@ -159,12 +162,12 @@ func (p *Pool) PickID(ctx context.Context, id string) (string, error) {
 	if err := notStarted(ctx); err != nil {
 		return "", err
 	}
-	res := p.r.run(ctx, lua.Pick, p.idKeys(id), p.idArgs())
+	res := p.r.run(ctx, p.s.Pick, p.idKeys(id), p.idArgs())
 	return p.member("pick", res)
 }
 
 func (p *Pool) idKeys(id string) []string {
-	return []string{p.k.Active, p.k.Removed, p.k.ReqPrefix + id}
+	return append(p.keys[:len(p.keys):len(p.keys)], p.k.ReqPrefix+id)
 }
 
 func (p *Pool) idArgs() []string {
@@ -202,16 +205,16 @@ func (p *Pool) PickBatch(ctx context.Context, n int) ([]Result, error) {
 	if err := notStarted(ctx); err != nil {
 		return nil, err
 	}
-	k := []string{p.k.Active, p.k.Removed}
+	k := p.keys
 	size := func(i int) int { return min(PickChunk, n-i*PickChunk) }
 	args := func(i int) ([]string, []string) { return k, []string{strconv.Itoa(size(i))} }
 	cmds := make(rueidis.Commands, (n+PickChunk-1)/PickChunk)
 	for i := range cmds {
 		keys, a := args(i)
-		cmds[i] = evalsha(p.r.c, lua.PickMany, keys, a)
+		cmds[i] = evalsha(p.r.c, p.s.PickMany, keys, a)
 	}
 	out := make([]Result, 0, n)
-	for i, r := range p.r.runManyBuilt(ctx, cmds, lua.PickMany, args) {
+	for i, r := range p.r.runManyBuilt(ctx, cmds, p.s.PickMany, args) {
 		ms, err := r.AsStrSlice()
 		if err != nil {
 			err = classify("pick", p.name, err)
@@ -252,7 +255,7 @@ func (p *Pool) PickBatchIDs(ctx context.Context, ids []string) ([]Result, error)
 	for i, id := range ids {
 		keys[i], args[i] = p.idKeys(id), a
 	}
-	return p.results(p.r.runMany(ctx, lua.Pick, keys, args)), nil
+	return p.results(p.r.runMany(ctx, p.s.Pick, keys, args)), nil
 }
 
 func (p *Pool) results(res []rueidis.RedisResult) []Result {
@@ -271,29 +274,46 @@ type AddResult struct {
 }
 
 // Add makes members eligible with the agreed initial count. A member
-// already active keeps its count (ZADD NX: nothing is overwritten), and a
-// removed member stays removed. Adding to a pool that does not exist yet
-// creates it.
+// already active (cooling or not) keeps its count (nothing is
+// overwritten), and a removed member stays removed. Adding to a pool that
+// does not exist yet creates it.
 func (p *Pool) Add(ctx context.Context, count int64, members ...string) (AddResult, error) {
-	if err := checkCount("initial count", count); err != nil {
-		return AddResult{}, err
-	}
-	return p.add(ctx, "count", count, members)
+	return p.AddWeighted(ctx, 1, count, members...)
 }
 
 // AddAtMinimum is Add with the active members' current minimum as the
 // initial count (0 for a pool with no active member): newcomers start
 // level with the least used instead of piling up work on themselves.
 func (p *Pool) AddAtMinimum(ctx context.Context, members ...string) (AddResult, error) {
-	return p.add(ctx, "min", 0, members)
+	return p.AddWeightedAtMinimum(ctx, 1, members...)
 }
 
-func (p *Pool) add(ctx context.Context, mode string, count int64, members []string) (AddResult, error) {
+// AddWeighted is Add for members of weight 1 to MaxWeight: a member of
+// weight w takes w times the share of picks of a member of weight 1 (its
+// score is count / w). Members already in the pool keep their weights
+// (SetWeight changes them).
+func (p *Pool) AddWeighted(ctx context.Context, weight int, count int64, members ...string) (AddResult, error) {
+	if err := checkCount("initial count", count); err != nil {
+		return AddResult{}, err
+	}
+	return p.add(ctx, "count", weight, count, members)
+}
+
+// AddWeightedAtMinimum is AddAtMinimum for members of weight w: they start
+// where the lowest score puts a member of that weight, ceil(score × w).
+func (p *Pool) AddWeightedAtMinimum(ctx context.Context, weight int, members ...string) (AddResult, error) {
+	return p.add(ctx, "min", weight, 0, members)
+}
+
+func (p *Pool) add(ctx context.Context, mode string, weight int, count int64, members []string) (AddResult, error) {
+	if err := checkWeight(weight); err != nil {
+		return AddResult{}, err
+	}
 	if err := checkMembers("add", members); err != nil {
 		return AddResult{}, err
 	}
-	args := append([]string{mode, strconv.FormatInt(count, 10)}, members...)
-	v, err := p.r.run(ctx, lua.Add, []string{p.k.Active, p.k.Removed}, args).AsIntSlice()
+	args := append([]string{mode, strconv.FormatInt(count, 10), strconv.Itoa(weight)}, members...)
+	v, err := p.r.run(ctx, p.s.Add, p.keys, args).AsIntSlice()
 	if err != nil {
 		return AddResult{}, classify("add", p.name, err)
 	}
@@ -303,14 +323,15 @@ func (p *Pool) add(ctx context.Context, mode string, count int64, members []stri
 	return AddResult{Added: int(v[0]), Active: int(v[1]), Removed: int(v[2])}, nil
 }
 
-// Remove makes members ineligible and keeps their counts for Restore. All
-// or nothing: if one of them is not active, nothing changes
+// Remove makes members ineligible and keeps their counts (and weights)
+// for Restore; a cooling member's cooldown ends with it. All or nothing:
+// if one of them is neither active nor cooling, nothing changes
 // (ErrUnknownMember).
 func (p *Pool) Remove(ctx context.Context, members ...string) error {
 	if err := checkMembers("remove", members); err != nil {
 		return err
 	}
-	_, err := p.r.run(ctx, lua.Remove, []string{p.k.Active, p.k.Removed}, members).AsInt64()
+	_, err := p.r.run(ctx, p.s.Remove, p.keys, members).AsInt64()
 	return classify("remove", p.name, err)
 }
 
@@ -324,63 +345,121 @@ func (p *Pool) Restore(ctx context.Context, policy RestorePolicy, members ...str
 		return err
 	}
 	args := append([]string{policyArgs[policy]}, members...)
-	_, err := p.r.run(ctx, lua.Restore, []string{p.k.Active, p.k.Removed}, args).AsInt64()
+	_, err := p.r.run(ctx, p.s.Restore, p.keys, args).AsInt64()
 	return classify("restore", p.name, err)
 }
 
 // Member is one member of a pool as List reports it.
 type Member struct {
-	Name     string `json:"member"`
-	Count    int64  `json:"count"`    // assignments (for a removed member, when it left)
-	Active   bool   `json:"active"`   // eligible for picks
-	Failures int64  `json:"failures"` // failures reported with RecordFailure
+	Name  string `json:"member"`
+	Count int64  `json:"count"` // assignments (for a removed member, when it left)
+	// Active: in the pool (not removed); picks skip it while it cools.
+	Active   bool  `json:"active"`
+	Failures int64 `json:"failures"` // failures reported with RecordFailure
+	// Streak counts its failures in a row, since its last success.
+	Streak int64 `json:"streak,omitempty"`
+	// Weight is its share of picks against a member of weight 1.
+	Weight int `json:"weight,omitempty"`
+	// CoolingUntil is when its cooldown ends by Redis's clock; zero when
+	// it is not cooling.
+	CoolingUntil time.Time `json:"cooling_until,omitzero"`
 }
 
-// List returns the pool at one instant: the active members in pick order
-// (count, then name), then the removed ones by name.
+// Cooling reports whether the member is cooling down.
+func (m Member) Cooling() bool { return !m.CoolingUntil.IsZero() }
+
+// List returns the pool at one instant: the active members not cooling in
+// pick order (count / weight, then name), the cooling ones by the end of
+// their cooldown, then the removed ones by name. Cooldowns that have
+// ended by then are over.
 func (p *Pool) List(ctx context.Context) ([]Member, error) {
-	arr, err := p.r.run(ctx, lua.List, []string{p.k.Active, p.k.Removed, p.k.Failures}, nil).ToArray()
+	st, err := p.Status(ctx)
+	return st.Members, err
+}
+
+// Status is a pool at one instant: its members, settings and Redis's
+// clock.
+type Status struct {
+	Pool     string    `json:"pool"`
+	Now      time.Time `json:"now"` // Redis's clock when it was read
+	Settings Settings  `json:"settings"`
+	Members  []Member  `json:"members"` // as List orders them
+}
+
+// Status returns the pool's members (as List does), its settings and
+// Redis's clock, read in one atomic step.
+func (p *Pool) Status(ctx context.Context) (Status, error) {
+	keys := append(p.keys[:len(p.keys):len(p.keys)], p.k.Failures, p.k.Streaks)
+	arr, err := p.r.run(ctx, p.s.List, keys, nil).ToArray()
 	if err != nil {
-		return nil, classify("list", p.name, err)
+		return Status{}, classify("list", p.name, err)
 	}
-	if len(arr) != 3 {
-		return nil, fmt.Errorf("assign: list: unexpected answer of %d parts", len(arr))
+	if len(arr) != 8 {
+		return Status{}, fmt.Errorf("assign: list: unexpected answer of %d parts", len(arr))
 	}
-	active, err1 := pairs(arr[0])
-	removed, err2 := pairs(arr[1])
-	failures, err3 := pairs(arr[2])
-	if err := firstErr(err1, err2, err3); err != nil {
-		return nil, fmt.Errorf("assign: list: %w", err)
+	var parts [6][]pair
+	for i := range parts {
+		if parts[i], err = pairs(arr[i]); err != nil {
+			return Status{}, fmt.Errorf("assign: list: %w", err)
+		}
 	}
-	fails := map[string]int64{}
-	for _, f := range failures {
-		fails[f.name] = f.n
+	nowMS, err := arr[7].ToString()
+	if err != nil {
+		return Status{}, fmt.Errorf("assign: list: %w", err)
 	}
-	out := make([]Member, 0, len(active)+len(removed))
+	now, err := strconv.ParseInt(nowMS, 10, 64)
+	if err != nil {
+		return Status{}, fmt.Errorf("assign: list: the clock %q: %w", nowMS, err)
+	}
+	settings, err := arr[6].AsStrSlice()
+	if err != nil {
+		return Status{}, fmt.Errorf("assign: list: settings: %w", err)
+	}
+	active, removed, failures, cooling, meta, streaks := parts[0], parts[1], parts[2], parts[3], parts[4], parts[5]
+	index := func(ps []pair) map[string]int64 {
+		out := make(map[string]int64, len(ps))
+		for _, x := range ps {
+			out[x.name] = x.n
+		}
+		return out
+	}
+	fails, streak, mt := index(failures), index(streaks), index(meta)
+	member := func(name string, count int64) Member {
+		w := int64(1)
+		if v, ok := mt["w|"+name]; ok {
+			w = v
+		}
+		return Member{Name: name, Count: count, Failures: fails[name], Streak: streak[name], Weight: int(w)}
+	}
+	out := make([]Member, 0, len(active)+len(cooling)+len(removed))
 	for _, a := range active {
-		out = append(out, Member{Name: a.name, Count: a.n, Active: true, Failures: fails[a.name]})
+		m := member(a.name, a.n)
+		if c, ok := mt["c|"+a.name]; ok {
+			m.Count = c
+		}
+		m.Active = true
+		out = append(out, m)
+	}
+	for _, c := range cooling {
+		m := member(c.name, mt["p|"+c.name])
+		m.Active, m.CoolingUntil = true, time.UnixMilli(c.n)
+		out = append(out, m)
 	}
 	slices.SortFunc(removed, func(a, b pair) int { return strings.Compare(a.name, b.name) })
 	for _, r := range removed {
-		out = append(out, Member{Name: r.name, Count: r.n, Failures: fails[r.name]})
+		out = append(out, member(r.name, r.n))
 	}
-	return out, nil
+	st := Status{Pool: p.name, Now: time.UnixMilli(now), Members: out}
+	st.Settings = settingsFrom(settings)
+	return st, nil
 }
 
-// RecordFailure counts a failed request through member, apart from its
-// assignments: the score counts assignments, whatever became of them.
-func (p *Pool) RecordFailure(ctx context.Context, member string) error {
-	if err := checkMember(member); err != nil {
-		return err
-	}
-	err := p.r.c.Do(ctx, p.r.c.B().Hincrby().Key(p.k.Failures).Field(member).Increment(1).Build()).Error()
-	return classify("record failure", p.name, err)
-}
-
-// Delete removes the whole pool: members, removed members, failures, its
-// creator. Request-id records expire on their own.
+// Delete removes the whole pool: members, removed members, failures,
+// cooldowns, weights, streaks, settings, its creator. Request-id records
+// expire on their own.
 func (p *Pool) Delete(ctx context.Context) error {
-	err := p.r.c.Do(ctx, p.r.c.B().Del().Key(p.k.Active, p.k.Removed, p.k.Failures, p.k.Owner).Build()).Error()
+	err := p.r.c.Do(ctx, p.r.c.B().Del().Key(p.k.Active, p.k.Removed, p.k.Failures, p.k.Owner,
+		p.k.Cooling, p.k.Meta, p.k.Streaks, p.k.Settings).Build()).Error()
 	return classify("delete", p.name, err)
 }
 

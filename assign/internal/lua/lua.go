@@ -33,20 +33,41 @@ func read(name string) string {
 	return string(b)
 }
 
-// pickOne is the seed's pick, prepended to every script that picks.
+// pickOne is the seed's pick, prepended to the least-in-flight scripts.
 var pickOne = read("pick_one")
 
 func lease(name string) *Script { return load(name, pickOne, read("lease_common")) }
 
+// Set is the pool's scripts that read the clock, built on one clock.
+type Set struct {
+	Pick *Script
+	// PickMany is PickBatch's: up to assign.PickChunk picks in one call.
+	PickMany, Add, Remove, Restore, List *Script
+	Cooldown, Failure, Weight            *Script
+}
+
+func newSet(clock string) *Set {
+	pre := []string{read(clock), read("pool_common")}
+	s := func(name string) *Script { return load(name, pre...) }
+	return &Set{
+		Pick: s("pick"), PickMany: s("pick_many"), Add: s("add"), Remove: s("remove"),
+		Restore: s("restore"), List: s("list"), Cooldown: s("cooldown"), Failure: s("failure"),
+		Weight: s("weight"),
+	}
+}
+
 // The scripts of package assign.
 var (
-	Pick = load("pick", pickOne)
-	// PickMany is PickBatch's: up to assign.PickChunk picks in one call.
-	PickMany = load("pick_many", pickOne)
-	Add      = load("add")
-	Remove   = load("remove")
-	Restore  = load("restore")
-	List     = load("list")
+	// Pool is the pool's scripts on Redis's clock (TIME): the only set a
+	// user's program runs.
+	Pool = newSet("clock")
+	// TestClock is the same scripts on a clock the tests set (the pool's
+	// key "testclock", in ms), so that a property test steps the scripts'
+	// time as it steps its model's. Package assign uses it only from its
+	// tests; no exported name reaches it.
+	TestClock = newSet("clock_test")
+
+	Pick = Pool.Pick
 	// Create and Reset make and remake a pool with its creator recorded.
 	Create = load("create")
 	Reset  = load("reset")
@@ -64,6 +85,8 @@ var (
 type Keys struct {
 	Active, Removed, Failures, ReqPrefix string
 	Owner                                string // the creator Create recorded
+	// cooldowns, weights, failure streaks and the pool's settings
+	Cooling, Meta, Streaks, Settings string
 	// least-in-flight
 	Inflight, Parked, Leases, LeaseMembers, LeaseSeq string
 }
@@ -73,6 +96,7 @@ func PoolKeys(name string) Keys {
 	p := "afloat:assign:{" + name + "}:"
 	return Keys{
 		Active: p + "counts", Removed: p + "removed", Failures: p + "failures", ReqPrefix: p + "req:", Owner: p + "owner",
+		Cooling: p + "cooling", Meta: p + "meta", Streaks: p + "streaks", Settings: p + "settings",
 		Inflight: p + "inflight", Parked: p + "inflight-removed", Leases: p + "leases",
 		LeaseMembers: p + "lease-members", LeaseSeq: p + "lease-seq",
 	}

@@ -1,0 +1,139 @@
+-- Shared by the pool's scripts (prepended to each, after the clock).
+-- KEYS[1] active members' sorted set: score = count / weight
+-- KEYS[2] removed members' counts (hash)
+-- KEYS[3] cooling members: member → release time in ms of the clock
+--         (sorted set, so the next release is ZRANGE 0 0: O(log n))
+-- KEYS[4] meta (hash): 'w|'..m the weight of m when it is not 1;
+--         'c|'..m the count of an active weighted member (its score is a
+--         quotient); 'p|'..m the count of a cooling member, parked while
+--         it is out of KEYS[1]
+-- KEYS[5] settings (hash): 'evict' (failures in a row that evict, 0
+--         never), 'last' ('fail' or 'earliest')
+-- A pool with no cooling and no weighted member has neither KEYS[3] nor
+-- KEYS[4], and its pick is the seed's (one EXISTS more).
+
+-- num writes a number so that Redis reads back the same double: Lua's
+-- own tostring keeps 14 digits only.
+local function num(x) return string.format('%.17g', x) end
+
+local function weight(m)
+  return tonumber(redis.call('HGET', KEYS[4], 'w|' .. m)) or 1
+end
+
+-- put makes m active with count c under weight w.
+local function put(m, c, w)
+  if w == 1 then
+    redis.call('HDEL', KEYS[4], 'c|' .. m)
+    redis.call('ZADD', KEYS[1], num(c), m)
+  else
+    redis.call('HSET', KEYS[4], 'c|' .. m, num(c))
+    redis.call('ZADD', KEYS[1], num(c / w), m)
+  end
+end
+
+-- count of an active member, nil if it is not in KEYS[1].
+local function active_count(m)
+  local s = redis.call('ZSCORE', KEYS[1], m)
+  if not s then return nil end
+  local c = redis.call('HGET', KEYS[4], 'c|' .. m)
+  if c then return tonumber(c) end
+  return tonumber(s)
+end
+
+-- take removes m from wherever it is eligible (active or cooling) and
+-- returns its count, or nil if it is neither.
+local function take(m)
+  local c = active_count(m)
+  if c then
+    redis.call('ZREM', KEYS[1], m)
+    redis.call('HDEL', KEYS[4], 'c|' .. m)
+    return c
+  end
+  if redis.call('ZSCORE', KEYS[3], m) then
+    c = tonumber(redis.call('HGET', KEYS[4], 'p|' .. m))
+    redis.call('ZREM', KEYS[3], m)
+    redis.call('HDEL', KEYS[4], 'p|' .. m)
+    return c
+  end
+  return nil
+end
+
+-- thaw returns every member whose cooldown has ended to the active set.
+-- Each cooldown is returned once, so its cost is paid once: O(log n) per
+-- member, never a scan of the cooling members still out.
+local function thaw(now)
+  local ms = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)
+  for _, m in ipairs(ms) do
+    local c = take(m)
+    put(m, c, weight(m))
+  end
+end
+
+-- cool puts the eligible member m aside until the time release (ms), or
+-- keeps the later of two cooldowns. Returns its release time.
+local function cool(m, release)
+  local cur = redis.call('ZSCORE', KEYS[3], m)
+  if cur then
+    if tonumber(cur) >= release then return tonumber(cur) end
+    redis.call('ZADD', KEYS[3], num(release), m)
+    return release
+  end
+  local c = take(m)
+  redis.call('HSET', KEYS[4], 'p|' .. m, num(c))
+  redis.call('ZADD', KEYS[3], num(release), m)
+  return release
+end
+
+local function exists_pool()
+  return redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[3]) > 0
+end
+
+-- bump counts one assignment of the active member m.
+local function bump(m)
+  local w = redis.call('HGET', KEYS[4], 'w|' .. m)
+  if not w then
+    redis.call('ZINCRBY', KEYS[1], 1, m)
+    return
+  end
+  local c = redis.call('HINCRBY', KEYS[4], 'c|' .. m, 1)
+  redis.call('ZADD', KEYS[1], num(c / tonumber(w)), m)
+end
+
+-- pool_pick: the least-used member not cooling (lowest count / weight,
+-- ties to the lowest name), counted. Returns the member, or nil and what
+-- the script returns instead: false (empty), an error for a pool that
+-- never had a member, or AFLOAT_COOLING <ms> when every member is cooling
+-- and the pool's last resort is to fail.
+local function pool_pick()
+  if redis.call('EXISTS', KEYS[3], KEYS[4]) == 0 then
+    -- No cooling and no weighted member: the seed's pick.
+    local m = redis.call('ZRANGE', KEYS[1], 0, 0)[1]
+    if not m then
+      if redis.call('EXISTS', KEYS[2]) == 0 then
+        return nil, redis.error_reply('AFLOAT_UNKNOWN_POOL')
+      end
+      return nil, false
+    end
+    redis.call('ZINCRBY', KEYS[1], 1, m)
+    return m
+  end
+  thaw(now_ms())
+  local m = redis.call('ZRANGE', KEYS[1], 0, 0)[1]
+  if m then
+    bump(m)
+    return m
+  end
+  local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+  if not first[1] then
+    if redis.call('EXISTS', KEYS[2]) == 0 then
+      return nil, redis.error_reply('AFLOAT_UNKNOWN_POOL')
+    end
+    return nil, false
+  end
+  if redis.call('HGET', KEYS[5], 'last') == 'earliest' then
+    -- The member that comes back first takes the pick; it stays cooling.
+    redis.call('HINCRBY', KEYS[4], 'p|' .. first[1], 1)
+    return first[1]
+  end
+  return nil, redis.error_reply('AFLOAT_COOLING ' .. first[2])
+end
