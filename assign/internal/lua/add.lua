@@ -8,6 +8,7 @@
 --         when none is active); ARGV[2] the count; ARGV[3] the weight;
 -- ARGV[4..] the members
 -- Returns {added, already active, removed}.
+pool_lib()
 thaw(now_ms()) -- so that 'min' sees the members whose cooldown is over
 local w = tonumber(ARGV[3])
 local start = tonumber(ARGV[2])

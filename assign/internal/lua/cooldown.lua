@@ -6,6 +6,7 @@
 -- ARGV[1] 'at' (ARGV[2] is the release time in ms) or 'for' (ARGV[2] ms
 --         from now); ARGV[3..] the members
 -- Returns the release time of each member, in ms.
+pool_lib()
 if not exists_pool() then
   return redis.error_reply('AFLOAT_UNKNOWN_POOL')
 end

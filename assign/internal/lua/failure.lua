@@ -8,6 +8,7 @@
 -- ARGV[1] the member, ARGV[2] retry after, in ms (0: none)
 -- Returns {streak, outcome, release time in ms}: outcome 0 counted (not
 -- a member), 1 counted (streak), 2 cooling, 3 evicted.
+pool_lib()
 local m = ARGV[1]
 redis.call('HINCRBY', KEYS[6], m, 1)
 local now = now_ms()

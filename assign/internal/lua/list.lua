@@ -5,6 +5,7 @@
 -- Returns {active members and scores, removed members and counts,
 -- failures by member, cooling members and release times, meta, streaks,
 -- settings, now}, each but now a flat list of name, value.
+pool_lib()
 if not exists_pool() then
   return redis.error_reply('AFLOAT_UNKNOWN_POOL')
 end

@@ -12,91 +12,98 @@
 -- A pool with no cooling and no weighted member has neither KEYS[3] nor
 -- KEYS[4], and its pick is the seed's (one EXISTS more).
 
--- num writes a number so that Redis reads back the same double: Lua's
--- own tostring keeps 14 digits only.
-local function num(x) return string.format('%.17g', x) end
+-- The helpers are made on a script's first need of them: the seed's pick
+-- (pool_pick's first branch) runs without making one of them, and a Lua
+-- function made is an allocation on every run of a script.
+local num, weight, put, active_count, take, thaw, cool, exists_pool, bump
+local function pool_lib()
+  if num then return end
+  -- num writes a number so that Redis reads back the same double: Lua's
+  -- own tostring keeps 14 digits only.
+  num = function(x) return string.format('%.17g', x) end
 
-local function weight(m)
-  return tonumber(redis.call('HGET', KEYS[4], 'w|' .. m)) or 1
-end
-
--- put makes m active with count c under weight w.
-local function put(m, c, w)
-  if w == 1 then
-    redis.call('HDEL', KEYS[4], 'c|' .. m)
-    redis.call('ZADD', KEYS[1], num(c), m)
-  else
-    redis.call('HSET', KEYS[4], 'c|' .. m, num(c))
-    redis.call('ZADD', KEYS[1], num(c / w), m)
+  weight = function(m)
+    return tonumber(redis.call('HGET', KEYS[4], 'w|' .. m)) or 1
   end
-end
 
--- count of an active member, nil if it is not in KEYS[1].
-local function active_count(m)
-  local s = redis.call('ZSCORE', KEYS[1], m)
-  if not s then return nil end
-  local c = redis.call('HGET', KEYS[4], 'c|' .. m)
-  if c then return tonumber(c) end
-  return tonumber(s)
-end
-
--- take removes m from wherever it is eligible (active or cooling) and
--- returns its count, or nil if it is neither.
-local function take(m)
-  local c = active_count(m)
-  if c then
-    redis.call('ZREM', KEYS[1], m)
-    redis.call('HDEL', KEYS[4], 'c|' .. m)
-    return c
+  -- put makes m active with count c under weight w.
+  put = function(m, c, w)
+    if w == 1 then
+      redis.call('HDEL', KEYS[4], 'c|' .. m)
+      redis.call('ZADD', KEYS[1], num(c), m)
+    else
+      redis.call('HSET', KEYS[4], 'c|' .. m, num(c))
+      redis.call('ZADD', KEYS[1], num(c / w), m)
+    end
   end
-  if redis.call('ZSCORE', KEYS[3], m) then
-    c = tonumber(redis.call('HGET', KEYS[4], 'p|' .. m))
-    redis.call('ZREM', KEYS[3], m)
-    redis.call('HDEL', KEYS[4], 'p|' .. m)
-    return c
-  end
-  return nil
-end
 
--- thaw returns every member whose cooldown has ended to the active set.
--- Each cooldown is returned once, so its cost is paid once: O(log n) per
--- member, never a scan of the cooling members still out.
-local function thaw(now)
-  local ms = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)
-  for _, m in ipairs(ms) do
+  -- count of an active member, nil if it is not in KEYS[1].
+  active_count = function(m)
+    local s = redis.call('ZSCORE', KEYS[1], m)
+    if not s then return nil end
+    local c = redis.call('HGET', KEYS[4], 'c|' .. m)
+    if c then return tonumber(c) end
+    return tonumber(s)
+  end
+
+  -- take removes m from wherever it is eligible (active or cooling) and
+  -- returns its count, or nil if it is neither.
+  take = function(m)
+    local c = active_count(m)
+    if c then
+      redis.call('ZREM', KEYS[1], m)
+      redis.call('HDEL', KEYS[4], 'c|' .. m)
+      return c
+    end
+    if redis.call('ZSCORE', KEYS[3], m) then
+      c = tonumber(redis.call('HGET', KEYS[4], 'p|' .. m))
+      redis.call('ZREM', KEYS[3], m)
+      redis.call('HDEL', KEYS[4], 'p|' .. m)
+      return c
+    end
+    return nil
+  end
+
+  -- thaw returns every member whose cooldown has ended to the active set.
+  -- Each cooldown is returned once, so its cost is paid once: O(log n) per
+  -- member, never a scan of the cooling members still out.
+  thaw = function(now)
+    local ms = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)
+    for _, m in ipairs(ms) do
+      local c = take(m)
+      put(m, c, weight(m))
+    end
+  end
+
+  -- cool puts the eligible member m aside until the time release (ms), or
+  -- keeps the later of two cooldowns. Returns its release time.
+  cool = function(m, release)
+    local cur = redis.call('ZSCORE', KEYS[3], m)
+    if cur then
+      if tonumber(cur) >= release then return tonumber(cur) end
+      redis.call('ZADD', KEYS[3], num(release), m)
+      return release
+    end
     local c = take(m)
-    put(m, c, weight(m))
-  end
-end
-
--- cool puts the eligible member m aside until the time release (ms), or
--- keeps the later of two cooldowns. Returns its release time.
-local function cool(m, release)
-  local cur = redis.call('ZSCORE', KEYS[3], m)
-  if cur then
-    if tonumber(cur) >= release then return tonumber(cur) end
+    redis.call('HSET', KEYS[4], 'p|' .. m, num(c))
     redis.call('ZADD', KEYS[3], num(release), m)
     return release
   end
-  local c = take(m)
-  redis.call('HSET', KEYS[4], 'p|' .. m, num(c))
-  redis.call('ZADD', KEYS[3], num(release), m)
-  return release
-end
 
-local function exists_pool()
-  return redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[3]) > 0
-end
-
--- bump counts one assignment of the active member m.
-local function bump(m)
-  local w = redis.call('HGET', KEYS[4], 'w|' .. m)
-  if not w then
-    redis.call('ZINCRBY', KEYS[1], 1, m)
-    return
+  exists_pool = function()
+    return redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[3]) > 0
   end
-  local c = redis.call('HINCRBY', KEYS[4], 'c|' .. m, 1)
-  redis.call('ZADD', KEYS[1], num(c / tonumber(w)), m)
+
+  -- bump counts one assignment of the active member m.
+  bump = function(m)
+    local w = redis.call('HGET', KEYS[4], 'w|' .. m)
+    if not w then
+      redis.call('ZINCRBY', KEYS[1], 1, m)
+      return
+    end
+    local c = redis.call('HINCRBY', KEYS[4], 'c|' .. m, 1)
+    redis.call('ZADD', KEYS[1], num(c / tonumber(w)), m)
+  end
 end
 
 -- pool_pick: the least-used member not cooling (lowest count / weight,
@@ -117,6 +124,7 @@ local function pool_pick()
     redis.call('ZINCRBY', KEYS[1], 1, m)
     return m
   end
+  pool_lib()
   thaw(now_ms())
   local m = redis.call('ZRANGE', KEYS[1], 0, 0)[1]
   if m then

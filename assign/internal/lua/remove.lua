@@ -3,6 +3,7 @@
 -- their weights in meta. All or nothing: if one member is neither active
 -- nor cooling, nothing changes.
 -- KEYS[1..5] the pool (pool_common); ARGV the members
+pool_lib()
 if not exists_pool() then
   return redis.error_reply('AFLOAT_UNKNOWN_POOL')
 end

@@ -5,6 +5,7 @@
 --         member of its weight: ceil(score × weight); the historical count
 --         when no member is active) or 'zero'
 -- ARGV[2..] the members
+pool_lib()
 if not exists_pool() then
   return redis.error_reply('AFLOAT_UNKNOWN_POOL')
 end

@@ -3,6 +3,7 @@
 -- be active, cooling or removed.
 -- KEYS[1..5] the pool (pool_common)
 -- ARGV[1] the weight; ARGV[2..] the members
+pool_lib()
 if not exists_pool() then
   return redis.error_reply('AFLOAT_UNKNOWN_POOL')
 end
