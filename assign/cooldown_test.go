@@ -81,7 +81,7 @@ func TestFailureStreakEvicts(t *testing.T) {
 		{"fail", FailureOutcome{Member: true, Streak: 1}},
 		{"fail", FailureOutcome{Member: true, Streak: 2}},
 		{"fail 429", FailureOutcome{Member: true, Streak: 3, Evicted: true}}, // eviction wins over the cooldown
-		{"fail", FailureOutcome{}}, // removed: only counted
+		{"fail", FailureOutcome{}},                                           // removed: only counted
 	}
 	for i, s := range steps {
 		var got FailureOutcome
