@@ -118,6 +118,19 @@ func (p *Pool) SetSettings(ctx context.Context, s Settings) error {
 	return classify("settings", p.name, p.r.c.Do(ctx, cmd).Error())
 }
 
+// Settings returns the pool's settings (the defaults when none were set).
+func (p *Pool) Settings(ctx context.Context) (Settings, error) {
+	kv, err := p.r.c.Do(ctx, p.r.c.B().Hgetall().Key(p.k.Settings).Build()).AsStrMap()
+	if err != nil {
+		return Settings{}, classify("settings", p.name, err)
+	}
+	flat := make([]string, 0, 2*len(kv))
+	for k, v := range kv {
+		flat = append(flat, k, v)
+	}
+	return settingsFrom(flat), nil
+}
+
 // Cooldown puts member aside until the time until on Redis's clock: no
 // pick, by any worker, gets it before then, and the first script to run
 // after then brings it back by itself with its count. A member cooling
