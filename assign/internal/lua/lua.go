@@ -47,8 +47,12 @@ type Set struct {
 }
 
 func newSet(clock string) *Set {
-	pre := []string{read(clock), read("pool_common")}
-	s := func(name string) *Script { return load(name, pre...) }
+	common := read("pool_common")
+	if !strings.Contains(common, "  --CLOCK--\n") {
+		panic("pool_common.lua has no --CLOCK-- line") // the embedded files are fixed at build time
+	}
+	pre := strings.Replace(common, "  --CLOCK--\n", read(clock), 1)
+	s := func(name string) *Script { return load(name, pre) }
 	return &Set{
 		Pick: s("pick"), PickMany: s("pick_many"), Add: s("add"), Remove: s("remove"),
 		Restore: s("restore"), List: s("list"), Cooldown: s("cooldown"), Failure: s("failure"),

@@ -1,4 +1,5 @@
--- Shared by the pool's scripts (prepended to each, after the clock).
+-- Shared by the pool's scripts (prepended to each; the clock, clock.lua
+-- or clock_test.lua, goes in at --CLOCK--).
 -- KEYS[1] active members' sorted set: score = count / weight
 -- KEYS[2] removed members' counts (hash)
 -- KEYS[3] cooling members: member → release time in ms of the clock
@@ -15,9 +16,11 @@
 -- The helpers are made on a script's first need of them: the seed's pick
 -- (pool_pick's first branch) runs without making one of them, and a Lua
 -- function made is an allocation on every run of a script.
-local num, weight, put, active_count, take, thaw, cool, exists_pool, bump
+local num, weight, put, active_count, take, thaw, cool, exists_pool, bump, now_ms, slow_pick
+local NOW
 local function pool_lib()
   if num then return end
+  --CLOCK--
   -- num writes a number so that Redis reads back the same double: Lua's
   -- own tostring keeps 14 digits only.
   num = function(x) return string.format('%.17g', x) end
@@ -104,6 +107,29 @@ local function pool_lib()
     local c = redis.call('HINCRBY', KEYS[4], 'c|' .. m, 1)
     redis.call('ZADD', KEYS[1], num(c / tonumber(w)), m)
   end
+
+  -- slow_pick is pool_pick on a pool with cooling or weighted members.
+  slow_pick = function()
+    thaw(now_ms())
+    local m = redis.call('ZRANGE', KEYS[1], 0, 0)[1]
+    if m then
+      bump(m)
+      return m
+    end
+    local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+    if not first[1] then
+      if redis.call('EXISTS', KEYS[2]) == 0 then
+        return nil, redis.error_reply('AFLOAT_UNKNOWN_POOL')
+      end
+      return nil, false
+    end
+    if redis.call('HGET', KEYS[5], 'last') == 'earliest' then
+      -- The member that comes back first takes the pick; it stays cooling.
+      redis.call('HINCRBY', KEYS[4], 'p|' .. first[1], 1)
+      return first[1]
+    end
+    return nil, redis.error_reply('AFLOAT_COOLING ' .. first[2])
+  end
 end
 
 -- pool_pick: the least-used member not cooling (lowest count / weight,
@@ -111,8 +137,13 @@ end
 -- the script returns instead: false (empty), an error for a pool that
 -- never had a member, or AFLOAT_COOLING <ms> when every member is cooling
 -- and the pool's last resort is to fail.
+-- One EXISTS tells a plain pool (no cooling, no weighted member); PLAIN
+-- keeps the answer for the script's later picks (a batch's):
+-- a pick never makes a member cool or weighted.
+local PLAIN
 local function pool_pick()
-  if redis.call('EXISTS', KEYS[3], KEYS[4]) == 0 then
+  if PLAIN == nil then PLAIN = redis.call('EXISTS', KEYS[3], KEYS[4]) == 0 end
+  if PLAIN then
     -- No cooling and no weighted member: the seed's pick.
     local m = redis.call('ZRANGE', KEYS[1], 0, 0)[1]
     if not m then
@@ -125,23 +156,5 @@ local function pool_pick()
     return m
   end
   pool_lib()
-  thaw(now_ms())
-  local m = redis.call('ZRANGE', KEYS[1], 0, 0)[1]
-  if m then
-    bump(m)
-    return m
-  end
-  local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
-  if not first[1] then
-    if redis.call('EXISTS', KEYS[2]) == 0 then
-      return nil, redis.error_reply('AFLOAT_UNKNOWN_POOL')
-    end
-    return nil, false
-  end
-  if redis.call('HGET', KEYS[5], 'last') == 'earliest' then
-    -- The member that comes back first takes the pick; it stays cooling.
-    redis.call('HINCRBY', KEYS[4], 'p|' .. first[1], 1)
-    return first[1]
-  end
-  return nil, redis.error_reply('AFLOAT_COOLING ' .. first[2])
+  return slow_pick()
 end
