@@ -1,6 +1,7 @@
 package assign
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -274,5 +275,53 @@ func TestNoPickWhileCooling(t *testing.T) {
 	}
 	if sum != 50*200 {
 		t.Fatalf("counts sum to %d, want %d: a pick lost or counted twice", sum, 50*200)
+	}
+}
+
+// A cooldown is kept in Redis like the counts: a script flush and a
+// restart (SHUTDOWN SAVE) lose none, and a pick after either still skips
+// the cooling member, by the script sent again (NOSCRIPT, then EVAL).
+func TestCooldownSurvivesFlushAndRestart(t *testing.T) {
+	srv, c := newClient(t)
+	ctx := ctxFor(t)
+	p := newPool(t, c, "faults")
+	if _, err := p.AddWeighted(ctx, 2, 0, "a", "b"); err != nil {
+		t.Fatal(err)
+	}
+	until, err := p.CooldownFor(ctx, time.Hour, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(step string) {
+		t.Helper()
+		for i := range 3 {
+			if m, err := p.Pick(ctx); err != nil || m != "b" {
+				t.Fatalf("%s: pick %d: %q %v, want b while a cools", step, i, m, err)
+			}
+		}
+		ms, err := p.List(ctx)
+		if err != nil || ms[1].Name != "a" || !ms[1].CoolingUntil.Equal(until[0]) || ms[1].Weight != 2 {
+			t.Fatalf("%s: %+v %v, want a cooling until %v", step, ms, err, until[0])
+		}
+	}
+	check("before")
+	srv.MustDo("SCRIPT", "FLUSH")
+	check("after SCRIPT FLUSH")
+	srv.Restart()
+	// The client's connections died with the old server: a command on one
+	// fails (ambiguous), and the client dials again for the next.
+	for i := 0; ; i++ {
+		_, err1 := p.List(ctx)
+		_, err2 := p.Pick(ctx)
+		if err1 == nil && err2 == nil {
+			break
+		}
+		if err := cmp.Or(err1, err2); !errors.Is(err, ErrAmbiguous) || i == 5 {
+			t.Fatalf("after the restart, attempt %d: %v", i, err)
+		}
+	}
+	check("after a restart")
+	if p.ScriptReloads() < 2 {
+		t.Fatalf("%d script reloads, want one after the flush and one after the restart at least", p.ScriptReloads())
 	}
 }
