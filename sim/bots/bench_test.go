@@ -24,7 +24,7 @@ func BenchmarkPolicyBots1000Seeds(b *testing.B) {
 	}
 }
 
-// BenchmarkFloorRuns1000Seeds is the floor under it: the same 12,000 runs
+// BenchmarkFloorRuns1000Seeds is the floor under it: the same 15,000 runs
 // with no bot at the levers (sim.Run), scored.
 func BenchmarkFloorRuns1000Seeds(b *testing.B) {
 	for b.Loop() {
