@@ -325,3 +325,39 @@ func TestCooldownSurvivesFlushAndRestart(t *testing.T) {
 		t.Fatalf("%d script reloads, want one after the flush and one after the restart at least", p.ScriptReloads())
 	}
 }
+
+// A sticky key stays on its member while the member serves, even as it
+// pulls ahead of the others; it moves when the member cools or leaves,
+// and its record carries the pool's sticky TTL from its last pick.
+func TestPickSticky(t *testing.T) {
+	_, c := newClient(t)
+	ctx := ctxFor(t)
+	p := newPool(t, c, "sticky", WithStickyTTL(time.Minute))
+	if _, err := p.Add(ctx, 0, "a", "b"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if m, err := p.PickSticky(ctx, "session-1"); m != "a" || err != nil {
+			t.Fatalf("sticky pick %d: %q %v, want a every time", i, m, err)
+		}
+	}
+	if m, _ := p.PickSticky(ctx, "session-2"); m != "b" {
+		t.Fatalf("a new key: %q, want the least used, b", m)
+	}
+	ttl, err := c.Do(ctx, c.B().Pttl().Key(p.k.StickyPrefix+"session-1").Build()).AsInt64()
+	if err != nil || ttl <= 0 || ttl > time.Minute.Milliseconds() {
+		t.Fatalf("the record's TTL: %d ms %v, want up to a minute", ttl, err)
+	}
+	if _, err := p.CooldownFor(ctx, time.Hour, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := p.PickSticky(ctx, "session-1"); m != "b" {
+		t.Fatalf("with a cooling: %q, want b", m)
+	}
+	if err := p.Remove(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.PickSticky(ctx, "session-1"); !errors.Is(err, ErrAllCooling) {
+		t.Fatalf("with a cooling and b removed: %v, want ErrAllCooling", err)
+	}
+}

@@ -35,6 +35,8 @@
 // When every member is cooling, a pick fails with a *CoolingError that
 // says when the first comes back, or (LastResortEarliest) takes that one.
 // A member of weight w (AddWeighted, SetWeight) takes w times the share.
+// PickSticky keeps a key (a session) on the member it got while that
+// member serves.
 //
 // Scripts run by SHA-1 and fall back to EVAL when the server has lost its
 // script cache (restart, failover, SCRIPT FLUSH), resending only what the

@@ -27,6 +27,7 @@ type model struct {
 	failures map[string]int64 // any name
 	streaks  map[string]int64 // any name
 	reqs     map[string]string
+	sticky   map[string]string // sticky key → member
 	settings Settings
 	now      int64
 }
@@ -35,7 +36,7 @@ func newModel() *model {
 	return &model{
 		counts: map[string]int64{}, removed: map[string]bool{}, cooling: map[string]int64{},
 		weights: map[string]int{}, failures: map[string]int64{}, streaks: map[string]int64{},
-		reqs: map[string]string{}, now: 1_000_000,
+		reqs: map[string]string{}, sticky: map[string]string{}, now: 1_000_000,
 	}
 }
 
@@ -114,6 +115,24 @@ func (m *model) pick(id string) (string, error) {
 		m.reqs[id] = best
 	}
 	return best, nil
+}
+
+// pickSticky: the key's member while it is active and not cooling, else
+// a pick that the key keeps. (The records outlive the test: their TTL is
+// on Redis's own clock.)
+func (m *model) pickSticky(key string) (string, error) {
+	if s, ok := m.sticky[key]; ok {
+		m.thaw()
+		if m.eligible(s) && m.cooling[s] == 0 {
+			m.counts[s]++
+			return s, nil
+		}
+	}
+	got, err := m.pick("")
+	if err == nil {
+		m.sticky[key] = got
+	}
+	return got, err
 }
 
 func (m *model) add(count int64, atMin bool, w int, names []string) AddResult {
@@ -313,8 +332,9 @@ func testClockPool(t testing.TB, c rueidis.Client, name string, ms int64) (*Pool
 // a count or at the minimum), remove, restore (every policy), pick,
 // pick-with-id, batched picks (of one script and of several: sizes around
 // PickChunk), cooldowns, failures (with and without retry-after),
-// successes, weights, settings and steps of the clock against Redis and
-// the model, and compares every answer and the whole pool after each step.
+// successes, weights, settings, sticky picks and steps of the clock
+// against Redis and the model, and compares every answer and the whole
+// pool after each step.
 func TestPickMatchesModel(t *testing.T) {
 	_, c := newClient(t)
 	ctx := ctxFor(t)
@@ -414,6 +434,14 @@ func TestPickMatchesModel(t *testing.T) {
 					fail(err, nil)
 				}
 				m.settings = s
+			case op >= 15 && op < 17:
+				key := fmt.Sprintf("session-%d", rng.IntN(4))
+				what = fmt.Sprintf("pickSticky(%q)", key)
+				got, err := p.PickSticky(ctx, key)
+				want, werr := m.pickSticky(key)
+				if got != want || !sameErr(err, werr) {
+					fail(fmt.Sprintf("%q %v", got, err), fmt.Sprintf("%q %v", want, werr))
+				}
 			case op < 15:
 				d := []int64{1, 499, 500, 1000, 2500}[rng.IntN(5)]
 				what = fmt.Sprintf("advance the clock %d ms", d)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/redis/rueidis"
 
@@ -94,7 +95,7 @@ type Pool struct {
 }
 
 type options struct {
-	requestTTL time.Duration
+	requestTTL, stickyTTL time.Duration
 }
 
 // Option configures a Pool or Leases.
@@ -105,7 +106,13 @@ type Option func(*options)
 // that time returns the first answer.
 func WithRequestTTL(d time.Duration) Option { return func(o *options) { o.requestTTL = d } }
 
-func defaultOptions() options { return options{requestTTL: 10 * time.Minute} }
+// WithStickyTTL sets how long a sticky key keeps its member after its
+// last pick (PickSticky), from 1 s to 7 days (default 30 minutes).
+func WithStickyTTL(d time.Duration) Option { return func(o *options) { o.stickyTTL = d } }
+
+func defaultOptions() options {
+	return options{requestTTL: 10 * time.Minute, stickyTTL: 30 * time.Minute}
+}
 
 // New opens the pool name on the Redis that c talks to. It sends nothing:
 // a pool comes into being with its first Add.
@@ -121,6 +128,9 @@ func New(c *Client, name string, opts ...Option) (*Pool, error) {
 		f(&o)
 	}
 	if err := checkDuration("request TTL", o.requestTTL, time.Second, 7*24*time.Hour); err != nil {
+		return nil, err
+	}
+	if err := checkDuration("sticky TTL", o.stickyTTL, time.Second, 7*24*time.Hour); err != nil {
 		return nil, err
 	}
 	p := &Pool{name: name, k: lua.PoolKeys(name), s: lua.Pool, r: &runner{c: c.rc}, opts: o}
@@ -163,6 +173,26 @@ func (p *Pool) PickID(ctx context.Context, id string) (string, error) {
 		return "", err
 	}
 	res := p.r.run(ctx, p.s.Pick, p.idKeys(id), p.idArgs())
+	return p.member("pick", res)
+}
+
+// PickSticky is Pick for a key that should stay on one member — a
+// session with cookies, a conversation, a crawl of one site: while the
+// member the key last got is active and not cooling, the key gets it again
+// (counted); otherwise, or the first time, the key gets the least-used
+// member and keeps it. The record lives for the pool's sticky TTL
+// (WithStickyTTL) from the key's last pick, in Redis, so every worker
+// sends the key to the same member. A key is 1 to MaxRequestID bytes of
+// UTF-8.
+func (p *Pool) PickSticky(ctx context.Context, key string) (string, error) {
+	if key == "" || len(key) > MaxRequestID || !utf8.ValidString(key) {
+		return "", fmt.Errorf("%w: sticky key %q: want 1 to %d bytes of UTF-8", ErrInvalid, clip(key), MaxRequestID)
+	}
+	if err := notStarted(ctx); err != nil {
+		return "", err
+	}
+	keys := append(p.keys[:len(p.keys):len(p.keys)], p.k.StickyPrefix+key)
+	res := p.r.run(ctx, p.s.PickSticky, keys, []string{strconv.FormatInt(p.opts.stickyTTL.Milliseconds(), 10)})
 	return p.member("pick", res)
 }
 

@@ -51,6 +51,8 @@ func TestBadInput(t *testing.T) {
 		{"evict after", p.SetSettings(ctx, Settings{EvictAfter: -1}), "evict after -1 failures: want 0 (never) to 1000"},
 		{"last resort", p.SetSettings(ctx, Settings{LastResort: 9}), "last resort 9: want fail, earliest"},
 		{"last resort name", func() error { _, err := ParseLastResort("any"); return err }(), `last resort "any": want fail, earliest`},
+		{"sticky key", func() error { _, err := p.PickSticky(ctx, ""); return err }(), `sticky key "": want 1 to 200 bytes of UTF-8`},
+		{"sticky TTL", func() error { _, err := New(c, "x", WithStickyTTL(time.Hour*24*8)); return err }(), "sticky TTL 192h0m0s: want 1s to 168h0m0s"},
 		{"probe timeout", ProbeConfig{URL: "http://x/", Timeout: time.Hour, Concurrency: 1}.Validate(), "probe timeout 1h0m0s: want 10ms to 1m0s"},
 	} {
 		if !errors.Is(tc.err, ErrInvalid) || !strings.Contains(tc.err.Error(), tc.want) || !strings.HasPrefix(tc.err.Error(), "assign: ") {

@@ -227,20 +227,27 @@ func runAssignSettings(c *cli.Command, args []string) int {
 func runAssignPick(c *cli.Command, args []string) int {
 	var f poolFlags
 	var n int
-	var id string
+	var id, sticky string
 	f.register(c)
 	c.IntVar(&n, "n", 1, "picks to make, `N` from 1 to 10000 (more than one go in one round trip)")
 	c.StringVar(&id, "id", "", "request `ID`: a retry with the same id returns the same member and counts once (only with --n 1)")
+	c.StringVar(&sticky, "sticky", "", "sticky `KEY`: the member this key got last, while it is active and not cooling; else the least used, which the key keeps (only with --n 1)")
 	if status, ok := c.ParseFlags(args); !ok {
 		return status
 	}
 	if id != "" && n != 1 {
 		return c.Refuse(errors.New("--id works with --n 1 only"))
 	}
+	if err := c.NotWith("sticky", ": give one or the other", "id", "n"); err != nil {
+		return c.Refuse(err)
+	}
 	return f.run(c, time.Minute, func(ctx context.Context, p *assign.Pool) error {
 		var rs []assign.Result
 		var err error
-		if id != "" {
+		if c.Given("sticky") {
+			m, perr := p.PickSticky(ctx, sticky)
+			rs = []assign.Result{{Member: m, Err: perr}}
+		} else if id != "" {
 			m, perr := p.PickID(ctx, id)
 			rs = []assign.Result{{Member: m, Err: perr}}
 		} else {

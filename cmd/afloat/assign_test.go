@@ -96,6 +96,10 @@ func TestAssignCooldownAndStatus(t *testing.T) {
 		{r("pick"), 1, `every member is cooling down; the first comes back at 20`},
 		{r("settings", "--last-resort", "earliest"), 0, "last resort earliest"},
 		{r("pick"), 0, "k1\n"},
+		{r("pick", "--sticky", "s1"), 0, "k1\n"}, // earliest back of all cooling
+		{r("pick", "--sticky", ""), 2, `sticky key "": want 1 to 200 bytes of UTF-8`},
+		{r("pick", "--sticky", "s1", "--id", "r1"), 2, "--id does not go with --sticky"},
+		{r("pick", "--sticky", "s1", "--n", "2"), 2, "--n does not go with --sticky"},
 		{r("cooldown", "k1"), 2, "--for is required"},
 		{r("cooldown", "--for", "0s", "k1"), 2, "cooldown 0s: want 1ms to 720h0m0s"},
 		{r("cooldown", "--for", "soon", "k1"), 2, `invalid value "soon" for flag -for`},

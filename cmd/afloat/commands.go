@@ -74,7 +74,7 @@ var commands = []cli.Entry{
 		Synopsis: "afloat assign settings --redis URL --pool NAME [--evict-after N] [--last-resort fail|earliest]",
 		Summary:  "set when failures evict a member, and what a pick does when all cool"},
 	{Path: "assign pick", Run: runAssignPick,
-		Synopsis: "afloat assign pick    --redis URL --pool NAME [--n N] [--id REQUEST-ID]",
+		Synopsis: "afloat assign pick    --redis URL --pool NAME [--n N] [--id REQUEST-ID | --sticky KEY]",
 		Summary:  "pick the least-used member"},
 	{Path: "assign bench", Run: runAssignBench, Notes: note("assign-bench"),
 		Synopsis: "afloat assign bench   --redis URL [--pool-size 100] [--workers 50] [--duration 10s] [--batch 0,16] [--peer]",

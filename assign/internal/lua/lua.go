@@ -44,6 +44,7 @@ type Set struct {
 	// PickMany is PickBatch's: up to assign.PickChunk picks in one call.
 	PickMany, Add, Remove, Restore, List *Script
 	Cooldown, Failure, Weight            *Script
+	PickSticky                           *Script
 }
 
 func newSet(clock string) *Set {
@@ -56,7 +57,7 @@ func newSet(clock string) *Set {
 	return &Set{
 		Pick: s("pick"), PickMany: s("pick_many"), Add: s("add"), Remove: s("remove"),
 		Restore: s("restore"), List: s("list"), Cooldown: s("cooldown"), Failure: s("failure"),
-		Weight: s("weight"),
+		Weight: s("weight"), PickSticky: s("pick_sticky"),
 	}
 }
 
@@ -88,6 +89,7 @@ var (
 // and its scripts can run there.
 type Keys struct {
 	Active, Removed, Failures, ReqPrefix string
+	StickyPrefix                         string // a sticky key's member: StickyPrefix + key
 	Owner                                string // the creator Create recorded
 	// cooldowns, weights, failure streaks and the pool's settings
 	Cooling, Meta, Streaks, Settings string
@@ -99,7 +101,7 @@ type Keys struct {
 func PoolKeys(name string) Keys {
 	p := "afloat:assign:{" + name + "}:"
 	return Keys{
-		Active: p + "counts", Removed: p + "removed", Failures: p + "failures", ReqPrefix: p + "req:", Owner: p + "owner",
+		Active: p + "counts", Removed: p + "removed", Failures: p + "failures", ReqPrefix: p + "req:", Owner: p + "owner", StickyPrefix: p + "sticky:",
 		Cooling: p + "cooling", Meta: p + "meta", Streaks: p + "streaks", Settings: p + "settings",
 		Inflight: p + "inflight", Parked: p + "inflight-removed", Leases: p + "leases",
 		LeaseMembers: p + "lease-members", LeaseSeq: p + "lease-seq",
