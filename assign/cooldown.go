@@ -267,3 +267,59 @@ func checkWeight(w int) error {
 	}
 	return nil
 }
+
+// Limit is a member's rate limit: Rate requests per Per, in bursts of up
+// to Burst, enforced by GCRA on Redis's clock.
+type Limit struct {
+	Rate  int           `json:"rate"`
+	Per   time.Duration `json:"per"`
+	Burst int           `json:"burst"`
+}
+
+// Limits of rate limits.
+const (
+	MaxRate  = 1_000_000
+	MaxBurst = 1_000_000
+	MaxPer   = 24 * time.Hour
+)
+
+// Validate names the first field out of its range.
+func (l Limit) Validate() error {
+	switch {
+	case l.Rate < 1 || l.Rate > MaxRate:
+		return fmt.Errorf("%w: rate %d: want 1 to %d requests", ErrInvalid, l.Rate, MaxRate)
+	case l.Per < time.Millisecond || l.Per > MaxPer || l.Per%time.Millisecond != 0:
+		return fmt.Errorf("%w: rate per %v: want whole milliseconds from 1ms to %v", ErrInvalid, l.Per, MaxPer)
+	case l.Burst < 1 || l.Burst > MaxBurst:
+		return fmt.Errorf("%w: burst %d: want 1 to %d", ErrInvalid, l.Burst, MaxBurst)
+	}
+	return nil
+}
+
+// SetLimit gives members a rate limit: a pick never gives a member more
+// than l allows. A member with no room left is cooled until it has room
+// (CoolingUntil shows when), so picks skip it at no cost, and a pick when
+// every member is cooling or full answers as the pool's LastResort says
+// (LastResortEarliest picks over the limit). All or nothing: every member
+// must be in the pool, active, cooling or removed.
+func (p *Pool) SetLimit(ctx context.Context, l Limit, members ...string) error {
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	return p.limit(ctx, l, members)
+}
+
+// ClearLimit takes members' rate limits away. A member cooling for want
+// of room stays cooling until then.
+func (p *Pool) ClearLimit(ctx context.Context, members ...string) error {
+	return p.limit(ctx, Limit{}, members)
+}
+
+func (p *Pool) limit(ctx context.Context, l Limit, members []string) error {
+	if err := checkMembers("limit", members); err != nil {
+		return err
+	}
+	args := append([]string{strconv.Itoa(l.Rate), strconv.FormatInt(l.Per.Milliseconds(), 10), strconv.Itoa(l.Burst)}, members...)
+	_, err := p.r.run(ctx, p.s.Limit, p.keys, args).AsInt64()
+	return classify("limit", p.name, err)
+}

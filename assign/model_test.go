@@ -28,6 +28,8 @@ type model struct {
 	streaks  map[string]int64 // any name
 	reqs     map[string]string
 	sticky   map[string]string // sticky key → member
+	limits   map[string]Limit
+	tats     map[string]float64 // GCRA's theoretical arrival time, ms
 	settings Settings
 	now      int64
 }
@@ -37,6 +39,7 @@ func newModel() *model {
 		counts: map[string]int64{}, removed: map[string]bool{}, cooling: map[string]int64{},
 		weights: map[string]int{}, failures: map[string]int64{}, streaks: map[string]int64{},
 		reqs: map[string]string{}, sticky: map[string]string{}, now: 1_000_000,
+		limits: map[string]Limit{}, tats: map[string]float64{},
 	}
 }
 
@@ -110,11 +113,62 @@ func (m *model) pick(id string) (string, error) {
 	} else {
 		return "", ErrUnknownPool
 	}
-	m.counts[best]++
+	if m.cooling[best] != 0 {
+		m.counts[best]++ // the last resort: over any limit, the limit untouched
+	} else {
+		m.bump(best)
+	}
 	if id != "" {
 		m.reqs[id] = best
 	}
 	return best, nil
+}
+
+// bump counts a pick of a ready member and spends its rate limit (GCRA):
+// left with no room, it cools until it has some.
+func (m *model) bump(n string) {
+	m.counts[n]++
+	l, ok := m.limits[n]
+	if !ok {
+		return
+	}
+	t := float64(l.Per.Milliseconds()) / float64(l.Rate)
+	now := float64(m.now)
+	tat := now
+	if v, ok := m.tats[n]; ok {
+		tat = max(v, now)
+	}
+	m.tats[n] = tat + t
+	if free := int64(math.Ceil(m.tats[n] - float64(l.Burst-1)*t)); free > m.now {
+		m.cool(n, free)
+	}
+}
+
+func (m *model) setLimit(l Limit, names []string) error {
+	if !m.exists() {
+		return ErrUnknownPool
+	}
+	m.thaw()
+	for _, n := range names {
+		if _, in := m.counts[n]; !in {
+			return ErrUnknownMember
+		}
+	}
+	for _, n := range names {
+		if l.Rate == 0 {
+			delete(m.limits, n)
+			delete(m.tats, n)
+			continue
+		}
+		m.limits[n] = l
+		t := float64(l.Per.Milliseconds()) / float64(l.Rate)
+		if tat, ok := m.tats[n]; ok && m.eligible(n) && m.cooling[n] == 0 {
+			if free := int64(math.Ceil(tat - float64(l.Burst-1)*t)); free > m.now {
+				m.cool(n, free)
+			}
+		}
+	}
+	return nil
 }
 
 // pickSticky: the key's member while it is active and not cooling, else
@@ -124,7 +178,7 @@ func (m *model) pickSticky(key string) (string, error) {
 	if s, ok := m.sticky[key]; ok {
 		m.thaw()
 		if m.eligible(s) && m.cooling[s] == 0 {
-			m.counts[s]++
+			m.bump(s)
 			return s, nil
 		}
 	}
@@ -267,7 +321,11 @@ func (m *model) setWeight(w int, names []string) error {
 func (m *model) list() []Member {
 	m.thaw()
 	mem := func(n string) Member {
-		return Member{Name: n, Count: m.counts[n], Active: !m.removed[n], Failures: m.failures[n], Streak: m.streaks[n], Weight: m.weight(n)}
+		x := Member{Name: n, Count: m.counts[n], Active: !m.removed[n], Failures: m.failures[n], Streak: m.streaks[n], Weight: m.weight(n)}
+		if l, ok := m.limits[n]; ok {
+			x.Limit = &l
+		}
+		return x
 	}
 	var out []Member
 	for _, n := range m.ready() {
@@ -389,8 +447,16 @@ func TestPickMatchesModel(t *testing.T) {
 				if err != nil || len(res) != n {
 					fail(fmt.Sprint(len(res), err), n)
 				}
+				var stopped error // a pick that found none ends its script's picks
 				for i, r := range res {
-					want, werr := m.pick("")
+					if i%PickChunk == 0 {
+						stopped = nil
+					}
+					want, werr := "", stopped
+					if stopped == nil {
+						want, werr = m.pick("")
+						stopped = werr
+					}
 					if r.Member != want || !sameErr(r.Err, werr) {
 						fail(fmt.Sprintf("pick %d: %q %v", i, r.Member, r.Err), fmt.Sprintf("%q %v", want, werr))
 					}
@@ -434,6 +500,19 @@ func TestPickMatchesModel(t *testing.T) {
 					fail(err, nil)
 				}
 				m.settings = s
+			case op == 17:
+				ns := sub()
+				l := []Limit{{}, {Rate: 1, Per: time.Second, Burst: 1}, {Rate: 3, Per: time.Second, Burst: 2}, {Rate: 2, Per: 1500 * time.Millisecond, Burst: 3}}[rng.IntN(4)]
+				what = fmt.Sprintf("setLimit(%+v, %v)", l, ns)
+				var err error
+				if l.Rate == 0 {
+					err = p.ClearLimit(ctx, ns...)
+				} else {
+					err = p.SetLimit(ctx, l, ns...)
+				}
+				if want := m.setLimit(l, ns); !sameErr(err, want) {
+					fail(err, want)
+				}
 			case op >= 15 && op < 17:
 				key := fmt.Sprintf("session-%d", rng.IntN(4))
 				what = fmt.Sprintf("pickSticky(%q)", key)
@@ -472,9 +551,24 @@ func TestPickMatchesModel(t *testing.T) {
 				}
 				continue
 			}
-			if want := m.list(); err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Fatalf("seed %d step %d: after %s the pool is\n %v %v\nthe model\n %v", seed, step, what, got, err, want)
+			if want := m.list(); err != nil || show(got) != show(want) {
+				t.Fatalf("seed %d step %d: after %s the pool is\n %v %v\nthe model\n %v", seed, step, what, show(got), err, show(want))
 			}
 		}
 	}
+}
+
+// show prints members with their limits (not the limits' addresses).
+func show(ms []Member) string {
+	out := ""
+	for _, x := range ms {
+		l := x.Limit
+		x.Limit = nil
+		out += fmt.Sprintf("%v", x)
+		if l != nil {
+			out += fmt.Sprintf("+limit%v", *l)
+		}
+		out += " "
+	}
+	return out
 }

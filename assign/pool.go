@@ -227,7 +227,9 @@ type Result struct {
 // and a batch pays it once per PickChunk picks instead of once per pick.
 // Scripts refused with NOSCRIPT are sent again, and only those. The picks
 // of one script share its outcome: all made, or none (ErrPoolEmpty,
-// ErrUnknownPool), or all ambiguous.
+// ErrUnknownPool, a *CoolingError), or all ambiguous — or, when a rate
+// limit cools members during the batch, the picks up to the one that
+// finds none, which the rest share.
 func (p *Pool) PickBatch(ctx context.Context, n int) ([]Result, error) {
 	if n < 1 || n > MaxBatch {
 		return nil, fmt.Errorf("%w: batch of %d picks: want 1 to %d", ErrInvalid, n, MaxBatch)
@@ -245,25 +247,46 @@ func (p *Pool) PickBatch(ctx context.Context, n int) ([]Result, error) {
 	}
 	out := make([]Result, 0, n)
 	for i, r := range p.r.runManyBuilt(ctx, cmds, p.s.PickMany, args) {
-		ms, err := r.AsStrSlice()
-		if err != nil {
-			err = classify("pick", p.name, err)
-		} else if len(ms) != size(i) {
-			// Not a reply pick_many.lua gives: a script of the same name
-			// that is not ours, say.
-			err = fmt.Errorf("assign: pick on pool %q: the server answered %d members for %d picks", p.name, len(ms), size(i))
-		}
-		if err != nil {
-			for range size(i) {
-				out = append(out, Result{Err: err})
-			}
-			continue
-		}
-		for _, m := range ms {
-			out = append(out, Result{Member: m})
-		}
+		out = append(out, p.chunk(r, size(i))...)
 	}
 	return out, nil
+}
+
+// chunk reads one pick_many answer of n picks: the members picked, then
+// maybe the answer of the pick that found none, which the picks not made
+// after it share.
+func (p *Pool) chunk(r rueidis.RedisResult, n int) []Result {
+	out := make([]Result, 0, n)
+	fill := func(err error) []Result {
+		for len(out) < n {
+			out = append(out, Result{Err: err})
+		}
+		return out
+	}
+	arr, err := r.ToArray()
+	if err != nil {
+		return fill(classify("pick", p.name, err))
+	}
+	if len(arr) > n {
+		// Not a reply pick_many.lua gives: a script of the same name that
+		// is not ours, say.
+		return fill(fmt.Errorf("assign: pick on pool %q: the server answered %d members for %d picks", p.name, len(arr), n))
+	}
+	for j, x := range arr {
+		m, err := x.ToString()
+		if err == nil {
+			out = append(out, Result{Member: m})
+			continue
+		}
+		if j != len(arr)-1 {
+			return fill(fmt.Errorf("assign: pick on pool %q: the server answered a refusal before a member", p.name))
+		}
+		return fill(classify("pick", p.name, err))
+	}
+	if len(out) < n {
+		return fill(fmt.Errorf("assign: pick on pool %q: the server answered %d members for %d picks", p.name, len(arr), n))
+	}
+	return out
 }
 
 // PickBatchIDs is PickBatch with a request id for each pick (see PickID).
@@ -390,6 +413,8 @@ type Member struct {
 	Streak int64 `json:"streak,omitempty"`
 	// Weight is its share of picks against a member of weight 1.
 	Weight int `json:"weight,omitempty"`
+	// Limit is its rate limit, nil for none.
+	Limit *Limit `json:"limit,omitempty"`
 	// CoolingUntil is when its cooldown ends by Redis's clock; zero when
 	// it is not cooling.
 	CoolingUntil time.Time `json:"cooling_until,omitzero"`
@@ -429,9 +454,39 @@ func (p *Pool) Status(ctx context.Context) (Status, error) {
 	}
 	var parts [6][]pair
 	for i := range parts {
+		if i == 4 {
+			continue // meta: read below, not all of it numbers
+		}
 		if parts[i], err = pairs(arr[i]); err != nil {
 			return Status{}, fmt.Errorf("assign: list: %w", err)
 		}
+	}
+	metaKV, err := arr[4].AsStrSlice()
+	if err != nil {
+		return Status{}, fmt.Errorf("assign: list: meta: %w", err)
+	}
+	limits := map[string]*Limit{}
+	for i := 0; i+1 < len(metaKV); i += 2 {
+		k, v := metaKV[i], metaKV[i+1]
+		if name, ok := strings.CutPrefix(k, "l|"); ok {
+			var t float64
+			var l Limit
+			var perMS int64
+			if _, err := fmt.Sscanf(v, "%g %d %d %d", &t, &l.Burst, &l.Rate, &perMS); err != nil {
+				return Status{}, fmt.Errorf("assign: list: the limit of %q, %q: %w", name, v, err)
+			}
+			l.Per = time.Duration(perMS) * time.Millisecond
+			limits[name] = &l
+			continue
+		}
+		if strings.HasPrefix(k, "t|") {
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return Status{}, fmt.Errorf("assign: list: %q of meta: %w", k, err)
+		}
+		parts[4] = append(parts[4], pair{k, int64(f)})
 	}
 	nowMS, err := arr[7].ToString()
 	if err != nil {
@@ -459,7 +514,7 @@ func (p *Pool) Status(ctx context.Context) (Status, error) {
 		if v, ok := mt["w|"+name]; ok {
 			w = v
 		}
-		return Member{Name: name, Count: count, Failures: fails[name], Streak: streak[name], Weight: int(w)}
+		return Member{Name: name, Count: count, Failures: fails[name], Streak: streak[name], Weight: int(w), Limit: limits[name]}
 	}
 	out := make([]Member, 0, len(active)+len(cooling)+len(removed))
 	for _, a := range active {

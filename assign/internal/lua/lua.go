@@ -44,7 +44,7 @@ type Set struct {
 	// PickMany is PickBatch's: up to assign.PickChunk picks in one call.
 	PickMany, Add, Remove, Restore, List *Script
 	Cooldown, Failure, Weight            *Script
-	PickSticky                           *Script
+	PickSticky, Limit                    *Script
 }
 
 func newSet(clock string) *Set {
@@ -57,7 +57,7 @@ func newSet(clock string) *Set {
 	return &Set{
 		Pick: s("pick"), PickMany: s("pick_many"), Add: s("add"), Remove: s("remove"),
 		Restore: s("restore"), List: s("list"), Cooldown: s("cooldown"), Failure: s("failure"),
-		Weight: s("weight"), PickSticky: s("pick_sticky"),
+		Weight: s("weight"), PickSticky: s("pick_sticky"), Limit: s("limit"),
 	}
 }
 

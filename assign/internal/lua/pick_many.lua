@@ -6,10 +6,10 @@
 -- pick of the batch sees the same instant
 -- ARGV[1] how many picks, 1 to 256: the client splits larger batches, so
 --         that one call never holds the server for long
--- Returns the members picked, in order; false for an empty pool (picks
--- never remove or cool a member, and the clock stands still within the
--- script, so a pool is empty, or all cooling, for the whole batch or not
--- at all).
+-- Returns the members picked, in order. A pick that finds no member (a
+-- pool empty, every member cooling: a rate limit can cool members during
+-- the batch) ends it: its answer (false, or an error) is the last element
+-- of the list, after the picks made before it, which stay counted.
 local n = tonumber(ARGV[1])
 if not n or n < 1 or n > 256 or n % 1 ~= 0 then
   return redis.error_reply('ERR pick_many: ARGV[1] ' .. tostring(ARGV[1]) .. ': want 1 to 256 picks')
@@ -17,7 +17,10 @@ end
 local out = {}
 for i = 1, n do
   local m, none = pool_pick()
-  if not m then return none end
+  if not m then
+    out[i] = none
+    return out
+  end
   out[i] = m
 end
 return out

@@ -97,15 +97,28 @@ local function pool_lib()
     return redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[3]) > 0
   end
 
-  -- bump counts one assignment of the active member m.
+  -- bump counts one assignment of the active member m and, if m has a
+  -- rate limit, spends it (GCRA on the clock: 'l|'..m is the interval
+  -- between requests in ms, the burst, the rate and its period in ms;
+  -- 't|'..m the theoretical arrival time); a member left with no room is cooled until it has room again,
+  -- so that picks skip it at no cost and it comes back by itself.
   bump = function(m)
-    local w = redis.call('HGET', KEYS[4], 'w|' .. m)
+    local x = redis.call('HMGET', KEYS[4], 'w|' .. m, 'l|' .. m, 't|' .. m)
+    local w, l, tat = x[1], x[2], x[3]
     if not w then
       redis.call('ZINCRBY', KEYS[1], 1, m)
-      return
+    else
+      local c = redis.call('HINCRBY', KEYS[4], 'c|' .. m, 1)
+      redis.call('ZADD', KEYS[1], num(c / tonumber(w)), m)
     end
-    local c = redis.call('HINCRBY', KEYS[4], 'c|' .. m, 1)
-    redis.call('ZADD', KEYS[1], num(c / tonumber(w)), m)
+    if not l then return end
+    local ts, bs = string.match(l, '^(%S+) (%S+)')
+    local t, burst = tonumber(ts), tonumber(bs)
+    local now = now_ms()
+    local next_tat = math.max(tonumber(tat) or now, now) + t
+    redis.call('HSET', KEYS[4], 't|' .. m, num(next_tat))
+    local free = math.ceil(next_tat - (burst - 1) * t)
+    if free > now then cool(m, free) end
   end
 
   -- slow_pick is pool_pick on a pool with cooling or weighted members.
