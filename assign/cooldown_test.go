@@ -361,3 +361,85 @@ func TestPickSticky(t *testing.T) {
 		t.Fatalf("with a cooling and b removed: %v, want ErrAllCooling", err)
 	}
 }
+
+// 50 workers pick from ten members limited to 5 picks an hour each (on
+// Redis's own clock: nothing refills during the test): exactly 50 picks
+// succeed, 5 per member, and every other pick is refused with the time
+// the first member has room again.
+func TestNoPickOverItsLimit(t *testing.T) {
+	_, c := newClient(t)
+	ctx := ctxFor(t)
+	p := newPool(t, c, "limited-workers")
+	members := make([]string, 10)
+	for i := range members {
+		members[i] = fmt.Sprintf("key-%d", i)
+	}
+	if _, err := p.Add(ctx, 0, members...); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SetLimit(ctx, Limit{Rate: 5, Per: time.Hour, Burst: 5}, members...); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	got := map[string]int{}
+	var refused atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 4 {
+				var ms []string
+				if w%2 == 0 {
+					m, err := p.Pick(ctx)
+					if err != nil {
+						if !errors.Is(err, ErrAllCooling) {
+							t.Errorf("worker %d: %v", w, err)
+						}
+						refused.Add(1)
+						continue
+					}
+					ms = append(ms, m)
+				} else {
+					rs, err := p.PickBatch(ctx, 3)
+					if err != nil {
+						t.Errorf("worker %d: %v", w, err)
+						return
+					}
+					for _, r := range rs {
+						if r.Err != nil {
+							if !errors.Is(r.Err, ErrAllCooling) {
+								t.Errorf("worker %d: %v", w, r.Err)
+							}
+							refused.Add(1)
+							continue
+						}
+						ms = append(ms, r.Member)
+					}
+				}
+				mu.Lock()
+				for _, m := range ms {
+					got[m]++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	total := 0
+	for _, m := range members {
+		if got[m] != 5 {
+			t.Errorf("%s picked %d times, want its limit, 5", m, got[m])
+		}
+		total += got[m]
+	}
+	if total != 50 || refused.Load() != 25*4+25*4*3-50 {
+		t.Fatalf("%d picks made and %d refused, want 50 and %d", total, refused.Load(), 25*4+25*4*3-50)
+	}
+	ms, _ := p.List(ctx)
+	for _, m := range ms {
+		if m.Count != 5 || !m.Cooling() || m.Limit == nil || *m.Limit != (Limit{Rate: 5, Per: time.Hour, Burst: 5}) {
+			t.Fatalf("after the run: %+v, want every member at 5, cooling, with its limit", m)
+		}
+	}
+}

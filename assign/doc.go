@@ -34,7 +34,9 @@
 // a row (Settings.EvictAfter) evict a member; RecordSuccess ends a streak.
 // When every member is cooling, a pick fails with a *CoolingError that
 // says when the first comes back, or (LastResortEarliest) takes that one.
-// A member of weight w (AddWeighted, SetWeight) takes w times the share.
+// A member of weight w (AddWeighted, SetWeight) takes w times the share;
+// a member with a rate limit (SetLimit: GCRA on Redis's clock) cools
+// whenever it has no room left, until it has.
 // PickSticky keeps a key (a session) on the member it got while that
 // member serves.
 //

@@ -104,7 +104,7 @@ func CheckStatusFormat(format string) error {
 
 // WriteStatus prints a pool's status in format: "json", the Status as one
 // JSON object, or "table": the settings and Redis's clock on a line, then
-// a line per member with its count, weight, state, streak, failures and,
+// a line per member with its count, weight, limit, state, streak, failures and,
 // for a cooling member, when it comes back and how long that is from the
 // clock's reading.
 func WriteStatus(w io.Writer, st Status, format string) error {
@@ -117,13 +117,16 @@ func WriteStatus(w io.Writer, st Status, format string) error {
 	fmt.Fprintf(w, "pool %q at %s (Redis's clock): evict after %d failures in a row (0: never), last resort %s\n",
 		st.Pool, st.Now.UTC().Format(time.RFC3339Nano), st.Settings.EvictAfter, st.Settings.LastResort)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MEMBER\tCOUNT\tWEIGHT\tSTATE\tSTREAK\tFAILURES\tCOOLING UNTIL")
+	fmt.Fprintln(tw, "MEMBER\tCOUNT\tWEIGHT\tLIMIT\tSTATE\tSTREAK\tFAILURES\tCOOLING UNTIL")
 	for _, m := range st.Members {
-		until := "-"
+		until, limit := "-", "-"
 		if m.Cooling() {
 			until = fmt.Sprintf("%s (in %v)", m.CoolingUntil.UTC().Format(time.RFC3339Nano), m.CoolingUntil.Sub(st.Now))
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%s\n", m.Name, m.Count, m.Weight, memberState(m), m.Streak, m.Failures, until)
+		if m.Limit != nil {
+			limit = fmt.Sprintf("%d/%v burst %d", m.Limit.Rate, m.Limit.Per, m.Limit.Burst)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%d\t%d\t%s\n", m.Name, m.Count, m.Weight, limit, memberState(m), m.Streak, m.Failures, until)
 	}
 	return tw.Flush()
 }

@@ -53,6 +53,9 @@ func TestBadInput(t *testing.T) {
 		{"last resort name", func() error { _, err := ParseLastResort("any"); return err }(), `last resort "any": want fail, earliest`},
 		{"sticky key", func() error { _, err := p.PickSticky(ctx, ""); return err }(), `sticky key "": want 1 to 200 bytes of UTF-8`},
 		{"sticky TTL", func() error { _, err := New(c, "x", WithStickyTTL(time.Hour*24*8)); return err }(), "sticky TTL 192h0m0s: want 1s to 168h0m0s"},
+		{"rate 0", p.SetLimit(ctx, Limit{Rate: 0, Per: time.Second, Burst: 1}, "a"), "rate 0: want 1 to 1000000 requests"},
+		{"rate per", p.SetLimit(ctx, Limit{Rate: 1, Per: time.Microsecond, Burst: 1}, "a"), "rate per 1µs: want whole milliseconds from 1ms to 24h0m0s"},
+		{"burst", p.SetLimit(ctx, Limit{Rate: 1, Per: time.Second}, "a"), "burst 0: want 1 to 1000000"},
 		{"probe timeout", ProbeConfig{URL: "http://x/", Timeout: time.Hour, Concurrency: 1}.Validate(), "probe timeout 1h0m0s: want 10ms to 1m0s"},
 	} {
 		if !errors.Is(tc.err, ErrInvalid) || !strings.Contains(tc.err.Error(), tc.want) || !strings.HasPrefix(tc.err.Error(), "assign: ") {

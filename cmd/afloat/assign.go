@@ -169,6 +169,50 @@ func runAssignCooldown(c *cli.Command, args []string) int {
 	})
 }
 
+// runAssignLimit sets or clears members' rate limits, all or none.
+func runAssignLimit(c *cli.Command, args []string) int {
+	var f poolFlags
+	var l assign.Limit
+	var clear bool
+	f.register(c)
+	c.IntVar(&l.Rate, "rate", 0, "requests `N` per --per, 1 to 1000000 (required unless --clear)")
+	c.DurationVar(&l.Per, "per", time.Second, "the rate's `PERIOD`, 1ms to 24h: 1s, 1m")
+	c.IntVar(&l.Burst, "burst", 0, "requests `B` at once, 1 to 1000000 (default --rate: the period's budget at once)")
+	c.BoolVar(&clear, "clear", false, "take the members' limits away")
+	members, status, ok := c.ParseArgs(args)
+	if !ok {
+		return status
+	}
+	if err := c.NotWith("clear", ": give one or the other", "rate", "per", "burst"); err != nil {
+		return c.Refuse(err)
+	}
+	if !clear && !c.Given("rate") {
+		return c.Refuse(errors.New("--rate is required (or --clear): want requests per --per"))
+	}
+	if !c.Given("burst") {
+		l.Burst = l.Rate
+	}
+	if !clear {
+		if err := l.Validate(); err != nil {
+			return c.Refuse(err)
+		}
+	}
+	return f.run(c, time.Minute, func(ctx context.Context, p *assign.Pool) error {
+		if clear {
+			if err := p.ClearLimit(ctx, members...); err != nil {
+				return err
+			}
+			_, err := fmt.Fprintf(c.Stdout, "cleared the rate limits of %d members of pool %q\n", len(members), p.Name())
+			return err
+		}
+		if err := p.SetLimit(ctx, l, members...); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintf(c.Stdout, "limited %d members of pool %q to %d per %v, bursts of %d\n", len(members), p.Name(), l.Rate, l.Per, l.Burst)
+		return err
+	})
+}
+
 // runAssignStatus prints a pool's members, settings and cooldowns.
 func runAssignStatus(c *cli.Command, args []string) int {
 	var f poolFlags
