@@ -48,18 +48,32 @@ type Config struct {
 }
 
 // OperatorConfig is an operator's entry: Token, at least 16 bytes, or
-// TokenFile naming a file holding it.
+// TokenFile naming a file holding it; and, while it is rotated, the
+// tokens the coordinators accept besides (AcceptedTokens, as
+// RegionConfig's).
 type OperatorConfig struct {
-	Token     string `yaml:"token"`
-	TokenFile string `yaml:"token_file"`
+	Token              string   `yaml:"token"`
+	TokenFile          string   `yaml:"token_file"`
+	AcceptedTokens     []string `yaml:"accepted_tokens"`
+	AcceptedTokenFiles []string `yaml:"accepted_token_files"`
 }
 
 // RegionConfig is a region's entry.
 type RegionConfig struct {
 	// Token is the bearer token the region presents to the coordinator:
 	// at least 16 bytes. TokenFile, instead, names a file holding it.
+	// Neither: the region authenticates with a client certificate that
+	// names it (docs/quota.md, "TLS"), which the coordinators verify
+	// with --client-ca, and its agent presents with --client-cert.
 	Token     string `yaml:"token"`
 	TokenFile string `yaml:"token_file"`
+	// AcceptedTokens are tokens the coordinators accept for the region
+	// besides Token, at least 16 bytes each, and AcceptedTokenFiles files
+	// holding more: the old and the new token while it is rotated
+	// without a restart (docs/quota.md, "Rotating a token"). Its agent
+	// presents Token only.
+	AcceptedTokens     []string `yaml:"accepted_tokens"`
+	AcceptedTokenFiles []string `yaml:"accepted_token_files"`
 }
 
 // TenantConfig is a tenant's entry: quota.Tenant in the file's units.
@@ -139,13 +153,18 @@ func LoadConfig(path string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Regions)) {
-		if r := cfg.Regions[name]; r.TokenFile != "" {
+		r := cfg.Regions[name]
+		if r.TokenFile != "" {
 			if r.Token, err = readTokenFile(ErrConfigFile, "regions."+name+".token_file", r.TokenFile); err != nil {
 				return nil, err
 			}
 			r.TokenFile = ""
-			cfg.Regions[name] = r
 		}
+		if r.AcceptedTokens, err = readAccepted("regions."+name, r.AcceptedTokens, r.AcceptedTokenFiles); err != nil {
+			return nil, err
+		}
+		r.AcceptedTokenFiles = nil
+		cfg.Regions[name] = r
 	}
 	if e := &cfg.Envoy; e.TokenFile != "" {
 		if e.Token, err = readTokenFile(ErrConfigFile, "envoy.token_file", e.TokenFile); err != nil {
@@ -154,18 +173,37 @@ func LoadConfig(path string) (*Config, error) {
 		e.TokenFile = ""
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Operators)) {
-		if o := cfg.Operators[name]; o.TokenFile != "" {
+		o := cfg.Operators[name]
+		if o.TokenFile != "" {
 			if o.Token, err = readTokenFile(ErrConfigFile, "operators."+name+".token_file", o.TokenFile); err != nil {
 				return nil, err
 			}
 			o.TokenFile = ""
-			cfg.Operators[name] = o
 		}
+		if o.AcceptedTokens, err = readAccepted("operators."+name, o.AcceptedTokens, o.AcceptedTokenFiles); err != nil {
+			return nil, err
+		}
+		o.AcceptedTokenFiles = nil
+		cfg.Operators[name] = o
 	}
 	if err := cfg.checkTokens(); err != nil {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// readAccepted is a principal's accepted tokens with those of its files
+// appended (each file read as ReadTokenFile reads).
+func readAccepted(field string, tokens, files []string) ([]string, error) {
+	out := slices.Clone(tokens)
+	for i, path := range files {
+		tok, err := readTokenFile(ErrConfigFile, fmt.Sprintf("%s.accepted_token_files[%d]", field, i), path)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, tok)
+	}
+	return out, nil
 }
 
 // ReadTokenFile reads a token from the file at path, for field (the
@@ -255,7 +293,6 @@ func (c *Config) Validate() error {
 	if len(c.Regions) == 0 || len(c.Regions) > 64 {
 		return bad("regions: %d: want 1 to 64", len(c.Regions))
 	}
-	tokens := map[string]string{}
 	for _, name := range slices.Sorted(maps.Keys(c.Regions)) {
 		r := c.Regions[name]
 		switch {
@@ -263,14 +300,11 @@ func (c *Config) Validate() error {
 			return bad("regions: name %q: want 1 to 64 bytes, no slash or space", name)
 		case r.Token != "" && r.TokenFile != "":
 			return bad("regions.%s: token and token_file: give one", name)
-		case r.TokenFile == "" && len(r.Token) < 16:
-			return bad("regions.%s.token: %d bytes: want at least 16 (or a token_file)", name, len(r.Token))
+		case r.Token != "" && len(r.Token) < 16:
+			return bad("regions.%s.token: %d bytes: want at least 16 (or a token_file, or neither for a client certificate)", name, len(r.Token))
 		}
-		if r.Token != "" {
-			if other, dup := tokens[r.Token]; dup {
-				return bad("regions.%s.token: the same as regions.%s.token: each region needs its own", name, other)
-			}
-			tokens[r.Token] = name
+		if err := checkAccepted("regions."+name, r.AcceptedTokens); err != nil {
+			return err
 		}
 	}
 	if len(c.Tenants) == 0 || len(c.Tenants) > 100_000 {
@@ -298,6 +332,9 @@ func (c *Config) Validate() error {
 		case o.TokenFile == "" && len(o.Token) < 16:
 			return bad("operators.%s.token: %d bytes: want at least 16 (or a token_file)", name, len(o.Token))
 		}
+		if err := checkAccepted("operators."+name, o.AcceptedTokens); err != nil {
+			return err
+		}
 	}
 	if err := c.checkTokens(); err != nil {
 		return err
@@ -305,29 +342,57 @@ func (c *Config) Validate() error {
 	return c.validateRest()
 }
 
-// checkTokens refuses a token used twice among regions and operators:
-// each credential names one principal.
-func (c *Config) checkTokens() error {
-	seen := map[string]string{}
-	for _, name := range slices.Sorted(maps.Keys(c.Regions)) {
-		if tok := c.Regions[name].Token; tok != "" {
-			seen[tok] = "regions." + name
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(c.Operators)) {
-		if tok := c.Operators[name].Token; tok != "" {
-			if other, dup := seen[tok]; dup {
-				return fmt.Errorf("%w: operators.%s.token: the same as %s.token: each needs its own", ErrConfigFile, name, other)
-			}
-			seen[tok] = "operators." + name
-		}
-	}
-	if tok := c.Envoy.Token; tok != "" {
-		if other, dup := seen[tok]; dup {
-			return fmt.Errorf("%w: envoy.token: the same as %s.token: each needs its own", ErrConfigFile, other)
+// checkAccepted refuses an accepted token under 16 bytes, naming it by
+// its index only.
+func checkAccepted(field string, tokens []string) error {
+	for i, tok := range tokens {
+		if len(tok) < 16 {
+			return fmt.Errorf("%w: %s.accepted_tokens[%d]: %d bytes: want at least 16", ErrConfigFile, field, i, len(tok))
 		}
 	}
 	return nil
+}
+
+// checkTokens refuses a token used by two principals among regions,
+// operators and Envoy, accepted tokens counted: each credential names
+// one principal. The same token twice for one principal (its token among
+// its accepted ones, as a rotation's first step may leave it) is fine.
+func (c *Config) checkTokens() error {
+	type claimed struct{ owner, field string }
+	seen := map[string]claimed{}
+	claim := func(owner, field, tok string) error {
+		if tok == "" {
+			return nil
+		}
+		if other, dup := seen[tok]; dup && other.owner != owner {
+			return fmt.Errorf("%w: %s: the same as %s: each needs its own", ErrConfigFile, field, other.field)
+		}
+		seen[tok] = claimed{owner, field}
+		return nil
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Regions)) {
+		r, owner := c.Regions[name], "regions."+name
+		if err := claim(owner, owner+".token", r.Token); err != nil {
+			return err
+		}
+		for i, tok := range r.AcceptedTokens {
+			if err := claim(owner, fmt.Sprintf("%s.accepted_tokens[%d]", owner, i), tok); err != nil {
+				return err
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Operators)) {
+		o, owner := c.Operators[name], "operators."+name
+		if err := claim(owner, owner+".token", o.Token); err != nil {
+			return err
+		}
+		for i, tok := range o.AcceptedTokens {
+			if err := claim(owner, fmt.Sprintf("%s.accepted_tokens[%d]", owner, i), tok); err != nil {
+				return err
+			}
+		}
+	}
+	return claim("envoy", "envoy.token", c.Envoy.Token)
 }
 
 // CheckTenant validates one tenant entry, naming its fields under field
@@ -457,6 +522,40 @@ func (c *Config) Tokens() map[string]string {
 	out := make(map[string]string, len(c.Regions))
 	for name, r := range c.Regions {
 		out[name] = r.Token
+	}
+	return out
+}
+
+// RegionTokens maps each region to every token the coordinators accept
+// for it: its token, then its accepted tokens (none for a region that
+// authenticates with its certificate only).
+func (c *Config) RegionTokens() map[string][]string {
+	out := make(map[string][]string, len(c.Regions))
+	for name, r := range c.Regions {
+		out[name] = principalTokens(r.Token, r.AcceptedTokens)
+	}
+	return out
+}
+
+// OperatorTokens maps each operator to every token the coordinators
+// accept for it: its token, then its accepted tokens.
+func (c *Config) OperatorTokens() map[string][]string {
+	out := make(map[string][]string, len(c.Operators))
+	for name, o := range c.Operators {
+		out[name] = principalTokens(o.Token, o.AcceptedTokens)
+	}
+	return out
+}
+
+func principalTokens(tok string, accepted []string) []string {
+	var out []string
+	if tok != "" {
+		out = append(out, tok)
+	}
+	for _, a := range accepted {
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
 	}
 	return out
 }

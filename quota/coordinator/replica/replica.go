@@ -2,12 +2,15 @@ package replica
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -64,6 +67,28 @@ type Options struct {
 	// and operators call it by (their --coordinator URLs). Any other
 	// Host gets 421.
 	Hosts []string
+	// TLSCert and TLSKey, if given, are the files of the certificate and
+	// private key (PEM) the API serves TLS with; the default Advertise is
+	// then https://Listen. Without them the API serves plain HTTP, which
+	// Run warns of beyond loopback. SIGHUP reads them again.
+	TLSCert, TLSKey string
+	// ClientCA, if given, is the file of the CA certificates (PEM) that
+	// sign the regions' client certificates: a region may authenticate
+	// with a certificate naming it (remote.RegionURI) instead of its
+	// token, and a region of the config without a token must. Needs
+	// TLSCert.
+	ClientCA string
+	// ConfigFile is the path Config was read from, and Reload, if not
+	// nil, asks for it to be read again (afloat quota coordinator sends
+	// on SIGHUP): the regions' and the operators' tokens change at once,
+	// and the certificates (TLSCert, TLSKey, ClientCA) are read again;
+	// the log says which principals changed, never a token, and which
+	// sections changed but apply only at the next start. A file that
+	// does not load, or adds or removes a region, is refused whole and
+	// logged, and the config in use stays (docs/quota.md, "Rotating a
+	// token").
+	ConfigFile string
+	Reload     <-chan struct{}
 
 	metrics *coordMetrics // set by Run, for lead
 }
@@ -123,6 +148,9 @@ func Run(ctx context.Context, o Options) error {
 	advertise := o.Advertise
 	if advertise == "" {
 		advertise = "http://" + ln.Addr().String()
+		if r.certs != nil {
+			advertise = "https://" + ln.Addr().String()
+		}
 	}
 	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	ledger, err := etcdledger.Open(octx, etcdledger.Config{
@@ -156,8 +184,18 @@ func Run(ctx context.Context, o Options) error {
 	o.metrics = newCoordMetrics(current.Load)
 	o.metrics.eventLog(events) // 0 without one
 	mail := &remote.Mailbox{}
+	regionKeys, err := remote.NewKeyring(o.Config.RegionTokens())
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	operatorKeys, err := remote.NewKeyring(o.Config.OperatorTokens())
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	h, err := remote.Handler(remote.HandlerConfig{
-		Tokens: o.Config.Tokens(), Nudges: mail, Logger: log,
+		Keyring: regionKeys, Nudges: mail, Logger: log, ClientCerts: r.certs.Mutual(),
 		Lead: func() (remote.Backend, string) {
 			if s := current.Load(); s != nil {
 				return s, ""
@@ -169,12 +207,18 @@ func Run(ctx context.Context, o Options) error {
 		ln.Close()
 		return err
 	}
-	h = withTenantsAPI(h, o.Config, &current, &leader, log)
+	h = withTenantsAPI(h, o.Config, operatorKeys, &current, &leader, log)
 	h = o.metrics.handler(h, coordReady(current.Load, func() string { return leader.Load().(string) }, advertise,
 		func() bool { return seen.within(time.Now(), bound) }))
 	h = ops.HostGuard(hosts, "quota coordinator", h)
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: 15 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
+		WriteTimeout: 15 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10,
+		ErrorLog: ops.ServerLog(log)}
+	if r.certs != nil {
+		// Optional, not required, client certificates: a region may use
+		// its token instead, and a scraper of /metrics neither.
+		ln = tls.NewListener(ln, r.certs.Config(tls.VerifyClientCertIfGiven))
+	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
 	defer func() {
@@ -182,9 +226,28 @@ func Run(ctx context.Context, o Options) error {
 		hs.Shutdown(sctx) //nolint:errcheck
 		cancel()
 	}()
-	log.Info("quota coordinator: serving", "listen", ln.Addr().String(), "advertise", advertise, "etcd", endpoints)
+	log.Info("quota coordinator: serving", "listen", ln.Addr().String(), "advertise", advertise, "etcd", endpoints,
+		"tls", r.certs != nil, "client_certificates", r.certs.Mutual())
+	if w := ops.PlainWarning("quota coordinator", "--listen", ln.Addr().String(), r.certs != nil); w != "" {
+		log.Warn(w)
+	}
 	if o.Ready != nil {
 		o.Ready(ln.Addr().String())
+	}
+
+	if o.Reload != nil {
+		rl := &reloader{path: o.ConfigFile, cfg: o.Config, regions: regionKeys, operators: operatorKeys,
+			certs: r.certs, log: log}
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-o.Reload:
+					rl.reload()
+				}
+			}
+		}()
 	}
 
 	// Followers learn where the leader is, for the regions they turn away.
@@ -258,6 +321,7 @@ func (o *Options) Validate() error {
 // resolved are the options as Run uses them: the names the API answers,
 // and the endpoints in one form (remote.ParseEndpoints).
 type resolved struct {
+	certs     *ops.ServerCerts // nil: plain HTTP
 	hosts     *hostcheck.Names
 	advertise string
 	etcd      []string
@@ -275,11 +339,19 @@ func (o *Options) resolve() (r resolved, err error) {
 		return r, errors.New(`--config: want the cluster's config (YAML or JSON: docs/quota.md, "Deployment")`)
 	case o.Logger == nil:
 		return r, errors.New("a logger is required")
+	case o.Reload != nil && o.ConfigFile == "":
+		return r, errors.New("a reload needs the config's file (ConfigFile)")
 	}
 	if err := ops.CheckListen("--listen", o.Listen); err != nil {
 		return r, err
 	}
 	if err := ops.CheckRotation(o.EventLogMaxMB, o.EventLogKeep); err != nil {
+		return r, err
+	}
+	if r.certs, err = ops.LoadServer(ops.TLSFiles{Cert: o.TLSCert, Key: o.TLSKey, ClientCA: o.ClientCA}); err != nil {
+		return r, err
+	}
+	if err := checkCertOnly(o.Config, r.certs.Mutual()); err != nil {
 		return r, err
 	}
 	if r.hosts, err = ops.HostNames(o.Hosts, o.Listen); err != nil {
@@ -302,6 +374,21 @@ func (o *Options) resolve() (r resolved, err error) {
 	}
 	r.etcd, err = remote.ParseEndpoints("--etcd", o.Etcd)
 	return r, err
+}
+
+// checkCertOnly refuses a config with a region that has no token unless
+// client certificates are verified (--client-ca): such a region could
+// not authenticate at all.
+func checkCertOnly(cfg *config.Config, mutual bool) error {
+	if mutual {
+		return nil
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Regions)) {
+		if cfg.Regions[name].Token == "" {
+			return fmt.Errorf("--config: regions.%s has no token: it could authenticate only with a client certificate; give --client-ca (and --tls-cert, --tls-key), or a token", name)
+		}
+	}
+	return nil
 }
 
 // lead campaigns, and once it wins, serves as the leader until it loses.
