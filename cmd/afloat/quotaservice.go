@@ -38,6 +38,8 @@ func runQuotaCoordinator(c *cli.Command, args []string) int {
 	c.StringVar(&configPath, "config", "", "the cluster's config `FILE` (YAML or JSON): tenants, regions and their tokens")
 	c.Var((*cli.List)(&o.Etcd), "etcd", "etcd client `ENDPOINTS`, comma-separated; without it an embedded single-member etcd runs in --data-dir")
 	c.StringVar(&o.DataDir, "data-dir", "", "`DIR` of the embedded etcd (default "+etcdmember.DefaultDataDir()+")")
+	c.StringVar(&o.EtcdClientURL, "etcd-client-url", "", "`URL` (http://host:port, loopback) the embedded etcd serves clients on (default a free port, kept in --data-dir)")
+	c.StringVar(&o.EtcdPeerURL, "etcd-peer-url", "", "`URL` (http://host:port, loopback) the embedded etcd serves peers on (default a free port, kept in --data-dir)")
 	c.StringVar(&o.EventLog, "event-log", "", "append the event log (JSON lines, t_ns in Unix ns) to `FILE`, for afloat quota check")
 	rotationFlags(c, &o.EventLogMaxMB, &o.EventLogKeep)
 	c.Var((*cli.Strings)(&o.Hosts), "host", "a host `NAME` the API answers besides localhost, 127.0.0.1, [::1], --listen's and --advertise's host: what regions and operators call it by (repeat for more)")
@@ -49,6 +51,9 @@ func runQuotaCoordinator(c *cli.Command, args []string) int {
 	}
 	var err error
 	o.Config, err = loadConfig(configPath)
+	if pw := os.Getenv(config.EtcdPasswordEnv); err == nil && o.Config.Etcd.Password == "" && pw != "" {
+		o.Config.Etcd.Password = config.Secret(pw) // the config's password_file comes first
+	}
 	o.Logger = slog.New(slog.NewTextHandler(c.Stderr, nil))
 	o.ConfigFile = configPath
 	hup, stopHup := hangups()
@@ -90,6 +95,9 @@ func runQuotaRegion(c *cli.Command, args []string) int {
 	var a *agent.Agent
 	var err error
 	o.Config, err = loadConfig(configPath)
+	if pw := os.Getenv(config.EtcdPasswordEnv); err == nil && o.Config.Etcd.Password == "" && pw != "" {
+		o.Config.Etcd.Password = config.Secret(pw) // the config's password_file comes first
+	}
 	o.Logger = slog.New(slog.NewTextHandler(c.Stderr, nil))
 	o.ConfigFile = configPath
 	hup, stopHup := hangups()
@@ -154,8 +162,21 @@ func runQuotaEtcd(c *cli.Command, args []string) int {
 	c.StringVar(&m.AdvertiseClientURL, "advertise-client-url", "", "`URL` clients are told (default --client-url)")
 	c.StringVar(&m.InitialCluster, "initial-cluster", "", "`N=URL,...` of a new cluster (default this member alone)")
 	c.BoolVar(&m.AllowRemote, "allow-remote", false, "let --client-url and --peer-url listen beyond loopback: the member has no authentication or TLS")
+	c.StringVar(&m.CertFile, "tls-cert", "", "serve clients over TLS with the certificate in `FILE` (PEM); --client-url is then https")
+	c.StringVar(&m.KeyFile, "tls-key", "", "the private key of --tls-cert, in `FILE` (PEM)")
+	c.StringVar(&m.ClientCAFile, "client-ca", "", "require of clients a certificate signed by the CAs in `FILE` (PEM)")
+	var rootPasswordFile string
+	c.StringVar(&rootPasswordFile, "root-password-file", "", "turn etcd's authentication on, with the user root's password in `FILE` (0600)")
 	if status, ok := c.ParseFlags(args); !ok {
 		return status
+	}
+	if rootPasswordFile != "" {
+		// The quota's rule for secret files: 0600 or 0400, as a token's.
+		pw, err := config.ReadTokenFile("--root-password-file", rootPasswordFile)
+		if err != nil {
+			return c.Refuse(err)
+		}
+		m.RootPassword = pw
 	}
 	ctx, stop := cli.Interruptible()
 	defer stop()

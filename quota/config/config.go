@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"math"
 	"os"
@@ -112,7 +113,42 @@ type EtcdConfig struct {
 	DeposeAfter int `yaml:"depose_after"`
 	// MaxTxnOps is the etcd cluster's --max-txn-ops; default 128.
 	MaxTxnOps int `yaml:"max_txn_ops"`
+	// CAFile is the file of the CA certificates (PEM) that sign the etcd
+	// servers' certificates, for https:// endpoints (default: the
+	// system's roots); CertFile and KeyFile, the client certificate etcd
+	// asks for with --client-cert-auth.
+	CAFile   string `yaml:"ca_file"`
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+	// User logs in to an etcd cluster with authentication on, with the
+	// password in PasswordFile (read as a token file is: 0600 or 0400),
+	// or else in the environment variable AFLOAT_QUOTA_ETCD_PASSWORD,
+	// which afloat quota coordinator reads. The user needs read and
+	// write on Prefix.
+	User         string `yaml:"user"`
+	PasswordFile string `yaml:"password_file"`
+	// Password is what PasswordFile held (LoadConfig reads it), or what
+	// the caller set; never in the file itself, and never printed (a
+	// Secret prints as xxxxx).
+	Password Secret `yaml:"-"`
 }
+
+// Secret is a password: it formats, and logs, as xxxxx, so that a
+// config printed whole shows none. string(s) is the password.
+type Secret string
+
+// String hides the secret.
+func (s Secret) String() string { return "xxxxx" }
+
+// GoString hides the secret from %#v too.
+func (s Secret) GoString() string { return `"xxxxx"` }
+
+// LogValue hides the secret from log/slog.
+func (s Secret) LogValue() slog.Value { return slog.StringValue("xxxxx") }
+
+// EtcdPasswordEnv is where afloat quota coordinator finds the etcd
+// user's password when the config gives no password_file.
+const EtcdPasswordEnv = "AFLOAT_QUOTA_ETCD_PASSWORD"
 
 // AgentConfig configures region agents.
 type AgentConfig struct {
@@ -186,6 +222,13 @@ func LoadConfig(path string) (*Config, error) {
 		o.AcceptedTokenFiles = nil
 		cfg.Operators[name] = o
 	}
+	if e := &cfg.Etcd; e.PasswordFile != "" {
+		pw, err := readSecretFile(ErrConfigFile, "etcd.password_file", e.PasswordFile, "password", 1)
+		if err != nil {
+			return nil, err
+		}
+		e.Password, e.PasswordFile = Secret(pw), ""
+	}
 	if err := cfg.checkTokens(); err != nil {
 		return nil, err
 	}
@@ -222,6 +265,12 @@ func ReadTokenFile(field, path string) (string, error) {
 
 // readTokenFile is ReadTokenFile with its errors wrapping sentinel.
 func readTokenFile(sentinel error, field, path string) (string, error) {
+	return readSecretFile(sentinel, field, path, "token", 16)
+}
+
+// readSecretFile is readTokenFile for a secret (what names it) of at
+// least least bytes.
+func readSecretFile(sentinel error, field, path, what string, least int) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("%w: %s: %v", sentinel, field, err)
@@ -243,8 +292,8 @@ func readTokenFile(sentinel error, field, path string) (string, error) {
 		return "", fmt.Errorf("%w: %s: %v", sentinel, field, err)
 	}
 	tok := strings.TrimSpace(string(b))
-	if len(tok) < 16 {
-		return "", fmt.Errorf("%w: %s: a token of %d bytes: want at least 16", sentinel, field, len(tok))
+	if len(tok) < least {
+		return "", fmt.Errorf("%w: %s: a %s of %d bytes: want at least %d", sentinel, field, what, len(tok), least)
 	}
 	return tok, nil
 }
@@ -459,6 +508,10 @@ func (c *Config) validateRest() error {
 		return bad("etcd.max_txn_ops %d: want 8 to 1000000 (0 for the default, 128)", e.MaxTxnOps)
 	case e.Prefix != "" && !strings.HasPrefix(e.Prefix, "/"):
 		return bad("etcd.prefix %q: want a path starting with /", e.Prefix)
+	case (e.CertFile == "") != (e.KeyFile == ""):
+		return bad("etcd.cert_file and etcd.key_file: give both or neither")
+	case e.User == "" && (e.PasswordFile != "" || e.Password != ""):
+		return bad("etcd.password_file: a password without etcd.user")
 	}
 	a := &c.Agent
 	if a.Retry == 0 {
