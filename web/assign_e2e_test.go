@@ -4,8 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -307,5 +312,71 @@ func TestAssignLabNotOverFailureRecordsEndToEnd(t *testing.T) {
 	if n := srv.MustDo("EXISTS", "afloat:assign:{records}:counts", "afloat:assign:{records}:owner"); n != ":0" {
 		t.Errorf("the page made keys of the pool: EXISTS %s", n)
 	}
+	b.noProblems()
+}
+
+// TestAssignLabSlowServerEndToEnd: when the console answers the lab's
+// polls slower than it polls, the page waits for each answer before it
+// sends the next poll. Polls sent on a fixed interval pile up without
+// bound behind a slow server (Chromium queues requests for one address
+// behind each other in its cache), each drawing a state older than the
+// last.
+func TestAssignLabSlowServerEndToEnd(t *testing.T) {
+	t.Parallel()
+	srv := assigntest.Start(t)
+	c, err := assign.Dial(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pool, _ := assign.New(c, "slow")
+	if _, err := pool.Add(assigntest.Context(t, 5*time.Second), 0, "http://10.0.0.1:3128"); err != nil {
+		t.Fatal(err)
+	}
+	console, err := url.Parse(serveAssignConsole(t, srv, "slow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A proxy in front of the console answers each poll a second late.
+	proxy := httputil.NewSingleHostReverseProxy(console)
+	proxy.ErrorLog = log.New(io.Discard, "", 0) // polls cut off when the test ends
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == "/api/assign" {
+			select {
+			case <-time.After(time.Second):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(slow.Close)
+
+	b := newBrowser(t)
+	ctx := b.ctx
+	// The page's own count of the polls it has sent and not yet seen
+	// answered.
+	count := `window.polls = { inFlight: 0, most: 0, answered: 0 };
+const fetchOf = window.fetch;
+window.fetch = async (path, opts) => {
+  if (String(path) !== "/api/assign" || (opts && opts.method)) return fetchOf(path, opts);
+  window.polls.most = Math.max(window.polls.most, ++window.polls.inFlight);
+  try {
+    return await fetchOf(path, opts);
+  } finally {
+    window.polls.inFlight--;
+    window.polls.answered++;
+  }
+};`
+	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: count}); err != nil {
+		t.Fatal(err)
+	}
+	b.do(ctx, "open the assignment lab", chromedp.Navigate(slow.URL+"/#assign"), waitReady(),
+		waitFor(`document.querySelectorAll("#assign-table tbody tr").length === 1`))
+	b.do(ctx, "three polls answered, one at a time", waitFor(`window.polls.answered >= 3 || window.polls.most > 1`))
+	if most := evaluate[int](b, ctx, `window.polls.most`); most > 1 {
+		t.Fatalf("%d polls in flight at once: the page polls before the last poll is answered", most)
+	}
+	b.do(ctx, "switch language while polls are slow", choose("lang", "cy"), waitFor(`document.documentElement.lang === "cy"`))
 	b.noProblems()
 }

@@ -9,7 +9,8 @@ const $ = (id) => document.getElementById(id);
 const POLL_MS = 500;
 
 let last = null; // the last state, to redraw in another language
-let poller = 0;
+let poller = 0; // the timer of the next poll
+let pollChain = 0; // the chain of polls that may go on; others stop
 // A poll that was sent before a change was answered may come back after
 // it and would draw the pool as it was, flipping a removed member back to
 // "active" under the user's pointer. So polls are drawn only when no
@@ -97,16 +98,32 @@ function policyHelp() {
   $("assign-policy-help").textContent = t(`assign.policy_help.${$("assign-policy").value}`);
 }
 
-// renderAssign shows the view and polls the pool while it is shown.
+// renderAssign shows the view and polls the pool while it is shown. Each
+// poll is sent POLL_MS after the one before was answered, never on a fixed
+// interval: on a slow server, polls sent every POLL_MS pile up past the
+// browser's six connections to the host and hold back every other request
+// of the page, a language's catalogue among them. Showing the view again
+// (a new language, say) starts a new chain; the old one stops at its next
+// step.
 export async function renderAssign() {
+  const chain = ++pollChain;
+  clearTimeout(poller);
   await refresh();
-  if (!poller) poller = setInterval(refresh, POLL_MS);
+  pollAfter(chain);
+}
+
+function pollAfter(chain) {
+  if (chain !== pollChain) return;
+  poller = setTimeout(async () => {
+    await refresh();
+    pollAfter(chain);
+  }, POLL_MS);
 }
 
 // leaveAssign stops polling when another view is shown.
 export function leaveAssign() {
-  clearInterval(poller);
-  poller = 0;
+  pollChain++;
+  clearTimeout(poller);
 }
 
 async function refresh() {
