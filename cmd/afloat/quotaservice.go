@@ -161,7 +161,7 @@ func runQuotaEtcd(c *cli.Command, args []string) int {
 	c.StringVar(&m.AdvertisePeerURL, "advertise-peer-url", "", "`URL` other members dial (default --peer-url)")
 	c.StringVar(&m.AdvertiseClientURL, "advertise-client-url", "", "`URL` clients are told (default --client-url)")
 	c.StringVar(&m.InitialCluster, "initial-cluster", "", "`N=URL,...` of a new cluster (default this member alone)")
-	c.BoolVar(&m.AllowRemote, "allow-remote", false, "let --client-url and --peer-url listen beyond loopback: the member has no authentication or TLS")
+	c.BoolVar(&m.AllowRemote, "allow-remote", false, "let --client-url and --peer-url listen beyond loopback: peers speak plain HTTP, and clients too without --tls-cert, --client-ca and --root-password-file")
 	c.StringVar(&m.CertFile, "tls-cert", "", "serve clients over TLS with the certificate in `FILE` (PEM); --client-url is then https")
 	c.StringVar(&m.KeyFile, "tls-key", "", "the private key of --tls-cert, in `FILE` (PEM)")
 	c.StringVar(&m.ClientCAFile, "client-ca", "", "require of clients a certificate signed by the CAs in `FILE` (PEM)")
