@@ -116,7 +116,7 @@ func TestTokenRotationUnderTraffic(t *testing.T) {
 
 	end := eu.Limiter().RunStats()
 	if end.RenewFailures != start.RenewFailures || end.Renewals-start.Renewals < 12 {
-		t.Errorf("over the rotation: %d renewals, %d failed; want 12 or more, none failed", end.Renewals-start.Renewals, end.RenewFailures-start.RenewFailures)
+		t.Errorf("over the rotation: %d renewals, %d failed; want 12 or more, none failed; the agent's log:\n%s", end.Renewals-start.Renewals, end.RenewFailures-start.RenewFailures, euLog)
 	}
 	if load.Admitted() == 0 {
 		t.Error("the load had nothing admitted")

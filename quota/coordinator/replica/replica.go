@@ -492,14 +492,14 @@ func probeTLS(endpoints []string, cfg *tls.Config) error {
 		d := &net.Dialer{Timeout: 2 * time.Second}
 		conn, err := tls.DialWithDialer(d, "tcp", host, c)
 		var op *net.OpError
-		if errors.As(err, &op) && op.Op == "dial" {
-			continue // unreachable: not a TLS matter
+		var ne net.Error
+		if errors.As(err, &op) && op.Op == "dial" || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+			continue // unreachable, or too slow to tell: not a TLS verdict; the client's errors say the rest
 		}
 		if err == nil {
 			conn.SetReadDeadline(time.Now().Add(300 * time.Millisecond)) //nolint:errcheck
 			_, err = conn.Read(make([]byte, 1))
 			conn.Close()
-			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
 				return nil // the server waits for the client's first bytes: the handshake held
 			}
