@@ -47,7 +47,10 @@ type Span struct {
 
 // Moment is an entry of the debrief's timeline: an action of the player
 // ("action"), or the page starting ("page") or stopping ("page_end"), with
-// the state of the service at that minute.
+// the state of the service: at that minute for the page's moments, and for
+// an action what the dashboard showed when the player moved — the minute
+// before the one it applies to — so that a move that brought the page on
+// is not told as made "while paged".
 type Moment struct {
 	Minute        int     `json:"minute"`
 	Clock         string  `json:"clock"`
@@ -149,7 +152,12 @@ func Summarize(sc Scenario, frames []Frame, actions []Action) Debrief {
 			i++
 		}
 		a := a
-		timeline = append(timeline, moment(frames[a.Minute], "action", &a))
+		m := Moment{Minute: a.Minute, Clock: frames[a.Minute].Clock, Kind: "action", Action: &a}
+		if a.Minute > 0 {
+			seen := frames[a.Minute-1]
+			m.BadBuildShare, m.Paged, m.Burn1h = seen.BadBuildShare, seen.Paged, seen.Burn1h
+		}
+		timeline = append(timeline, m)
 	}
 	d.Timeline = append(timeline, d.Timeline[i:]...)
 	if d.Timeline == nil {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -144,5 +145,33 @@ func TestSummarize(t *testing.T) {
 	}
 	if s := ScoreFrames(sc, lost); s.Minutes != end+1 || s.BudgetSpent != 0.2 {
 		t.Errorf("lost game scored over %d minutes, budget spent %v; want %d, 0.2", s.Minutes, s.BudgetSpent, end+1)
+	}
+}
+
+// TestActionMomentsShowWhatThePlayerSaw: an action's moment in the
+// timeline carries the dashboard the player moved on — the minute before
+// the one the action applies to — so that a move that brings the page on
+// at once is not told as made "while paged", and one made during a page
+// is.
+func TestActionMomentsShowWhatThePlayerSaw(t *testing.T) {
+	sc, _ := Lookup("bad-deploy")
+	acts := []Action{Switch(1, ControlAutoscaling, false), Set(1, ControlFleetFloor, 0), Set(3, ControlFleetFloor, 10)}
+	frames := mustRun(t, Config{Scenario: "bad-deploy", Seed: 7, Noise: true, Actions: acts})
+	if frames[0].Paged || !frames[1].Paged || !frames[2].Paged {
+		t.Fatalf("paged at minutes 0-2: %v %v %v; the test needs the page to fire at minute 1, on the moves", frames[0].Paged, frames[1].Paged, frames[2].Paged)
+	}
+	d := Summarize(sc, frames, acts)
+	var got []string
+	for _, m := range d.Timeline {
+		got = append(got, fmt.Sprintf("%d %s paged=%v", m.Minute, m.Kind, m.Paged))
+	}
+	want := []string{"1 action paged=false", "1 action paged=false", "1 page paged=true", "3 action paged=true"}
+	if len(got) < len(want) || !slices.Equal(got[:len(want)], want) {
+		t.Fatalf("timeline %q, want it to start %q", got, want)
+	}
+	for i, seen := range []Frame{frames[0], frames[0], frames[1], frames[2]} {
+		if m := d.Timeline[i]; m.Burn1h != seen.Burn1h || m.BadBuildShare != seen.BadBuildShare {
+			t.Errorf("step %d: moment %+v, want the burn and bad build of minute %d (%v, %v)", i, m, seen.Minute, seen.Burn1h, seen.BadBuildShare)
+		}
 	}
 }

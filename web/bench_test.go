@@ -46,8 +46,14 @@ func BenchmarkAPIDebriefCoach(b *testing.B) {
 		"bad-deploy":  `[{"minute": 29, "control": "rollback"}]`,
 		"surge":       `[{"minute": 1, "control": "fleet_floor", "value": 16}, {"minute": 100, "control": "shed_low_priority", "value": 0.5}, {"minute": 110, "control": "shed_low_priority", "value": 0}]`,
 		"cache-flush": `[{"minute": 16, "control": "heavy_feature", "value": false}, {"minute": 30, "control": "warmup"}, {"minute": 40, "control": "heavy_feature", "value": true}]`,
+		"mystery":     `[{"minute": 40, "control": "rollback"}, {"minute": 60, "control": "fleet_floor", "value": 24}, {"minute": 120, "control": "fleet_floor", "value": 13}]`,
 	}
 	names := sim.ScenarioNames()
+	for _, name := range names {
+		if players[name] == "" {
+			b.Fatalf("no player's moves for %s", name)
+		}
+	}
 	var slowest time.Duration
 	i := 0
 	for b.Loop() {

@@ -80,6 +80,7 @@ type browser struct {
 func newBrowser(t testing.TB) *browser {
 	t.Helper()
 	path := findChromium(t)
+	profile, tmp := chromiumDirs(t)
 
 	// The flags keep Chromium off the network: this machine reaches only
 	// loopback, and background services would stall on refused connections.
@@ -93,11 +94,11 @@ func newBrowser(t testing.TB) *browser {
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1400, 1000),
 		// Chromium's own temporary files go with the test's folder, not
 		// into the machine's /tmp, where they outlived every run.
-		chromedp.Env("TMPDIR="+t.TempDir()),
+		chromedp.Env("TMPDIR="+tmp),
 	)
 
 	// Not --single-process, although the headless shell spends about a
@@ -109,6 +110,7 @@ func newBrowser(t testing.TB) *browser {
 	t.Cleanup(func() {
 		cancelCtx()
 		cancelAlloc()
+		removeChromiumDirs(t, filepath.Dir(profile))
 	})
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("starting chromium: %v", err)
@@ -116,6 +118,41 @@ func newBrowser(t testing.TB) *browser {
 	b := &browser{t: t, ctx: ctx}
 	b.watch(ctx)
 	return b
+}
+
+// chromiumDirs makes a folder for one Chromium's profile and temporary
+// files, removed by removeChromiumDirs once the browser has stopped.
+// Not t.TempDir: its removal runs once, and a helper process of Chromium
+// may still be writing in the profile just after the browser itself has
+// exited ("directory not empty").
+func chromiumDirs(t testing.TB) (profile, tmp string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "afloat-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	profile, tmp = filepath.Join(dir, "profile"), filepath.Join(dir, "tmp")
+	for _, d := range []string{profile, tmp} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return profile, tmp
+}
+
+// removeChromiumDirs removes the folder, trying again for up to five
+// seconds while Chromium's last helper processes exit.
+func removeChromiumDirs(t testing.TB, dir string) {
+	t.Helper()
+	var err error
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if err = os.RemoveAll(dir); err == nil || time.Now().After(end) {
+			break
+		}
+	}
+	if err != nil {
+		t.Errorf("removing Chromium's folder: %v", err)
+	}
 }
 
 // watch records uncaught exceptions and console errors of a tab.

@@ -718,3 +718,136 @@ func TestRunStopsEndToEnd(t *testing.T) {
 	}
 	b.noProblems()
 }
+
+// mysterySeed is the first seed whose mystery morning draws these
+// incidents, in any order.
+func mysterySeed(t *testing.T, want ...sim.Incident) int {
+	t.Helper()
+	sc, _ := sim.Lookup("mystery")
+	slices.Sort(want)
+	for seed := uint32(1); seed <= 1000; seed++ {
+		s, err := sim.New(sc, seed, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, _ := s.Morning()
+		got := slices.Clone(m.Incidents)
+		slices.Sort(got)
+		if slices.Equal(got, want) {
+			return int(seed)
+		}
+	}
+	t.Fatalf("no mystery seed in 1-1000 draws %v", want)
+	return 0
+}
+
+// incidentsOf is /api/debrief's incidents of a whole mystery run, and its
+// morning's, as the seed drew them.
+func incidentsOf(t *testing.T, base string, seed int, acts []sim.Action) ([]bots.Finding, []sim.Incident) {
+	t.Helper()
+	out := postJSON(t, base+"/api/debrief", map[string]any{"scenario": "mystery", "seed": seed, "actions": acts})
+	raw, _ := json.Marshal(map[string]any{"found": out["incidents"], "morning": out["morning"]})
+	var got struct {
+		Found   []bots.Finding
+		Morning sim.Morning
+	}
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatalf("mystery seed %d: /api/debrief's incidents %s: %v", seed, raw, err)
+	}
+	return got.Found, got.Morning.Incidents
+}
+
+// enNumber writes a number rounded to a whole as the debrief does
+// (toLocaleString("en")): 1,412.
+func enNumber(v float64) string {
+	s := strconv.FormatFloat(math.Round(v), 'f', 0, 64)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// TestMysteryDebriefEndToEnd plays a mystery morning to its end in
+// English, Welsh and Tagalog — each language a seed that draws two
+// incidents at once, a different pair each, so that the three incidents
+// are each named twice — answering the first sign through the levers in
+// the realistic mode. The debrief must name every incident the seed drew,
+// with the minute the dashboard first showed it and the sign, in the
+// page's language; axe runs on it.
+//
+// Stepping through the 240-minute morning costs seconds a language, so
+// make test (-short) plays the English morning only and make test-long
+// all three (LONG_TESTS): a language changes the words, not the page's
+// code, and the unit tests check every catalogue complete.
+func TestMysteryDebriefEndToEnd(t *testing.T) {
+	t.Parallel()
+	base := startConsole(t)
+	b := newBrowser(t)
+	ctx := b.ctx
+	sc, _ := sim.Lookup("mystery")
+	// The move that answers each incident's first sign.
+	answer := map[sim.Incident]sim.Action{
+		sim.IncidentBadDeploy: {Control: sim.ControlRollback},
+		sim.IncidentFlush:     {Control: sim.ControlHeavyFeature, Value: 0},
+		sim.IncidentSurge:     {Control: sim.ControlFleetFloor, Value: 30},
+	}
+	cases := []struct {
+		lang string
+		pair []sim.Incident
+	}{
+		{"en", []sim.Incident{sim.IncidentBadDeploy, sim.IncidentSurge}},
+		{"cy", []sim.Incident{sim.IncidentBadDeploy, sim.IncidentFlush}},
+		{"tl", []sim.Incident{sim.IncidentSurge, sim.IncidentFlush}},
+	}
+	if testing.Short() {
+		cases = cases[:1]
+	}
+	for _, c := range cases {
+		seed := mysterySeed(t, c.pair...)
+		cat := catalogue(t, c.lang)
+		unanswered, _ := incidentsOf(t, base, seed, []sim.Action{})
+		if len(unanswered) != 2 {
+			t.Fatalf("%s: mystery seed %d draws %v, /api/debrief names %v", c.lang, seed, c.pair, unanswered)
+		}
+		first := unanswered[0]
+		startGameAs(b, ctx, base, c.lang, "mystery", seed, "realistic", true)
+		stepTo(b, ctx, first.Shown.Minute)
+		operate(b, ctx, answer[first.Incident])
+		stepTo(b, ctx, sc.Minutes-1)
+		b.do(ctx, c.lang+": the mystery's debrief", waitFor(`location.hash === "#debrief" && document.getElementById("grade").dataset.stars !== undefined`),
+			chromedp.WaitVisible(chromedp.CSS(`#debrief-reveal`)), waitSettled())
+		acts := pageActions(b, ctx)
+		if len(acts) != 1 || acts[0].Minute != first.Shown.Minute+1 {
+			t.Errorf("%s: the page played %v, want one move at minute %d", c.lang, acts, first.Shown.Minute+1)
+		}
+		found, drawn := incidentsOf(t, base, seed, acts)
+		named := make([]sim.Incident, len(found))
+		for i, f := range found {
+			named[i] = f.Incident
+		}
+		slices.Sort(named)
+		slices.Sort(drawn)
+		if !slices.Equal(named, drawn) {
+			t.Errorf("%s: seed %d drew %v, the debrief's incidents are %v", c.lang, seed, drawn, named)
+		}
+		reveal := b.text(ctx, "#debrief-reveal")
+		for _, f := range found {
+			value := enNumber(100 * f.Shown.Value)
+			if f.Shown.Kind == bots.SignRequests {
+				value = enNumber(f.Shown.Value)
+			}
+			sign := fill(cat["coach.sign."+f.Shown.Kind], map[string]string{"clock": f.Shown.Clock, "value": value})
+			want := fill(cat["debrief.incident"], map[string]string{
+				"incident": cat["incident."+string(f.Incident)], "clock": f.Shown.Clock, "minute": strconv.Itoa(f.Shown.Minute), "sign": sign,
+			})
+			if !strings.Contains(reveal, want) {
+				t.Errorf("%s: seed %d: the debrief says %q, which does not name %s as %q", c.lang, seed, reveal, f.Incident, want)
+			}
+		}
+		b.checkAxe(ctx, c.lang+": the mystery's debrief")
+		if missing := evaluate[[]string](b, ctx, `[...window.afloat.missing]`); len(missing) > 0 {
+			t.Errorf("%s: keys missing from the catalogue: %v", c.lang, missing)
+		}
+	}
+	b.noProblems()
+}

@@ -184,7 +184,7 @@ func TestExpertRefusesHiddenState(t *testing.T) {
 		{"a run", func(s *sim.Sim) []sim.Action { return nil }},
 		{"not a function", surge},
 	} {
-		if _, err := playExpert(context.Background(), cfg, c.p); !errors.Is(err, ErrHiddenState) {
+		if _, err := playExpert(context.Background(), cfg, c.p, true); !errors.Is(err, ErrHiddenState) {
 			t.Errorf("step %d: %s: playExpert = %v, want ErrHiddenState", i, c.name, err)
 		}
 	}
@@ -194,7 +194,7 @@ func TestExpertRefusesHiddenState(t *testing.T) {
 		t.Fatalf("the peeking bot played %v, %v: the test needs it to act", r.Config.Actions, err)
 	}
 	for i, p := range []any{Reactive, Watch, Runbook, Nothing} {
-		if _, err := playExpert(context.Background(), cfg, p); err != nil {
+		if _, err := playExpert(context.Background(), cfg, p, true); err != nil {
 			t.Errorf("step %d: an observation-only policy refused: %v", i, err)
 		}
 	}

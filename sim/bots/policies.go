@@ -58,16 +58,6 @@ func Advise(v View) (string, []sim.Action) {
 	}
 }
 
-// ever reports whether any frame seen so far matches.
-func ever(v View, ok func(Shown) bool) bool {
-	for _, f := range v.Frames {
-		if ok(f) {
-			return true
-		}
-	}
-	return false
-}
-
 // runbookDeploy: "When the burn-rate page fires within an hour of a
 // deploy, roll the deploy back. One rollback is enough: it takes five
 // minutes."
@@ -76,7 +66,7 @@ func runbookDeploy(v View) (string, []sim.Action) {
 	if !last.Paged || len(v.Deploys) == 0 || last.Minute-v.Deploys[len(v.Deploys)-1] > 60 {
 		return "", nil
 	}
-	if ever(v, func(f Shown) bool { return f.RollbackLeft > 0 }) {
+	if v.marked().lastRollback >= 0 {
 		return "", nil
 	}
 	return StepRollback, []sim.Action{sim.Press(v.Minute(), sim.ControlRollback)}
@@ -117,7 +107,7 @@ func runbookCapacity(v View, open int) (string, []sim.Action) {
 		}
 		return StepRestore, out
 	case last.FleetFloor > open && !last.Paged && float64(open*perInstance) > last.RequestsPerS &&
-		ever(v, func(f Shown) bool { return f.Paged }):
+		v.marked().lastPaged >= 0:
 		return StepLower, []sim.Action{sim.Set(m, sim.ControlFleetFloor, float64(open))}
 	}
 	return "", nil
@@ -158,7 +148,7 @@ func runbookFlush(v View) (string, []sim.Action) {
 	last := v.Last()
 	m := v.Minute()
 	degraded := !last.HeavyFeature || last.ShedLowPriority > 0
-	warmed := ever(v, func(f Shown) bool { return f.WarmupLeft > 0 })
+	warmed := v.marked().lastWarmup >= 0
 	switch {
 	case (last.Paged || last.CacheHit < 0.5) && last.DBUtilization >= 0.99 && last.HeavyFeature:
 		return StepDegrade, []sim.Action{sim.Switch(m, sim.ControlHeavyFeature, false), sim.Set(m, sim.ControlShedLowPriority, 1)}
@@ -180,7 +170,7 @@ func runbookMystery(v View) (string, []sim.Action) {
 	if step, acts := runbookDeploy(v); step != "" {
 		return step, acts
 	}
-	if ever(v, func(f Shown) bool { return f.CacheHit < 0.5 && f.DBUtilization >= 0.99 }) {
+	if v.marked().firstEmptySaturated >= 0 {
 		return runbookFlush(v)
 	}
 	return runbookCapacity(v, v.Scenario.Controls.FleetFloor)

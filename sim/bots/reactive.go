@@ -20,12 +20,12 @@ import (
 // cfg.Actions must be empty. It is safe for concurrent use and stops with
 // ctx's error when ctx is done.
 func Expert(ctx context.Context, cfg sim.Config) (Run, error) {
-	return playExpert(ctx, cfg, Reactive)
+	return playExpert(ctx, cfg, Reactive, true)
 }
 
 // playExpert plays a policy as the expert, once checkPolicy has found it
-// to see nothing a player does not.
-func playExpert(ctx context.Context, cfg sim.Config, p any) (Run, error) {
+// to see nothing a player does not, keeping the run's frames if keep.
+func playExpert(ctx context.Context, cfg sim.Config, p any, keep bool) (Run, error) {
 	if err := checkPolicy(p); err != nil {
 		return Run{}, err
 	}
@@ -37,7 +37,7 @@ func playExpert(ctx context.Context, cfg sim.Config, p any) (Run, error) {
 		}
 		policy = pol
 	}
-	return PlayContext(ctx, cfg, policy)
+	return play(ctx, cfg, policy, keep)
 }
 
 // What the expert knows of the model, all of it on the model page: an
@@ -90,27 +90,10 @@ func surging(v View, f Shown) bool {
 }
 
 // surgeSeen reports whether any minute so far showed a surge, and the
-// most requests seen since the first that did. It steps the daily curve
-// by rotation rather than calling sin each minute: a policy is asked every
-// minute and looks at every minute before, so this is its inner loop.
+// most requests seen since the first that did.
 func surgeSeen(v View) (bool, float64) {
-	start := float64(v.Scenario.Start)
-	open := v.Frames[0].RequestsPerS / curve(start)
-	theta := 2 * math.Pi * (start/60 - 6) / 24
-	step := 2 * math.Pi / (24 * 60)
-	sin, cos := math.Sincos(theta)
-	dsin, dcos := math.Sincos(step)
-	seen, peak := false, 0.0
-	for _, f := range v.Frames {
-		if !seen && f.RequestsPerS > surgeAbove*open*(1+dailySwing*sin) {
-			seen = true
-		}
-		if seen {
-			peak = max(peak, f.RequestsPerS)
-		}
-		sin, cos = sin*dcos+cos*dsin, cos*dcos-sin*dsin
-	}
-	return seen, peak
+	m := v.marked()
+	return m.firstSurge >= 0, m.surgePeak
 }
 
 // Reactive is the expert that sets par: it reads the briefing and the
@@ -188,16 +171,7 @@ func rollbackIfBad(v View) (sim.Action, bool) {
 		return sim.Action{}, false
 	}
 	d := v.Deploys[len(v.Deploys)-1]
-	bad := false
-	for _, f := range v.Frames[d:] {
-		if f.RollbackLeft > 0 {
-			return sim.Action{}, false
-		}
-		if f.ErrorRate > sloErrors {
-			bad = true
-		}
-	}
-	if !bad {
+	if m := v.marked(); m.lastRollback >= d || m.lastErrors < d {
 		return sim.Action{}, false
 	}
 	return sim.Press(v.Minute(), sim.ControlRollback), true
@@ -265,11 +239,8 @@ func noonOf(v View) int {
 // flushShown is the minute the dashboard first showed a flush — the
 // cache's hit rate under half the opening minute's — or −2 when none has.
 func flushShown(v View) int {
-	open := v.Frames[0].CacheHit
-	for _, f := range v.Frames {
-		if f.CacheHit < open/2 {
-			return f.Minute
-		}
+	if m := v.marked().firstFlush; m >= 0 {
+		return v.Frames[m].Minute
 	}
 	return -2
 }
@@ -289,7 +260,7 @@ func flushExpert(v View, start int) []sim.Action {
 	if m == start {
 		return []sim.Action{sim.Switch(m, sim.ControlHeavyFeature, false)}
 	}
-	warmed := ever(v, func(f Shown) bool { return f.WarmupLeft > 0 })
+	warmed := v.marked().lastWarmup >= 0
 	switch {
 	case last.DBUtilization >= 0.99 && last.ShedLowPriority < 1:
 		return []sim.Action{sim.Set(m, sim.ControlShedLowPriority, 1)}
@@ -330,7 +301,6 @@ func Watch(v View) []sim.Action {
 	}
 	last := v.Last()
 	m := v.Minute()
-	open := v.Frames[0]
 	var out []sim.Action
 	if m == 1 && v.Scenario.Name == "surge" {
 		out = append(out, sim.Set(m, sim.ControlFleetFloor, float64(2*v.Scenario.Controls.FleetFloor)))
@@ -338,7 +308,8 @@ func Watch(v View) []sim.Action {
 	if a, ok := rollbackIfBad(v); ok {
 		out = append(out, a)
 	}
-	if ever(v, func(f Shown) bool { return f.RequestsPerS > 1.3*open.RequestsPerS }) {
+	seen := v.marked()
+	if seen.firstAbove130 >= 0 {
 		base := v.Frames[min(1, len(v.Frames)-1)].FleetFloor // where it stood before the surge
 		if len(out) > 0 && out[0].Control == sim.ControlFleetFloor {
 			base = int(out[0].Value)
@@ -348,7 +319,7 @@ func Watch(v View) []sim.Action {
 			out = append(out, sim.Set(m, sim.ControlFleetFloor, float64(need)))
 		}
 	}
-	if ever(v, func(f Shown) bool { return f.CacheHit < open.CacheHit/2 && f.DBUtilization >= 0.99 }) {
+	if seen.firstFlushSaturated >= 0 {
 		out = append(out, flushSteps(v, last, m)...)
 	}
 	return out
@@ -356,7 +327,7 @@ func Watch(v View) []sim.Action {
 
 // flushSteps are the runbook's flush steps, from the first sign.
 func flushSteps(v View, last Shown, m int) []sim.Action {
-	warmed := ever(v, func(f Shown) bool { return f.WarmupLeft > 0 })
+	warmed := v.marked().lastWarmup >= 0
 	degraded := !last.HeavyFeature || last.ShedLowPriority > 0
 	switch {
 	case last.DBUtilization >= 0.99 && last.HeavyFeature && last.CacheHit < 0.7:

@@ -32,13 +32,19 @@ func Names() []string { return []string{BotNothing, BotRunbook, BotExpert, BotHi
 
 // PlayBot plays the configuration (without actions) with the named bot.
 func PlayBot(ctx context.Context, cfg sim.Config, bot string) (Run, error) {
+	return playBot(ctx, cfg, bot, true)
+}
+
+// playBot is PlayBot that keeps the policy bots' frames only if keep (a
+// sweep keeps scores); hindsight keeps its frames.
+func playBot(ctx context.Context, cfg sim.Config, bot string, keep bool) (Run, error) {
 	switch bot {
 	case BotNothing:
-		return PlayContext(ctx, cfg, Nothing)
+		return play(ctx, cfg, Nothing, keep)
 	case BotRunbook:
-		return PlayContext(ctx, cfg, Runbook)
+		return play(ctx, cfg, Runbook, keep)
 	case BotExpert:
-		return Expert(ctx, cfg)
+		return playExpert(ctx, cfg, Reactive, keep)
 	case BotHindsight:
 		return Hindsight(ctx, cfg)
 	}
@@ -100,7 +106,7 @@ func Sweep(ctx context.Context, scenario, bot string, first, last uint32, worker
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				r, err := PlayBot(ctx, sim.Config{Scenario: scenario, Seed: first + uint32(i), Noise: true}, bot)
+				r, err := playBot(ctx, sim.Config{Scenario: scenario, Seed: first + uint32(i), Noise: true}, bot, false)
 				errs[i] = err
 				d.Points[i] = math.Round(100*r.Score.Points) / 100
 				failed[i] = r.Score.Failed

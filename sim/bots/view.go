@@ -26,10 +26,16 @@ var ErrHiddenState = errors.New("bots: the policy could see hidden state")
 // figures (demand before noise, service and query times, Erlang C, the
 // fleet's utilization, the one-minute burn) are not in it, nor is the
 // seed.
+//
+// Build a view with ViewOf, Upto or the runner; a view's frames are not to
+// be changed in place, since the marks the bots look back with are kept
+// as they are appended (marks).
 type View struct {
 	Scenario Briefing
 	Frames   []Shown // minutes 0 … Minute()−1
 	Deploys  []int   // minutes at which a deploy went out, seen so far
+
+	seen marks // folded from Frames, one minute at a time
 }
 
 // Briefing is what a player is told about a scenario before it starts.
@@ -108,9 +114,9 @@ func Mask(f sim.Frame) Shown {
 // ViewOf is what a player of the scenario, in a run of the given length,
 // has seen after the given frames (minutes 0 … len(frames)−1).
 func ViewOf(sc sim.Scenario, minutes int, frames []sim.Frame) View {
-	v := View{Scenario: briefing(sc, minutes), Frames: make([]Shown, len(frames))}
-	for i, f := range frames {
-		v.Frames[i] = Mask(f)
+	v := View{Scenario: briefing(sc, minutes), Frames: make([]Shown, 0, len(frames))}
+	for _, f := range frames {
+		v.push(Mask(f))
 		if f.Deploy {
 			v.Deploys = append(v.Deploys, f.Minute)
 		}
@@ -126,6 +132,7 @@ func (v View) Upto(n int) View {
 			out.Deploys = append(out.Deploys, d)
 		}
 	}
+	out.seen = out.marked()
 	return out
 }
 
@@ -168,6 +175,9 @@ func checkShown(t reflect.Type, path string) error {
 	case reflect.Struct:
 		for i := range t.NumField() {
 			f := t.Field(i)
+			if f.Type == marksType {
+				continue // a fold of the frames: marks.add takes only a Shown
+			}
 			if !shownFields[f.Name] {
 				return fmt.Errorf("%w: %s.%s (%s) is not on the page", ErrHiddenState, path, f.Name, f.Type)
 			}
@@ -206,6 +216,8 @@ func checkPolicy(p any) error {
 	}
 	return nil
 }
+
+var marksType = reflect.TypeFor[marks]()
 
 // closureName matches the runtime's names of function literals
 // ("bots.F.func1", "bots.F.func1.2", "bots.glob..func1").
