@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
 	"runtime/debug"
+	"syscall"
 
 	"github.com/afloat/afloat/internal/cli"
 	"github.com/afloat/afloat/quota/agent"
 	"github.com/afloat/afloat/quota/config"
 	"github.com/afloat/afloat/quota/coordinator/replica"
 	"github.com/afloat/afloat/quota/etcdmember"
+	"github.com/afloat/afloat/quota/remote"
 )
 
 // The processes of the global quota: their flags are the fields of
@@ -35,15 +38,27 @@ func runQuotaCoordinator(c *cli.Command, args []string) int {
 	c.StringVar(&configPath, "config", "", "the cluster's config `FILE` (YAML or JSON): tenants, regions and their tokens")
 	c.Var((*cli.List)(&o.Etcd), "etcd", "etcd client `ENDPOINTS`, comma-separated; without it an embedded single-member etcd runs in --data-dir")
 	c.StringVar(&o.DataDir, "data-dir", "", "`DIR` of the embedded etcd (default "+etcdmember.DefaultDataDir()+")")
+	c.StringVar(&o.EtcdClientURL, "etcd-client-url", "", "`URL` (http://host:port, loopback) the embedded etcd serves clients on (default a free port, kept in --data-dir)")
+	c.StringVar(&o.EtcdPeerURL, "etcd-peer-url", "", "`URL` (http://host:port, loopback) the embedded etcd serves peers on (default a free port, kept in --data-dir)")
 	c.StringVar(&o.EventLog, "event-log", "", "append the event log (JSON lines, t_ns in Unix ns) to `FILE`, for afloat quota check")
 	rotationFlags(c, &o.EventLogMaxMB, &o.EventLogKeep)
 	c.Var((*cli.Strings)(&o.Hosts), "host", "a host `NAME` the API answers besides localhost, 127.0.0.1, [::1], --listen's and --advertise's host: what regions and operators call it by (repeat for more)")
+	c.StringVar(&o.TLSCert, "tls-cert", "", "serve the API over TLS with the certificate in `FILE` (PEM); with --tls-key. Without: plain HTTP, warned of beyond loopback")
+	c.StringVar(&o.TLSKey, "tls-key", "", "the private key of --tls-cert, in `FILE` (PEM)")
+	c.StringVar(&o.ClientCA, "client-ca", "", "verify the regions' client certificates against the CAs in `FILE` (PEM): one naming the region ("+remote.RegionURI("NAME")+") stands in for its token")
 	if status, ok := c.ParseFlags(args); !ok {
 		return status
 	}
 	var err error
 	o.Config, err = loadConfig(configPath)
+	if pw := os.Getenv(config.EtcdPasswordEnv); err == nil && o.Config.Etcd.Password == "" && pw != "" {
+		o.Config.Etcd.Password = config.Secret(pw) // the config's password_file comes first
+	}
 	o.Logger = slog.New(slog.NewTextHandler(c.Stderr, nil))
+	o.ConfigFile = configPath
+	hup, stopHup := hangups()
+	defer stopHup()
+	o.Reload = hup
 	if err = cmp.Or(err, o.Validate()); err != nil {
 		return c.Refuse(err)
 	}
@@ -67,14 +82,27 @@ func runQuotaRegion(c *cli.Command, args []string) int {
 	c.StringVar(&o.Upstream, "upstream", "", "also run a reverse proxy to `URL` (http or https) that answers 429 + Retry-After; needs the config's proxy section")
 	c.StringVar(&o.ProxyListen, "proxy-listen", "", "`ADDR` (host:port) of the reverse proxy (default "+agent.DefaultProxyListen+" with --upstream)")
 	c.Var((*cli.Strings)(&o.Hosts), "host", "a host `NAME` the decision API answers besides localhost, 127.0.0.1, [::1] and --listen's host: what its clients call it by (repeat for more)")
-	c.BoolVar(&o.AllowRemote, "allow-remote", false, "allow a --listen address beyond loopback: the decision API has no authentication, so only where just the services it serves can reach it")
+	c.BoolVar(&o.AllowRemote, "allow-remote", false, "allow a --listen address beyond loopback without --client-ca: the decision API then has no authentication, so only where just the services it serves can reach it")
+	c.StringVar(&o.TLSCert, "tls-cert", "", "serve the decision API, --grpc-listen and --proxy-listen over TLS with the certificate in `FILE` (PEM); with --tls-key. Without: plain, warned of beyond loopback")
+	c.StringVar(&o.TLSKey, "tls-key", "", "the private key of --tls-cert, in `FILE` (PEM)")
+	c.StringVar(&o.ClientCA, "client-ca", "", "require of the decision API's and --grpc-listen's clients a certificate signed by the CAs in `FILE` (PEM): mutual TLS")
+	c.StringVar(&o.CA, "ca", "", "verify the coordinators' certificates against the CAs in `FILE` (PEM) instead of the system's; --coordinator host:port then means https")
+	c.StringVar(&o.ClientCert, "client-cert", "", "present the region's client certificate in `FILE` (PEM) to the coordinators; one naming the region ("+remote.RegionURI("NAME")+") stands in for its token")
+	c.StringVar(&o.ClientKey, "client-key", "", "the private key of --client-cert, in `FILE` (PEM)")
 	if status, ok := c.ParseFlags(args); !ok {
 		return status
 	}
 	var a *agent.Agent
 	var err error
 	o.Config, err = loadConfig(configPath)
+	if pw := os.Getenv(config.EtcdPasswordEnv); err == nil && o.Config.Etcd.Password == "" && pw != "" {
+		o.Config.Etcd.Password = config.Secret(pw) // the config's password_file comes first
+	}
 	o.Logger = slog.New(slog.NewTextHandler(c.Stderr, nil))
+	o.ConfigFile = configPath
+	hup, stopHup := hangups()
+	defer stopHup()
+	o.Reload = hup
 	if err == nil {
 		a, err = agent.New(o)
 	}
@@ -87,6 +115,30 @@ func runQuotaRegion(c *cli.Command, args []string) int {
 	ctx, stop := cli.Interruptible()
 	defer stop()
 	return c.Fail(a.Run(ctx))
+}
+
+// hangups delivers SIGHUP, on which the quota's processes read their
+// config file and certificates again (tokens rotate without a restart).
+// A signal that comes while one is being handled is merged with it.
+func hangups() (<-chan struct{}, func()) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGHUP)
+	out := make(chan struct{}, 1)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-sig:
+				select {
+				case out <- struct{}{}:
+				default: // one is pending already
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return out, func() { signal.Stop(sig); close(done) }
 }
 
 // rotationFlags are the event log's rotation flags, which the
@@ -109,9 +161,22 @@ func runQuotaEtcd(c *cli.Command, args []string) int {
 	c.StringVar(&m.AdvertisePeerURL, "advertise-peer-url", "", "`URL` other members dial (default --peer-url)")
 	c.StringVar(&m.AdvertiseClientURL, "advertise-client-url", "", "`URL` clients are told (default --client-url)")
 	c.StringVar(&m.InitialCluster, "initial-cluster", "", "`N=URL,...` of a new cluster (default this member alone)")
-	c.BoolVar(&m.AllowRemote, "allow-remote", false, "let --client-url and --peer-url listen beyond loopback: the member has no authentication or TLS")
+	c.BoolVar(&m.AllowRemote, "allow-remote", false, "let --client-url and --peer-url listen beyond loopback: peers speak plain HTTP, and clients too without --tls-cert, --client-ca and --root-password-file")
+	c.StringVar(&m.CertFile, "tls-cert", "", "serve clients over TLS with the certificate in `FILE` (PEM); --client-url is then https")
+	c.StringVar(&m.KeyFile, "tls-key", "", "the private key of --tls-cert, in `FILE` (PEM)")
+	c.StringVar(&m.ClientCAFile, "client-ca", "", "require of clients a certificate signed by the CAs in `FILE` (PEM)")
+	var rootPasswordFile string
+	c.StringVar(&rootPasswordFile, "root-password-file", "", "turn etcd's authentication on, with the user root's password in `FILE` (0600)")
 	if status, ok := c.ParseFlags(args); !ok {
 		return status
+	}
+	if rootPasswordFile != "" {
+		// The quota's rule for secret files: 0600 or 0400, as a token's.
+		pw, err := config.ReadTokenFile("--root-password-file", rootPasswordFile)
+		if err != nil {
+			return c.Refuse(err)
+		}
+		m.RootPassword = pw
 	}
 	ctx, stop := cli.Interruptible()
 	defer stop()

@@ -34,10 +34,11 @@ func runQuotaTenants(c *cli.Command, args []string) int {
 // goes nowhere else.
 func quotaTenants(c *cli.Command, verb string, args []string) int {
 	var coords cli.List
-	var tokenFile string
+	var tokenFile, caFile string
 	var spec replica.TenantSpec
 	c.Var(&coords, "coordinator", "the coordinators' `URLS` (host:port or http(s)://host:port), comma-separated")
 	c.StringVar(&tokenFile, "token-file", "", "`FILE` holding the operator's token (or set "+tokenEnv+")")
+	c.StringVar(&caFile, "ca", "", "verify the coordinators' certificates against the CAs in `FILE` (PEM) instead of the system's; --coordinator host:port then means https")
 	if verb != "list" {
 		c.StringVar(&spec.Name, "name", "", "the tenant's `NAME`")
 	}
@@ -50,7 +51,7 @@ func quotaTenants(c *cli.Command, verb string, args []string) int {
 	if status, ok := c.ParseFlags(args); !ok {
 		return status
 	}
-	op, err := operator(coords, tokenFile)
+	op, err := operator(coords, tokenFile, caFile)
 	if err == nil && verb != "list" && spec.Name == "" {
 		err = errors.New("--name: want the tenant's name")
 	}
@@ -81,8 +82,16 @@ func quotaTenants(c *cli.Command, verb string, args []string) int {
 
 // operator returns the operator's client of the coordinators given, with
 // the token from the file, or else the environment.
-func operator(coords []string, tokenFile string) (*remote.Operator, error) {
-	urls, err := remote.ParseEndpoints("--coordinator", coords)
+func operator(coords []string, tokenFile, caFile string) (*remote.Operator, error) {
+	tlsCfg, err := remote.LoadClientTLS(caFile, "", "")
+	if err != nil {
+		return nil, err
+	}
+	parse := remote.ParseEndpoints
+	if tlsCfg != nil {
+		parse = remote.ParseEndpointsTLS
+	}
+	urls, err := parse("--coordinator", coords)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +105,7 @@ func operator(coords []string, tokenFile string) (*remote.Operator, error) {
 	if token == "" {
 		return nil, fmt.Errorf("--token-file: want the operator's token in a FILE, or in %s", tokenEnv)
 	}
-	return remote.NewOperator(remote.OperatorConfig{Endpoints: urls, Token: token})
+	return remote.NewOperator(remote.OperatorConfig{Endpoints: urls, Token: token, TLS: tlsCfg})
 }
 
 // tenantFlags adds the flags of create and update: each sets its field of

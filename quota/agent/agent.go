@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -90,10 +91,42 @@ type Options struct {
 	// names and Listen's host (quota/internal/ops, hosts.go): what its clients call it by,
 	// such as a service's DNS name. Any other Host gets 421.
 	Hosts []string
-	// AllowRemote must be set for a Listen address beyond loopback: the
-	// decision API has no authentication, and whoever reaches it can
-	// spend any tenant's tokens. Run then logs a warning.
+	// AllowRemote must be set for a Listen address beyond loopback, unless
+	// ClientCA authenticates the decision API's clients: without it, the
+	// API has no authentication, and whoever reaches it can spend any
+	// tenant's tokens. Run then logs a warning.
 	AllowRemote bool
+	// TLSCert and TLSKey, if given, are the files of the certificate and
+	// private key (PEM) the decision API, the gRPC service and the proxy
+	// serve TLS with; without them they serve plain HTTP (and gRPC),
+	// which Run warns of beyond loopback. SIGHUP reads them again.
+	TLSCert, TLSKey string
+	// ClientCA, if given, is the file of the CA certificates (PEM) that
+	// sign the certificates the decision API's and the gRPC service's
+	// clients must present (mutual TLS): it authenticates them. The
+	// proxy, which serves end users, does not ask. Needs TLSCert.
+	ClientCA string
+	// CA, if given, is the file of the CA certificates (PEM) that sign the
+	// coordinators' certificates (default: the system's roots), and
+	// ClientCert and ClientKey the files of the region's client
+	// certificate, presented to the coordinators: one naming the region
+	// (remote.RegionURI) stands in for its token. With any of them, a
+	// coordinator given as host:port is https://host:port, and an
+	// http:// one is refused.
+	CA, ClientCert, ClientKey string
+	// ConfigFile is the path Config was read from, and Reload, if not
+	// nil, asks for it to be read again (afloat quota region sends on
+	// SIGHUP): the region's token, which the agent presents from the
+	// next request on, and the listeners' certificates (TLSCert, TLSKey,
+	// ClientCA) change; the log says whether the token changed, never the
+	// token. A file that does not load, or adds or removes a region, is
+	// refused whole and logged, and the config in use stays
+	// (docs/quota.md, "Rotating a token").
+	ConfigFile string
+	Reload     <-chan struct{}
+
+	certs     *ops.ServerCerts // the listeners' (TLSCert), nil for plain
+	clientTLS *tls.Config      // to the coordinators, nil for the default
 
 	clock        func() int64  // the agent's clock, for tests: a.now reads it instead of the limiter's
 	tenantsEvery time.Duration // how often the agent asks for its tenants; default tenantsEvery (tenants.go)
@@ -197,7 +230,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	log := o.Logger
 	client, err := remote.NewClient(remote.ClientConfig{
 		Endpoints: o.Coordinators, Region: o.Name, Token: o.Config.Regions[o.Name].Token,
-		OnNudge: a.lim.Nudge,
+		OnNudge: a.lim.Nudge, TLS: o.clientTLS,
 	})
 	if err != nil {
 		return err
@@ -214,7 +247,13 @@ func (a *Agent) Run(ctx context.Context) error {
 		ops.WriteStarts(a.events, a.unix(a.now()), o.Config.QuotaTenants())
 	}
 	hs := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: 10 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
+		WriteTimeout: 10 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10,
+		ErrorLog: ops.ServerLog(log)}
+	if o.certs != nil {
+		// With a client CA, every client must present a certificate it
+		// signs: that is the decision API's authentication.
+		ln = tls.NewListener(ln, o.certs.Config(tls.RequireAndVerifyClientCert))
+	}
 	serveErr := make(chan error, 3)
 	go func() { serveErr <- hs.Serve(ln) }()
 	if err := a.startFronts(serveErr); err != nil {
@@ -222,7 +261,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.events.Close() //nolint:errcheck // the error at hand says more
 		return err
 	}
-	log.Info("quota region: serving", "region", o.Name, "listen", ln.Addr().String(), "tenants", len(*a.tenants.Load()), "coordinators", o.Coordinators)
+	log.Info("quota region: serving", "region", o.Name, "listen", ln.Addr().String(), "tenants", len(*a.tenants.Load()), "coordinators", o.Coordinators,
+		"tls", o.certs != nil, "client_certificates", o.certs.Mutual())
+	if w := ops.PlainWarning("quota region", "--listen", ln.Addr().String(), o.certs != nil); w != "" {
+		log.Warn(w)
+	}
 	if w := o.listenWarning(ln.Addr().String()); w != "" {
 		log.Warn(w, "listen", ln.Addr().String(), "hosts", a.hosts.String())
 	}
@@ -241,6 +284,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	})
 	wg.Go(func() { a.watch(rctx, client) })
 	wg.Go(func() { a.followTenants(rctx, client) })
+	if o.Reload != nil {
+		wg.Go(func() { a.reloads(rctx, client) })
+	}
 	var runErr error
 	select {
 	case <-ctx.Done():
@@ -278,6 +324,8 @@ func (o *Options) check() error {
 		return errors.New(`--config: want the cluster's config (YAML or JSON: docs/quota.md, "Deployment")`)
 	case o.Logger == nil:
 		return errors.New("a logger is required")
+	case o.Reload != nil && o.ConfigFile == "":
+		return errors.New("a reload needs the config's file (ConfigFile)")
 	}
 	regions := slices.Sorted(maps.Keys(o.Config.Regions))
 	if _, ok := o.Config.Regions[o.Name]; !ok {
@@ -291,9 +339,9 @@ func (o *Options) check() error {
 			return err
 		}
 	}
-	if !o.AllowRemote && !hostcheck.ListenLoopback(o.Listen) {
+	if !o.AllowRemote && o.ClientCA == "" && !hostcheck.ListenLoopback(o.Listen) {
 		return fmt.Errorf("--listen %s: beyond loopback, and the decision API has no authentication: "+
-			"whoever reaches it can spend any tenant's tokens; listen on 127.0.0.1 or [::1], or allow it explicitly (--allow-remote)", o.Listen)
+			"whoever reaches it can spend any tenant's tokens; listen on 127.0.0.1 or [::1], require client certificates (--client-ca), or allow it explicitly (--allow-remote)", o.Listen)
 	}
 	switch i := o.EventLogInterval; {
 	case o.EventLogLines && i != 0:
@@ -305,7 +353,20 @@ func (o *Options) check() error {
 		return err
 	}
 	var err error
-	o.Coordinators, err = remote.ParseEndpoints("--coordinator", o.Coordinators)
+	if o.certs, err = ops.LoadServer(ops.TLSFiles{Cert: o.TLSCert, Key: o.TLSKey, ClientCA: o.ClientCA}); err != nil {
+		return err
+	}
+	if o.clientTLS, err = remote.LoadClientTLS(o.CA, o.ClientCert, o.ClientKey); err != nil {
+		return err
+	}
+	if o.Config.Regions[o.Name].Token == "" && o.ClientCert == "" {
+		return fmt.Errorf("--config: regions.%s has no token: give the region's client certificate (--client-cert, --client-key) or a token", o.Name)
+	}
+	if o.clientTLS != nil {
+		o.Coordinators, err = remote.ParseEndpointsTLS("--coordinator", o.Coordinators)
+	} else {
+		o.Coordinators, err = remote.ParseEndpoints("--coordinator", o.Coordinators)
+	}
 	return err
 }
 
@@ -326,6 +387,8 @@ func (o *Options) listenWarning(addr string) string {
 	switch {
 	case !o.AllowRemote:
 		return ""
+	case !hostcheck.ListenLoopback(o.Listen) && o.ClientCA != "":
+		return "" // the client certificates authenticate
 	case !hostcheck.ListenLoopback(o.Listen):
 		return "quota region: the decision API listens beyond loopback and has no authentication: whoever reaches " +
 			addr + " can spend any tenant's tokens; let only the services it serves reach it"

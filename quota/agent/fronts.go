@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+
+	"github.com/afloat/afloat/quota/internal/ops"
 )
 
 // fronts are the agent's other doors to its limiter: Envoy's rate-limit
@@ -66,6 +69,13 @@ func (a *Agent) startFronts(serveErr chan<- error) error {
 		if err != nil {
 			return fmt.Errorf("agent: --grpc-listen %s: %w", o.GRPCListen, err)
 		}
+		if o.certs != nil {
+			// gRPC over TLS: HTTP/2 is negotiated by ALPN, which a raw TLS
+			// listener would not offer.
+			cfg := o.certs.Config(tls.RequireAndVerifyClientCert)
+			cfg.NextProtos = []string{"h2"}
+			ln = tls.NewListener(ln, cfg)
+		}
 		f.mu.Lock()
 		f.grpc, f.grpcAddr = gs, ln.Addr().String()
 		f.mu.Unlock()
@@ -74,7 +84,10 @@ func (a *Agent) startFronts(serveErr chan<- error) error {
 				serveErr <- fmt.Errorf("gRPC: %w", err)
 			}
 		}()
-		o.Logger.Info("quota region: serving Envoy's rate-limit service", "grpc_listen", ln.Addr().String(), "domain", o.Config.Envoy.Domain)
+		o.Logger.Info("quota region: serving Envoy's rate-limit service", "grpc_listen", ln.Addr().String(), "domain", o.Config.Envoy.Domain, "tls", o.certs != nil)
+		if w := ops.PlainWarning("quota region", "--grpc-listen", ln.Addr().String(), o.certs != nil); w != "" {
+			o.Logger.Warn(w)
+		}
 	}
 	if o.Upstream != "" {
 		h, err := a.ProxyHandler(o.Upstream)
@@ -89,7 +102,12 @@ func (a *Agent) startFronts(serveErr chan<- error) error {
 		}
 		// No read or write timeout: the proxy streams bodies of any length
 		// both ways; idle and header reads are bounded.
-		hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 1 << 20}
+		hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 1 << 20,
+			ErrorLog: ops.ServerLog(o.Logger)}
+		if o.certs != nil {
+			// The proxy serves end users: TLS, but no client certificate.
+			ln = tls.NewListener(ln, o.certs.Config(tls.NoClientCert))
+		}
 		f.mu.Lock()
 		f.proxy, f.proxyAddr = hs, ln.Addr().String()
 		f.mu.Unlock()
@@ -99,7 +117,10 @@ func (a *Agent) startFronts(serveErr chan<- error) error {
 			}
 		}()
 		u, _ := CheckUpstream(o.Upstream)
-		o.Logger.Info("quota region: proxying", "proxy_listen", ln.Addr().String(), "upstream", u.Redacted())
+		o.Logger.Info("quota region: proxying", "proxy_listen", ln.Addr().String(), "upstream", u.Redacted(), "tls", o.certs != nil)
+		if w := ops.PlainWarning("quota region", "--proxy-listen", ln.Addr().String(), o.certs != nil); w != "" {
+			o.Logger.Warn(w)
+		}
 	}
 	return nil
 }

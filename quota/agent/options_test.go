@@ -39,6 +39,11 @@ func TestOptionsRefused(t *testing.T) {
 		{func(o *Options) { o.EventLogMaxMB = -1 }, "--event-log-max-mb -1: want 0 (never rotate) or 1 to 1048576 MiB", nil},
 		{func(o *Options) { o.EventLogMaxMB = 1 << 21 }, "--event-log-max-mb 2097152: want 0 (never rotate) or 1 to 1048576 MiB", nil},
 		{func(o *Options) { o.EventLogMaxMB, o.EventLogKeep = 64, 0 }, "--event-log-keep 0: want 1 to 10000 rotated files", nil},
+		{func(o *Options) { o.TLSCert = "cert.pem" }, "--tls-cert and --tls-key: give both", nil},
+		{func(o *Options) { o.ClientCA = "ca.pem" }, "--client-ca: needs --tls-cert and --tls-key", nil},
+		{func(o *Options) { o.TLSCert, o.TLSKey = "/nonexistent/cert.pem", "/nonexistent/key.pem" }, "--tls-cert /nonexistent/cert.pem, --tls-key /nonexistent/key.pem: open", nil},
+		{func(o *Options) { o.ClientCert = "cert.pem" }, "--client-cert and --client-key: give both", nil},
+		{func(o *Options) { o.CA = "/nonexistent/ca.pem" }, "--ca: open /nonexistent/ca.pem", nil},
 	} {
 		o := Options{Config: cfg, Name: "eu", Coordinators: []string{"127.0.0.1:1"}, Listen: "127.0.0.1:0", Logger: opstest.QuietLog()}
 		tc.edit(&o)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"math"
 	"os"
@@ -48,18 +49,32 @@ type Config struct {
 }
 
 // OperatorConfig is an operator's entry: Token, at least 16 bytes, or
-// TokenFile naming a file holding it.
+// TokenFile naming a file holding it; and, while it is rotated, the
+// tokens the coordinators accept besides (AcceptedTokens, as
+// RegionConfig's).
 type OperatorConfig struct {
-	Token     string `yaml:"token"`
-	TokenFile string `yaml:"token_file"`
+	Token              string   `yaml:"token"`
+	TokenFile          string   `yaml:"token_file"`
+	AcceptedTokens     []string `yaml:"accepted_tokens"`
+	AcceptedTokenFiles []string `yaml:"accepted_token_files"`
 }
 
 // RegionConfig is a region's entry.
 type RegionConfig struct {
 	// Token is the bearer token the region presents to the coordinator:
 	// at least 16 bytes. TokenFile, instead, names a file holding it.
+	// Neither: the region authenticates with a client certificate that
+	// names it (docs/quota.md, "TLS"), which the coordinators verify
+	// with --client-ca, and its agent presents with --client-cert.
 	Token     string `yaml:"token"`
 	TokenFile string `yaml:"token_file"`
+	// AcceptedTokens are tokens the coordinators accept for the region
+	// besides Token, at least 16 bytes each, and AcceptedTokenFiles files
+	// holding more: the old and the new token while it is rotated
+	// without a restart (docs/quota.md, "Rotating a token"). Its agent
+	// presents Token only.
+	AcceptedTokens     []string `yaml:"accepted_tokens"`
+	AcceptedTokenFiles []string `yaml:"accepted_token_files"`
 }
 
 // TenantConfig is a tenant's entry: quota.Tenant in the file's units.
@@ -98,7 +113,42 @@ type EtcdConfig struct {
 	DeposeAfter int `yaml:"depose_after"`
 	// MaxTxnOps is the etcd cluster's --max-txn-ops; default 128.
 	MaxTxnOps int `yaml:"max_txn_ops"`
+	// CAFile is the file of the CA certificates (PEM) that sign the etcd
+	// servers' certificates, for https:// endpoints (default: the
+	// system's roots); CertFile and KeyFile, the client certificate etcd
+	// asks for with --client-cert-auth.
+	CAFile   string `yaml:"ca_file"`
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+	// User logs in to an etcd cluster with authentication on, with the
+	// password in PasswordFile (read as a token file is: 0600 or 0400),
+	// or else in the environment variable AFLOAT_QUOTA_ETCD_PASSWORD,
+	// which afloat quota coordinator reads. The user needs read and
+	// write on Prefix.
+	User         string `yaml:"user"`
+	PasswordFile string `yaml:"password_file"`
+	// Password is what PasswordFile held (LoadConfig reads it), or what
+	// the caller set; never in the file itself, and never printed (a
+	// Secret prints as xxxxx).
+	Password Secret `yaml:"-"`
 }
+
+// Secret is a password: it formats, and logs, as xxxxx, so that a
+// config printed whole shows none. string(s) is the password.
+type Secret string
+
+// String hides the secret.
+func (s Secret) String() string { return "xxxxx" }
+
+// GoString hides the secret from %#v too.
+func (s Secret) GoString() string { return `"xxxxx"` }
+
+// LogValue hides the secret from log/slog.
+func (s Secret) LogValue() slog.Value { return slog.StringValue("xxxxx") }
+
+// EtcdPasswordEnv is where afloat quota coordinator finds the etcd
+// user's password when the config gives no password_file.
+const EtcdPasswordEnv = "AFLOAT_QUOTA_ETCD_PASSWORD"
 
 // AgentConfig configures region agents.
 type AgentConfig struct {
@@ -139,13 +189,18 @@ func LoadConfig(path string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Regions)) {
-		if r := cfg.Regions[name]; r.TokenFile != "" {
+		r := cfg.Regions[name]
+		if r.TokenFile != "" {
 			if r.Token, err = readTokenFile(ErrConfigFile, "regions."+name+".token_file", r.TokenFile); err != nil {
 				return nil, err
 			}
 			r.TokenFile = ""
-			cfg.Regions[name] = r
 		}
+		if r.AcceptedTokens, err = readAccepted("regions."+name, r.AcceptedTokens, r.AcceptedTokenFiles); err != nil {
+			return nil, err
+		}
+		r.AcceptedTokenFiles = nil
+		cfg.Regions[name] = r
 	}
 	if e := &cfg.Envoy; e.TokenFile != "" {
 		if e.Token, err = readTokenFile(ErrConfigFile, "envoy.token_file", e.TokenFile); err != nil {
@@ -154,18 +209,44 @@ func LoadConfig(path string) (*Config, error) {
 		e.TokenFile = ""
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Operators)) {
-		if o := cfg.Operators[name]; o.TokenFile != "" {
+		o := cfg.Operators[name]
+		if o.TokenFile != "" {
 			if o.Token, err = readTokenFile(ErrConfigFile, "operators."+name+".token_file", o.TokenFile); err != nil {
 				return nil, err
 			}
 			o.TokenFile = ""
-			cfg.Operators[name] = o
 		}
+		if o.AcceptedTokens, err = readAccepted("operators."+name, o.AcceptedTokens, o.AcceptedTokenFiles); err != nil {
+			return nil, err
+		}
+		o.AcceptedTokenFiles = nil
+		cfg.Operators[name] = o
+	}
+	if e := &cfg.Etcd; e.PasswordFile != "" {
+		pw, err := readSecretFile(ErrConfigFile, "etcd.password_file", e.PasswordFile, "password", 1)
+		if err != nil {
+			return nil, err
+		}
+		e.Password, e.PasswordFile = Secret(pw), ""
 	}
 	if err := cfg.checkTokens(); err != nil {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// readAccepted is a principal's accepted tokens with those of its files
+// appended (each file read as ReadTokenFile reads).
+func readAccepted(field string, tokens, files []string) ([]string, error) {
+	out := slices.Clone(tokens)
+	for i, path := range files {
+		tok, err := readTokenFile(ErrConfigFile, fmt.Sprintf("%s.accepted_token_files[%d]", field, i), path)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, tok)
+	}
+	return out, nil
 }
 
 // ReadTokenFile reads a token from the file at path, for field (the
@@ -184,6 +265,12 @@ func ReadTokenFile(field, path string) (string, error) {
 
 // readTokenFile is ReadTokenFile with its errors wrapping sentinel.
 func readTokenFile(sentinel error, field, path string) (string, error) {
+	return readSecretFile(sentinel, field, path, "token", 16)
+}
+
+// readSecretFile is readTokenFile for a secret (what names it) of at
+// least least bytes.
+func readSecretFile(sentinel error, field, path, what string, least int) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("%w: %s: %v", sentinel, field, err)
@@ -205,8 +292,8 @@ func readTokenFile(sentinel error, field, path string) (string, error) {
 		return "", fmt.Errorf("%w: %s: %v", sentinel, field, err)
 	}
 	tok := strings.TrimSpace(string(b))
-	if len(tok) < 16 {
-		return "", fmt.Errorf("%w: %s: a token of %d bytes: want at least 16", sentinel, field, len(tok))
+	if len(tok) < least {
+		return "", fmt.Errorf("%w: %s: a %s of %d bytes: want at least %d", sentinel, field, what, len(tok), least)
 	}
 	return tok, nil
 }
@@ -255,7 +342,6 @@ func (c *Config) Validate() error {
 	if len(c.Regions) == 0 || len(c.Regions) > 64 {
 		return bad("regions: %d: want 1 to 64", len(c.Regions))
 	}
-	tokens := map[string]string{}
 	for _, name := range slices.Sorted(maps.Keys(c.Regions)) {
 		r := c.Regions[name]
 		switch {
@@ -263,14 +349,11 @@ func (c *Config) Validate() error {
 			return bad("regions: name %q: want 1 to 64 bytes, no slash or space", name)
 		case r.Token != "" && r.TokenFile != "":
 			return bad("regions.%s: token and token_file: give one", name)
-		case r.TokenFile == "" && len(r.Token) < 16:
-			return bad("regions.%s.token: %d bytes: want at least 16 (or a token_file)", name, len(r.Token))
+		case r.Token != "" && len(r.Token) < 16:
+			return bad("regions.%s.token: %d bytes: want at least 16 (or a token_file, or neither for a client certificate)", name, len(r.Token))
 		}
-		if r.Token != "" {
-			if other, dup := tokens[r.Token]; dup {
-				return bad("regions.%s.token: the same as regions.%s.token: each region needs its own", name, other)
-			}
-			tokens[r.Token] = name
+		if err := checkAccepted("regions."+name, r.AcceptedTokens); err != nil {
+			return err
 		}
 	}
 	if len(c.Tenants) == 0 || len(c.Tenants) > 100_000 {
@@ -298,6 +381,9 @@ func (c *Config) Validate() error {
 		case o.TokenFile == "" && len(o.Token) < 16:
 			return bad("operators.%s.token: %d bytes: want at least 16 (or a token_file)", name, len(o.Token))
 		}
+		if err := checkAccepted("operators."+name, o.AcceptedTokens); err != nil {
+			return err
+		}
 	}
 	if err := c.checkTokens(); err != nil {
 		return err
@@ -305,29 +391,57 @@ func (c *Config) Validate() error {
 	return c.validateRest()
 }
 
-// checkTokens refuses a token used twice among regions and operators:
-// each credential names one principal.
-func (c *Config) checkTokens() error {
-	seen := map[string]string{}
-	for _, name := range slices.Sorted(maps.Keys(c.Regions)) {
-		if tok := c.Regions[name].Token; tok != "" {
-			seen[tok] = "regions." + name
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(c.Operators)) {
-		if tok := c.Operators[name].Token; tok != "" {
-			if other, dup := seen[tok]; dup {
-				return fmt.Errorf("%w: operators.%s.token: the same as %s.token: each needs its own", ErrConfigFile, name, other)
-			}
-			seen[tok] = "operators." + name
-		}
-	}
-	if tok := c.Envoy.Token; tok != "" {
-		if other, dup := seen[tok]; dup {
-			return fmt.Errorf("%w: envoy.token: the same as %s.token: each needs its own", ErrConfigFile, other)
+// checkAccepted refuses an accepted token under 16 bytes, naming it by
+// its index only.
+func checkAccepted(field string, tokens []string) error {
+	for i, tok := range tokens {
+		if len(tok) < 16 {
+			return fmt.Errorf("%w: %s.accepted_tokens[%d]: %d bytes: want at least 16", ErrConfigFile, field, i, len(tok))
 		}
 	}
 	return nil
+}
+
+// checkTokens refuses a token used by two principals among regions,
+// operators and Envoy, accepted tokens counted: each credential names
+// one principal. The same token twice for one principal (its token among
+// its accepted ones, as a rotation's first step may leave it) is fine.
+func (c *Config) checkTokens() error {
+	type claimed struct{ owner, field string }
+	seen := map[string]claimed{}
+	claim := func(owner, field, tok string) error {
+		if tok == "" {
+			return nil
+		}
+		if other, dup := seen[tok]; dup && other.owner != owner {
+			return fmt.Errorf("%w: %s: the same as %s: each needs its own", ErrConfigFile, field, other.field)
+		}
+		seen[tok] = claimed{owner, field}
+		return nil
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Regions)) {
+		r, owner := c.Regions[name], "regions."+name
+		if err := claim(owner, owner+".token", r.Token); err != nil {
+			return err
+		}
+		for i, tok := range r.AcceptedTokens {
+			if err := claim(owner, fmt.Sprintf("%s.accepted_tokens[%d]", owner, i), tok); err != nil {
+				return err
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Operators)) {
+		o, owner := c.Operators[name], "operators."+name
+		if err := claim(owner, owner+".token", o.Token); err != nil {
+			return err
+		}
+		for i, tok := range o.AcceptedTokens {
+			if err := claim(owner, fmt.Sprintf("%s.accepted_tokens[%d]", owner, i), tok); err != nil {
+				return err
+			}
+		}
+	}
+	return claim("envoy", "envoy.token", c.Envoy.Token)
 }
 
 // CheckTenant validates one tenant entry, naming its fields under field
@@ -394,6 +508,10 @@ func (c *Config) validateRest() error {
 		return bad("etcd.max_txn_ops %d: want 8 to 1000000 (0 for the default, 128)", e.MaxTxnOps)
 	case e.Prefix != "" && !strings.HasPrefix(e.Prefix, "/"):
 		return bad("etcd.prefix %q: want a path starting with /", e.Prefix)
+	case (e.CertFile == "") != (e.KeyFile == ""):
+		return bad("etcd.cert_file and etcd.key_file: give both or neither")
+	case e.User == "" && (e.PasswordFile != "" || e.Password != ""):
+		return bad("etcd.password_file: a password without etcd.user")
 	}
 	a := &c.Agent
 	if a.Retry == 0 {
@@ -457,6 +575,40 @@ func (c *Config) Tokens() map[string]string {
 	out := make(map[string]string, len(c.Regions))
 	for name, r := range c.Regions {
 		out[name] = r.Token
+	}
+	return out
+}
+
+// RegionTokens maps each region to every token the coordinators accept
+// for it: its token, then its accepted tokens (none for a region that
+// authenticates with its certificate only).
+func (c *Config) RegionTokens() map[string][]string {
+	out := make(map[string][]string, len(c.Regions))
+	for name, r := range c.Regions {
+		out[name] = principalTokens(r.Token, r.AcceptedTokens)
+	}
+	return out
+}
+
+// OperatorTokens maps each operator to every token the coordinators
+// accept for it: its token, then its accepted tokens.
+func (c *Config) OperatorTokens() map[string][]string {
+	out := make(map[string][]string, len(c.Operators))
+	for name, o := range c.Operators {
+		out[name] = principalTokens(o.Token, o.AcceptedTokens)
+	}
+	return out
+}
+
+func principalTokens(tok string, accepted []string) []string {
+	var out []string
+	if tok != "" {
+		out = append(out, tok)
+	}
+	for _, a := range accepted {
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
 	}
 	return out
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -36,6 +38,9 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{good + "operators: {alice: {token: \"eu-token-0123456789\"}}\n", "operators.alice.token: the same as regions.eu.token"},
 		{good + "operators: {\"a b\": {token: \"alice-token-0123456789\"}}\n", `operators: name "a b"`},
 		{good + "operators: {alice: {token: \"alice-token-0123456789\", token_file: x}}\n", "operators.alice: token and token_file: give one"},
+		{strings.Replace(good, `{token: "eu-token-0123456789"}`, `{token: "eu-token-0123456789", accepted_tokens: [short]}`, 1), "regions.eu.accepted_tokens[0]: 5 bytes: want at least 16"},
+		{strings.Replace(good, `{token: "eu-token-0123456789"}`, `{token: "eu-token-0123456789", accepted_tokens: ["us-token-0123456789"]}`, 1), "regions.us.token: the same as regions.eu.accepted_tokens[0]"},
+		{good + "operators: {alice: {token: \"alice-token-0123456789\", accepted_tokens: [\"eu-token-0123456789\"]}}\n", "operators.alice.accepted_tokens[0]: the same as regions.eu.token"},
 	} {
 		_, err := ParseConfig([]byte(tc.file))
 		if !errors.Is(err, ErrConfigFile) || !strings.Contains(err.Error(), tc.want) {
@@ -88,4 +93,39 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("a parsed config does not validate: %v", err)
 		}
 	})
+}
+
+// TestRotationTokens: a principal's tokens are its token and its accepted
+// tokens, each once; a region may have none (its certificate names it);
+// an accepted token file is read as a token file is.
+func TestRotationTokens(t *testing.T) {
+	cfg, err := ParseConfig([]byte(`regions:
+  eu: {token: "eu-token-new-0123456789", accepted_tokens: ["eu-token-old-0123456789", "eu-token-new-0123456789"]}
+  us: {}
+tenants: [{name: a, rate: 1}]
+operators:
+  alice: {token: "alice-token-new-012345", accepted_tokens: ["alice-token-old-012345"]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, o := cfg.RegionTokens(), cfg.OperatorTokens()
+	if !slices.Equal(r["eu"], []string{"eu-token-new-0123456789", "eu-token-old-0123456789"}) || len(r["us"]) != 0 {
+		t.Errorf("RegionTokens() = %v", r)
+	}
+	if !slices.Equal(o["alice"], []string{"alice-token-new-012345", "alice-token-old-012345"}) {
+		t.Errorf("OperatorTokens() = %v", o)
+	}
+	dir := t.TempDir()
+	tok, path := filepath.Join(dir, "old.token"), filepath.Join(dir, "cluster.yaml")
+	os.WriteFile(tok, []byte("eu-token-from-a-file\n"), 0o600)
+	os.WriteFile(path, []byte("regions:\n  eu: {token: \"eu-token-0123456789\", accepted_token_files: ["+strconv.Quote(tok)+"]}\ntenants: [{name: a, rate: 1}]\n"), 0o600)
+	cfg, err = LoadConfig(path)
+	if err != nil || !slices.Equal(cfg.RegionTokens()["eu"], []string{"eu-token-0123456789", "eu-token-from-a-file"}) {
+		t.Fatalf("LoadConfig with an accepted token file: %v, %v", cfg, err)
+	}
+	os.Chmod(tok, 0o644)
+	if _, err := LoadConfig(path); !errors.Is(err, ErrConfigFile) || !strings.Contains(err.Error(), "regions.eu.accepted_token_files[0]") {
+		t.Errorf("an accepted token file others may read: %v", err)
+	}
 }

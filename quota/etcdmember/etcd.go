@@ -16,7 +16,9 @@ import (
 	"syscall"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -136,6 +138,14 @@ func startMember(ctx context.Context, cfg MemberConfig) (*Member, error) {
 	if cfg.PeerURL, err = pick(cfg.PeerURL, saved.Peer); err != nil {
 		return nil, err
 	}
+	if cfg.CertFile != "" {
+		// A port picked or kept as http://: the same port, over TLS.
+		if rest, ok := strings.CutPrefix(cfg.ClientURL, "http://"); ok {
+			cfg.ClientURL = "https://" + rest
+		}
+	} else if rest, ok := strings.CutPrefix(cfg.ClientURL, "https://"); ok && saved.Client == cfg.ClientURL {
+		cfg.ClientURL = "http://" + rest // kept from a start with TLS
+	}
 	// Loopback only, unless allowed — checked before the URLs are kept,
 	// so that a refused one does not stay in the data directory.
 	for _, u := range []struct{ field, url string }{{"client URL", cfg.ClientURL}, {"peer URL", cfg.PeerURL}} {
@@ -170,23 +180,31 @@ func startMember(ctx context.Context, cfg MemberConfig) (*Member, error) {
 	if err := checkDataDir(ec.Dir); err != nil {
 		return nil, err
 	}
-	parse := func(field, s string) ([]url.URL, error) {
+	parse := func(field, s, scheme string) ([]url.URL, error) {
 		u, err := url.Parse(s)
-		if err != nil || u.Scheme != "http" || u.Host == "" {
-			return nil, fmt.Errorf("%w: %s %q: want http://host:port", ErrConfig, field, s)
+		if err != nil || u.Scheme != scheme || u.Host == "" {
+			return nil, fmt.Errorf("%w: %s %q: want %s://host:port", ErrConfig, field, s, scheme)
 		}
 		return []url.URL{*u}, nil
 	}
-	if ec.ListenClientUrls, err = parse("client URL", cfg.ClientURL); err != nil {
+	clientScheme := "http"
+	if cfg.CertFile != "" {
+		clientScheme = "https"
+		ec.ClientTLSInfo.CertFile, ec.ClientTLSInfo.KeyFile = cfg.CertFile, cfg.KeyFile
+		if cfg.ClientCAFile != "" {
+			ec.ClientTLSInfo.TrustedCAFile, ec.ClientTLSInfo.ClientCertAuth = cfg.ClientCAFile, true
+		}
+	}
+	if ec.ListenClientUrls, err = parse("client URL", cfg.ClientURL, clientScheme); err != nil {
 		return nil, err
 	}
-	if ec.AdvertiseClientUrls, err = parse("advertised client URL", cfg.AdvertiseClientURL); err != nil {
+	if ec.AdvertiseClientUrls, err = parse("advertised client URL", cfg.AdvertiseClientURL, clientScheme); err != nil {
 		return nil, err
 	}
-	if ec.ListenPeerUrls, err = parse("peer URL", cfg.PeerURL); err != nil {
+	if ec.ListenPeerUrls, err = parse("peer URL", cfg.PeerURL, "http"); err != nil {
 		return nil, err
 	}
-	if ec.AdvertisePeerUrls, err = parse("advertised peer URL", cfg.AdvertisePeerURL); err != nil {
+	if ec.AdvertisePeerUrls, err = parse("advertised peer URL", cfg.AdvertisePeerURL, "http"); err != nil {
 		return nil, err
 	}
 	ec.InitialCluster = cfg.InitialCluster
@@ -235,6 +253,12 @@ func startMember(ctx context.Context, cfg MemberConfig) (*Member, error) {
 		closeEtcd(e, closing)
 		return nil, fmt.Errorf("etcdmember: etcd did not become ready within %v (%s)", wait, why)
 	}
+	if cfg.RootPassword != "" {
+		if err := enableAuth(ctx, e, cfg.RootPassword); err != nil {
+			closeEtcd(e, closing)
+			return nil, err
+		}
+	}
 	ok = true
 	return &Member{etcd: e, lock: lock, closing: closing, ClientURL: cfg.ClientURL}, nil
 }
@@ -268,6 +292,34 @@ func freeURL() (string, error) {
 	}
 	defer l.Close()
 	return "http://" + l.Addr().String(), nil
+}
+
+// enableAuth creates the user root with password, unless it exists, and
+// turns authentication on, unless it is: through the member's own
+// in-process client, before any other client could connect without
+// credentials for long.
+func enableAuth(ctx context.Context, e *embed.Etcd, password string) error {
+	c := v3client.New(e.Server)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	st, err := c.AuthStatus(ctx)
+	if err != nil {
+		return fmt.Errorf("etcdmember: auth status: %w", err)
+	}
+	if st.Enabled {
+		return nil // enabled on an earlier start; the password is root's own business now
+	}
+	if _, err := c.UserAdd(ctx, "root", password); err != nil && !errors.Is(err, rpctypes.ErrUserAlreadyExist) {
+		return fmt.Errorf("etcdmember: adding the user root: %w", err)
+	}
+	if _, err := c.UserGrantRole(ctx, "root", "root"); err != nil {
+		return fmt.Errorf("etcdmember: granting root the role root: %w", err)
+	}
+	if _, err := c.AuthEnable(ctx); err != nil {
+		return fmt.Errorf("etcdmember: enabling auth: %w", err)
+	}
+	return nil
 }
 
 // RunMember runs an embedded member until ctx ends (nil, also when ctx

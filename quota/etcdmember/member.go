@@ -30,6 +30,20 @@ type MemberConfig struct {
 	// MaxTxnOps is the member's limit on the operations of a transaction
 	// (etcd's --max-txn-ops); default DefaultEmbeddedMaxTxnOps.
 	MaxTxnOps uint
+	// CertFile and KeyFile, if given, are the certificate and key (PEM)
+	// the member serves its clients with, over TLS: ClientURL is then
+	// https://host:port. ClientCAFile, if given, makes it require a client
+	// certificate signed by those CAs (etcd's --client-cert-auth). Needs
+	// CertFile.
+	CertFile, KeyFile, ClientCAFile string
+	// RootPassword, if not empty, turns etcd's authentication on: the
+	// member creates the user root with this password (on its first
+	// start; a later start finds it) and enables auth, so that every
+	// client must log in (docs/quota.md, "etcd with TLS and auth"). The
+	// ledger's client then logs in as root or as a user the operator
+	// made with etcdctl, with read and write on its prefix. It is never
+	// logged.
+	RootPassword string
 	// AllowRemote lets ClientURL and PeerURL listen beyond loopback.
 	// Without it StartMember refuses them: the embedded member has no
 	// authentication and no TLS, and whoever reaches its client port can
@@ -43,8 +57,13 @@ type MemberConfig struct {
 // binary has the embedded etcd: no data directory. StartMember checks the
 // rest (the URLs) as it picks them.
 func (c MemberConfig) Validate() error {
-	if c.DataDir == "" {
+	switch {
+	case c.DataDir == "":
 		return fmt.Errorf("%w: --data-dir is required", ErrConfig)
+	case (c.CertFile == "") != (c.KeyFile == ""):
+		return fmt.Errorf("%w: --tls-cert and --tls-key: give both or neither", ErrConfig)
+	case c.ClientCAFile != "" && c.CertFile == "":
+		return fmt.Errorf("%w: --client-ca: needs --tls-cert and --tls-key", ErrConfig)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,9 +21,17 @@ type ClientConfig struct {
 	// Endpoints are the coordinators' base URLs (http://host:port); at
 	// least one. The client follows the leader among them.
 	Endpoints []string
-	// Region and Token: this region and its bearer token.
+	// Region and Token: this region and its bearer token. The token may
+	// be left out when TLS presents a client certificate that names the
+	// region (RegionURI) to coordinators that verify it.
 	Region, Token string
-	// HTTP is the HTTP client; default one with a 5 s timeout.
+	// TLS, if not nil, is the TLS config the default HTTP client uses:
+	// the coordinators' CA (RootCAs; nil: the system's roots) and the
+	// region's client certificate. With it, an endpoint given as
+	// host:port is https://host:port and an http:// one is refused: the
+	// token would cross the network in clear.
+	TLS *tls.Config
+	// HTTP is the HTTP client; default one with a 5 s timeout (and TLS).
 	HTTP *http.Client
 	// Linger is how long a call waits for others to share its HTTP
 	// request; default 2 ms.
@@ -84,16 +93,16 @@ type callResult struct {
 
 // NewClient checks the configuration and returns a client.
 func NewClient(cfg ClientConfig) (*Client, error) {
-	endpoints, err := checkEndpoints(cfg.Endpoints)
+	endpoints, err := checkEndpoints(cfg.Endpoints, cfg.TLS != nil)
 	if err != nil {
 		return nil, err
 	}
 	cfg.Endpoints = endpoints
-	if cfg.Region == "" || cfg.Token == "" {
-		return nil, fmt.Errorf("%w: remote: a region and its token are required", quota.ErrConfig)
+	if cfg.Region == "" || (cfg.Token == "" && !hasCert(cfg.TLS)) {
+		return nil, fmt.Errorf("%w: remote: a region and its token (or a client certificate naming it) are required", quota.ErrConfig)
 	}
 	if cfg.HTTP == nil {
-		cfg.HTTP = &http.Client{Timeout: 5 * time.Second}
+		cfg.HTTP = httpClient(5*time.Second, cfg.TLS)
 	}
 	if cfg.Linger == 0 {
 		cfg.Linger = 2 * time.Millisecond
@@ -109,8 +118,22 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		return nil, fmt.Errorf("%w: remote: agent %q: want 1 to %d printable characters", quota.ErrConfig, cfg.Agent, MaxAgent)
 	}
 	c := &Client{cfg: cfg}
-	c.l.endpoints, c.l.token, c.l.region, c.l.http, c.l.limit = endpoints, cfg.Token, cfg.Region, cfg.HTTP, 4*MaxBody
+	c.l.endpoints, c.l.region, c.l.http, c.l.limit = endpoints, cfg.Region, cfg.HTTP, 4*MaxBody
+	c.l.token.Store(&cfg.Token)
 	return c, nil
+}
+
+// SetToken replaces the region's token from the next request on: the
+// agent's SIGHUP, in a rotation (docs/quota.md, "Rotating a token"),
+// once the coordinators accept the new token besides the old. "" sends
+// none, for a client certificate that names the region. Calls under way
+// keep the token they were sent with.
+func (c *Client) SetToken(token string) error {
+	if token == "" && !hasCert(c.cfg.TLS) {
+		return fmt.Errorf("%w: remote: a token is required without a client certificate", quota.ErrConfig)
+	}
+	c.l.token.Store(&token)
+	return nil
 }
 
 // Incarnation is the incarnation the client holds the region as; 0 while

@@ -45,3 +45,23 @@ func ParseEndpoints(field string, endpoints []string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// ParseEndpointsTLS is ParseEndpoints for a client that speaks TLS to
+// the service (its CA or a client certificate given): host:port reads as
+// https://host:port, and an http:// endpoint is refused, since the
+// client's credentials would cross the network in clear. Errors wrap
+// ErrEndpoint and name field.
+func ParseEndpointsTLS(field string, endpoints []string) ([]string, error) {
+	in := make([]string, len(endpoints))
+	for i, e := range endpoints {
+		s := strings.TrimSpace(e)
+		if strings.HasPrefix(strings.ToLower(s), "http://") {
+			return nil, fmt.Errorf("%w: %s: %q: TLS is configured (--ca, --client-cert): want https://host:port, or host:port", ErrEndpoint, field, redact.URL(e))
+		}
+		if !strings.Contains(s, "://") {
+			s = "https://" + s
+		}
+		in[i] = s
+	}
+	return ParseEndpoints(field, in)
+}

@@ -2,7 +2,6 @@ package remote
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,9 +43,19 @@ type Leadership func() (b Backend, leader string)
 
 // HandlerConfig configures Handler.
 type HandlerConfig struct {
-	// Tokens maps each region to its bearer token; required, every token
-	// at least 16 bytes.
+	// Tokens maps each region to its bearer token, every token at least
+	// 16 bytes; "" for a region that authenticates with its certificate
+	// only (ClientCerts). Required unless Keyring is given.
 	Tokens map[string]string
+	// Keyring, if not nil, holds the regions' tokens instead of Tokens,
+	// several a region while one is rotated, and can be changed while the
+	// handler serves (a coordinator's SIGHUP).
+	Keyring *Keyring
+	// ClientCerts says that the listener verifies client certificates
+	// against a CA the operator gave (--client-ca): a region may then
+	// authenticate with a certificate that names it (RegionURI) instead
+	// of a token. Without it, certificates are not looked at.
+	ClientCerts bool
 	// Lead says who serves; required.
 	Lead Leadership
 	// Nudges holds the nudges for each region until it next calls; may
@@ -64,12 +73,32 @@ func Handler(cfg HandlerConfig) (http.Handler, error) {
 	if cfg.Lead == nil {
 		return nil, fmt.Errorf("%w: remote: no leadership function", quota.ErrConfig)
 	}
-	if len(cfg.Tokens) == 0 {
-		return nil, fmt.Errorf("%w: remote: no region tokens", quota.ErrConfig)
+	if cfg.Keyring == nil {
+		if len(cfg.Tokens) == 0 {
+			return nil, fmt.Errorf("%w: remote: no region tokens", quota.ErrConfig)
+		}
+		tokens := make(map[string][]string, len(cfg.Tokens))
+		for r, tok := range cfg.Tokens {
+			if tok == "" && cfg.ClientCerts {
+				tokens[r] = nil // its certificate only
+				continue
+			}
+			tokens[r] = []string{tok}
+		}
+		k, err := NewKeyring(tokens)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Keyring = k
 	}
-	for r, tok := range cfg.Tokens {
-		if len(tok) < 16 {
-			return nil, fmt.Errorf("%w: remote: token of region %q has %d bytes: want at least 16", quota.ErrConfig, r, len(tok))
+	if len(*cfg.Keyring.tokens.Load()) == 0 {
+		return nil, fmt.Errorf("%w: remote: no regions", quota.ErrConfig)
+	}
+	if !cfg.ClientCerts {
+		for r, toks := range *cfg.Keyring.tokens.Load() {
+			if len(toks) == 0 {
+				return nil, fmt.Errorf("%w: remote: region %q has no token, and client certificates are not verified: give it a token, or a client CA", quota.ErrConfig, r)
+			}
 		}
 	}
 	if cfg.Timeout == 0 {
@@ -89,20 +118,31 @@ type handler struct {
 	cfg HandlerConfig
 }
 
-// region authenticates the request: the region whose token it carries.
-// Every token is compared, in constant time, so that neither the token's
-// bytes nor which region it matched shows in the time taken.
+// region authenticates the request: the region its verified client
+// certificate names (with ClientCerts), or the region whose token it
+// carries. A request with both must name the same region with each: a
+// certificate of one region and a token of another is refused, not read
+// as either. Every token is compared, in constant time, so that neither
+// the token's bytes nor which region it matched shows in the time taken.
 func (h *handler) region(r *http.Request) (string, bool) {
+	byCert := ""
+	if h.cfg.ClientCerts && r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
+		byCert = RegionOfCert(r.TLS.VerifiedChains[0][0])
+		if !h.cfg.Keyring.known(byCert) {
+			byCert = "" // names no region of the config
+		}
+	}
 	auth := r.Header.Get("Authorization")
+	if auth == "" {
+		return byCert, byCert != ""
+	}
 	tok, ok := strings.CutPrefix(auth, "Bearer ")
 	if !ok {
 		return "", false
 	}
-	found := ""
-	for region, want := range h.cfg.Tokens {
-		if subtle.ConstantTimeCompare([]byte(tok), []byte(want)) == 1 {
-			found = region
-		}
+	found := h.cfg.Keyring.Match(tok)
+	if byCert != "" && found != byCert {
+		return "", false
 	}
 	return found, found != ""
 }
@@ -153,10 +193,15 @@ func (h *handler) authLead(w http.ResponseWriter, r *http.Request) (string, Back
 	if !ok {
 		if h.cfg.Logger != nil {
 			h.cfg.Logger.Warn("quota coordinator: refused a request without a valid region token",
-				"remote", r.RemoteAddr, "path", r.URL.Path, "authorization", presence(r.Header.Get("Authorization")))
+				"remote", r.RemoteAddr, "path", r.URL.Path, "authorization", presence(r.Header.Get("Authorization")),
+				"certificate", certPresence(r, h.cfg.ClientCerts))
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="afloat-quota"`)
-		refuse(w, http.StatusUnauthorized, Refusal{Error: "remote: a valid region token is required (Authorization: Bearer TOKEN)"})
+		msg := "remote: a valid region token is required (Authorization: Bearer TOKEN)"
+		if h.cfg.ClientCerts {
+			msg = "remote: a valid region token (Authorization: Bearer TOKEN) or a client certificate naming the region (" + RegionURI("NAME") + ") is required"
+		}
+		refuse(w, http.StatusUnauthorized, Refusal{Error: msg})
 		return "", nil, false
 	}
 	b, leader := h.cfg.Lead()
@@ -184,6 +229,20 @@ func (h *handler) tenants(w http.ResponseWriter, r *http.Request) {
 	}
 	ans.Epoch = b.Epoch()
 	writeJSON(w, ans)
+}
+
+// certPresence says, for the log, what client certificate a refused
+// request came with.
+func certPresence(r *http.Request, verified bool) string {
+	switch {
+	case !verified:
+		return "not asked for"
+	case r.TLS == nil || len(r.TLS.PeerCertificates) == 0:
+		return "missing"
+	case RegionOfCert(r.TLS.PeerCertificates[0]) == "":
+		return "names no region"
+	}
+	return "names a region"
 }
 
 func presence(s string) string {

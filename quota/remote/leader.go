@@ -3,7 +3,10 @@ package remote
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,22 +23,41 @@ import (
 // leads: the one leader-following client of the package, under a
 // region's Client and an Operator alike. It is safe for concurrent use.
 type leaders struct {
-	endpoints []string // base URLs, without a trailing slash
-	token     string   // the bearer token, sent to the endpoints only
-	region    string   // the region whose token it is ("" for an operator), named in a HeldError
+	endpoints []string               // base URLs, without a trailing slash
+	token     atomic.Pointer[string] // the bearer token, sent to the endpoints only; "" for none
+	region    string                 // the region whose token it is ("" for an operator), named in a HeldError
 	http      *http.Client
 	limit     int64        // bytes of an answer read at most
 	leader    atomic.Int64 // index into endpoints of the one believed to lead
 }
 
 // checkEndpoints returns the endpoints in one form (ParseEndpoints), or
-// quota.ErrConfig naming the first that is not an http(s) base URL.
-func checkEndpoints(endpoints []string) ([]string, error) {
-	out, err := ParseEndpoints("endpoints", endpoints)
+// quota.ErrConfig naming the first that is not an http(s) base URL. With
+// secure (a TLS config given), host:port reads as https://host:port and
+// an http:// endpoint is refused.
+func checkEndpoints(endpoints []string, secure bool) ([]string, error) {
+	parse := ParseEndpoints
+	if secure {
+		parse = ParseEndpointsTLS
+	}
+	out, err := parse("endpoints", endpoints)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", quota.ErrConfig, err)
 	}
 	return out, nil
+}
+
+// hasCert says whether cfg presents a client certificate.
+func hasCert(cfg *tls.Config) bool { return cfg != nil && len(cfg.Certificates) > 0 }
+
+// httpClient is the default HTTP client of a Client or an Operator.
+func httpClient(timeout time.Duration, cfg *tls.Config) *http.Client {
+	if cfg == nil {
+		return &http.Client{Timeout: timeout}
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = cfg.Clone()
+	return &http.Client{Timeout: timeout, Transport: t}
 }
 
 // do sends a request to the leader and returns which endpoint answered;
@@ -88,9 +110,21 @@ func (l *leaders) request(ctx context.Context, method, u string, data []byte) (r
 	if data != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set("Authorization", "Bearer "+l.token)
+	if tok := *l.token.Load(); tok != "" { // else the client certificate names the region
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
 	resp, err := l.http.Do(req)
 	if err != nil {
+		var unknown x509.UnknownAuthorityError
+		var hostname x509.HostnameError
+		switch {
+		case errors.As(err, &unknown):
+			// Final: every coordinator is signed by the same CA, or
+			// should be; the fix is the client's.
+			return nil, "", true, fmt.Errorf("remote: %w (is --ca the CA that signed the coordinators' certificates?)", err)
+		case errors.As(err, &hostname):
+			return nil, "", true, fmt.Errorf("remote: %w (the URL's host must be one of the certificate's names)", err)
+		}
 		return nil, "", false, fmt.Errorf("remote: %w", err)
 	}
 	defer resp.Body.Close()

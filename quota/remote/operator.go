@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -18,7 +19,12 @@ type OperatorConfig struct {
 	Endpoints []string
 	// Token is the operator's bearer token (the config's operators).
 	Token string
-	// HTTP is the HTTP client; default one with a 10 s timeout.
+	// TLS, if not nil, is the TLS config of the default HTTP client: the
+	// coordinators' CA (RootCAs; nil: the system's roots). With it, an
+	// endpoint given as host:port is https://host:port and an http://
+	// one is refused, as ClientConfig's are.
+	TLS *tls.Config
+	// HTTP is the HTTP client; default one with a 10 s timeout (and TLS).
 	HTTP *http.Client
 }
 
@@ -41,7 +47,7 @@ type Operator struct {
 
 // NewOperator checks the configuration and returns an operator's client.
 func NewOperator(cfg OperatorConfig) (*Operator, error) {
-	endpoints, err := checkEndpoints(cfg.Endpoints)
+	endpoints, err := checkEndpoints(cfg.Endpoints, cfg.TLS != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -49,10 +55,11 @@ func NewOperator(cfg OperatorConfig) (*Operator, error) {
 		return nil, fmt.Errorf("%w: remote: an operator's token is required", quota.ErrConfig)
 	}
 	if cfg.HTTP == nil {
-		cfg.HTTP = &http.Client{Timeout: 10 * time.Second}
+		cfg.HTTP = httpClient(10*time.Second, cfg.TLS)
 	}
 	o := &Operator{}
-	o.l.endpoints, o.l.token, o.l.http, o.l.limit = endpoints, cfg.Token, cfg.HTTP, MaxOperatorAnswer
+	o.l.endpoints, o.l.http, o.l.limit = endpoints, cfg.HTTP, MaxOperatorAnswer
+	o.l.token.Store(&cfg.Token)
 	return o, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -29,7 +28,7 @@ func (a *Agent) Load(tenant string, n int64) *Traffic {
 	body := fmt.Sprintf(`{"tenant":%s,"n":%d}`, name, n)
 	ctx, cancel := context.WithCancel(a.cluster.ctx)
 	tr := &Traffic{cancel: cancel, done: make(chan struct{})}
-	client := &http.Client{Timeout: 2 * time.Second}
+	client := a.cluster.Client(2 * time.Second)
 	url := a.URL + "/v1/allow"
 	a.cluster.loads.Go(func() {
 		defer close(tr.done)

@@ -2,6 +2,7 @@ package servicetest
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -44,6 +45,11 @@ type Cluster struct {
 	// benchmark that measures the decision path without the log's writes;
 	// Check then has nothing to read. Set it before starting any.
 	NoEventLogs bool
+	// ClientTLS, if not nil, is the TLS config of the cluster's own
+	// clients (Agent.Load, Client): the CA of processes started with
+	// TLSCert, and the client certificate agents started with ClientCA
+	// require.
+	ClientTLS *tls.Config
 
 	t      testing.TB
 	ctx    context.Context
@@ -98,7 +104,7 @@ func (c *Cluster) Etcd() string {
 // Process is a coordinator replica or a region agent the cluster runs.
 type Process struct {
 	// Addr is the address its API serves on (host:port); URL is
-	// http://Addr.
+	// http://Addr, or https://Addr for a process started with TLSCert.
 	Addr, URL string
 	// EventLog is the path of its event log.
 	EventLog string
@@ -106,6 +112,7 @@ type Process struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	err    error
+	scheme string // http or https
 }
 
 // Stop stops the process and waits for it to end; it returns what its
@@ -133,6 +140,9 @@ func (c *Cluster) Coordinator(o replica.Options) *Process {
 		o.Etcd = []string{c.Etcd()}
 	}
 	p := c.process(o.EventLog)
+	if o.TLSCert != "" {
+		p.scheme = "https"
+	}
 	user := o.Ready
 	ready := make(chan string, 1)
 	o.Ready = func(addr string) {
@@ -294,6 +304,9 @@ func (c *Cluster) Agent(o agent.Options, setup func(*agent.Agent)) *Agent {
 		setup(a)
 	}
 	p := c.process(o.EventLog)
+	if o.TLSCert != "" {
+		p.scheme = "https"
+	}
 	ctx := c.start(p, &c.agents)
 	go func() {
 		defer close(p.done)
@@ -324,7 +337,7 @@ func (c *Cluster) process(eventLog string) *Process {
 	if eventLog != "" {
 		c.logs = append(c.logs, eventLog)
 	}
-	return &Process{EventLog: eventLog, done: make(chan struct{})}
+	return &Process{EventLog: eventLog, done: make(chan struct{}), scheme: "http"}
 }
 
 // start derives the process's context from the cluster's and counts the
@@ -352,13 +365,24 @@ func (c *Cluster) await(p *Process, ready <-chan string, who string) {
 	c.t.Helper()
 	select {
 	case p.Addr = <-ready:
-		p.URL = "http://" + p.Addr
+		p.URL = p.scheme + "://" + p.Addr
 	case <-p.done:
 		c.t.Fatalf("servicetest: %s ended before it served: %v", who, p.err)
 	case <-time.After(StartTimeout):
 		p.Stop() //nolint:errcheck // the timeout is the error
 		c.t.Fatalf("servicetest: %s did not serve within %v", who, StartTimeout)
 	}
+}
+
+// Client is an HTTP client of the cluster's processes: with ClientTLS,
+// when the test set one.
+func (c *Cluster) Client(timeout time.Duration) *http.Client {
+	if c.ClientTLS == nil {
+		return &http.Client{Timeout: timeout}
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = c.ClientTLS.Clone()
+	return &http.Client{Timeout: timeout, Transport: t}
 }
 
 // EventLogs are the paths of the event logs of every process started.

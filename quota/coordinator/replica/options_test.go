@@ -17,6 +17,7 @@ import (
 // and naming the option by its flag and what it wants.
 func TestOptionsValidate(t *testing.T) {
 	cfg := opstest.MustConfig(t, opstest.ConfigFile("good.yaml"))
+	certOnly := opstest.MustConfig(t, strings.Replace(opstest.ConfigFile("good.yaml"), `eu: {token: "eu-token-0123456789"}`, `eu: {}`, 1))
 	for i, tc := range []struct {
 		edit func(o *replica.Options)
 		want string // "" for none
@@ -33,6 +34,16 @@ func TestOptionsValidate(t *testing.T) {
 		{func(o *replica.Options) { o.Advertise = "http://quota.internal" }, `--advertise: "http://quota.internal": want a port from 1 to 65535`, remote.ErrEndpoint},
 		{func(o *replica.Options) { o.Etcd = []string{"127.0.0.1:99999"} }, `--etcd: "http://127.0.0.1:99999": want a port from 1 to 65535`, remote.ErrEndpoint},
 		{func(o *replica.Options) { o.Etcd, o.DataDir = []string{"a:1"}, "x" }, "--etcd and --data-dir: the data directory is the embedded etcd's; give one", nil},
+		{func(o *replica.Options) { o.TLSKey = "key.pem" }, "--tls-cert and --tls-key: give both", nil},
+		{func(o *replica.Options) { o.ClientCA = "ca.pem" }, "--client-ca: needs --tls-cert and --tls-key", nil},
+		{func(o *replica.Options) { o.TLSCert, o.TLSKey = "/nonexistent/cert.pem", "/nonexistent/key.pem" }, "--tls-cert /nonexistent/cert.pem, --tls-key /nonexistent/key.pem: open", nil},
+		{func(o *replica.Options) { o.EtcdClientURL, o.EtcdPeerURL = "127.0.0.1:2379", "http://[::1]:2380" }, "", nil},
+		{func(o *replica.Options) { o.EtcdClientURL, o.Etcd = "127.0.0.1:2379", []string{"a:1"} }, "--etcd and --etcd-client-url: the URL is the embedded etcd's; give one", nil},
+		{func(o *replica.Options) { o.EtcdPeerURL = "127.0.0.1:99999" }, `--etcd-peer-url: "http://127.0.0.1:99999": want a port from 1 to 65535`, remote.ErrEndpoint},
+		{func(o *replica.Options) { o.EtcdClientURL = "https://127.0.0.1:2379" }, `--etcd-client-url "https://127.0.0.1:2379": want http://host:port`, nil},
+		{func(o *replica.Options) { o.EtcdClientURL = "10.0.0.5:2379" }, `--etcd-client-url "10.0.0.5:2379": beyond loopback`, nil},
+		{func(o *replica.Options) { o.EtcdClientURL, o.EtcdPeerURL = "127.0.0.1:2379", "127.0.0.1:2379" }, "--etcd-client-url and --etcd-peer-url: both http://127.0.0.1:2379: want two ports", nil},
+		{func(o *replica.Options) { o.Config = certOnly }, "--config: regions.eu has no token: it could authenticate only with a client certificate; give --client-ca", nil},
 	} {
 		o := replica.Options{Config: cfg, Listen: "127.0.0.1:0", Logger: opstest.QuietLog()}
 		tc.edit(&o)

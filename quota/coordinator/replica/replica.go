@@ -2,12 +2,17 @@ package replica
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -48,6 +53,11 @@ type Options struct {
 	// do not go together.
 	Etcd    []string
 	DataDir string
+	// EtcdClientURL and EtcdPeerURL are where the embedded etcd listens
+	// (host:port or http://host:port, loopback only: the embedded member
+	// has no TLS or auth); default a free loopback port each, kept in
+	// DataDir across restarts. Not with Etcd.
+	EtcdClientURL, EtcdPeerURL string
 	// EventLog, if not empty, is the event log's path.
 	EventLog string
 	// EventLogMaxMB rotates the event log once it reaches that many MiB,
@@ -64,6 +74,28 @@ type Options struct {
 	// and operators call it by (their --coordinator URLs). Any other
 	// Host gets 421.
 	Hosts []string
+	// TLSCert and TLSKey, if given, are the files of the certificate and
+	// private key (PEM) the API serves TLS with; the default Advertise is
+	// then https://Listen. Without them the API serves plain HTTP, which
+	// Run warns of beyond loopback. SIGHUP reads them again.
+	TLSCert, TLSKey string
+	// ClientCA, if given, is the file of the CA certificates (PEM) that
+	// sign the regions' client certificates: a region may authenticate
+	// with a certificate naming it (remote.RegionURI) instead of its
+	// token, and a region of the config without a token must. Needs
+	// TLSCert.
+	ClientCA string
+	// ConfigFile is the path Config was read from, and Reload, if not
+	// nil, asks for it to be read again (afloat quota coordinator sends
+	// on SIGHUP): the regions' and the operators' tokens change at once,
+	// and the certificates (TLSCert, TLSKey, ClientCA) are read again;
+	// the log says which principals changed, never a token, and which
+	// sections changed but apply only at the next start. A file that
+	// does not load, or adds or removes a region, is refused whole and
+	// logged, and the config in use stays (docs/quota.md, "Rotating a
+	// token").
+	ConfigFile string
+	Reload     <-chan struct{}
 
 	metrics *coordMetrics // set by Run, for lead
 }
@@ -91,7 +123,8 @@ func Run(ctx context.Context, o Options) error {
 			dir = etcdmember.DefaultDataDir()
 		}
 		log.Info("quota coordinator: starting the embedded etcd", "data_dir", dir)
-		m, err := etcdmember.StartMember(ctx, etcdmember.MemberConfig{Name: "afloat", DataDir: dir})
+		m, err := etcdmember.StartMember(ctx, etcdmember.MemberConfig{Name: "afloat", DataDir: dir,
+			ClientURL: r.etcdClientURL, PeerURL: r.etcdPeerURL})
 		if err != nil && ctx.Err() != nil {
 			log.Info("quota coordinator: stopped while etcd was starting")
 			return nil // asked to stop (SIGTERM) while starting: stopped as asked
@@ -106,13 +139,13 @@ func Run(ctx context.Context, o Options) error {
 			maxOps = etcdmember.DefaultEmbeddedMaxTxnOps
 		}
 	}
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints: endpoints, DialTimeout: 3 * time.Second,
-		DialKeepAliveTime: time.Second, DialKeepAliveTimeout: time.Second,
-		Logger: zap.NewNop(),
-	})
+	cli, err := etcdClient(ctx, endpoints, o.Config.Etcd, r.etcdTLS)
+	if err != nil && ctx.Err() != nil {
+		log.Info("quota coordinator: stopped while connecting to etcd")
+		return nil // asked to stop (SIGTERM) while starting: stopped as asked
+	}
 	if err != nil {
-		return fmt.Errorf("replica: etcd client: %w", err)
+		return err
 	}
 	defer cli.Close()
 
@@ -123,6 +156,9 @@ func Run(ctx context.Context, o Options) error {
 	advertise := o.Advertise
 	if advertise == "" {
 		advertise = "http://" + ln.Addr().String()
+		if r.certs != nil {
+			advertise = "https://" + ln.Addr().String()
+		}
 	}
 	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	ledger, err := etcdledger.Open(octx, etcdledger.Config{
@@ -156,8 +192,18 @@ func Run(ctx context.Context, o Options) error {
 	o.metrics = newCoordMetrics(current.Load)
 	o.metrics.eventLog(events) // 0 without one
 	mail := &remote.Mailbox{}
+	regionKeys, err := remote.NewKeyring(o.Config.RegionTokens())
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	operatorKeys, err := remote.NewKeyring(o.Config.OperatorTokens())
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	h, err := remote.Handler(remote.HandlerConfig{
-		Tokens: o.Config.Tokens(), Nudges: mail, Logger: log,
+		Keyring: regionKeys, Nudges: mail, Logger: log, ClientCerts: r.certs.Mutual(),
 		Lead: func() (remote.Backend, string) {
 			if s := current.Load(); s != nil {
 				return s, ""
@@ -169,12 +215,18 @@ func Run(ctx context.Context, o Options) error {
 		ln.Close()
 		return err
 	}
-	h = withTenantsAPI(h, o.Config, &current, &leader, log)
+	h = withTenantsAPI(h, o.Config, operatorKeys, &current, &leader, log)
 	h = o.metrics.handler(h, coordReady(current.Load, func() string { return leader.Load().(string) }, advertise,
 		func() bool { return seen.within(time.Now(), bound) }))
 	h = ops.HostGuard(hosts, "quota coordinator", h)
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: 15 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
+		WriteTimeout: 15 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10,
+		ErrorLog: ops.ServerLog(log)}
+	if r.certs != nil {
+		// Optional, not required, client certificates: a region may use
+		// its token instead, and a scraper of /metrics neither.
+		ln = tls.NewListener(ln, r.certs.Config(tls.VerifyClientCertIfGiven))
+	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
 	defer func() {
@@ -182,9 +234,28 @@ func Run(ctx context.Context, o Options) error {
 		hs.Shutdown(sctx) //nolint:errcheck
 		cancel()
 	}()
-	log.Info("quota coordinator: serving", "listen", ln.Addr().String(), "advertise", advertise, "etcd", endpoints)
+	log.Info("quota coordinator: serving", "listen", ln.Addr().String(), "advertise", advertise, "etcd", endpoints,
+		"tls", r.certs != nil, "client_certificates", r.certs.Mutual())
+	if w := ops.PlainWarning("quota coordinator", "--listen", ln.Addr().String(), r.certs != nil); w != "" {
+		log.Warn(w)
+	}
 	if o.Ready != nil {
 		o.Ready(ln.Addr().String())
+	}
+
+	if o.Reload != nil {
+		rl := &reloader{path: o.ConfigFile, cfg: o.Config, regions: regionKeys, operators: operatorKeys,
+			certs: r.certs, log: log}
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-o.Reload:
+					rl.reload()
+				}
+			}
+		}()
 	}
 
 	// Followers learn where the leader is, for the regions they turn away.
@@ -258,9 +329,13 @@ func (o *Options) Validate() error {
 // resolved are the options as Run uses them: the names the API answers,
 // and the endpoints in one form (remote.ParseEndpoints).
 type resolved struct {
-	hosts     *hostcheck.Names
-	advertise string
-	etcd      []string
+	certs   *ops.ServerCerts // nil: plain HTTP
+	etcdTLS *tls.Config      // the etcd client's, nil: plain (or the system's roots for https)
+	// the embedded etcd's URLs, "" for a free port
+	etcdClientURL, etcdPeerURL string
+	hosts                      *hostcheck.Names
+	advertise                  string
+	etcd                       []string
 }
 
 // resolve is Validate, keeping what it read.
@@ -275,12 +350,26 @@ func (o *Options) resolve() (r resolved, err error) {
 		return r, errors.New(`--config: want the cluster's config (YAML or JSON: docs/quota.md, "Deployment")`)
 	case o.Logger == nil:
 		return r, errors.New("a logger is required")
+	case o.Reload != nil && o.ConfigFile == "":
+		return r, errors.New("a reload needs the config's file (ConfigFile)")
 	}
 	if err := ops.CheckListen("--listen", o.Listen); err != nil {
 		return r, err
 	}
 	if err := ops.CheckRotation(o.EventLogMaxMB, o.EventLogKeep); err != nil {
 		return r, err
+	}
+	if r.certs, err = ops.LoadServer(ops.TLSFiles{Cert: o.TLSCert, Key: o.TLSKey, ClientCA: o.ClientCA}); err != nil {
+		return r, err
+	}
+	if err := checkCertOnly(o.Config, r.certs.Mutual()); err != nil {
+		return r, err
+	}
+	if r.etcdTLS, err = etcdTLS(o.Config.Etcd); err != nil {
+		return r, err
+	}
+	if e := o.Config.Etcd; e.User != "" && e.Password == "" {
+		return r, fmt.Errorf("--config: etcd.user %q: no password: give etcd.password_file, or set %s", e.User, config.EtcdPasswordEnv)
 	}
 	if r.hosts, err = ops.HostNames(o.Hosts, o.Listen); err != nil {
 		return r, err
@@ -294,6 +383,31 @@ func (o *Options) resolve() (r resolved, err error) {
 		u, _ := url.Parse(r.advertise)
 		r.hosts.AddHostPort(u.Host)
 	}
+	for _, u := range []struct {
+		field, url string
+		out        *string
+	}{{"--etcd-client-url", o.EtcdClientURL, &r.etcdClientURL}, {"--etcd-peer-url", o.EtcdPeerURL, &r.etcdPeerURL}} {
+		if u.url == "" {
+			continue
+		}
+		if len(o.Etcd) > 0 {
+			return r, fmt.Errorf("--etcd and %s: the URL is the embedded etcd's; give one", u.field)
+		}
+		parsed, err := remote.ParseEndpoints(u.field, []string{u.url})
+		if err != nil {
+			return r, err
+		}
+		if !strings.HasPrefix(parsed[0], "http://") {
+			return r, fmt.Errorf("%s %q: want http://host:port (the embedded etcd serves no TLS; for TLS and auth run etcd with its own tools, or afloat quota etcd, and give --etcd)", u.field, u.url)
+		}
+		if pu, _ := url.Parse(parsed[0]); !hostcheck.ListenLoopback(pu.Host) {
+			return r, fmt.Errorf("%s %q: beyond loopback, and the embedded etcd has no authentication or TLS: listen on 127.0.0.1 or [::1]", u.field, u.url)
+		}
+		*u.out = parsed[0]
+	}
+	if r.etcdClientURL != "" && r.etcdClientURL == r.etcdPeerURL {
+		return r, fmt.Errorf("--etcd-client-url and --etcd-peer-url: both %s: want two ports", r.etcdClientURL)
+	}
 	if len(o.Etcd) == 0 {
 		return r, nil
 	}
@@ -302,6 +416,123 @@ func (o *Options) resolve() (r resolved, err error) {
 	}
 	r.etcd, err = remote.ParseEndpoints("--etcd", o.Etcd)
 	return r, err
+}
+
+// etcdTLS is the etcd client's TLS config from the config's etcd
+// section; nil when it gives no files (https:// endpoints then verify
+// against the system's roots).
+func etcdTLS(e config.EtcdConfig) (*tls.Config, error) {
+	if e.CAFile == "" && e.CertFile == "" {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if e.CAFile != "" {
+		pool, err := remote.ReadCAs("--config: etcd.ca_file", e.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.RootCAs = pool
+	}
+	if e.CertFile != "" {
+		pair, err := tls.LoadX509KeyPair(e.CertFile, e.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("--config: etcd.cert_file %s, etcd.key_file %s: %w", e.CertFile, e.KeyFile, err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg, nil
+}
+
+// etcdClient connects to etcd with the config's TLS and credentials, and
+// reads once, so that a client etcd refuses — no certificate it trusts,
+// a CA that did not sign etcd's, a wrong password, no user where auth is
+// on — fails here, saying so, rather than as a campaign that never wins.
+// The password is in no error (etcd's own errors do not quote it).
+func etcdClient(ctx context.Context, endpoints []string, e config.EtcdConfig, tlsCfg *tls.Config) (*clientv3.Client, error) {
+	if err := probeTLS(endpoints, tlsCfg); err != nil {
+		return nil, fmt.Errorf("replica: etcd: %w%s", err, etcdHint(e, tlsCfg))
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints: endpoints, DialTimeout: 3 * time.Second,
+		DialKeepAliveTime: time.Second, DialKeepAliveTimeout: time.Second,
+		TLS: tlsCfg, Username: e.User, Password: string(e.Password),
+		Logger: zap.NewNop(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("replica: etcd client at %v: %w%s", endpoints, err, etcdHint(e, tlsCfg))
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := cli.Get(cctx, "/afloat-connect-check", clientv3.WithCountOnly()); err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("replica: etcd at %v: %w%s", endpoints, err, etcdHint(e, tlsCfg))
+	}
+	return cli, nil
+}
+
+// probeTLS shakes hands with the https endpoints, so that a TLS refusal
+// is named as one: etcd's gRPC client retries a failed handshake until
+// its deadline and then says only "context deadline exceeded". A
+// certificate the client does not trust fails the handshake; a client
+// certificate the server refuses shows, in TLS 1.3, as an alert on the
+// first read, which is why it reads briefly after. An endpoint it cannot
+// reach is not its business (the client's errors say that well).
+func probeTLS(endpoints []string, cfg *tls.Config) error {
+	if cfg == nil {
+		cfg = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	var first error
+	for _, ep := range endpoints {
+		host, ok := strings.CutPrefix(ep, "https://")
+		if !ok {
+			continue
+		}
+		c := cfg.Clone()
+		c.NextProtos = []string{"h2"}
+		d := &net.Dialer{Timeout: 2 * time.Second}
+		conn, err := tls.DialWithDialer(d, "tcp", host, c)
+		var op *net.OpError
+		var ne net.Error
+		if errors.As(err, &op) && op.Op == "dial" || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+			continue // unreachable, or too slow to tell: not a TLS verdict; the client's errors say the rest
+		}
+		if err == nil {
+			conn.SetReadDeadline(time.Now().Add(300 * time.Millisecond)) //nolint:errcheck
+			_, err = conn.Read(make([]byte, 1))
+			conn.Close()
+			if errors.As(err, &ne) && ne.Timeout() {
+				return nil // the server waits for the client's first bytes: the handshake held
+			}
+			if err == nil || errors.Is(err, io.EOF) {
+				return nil
+			}
+		}
+		if first == nil {
+			first = fmt.Errorf("TLS with %s: %w", ep, err)
+		}
+	}
+	return first
+}
+
+// etcdHint says which settings an etcd refusal may be about.
+func etcdHint(e config.EtcdConfig, tlsCfg *tls.Config) string {
+	return fmt.Sprintf(" (the config's etcd section: TLS %v, client certificate %v, user %q; docs/quota.md, \"etcd with TLS and auth\")",
+		tlsCfg != nil, e.CertFile != "", e.User)
+}
+
+// checkCertOnly refuses a config with a region that has no token unless
+// client certificates are verified (--client-ca): such a region could
+// not authenticate at all.
+func checkCertOnly(cfg *config.Config, mutual bool) error {
+	if mutual {
+		return nil
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Regions)) {
+		if cfg.Regions[name].Token == "" {
+			return fmt.Errorf("--config: regions.%s has no token: it could authenticate only with a client certificate; give --client-ca (and --tls-cert, --tls-key), or a token", name)
+		}
+	}
+	return nil
 }
 
 // lead campaigns, and once it wins, serves as the leader until it loses.

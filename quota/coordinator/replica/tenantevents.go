@@ -8,6 +8,7 @@ import (
 	"github.com/afloat/afloat/quota/config"
 	"github.com/afloat/afloat/quota/coordinator"
 	"github.com/afloat/afloat/quota/eventlog"
+	"github.com/afloat/afloat/quota/remote"
 )
 
 // writeTenantChange writes an operator's change to a tenant, so that the
@@ -32,9 +33,9 @@ func writeLoaded(l *eventlog.File, at int64, recs []coordinator.TenantRecord) {
 }
 
 // withTenantsAPI serves the tenants API beside the regions' API h.
-func withTenantsAPI(h http.Handler, cfg *config.Config, current *atomic.Pointer[coordinator.Server], leader *atomic.Value, log *slog.Logger) http.Handler {
+func withTenantsAPI(h http.Handler, cfg *config.Config, operators *remote.Keyring, current *atomic.Pointer[coordinator.Server], leader *atomic.Value, log *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
-	t := TenantsHandler(cfg, func() (TenantBackend, string) {
+	t := tenantsHandler(cfg, operators, func() (TenantBackend, string) {
 		if s := current.Load(); s != nil {
 			return s, ""
 		}

@@ -2,7 +2,6 @@ package replica
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"github.com/afloat/afloat/quota"
 	"github.com/afloat/afloat/quota/config"
 	"github.com/afloat/afloat/quota/coordinator"
+	"github.com/afloat/afloat/quota/remote"
 )
 
 // The tenants API, on the coordinator beside the regions' API: an
@@ -176,8 +176,20 @@ type TenantBackend interface {
 // TenantsHandler serves the tenants API: cfg validates and names the
 // operators; lead returns the backend while this process leads, else nil
 // and the leader's URL.
+// An operator token the config's validation would refuse (cfg not from
+// config.LoadConfig or ParseConfig) authenticates no one.
 func TenantsHandler(cfg *config.Config, lead func() (TenantBackend, string), log *slog.Logger) http.Handler {
-	h := &tenantsAPI{cfg: cfg, lead: lead, log: log}
+	keys, err := remote.NewKeyring(cfg.OperatorTokens())
+	if err != nil {
+		keys, _ = remote.NewKeyring(nil) // fail closed
+	}
+	return tenantsHandler(cfg, keys, lead, log)
+}
+
+// tenantsHandler is TenantsHandler with the operators' tokens in keys,
+// which a reload changes (reload.go).
+func tenantsHandler(cfg *config.Config, keys *remote.Keyring, lead func() (TenantBackend, string), log *slog.Logger) http.Handler {
+	h := &tenantsAPI{cfg: cfg, keys: keys, lead: lead, log: log}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/tenants", h.list)
 	mux.HandleFunc("GET /v1/tenants/{name}", h.get)
@@ -189,6 +201,7 @@ func TenantsHandler(cfg *config.Config, lead func() (TenantBackend, string), log
 
 type tenantsAPI struct {
 	cfg  *config.Config
+	keys *remote.Keyring // the operators' tokens
 	lead func() (TenantBackend, string)
 	log  *slog.Logger
 }
@@ -215,12 +228,7 @@ func (h *tenantsAPI) operator(r *http.Request) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	found := ""
-	for name, o := range h.cfg.Operators {
-		if o.Token != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(o.Token)) == 1 {
-			found = name
-		}
-	}
+	found := h.keys.Match(tok)
 	return found, found != ""
 }
 
