@@ -33,7 +33,8 @@ func read(name string) string {
 	return string(b)
 }
 
-// pickOne is the seed's pick, prepended to the least-in-flight scripts.
+// pickOne is the seed's pick, prepended to the least-in-flight scripts
+// and to the pool's, whose plain pool picks so.
 var pickOne = read("pick_one")
 
 func lease(name string) *Script { return load(name, pickOne, read("lease_common")) }
@@ -52,7 +53,7 @@ func newSet(clock string) *Set {
 	if !strings.Contains(common, "  --CLOCK--\n") {
 		panic("pool_common.lua has no --CLOCK-- line") // the embedded files are fixed at build time
 	}
-	pre := strings.Replace(common, "  --CLOCK--\n", read(clock), 1)
+	pre := pickOne + "\n" + strings.Replace(common, "  --CLOCK--\n", read(clock), 1)
 	s := func(name string) *Script { return load(name, pre) }
 	return &Set{
 		Pick: s("pick"), PickMany: s("pick_many"), Add: s("add"), Remove: s("remove"),

@@ -158,15 +158,7 @@ local function pool_pick()
   if PLAIN == nil then PLAIN = redis.call('EXISTS', KEYS[3], KEYS[4]) == 0 end
   if PLAIN then
     -- No cooling and no weighted member: the seed's pick.
-    local m = redis.call('ZRANGE', KEYS[1], 0, 0)[1]
-    if not m then
-      if redis.call('EXISTS', KEYS[2]) == 0 then
-        return nil, redis.error_reply('AFLOAT_UNKNOWN_POOL')
-      end
-      return nil, false
-    end
-    redis.call('ZINCRBY', KEYS[1], 1, m)
-    return m
+    return pick_one()
   end
   pool_lib()
   return slow_pick()
