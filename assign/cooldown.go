@@ -212,6 +212,23 @@ func (p *Pool) RecordFailure(ctx context.Context, member string) error {
 // MaxCooldown) from now on Redis's clock, as CooldownFor does — all in one
 // atomic step.
 func (p *Pool) RecordFailureRetryAfter(ctx context.Context, member string, retryAfter time.Duration) (FailureOutcome, error) {
+	return p.recordFailure(ctx, "", member, retryAfter)
+}
+
+// RecordFailureID is RecordFailureRetryAfter with a request id: the script
+// records id → outcome (with the pool's request TTL) in the same atomic
+// step, so a failure sent again after ErrAmbiguous answers the outcome of
+// the first attempt if it ran, and neither the failure nor the streak is
+// counted twice. Use one id per failed request; the ids are apart from
+// PickID's.
+func (p *Pool) RecordFailureID(ctx context.Context, id, member string, retryAfter time.Duration) (FailureOutcome, error) {
+	if err := checkRequestID(id); err != nil {
+		return FailureOutcome{}, err
+	}
+	return p.recordFailure(ctx, id, member, retryAfter)
+}
+
+func (p *Pool) recordFailure(ctx context.Context, id, member string, retryAfter time.Duration) (FailureOutcome, error) {
 	if err := checkMember(member); err != nil {
 		return FailureOutcome{}, err
 	}
@@ -221,7 +238,12 @@ func (p *Pool) RecordFailureRetryAfter(ctx context.Context, member string, retry
 		}
 	}
 	keys := append(p.keys[:len(p.keys):len(p.keys)], p.k.Failures, p.k.Streaks)
-	xs, err := p.r.run(ctx, p.s.Failure, keys, []string{member, strconv.FormatInt(ceilMS(retryAfter), 10)}).AsIntSlice()
+	args := []string{member, strconv.FormatInt(ceilMS(retryAfter), 10)}
+	if id != "" {
+		keys = append(keys, p.k.FailReqPrefix+id)
+		args = append(args, p.idArgs()...)
+	}
+	xs, err := p.r.run(ctx, p.s.Failure, keys, args).AsIntSlice()
 	if err != nil {
 		return FailureOutcome{}, classify("record failure", p.name, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -327,6 +328,232 @@ func TestKilledConnections(t *testing.T) {
 				t.Fatalf("server total %d, want successes %d ≤ total ≤ successes + ambiguous %d", sum, ok, ok+amb)
 			}
 			t.Logf("%d successes + %d ambiguous = %d; server total %d (%d of the ambiguous ran)", ok, amb, ok+amb, sum, sum-ok)
+		})
+	}
+}
+
+// mixedLoad is the pool's newer operations under one load: weighted
+// picks (PickID and PickBatchIDs), cooldowns and failures with a
+// retry-after (RecordFailureID), every call sent again after ErrAmbiguous
+// or a refused dial until it answers — with its request id where the
+// operation has one, and a cooldown, which keeps the later of two times,
+// as it is. What the callers saw is kept to check the server against.
+type mixedLoad struct {
+	p       *Pool
+	retries atomic.Int64 // calls sent again after a lost connection
+	ops     atomic.Int64 // calls answered
+
+	// epoch counts the cooldowns seen to take effect; cooledAt[m] is the
+	// epoch at which m was first seen cooling, so that a pick sent after
+	// then must not get m (the cooldowns are an hour: none ends during
+	// the test).
+	epoch    atomic.Int64
+	mu       sync.Mutex
+	cooledAt map[string]int64
+	until    map[string]time.Time // the latest release time a caller saw
+	picked   map[string]int64     // picks each member got, by distinct id
+	failed   map[string]int64     // failures recorded, by distinct id
+}
+
+// mixedPool has ten members for picks, of weights 1 to 3, and ten that
+// the load cools down (by hand and by failures) and that picks get until
+// then.
+func mixedPool(t *testing.T, p *Pool) []string {
+	t.Helper()
+	ctx := ctxFor(t)
+	var cool []string
+	for i := range 10 {
+		if _, err := p.AddWeighted(ctx, 1+i%3, 0, fmt.Sprintf("pick-%02d", i)); err != nil {
+			t.Fatal(err)
+		}
+		cool = append(cool, fmt.Sprintf("cool-%02d", i))
+	}
+	if _, err := p.Add(ctx, 0, cool...); err != nil {
+		t.Fatal(err)
+	}
+	return cool
+}
+
+// retry sends call until it answers, counting the sends that a lost
+// connection or a server down refused; any other error fails the test.
+func (l *mixedLoad) retry(t *testing.T, what string, call func() error) bool {
+	for {
+		err := call()
+		if err == nil {
+			l.ops.Add(1)
+			return true
+		}
+		if !errors.Is(err, ErrAmbiguous) && !isUnsent(err) {
+			t.Errorf("%s: %v", what, err)
+			return false
+		}
+		l.retries.Add(1)
+	}
+}
+
+func (l *mixedLoad) cooled(m string, until time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.cooledAt[m]; !ok {
+		l.cooledAt[m] = l.epoch.Add(1)
+	}
+	if until.After(l.until[m]) {
+		l.until[m] = until
+	}
+}
+
+// sawPick checks a pick sent at epoch e against the cooldowns seen by
+// then, and counts it.
+func (l *mixedLoad) sawPick(t *testing.T, id, m string, e int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if at, ok := l.cooledAt[m]; ok && at <= e {
+		t.Errorf("pick %s got %s, seen cooling for an hour before the pick was sent", id, m)
+	}
+	l.picked[m]++
+}
+
+// run starts the workers: 8 that pick one at a time, 4 in batches of 4, 2
+// that cool members down and 2 that record failures with a retry-after,
+// until done.
+func (l *mixedLoad) run(t *testing.T, ctx context.Context, cool []string, done *atomic.Bool) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Go(func() {
+			for i := 0; !done.Load() && ctx.Err() == nil; i++ {
+				id := fmt.Sprintf("w%d-%d", w, i)
+				switch {
+				case w < 8:
+					e := l.epoch.Load()
+					var m string
+					if l.retry(t, "pick "+id, func() (err error) { m, err = l.p.PickID(ctx, id); return err }) {
+						l.sawPick(t, id, m, e)
+					}
+				case w < 12:
+					e := l.epoch.Load()
+					ids := []string{id + "a", id + "b", id + "c", id + "d"}
+					first := map[string]string{}
+					for len(ids) > 0 {
+						rs, err := l.p.PickBatchIDs(ctx, ids)
+						if err != nil {
+							t.Errorf("batch %s: %v", id, err)
+							return
+						}
+						var again []string
+						for j, r := range rs {
+							switch {
+							case r.Err == nil:
+								first[ids[j]] = r.Member
+							case errors.Is(r.Err, ErrAmbiguous) || isUnsent(r.Err):
+								again = append(again, ids[j])
+							default:
+								t.Errorf("batch pick %s: %v", ids[j], r.Err)
+								return
+							}
+						}
+						if len(again) > 0 {
+							l.retries.Add(int64(len(again)))
+						}
+						ids = again
+					}
+					l.ops.Add(1)
+					for pid, m := range first {
+						l.sawPick(t, pid, m, e)
+					}
+				case w < 14:
+					m := cool[i%len(cool)]
+					var until []time.Time
+					if l.retry(t, "cooldown "+m, func() (err error) { until, err = l.p.CooldownFor(ctx, time.Hour, m); return err }) {
+						l.cooled(m, until[0])
+					}
+				default:
+					m := cool[(i+5)%len(cool)]
+					var o FailureOutcome
+					if l.retry(t, "failure "+id, func() (err error) { o, err = l.p.RecordFailureID(ctx, id, m, time.Hour); return err }) {
+						if o.CoolingUntil.IsZero() || !o.Member {
+							t.Errorf("failure %s on %s: %+v, want it cooling", id, m, o)
+						}
+						l.cooled(m, o.CoolingUntil)
+						l.mu.Lock()
+						l.failed[m]++
+						l.mu.Unlock()
+					}
+				}
+			}
+		})
+	}
+	return &wg
+}
+
+// The pool's newer operations across each fault — SCRIPT FLUSH, a
+// restart, lost connections — under one load: weighted picks, cooldowns
+// and failures with a retry-after, every call sent again with its request
+// id until it answers. Afterwards each member's count is exactly the
+// distinct picks the callers saw it get and its failures (and streak)
+// exactly the distinct failures recorded through it: nothing counted
+// twice, nothing lost; every member seen cooling is cooling still, until
+// at least the latest time a caller was told; and no pick sent after a
+// member was seen cooling got it.
+func TestNewerOperationsAcrossFaults(t *testing.T) {
+	for _, fault := range []string{"script-flush", "restart", "client-kill"} {
+		t.Run(fault, func(t *testing.T) {
+			srv, c := newClient(t)
+			ctx := ctxFor(t)
+			p := newPool(t, c, "mixed-"+fault)
+			cool := mixedPool(t, p)
+			l := &mixedLoad{p: p, cooledAt: map[string]int64{}, until: map[string]time.Time{},
+				picked: map[string]int64{}, failed: map[string]int64{}}
+			var done atomic.Bool
+			wg := l.run(t, ctx, cool, &done)
+			rounds := 3
+			if fault == "restart" {
+				rounds = 1
+			}
+			for i := range rounds {
+				waitFor(t, func() bool { return l.ops.Load() >= int64(800*(i+1)) })
+				switch fault {
+				case "script-flush":
+					srv.MustDo("SCRIPT", "FLUSH")
+				case "restart":
+					srv.Restart()
+				case "client-kill":
+					srv.MustDo("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+				}
+			}
+			after := l.ops.Load()
+			waitFor(t, func() bool { return l.ops.Load() >= after+800 })
+			done.Store(true)
+			wg.Wait()
+			if t.Failed() {
+				return
+			}
+			st, err := p.Status(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range st.Members {
+				if m.Count != l.picked[m.Name] {
+					t.Errorf("%s: count %d on the server, %d distinct picks seen", m.Name, m.Count, l.picked[m.Name])
+				}
+				if m.Failures != l.failed[m.Name] || m.Streak != l.failed[m.Name] {
+					t.Errorf("%s: %d failures and a streak of %d on the server, %d distinct failures recorded", m.Name, m.Failures, m.Streak, l.failed[m.Name])
+				}
+				if want, ok := l.until[m.Name]; ok && m.CoolingUntil.Before(want) {
+					t.Errorf("%s: cooling until %v on the server, a caller was told %v: a cooldown lost", m.Name, m.CoolingUntil, want)
+				}
+				if w := 1 + int(m.Name[len(m.Name)-1]-'0')%3; strings.HasPrefix(m.Name, "pick-") && m.Weight != w {
+					t.Errorf("%s: weight %d, want %d", m.Name, m.Weight, w)
+				}
+			}
+			switch {
+			case fault == "script-flush" && l.retries.Load() > 0:
+				t.Errorf("%d calls failed across SCRIPT FLUSH (the fallback should resend them)", l.retries.Load())
+			case fault == "script-flush" && p.ScriptReloads() == 0:
+				t.Error("no script reload: the flushes did not reach the load")
+			case fault != "script-flush" && l.retries.Load() == 0:
+				t.Errorf("no call was sent again: the %s did not reach the load", fault)
+			}
+			t.Logf("%d calls answered, %d sent again, %d script reloads; %d members seen cooling", l.ops.Load(), l.retries.Load(), p.ScriptReloads(), len(l.until))
 		})
 	}
 }

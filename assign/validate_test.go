@@ -33,6 +33,7 @@ func TestBadInput(t *testing.T) {
 		{"policy", p.Restore(ctx, RestorePolicy(7), "a"), "restore policy 7: want current-minimum, keep-history, zero"},
 		{"batch 0", func() error { _, err := p.PickBatch(ctx, 0); return err }(), "batch of 0 picks: want 1 to 10000"},
 		{"request id", func() error { _, err := p.PickID(ctx, strings.Repeat("x", 201)); return err }(), "request id"},
+		{"failure's request id", func() error { _, err := p.RecordFailureID(ctx, "", "a", 0); return err }(), `request id "": want 1 to 200 bytes`},
 		{"lease TTL", func() error { _, err := l.Acquire(ctx, 0); return err }(), "lease TTL 0s: want 1ms to 24h0m0s"},
 		{"lease id", func() error { _, err := l.Release(ctx, Lease{ID: "x"}); return err }(), `lease id "x"`},
 		{"redis URL scheme", func() error { _, err := clientOptions("http://127.0.0.1:1"); return err }(), "want redis://host:port[/db]"},

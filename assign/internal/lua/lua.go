@@ -90,6 +90,7 @@ var (
 // and its scripts can run there.
 type Keys struct {
 	Active, Removed, Failures, ReqPrefix string
+	FailReqPrefix                        string // a failure's request id: FailReqPrefix + id
 	StickyPrefix                         string // a sticky key's member: StickyPrefix + key
 	Owner                                string // the creator Create recorded
 	// cooldowns, weights, failure streaks and the pool's settings
@@ -102,7 +103,7 @@ type Keys struct {
 func PoolKeys(name string) Keys {
 	p := "afloat:assign:{" + name + "}:"
 	return Keys{
-		Active: p + "counts", Removed: p + "removed", Failures: p + "failures", ReqPrefix: p + "req:", Owner: p + "owner", StickyPrefix: p + "sticky:",
+		Active: p + "counts", Removed: p + "removed", Failures: p + "failures", ReqPrefix: p + "req:", FailReqPrefix: p + "failreq:", Owner: p + "owner", StickyPrefix: p + "sticky:",
 		Cooling: p + "cooling", Meta: p + "meta", Streaks: p + "streaks", Settings: p + "settings",
 		Inflight: p + "inflight", Parked: p + "inflight-removed", Leases: p + "leases",
 		LeaseMembers: p + "lease-members", LeaseSeq: p + "lease-seq",
