@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -47,6 +48,38 @@ type assignLab struct {
 	loadUntil  time.Time
 	loadCancel context.CancelFunc
 	loadDone   chan struct{}
+	// llm is the LLM demo's state while it is on (POST /api/assign/llm):
+	// the pool is API keys with per-key limits, and one of them answers
+	// every llmFailEvery-th request through it with 429 and Retry-After.
+	llm *llmDemo
+}
+
+// llmDemo simulates the upstream of a pool of API keys: calls counts the
+// requests each key has served since the demo started, and the failing
+// key's every llmFailEvery-th answers 429 — a pure function of the count,
+// so that a run of the demo is the same every time.
+type llmDemo struct {
+	calls map[string]int
+}
+
+// The LLM demo: four API keys, each limited to llmRPM requests a minute in
+// bursts of llmBurst, and llmFailingKey answering 429 with a Retry-After
+// of llmRetryAfter to every llmFailEvery-th request.
+const (
+	llmKeys       = 4
+	llmRPM        = 20
+	llmBurst      = 5
+	llmFailingKey = "key-3"
+	llmFailEvery  = 3
+	llmRetryAfter = 30 * time.Second
+)
+
+func llmKeyNames() []string {
+	out := make([]string, llmKeys)
+	for i := range out {
+		out[i] = fmt.Sprintf("key-%d", i+1)
+	}
+	return out
 }
 
 type totalSample struct {
@@ -62,6 +95,8 @@ const (
 	assignMinMembers  = 2
 	assignMaxMembers  = 50
 	assignDemoMembers = 8
+	// assignMaxCoolFor is the longest cooldown the page asks for.
+	assignMaxCoolFor = 3600
 )
 
 func newAssignLab(logger *slog.Logger, redisURL, poolName string, writeAny bool, maxBody int64) *assignLab {
@@ -140,7 +175,7 @@ func (a *assignLab) reset(ctx context.Context, n int) error {
 		return err
 	}
 	a.mu.Lock()
-	a.samples = nil
+	a.samples, a.llm = nil, nil
 	a.mu.Unlock()
 	return nil
 }
@@ -178,6 +213,23 @@ type assignState struct {
 	PicksPerS     float64         `json:"picks_per_s"`
 	ScriptReloads int64           `json:"script_reloads"`
 	Load          assignLoad      `json:"load"`
+	// Now is Redis's clock when the pool was read: a member's
+	// cooling_until is on it, not on the browser's.
+	Now time.Time `json:"now"`
+	// LastResort is what a pick does when every member is cooling: fail
+	// or earliest.
+	LastResort assign.LastResort `json:"last_resort"`
+	LLM        *assignLLM        `json:"llm,omitempty"` // while the LLM demo is on
+}
+
+// assignLLM describes the LLM demo to the page.
+type assignLLM struct {
+	FailingKey  string `json:"failing_key"`
+	FailEvery   int    `json:"fail_every"`
+	RetryAfterS int    `json:"retry_after_s"`
+	RPM         int    `json:"rpm"`
+	Burst       int    `json:"burst"`
+	Answered429 int    `json:"answered_429"` // 429s the failing key has answered
 }
 
 type assignLoad struct {
@@ -188,21 +240,22 @@ type assignLoad struct {
 
 // state reads the pool; it writes nothing to Redis.
 func (a *assignLab) state(ctx context.Context) (assignState, error) {
-	ms, err := a.pool.List(ctx)
+	ps, err := a.pool.Status(ctx)
 	exists := err == nil
 	if errors.Is(err, assign.ErrUnknownPool) {
-		ms, err = []assign.Member{}, nil
+		ps, err = assign.Status{Members: []assign.Member{}, Now: a.now()}, nil
 	}
 	if err != nil {
 		return assignState{}, err
 	}
+	ms := ps.Members
 	owner, err := a.pool.Owner(ctx)
 	if err != nil {
 		return assignState{}, err
 	}
 	owned := owner == assignOwner
 	st := assignState{Demo: a.demo, Exists: exists, Owned: owned, Writable: exists && (owned || a.writeAny),
-		Pool: a.poolName, Members: ms, ScriptReloads: a.pool.ScriptReloads()}
+		Pool: a.poolName, Members: ms, ScriptReloads: a.pool.ScriptReloads(), Now: ps.Now, LastResort: ps.Settings.LastResort}
 	if a.demo {
 		st.Server = "miniredis " + a.mini.Addr()
 	} else {
@@ -232,6 +285,10 @@ func (a *assignLab) state(ctx context.Context) (assignState, error) {
 	}
 	if a.loadRate > 0 && now.Before(a.loadUntil) {
 		st.Load = assignLoad{Rate: a.loadRate, Running: true, SecondsLeft: int(a.loadUntil.Sub(now).Seconds() + 0.5)}
+	}
+	if a.llm != nil {
+		st.LLM = &assignLLM{FailingKey: llmFailingKey, FailEvery: llmFailEvery, RetryAfterS: int(llmRetryAfter / time.Second),
+			RPM: llmRPM, Burst: llmBurst, Answered429: a.llm.calls[llmFailingKey] / llmFailEvery}
 	}
 	return st, nil
 }
@@ -286,7 +343,14 @@ func (a *assignLab) writeState(w http.ResponseWriter, r *http.Request, extra map
 // a pool that is not the lab's to reset 403, the rest 503 (Redis is away or
 // the outcome is unknown).
 func (a *assignLab) fail(w http.ResponseWriter, err error) {
+	var cooling *assign.CoolingError
 	switch {
+	case errors.As(err, &cooling):
+		// What a router in front of the pool would answer: come back when
+		// the first member does.
+		wait := max(1, int(cooling.Until.Sub(a.now()).Seconds()+0.999))
+		w.Header().Set("Retry-After", strconv.Itoa(wait))
+		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": err.Error(), "cooling_until": cooling.Until, "retry_after_s": wait})
 	case errors.Is(err, assign.ErrInvalid):
 		writeError(w, http.StatusBadRequest, "member", err.Error())
 	case errors.Is(err, assign.ErrUnknownMember), errors.Is(err, assign.ErrPoolEmpty):
@@ -336,21 +400,125 @@ func change[T any](a *assignLab, decode func([]byte) (T, *apiError), act func(ct
 // pick answers POST /api/assign/pick {"n": 1}.
 func (a *assignLab) pick() http.HandlerFunc {
 	return change(a, decodePick, func(ctx context.Context, n int) (map[string]any, error) {
-		res, err := a.pool.PickBatch(ctx, n)
+		picked, answered429, err := a.picks(ctx, n)
 		if err != nil {
 			return nil, err
 		}
-		picked := make([]string, 0, n)
+		return map[string]any{"picked": picked, "answered_429": answered429}, nil
+	})
+}
+
+// picks makes up to n picks and returns the members picked, stopping at
+// the first refusal (its error only when nothing was picked). In the LLM
+// demo it picks one at a time and sends each request to the simulated
+// upstream, whose 429s cool the key down (RecordFailureRetryAfter) before
+// the next pick, as a router's would; it returns the keys that answered
+// 429.
+func (a *assignLab) picks(ctx context.Context, n int) ([]string, []string, error) {
+	picked := make([]string, 0, n)
+	a.mu.Lock()
+	llm := a.llm
+	a.mu.Unlock()
+	if llm == nil {
+		res, err := a.pool.PickBatch(ctx, n)
+		if err != nil {
+			return nil, nil, err
+		}
 		for _, x := range res {
 			if x.Err != nil {
 				if len(picked) == 0 {
-					return nil, x.Err
+					return nil, nil, x.Err
 				}
 				break
 			}
 			picked = append(picked, x.Member)
 		}
-		return map[string]any{"picked": picked}, nil
+		return picked, nil, nil
+	}
+	var answered429 []string
+	for range n {
+		m, err := a.pool.Pick(ctx)
+		if err != nil {
+			if len(picked) == 0 {
+				return nil, nil, err
+			}
+			break
+		}
+		picked = append(picked, m)
+		a.mu.Lock()
+		llm.calls[m]++
+		fail := m == llmFailingKey && llm.calls[m]%llmFailEvery == 0
+		a.mu.Unlock()
+		if fail {
+			if _, err := a.pool.RecordFailureRetryAfter(ctx, m, llmRetryAfter); err != nil {
+				return picked, answered429, err
+			}
+			answered429 = append(answered429, m)
+		}
+	}
+	return picked, answered429, nil
+}
+
+// cooldown answers POST /api/assign/cooldown {"member": "proxy-01",
+// "seconds": 15}: the member put aside for that long by Redis's clock.
+func (a *assignLab) cooldown() http.HandlerFunc {
+	return change(a, decodeCooldown, func(ctx context.Context, req cooldownRequest) (map[string]any, error) {
+		until, err := a.pool.CooldownFor(ctx, time.Duration(req.seconds)*time.Second, req.member)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"cooling_until": until[0]}, nil
+	})
+}
+
+type cooldownRequest struct {
+	member  string
+	seconds int
+}
+
+// settings answers POST /api/assign/settings {"last_resort": "earliest"}:
+// the pool's last resort, its failure-streak eviction kept.
+func (a *assignLab) settings() http.HandlerFunc {
+	return change(a, decodeSettings, func(ctx context.Context, lr assign.LastResort) (map[string]any, error) {
+		s, err := a.pool.Settings(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.LastResort = lr
+		return nil, a.pool.SetSettings(ctx, s)
+	})
+}
+
+// llmDemo answers POST /api/assign/llm {"on": true}: the lab's pool made
+// again as llmKeys API keys at zero, each limited to llmRPM requests a
+// minute in bursts of llmBurst, the last resort fail, and the simulated
+// upstream on; {"on": false} makes it the eight proxies again. Only a pool
+// the lab created, as reset.
+func (a *assignLab) llmDemo() http.HandlerFunc {
+	return change(a, decodeLLM, func(ctx context.Context, on bool) (map[string]any, error) {
+		a.stopLoad()
+		if !on {
+			return nil, a.reset(ctx, assignDemoMembers)
+		}
+		keys := llmKeyNames()
+		if err := a.pool.Reset(ctx, assignOwner, 0, keys...); err != nil {
+			return nil, err
+		}
+		if err := a.pool.SetLimit(ctx, assign.Limit{Rate: llmRPM, Per: time.Minute, Burst: llmBurst}, keys...); err != nil {
+			return nil, err
+		}
+		s, err := a.pool.Settings(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.LastResort = assign.LastResortFail
+		if err := a.pool.SetSettings(ctx, s); err != nil {
+			return nil, err
+		}
+		a.mu.Lock()
+		a.samples, a.llm = nil, &llmDemo{calls: map[string]int{}}
+		a.mu.Unlock()
+		return nil, nil
 	})
 }
 
@@ -460,9 +628,9 @@ func (a *assignLab) runLoad(ctx context.Context, rate int, done chan struct{}) {
 			continue
 		}
 		owed -= float64(n)
-		// An empty pool (every member removed) is part of the lesson:
-		// the picks fail and nothing is counted.
-		if _, err := a.pool.PickBatch(ctx, n); err != nil && ctx.Err() == nil {
+		// An empty pool (every member removed or cooling) is part of the
+		// lesson: the picks fail and nothing is counted.
+		if _, _, err := a.picks(ctx, n); err != nil && ctx.Err() == nil && !errors.Is(err, assign.ErrPoolEmpty) {
 			a.logger.Warn("assignment lab load", "err", err)
 		}
 	}
@@ -546,4 +714,53 @@ func decodeLoad(body []byte) (int, *apiError) {
 	}
 	rate, aerr := intField(f, "rate", 0, 0, assignMaxRate)
 	return int(rate), aerr
+}
+
+// decodeCooldown reads {"member": "proxy-01", "seconds": S}, S from 1 to
+// 3,600, required.
+func decodeCooldown(body []byte) (cooldownRequest, *apiError) {
+	f, aerr := fields(body, `{"member": "proxy-01", "seconds": 15}`, "member", "seconds")
+	if aerr != nil {
+		return cooldownRequest{}, aerr
+	}
+	var m string
+	if raw, ok := f["member"]; !ok || unmarshal(raw, &m) != nil || m == "" || len(m) > assign.MaxMemberName {
+		return cooldownRequest{}, badRequest("member", "member %s: want the name of a member, 1 to %d bytes", clip(f["member"]), assign.MaxMemberName)
+	}
+	if _, ok := f["seconds"]; !ok {
+		return cooldownRequest{}, badRequest("seconds", "seconds missing: want the cooldown in seconds, from 1 to %d", assignMaxCoolFor)
+	}
+	sec, aerr := intField(f, "seconds", 0, 1, assignMaxCoolFor)
+	return cooldownRequest{m, int(sec)}, aerr
+}
+
+// decodeSettings reads {"last_resort": "fail" | "earliest"}, required.
+func decodeSettings(body []byte) (assign.LastResort, *apiError) {
+	f, aerr := fields(body, `{"last_resort": "earliest"}`, "last_resort")
+	if aerr != nil {
+		return 0, aerr
+	}
+	var s string
+	raw, ok := f["last_resort"]
+	if !ok || unmarshal(raw, &s) != nil {
+		return 0, badRequest("last_resort", "last_resort %s: want fail or earliest", clip(raw))
+	}
+	lr, err := assign.ParseLastResort(s)
+	if err != nil {
+		return 0, badRequest("last_resort", "%v", err)
+	}
+	return lr, nil
+}
+
+// decodeLLM reads {"on": true | false}, required.
+func decodeLLM(body []byte) (bool, *apiError) {
+	f, aerr := fields(body, `{"on": true}`, "on")
+	if aerr != nil {
+		return false, aerr
+	}
+	var on bool
+	if raw, ok := f["on"]; !ok || unmarshal(raw, &on) != nil {
+		return false, badRequest("on", "on %s: want true (start the LLM demo) or false (back to the proxies)", clip(f["on"]))
+	}
+	return on, nil
 }

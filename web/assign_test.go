@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -154,6 +155,17 @@ func TestAssignAPIRefuses(t *testing.T) {
 		{"GET", "/api/assign/create", ``, 405, "", "want POST"},
 		{"POST", "/api/assign/create", `{"members": 51}`, 400, "members", "want an integer from 2 to 50"},
 		{"DELETE", "/api/assign", ``, 405, "", "want GET"},
+		{"POST", "/api/assign/cooldown", `{"member": "proxy-01"}`, 400, "seconds", "seconds missing: want the cooldown in seconds, from 1 to 3600"},
+		{"POST", "/api/assign/cooldown", `{"member": "proxy-01", "seconds": 0}`, 400, "seconds", "seconds 0: want an integer from 1 to 3600"},
+		{"POST", "/api/assign/cooldown", `{"member": "proxy-01", "seconds": 3601}`, 400, "seconds", "want an integer from 1 to 3600"},
+		{"POST", "/api/assign/cooldown", `{"seconds": 5}`, 400, "member", "want the name of a member"},
+		{"POST", "/api/assign/cooldown", `{"member": "nobody", "seconds": 5}`, 409, "", `"nobody"`},
+		{"POST", "/api/assign/settings", `{}`, 400, "last_resort", "want fail or earliest"},
+		{"POST", "/api/assign/settings", `{"last_resort": "random"}`, 400, "last_resort", "want fail, earliest"},
+		{"POST", "/api/assign/settings", `{"evict_after": 3}`, 400, "evict_after", "unknown field"},
+		{"POST", "/api/assign/llm", `{}`, 400, "on", "want true (start the LLM demo) or false"},
+		{"POST", "/api/assign/llm", `{"on": "yes"}`, 400, "on", "want true"},
+		{"GET", "/api/assign/cooldown", ``, 405, "", "want POST"},
 	} {
 		code, a := callAssign(t, h, tc.method, tc.path, tc.body)
 		if code != tc.code || a.Field != tc.field || !strings.Contains(a.Error, tc.msg) {
@@ -177,6 +189,79 @@ func TestAssignAPIRefuses(t *testing.T) {
 	}
 }
 
+// The LLM demo through the API: four keys with 20 requests a minute in
+// bursts of 5, key-3 answering every third request with 429 and a
+// Retry-After of 30 s. A hundred picks spread over the keys until every one
+// is out (key-3 by its 429, the others by their limits); the next pick is
+// refused with 429 and a Retry-After; the last resort "earliest" picks
+// anyway; a cooldown by hand shows on its member.
+func TestAssignLLMDemoAPI(t *testing.T) {
+	srv := assigntest.Start(t)
+	h := assignHandler(t, srv.URL)
+	callAssign(t, h, "POST", "/api/assign/create", `{}`)
+	code, a := callAssign(t, h, "POST", "/api/assign/llm", `{"on": true}`)
+	if code != 200 || len(a.Members) != 4 || a.LLM == nil || a.LLM.FailingKey != "key-3" || a.LastResort != assign.LastResortFail {
+		t.Fatalf("llm on: %d %+v", code, a.assignState)
+	}
+	for _, m := range a.Members {
+		if m.Limit == nil || *m.Limit != (assign.Limit{Rate: 20, Per: time.Minute, Burst: 5}) {
+			t.Fatalf("llm on: %s has limit %+v", m.Name, m.Limit)
+		}
+	}
+	var picks struct {
+		Picked      []string    `json:"picked"`
+		Answered429 []string    `json:"answered_429"`
+		State       assignState `json:"state"`
+	}
+	rec := httptest.NewRecorder()
+	req := localRequest("POST", "/api/assign/pick", strings.NewReader(`{"n": 100}`))
+	req.Header.Set("Content-Type", "application/json")
+	h.ServeHTTP(rec, req)
+	if err := json.Unmarshal(rec.Body.Bytes(), &picks); err != nil || rec.Code != 200 {
+		t.Fatalf("pick 100: %d %s %v", rec.Code, rec.Body, err)
+	}
+	per := map[string]int{}
+	for _, m := range picks.Picked {
+		per[m]++
+	}
+	// key-3 serves 3 (the third answers 429), the others their burst of 5;
+	// a token may come back while the picks run (one per 3 s).
+	if per["key-3"] != 3 || per["key-1"] < 5 || per["key-1"] > 6 || per["key-2"] < 5 || per["key-4"] < 5 || len(picks.Picked) > 20 ||
+		strings.Join(picks.Answered429, ",") != "key-3" {
+		t.Fatalf("pick 100 in the LLM demo: %v (%d), 429 from %v", per, len(picks.Picked), picks.Answered429)
+	}
+	for _, m := range picks.State.Members {
+		if !m.Cooling() {
+			t.Errorf("%s is not cooling after the picks: %+v", m.Name, m)
+		}
+		if m.Name == "key-3" && (m.Streak != 1 || m.CoolingUntil.Sub(picks.State.Now) < 29*time.Second) {
+			t.Errorf("key-3 after its 429: %+v, now %v", m, picks.State.Now)
+		}
+	}
+	rec = httptest.NewRecorder()
+	req = localRequest("POST", "/api/assign/pick", strings.NewReader(`{}`))
+	req.Header.Set("Content-Type", "application/json")
+	h.ServeHTTP(rec, req)
+	if ra, _ := strconv.Atoi(rec.Header().Get("Retry-After")); rec.Code != 429 || ra < 1 || ra > 30 || !strings.Contains(rec.Body.String(), `"cooling_until"`) {
+		t.Fatalf("a pick with every key out: %d Retry-After %q %s", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	}
+	if code, a := callAssign(t, h, "POST", "/api/assign/settings", `{"last_resort": "earliest"}`); code != 200 || a.LastResort != assign.LastResortEarliest {
+		t.Fatalf("settings: %d %+v", code, a)
+	}
+	if code, a := callAssign(t, h, "POST", "/api/assign/pick", `{}`); code != 200 || len(a.Picked) != 1 || a.Picked[0] == "key-3" {
+		t.Fatalf("a pick with every key out, last resort earliest: %d %+v", code, a)
+	}
+	code, a = callAssign(t, h, "POST", "/api/assign/llm", `{"on": false}`)
+	if code != 200 || len(a.Members) != 8 || a.LLM != nil {
+		t.Fatalf("llm off: %d %+v", code, a.assignState)
+	}
+	code, a = callAssign(t, h, "POST", "/api/assign/cooldown", `{"member": "proxy-02", "seconds": 60}`)
+	if code != 200 || a.State.Members[len(a.State.Members)-1].Name != "proxy-02" ||
+		a.State.Members[len(a.State.Members)-1].CoolingUntil.Sub(a.State.Now) < 59*time.Second {
+		t.Fatalf("cooldown by hand: %d %+v", code, a.State)
+	}
+}
+
 // With no Redis URL the page runs on the in-process server and says it is
 // a demo. (The assignment's behaviour is tested against redis-server; this
 // checks the label and that the console works on a bare machine.)
@@ -194,6 +279,13 @@ func TestAssignDemoIsLabelled(t *testing.T) {
 	}
 	if code, a := callAssign(t, h, "POST", "/api/assign/pick", `{"n": 3}`); code != 200 || strings.Join(a.Picked, ",") != "proxy-01,proxy-02,proxy-03" {
 		t.Fatalf("demo pick: %d %+v", code, a)
+	}
+	// The LLM demo's limits and cooldowns run on the in-process server too.
+	if code, a := callAssign(t, h, "POST", "/api/assign/llm", `{"on": true}`); code != 200 || len(a.Members) != 4 || a.LLM == nil {
+		t.Fatalf("demo llm: %d %+v", code, a)
+	}
+	if code, a := callAssign(t, h, "POST", "/api/assign/pick", `{"n": 100}`); code != 200 || len(a.Picked) < 18 || len(a.Picked) > 20 {
+		t.Fatalf("demo llm pick 100: %d %d picks %+v", code, len(a.Picked), a.Members)
 	}
 }
 

@@ -218,6 +218,9 @@ func newHandler(c Config) (http.Handler, *lab) {
 	mux.HandleFunc("POST /api/assign/create", al.createPool())
 	mux.HandleFunc("POST /api/assign/reset", al.resetPool())
 	mux.HandleFunc("POST /api/assign/load", al.load())
+	mux.HandleFunc("POST /api/assign/cooldown", al.cooldown())
+	mux.HandleFunc("POST /api/assign/settings", al.settings())
+	mux.HandleFunc("POST /api/assign/llm", al.llmDemo())
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		if allow, ok := apiMethods[r.URL.Path]; ok {
 			w.Header().Set("Allow", allow)
@@ -280,13 +283,16 @@ var apiMethods = map[string]string{
 
 	"/api/quota/run": "POST",
 
-	"/api/assign":         "GET",
-	"/api/assign/pick":    "POST",
-	"/api/assign/remove":  "POST",
-	"/api/assign/restore": "POST",
-	"/api/assign/create":  "POST",
-	"/api/assign/reset":   "POST",
-	"/api/assign/load":    "POST",
+	"/api/assign":          "GET",
+	"/api/assign/pick":     "POST",
+	"/api/assign/remove":   "POST",
+	"/api/assign/restore":  "POST",
+	"/api/assign/create":   "POST",
+	"/api/assign/reset":    "POST",
+	"/api/assign/load":     "POST",
+	"/api/assign/cooldown": "POST",
+	"/api/assign/settings": "POST",
+	"/api/assign/llm":      "POST",
 }
 
 // Run listens on c.Addr and serves the console until ctx is done, then
