@@ -1,9 +1,12 @@
 // The assignment lab: a least-used pool on Redis (or the in-process demo
 // server, labelled as such), its counts live, picks by hand or as a steady
-// load, and remove/restore under a policy (GET /api/assign, POST
-// /api/assign/{create,pick,remove,restore,reset,load}). GET only reads:
-// when the pool is not there the page asks POST /api/assign/create for it.
+// load, remove/restore under a policy, cooldowns by hand, the last resort
+// and the LLM demo, with a chart of picks per member over time (GET
+// /api/assign, POST /api/assign/{create,pick,remove,restore,reset,load,
+// cooldown,settings,llm}). GET only reads: when the pool is not there the
+// page asks POST /api/assign/create for it.
 import { t } from "./i18n.js";
+import { LiveChart, colours } from "./charts.js";
 
 const $ = (id) => document.getElementById(id);
 const POLL_MS = 500;
@@ -36,7 +39,11 @@ async function call(path, body) {
   const opts = body === undefined ? {} : { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) };
   const res = await fetch(path, opts);
   const answer = await res.json().catch(() => ({ error: `HTTP ${res.status}` }));
-  if (!res.ok) throw new Error(answer.error || `HTTP ${res.status}`);
+  if (!res.ok) {
+    const err = new Error(answer.error || `HTTP ${res.status}`);
+    err.answer = answer; // a 429 carries retry_after_s
+    throw err;
+  }
   return answer;
 }
 
@@ -54,20 +61,33 @@ async function act(path, body, message) {
     const m = message(answer, st);
     if (m) say("assign-status", m[0], m[1]);
   } catch (err) {
-    say("assign-status", "error.api", { message: err.message });
+    if (err.answer && err.answer.retry_after_s) say("assign-status", "assign.all_cooling", { seconds: err.answer.retry_after_s });
+    else say("assign-status", "error.api", { message: err.message });
   } finally {
     changing--;
     changed++;
   }
 }
 
+// picked says what a pick did: in the LLM demo, which key answered 429.
+function picked(a, st) {
+  if (a.answered_429 && a.answered_429.length && st.llm) {
+    return ["assign.answered_429", { member: a.answered_429.at(-1), seconds: st.llm.retry_after_s, picks: a.picked.length }];
+  }
+  return ["assign.picked", { n: a.picked.length, member: a.picked.at(-1) }];
+}
+
 export function setupAssign() {
-  $("assign-pick-1").addEventListener("click", () =>
-    act("/api/assign/pick", { n: 1 }, (a) => ["assign.picked", { n: 1, member: a.picked.at(-1) }]),
-  );
-  $("assign-pick-100").addEventListener("click", () =>
-    act("/api/assign/pick", { n: 100 }, (a) => ["assign.picked", { n: a.picked.length, member: a.picked.at(-1) }]),
-  );
+  $("assign-pick-1").addEventListener("click", () => act("/api/assign/pick", { n: 1 }, picked));
+  $("assign-pick-100").addEventListener("click", () => act("/api/assign/pick", { n: 100 }, picked));
+  $("assign-last-resort").addEventListener("change", () => {
+    const policy = $("assign-last-resort").value;
+    act("/api/assign/settings", { last_resort: policy }, () => ["assign.last_resort_set", { policy: t(`assign.last_resort.${policy}`) }]);
+  });
+  $("assign-llm").addEventListener("click", () => {
+    const on = !(last && last.llm);
+    act("/api/assign/llm", { on }, () => (on ? null : ["assign.llm_off", {}]));
+  });
   $("assign-load").addEventListener("click", () => {
     const running = last && last.load.running;
     act("/api/assign/load", { rate: running ? 0 : Number($("assign-rate").value) }, () => null);
@@ -78,6 +98,13 @@ export function setupAssign() {
   $("assign-policy").addEventListener("change", policyHelp);
   // One listener for the table's buttons, which are redrawn on every poll.
   $("assign-table").addEventListener("click", (e) => {
+    const c = e.target.closest("button[data-cool]");
+    if (c) {
+      const member = c.dataset.cool;
+      const seconds = Number($("assign-cool-for").value);
+      act("/api/assign/cooldown", { member, seconds }, () => ["assign.cooled", { member, seconds }]);
+      return;
+    }
     const b = e.target.closest("button[data-member]");
     if (!b) return;
     const member = b.dataset.member;
@@ -147,6 +174,7 @@ async function refresh() {
 
 export function relabelAssign() {
   policyHelp();
+  if (chart) chart.build();
   if (last) draw(last);
   for (const [id, msg] of Object.entries(statuses)) {
     if (msg) $(id).textContent = t(msg[0], msg[1]);
@@ -165,8 +193,23 @@ function draw(st) {
   const readOnly = !st.writable && (st.exists || createAnswered);
   $("assign-read-only").hidden = !readOnly;
   $("assign-read-only").textContent = readOnly ? t("assign.read_only", { pool: st.pool }) : "";
-  for (const id of ["assign-pick-1", "assign-pick-100", "assign-rate", "assign-load", "assign-reset", "assign-policy"]) {
+  for (const id of ["assign-pick-1", "assign-pick-100", "assign-rate", "assign-load", "assign-reset", "assign-policy", "assign-cool-for", "assign-last-resort", "assign-llm"]) {
     $(id).disabled = !st.writable;
+  }
+  if (document.activeElement !== $("assign-last-resort")) $("assign-last-resort").value = st.last_resort;
+  $("assign-llm").textContent = t(st.llm ? "assign.llm_stop" : "assign.llm_start");
+  $("assign-llm-help").hidden = !st.llm;
+  if (st.llm) {
+    say("assign-llm-help", "assign.llm_help", {
+      keys: st.members.length,
+      rpm: st.llm.rpm,
+      burst: st.llm.burst,
+      key: st.llm.failing_key,
+      every: st.llm.fail_every,
+      seconds: st.llm.retry_after_s,
+    });
+  } else {
+    say("assign-llm-help", null);
   }
   $("assign-server").textContent = t("assign.server", { server: st.server, pool: st.pool });
   $("assign-picks-per-s").textContent = Math.round(st.picks_per_s).toLocaleString("en");
@@ -188,14 +231,25 @@ function draw(st) {
   const had = new Map([...tbody.rows].map((tr) => [tr.dataset.member, tr]));
   const rows = members.map((m) => {
     const tr = had.get(m.member) || newRow(m.member);
-    const [, count, bar, state, action] = tr.cells;
-    tr.className = m.active ? "" : "removed";
+    const [, count, bar, state, weight, cooling, streak, limit, action] = tr.cells;
+    tr.className = m.active ? (m.cooling_until ? "cooling" : "") : "removed";
+    weight.textContent = String(m.weight || 1);
+    const left = m.cooling_until ? Math.max(0, Math.ceil((Date.parse(m.cooling_until) - Date.parse(st.now)) / 1000)) : 0;
+    cooling.textContent = m.cooling_until ? t("assign.cooling_left", { seconds: left }) : "–";
+    streak.textContent = String(m.streak || 0);
+    limit.textContent = m.limit
+      ? t("assign.limit_value", { rate: m.limit.rate, per: m.limit.per / 1e9, burst: m.limit.burst })
+      : t("assign.no_limit");
     count.textContent = m.count.toLocaleString("en");
     const meter = bar.firstChild;
     meter.max = top;
     meter.value = m.count;
     meter.setAttribute("aria-label", `${m.member}: ${m.count}`);
-    state.textContent = t(m.active ? "assign.state.active" : "assign.state.removed");
+    state.textContent = t(m.active ? (m.cooling_until ? "assign.state.cooling" : "assign.state.active") : "assign.state.removed");
+    const cool = action.lastChild;
+    cool.textContent = t("assign.cool");
+    cool.setAttribute("aria-label", t("assign.cool_label", { member: m.member, seconds: $("assign-cool-for").value }));
+    cool.disabled = !st.writable || !m.active;
     const b = action.firstChild;
     b.dataset.action = m.active ? "remove" : "restore";
     b.textContent = t(m.active ? "assign.remove" : "assign.restore");
@@ -210,6 +264,53 @@ function draw(st) {
     tbody.replaceChildren(...rows);
     if (focused && tbody.contains(focused)) focused.focus();
   }
+  record(st);
+}
+
+// The chart's history: picks per second of each member between two
+// states, and who was cooling, on Redis's clock. It starts again when the
+// members change (a reset, the LLM demo).
+const HISTORY = 240; // two minutes of polls
+let chart = null;
+let hist = { key: "", rows: [], prev: null, t0: 0 };
+
+function record(st) {
+  const names = st.members.map((m) => m.member).sort();
+  const key = names.join("\n");
+  const now = Date.parse(st.now);
+  if (key !== hist.key) {
+    hist = { key, rows: [], prev: null, t0: now };
+    if (chart) chart.destroy();
+    chart = names.length ? newChart(names) : null;
+  }
+  const prev = hist.prev;
+  if (prev && now <= prev.now) return;
+  const counts = new Map(st.members.map((m) => [m.member, m.count]));
+  hist.prev = { now, counts };
+  if (!prev || !chart) return;
+  const dt = (now - prev.now) / 1000;
+  const rates = new Map(names.map((n) => [n, Math.max(0, (counts.get(n) - (prev.counts.get(n) ?? 0)) / dt)]));
+  const cooling = new Set(st.members.filter((m) => m.cooling_until).map((m) => m.member));
+  hist.rows.push({ x: (now - hist.t0) / 1000, rates, cooling });
+  if (hist.rows.length > HISTORY) hist.rows.shift();
+  chart.update(hist.rows);
+}
+
+function newChart(names) {
+  return new LiveChart($("assign-chart"), {
+    id: "assign-picks",
+    title: () => t("assign.chart.title"),
+    x: { label: () => t("assign.chart.time"), format: (v) => String(Math.round(v)), get: (r) => r.x },
+    scales: { y: { unit: () => t("assign.chart.unit"), min0: true } },
+    series: names.map((n) => ({ key: n, label: () => n, digits: 0, get: (r) => r.rates.get(n) })),
+    bands: names.map((n, i) => ({
+      label: () => n,
+      colour: `${colours[i % colours.length]}40`,
+      on: (r) => r.cooling.has(n),
+      lane: [i, names.length],
+    })),
+    state: (r) => (r.cooling.size ? `${t("assign.state.cooling")}: ${[...r.cooling].join(", ")}` : t("assign.chart.none_cooling")),
+  });
 }
 
 // newRow makes a member's row; draw fills it in.
@@ -226,12 +327,20 @@ function newRow(member) {
   meter.min = 0;
   bar.append(meter);
   const state = document.createElement("td");
+  const [weight, cooling, streak, limit] = [0, 1, 2, 3].map(() => document.createElement("td"));
+  weight.className = "num";
+  streak.className = "num";
   const action = document.createElement("td");
   const b = document.createElement("button");
   b.type = "button";
   b.dataset.member = member;
-  action.append(b);
-  tr.append(th, count, bar, state, action);
+  // The cooldown button has no data-member: the remove/restore button
+  // stays the row's first, as the keyboard and the tests find it.
+  const cool = document.createElement("button");
+  cool.type = "button";
+  cool.dataset.cool = member;
+  action.append(b, " ", cool);
+  tr.append(th, count, bar, state, weight, cooling, streak, limit, action);
   return tr;
 }
 

@@ -7,7 +7,7 @@ import { t } from "./i18n.js";
 
 // Okabe–Ito colours; the series of a chart also differ by dash, so the
 // charts read without colour.
-const colours = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9"];
+export const colours = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9"];
 const dashes = [[], [6, 4], [2, 3], [10, 3, 2, 3]];
 
 const pct = (v) => 100 * v;
@@ -459,7 +459,11 @@ export function timelineChart(el, frames, series, actionMinutes, clockOf) {
 //
 //   { id, title(), x: { label(), format(v), get(row) }, scales: { name: { unit(), right, min0, range } },
 //     series: [{ key, label(), scale, digits, colour, dash, width, get(row) }],
-//     bands: [{ label(), colour, on(row) }], state(row) → text for the table }
+//     bands: [{ label(), colour, on(row), lane: [i, n] }], state(row) → text for the table }
+//
+// A band with a lane shades the i-th of n strips across the plot's height
+// instead of all of it, so that spans of several things (members cooling)
+// can overlap in time and still be told apart.
 export class LiveChart {
   constructor(parent, def) {
     this.def = def;
@@ -535,7 +539,9 @@ export class LiveChart {
                 if (!b.on(this.rows[i])) continue;
                 const x0 = u.valToPos(xs[i], "x", true);
                 const x1 = i + 1 < xs.length ? u.valToPos(xs[i + 1], "x", true) : x0 + 2 * devicePixelRatio;
-                ctx.fillRect(x0, u.bbox.top, Math.max(1, x1 - x0), u.bbox.height);
+                const h = b.lane ? u.bbox.height / b.lane[1] : u.bbox.height;
+                const top = u.bbox.top + (b.lane ? b.lane[0] * h : 0);
+                ctx.fillRect(x0, top, Math.max(1, x1 - x0), h);
               }
             }
             ctx.restore();
