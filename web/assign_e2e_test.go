@@ -383,3 +383,100 @@ window.fetch = async (path, opts) => {
 	b.do(ctx, "switch language while polls are slow", choose("lang", "cy"), waitFor(`document.documentElement.lang === "cy"`))
 	b.noProblems()
 }
+
+// TestAssignLLMDemoEndToEnd plays the lab's LLM demo by its controls, in
+// English, Welsh and Tagalog, on a real redis-server: four API keys with 20
+// requests a minute in bursts of 5, key-3 answering every third request
+// with 429 and Retry-After 30 s. A hundred picks spread over the keys,
+// key-3 cools down (its row says so, with its streak and limit), then every
+// key is out and a pick is refused with Retry-After; the last resort
+// "earliest" picks anyway. A member cooled by hand shows as cooling. The
+// chart is there with its caption in the language, and axe finds nothing
+// serious.
+func TestAssignLLMDemoEndToEnd(t *testing.T) {
+	t.Parallel()
+	base, _ := startAssignConsole(t)
+	b := newBrowser(t)
+	ctx := b.ctx
+	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: cspWatch}); err != nil {
+		t.Fatal(err)
+	}
+	b.do(ctx, "open the assignment lab", chromedp.Navigate(base+"/#assign"), waitReady(),
+		waitFor(`document.querySelectorAll("#assign-table tbody tr").length === 8`))
+	cell := func(member string, i int) string {
+		return evaluate[string](b, ctx, fmt.Sprintf(`document.querySelector('#assign-table tr[data-member=%q]').cells[%d].textContent`, member, i))
+	}
+	for _, lang := range []string{"en", "cy", "tl"} {
+		cat := catalogue(t, lang)
+		b.do(ctx, "switch to "+lang, choose("lang", lang), waitFor(fmt.Sprintf(`document.documentElement.lang === %q`, lang)))
+		b.do(ctx, lang+": start the LLM demo", click("#assign-llm"),
+			waitFor(`window.afloat.assign.llm && document.querySelectorAll("#assign-table tbody tr").length === 4 && !document.getElementById("assign-llm-help").hidden`))
+		if s := b.text(ctx, "#assign-llm-help"); !strings.Contains(s, "key-3") || !strings.Contains(s, "429") {
+			t.Errorf("%s: the demo's help says %q", lang, s)
+		}
+		b.do(ctx, lang+": pick 100", click("#assign-pick-100"),
+			waitFor(`window.afloat.assign.members.every((m) => m.cooling_until) && window.afloat.assign.total > 0`))
+		if s := b.text(ctx, "#assign-status"); !strings.Contains(s, "key-3") || !strings.Contains(s, "429") {
+			t.Errorf("%s: after 100 picks the status says %q, want key-3's 429", lang, s)
+		}
+		if got, want := cell("key-3", 3), cat["assign.state.cooling"]; got != want {
+			t.Errorf("%s: key-3's state %q, want %q", lang, got, want)
+		}
+		if got := cell("key-3", 5); got == "–" || !strings.Contains(got, "3") {
+			t.Errorf("%s: key-3's cooldown column %q, want about 30 s left", lang, got)
+		}
+		if got := cell("key-3", 6); got != "1" {
+			t.Errorf("%s: key-3's failures in a row %q, want 1", lang, got)
+		}
+		if got := cell("key-1", 7); !strings.Contains(got, "20") || !strings.Contains(got, "60") {
+			t.Errorf("%s: key-1's limit %q, want 20 per 60 s", lang, got)
+		}
+		total := evaluate[int](b, ctx, `window.afloat.assign.total`)
+		b.do(ctx, lang+": a pick with every key out", click("#assign-pick-1"),
+			waitFor(`document.getElementById("assign-status").textContent.includes("Retry-After")`))
+		b.checkAxe(ctx, lang+": the LLM demo, every key out")
+		b.do(ctx, lang+": last resort earliest", choose("assign-last-resort", "earliest"),
+			waitFor(`window.afloat.assign.last_resort === "earliest"`))
+		b.do(ctx, lang+": a pick with the last resort", click("#assign-pick-1"),
+			waitFor(fmt.Sprintf(`window.afloat.assign.total === %d`, total+1)))
+		if got, want := b.text(ctx, "#chart-assign-picks-cap"), cat["assign.chart.title"]; got != want {
+			t.Errorf("%s: the chart's caption %q, want %q", lang, got, want)
+		}
+		b.shot(ctx, "assign-llm-"+lang)
+		b.do(ctx, lang+": back to the proxies", choose("assign-last-resort", "fail"),
+			waitFor(`window.afloat.assign.last_resort === "fail"`), click("#assign-llm"),
+			waitFor(`!window.afloat.assign.llm && document.querySelectorAll("#assign-table tbody tr").length === 8`))
+		if missing := evaluate[[]string](b, ctx, `[...window.afloat.missing]`); len(missing) > 0 {
+			t.Errorf("%s: keys missing from the catalogue: %v", lang, missing)
+		}
+	}
+	b.do(ctx, "cool proxy-02 by hand", choose("assign-cool-for", "60"), click(`#assign-table button[data-cool="proxy-02"]`),
+		waitFor(`document.querySelector('#assign-table tr[data-member="proxy-02"]').className === "cooling"`))
+	if s := b.text(ctx, "#assign-status"); !strings.Contains(s, "proxy-02") || !strings.Contains(s, "60") {
+		t.Errorf("after a cooldown by hand the status says %q", s)
+	}
+	b.do(ctx, "pick 100 while proxy-02 cools", click("#assign-pick-100"), waitFor(`window.afloat.assign.total >= 100`))
+	if got := cell("proxy-02", 1); got != "0" {
+		t.Errorf("proxy-02 was picked %s times while cooling", got)
+	}
+	if csp := evaluate[[]string](b, ctx, `window.__csp || []`); len(csp) > 0 {
+		t.Errorf("Content-Security-Policy violations: %v", csp)
+	}
+	// The pick with every key out is answered 429, as a router's would
+	// be, and Chromium logs each refused request as an error: those, one
+	// a language, are expected, and nothing else.
+	b.mu.Lock()
+	refused := 0
+	b.problems = slices.DeleteFunc(b.problems, func(p string) bool {
+		ok := strings.Contains(p, "status of 429 (Too Many Requests)")
+		if ok {
+			refused++
+		}
+		return ok
+	})
+	b.mu.Unlock()
+	if refused != 3 {
+		t.Errorf("%d requests refused with 429, want 3 (one a language)", refused)
+	}
+	b.noProblems()
+}

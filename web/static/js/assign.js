@@ -300,7 +300,7 @@ function newChart(names) {
   return new LiveChart($("assign-chart"), {
     id: "assign-picks",
     title: () => t("assign.chart.title"),
-    x: { label: () => t("assign.chart.time"), format: (v) => String(Math.round(v)), get: (r) => r.x },
+    x: { label: () => t("assign.chart.time"), format: (v) => v.toFixed(Math.abs(v) < 10 ? 1 : 0), get: (r) => r.x },
     scales: { y: { unit: () => t("assign.chart.unit"), min0: true } },
     series: names.map((n) => ({ key: n, label: () => n, digits: 0, get: (r) => r.rates.get(n) })),
     bands: names.map((n, i) => ({
