@@ -144,3 +144,40 @@ func WriteCooling(w io.Writer, pool string, members []string, until []time.Time)
 	}
 	return nil
 }
+
+// WriteInFlight prints a least-in-flight pool (Leases.List) in format:
+// "json", one object with the pool, the leases open and each member's
+// in-flight count, or "table": the leases open on a line, then a line per
+// member.
+func WriteInFlight(w io.Writer, pool string, in InFlight, format string) error {
+	if err := CheckStatusFormat(format); err != nil {
+		return err
+	}
+	type member struct {
+		Name     string `json:"member"`
+		InFlight int64  `json:"in_flight"`
+		Active   bool   `json:"active"`
+	}
+	ms := make([]member, len(in.Members))
+	for i, m := range in.Members {
+		ms[i] = member{m.Name, m.Count, m.Active}
+	}
+	if format == "json" {
+		return json.NewEncoder(w).Encode(struct {
+			Pool    string   `json:"pool"`
+			Open    int      `json:"open"`
+			Members []member `json:"members"`
+		}{pool, in.Open, ms})
+	}
+	fmt.Fprintf(w, "pool %q: %d leases open (expired ones not yet reclaimed included)\n", pool, in.Open)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MEMBER\tIN FLIGHT\tSTATE")
+	for _, m := range ms {
+		state := "active"
+		if !m.Active {
+			state = "removed"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", m.Name, m.InFlight, state)
+	}
+	return tw.Flush()
+}

@@ -54,6 +54,9 @@ func NewLeases(c *Client, name string) (*Leases, error) {
 	return &Leases{name: name, k: lua.PoolKeys(name), r: &runner{c: c.rc}}, nil
 }
 
+// Name returns the pool's name.
+func (l *Leases) Name() string { return l.name }
+
 func (l *Leases) keys() []string {
 	return []string{l.k.Inflight, l.k.Parked, l.k.Leases, l.k.LeaseMembers, l.k.LeaseSeq}
 }

@@ -50,6 +50,29 @@ func (f *poolFlags) check() error {
 // run opens the pool and runs op on it, within timeout unless 0. The
 // package checks what op is given (assign.ErrInvalid).
 func (f *poolFlags) run(c *cli.Command, timeout time.Duration, op func(context.Context, *assign.Pool) error) int {
+	return f.connect(c, timeout, func(ctx context.Context, client *assign.Client) error {
+		p, err := assign.New(client, f.pool)
+		if err != nil {
+			return err
+		}
+		return op(ctx, p)
+	})
+}
+
+// runLeases is run for the pool's least-in-flight variant.
+func (f *poolFlags) runLeases(c *cli.Command, timeout time.Duration, op func(context.Context, *assign.Leases) error) int {
+	return f.connect(c, timeout, func(ctx context.Context, client *assign.Client) error {
+		l, err := assign.NewLeases(client, f.pool)
+		if err != nil {
+			return err
+		}
+		return op(ctx, l)
+	})
+}
+
+// connect checks the flags, dials Redis and runs op, within timeout
+// unless 0.
+func (f *poolFlags) connect(c *cli.Command, timeout time.Duration, op func(context.Context, *assign.Client) error) int {
 	if err := f.check(); err != nil {
 		return c.Refuse(err)
 	}
@@ -58,10 +81,6 @@ func (f *poolFlags) run(c *cli.Command, timeout time.Duration, op func(context.C
 		return assignFail(c, err)
 	}
 	defer client.Close()
-	p, err := assign.New(client, f.pool)
-	if err != nil {
-		return assignFail(c, err)
-	}
 	ctx, stop := cli.Interruptible()
 	defer stop()
 	if timeout > 0 {
@@ -69,7 +88,7 @@ func (f *poolFlags) run(c *cli.Command, timeout time.Duration, op func(context.C
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	return assignFail(c, op(ctx, p))
+	return assignFail(c, op(ctx, client))
 }
 
 // assignFail returns cli.ExitOK for nil. Bad input and an unknown pool or
@@ -304,6 +323,110 @@ func runAssignPick(c *cli.Command, args []string) int {
 			err = cmp.Or(err, r.Err)
 		}
 		return err
+	})
+}
+
+// runAssignAcquire leases the member with the fewest leases open, of the
+// pool's least-in-flight variant, and prints the member, the lease id and
+// its deadline on Redis's clock, tab-separated, on one line.
+func runAssignAcquire(c *cli.Command, args []string) int {
+	var f poolFlags
+	var ttl time.Duration
+	f.register(c)
+	c.DurationVar(&ttl, "ttl", 0, "how long the lease lasts unless released, `DURATION` from 1ms to 24h; reclaimed by the server after (required)")
+	if status, ok := c.ParseFlags(args); !ok {
+		return status
+	}
+	if !c.Given("ttl") {
+		return c.Refuse(errors.New("--ttl is required: want a duration such as 30s"))
+	}
+	if ttl < assign.MinLeaseTTL || ttl > assign.MaxLeaseTTL {
+		return c.Refuse(fmt.Errorf("--ttl %v: want %v to %v", ttl, assign.MinLeaseTTL, assign.MaxLeaseTTL))
+	}
+	return f.runLeases(c, time.Minute, func(ctx context.Context, l *assign.Leases) error {
+		lease, err := l.Acquire(ctx, ttl)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(c.Stdout, "%s\t%s\t%s\n", lease.Member, lease.ID, lease.Deadline.UTC().Format(time.RFC3339Nano))
+		return err
+	})
+}
+
+// runAssignRelease ends leases by their ids; one released already, or
+// reclaimed at its deadline, is counted apart and is no error.
+func runAssignRelease(c *cli.Command, args []string) int {
+	var f poolFlags
+	f.register(c)
+	ids, status, ok := c.ParseArgs(args)
+	if !ok {
+		return status
+	}
+	if len(ids) == 0 || len(ids) > assign.MaxBatch {
+		return c.Refuse(fmt.Errorf("release: %d lease ids: want 1 to %d, as acquire printed them", len(ids), assign.MaxBatch))
+	}
+	return f.runLeases(c, time.Minute, func(ctx context.Context, l *assign.Leases) error {
+		open := 0
+		for _, id := range ids {
+			was, err := l.Release(ctx, assign.Lease{ID: id})
+			if err != nil {
+				return err
+			}
+			if was {
+				open++
+			}
+		}
+		_, err := fmt.Fprintf(c.Stdout, "released %d leases of pool %q; %d settled already (released before, or reclaimed at their deadline)\n",
+			open, l.Name(), len(ids)-open)
+		return err
+	})
+}
+
+// runAssignLeases shows the pool's least-in-flight variant: the leases
+// open on each member. With --add or --remove it changes its members
+// instead.
+func runAssignLeases(c *cli.Command, args []string) int {
+	var f poolFlags
+	var format string
+	var add, remove bool
+	f.register(c)
+	c.StringVar(&format, "format", "table", "output format: table or json")
+	c.BoolVar(&add, "add", false, "make the MEMBERs eligible for leases (a removed one comes back with its open leases)")
+	c.BoolVar(&remove, "remove", false, "make the MEMBERs ineligible; their open leases settle as usual")
+	members, status, ok := c.ParseArgs(args)
+	if !ok {
+		return status
+	}
+	if err := c.NotWith("add", ": give one or the other", "remove"); err != nil {
+		return c.Refuse(err)
+	}
+	if !add && !remove && len(members) > 0 {
+		return c.Refuse(fmt.Errorf("members given without --add or --remove: %q", members))
+	}
+	if err := assign.CheckStatusFormat(format); err != nil {
+		return c.Refuse(err)
+	}
+	return f.runLeases(c, time.Minute, func(ctx context.Context, l *assign.Leases) error {
+		switch {
+		case add:
+			n, err := l.Add(ctx, members...)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(c.Stdout, "added %d to the leases of pool %q; %d there already\n", n, l.Name(), len(members)-n)
+			return err
+		case remove:
+			if err := l.Remove(ctx, members...); err != nil {
+				return err
+			}
+			_, err := fmt.Fprintf(c.Stdout, "removed %d from the leases of pool %q (their open leases settle as usual)\n", len(members), l.Name())
+			return err
+		}
+		in, err := l.List(ctx)
+		if err != nil {
+			return err
+		}
+		return assign.WriteInFlight(c.Stdout, l.Name(), in, format)
 	})
 }
 

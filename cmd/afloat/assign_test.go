@@ -336,3 +336,92 @@ func (w *triggerWriter) Write(p []byte) (int, error) {
 }
 
 func (w *triggerWriter) wait() { w.done.Wait() }
+
+// The least-in-flight variant from the command line: members added to its
+// leases, leases acquired on the member with the fewest open and released
+// by id (a second release is no error, and says so), the view of what is
+// in flight, and the refusals of bad flags.
+func TestAssignLeasesCommands(t *testing.T) {
+	srv := assigntest.Start(t)
+	r := func(args ...string) []string {
+		return append([]string{"assign", args[0], "--redis", srv.URL, "--pool", "inflight"}, args[1:]...)
+	}
+	run := func(want int, args ...string) string {
+		t.Helper()
+		status, out, errOut := call(t, "", args...)
+		if status != want {
+			t.Fatalf("afloat %s: status %d, stdout %q, stderr %q; want %d", strings.Join(args[1:], " "), status, out, errOut, want)
+		}
+		if status != 0 {
+			return errOut
+		}
+		return out
+	}
+	if s := run(2, r("leases")...); !strings.Contains(s, `unknown pool "inflight"`) {
+		t.Errorf("leases before any member: %q", s)
+	}
+	if s := run(0, r("leases", "--add", "b", "a")...); !strings.Contains(s, `added 2 to the leases of pool "inflight"; 0 there already`) {
+		t.Errorf("leases --add: %q", s)
+	}
+	lease := func() (member, id string) {
+		t.Helper()
+		f := strings.Split(strings.TrimSuffix(run(0, r("acquire", "--ttl", "1h")...), "\n"), "\t")
+		if len(f) != 3 {
+			t.Fatalf("acquire printed %q, want member, id and deadline", f)
+		}
+		if _, err := time.Parse(time.RFC3339Nano, f[2]); err != nil {
+			t.Fatalf("acquire's deadline %q: %v", f[2], err)
+		}
+		return f[0], f[1]
+	}
+	m1, id1 := lease()
+	m2, _ := lease()
+	if m1 != "a" || m2 != "b" {
+		t.Fatalf("two leases went to %s and %s, want a then b (fewest open, ties by name)", m1, m2)
+	}
+	if s := run(0, r("leases")...); !strings.Contains(s, "2 leases open") || !strings.Contains(s, "MEMBER  IN FLIGHT  STATE\na       1          active\nb       1          active\n") {
+		t.Errorf("leases with two open:\n%s", s)
+	}
+	if s := run(0, r("release", id1)...); !strings.Contains(s, `released 1 leases of pool "inflight"; 0 settled already`) {
+		t.Errorf("release: %q", s)
+	}
+	if s := run(0, r("release", id1)...); !strings.Contains(s, "released 0 leases") || !strings.Contains(s, "1 settled already") {
+		t.Errorf("release again: %q", s)
+	}
+	var in struct {
+		Pool    string `json:"pool"`
+		Open    int    `json:"open"`
+		Members []struct {
+			Member   string `json:"member"`
+			InFlight int    `json:"in_flight"`
+			Active   bool   `json:"active"`
+		} `json:"members"`
+	}
+	if err := json.Unmarshal([]byte(run(0, r("leases", "--format", "json")...)), &in); err != nil || in.Pool != "inflight" || in.Open != 1 ||
+		len(in.Members) != 2 || in.Members[0].Member != "a" || in.Members[0].InFlight != 0 || in.Members[1].InFlight != 1 {
+		t.Errorf("leases --format json: %+v %v", in, err)
+	}
+	run(0, r("leases", "--remove", "a")...)
+	if m, _ := lease(); m != "b" {
+		t.Errorf("with a removed the lease went to %s, want b", m)
+	}
+	for i, step := range []struct {
+		args []string
+		out  string
+	}{
+		{r("acquire"), "--ttl is required: want a duration such as 30s"},
+		{r("acquire", "--ttl", "0s"), "--ttl 0s: want 1ms to 24h0m0s"},
+		{r("acquire", "--ttl", "25h"), "--ttl 25h0m0s: want 1ms to 24h0m0s"},
+		{r("release"), "release: 0 lease ids: want 1 to 10000"},
+		{r("release", "xyz"), `lease id "xyz": want the id Acquire returned`},
+		{r("leases", "a"), `members given without --add or --remove: ["a"]`},
+		{r("leases", "--add", "--remove", "a"), "does not go with"},
+		{r("leases", "--add"), "add: 0 members: want 1 to 10000"},
+		{r("leases", "--format", "xml"), `format "xml": want table or json`},
+		{[]string{"assign", "acquire", "--redis", srv.URL, "--ttl", "1s"}, "--pool is required"},
+	} {
+		if s := run(2, step.args...); !strings.Contains(s, step.out) {
+			t.Errorf("step %d: afloat %s: %q, want %q", i, strings.Join(step.args[1:], " "), s, step.out)
+		}
+	}
+}
