@@ -181,24 +181,7 @@ func TestQuotaEndToEnd(t *testing.T) {
 		t.Errorf("no grant after the leader's death")
 	}
 
-	// The merged logs, checked by the CLI as a user would, against the
-	// limits of the config file below (beta: E 20 in each of 3 regions).
-	args := append([]string{"quota", "check", "--tenant", "acme:200:400", "--tenant", "beta:100:100:20:3"}, c.logs()...)
-	var out, errOut bytes.Buffer
-	status := run(args, nil, &out, &errOut)
-	t.Logf("afloat quota check: status %d\n%s%s", status, out.String(), errOut.String())
-	var rep struct {
-		Violations      int      `json:"violations"`
-		Messages        []string `json:"messages"`
-		Admitted        int64    `json:"admitted"`
-		Rejected        int64    `json:"rejected"`
-		Leases          int      `json:"leases"`
-		NoLeaseAdmitted int64    `json:"admitted_without_lease"`
-		WorstExcess     float64  `json:"worst_excess"`
-	}
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		t.Fatalf("quota check printed %q: %v", out.String(), err)
-	}
+	rep, status := c.check()
 	// One line per run, for a table of many runs.
 	ms := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) }
 	fmt.Printf("quota e2e row: full_restart_gap=%s (stop=%s etcd=%s lead=%s grant=%s) rolling_restart_gap=%s etcd_leader_kill_gap=%s etcd_election=%s etcd_resumed_after_election=%s etcd_step_downs=%d coordinator_failover=%s failover_etcd_elections=%d violations=%d worst_excess=%.1f\n",
@@ -211,6 +194,33 @@ func TestQuotaEndToEnd(t *testing.T) {
 	}
 	fmt.Printf("quota e2e: %d leases, %d tokens admitted, %d refused, %d admitted without a lease (best-effort only), worst window %.1f tokens from its bound, 0 violations\n",
 		rep.Leases, rep.Admitted, rep.Rejected, rep.NoLeaseAdmitted, rep.WorstExcess)
+}
+
+// checkReport is what afloat quota check prints.
+type checkReport struct {
+	Violations      int      `json:"violations"`
+	Messages        []string `json:"messages"`
+	Admitted        int64    `json:"admitted"`
+	Rejected        int64    `json:"rejected"`
+	Leases          int      `json:"leases"`
+	NoLeaseAdmitted int64    `json:"admitted_without_lease"`
+	WorstExcess     float64  `json:"worst_excess"`
+}
+
+// check runs afloat quota check on the merged logs, as a user would,
+// against the limits of the cluster's config file (beta: E 20 in each of
+// 3 regions), and returns its report and exit status.
+func (c *cluster) check() (checkReport, int) {
+	t := c.t
+	args := append([]string{"quota", "check", "--tenant", "acme:200:400", "--tenant", "beta:100:100:20:3"}, c.logs()...)
+	var out, errOut bytes.Buffer
+	status := run(args, nil, &out, &errOut)
+	t.Logf("afloat quota check: status %d\n%s%s", status, out.String(), errOut.String())
+	var rep checkReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("quota check printed %q: %v", out.String(), err)
+	}
+	return rep, status
 }
 
 var regions = []string{"eu", "us", "ap"}

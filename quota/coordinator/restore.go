@@ -60,8 +60,12 @@ func (c *Core) fenceFor(snap Snapshot, cfg Config) time.Duration {
 	for _, l := range snap.Leases {
 		d = max(d, l.Expires-l.Activates)
 	}
-	// A restore that knew of no tenant at all still waits a default lease.
-	return max(d, quota.DefaultLeaseDuration+quota.DefaultSkewMargin)
+	if d == 0 {
+		// A restore that knew of no tenant at all still waits a default
+		// lease.
+		d = quota.DefaultLeaseDuration + quota.DefaultSkewMargin
+	}
+	return d
 }
 
 // restoring refuses a grant while the fence stands.
