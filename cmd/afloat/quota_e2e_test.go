@@ -40,7 +40,9 @@ import (
 // etcd member (kill -9), partitions a region for longer than a lease,
 // moves all traffic to one region, stops everything (SIGTERM) under
 // traffic and restarts it from its data directories, and then stops and
-// restarts each process in turn (SIGTERM), still under traffic: each
+// restarts each process in turn (SIGTERM) in a rolling upgrade's order
+// (the following coordinator, the leader, each region, each etcd
+// member), still under traffic: each
 // must finish or settle its writes, resign and say that it stopped; and
 // last kills etcd's leader (kill -9), under traffic: no coordinator may
 // step down, and a grant must follow etcd's new leader within 4 s (the
@@ -66,20 +68,10 @@ func TestQuotaEndToEnd(t *testing.T) {
 		}
 		dir = keep
 	}
-	c := newCluster(t, testBinary(t, "embedetcd"), dir)
+	c, traffic := startUnderTraffic(t, dir)
 	defer c.stopAll()
-
-	c.startEtcd()
-	c.startCoordinators()
-	c.startRegions()
-	traffic := c.drive()
 	defer traffic.stop()
-
-	step := func(name string, d time.Duration) {
-		t.Logf("%s: %v", name, d)
-		time.Sleep(d)
-	}
-	traffic.set(map[string]float64{"eu": 1, "us": 1, "ap": 1})
+	step := c.step
 	step("steady traffic in every region", 4*time.Second)
 
 	// 1. The leading coordinator dies.
@@ -140,7 +132,8 @@ func TestQuotaEndToEnd(t *testing.T) {
 		leading.Sub(etcdUp).Round(time.Millisecond), fullFirst.Round(time.Millisecond))
 
 	// 6. Each process in turn stops (SIGTERM) and starts again, under
-	// traffic.
+	// traffic, in a rolling upgrade's order: the following coordinator,
+	// the leader, the regions one at a time, the etcd members.
 	began = time.Now()
 	c.restartEachInTurn()
 	step("every process restarted in turn; traffic everywhere", 3*time.Second)
@@ -221,6 +214,25 @@ func (c *cluster) check() (checkReport, int) {
 		t.Fatalf("quota check printed %q: %v", out.String(), err)
 	}
 	return rep, status
+}
+
+// startUnderTraffic starts the whole cluster, its event logs and output
+// in dir, and traffic in every region. The caller stops the traffic, then
+// the cluster.
+func startUnderTraffic(t *testing.T, dir string) (*cluster, *traffic) {
+	c := newCluster(t, testBinary(t, "embedetcd"), dir)
+	c.startEtcd()
+	c.startCoordinators()
+	c.startRegions()
+	tr := c.drive()
+	tr.set(map[string]float64{"eu": 1, "us": 1, "ap": 1})
+	return c, tr
+}
+
+// step lets the cluster run for d, saying what runs.
+func (c *cluster) step(name string, d time.Duration) {
+	c.t.Logf("%s: %v", name, d)
+	time.Sleep(d)
 }
 
 var regions = []string{"eu", "us", "ap"}
@@ -509,21 +521,30 @@ func (c *cluster) stopEverything() {
 }
 
 // restartEachInTurn stops each process with SIGTERM and starts it again,
-// one at a time, waiting for the cluster to be whole before the next:
-// the regions, the coordinators (the leader among them), the etcd
+// one at a time, waiting for the cluster to be whole before the next, in
+// the order of a rolling upgrade (docs/quota.md, "Rolling upgrade"): the
+// coordinators that follow, then the leader; the regions; the etcd
 // members.
 func (c *cluster) restartEachInTurn() {
+	lead := c.leader()
+	var order []int
+	for k := range c.coords {
+		if k != lead {
+			order = append(order, k)
+		}
+	}
+	for _, k := range append(order, lead) {
+		p := c.coords[k]
+		c.stopSaying(p, "quota coordinator: stopped")
+		p.start()
+		c.waitCoordinators()
+		c.t.Logf("restarted coordinator %d (SIGTERM; the leader: %v)", k, k == lead)
+	}
 	for _, r := range regions {
 		c.stopSaying(c.regions[r], "quota region: stopped")
 		c.regions[r].start()
 		c.waitRegions()
 		c.t.Logf("restarted region %s (SIGTERM)", r)
-	}
-	for k, p := range c.coords {
-		c.stopSaying(p, "quota coordinator: stopped")
-		p.start()
-		c.waitCoordinators()
-		c.t.Logf("restarted coordinator %d (SIGTERM)", k)
 	}
 	for i, p := range c.etcd {
 		p.stop()

@@ -30,18 +30,10 @@ func TestQuotaRestoreUnderTraffic(t *testing.T) {
 		t.Skip("runs a cluster of processes for about 30 s: make test-long runs it")
 	}
 	dir := evidenceDir(t, "quota-restore", "*.jsonl", "*.stderr", "quota.yaml")
-	c := newCluster(t, testBinary(t, "embedetcd"), dir)
+	c, traffic := startUnderTraffic(t, dir)
 	defer c.stopAll()
-	c.startEtcd()
-	c.startCoordinators()
-	c.startRegions()
-	traffic := c.drive()
 	defer traffic.stop()
-	step := func(name string, d time.Duration) {
-		t.Logf("%s: %v", name, d)
-		time.Sleep(d)
-	}
-	traffic.set(map[string]float64{"eu": 1, "us": 1, "ap": 1})
+	step := c.step
 	step("steady traffic in every region", 4*time.Second)
 
 	var endpoints []string
