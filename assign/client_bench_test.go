@@ -47,7 +47,7 @@ func BenchmarkClients(b *testing.B) {
 	gr := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, PoolSize: 64, MinIdleConns: 50})
 	defer gr.Close()
 	grScript := redis.NewScript(lua.Pick.Src)
-	keys := []string{p.k.Active, p.k.Removed}
+	keys := p.keys
 	parallel := func(b *testing.B, batch int, pick func() error) {
 		b.SetParallelism(max(1, 50/testingProcs()))
 		b.ResetTimer()

@@ -28,6 +28,18 @@
 // picks onto it until it catches up). ProxyPool health-checks proxies from
 // a list and gives an http.Transport the least-used healthy one per request.
 //
+// A member can be put aside for a while (Cooldown, CooldownFor, or
+// RecordFailureRetryAfter for a 429 with Retry-After): no worker picks it
+// until then, by Redis's clock, and it comes back by itself. N failures in
+// a row (Settings.EvictAfter) evict a member; RecordSuccess ends a streak.
+// When every member is cooling, a pick fails with a *CoolingError that
+// says when the first comes back, or (LastResortEarliest) takes that one.
+// A member of weight w (AddWeighted, SetWeight) takes w times the share;
+// a member with a rate limit (SetLimit: GCRA on Redis's clock) cools
+// whenever it has no room left, until it has.
+// PickSticky keeps a key (a session) on the member it got while that
+// member serves.
+//
 // Scripts run by SHA-1 and fall back to EVAL when the server has lost its
 // script cache (restart, failover, SCRIPT FLUSH), resending only what the
 // server refused — on the batched path too. Client retries are off: a lost

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/rueidis"
 )
@@ -36,7 +38,31 @@ var (
 	// ErrNotOwner: Reset on a pool that the given creator did not make
 	// with Create. Nothing was changed.
 	ErrNotOwner = errors.New("assign: not the pool's creator")
+	// ErrAllCooling: every member of the pool is cooling down and the
+	// pool's last resort is LastResortFail. Nothing was counted. The error
+	// is a *CoolingError, which carries the earliest time a member comes
+	// back, and it matches ErrPoolEmpty too: no member is eligible.
+	ErrAllCooling = errors.New("assign: every member is cooling down")
 )
+
+// CoolingError is the refusal of a pick when every member is cooling
+// down: Until is when the first of them comes back, by Redis's clock, so
+// that a caller can wait or answer Retry-After. It matches ErrAllCooling
+// and ErrPoolEmpty.
+type CoolingError struct {
+	Op, Pool string
+	Until    time.Time
+}
+
+func (e *CoolingError) Error() string {
+	return fmt.Sprintf("assign: %s on pool %q: every member is cooling down; the first comes back at %s",
+		e.Op, e.Pool, e.Until.UTC().Format(time.RFC3339Nano))
+}
+
+// Is makes the refusal match ErrAllCooling and ErrPoolEmpty.
+func (e *CoolingError) Is(target error) bool {
+	return target == ErrAllCooling || target == ErrPoolEmpty
+}
 
 // ambiguous is an outcome that may or may not have happened: it matches
 // ErrAmbiguous and unwraps to the network error.
@@ -72,6 +98,12 @@ func classify(op, pool string, err error) error {
 			return fmt.Errorf("%w: %s: %q is not an active member of pool %q; nothing was changed", ErrUnknownMember, op, strings.TrimPrefix(msg, "AFLOAT_NOT_ACTIVE "), pool)
 		case msg == "AFLOAT_NOT_OWNER":
 			return fmt.Errorf("%w: %s: pool %q was not made by this creator with Create; nothing was changed", ErrNotOwner, op, pool)
+		case strings.HasPrefix(msg, "AFLOAT_COOLING "):
+			if ms, err := strconv.ParseInt(strings.TrimPrefix(msg, "AFLOAT_COOLING "), 10, 64); err == nil {
+				return &CoolingError{Op: op, Pool: pool, Until: time.UnixMilli(ms)}
+			}
+		case strings.HasPrefix(msg, "AFLOAT_NOT_MEMBER "):
+			return fmt.Errorf("%w: %s: %q is not a member of pool %q, active, cooling or removed; nothing was changed", ErrUnknownMember, op, strings.TrimPrefix(msg, "AFLOAT_NOT_MEMBER "), pool)
 		case strings.HasPrefix(msg, "AFLOAT_NOT_REMOVED "):
 			return fmt.Errorf("%w: %s: %q is not a removed member of pool %q; nothing was changed", ErrUnknownMember, op, strings.TrimPrefix(msg, "AFLOAT_NOT_REMOVED "), pool)
 		}

@@ -216,3 +216,42 @@ func ExampleWriteCheckReport() {
 	// 1 of 1 healthy
 	// pool "proxies": 1 joined, 0 restored, 0 left
 }
+
+// An API key that answered 429 with Retry-After cools down: no worker
+// picks it until then. When every key is cooling, a pick fails with the
+// time the first comes back, which a server can pass on as Retry-After.
+func ExamplePool_RecordFailureRetryAfter() {
+	c, stop := dialDemo()
+	defer stop()
+	ctx := context.Background()
+	p, _ := assign.New(c, "api-keys")
+	p.AddWeighted(ctx, 1, 0, "key-small")
+	p.AddWeighted(ctx, 3, 0, "key-big") // three times the share
+
+	picks := func(n int) {
+		var ms []string
+		for range n {
+			m, _ := p.Pick(ctx)
+			ms = append(ms, m)
+		}
+		fmt.Println(strings.Join(ms, " "))
+	}
+	picks(4)
+
+	o, _ := p.RecordFailureRetryAfter(ctx, "key-big", 30*time.Second) // a 429
+	fmt.Println("key-big streak", o.Streak, "cooling", !o.CoolingUntil.IsZero())
+	picks(2)
+
+	p.CooldownFor(ctx, time.Minute, "key-small")
+	_, err := p.Pick(ctx)
+	var ce *assign.CoolingError
+	if errors.As(err, &ce) {
+		wait := time.Until(ce.Until) // answer Retry-After with it
+		fmt.Println("all cooling; key-big back within 30s:", wait > 0 && wait <= 30*time.Second)
+	}
+	// Output:
+	// key-big key-small key-big key-big
+	// key-big streak 1 cooling true
+	// key-small key-small
+	// all cooling; key-big back within 30s: true
+}

@@ -28,10 +28,7 @@ func WriteMembers(w io.Writer, ms []Member, format string) error {
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "MEMBER\tCOUNT\tSTATE\tFAILURES")
 		for _, m := range ms {
-			state := "active"
-			if !m.Active {
-				state = "removed"
-			}
+			state := memberState(m)
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\n", m.Name, m.Count, state, m.Failures)
 		}
 		return tw.Flush()
@@ -84,4 +81,66 @@ func WriteCheckReport(w io.Writer, pool string, r CheckReport) error {
 	}
 	_, err := fmt.Fprintf(w, "pool %q: %d joined, %d restored, %d left\n", pool, len(r.Joined), len(r.Restored), len(r.Left))
 	return err
+}
+
+func memberState(m Member) string {
+	switch {
+	case !m.Active:
+		return "removed"
+	case m.Cooling():
+		return "cooling"
+	}
+	return "active"
+}
+
+// CheckStatusFormat refuses a format WriteStatus does not write, so that
+// a command line can be refused before anything connects.
+func CheckStatusFormat(format string) error {
+	if format != "table" && format != "json" {
+		return fmt.Errorf("%w: format %q: want table or json", ErrInvalid, format)
+	}
+	return nil
+}
+
+// WriteStatus prints a pool's status in format: "json", the Status as one
+// JSON object, or "table": the settings and Redis's clock on a line, then
+// a line per member with its count, weight, limit, state, streak, failures and,
+// for a cooling member, when it comes back and how long that is from the
+// clock's reading.
+func WriteStatus(w io.Writer, st Status, format string) error {
+	if err := CheckStatusFormat(format); err != nil {
+		return err
+	}
+	if format == "json" {
+		return json.NewEncoder(w).Encode(st)
+	}
+	fmt.Fprintf(w, "pool %q at %s (Redis's clock): evict after %d failures in a row (0: never), last resort %s\n",
+		st.Pool, st.Now.UTC().Format(time.RFC3339Nano), st.Settings.EvictAfter, st.Settings.LastResort)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MEMBER\tCOUNT\tWEIGHT\tLIMIT\tSTATE\tSTREAK\tFAILURES\tCOOLING UNTIL")
+	for _, m := range st.Members {
+		until, limit := "-", "-"
+		if m.Cooling() {
+			until = fmt.Sprintf("%s (in %v)", m.CoolingUntil.UTC().Format(time.RFC3339Nano), m.CoolingUntil.Sub(st.Now))
+		}
+		if m.Limit != nil {
+			limit = fmt.Sprintf("%d/%v burst %d", m.Limit.Rate, m.Limit.Per, m.Limit.Burst)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%d\t%d\t%s\n", m.Name, m.Count, m.Weight, limit, memberState(m), m.Streak, m.Failures, until)
+	}
+	return tw.Flush()
+}
+
+// WriteCooling prints when each member comes back (CooldownFor's answer),
+// a line each.
+func WriteCooling(w io.Writer, pool string, members []string, until []time.Time) error {
+	for i, m := range members {
+		if i >= len(until) {
+			break
+		}
+		if _, err := fmt.Fprintf(w, "%q in pool %q cools down until %s\n", m, pool, until[i].UTC().Format(time.RFC3339Nano)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

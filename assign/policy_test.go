@@ -165,7 +165,7 @@ func TestLeases(t *testing.T) {
 		t.Fatal("release of a reclaimed lease reported it open")
 	}
 	st, _ := l.List(ctx)
-	if got := fmt.Sprint(st); got != "{[{b 1 true 0} {a 2 true 0}] 3}" {
+	if got := fmt.Sprintf("{%s %d}", brief(st.Members), st.Open); got != "{[{b 1 true 0} {a 2 true 0}] 3}" {
 		t.Fatalf("in flight %s", got)
 	}
 
@@ -178,7 +178,7 @@ func TestLeases(t *testing.T) {
 	}
 	l.Add(ctx, "a")
 	st, _ = l.List(ctx)
-	if got := fmt.Sprint(st); got != "{[{a 1 true 0} {b 1 true 0}] 2}" {
+	if got := fmt.Sprintf("{%s %d}", brief(st.Members), st.Open); got != "{[{a 1 true 0} {b 1 true 0}] 2}" {
 		t.Fatalf("in flight after remove, release, add: %s", got)
 	}
 }

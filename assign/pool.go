@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/redis/rueidis"
 
@@ -81,6 +82,8 @@ func (p *RestorePolicy) UnmarshalText(text []byte) error {
 type Pool struct {
 	name string
 	k    lua.Keys
+	keys []string // the five keys every pool script starts with
+	s    *lua.Set // lua.Pool; lua.TestClock only in this package's tests
 	r    *runner
 	opts options
 
@@ -92,7 +95,7 @@ type Pool struct {
 }
 
 type options struct {
-	requestTTL time.Duration
+	requestTTL, stickyTTL time.Duration
 }
 
 // Option configures a Pool or Leases.
@@ -103,7 +106,13 @@ type Option func(*options)
 // that time returns the first answer.
 func WithRequestTTL(d time.Duration) Option { return func(o *options) { o.requestTTL = d } }
 
-func defaultOptions() options { return options{requestTTL: 10 * time.Minute} }
+// WithStickyTTL sets how long a sticky key keeps its member after its
+// last pick (PickSticky), from 1 s to 7 days (default 30 minutes).
+func WithStickyTTL(d time.Duration) Option { return func(o *options) { o.stickyTTL = d } }
+
+func defaultOptions() options {
+	return options{requestTTL: 10 * time.Minute, stickyTTL: 30 * time.Minute}
+}
 
 // New opens the pool name on the Redis that c talks to. It sends nothing:
 // a pool comes into being with its first Add.
@@ -121,8 +130,12 @@ func New(c *Client, name string, opts ...Option) (*Pool, error) {
 	if err := checkDuration("request TTL", o.requestTTL, time.Second, 7*24*time.Hour); err != nil {
 		return nil, err
 	}
-	p := &Pool{name: name, k: lua.PoolKeys(name), r: &runner{c: c.rc}, opts: o}
-	p.pick = evalsha(c.rc, lua.Pick, []string{p.k.Active, p.k.Removed}, nil).Pin()
+	if err := checkDuration("sticky TTL", o.stickyTTL, time.Second, 7*24*time.Hour); err != nil {
+		return nil, err
+	}
+	p := &Pool{name: name, k: lua.PoolKeys(name), s: lua.Pool, r: &runner{c: c.rc}, opts: o}
+	p.keys = []string{p.k.Active, p.k.Removed, p.k.Cooling, p.k.Meta, p.k.Settings}
+	p.pick = evalsha(c.rc, p.s.Pick, p.keys, nil).Pin()
 	return p, nil
 }
 
@@ -144,7 +157,7 @@ func (p *Pool) Pick(ctx context.Context) (string, error) {
 	if err := notStarted(ctx); err != nil {
 		return "", err
 	}
-	res := p.r.runPinned(ctx, p.pick, lua.Pick, []string{p.k.Active, p.k.Removed}, nil)
+	res := p.r.runPinned(ctx, p.pick, p.s.Pick, p.keys, nil)
 	return p.member("pick", res)
 }
 
@@ -159,12 +172,32 @@ func (p *Pool) PickID(ctx context.Context, id string) (string, error) {
 	if err := notStarted(ctx); err != nil {
 		return "", err
 	}
-	res := p.r.run(ctx, lua.Pick, p.idKeys(id), p.idArgs())
+	res := p.r.run(ctx, p.s.Pick, p.idKeys(id), p.idArgs())
+	return p.member("pick", res)
+}
+
+// PickSticky is Pick for a key that should stay on one member — a
+// session with cookies, a conversation, a crawl of one site: while the
+// member the key last got is active and not cooling, the key gets it again
+// (counted); otherwise, or the first time, the key gets the least-used
+// member and keeps it. The record lives for the pool's sticky TTL
+// (WithStickyTTL) from the key's last pick, in Redis, so every worker
+// sends the key to the same member. A key is 1 to MaxRequestID bytes of
+// UTF-8.
+func (p *Pool) PickSticky(ctx context.Context, key string) (string, error) {
+	if key == "" || len(key) > MaxRequestID || !utf8.ValidString(key) {
+		return "", fmt.Errorf("%w: sticky key %q: want 1 to %d bytes of UTF-8", ErrInvalid, clip(key), MaxRequestID)
+	}
+	if err := notStarted(ctx); err != nil {
+		return "", err
+	}
+	keys := append(p.keys[:len(p.keys):len(p.keys)], p.k.StickyPrefix+key)
+	res := p.r.run(ctx, p.s.PickSticky, keys, []string{strconv.FormatInt(p.opts.stickyTTL.Milliseconds(), 10)})
 	return p.member("pick", res)
 }
 
 func (p *Pool) idKeys(id string) []string {
-	return []string{p.k.Active, p.k.Removed, p.k.ReqPrefix + id}
+	return append(p.keys[:len(p.keys):len(p.keys)], p.k.ReqPrefix+id)
 }
 
 func (p *Pool) idArgs() []string {
@@ -194,7 +227,9 @@ type Result struct {
 // and a batch pays it once per PickChunk picks instead of once per pick.
 // Scripts refused with NOSCRIPT are sent again, and only those. The picks
 // of one script share its outcome: all made, or none (ErrPoolEmpty,
-// ErrUnknownPool), or all ambiguous.
+// ErrUnknownPool, a *CoolingError), or all ambiguous — or, when a rate
+// limit cools members during the batch, the picks up to the one that
+// finds none, which the rest share.
 func (p *Pool) PickBatch(ctx context.Context, n int) ([]Result, error) {
 	if n < 1 || n > MaxBatch {
 		return nil, fmt.Errorf("%w: batch of %d picks: want 1 to %d", ErrInvalid, n, MaxBatch)
@@ -202,35 +237,56 @@ func (p *Pool) PickBatch(ctx context.Context, n int) ([]Result, error) {
 	if err := notStarted(ctx); err != nil {
 		return nil, err
 	}
-	k := []string{p.k.Active, p.k.Removed}
+	k := p.keys
 	size := func(i int) int { return min(PickChunk, n-i*PickChunk) }
 	args := func(i int) ([]string, []string) { return k, []string{strconv.Itoa(size(i))} }
 	cmds := make(rueidis.Commands, (n+PickChunk-1)/PickChunk)
 	for i := range cmds {
 		keys, a := args(i)
-		cmds[i] = evalsha(p.r.c, lua.PickMany, keys, a)
+		cmds[i] = evalsha(p.r.c, p.s.PickMany, keys, a)
 	}
 	out := make([]Result, 0, n)
-	for i, r := range p.r.runManyBuilt(ctx, cmds, lua.PickMany, args) {
-		ms, err := r.AsStrSlice()
-		if err != nil {
-			err = classify("pick", p.name, err)
-		} else if len(ms) != size(i) {
-			// Not a reply pick_many.lua gives: a script of the same name
-			// that is not ours, say.
-			err = fmt.Errorf("assign: pick on pool %q: the server answered %d members for %d picks", p.name, len(ms), size(i))
-		}
-		if err != nil {
-			for range size(i) {
-				out = append(out, Result{Err: err})
-			}
-			continue
-		}
-		for _, m := range ms {
-			out = append(out, Result{Member: m})
-		}
+	for i, r := range p.r.runManyBuilt(ctx, cmds, p.s.PickMany, args) {
+		out = append(out, p.chunk(r, size(i))...)
 	}
 	return out, nil
+}
+
+// chunk reads one pick_many answer of n picks: the members picked, then
+// maybe the answer of the pick that found none, which the picks not made
+// after it share.
+func (p *Pool) chunk(r rueidis.RedisResult, n int) []Result {
+	out := make([]Result, 0, n)
+	fill := func(err error) []Result {
+		for len(out) < n {
+			out = append(out, Result{Err: err})
+		}
+		return out
+	}
+	arr, err := r.ToArray()
+	if err != nil {
+		return fill(classify("pick", p.name, err))
+	}
+	if len(arr) > n {
+		// Not a reply pick_many.lua gives: a script of the same name that
+		// is not ours, say.
+		return fill(fmt.Errorf("assign: pick on pool %q: the server answered %d members for %d picks", p.name, len(arr), n))
+	}
+	for j, x := range arr {
+		m, err := x.ToString()
+		if err == nil {
+			out = append(out, Result{Member: m})
+			continue
+		}
+		if j != len(arr)-1 {
+			return fill(fmt.Errorf("assign: pick on pool %q: the server answered a refusal before a member", p.name))
+		}
+		return fill(classify("pick", p.name, err))
+	}
+	if len(out) < n {
+		return fill(fmt.Errorf("assign: pick on pool %q: the server answered %d members for %d picks", p.name, len(arr), n))
+	}
+	return out
 }
 
 // PickBatchIDs is PickBatch with a request id for each pick (see PickID).
@@ -252,7 +308,7 @@ func (p *Pool) PickBatchIDs(ctx context.Context, ids []string) ([]Result, error)
 	for i, id := range ids {
 		keys[i], args[i] = p.idKeys(id), a
 	}
-	return p.results(p.r.runMany(ctx, lua.Pick, keys, args)), nil
+	return p.results(p.r.runMany(ctx, p.s.Pick, keys, args)), nil
 }
 
 func (p *Pool) results(res []rueidis.RedisResult) []Result {
@@ -271,29 +327,46 @@ type AddResult struct {
 }
 
 // Add makes members eligible with the agreed initial count. A member
-// already active keeps its count (ZADD NX: nothing is overwritten), and a
-// removed member stays removed. Adding to a pool that does not exist yet
-// creates it.
+// already active (cooling or not) keeps its count (nothing is
+// overwritten), and a removed member stays removed. Adding to a pool that
+// does not exist yet creates it.
 func (p *Pool) Add(ctx context.Context, count int64, members ...string) (AddResult, error) {
-	if err := checkCount("initial count", count); err != nil {
-		return AddResult{}, err
-	}
-	return p.add(ctx, "count", count, members)
+	return p.AddWeighted(ctx, 1, count, members...)
 }
 
 // AddAtMinimum is Add with the active members' current minimum as the
 // initial count (0 for a pool with no active member): newcomers start
 // level with the least used instead of piling up work on themselves.
 func (p *Pool) AddAtMinimum(ctx context.Context, members ...string) (AddResult, error) {
-	return p.add(ctx, "min", 0, members)
+	return p.AddWeightedAtMinimum(ctx, 1, members...)
 }
 
-func (p *Pool) add(ctx context.Context, mode string, count int64, members []string) (AddResult, error) {
+// AddWeighted is Add for members of weight 1 to MaxWeight: a member of
+// weight w takes w times the share of picks of a member of weight 1 (its
+// score is count / w). Members already in the pool keep their weights
+// (SetWeight changes them).
+func (p *Pool) AddWeighted(ctx context.Context, weight int, count int64, members ...string) (AddResult, error) {
+	if err := checkCount("initial count", count); err != nil {
+		return AddResult{}, err
+	}
+	return p.add(ctx, "count", weight, count, members)
+}
+
+// AddWeightedAtMinimum is AddAtMinimum for members of weight w: they start
+// where the lowest score puts a member of that weight, ceil(score × w).
+func (p *Pool) AddWeightedAtMinimum(ctx context.Context, weight int, members ...string) (AddResult, error) {
+	return p.add(ctx, "min", weight, 0, members)
+}
+
+func (p *Pool) add(ctx context.Context, mode string, weight int, count int64, members []string) (AddResult, error) {
+	if err := checkWeight(weight); err != nil {
+		return AddResult{}, err
+	}
 	if err := checkMembers("add", members); err != nil {
 		return AddResult{}, err
 	}
-	args := append([]string{mode, strconv.FormatInt(count, 10)}, members...)
-	v, err := p.r.run(ctx, lua.Add, []string{p.k.Active, p.k.Removed}, args).AsIntSlice()
+	args := append([]string{mode, strconv.FormatInt(count, 10), strconv.Itoa(weight)}, members...)
+	v, err := p.r.run(ctx, p.s.Add, p.keys, args).AsIntSlice()
 	if err != nil {
 		return AddResult{}, classify("add", p.name, err)
 	}
@@ -303,14 +376,15 @@ func (p *Pool) add(ctx context.Context, mode string, count int64, members []stri
 	return AddResult{Added: int(v[0]), Active: int(v[1]), Removed: int(v[2])}, nil
 }
 
-// Remove makes members ineligible and keeps their counts for Restore. All
-// or nothing: if one of them is not active, nothing changes
+// Remove makes members ineligible and keeps their counts (and weights)
+// for Restore; a cooling member's cooldown ends with it. All or nothing:
+// if one of them is neither active nor cooling, nothing changes
 // (ErrUnknownMember).
 func (p *Pool) Remove(ctx context.Context, members ...string) error {
 	if err := checkMembers("remove", members); err != nil {
 		return err
 	}
-	_, err := p.r.run(ctx, lua.Remove, []string{p.k.Active, p.k.Removed}, members).AsInt64()
+	_, err := p.r.run(ctx, p.s.Remove, p.keys, members).AsInt64()
 	return classify("remove", p.name, err)
 }
 
@@ -324,63 +398,153 @@ func (p *Pool) Restore(ctx context.Context, policy RestorePolicy, members ...str
 		return err
 	}
 	args := append([]string{policyArgs[policy]}, members...)
-	_, err := p.r.run(ctx, lua.Restore, []string{p.k.Active, p.k.Removed}, args).AsInt64()
+	_, err := p.r.run(ctx, p.s.Restore, p.keys, args).AsInt64()
 	return classify("restore", p.name, err)
 }
 
 // Member is one member of a pool as List reports it.
 type Member struct {
-	Name     string `json:"member"`
-	Count    int64  `json:"count"`    // assignments (for a removed member, when it left)
-	Active   bool   `json:"active"`   // eligible for picks
-	Failures int64  `json:"failures"` // failures reported with RecordFailure
+	Name  string `json:"member"`
+	Count int64  `json:"count"` // assignments (for a removed member, when it left)
+	// Active: in the pool (not removed); picks skip it while it cools.
+	Active   bool  `json:"active"`
+	Failures int64 `json:"failures"` // failures reported with RecordFailure
+	// Streak counts its failures in a row, since its last success.
+	Streak int64 `json:"streak,omitempty"`
+	// Weight is its share of picks against a member of weight 1.
+	Weight int `json:"weight,omitempty"`
+	// Limit is its rate limit, nil for none.
+	Limit *Limit `json:"limit,omitempty"`
+	// CoolingUntil is when its cooldown ends by Redis's clock; zero when
+	// it is not cooling.
+	CoolingUntil time.Time `json:"cooling_until,omitzero"`
 }
 
-// List returns the pool at one instant: the active members in pick order
-// (count, then name), then the removed ones by name.
+// Cooling reports whether the member is cooling down.
+func (m Member) Cooling() bool { return !m.CoolingUntil.IsZero() }
+
+// List returns the pool at one instant: the active members not cooling in
+// pick order (count / weight, then name), the cooling ones by the end of
+// their cooldown, then the removed ones by name. Cooldowns that have
+// ended by then are over.
 func (p *Pool) List(ctx context.Context) ([]Member, error) {
-	arr, err := p.r.run(ctx, lua.List, []string{p.k.Active, p.k.Removed, p.k.Failures}, nil).ToArray()
+	st, err := p.Status(ctx)
+	return st.Members, err
+}
+
+// Status is a pool at one instant: its members, settings and Redis's
+// clock.
+type Status struct {
+	Pool     string    `json:"pool"`
+	Now      time.Time `json:"now"` // Redis's clock when it was read
+	Settings Settings  `json:"settings"`
+	Members  []Member  `json:"members"` // as List orders them
+}
+
+// Status returns the pool's members (as List does), its settings and
+// Redis's clock, read in one atomic step.
+func (p *Pool) Status(ctx context.Context) (Status, error) {
+	keys := append(p.keys[:len(p.keys):len(p.keys)], p.k.Failures, p.k.Streaks)
+	arr, err := p.r.run(ctx, p.s.List, keys, nil).ToArray()
 	if err != nil {
-		return nil, classify("list", p.name, err)
+		return Status{}, classify("list", p.name, err)
 	}
-	if len(arr) != 3 {
-		return nil, fmt.Errorf("assign: list: unexpected answer of %d parts", len(arr))
+	if len(arr) != 8 {
+		return Status{}, fmt.Errorf("assign: list: unexpected answer of %d parts", len(arr))
 	}
-	active, err1 := pairs(arr[0])
-	removed, err2 := pairs(arr[1])
-	failures, err3 := pairs(arr[2])
-	if err := firstErr(err1, err2, err3); err != nil {
-		return nil, fmt.Errorf("assign: list: %w", err)
+	var parts [6][]pair
+	for i := range parts {
+		if i == 4 {
+			continue // meta: read below, not all of it numbers
+		}
+		if parts[i], err = pairs(arr[i]); err != nil {
+			return Status{}, fmt.Errorf("assign: list: %w", err)
+		}
 	}
-	fails := map[string]int64{}
-	for _, f := range failures {
-		fails[f.name] = f.n
+	metaKV, err := arr[4].AsStrSlice()
+	if err != nil {
+		return Status{}, fmt.Errorf("assign: list: meta: %w", err)
 	}
-	out := make([]Member, 0, len(active)+len(removed))
+	limits := map[string]*Limit{}
+	for i := 0; i+1 < len(metaKV); i += 2 {
+		k, v := metaKV[i], metaKV[i+1]
+		if name, ok := strings.CutPrefix(k, "l|"); ok {
+			var t float64
+			var l Limit
+			var perMS int64
+			if _, err := fmt.Sscanf(v, "%g %d %d %d", &t, &l.Burst, &l.Rate, &perMS); err != nil {
+				return Status{}, fmt.Errorf("assign: list: the limit of %q, %q: %w", name, v, err)
+			}
+			l.Per = time.Duration(perMS) * time.Millisecond
+			limits[name] = &l
+			continue
+		}
+		if strings.HasPrefix(k, "t|") {
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return Status{}, fmt.Errorf("assign: list: %q of meta: %w", k, err)
+		}
+		parts[4] = append(parts[4], pair{k, int64(f)})
+	}
+	nowMS, err := arr[7].ToString()
+	if err != nil {
+		return Status{}, fmt.Errorf("assign: list: %w", err)
+	}
+	now, err := strconv.ParseInt(nowMS, 10, 64)
+	if err != nil {
+		return Status{}, fmt.Errorf("assign: list: the clock %q: %w", nowMS, err)
+	}
+	settings, err := arr[6].AsStrSlice()
+	if err != nil {
+		return Status{}, fmt.Errorf("assign: list: settings: %w", err)
+	}
+	active, removed, failures, cooling, meta, streaks := parts[0], parts[1], parts[2], parts[3], parts[4], parts[5]
+	index := func(ps []pair) map[string]int64 {
+		out := make(map[string]int64, len(ps))
+		for _, x := range ps {
+			out[x.name] = x.n
+		}
+		return out
+	}
+	fails, streak, mt := index(failures), index(streaks), index(meta)
+	member := func(name string, count int64) Member {
+		w := int64(1)
+		if v, ok := mt["w|"+name]; ok {
+			w = v
+		}
+		return Member{Name: name, Count: count, Failures: fails[name], Streak: streak[name], Weight: int(w), Limit: limits[name]}
+	}
+	out := make([]Member, 0, len(active)+len(cooling)+len(removed))
 	for _, a := range active {
-		out = append(out, Member{Name: a.name, Count: a.n, Active: true, Failures: fails[a.name]})
+		m := member(a.name, a.n)
+		if c, ok := mt["c|"+a.name]; ok {
+			m.Count = c
+		}
+		m.Active = true
+		out = append(out, m)
+	}
+	for _, c := range cooling {
+		m := member(c.name, mt["p|"+c.name])
+		m.Active, m.CoolingUntil = true, time.UnixMilli(c.n)
+		out = append(out, m)
 	}
 	slices.SortFunc(removed, func(a, b pair) int { return strings.Compare(a.name, b.name) })
 	for _, r := range removed {
-		out = append(out, Member{Name: r.name, Count: r.n, Failures: fails[r.name]})
+		out = append(out, member(r.name, r.n))
 	}
-	return out, nil
+	st := Status{Pool: p.name, Now: time.UnixMilli(now), Members: out}
+	st.Settings = settingsFrom(settings)
+	return st, nil
 }
 
-// RecordFailure counts a failed request through member, apart from its
-// assignments: the score counts assignments, whatever became of them.
-func (p *Pool) RecordFailure(ctx context.Context, member string) error {
-	if err := checkMember(member); err != nil {
-		return err
-	}
-	err := p.r.c.Do(ctx, p.r.c.B().Hincrby().Key(p.k.Failures).Field(member).Increment(1).Build()).Error()
-	return classify("record failure", p.name, err)
-}
-
-// Delete removes the whole pool: members, removed members, failures, its
-// creator. Request-id records expire on their own.
+// Delete removes the whole pool: members, removed members, failures,
+// cooldowns, weights, streaks, settings, its creator. Request-id records
+// expire on their own.
 func (p *Pool) Delete(ctx context.Context) error {
-	err := p.r.c.Do(ctx, p.r.c.B().Del().Key(p.k.Active, p.k.Removed, p.k.Failures, p.k.Owner).Build()).Error()
+	err := p.r.c.Do(ctx, p.r.c.B().Del().Key(p.k.Active, p.k.Removed, p.k.Failures, p.k.Owner,
+		p.k.Cooling, p.k.Meta, p.k.Streaks, p.k.Settings).Build()).Error()
 	return classify("delete", p.name, err)
 }
 

@@ -10,8 +10,6 @@ import (
 
 	"github.com/afloat/afloat/assign/assigntest"
 	"github.com/redis/rueidis"
-
-	"github.com/afloat/afloat/assign/internal/lua"
 )
 
 // newClient starts a redis-server of the test's own and connects to it.
@@ -81,7 +79,7 @@ func TestPickOrderTiesAndEmpty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "[{a 3 false 0} {b 2 false 0} {c 2 false 0}]"; fmt.Sprint(ms) != want {
+	if want := "[{a 3 false 0} {b 2 false 0} {c 2 false 0}]"; brief(ms) != want {
 		t.Errorf("list %v, want %s", ms, want)
 	}
 }
@@ -97,7 +95,7 @@ func TestPickManyRefusesBadCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range []string{"0", "257", "1.5", "x", "-1"} {
-		err := c.Do(ctx, eval(c, lua.PickMany, []string{p.k.Active, p.k.Removed}, []string{n})).Error()
+		err := c.Do(ctx, eval(c, p.s.PickMany, p.keys, []string{n})).Error()
 		if err == nil || !strings.Contains(err.Error(), "want 1 to 256 picks") {
 			t.Errorf("pick_many with %q picks: %v, want the range", n, err)
 		}
@@ -105,4 +103,14 @@ func TestPickManyRefusesBadCounts(t *testing.T) {
 	if ms, err := p.List(ctx); err != nil || ms[0].Count != 0 {
 		t.Errorf("after refused calls: %v %v, want the count untouched", ms, err)
 	}
+}
+
+// brief prints members as {name count active failures}, the fields every
+// pool and lease list has.
+func brief(ms []Member) string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = fmt.Sprintf("{%s %d %v %d}", m.Name, m.Count, m.Active, m.Failures)
+	}
+	return "[" + strings.Join(out, " ") + "]"
 }

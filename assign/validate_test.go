@@ -41,6 +41,21 @@ func TestBadInput(t *testing.T) {
 		{"policy name", func() error { _, err := ParseRestorePolicy("newest"); return err }(), `restore policy "newest": want current-minimum, keep-history, zero`},
 		{"probe URL", DefaultProbeConfig("ftp://x").Validate(), "probe URL \"ftp://x\": want an absolute http:// or https:// URL"},
 		{"probe port", DefaultProbeConfig("http://u:hunter2@127.0.0.1:99999/health").Validate(), `probe URL "http://xxxxx@127.0.0.1:99999/health": port 99999: want 1 to 65535`},
+		{"weight 0", func() error { _, err := p.AddWeighted(ctx, 0, 0, "a"); return err }(), "weight 0: want 1 to 1000"},
+		{"weight over", p.SetWeight(ctx, 1001, "a"), "weight 1001: want 1 to 1000"},
+		{"cooldown 0", func() error { _, err := p.CooldownFor(ctx, 0, "a"); return err }(), "cooldown 0s: want 1ms to 720h0m0s"},
+		{"cooldown too long", func() error { _, err := p.CooldownFor(ctx, MaxCooldown+1, "a"); return err }(), "want 1ms to 720h0m0s"},
+		{"cooldown until zero", p.Cooldown(ctx, "a", time.Time{}), "cooldown until"},
+		{"retry after", func() error { _, err := p.RecordFailureRetryAfter(ctx, "a", -time.Second); return err }(), "retry after -1s: want 1ms to 720h0m0s"},
+		{"success member", p.RecordSuccess(ctx, ""), `member name ""`},
+		{"evict after", p.SetSettings(ctx, Settings{EvictAfter: -1}), "evict after -1 failures: want 0 (never) to 1000"},
+		{"last resort", p.SetSettings(ctx, Settings{LastResort: 9}), "last resort 9: want fail, earliest"},
+		{"last resort name", func() error { _, err := ParseLastResort("any"); return err }(), `last resort "any": want fail, earliest`},
+		{"sticky key", func() error { _, err := p.PickSticky(ctx, ""); return err }(), `sticky key "": want 1 to 200 bytes of UTF-8`},
+		{"sticky TTL", func() error { _, err := New(c, "x", WithStickyTTL(time.Hour*24*8)); return err }(), "sticky TTL 192h0m0s: want 1s to 168h0m0s"},
+		{"rate 0", p.SetLimit(ctx, Limit{Rate: 0, Per: time.Second, Burst: 1}, "a"), "rate 0: want 1 to 1000000 requests"},
+		{"rate per", p.SetLimit(ctx, Limit{Rate: 1, Per: time.Microsecond, Burst: 1}, "a"), "rate per 1µs: want whole milliseconds from 1ms to 24h0m0s"},
+		{"burst", p.SetLimit(ctx, Limit{Rate: 1, Per: time.Second}, "a"), "burst 0: want 1 to 1000000"},
 		{"probe timeout", ProbeConfig{URL: "http://x/", Timeout: time.Hour, Concurrency: 1}.Validate(), "probe timeout 1h0m0s: want 10ms to 1m0s"},
 	} {
 		if !errors.Is(tc.err, ErrInvalid) || !strings.Contains(tc.err.Error(), tc.want) || !strings.HasPrefix(tc.err.Error(), "assign: ") {
@@ -54,6 +69,8 @@ func TestBadInput(t *testing.T) {
 		q.Remove(ctx, "a"),
 		q.Restore(ctx, RestoreZero, "a"),
 		func() error { _, err := q.List(ctx); return err }(),
+		func() error { _, err := q.CooldownFor(ctx, time.Second, "a"); return err }(),
+		q.SetWeight(ctx, 2, "a"),
 	} {
 		if !errors.Is(err, ErrUnknownPool) || !strings.Contains(err.Error(), `"never-made"`) {
 			t.Errorf("step %d: %v, want ErrUnknownPool naming the pool", i, err)

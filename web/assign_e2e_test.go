@@ -56,6 +56,25 @@ func serveAssignConsole(t *testing.T, srv *assigntest.Server, pool string) strin
 	return "http://" + ln.Addr().String()
 }
 
+// poolOnRedis puts a pool on srv before the console starts, as another
+// program of the user's would: members with count picks each.
+func poolOnRedis(t *testing.T, srv *assigntest.Server, name string, count int64, members ...string) *assign.Pool {
+	t.Helper()
+	c, err := assign.Dial(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	pool, err := assign.New(c, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Add(assigntest.Context(t, 5*time.Second), count, members...); err != nil {
+		t.Fatal(err)
+	}
+	return pool
+}
+
 // assignRows reads the page's table: member → [count, state].
 func assignRows(b *browser, ctx context.Context) map[string][2]string {
 	rows := evaluate[[][]string](b, ctx, `[...document.querySelectorAll("#assign-table tbody tr")].map((tr) => [...tr.cells].map((c) => c.textContent))`)
@@ -238,15 +257,7 @@ func TestAssignLabEndToEnd(t *testing.T) {
 func TestAssignLabReadOnlyEndToEnd(t *testing.T) {
 	t.Parallel()
 	srv := assigntest.Start(t)
-	c, err := assign.Dial(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	theirs, _ := assign.New(c, "production")
-	if _, err := theirs.Add(assigntest.Context(t, 5*time.Second), 3, "http://10.0.0.1:3128", "http://10.0.0.2:3128"); err != nil {
-		t.Fatal(err)
-	}
+	theirs := poolOnRedis(t, srv, "production", 3, "http://10.0.0.1:3128", "http://10.0.0.2:3128")
 	base := serveAssignConsole(t, srv, "production")
 	b := newBrowser(t)
 	ctx := b.ctx
@@ -324,15 +335,7 @@ func TestAssignLabNotOverFailureRecordsEndToEnd(t *testing.T) {
 func TestAssignLabSlowServerEndToEnd(t *testing.T) {
 	t.Parallel()
 	srv := assigntest.Start(t)
-	c, err := assign.Dial(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	pool, _ := assign.New(c, "slow")
-	if _, err := pool.Add(assigntest.Context(t, 5*time.Second), 0, "http://10.0.0.1:3128"); err != nil {
-		t.Fatal(err)
-	}
+	poolOnRedis(t, srv, "slow", 0, "http://10.0.0.1:3128")
 	console, err := url.Parse(serveAssignConsole(t, srv, "slow"))
 	if err != nil {
 		t.Fatal(err)

@@ -284,7 +284,7 @@ func benchPeer(ctx context.Context, p *assign.Pool, c Config, batch int, picks i
 		args = append(args, "--tls")
 	}
 	k := lua.PoolKeys(p.Name())
-	args = append(args, "EVALSHA", lua.Pick.SHA, "2", k.Active, k.Removed)
+	args = append(args, "EVALSHA", lua.Pick.SHA, "5", k.Active, k.Removed, k.Cooling, k.Meta, k.Settings)
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, c.RedisBenchmark, args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

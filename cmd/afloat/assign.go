@@ -87,11 +87,13 @@ func runAssignMembers(op string) func(c *cli.Command, args []string) int {
 		var count int64
 		var atMin bool
 		var pol assign.RestorePolicy
+		weight := 1
 		f.register(c)
 		switch op {
 		case "add":
 			c.Int64Var(&count, "count", 0, "the agreed initial count `N` of the new members, 0 to 2^53")
 			c.BoolVar(&atMin, "at-minimum", false, "start the new members at the active members' current minimum instead of --count")
+			c.IntVar(&weight, "weight", 1, "the new members' weight `W`, 1 to 1000: each takes W times the picks of a member of weight 1")
 		case "restore":
 			c.TextVar(&pol, "policy", pol, "`POLICY`: the count the members rejoin with, current-minimum, keep-history or zero (zero piles picks onto them)")
 		}
@@ -112,9 +114,9 @@ func runAssignMembers(op string) func(c *cli.Command, args []string) int {
 			case op == "restore":
 				err, done = p.Restore(ctx, pol, members...), fmt.Sprintf("restored %d to pool %q at %s", len(members), p.Name(), pol)
 			case atMin:
-				r, err = p.AddAtMinimum(ctx, members...)
+				r, err = p.AddWeightedAtMinimum(ctx, weight, members...)
 			default:
-				r, err = p.Add(ctx, count, members...)
+				r, err = p.AddWeighted(ctx, weight, count, members...)
 			}
 			switch {
 			case err != nil:
@@ -145,23 +147,151 @@ func runAssignList(c *cli.Command, args []string) int {
 	})
 }
 
+// runAssignCooldown puts members aside for a while, all or none.
+func runAssignCooldown(c *cli.Command, args []string) int {
+	var f poolFlags
+	var d time.Duration
+	f.register(c)
+	c.DurationVar(&d, "for", 0, "how long the members cool down, `DURATION` from 1ms to 720h, on Redis's clock (required)")
+	members, status, ok := c.ParseArgs(args)
+	if !ok {
+		return status
+	}
+	if !c.Given("for") {
+		return c.Refuse(errors.New("--for is required: want a duration such as 30s"))
+	}
+	return f.run(c, time.Minute, func(ctx context.Context, p *assign.Pool) error {
+		until, err := p.CooldownFor(ctx, d, members...)
+		if err != nil {
+			return err
+		}
+		return assign.WriteCooling(c.Stdout, p.Name(), members, until)
+	})
+}
+
+// runAssignLimit sets or clears members' rate limits, all or none.
+func runAssignLimit(c *cli.Command, args []string) int {
+	var f poolFlags
+	var l assign.Limit
+	var clear bool
+	f.register(c)
+	c.IntVar(&l.Rate, "rate", 0, "requests `N` per --per, 1 to 1000000 (required unless --clear)")
+	c.DurationVar(&l.Per, "per", time.Second, "the rate's `PERIOD`, 1ms to 24h: 1s, 1m")
+	c.IntVar(&l.Burst, "burst", 0, "requests `B` at once, 1 to 1000000 (default --rate: the period's budget at once)")
+	c.BoolVar(&clear, "clear", false, "take the members' limits away")
+	members, status, ok := c.ParseArgs(args)
+	if !ok {
+		return status
+	}
+	if err := c.NotWith("clear", ": give one or the other", "rate", "per", "burst"); err != nil {
+		return c.Refuse(err)
+	}
+	if !clear && !c.Given("rate") {
+		return c.Refuse(errors.New("--rate is required (or --clear): want requests per --per"))
+	}
+	if !c.Given("burst") {
+		l.Burst = l.Rate
+	}
+	if !clear {
+		if err := l.Validate(); err != nil {
+			return c.Refuse(err)
+		}
+	}
+	return f.run(c, time.Minute, func(ctx context.Context, p *assign.Pool) error {
+		if clear {
+			if err := p.ClearLimit(ctx, members...); err != nil {
+				return err
+			}
+			_, err := fmt.Fprintf(c.Stdout, "cleared the rate limits of %d members of pool %q\n", len(members), p.Name())
+			return err
+		}
+		if err := p.SetLimit(ctx, l, members...); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintf(c.Stdout, "limited %d members of pool %q to %d per %v, bursts of %d\n", len(members), p.Name(), l.Rate, l.Per, l.Burst)
+		return err
+	})
+}
+
+// runAssignStatus prints a pool's members, settings and cooldowns.
+func runAssignStatus(c *cli.Command, args []string) int {
+	var f poolFlags
+	var format string
+	f.register(c)
+	c.StringVar(&format, "format", "table", "output format: table or json")
+	if status, ok := c.ParseFlags(args); !ok {
+		return status
+	}
+	if err := assign.CheckStatusFormat(format); err != nil {
+		return c.Refuse(err)
+	}
+	return f.run(c, time.Minute, func(ctx context.Context, p *assign.Pool) error {
+		st, err := p.Status(ctx)
+		if err != nil {
+			return err
+		}
+		return assign.WriteStatus(c.Stdout, st, format)
+	})
+}
+
+// runAssignSettings sets a pool's eviction streak and last resort: the
+// flags given change, the others keep their values (read, then written:
+// two people setting a pool's settings at once may undo each other's).
+func runAssignSettings(c *cli.Command, args []string) int {
+	var f poolFlags
+	var s assign.Settings
+	f.register(c)
+	c.IntVar(&s.EvictAfter, "evict-after", 0, "failures in a row `N` that evict a member, 0 (never) to 1000")
+	c.TextVar(&s.LastResort, "last-resort", s.LastResort, "`POLICY` when every member is cooling: fail (answer when the first comes back) or earliest (pick it)")
+	if status, ok := c.ParseFlags(args); !ok {
+		return status
+	}
+	if err := s.Validate(); err != nil {
+		return c.Refuse(err)
+	}
+	return f.run(c, time.Minute, func(ctx context.Context, p *assign.Pool) error {
+		was, err := p.Settings(ctx)
+		if err != nil {
+			return err
+		}
+		if !c.Given("evict-after") {
+			s.EvictAfter = was.EvictAfter
+		}
+		if !c.Given("last-resort") {
+			s.LastResort = was.LastResort
+		}
+		if err := p.SetSettings(ctx, s); err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(c.Stdout, "pool %q: evict after %d failures in a row (0: never), last resort %s\n", p.Name(), s.EvictAfter, s.LastResort)
+		return err
+	})
+}
+
 func runAssignPick(c *cli.Command, args []string) int {
 	var f poolFlags
 	var n int
-	var id string
+	var id, sticky string
 	f.register(c)
 	c.IntVar(&n, "n", 1, "picks to make, `N` from 1 to 10000 (more than one go in one round trip)")
 	c.StringVar(&id, "id", "", "request `ID`: a retry with the same id returns the same member and counts once (only with --n 1)")
+	c.StringVar(&sticky, "sticky", "", "sticky `KEY`: the member this key got last, while it is active and not cooling; else the least used, which the key keeps (only with --n 1)")
 	if status, ok := c.ParseFlags(args); !ok {
 		return status
 	}
 	if id != "" && n != 1 {
 		return c.Refuse(errors.New("--id works with --n 1 only"))
 	}
+	if err := c.NotWith("sticky", ": give one or the other", "id", "n"); err != nil {
+		return c.Refuse(err)
+	}
 	return f.run(c, time.Minute, func(ctx context.Context, p *assign.Pool) error {
 		var rs []assign.Result
 		var err error
-		if id != "" {
+		if c.Given("sticky") {
+			m, perr := p.PickSticky(ctx, sticky)
+			rs = []assign.Result{{Member: m, Err: perr}}
+		} else if id != "" {
 			m, perr := p.PickID(ctx, id)
 			rs = []assign.Result{{Member: m, Err: perr}}
 		} else {

@@ -68,6 +68,90 @@ func TestAssignCommands(t *testing.T) {
 	}
 }
 
+// Cooldowns, weights, settings and status from the command line, on
+// Redis's own clock (the cooldowns last an hour: nothing ends during the
+// test), and the refusals of bad flags.
+func TestAssignCooldownAndStatus(t *testing.T) {
+	srv := assigntest.Start(t)
+	r := func(args ...string) []string {
+		return append([]string{"assign", args[0], "--redis", srv.URL, "--pool", "keys"}, args[1:]...)
+	}
+	for i, step := range []struct {
+		args   []string
+		status int
+		out    string // in stdout (or stderr when the status is not 0)
+	}{
+		{r("cooldown", "--for", "1h", "k1"), 2, `assign: unknown pool "keys"`},
+		{r("add", "--weight", "3", "k3"), 0, `added 1 to pool "keys"`},
+		{r("add", "k1", "k2"), 0, `added 2 to pool "keys"`},
+		{r("pick", "--n", "5"), 0, "k1\nk2\nk3\nk3\nk3\n"},
+		{r("cooldown", "--for", "1h", "k1", "k2"), 0, `"k2" in pool "keys" cools down until `},
+		{r("pick", "--n", "2"), 0, "k3\nk3\n"},
+		{r("settings", "--evict-after", "2"), 0, `pool "keys": evict after 2 failures in a row (0: never), last resort fail`},
+		{r("status"), 0, "evict after 2 failures in a row (0: never), last resort fail"},
+		{r("status"), 0, "k3      5      3       -      active   0       0         -"},
+		{r("status"), 0, "k1      1      1       -      cooling  0       0         20"},
+		{r("list"), 0, "k2      1      cooling  0"},
+		{r("cooldown", "--for", "1h", "k3"), 0, `"k3" in pool "keys" cools down until `},
+		{r("pick"), 1, `every member is cooling down; the first comes back at 20`},
+		{r("settings", "--last-resort", "earliest"), 0, "last resort earliest"},
+		{r("pick"), 0, "k1\n"},
+		{r("pick", "--sticky", "s1"), 0, "k1\n"}, // earliest back of all cooling
+		{r("pick", "--sticky", ""), 2, `sticky key "": want 1 to 200 bytes of UTF-8`},
+		{r("pick", "--sticky", "s1", "--id", "r1"), 2, "--id does not go with --sticky"},
+		{r("pick", "--sticky", "s1", "--n", "2"), 2, "--n does not go with --sticky"},
+		{r("limit", "--rate", "2", "--per", "1h", "k2"), 0, `limited 1 members of pool "keys" to 2 per 1h0m0s, bursts of 2`},
+		{r("status"), 0, "k2      1      1       2/1h0m0s burst 2"},
+		{r("limit", "--clear", "k2"), 0, `cleared the rate limits of 1 members of pool "keys"`},
+		{r("limit", "k2"), 2, "--rate is required (or --clear)"},
+		{r("limit", "--rate", "0", "k2"), 2, "rate 0: want 1 to 1000000 requests"},
+		{r("limit", "--rate", "1", "--per", "0s", "k2"), 2, "rate per 0s: want whole milliseconds from 1ms to 24h0m0s"},
+		{r("limit", "--rate", "1", "--burst", "0", "k2"), 2, "burst 0: want 1 to 1000000"},
+		{r("limit", "--clear", "--rate", "1", "k2"), 2, "--rate does not go with --clear"},
+		{r("limit", "--rate", "1", "nobody"), 2, `"nobody" is not a member of pool "keys"`},
+		{r("cooldown", "k1"), 2, "--for is required"},
+		{r("cooldown", "--for", "0s", "k1"), 2, "cooldown 0s: want 1ms to 720h0m0s"},
+		{r("cooldown", "--for", "soon", "k1"), 2, `invalid value "soon" for flag -for`},
+		{r("cooldown", "--for", "1s"), 2, "cooldown: 0 members: want 1 to 10000"},
+		{r("cooldown", "--for", "1s", "k1", "nobody"), 2, `"nobody" is not an active member of pool "keys"; nothing was changed`},
+		{r("add", "--weight", "0", "k4"), 2, "weight 0: want 1 to 1000"},
+		{r("add", "--weight", "1001", "k4"), 2, "weight 1001: want 1 to 1000"},
+		{r("status", "--format", "xml"), 2, `format "xml": want table or json`},
+		{r("status", "extra"), 2, `unexpected argument "extra"`},
+		{r("settings", "--evict-after", "-1"), 2, "evict after -1 failures: want 0 (never) to 1000"},
+		{r("settings", "--last-resort", "any"), 2, `invalid value "any" for flag -last-resort: assign: invalid argument: last resort "any": want fail, earliest`},
+		{[]string{"assign", "status", "--redis", srv.URL}, 2, "--pool is required"},
+	} {
+		status, out, errOut := call(t, "", step.args...)
+		got := out
+		if step.status != 0 {
+			got = errOut
+		}
+		if status != step.status || !strings.Contains(got, step.out) {
+			t.Errorf("step %d: afloat %s: status %d, stdout %q, stderr %q; want %d and %q", i, strings.Join(step.args[1:], " "), status, out, errOut, step.status, step.out)
+		}
+	}
+	status, out, _ := call(t, "", r("status", "--format", "json")...)
+	var st struct {
+		Pool     string
+		Settings struct {
+			EvictAfter int    `json:"evict_after"`
+			LastResort string `json:"last_resort"`
+		}
+		Members []struct {
+			Member       string
+			Count        int
+			Weight       int
+			CoolingUntil time.Time `json:"cooling_until"`
+		}
+	}
+	if status != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Pool != "keys" || st.Settings.EvictAfter != 2 ||
+		st.Settings.LastResort != "earliest" || len(st.Members) != 3 || st.Members[2].Member != "k3" ||
+		st.Members[2].Weight != 3 || st.Members[2].CoolingUntil.IsZero() {
+		t.Errorf("status --format json: %d %q: %+v", status, out, st)
+	}
+}
+
 func TestAssignBench(t *testing.T) {
 	srv := assigntest.Start(t)
 	args := []string{"assign", "bench", "--redis", srv.URL, "--pool-size", "10", "--workers", "4", "--duration", "200ms", "--batch", "0,4", "--json"}

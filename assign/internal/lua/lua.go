@@ -33,20 +33,47 @@ func read(name string) string {
 	return string(b)
 }
 
-// pickOne is the seed's pick, prepended to every script that picks.
+// pickOne is the seed's pick, prepended to the least-in-flight scripts
+// and to the pool's, whose plain pool picks so.
 var pickOne = read("pick_one")
 
 func lease(name string) *Script { return load(name, pickOne, read("lease_common")) }
 
+// Set is the pool's scripts that read the clock, built on one clock.
+type Set struct {
+	Pick *Script
+	// PickMany is PickBatch's: up to assign.PickChunk picks in one call.
+	PickMany, Add, Remove, Restore, List *Script
+	Cooldown, Failure, Weight            *Script
+	PickSticky, Limit                    *Script
+}
+
+func newSet(clock string) *Set {
+	common := read("pool_common")
+	if !strings.Contains(common, "  --CLOCK--\n") {
+		panic("pool_common.lua has no --CLOCK-- line") // the embedded files are fixed at build time
+	}
+	pre := pickOne + "\n" + strings.Replace(common, "  --CLOCK--\n", read(clock), 1)
+	s := func(name string) *Script { return load(name, pre) }
+	return &Set{
+		Pick: s("pick"), PickMany: s("pick_many"), Add: s("add"), Remove: s("remove"),
+		Restore: s("restore"), List: s("list"), Cooldown: s("cooldown"), Failure: s("failure"),
+		Weight: s("weight"), PickSticky: s("pick_sticky"), Limit: s("limit"),
+	}
+}
+
 // The scripts of package assign.
 var (
-	Pick = load("pick", pickOne)
-	// PickMany is PickBatch's: up to assign.PickChunk picks in one call.
-	PickMany = load("pick_many", pickOne)
-	Add      = load("add")
-	Remove   = load("remove")
-	Restore  = load("restore")
-	List     = load("list")
+	// Pool is the pool's scripts on Redis's clock (TIME): the only set a
+	// user's program runs.
+	Pool = newSet("clock")
+	// TestClock is the same scripts on a clock the tests set (the pool's
+	// key "testclock", in ms), so that a property test steps the scripts'
+	// time as it steps its model's. Package assign uses it only from its
+	// tests; no exported name reaches it.
+	TestClock = newSet("clock_test")
+
+	Pick = Pool.Pick
 	// Create and Reset make and remake a pool with its creator recorded.
 	Create = load("create")
 	Reset  = load("reset")
@@ -63,7 +90,10 @@ var (
 // and its scripts can run there.
 type Keys struct {
 	Active, Removed, Failures, ReqPrefix string
+	StickyPrefix                         string // a sticky key's member: StickyPrefix + key
 	Owner                                string // the creator Create recorded
+	// cooldowns, weights, failure streaks and the pool's settings
+	Cooling, Meta, Streaks, Settings string
 	// least-in-flight
 	Inflight, Parked, Leases, LeaseMembers, LeaseSeq string
 }
@@ -72,7 +102,8 @@ type Keys struct {
 func PoolKeys(name string) Keys {
 	p := "afloat:assign:{" + name + "}:"
 	return Keys{
-		Active: p + "counts", Removed: p + "removed", Failures: p + "failures", ReqPrefix: p + "req:", Owner: p + "owner",
+		Active: p + "counts", Removed: p + "removed", Failures: p + "failures", ReqPrefix: p + "req:", Owner: p + "owner", StickyPrefix: p + "sticky:",
+		Cooling: p + "cooling", Meta: p + "meta", Streaks: p + "streaks", Settings: p + "settings",
 		Inflight: p + "inflight", Parked: p + "inflight-removed", Leases: p + "leases",
 		LeaseMembers: p + "lease-members", LeaseSeq: p + "lease-seq",
 	}

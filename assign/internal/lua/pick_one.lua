@@ -1,5 +1,5 @@
--- pick_one: the seed's least-used pick, shared by pick, pick_many and
--- acquire (prepended to each). KEYS[1] is the sorted set of active members
+-- pick_one: the seed's least-used pick, shared by the least-in-flight
+-- scripts (prepended to each). KEYS[1] is the sorted set of active members
 -- (score = the count), KEYS[2] the hash of removed members' counts (only
 -- to tell an empty pool from an unknown one).
 -- Returns the member, its count raised by one; or nil and what the script

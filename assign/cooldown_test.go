@@ -1,0 +1,445 @@
+package assign
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// A cooling member is skipped by every pick until its release time on the
+// pool's clock, and comes back by itself, with its count, exactly then.
+func TestCooldownSkipsAndReturns(t *testing.T) {
+	_, c := newClient(t)
+	ctx := ctxFor(t)
+	const t0 = 5_000_000
+	p, setClock := testClockPool(t, c, "cool", t0)
+	if _, err := p.Add(ctx, 0, "a", "b", "c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Cooldown(ctx, "a", time.UnixMilli(t0+1000)); err != nil {
+		t.Fatal(err)
+	}
+	// A shorter cooldown does not cut a longer one short.
+	if got, err := p.CooldownFor(ctx, 10*time.Millisecond, "a"); err != nil || got[0].UnixMilli() != t0+1000 {
+		t.Fatalf("a second, shorter cooldown: %v %v, want the first's end %d", got, err, t0+1000)
+	}
+	for step, now := range []int64{t0, t0 + 500, t0 + 999} {
+		setClock(now)
+		for i := range 4 {
+			if m, err := p.Pick(ctx); err != nil || m == "a" {
+				t.Fatalf("step %d, pick %d at %d: %q %v, want b or c while a cools", step, i, now, m, err)
+			}
+		}
+	}
+	st, err := p.Status(ctx)
+	if err != nil || st.Now.UnixMilli() != t0+999 {
+		t.Fatalf("status: %+v %v", st, err)
+	}
+	if last := st.Members[2]; last.Name != "a" || !last.Cooling() || last.CoolingUntil.UnixMilli() != t0+1000 || last.Count != 0 {
+		t.Fatalf("a while cooling: %+v", last)
+	}
+	setClock(t0 + 1000)
+	for i := range 6 { // b and c have 6 each: a takes the next 6
+		if m, err := p.Pick(ctx); err != nil || m != "a" {
+			t.Fatalf("pick %d once a's cooldown is over: %q %v, want a (count 0)", i, m, err)
+		}
+	}
+	// Cooling a member that is not in the pool changes nothing.
+	if _, err := p.CooldownFor(ctx, time.Second, "b", "zz"); !errors.Is(err, ErrUnknownMember) {
+		t.Fatalf("cooldown of b and an unknown member: %v, want ErrUnknownMember", err)
+	}
+	if ms, _ := p.List(ctx); ms[0].Cooling() || ms[1].Cooling() || ms[2].Cooling() {
+		t.Fatalf("after a refused cooldown: %+v, want none cooling", ms)
+	}
+}
+
+// N failures in a row evict; a success between them starts the count
+// again; a retry-after cools the member; the evicted member comes back by
+// Restore's policy with its streak reset.
+func TestFailureStreakEvicts(t *testing.T) {
+	_, c := newClient(t)
+	ctx := ctxFor(t)
+	const t0 = 7_000_000
+	p, _ := testClockPool(t, c, "streak", t0)
+	if _, err := p.Add(ctx, 4, "a", "b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SetSettings(ctx, Settings{EvictAfter: 3}); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		op   string
+		want FailureOutcome
+	}{
+		{"fail", FailureOutcome{Member: true, Streak: 1}},
+		{"fail 429", FailureOutcome{Member: true, Streak: 2, CoolingUntil: time.UnixMilli(t0 + 2000)}},
+		{"success", FailureOutcome{}},
+		{"fail", FailureOutcome{Member: true, Streak: 1}},
+		{"fail", FailureOutcome{Member: true, Streak: 2}},
+		{"fail 429", FailureOutcome{Member: true, Streak: 3, Evicted: true}}, // eviction wins over the cooldown
+		{"fail", FailureOutcome{}},                                           // removed: only counted
+	}
+	for i, s := range steps {
+		var got FailureOutcome
+		var err error
+		switch s.op {
+		case "fail":
+			got, err = p.RecordFailureRetryAfter(ctx, "a", 0)
+		case "fail 429":
+			got, err = p.RecordFailureRetryAfter(ctx, "a", 2*time.Second)
+		case "success":
+			err = p.RecordSuccess(ctx, "a")
+		}
+		if err != nil || got != s.want {
+			t.Fatalf("step %d: %s = %+v %v, want %+v", i, s.op, got, err, s.want)
+		}
+	}
+	ms, err := p.List(ctx)
+	if err != nil || len(ms) != 2 || ms[1].Name != "a" || ms[1].Active || ms[1].Cooling() || ms[1].Failures != 6 || ms[1].Streak != 0 || ms[1].Count != 4 {
+		t.Fatalf("after the eviction: %+v %v", ms, err)
+	}
+	if m, err := p.Pick(ctx); m != "b" || err != nil {
+		t.Fatalf("pick: %q %v, want b", m, err)
+	}
+	if err := p.Restore(ctx, RestoreCurrentMinimum, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if ms, _ := p.List(ctx); ms[0].Name != "a" || ms[0].Count != 5 || !ms[0].Active {
+		t.Fatalf("a restored at the minimum: %+v", ms)
+	}
+}
+
+// When every member cools, a pick fails with the earliest release time,
+// or, under LastResortEarliest, takes the member that comes back first.
+func TestLastResort(t *testing.T) {
+	_, c := newClient(t)
+	ctx := ctxFor(t)
+	const t0 = 9_000_000
+	p, setClock := testClockPool(t, c, "last", t0)
+	if _, err := p.Add(ctx, 0, "a", "b", "c"); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []struct {
+		m string
+		d time.Duration
+	}{{"a", 3 * time.Second}, {"b", 2 * time.Second}, {"c", 2 * time.Second}} {
+		if _, err := p.CooldownFor(ctx, x.d, x.m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := p.Pick(ctx)
+	var ce *CoolingError
+	if !errors.As(err, &ce) || ce.Until.UnixMilli() != t0+2000 || !errors.Is(err, ErrAllCooling) || !errors.Is(err, ErrPoolEmpty) {
+		t.Fatalf("pick with every member cooling: %v, want a *CoolingError until %d", err, t0+2000)
+	}
+	res, err := p.PickBatch(ctx, 3)
+	if err != nil || !errors.As(res[2].Err, &ce) || ce.Until.UnixMilli() != t0+2000 {
+		t.Fatalf("batch with every member cooling: %+v %v", res, err)
+	}
+	if err := p.SetSettings(ctx, Settings{LastResort: LastResortEarliest}); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"b", "b"} { // b and c end together: the lower name
+		if m, err := p.Pick(ctx); m != want || err != nil {
+			t.Fatalf("last-resort pick %d: %q %v, want %s", i, m, err, want)
+		}
+	}
+	ms, _ := p.List(ctx)
+	if ms[0].Name != "b" || ms[0].Count != 2 || !ms[0].Cooling() {
+		t.Fatalf("after last-resort picks: %+v, want b counted twice and still cooling", ms)
+	}
+	setClock(t0 + 2000)
+	if m, _ := p.Pick(ctx); m != "c" {
+		t.Fatalf("after b and c come back: %q, want c (count 0)", m)
+	}
+}
+
+// A member of weight w takes w times the share: within 1 % of its share
+// of 10,000 picks, and the counts are the exact quotients.
+func TestWeightsShare(t *testing.T) {
+	_, c := newClient(t)
+	ctx := ctxFor(t)
+	p := newPool(t, c, "weights")
+	weights := map[string]int{"w1": 1, "w2": 2, "w3": 3, "w7": 7, "w13": 13}
+	total := 0
+	for m, w := range weights {
+		if _, err := p.AddWeighted(ctx, w, 0, m); err != nil {
+			t.Fatal(err)
+		}
+		total += w
+	}
+	const n = 10_000
+	res, err := p.PickBatch(ctx, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, r := range res {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		got[r.Member]++
+	}
+	for m, w := range weights {
+		want := float64(n) * float64(w) / float64(total)
+		if math.Abs(float64(got[m])-want) > 0.01*want {
+			t.Errorf("%s (weight %d): %d picks, want %.1f ± 1 %%", m, w, got[m], want)
+		}
+		// Least used by count / weight: no member is more than one pick
+		// ahead of its exact share.
+		if math.Abs(float64(got[m])-want) > 1 {
+			t.Errorf("%s (weight %d): %d picks, want %.1f ± 1", m, w, got[m], want)
+		}
+	}
+	// A weight changed keeps the count: w13 now weighs 1 and waits.
+	if err := p.SetWeight(ctx, 1, "w13"); err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		if m, err := p.Pick(ctx); err != nil || m == "w13" {
+			t.Fatalf("pick after w13's weight fell to 1: %q %v", m, err)
+		}
+	}
+}
+
+// 50 workers pick on Redis's own clock while members are cooled: no pick
+// that started after a cooldown was set returns that member, and the
+// members cooled before the workers started are never picked.
+func TestNoPickWhileCooling(t *testing.T) {
+	_, c := newClient(t)
+	ctx := ctxFor(t)
+	p := newPool(t, c, "cooling-workers")
+	members := make([]string, 20)
+	for i := range members {
+		members[i] = fmt.Sprintf("m%02d", i)
+	}
+	if _, err := p.Add(ctx, 0, members...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.CooldownFor(ctx, time.Hour, "m00", "m01"); err != nil {
+		t.Fatal(err)
+	}
+	// cooled[i] is set once m02+i's cooldown has been answered: every pick
+	// that starts after it must not get it.
+	var cooled [10]atomic.Bool
+	var picks, violations atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				var before [10]bool
+				for i := range cooled {
+					before[i] = cooled[i].Load()
+				}
+				m, err := p.Pick(ctx)
+				if err != nil {
+					t.Errorf("worker %d: %v", w, err)
+					return
+				}
+				picks.Add(1)
+				if m == "m00" || m == "m01" {
+					violations.Add(1)
+				}
+				for i, b := range before {
+					if b && m == members[2+i] {
+						violations.Add(1)
+					}
+				}
+			}
+		}()
+	}
+	for i := range cooled {
+		if _, err := p.CooldownFor(ctx, time.Hour, members[2+i]); err != nil {
+			t.Fatal(err)
+		}
+		cooled[i].Store(true)
+	}
+	wg.Wait()
+	if v := violations.Load(); v != 0 || picks.Load() != 50*200 {
+		t.Fatalf("%d picks of a cooling member in %d picks", v, picks.Load())
+	}
+	ms, err := p.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := int64(0)
+	for _, m := range ms {
+		sum += m.Count
+	}
+	if sum != 50*200 {
+		t.Fatalf("counts sum to %d, want %d: a pick lost or counted twice", sum, 50*200)
+	}
+}
+
+// A cooldown is kept in Redis like the counts: a script flush and a
+// restart (SHUTDOWN SAVE) lose none, and a pick after either still skips
+// the cooling member, by the script sent again (NOSCRIPT, then EVAL).
+func TestCooldownSurvivesFlushAndRestart(t *testing.T) {
+	srv, c := newClient(t)
+	ctx := ctxFor(t)
+	p := newPool(t, c, "faults")
+	if _, err := p.AddWeighted(ctx, 2, 0, "a", "b"); err != nil {
+		t.Fatal(err)
+	}
+	until, err := p.CooldownFor(ctx, time.Hour, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(step string) {
+		t.Helper()
+		for i := range 3 {
+			if m, err := p.Pick(ctx); err != nil || m != "b" {
+				t.Fatalf("%s: pick %d: %q %v, want b while a cools", step, i, m, err)
+			}
+		}
+		ms, err := p.List(ctx)
+		if err != nil || ms[1].Name != "a" || !ms[1].CoolingUntil.Equal(until[0]) || ms[1].Weight != 2 {
+			t.Fatalf("%s: %+v %v, want a cooling until %v", step, ms, err, until[0])
+		}
+	}
+	check("before")
+	srv.MustDo("SCRIPT", "FLUSH")
+	check("after SCRIPT FLUSH")
+	srv.Restart()
+	// The client's connections died with the old server: a command on one
+	// fails (ambiguous), and the client dials again for the next.
+	for i := 0; ; i++ {
+		_, err1 := p.List(ctx)
+		_, err2 := p.Pick(ctx)
+		if err1 == nil && err2 == nil {
+			break
+		}
+		if err := cmp.Or(err1, err2); !errors.Is(err, ErrAmbiguous) || i == 5 {
+			t.Fatalf("after the restart, attempt %d: %v", i, err)
+		}
+	}
+	check("after a restart")
+	if p.ScriptReloads() < 2 {
+		t.Fatalf("%d script reloads, want one after the flush and one after the restart at least", p.ScriptReloads())
+	}
+}
+
+// A sticky key stays on its member while the member serves, even as it
+// pulls ahead of the others; it moves when the member cools or leaves,
+// and its record carries the pool's sticky TTL from its last pick.
+func TestPickSticky(t *testing.T) {
+	_, c := newClient(t)
+	ctx := ctxFor(t)
+	p := newPool(t, c, "sticky", WithStickyTTL(time.Minute))
+	if _, err := p.Add(ctx, 0, "a", "b"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if m, err := p.PickSticky(ctx, "session-1"); m != "a" || err != nil {
+			t.Fatalf("sticky pick %d: %q %v, want a every time", i, m, err)
+		}
+	}
+	if m, _ := p.PickSticky(ctx, "session-2"); m != "b" {
+		t.Fatalf("a new key: %q, want the least used, b", m)
+	}
+	ttl, err := c.Do(ctx, c.B().Pttl().Key(p.k.StickyPrefix+"session-1").Build()).AsInt64()
+	if err != nil || ttl <= 0 || ttl > time.Minute.Milliseconds() {
+		t.Fatalf("the record's TTL: %d ms %v, want up to a minute", ttl, err)
+	}
+	if _, err := p.CooldownFor(ctx, time.Hour, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := p.PickSticky(ctx, "session-1"); m != "b" {
+		t.Fatalf("with a cooling: %q, want b", m)
+	}
+	if err := p.Remove(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.PickSticky(ctx, "session-1"); !errors.Is(err, ErrAllCooling) {
+		t.Fatalf("with a cooling and b removed: %v, want ErrAllCooling", err)
+	}
+}
+
+// 50 workers pick from ten members limited to 5 picks an hour each (on
+// Redis's own clock: nothing refills during the test): exactly 50 picks
+// succeed, 5 per member, and every other pick is refused with the time
+// the first member has room again.
+func TestNoPickOverItsLimit(t *testing.T) {
+	_, c := newClient(t)
+	ctx := ctxFor(t)
+	p := newPool(t, c, "limited-workers")
+	members := make([]string, 10)
+	for i := range members {
+		members[i] = fmt.Sprintf("key-%d", i)
+	}
+	if _, err := p.Add(ctx, 0, members...); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SetLimit(ctx, Limit{Rate: 5, Per: time.Hour, Burst: 5}, members...); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	got := map[string]int{}
+	var refused atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 4 {
+				var ms []string
+				if w%2 == 0 {
+					m, err := p.Pick(ctx)
+					if err != nil {
+						if !errors.Is(err, ErrAllCooling) {
+							t.Errorf("worker %d: %v", w, err)
+						}
+						refused.Add(1)
+						continue
+					}
+					ms = append(ms, m)
+				} else {
+					rs, err := p.PickBatch(ctx, 3)
+					if err != nil {
+						t.Errorf("worker %d: %v", w, err)
+						return
+					}
+					for _, r := range rs {
+						if r.Err != nil {
+							if !errors.Is(r.Err, ErrAllCooling) {
+								t.Errorf("worker %d: %v", w, r.Err)
+							}
+							refused.Add(1)
+							continue
+						}
+						ms = append(ms, r.Member)
+					}
+				}
+				mu.Lock()
+				for _, m := range ms {
+					got[m]++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	total := 0
+	for _, m := range members {
+		if got[m] != 5 {
+			t.Errorf("%s picked %d times, want its limit, 5", m, got[m])
+		}
+		total += got[m]
+	}
+	if total != 50 || refused.Load() != 25*4+25*4*3-50 {
+		t.Fatalf("%d picks made and %d refused, want 50 and %d", total, refused.Load(), 25*4+25*4*3-50)
+	}
+	ms, _ := p.List(ctx)
+	for _, m := range ms {
+		if m.Count != 5 || !m.Cooling() || m.Limit == nil || *m.Limit != (Limit{Rate: 5, Per: time.Hour, Burst: 5}) {
+			t.Fatalf("after the run: %+v, want every member at 5, cooling, with its limit", m)
+		}
+	}
+}

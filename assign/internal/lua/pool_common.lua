@@ -1,0 +1,165 @@
+-- Shared by the pool's scripts (prepended to each; the clock, clock.lua
+-- or clock_test.lua, goes in at --CLOCK--).
+-- KEYS[1] active members' sorted set: score = count / weight
+-- KEYS[2] removed members' counts (hash)
+-- KEYS[3] cooling members: member → release time in ms of the clock
+--         (sorted set, so the next release is ZRANGE 0 0: O(log n))
+-- KEYS[4] meta (hash): 'w|'..m the weight of m when it is not 1;
+--         'c|'..m the count of an active weighted member (its score is a
+--         quotient); 'p|'..m the count of a cooling member, parked while
+--         it is out of KEYS[1]
+-- KEYS[5] settings (hash): 'evict' (failures in a row that evict, 0
+--         never), 'last' ('fail' or 'earliest')
+-- A pool with no cooling and no weighted member has neither KEYS[3] nor
+-- KEYS[4], and its pick is the seed's (one EXISTS more).
+
+-- The helpers are made on a script's first need of them: the seed's pick
+-- (pool_pick's first branch) runs without making one of them, and a Lua
+-- function made is an allocation on every run of a script.
+local num, weight, put, active_count, take, thaw, cool, exists_pool, bump, now_ms, slow_pick
+local NOW
+local function pool_lib()
+  if num then return end
+  --CLOCK--
+  -- num writes a number so that Redis reads back the same double: Lua's
+  -- own tostring keeps 14 digits only.
+  num = function(x) return string.format('%.17g', x) end
+
+  weight = function(m)
+    return tonumber(redis.call('HGET', KEYS[4], 'w|' .. m)) or 1
+  end
+
+  -- put makes m active with count c under weight w.
+  put = function(m, c, w)
+    if w == 1 then
+      redis.call('HDEL', KEYS[4], 'c|' .. m)
+      redis.call('ZADD', KEYS[1], num(c), m)
+    else
+      redis.call('HSET', KEYS[4], 'c|' .. m, num(c))
+      redis.call('ZADD', KEYS[1], num(c / w), m)
+    end
+  end
+
+  -- count of an active member, nil if it is not in KEYS[1].
+  active_count = function(m)
+    local s = redis.call('ZSCORE', KEYS[1], m)
+    if not s then return nil end
+    local c = redis.call('HGET', KEYS[4], 'c|' .. m)
+    if c then return tonumber(c) end
+    return tonumber(s)
+  end
+
+  -- take removes m from wherever it is eligible (active or cooling) and
+  -- returns its count, or nil if it is neither.
+  take = function(m)
+    local c = active_count(m)
+    if c then
+      redis.call('ZREM', KEYS[1], m)
+      redis.call('HDEL', KEYS[4], 'c|' .. m)
+      return c
+    end
+    if redis.call('ZSCORE', KEYS[3], m) then
+      c = tonumber(redis.call('HGET', KEYS[4], 'p|' .. m))
+      redis.call('ZREM', KEYS[3], m)
+      redis.call('HDEL', KEYS[4], 'p|' .. m)
+      return c
+    end
+    return nil
+  end
+
+  -- thaw returns every member whose cooldown has ended to the active set.
+  -- Each cooldown is returned once, so its cost is paid once: O(log n) per
+  -- member, never a scan of the cooling members still out.
+  thaw = function(now)
+    local ms = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)
+    for _, m in ipairs(ms) do
+      local c = take(m)
+      put(m, c, weight(m))
+    end
+  end
+
+  -- cool puts the eligible member m aside until the time release (ms), or
+  -- keeps the later of two cooldowns. Returns its release time.
+  cool = function(m, release)
+    local cur = redis.call('ZSCORE', KEYS[3], m)
+    if cur then
+      if tonumber(cur) >= release then return tonumber(cur) end
+      redis.call('ZADD', KEYS[3], num(release), m)
+      return release
+    end
+    local c = take(m)
+    redis.call('HSET', KEYS[4], 'p|' .. m, num(c))
+    redis.call('ZADD', KEYS[3], num(release), m)
+    return release
+  end
+
+  exists_pool = function()
+    return redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[3]) > 0
+  end
+
+  -- bump counts one assignment of the active member m and, if m has a
+  -- rate limit, spends it (GCRA on the clock: 'l|'..m is the interval
+  -- between requests in ms, the burst, the rate and its period in ms;
+  -- 't|'..m the theoretical arrival time); a member left with no room is cooled until it has room again,
+  -- so that picks skip it at no cost and it comes back by itself.
+  bump = function(m)
+    local x = redis.call('HMGET', KEYS[4], 'w|' .. m, 'l|' .. m, 't|' .. m)
+    local w, l, tat = x[1], x[2], x[3]
+    if not w then
+      redis.call('ZINCRBY', KEYS[1], 1, m)
+    else
+      local c = redis.call('HINCRBY', KEYS[4], 'c|' .. m, 1)
+      redis.call('ZADD', KEYS[1], num(c / tonumber(w)), m)
+    end
+    if not l then return end
+    local ts, bs = string.match(l, '^(%S+) (%S+)')
+    local t, burst = tonumber(ts), tonumber(bs)
+    local now = now_ms()
+    local next_tat = math.max(tonumber(tat) or now, now) + t
+    redis.call('HSET', KEYS[4], 't|' .. m, num(next_tat))
+    local free = math.ceil(next_tat - (burst - 1) * t)
+    if free > now then cool(m, free) end
+  end
+
+  -- slow_pick is pool_pick on a pool with cooling or weighted members.
+  slow_pick = function()
+    thaw(now_ms())
+    local m = redis.call('ZRANGE', KEYS[1], 0, 0)[1]
+    if m then
+      bump(m)
+      return m
+    end
+    local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+    if not first[1] then
+      if redis.call('EXISTS', KEYS[2]) == 0 then
+        return nil, redis.error_reply('AFLOAT_UNKNOWN_POOL')
+      end
+      return nil, false
+    end
+    if redis.call('HGET', KEYS[5], 'last') == 'earliest' then
+      -- The member that comes back first takes the pick; it stays cooling.
+      redis.call('HINCRBY', KEYS[4], 'p|' .. first[1], 1)
+      return first[1]
+    end
+    return nil, redis.error_reply('AFLOAT_COOLING ' .. first[2])
+  end
+end
+
+-- pool_pick: the least-used member not cooling (lowest count / weight,
+-- ties to the lowest name), counted. Returns the member, or nil and what
+-- the script returns instead: false (empty), an error for a pool that
+-- never had a member, or AFLOAT_COOLING <ms> when every member is cooling
+-- and the pool's last resort is to fail.
+-- One EXISTS tells a plain pool (no cooling, no weighted member); PLAIN
+-- keeps the answer for the script's later picks (a batch's):
+-- a pick never makes a member cool or weighted.
+local PLAIN
+local function pool_pick()
+  if PLAIN == nil then PLAIN = redis.call('EXISTS', KEYS[3], KEYS[4]) == 0 end
+  if PLAIN then
+    -- No cooling and no weighted member: the seed's pick.
+    return pick_one()
+  end
+  pool_lib()
+  return slow_pick()
+end
