@@ -231,6 +231,7 @@ func startUnderTraffic(t *testing.T, dir string) (*cluster, *traffic) {
 
 // step lets the cluster run for d, saying what runs.
 func (c *cluster) step(name string, d time.Duration) {
+	c.t.Helper()
 	c.t.Logf("%s: %v", name, d)
 	time.Sleep(d)
 }

@@ -61,15 +61,6 @@ type outcome struct {
 	err error
 }
 
-// Restoring reports whether the coordinator still waits out a restored
-// ledger's leases (Restored), and for how much longer.
-func (s *Server) Restoring() (time.Duration, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	until, waiting := s.core.Restoring()
-	return max(0, until-s.Since()), waiting
-}
-
 // Stats counts what a server did; for metrics and benchmarks.
 type Stats struct {
 	Txns     int64 // ledger transactions written
@@ -204,6 +195,15 @@ func (s *Server) Epoch() uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.core.Epoch()
+}
+
+// Restoring reports whether the coordinator still waits out a restored
+// ledger's leases (Restored), and for how much longer.
+func (s *Server) Restoring() (time.Duration, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	until, waiting := s.core.Restoring()
+	return max(0, until-s.Since()), waiting
 }
 
 // Stats reports what the server has written so far.
