@@ -40,7 +40,9 @@ import (
 // etcd member (kill -9), partitions a region for longer than a lease,
 // moves all traffic to one region, stops everything (SIGTERM) under
 // traffic and restarts it from its data directories, and then stops and
-// restarts each process in turn (SIGTERM), still under traffic: each
+// restarts each process in turn (SIGTERM) in a rolling upgrade's order
+// (the following coordinator, the leader, each region, each etcd
+// member), still under traffic: each
 // must finish or settle its writes, resign and say that it stopped; and
 // last kills etcd's leader (kill -9), under traffic: no coordinator may
 // step down, and a grant must follow etcd's new leader within 4 s (the
@@ -66,20 +68,10 @@ func TestQuotaEndToEnd(t *testing.T) {
 		}
 		dir = keep
 	}
-	c := newCluster(t, testBinary(t, "embedetcd"), dir)
+	c, traffic := startUnderTraffic(t, dir)
 	defer c.stopAll()
-
-	c.startEtcd()
-	c.startCoordinators()
-	c.startRegions()
-	traffic := c.drive()
 	defer traffic.stop()
-
-	step := func(name string, d time.Duration) {
-		t.Logf("%s: %v", name, d)
-		time.Sleep(d)
-	}
-	traffic.set(map[string]float64{"eu": 1, "us": 1, "ap": 1})
+	step := c.step
 	step("steady traffic in every region", 4*time.Second)
 
 	// 1. The leading coordinator dies.
@@ -140,7 +132,8 @@ func TestQuotaEndToEnd(t *testing.T) {
 		leading.Sub(etcdUp).Round(time.Millisecond), fullFirst.Round(time.Millisecond))
 
 	// 6. Each process in turn stops (SIGTERM) and starts again, under
-	// traffic.
+	// traffic, in a rolling upgrade's order: the following coordinator,
+	// the leader, the regions one at a time, the etcd members.
 	began = time.Now()
 	c.restartEachInTurn()
 	step("every process restarted in turn; traffic everywhere", 3*time.Second)
@@ -181,24 +174,7 @@ func TestQuotaEndToEnd(t *testing.T) {
 		t.Errorf("no grant after the leader's death")
 	}
 
-	// The merged logs, checked by the CLI as a user would, against the
-	// limits of the config file below (beta: E 20 in each of 3 regions).
-	args := append([]string{"quota", "check", "--tenant", "acme:200:400", "--tenant", "beta:100:100:20:3"}, c.logs()...)
-	var out, errOut bytes.Buffer
-	status := run(args, nil, &out, &errOut)
-	t.Logf("afloat quota check: status %d\n%s%s", status, out.String(), errOut.String())
-	var rep struct {
-		Violations      int      `json:"violations"`
-		Messages        []string `json:"messages"`
-		Admitted        int64    `json:"admitted"`
-		Rejected        int64    `json:"rejected"`
-		Leases          int      `json:"leases"`
-		NoLeaseAdmitted int64    `json:"admitted_without_lease"`
-		WorstExcess     float64  `json:"worst_excess"`
-	}
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		t.Fatalf("quota check printed %q: %v", out.String(), err)
-	}
+	rep, status := c.check()
 	// One line per run, for a table of many runs.
 	ms := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) }
 	fmt.Printf("quota e2e row: full_restart_gap=%s (stop=%s etcd=%s lead=%s grant=%s) rolling_restart_gap=%s etcd_leader_kill_gap=%s etcd_election=%s etcd_resumed_after_election=%s etcd_step_downs=%d coordinator_failover=%s failover_etcd_elections=%d violations=%d worst_excess=%.1f\n",
@@ -211,6 +187,53 @@ func TestQuotaEndToEnd(t *testing.T) {
 	}
 	fmt.Printf("quota e2e: %d leases, %d tokens admitted, %d refused, %d admitted without a lease (best-effort only), worst window %.1f tokens from its bound, 0 violations\n",
 		rep.Leases, rep.Admitted, rep.Rejected, rep.NoLeaseAdmitted, rep.WorstExcess)
+}
+
+// checkReport is what afloat quota check prints.
+type checkReport struct {
+	Violations      int      `json:"violations"`
+	Messages        []string `json:"messages"`
+	Admitted        int64    `json:"admitted"`
+	Rejected        int64    `json:"rejected"`
+	Leases          int      `json:"leases"`
+	NoLeaseAdmitted int64    `json:"admitted_without_lease"`
+	WorstExcess     float64  `json:"worst_excess"`
+}
+
+// check runs afloat quota check on the merged logs, as a user would,
+// against the limits of the cluster's config file (beta: E 20 in each of
+// 3 regions), and returns its report and exit status.
+func (c *cluster) check() (checkReport, int) {
+	t := c.t
+	args := append([]string{"quota", "check", "--tenant", "acme:200:400", "--tenant", "beta:100:100:20:3"}, c.logs()...)
+	var out, errOut bytes.Buffer
+	status := run(args, nil, &out, &errOut)
+	t.Logf("afloat quota check: status %d\n%s%s", status, out.String(), errOut.String())
+	var rep checkReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("quota check printed %q: %v", out.String(), err)
+	}
+	return rep, status
+}
+
+// startUnderTraffic starts the whole cluster, its event logs and output
+// in dir, and traffic in every region. The caller stops the traffic, then
+// the cluster.
+func startUnderTraffic(t *testing.T, dir string) (*cluster, *traffic) {
+	c := newCluster(t, testBinary(t, "embedetcd"), dir)
+	c.startEtcd()
+	c.startCoordinators()
+	c.startRegions()
+	tr := c.drive()
+	tr.set(map[string]float64{"eu": 1, "us": 1, "ap": 1})
+	return c, tr
+}
+
+// step lets the cluster run for d, saying what runs.
+func (c *cluster) step(name string, d time.Duration) {
+	c.t.Helper()
+	c.t.Logf("%s: %v", name, d)
+	time.Sleep(d)
 }
 
 var regions = []string{"eu", "us", "ap"}
@@ -499,21 +522,30 @@ func (c *cluster) stopEverything() {
 }
 
 // restartEachInTurn stops each process with SIGTERM and starts it again,
-// one at a time, waiting for the cluster to be whole before the next:
-// the regions, the coordinators (the leader among them), the etcd
+// one at a time, waiting for the cluster to be whole before the next, in
+// the order of a rolling upgrade (docs/quota.md, "Rolling upgrade"): the
+// coordinators that follow, then the leader; the regions; the etcd
 // members.
 func (c *cluster) restartEachInTurn() {
+	lead := c.leader()
+	var order []int
+	for k := range c.coords {
+		if k != lead {
+			order = append(order, k)
+		}
+	}
+	for _, k := range append(order, lead) {
+		p := c.coords[k]
+		c.stopSaying(p, "quota coordinator: stopped")
+		p.start()
+		c.waitCoordinators()
+		c.t.Logf("restarted coordinator %d (SIGTERM; the leader: %v)", k, k == lead)
+	}
 	for _, r := range regions {
 		c.stopSaying(c.regions[r], "quota region: stopped")
 		c.regions[r].start()
 		c.waitRegions()
 		c.t.Logf("restarted region %s (SIGTERM)", r)
-	}
-	for k, p := range c.coords {
-		c.stopSaying(p, "quota coordinator: stopped")
-		p.start()
-		c.waitCoordinators()
-		c.t.Logf("restarted coordinator %d (SIGTERM)", k)
 	}
 	for i, p := range c.etcd {
 		p.stop()

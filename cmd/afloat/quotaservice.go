@@ -8,11 +8,14 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+	"time"
 
 	"github.com/afloat/afloat/internal/cli"
+	"github.com/afloat/afloat/quota"
 	"github.com/afloat/afloat/quota/agent"
 	"github.com/afloat/afloat/quota/config"
 	"github.com/afloat/afloat/quota/coordinator/replica"
+	"github.com/afloat/afloat/quota/etcdledger"
 	"github.com/afloat/afloat/quota/etcdmember"
 	"github.com/afloat/afloat/quota/remote"
 )
@@ -181,4 +184,84 @@ func runQuotaEtcd(c *cli.Command, args []string) int {
 	ctx, stop := cli.Interruptible()
 	defer stop()
 	return c.Fail(etcdmember.RunMember(ctx, m), etcdmember.ErrConfig)
+}
+
+// ledgerFlags are the flags quota backup and quota restore share: where
+// the ledger's etcd is, as quota coordinator has them.
+func ledgerFlags(c *cli.Command, o *replica.Options, configPath *string) {
+	c.StringVar(configPath, "config", "", "the cluster's config `FILE` (YAML or JSON): its etcd section and cluster name")
+	c.Var((*cli.List)(&o.Etcd), "etcd", "etcd client `ENDPOINTS`, comma-separated; without it the embedded etcd in --data-dir (its coordinator stopped)")
+	c.StringVar(&o.DataDir, "data-dir", "", "`DIR` of the embedded etcd (default "+etcdmember.DefaultDataDir()+")")
+}
+
+// ledgerOptions are the options of quota backup and quota restore, read
+// from their flags.
+func ledgerOptions(c *cli.Command, o *replica.Options, configPath string) error {
+	var err error
+	o.Config, err = loadConfig(configPath)
+	if pw := os.Getenv(config.EtcdPasswordEnv); err == nil && o.Config.Etcd.Password == "" && pw != "" {
+		o.Config.Etcd.Password = config.Secret(pw) // the config's password_file comes first
+	}
+	o.Logger = slog.New(slog.NewTextHandler(c.Stderr, nil))
+	o.Listen = "127.0.0.1:0" // serves nothing: the options' check wants one
+	return err
+}
+
+// required refuses a flag left empty.
+func required(flag, v string) error {
+	if v == "" {
+		return fmt.Errorf("%s: want a file", flag)
+	}
+	return nil
+}
+
+func runQuotaBackup(c *cli.Command, args []string) int {
+	var (
+		o               replica.Options
+		configPath, out string
+	)
+	ledgerFlags(c, &o, &configPath)
+	c.StringVar(&out, "out", "", "write the snapshot to `FILE` (created; not overwritten)")
+	if status, ok := c.ParseFlags(args); !ok {
+		return status
+	}
+	if err := cmp.Or(ledgerOptions(c, &o, configPath), required("--out", out)); err != nil {
+		return c.Refuse(err)
+	}
+	f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return c.Refuse(fmt.Errorf("--out: %w", err))
+	}
+	ctx, stop := cli.Interruptible()
+	defer stop()
+	n, err := replica.Backup(ctx, o, f)
+	if err = cmp.Or(err, f.Sync(), f.Close()); err != nil {
+		os.Remove(out)
+		return c.Fail(err, replica.ErrOptions)
+	}
+	return verdict(c, "backup", map[string]any{"file": out, "bytes": n}, true)
+}
+
+func runQuotaRestore(c *cli.Command, args []string) int {
+	var (
+		o                    replica.Options
+		configPath, snapshot string
+		wait                 time.Duration
+	)
+	ledgerFlags(c, &o, &configPath)
+	c.StringVar(&snapshot, "snapshot", "", "the etcd snapshot `FILE` (quota backup's or etcdctl snapshot save's)")
+	c.DurationVar(&wait, "wait", 0, "the longest lease duration and skew margin of any tenant since the snapshot, `D` from 0 to 24h, if longer than the ledger's (0: the ledger's)")
+	if status, ok := c.ParseFlags(args); !ok {
+		return status
+	}
+	if err := cmp.Or(ledgerOptions(c, &o, configPath), required("--snapshot", snapshot)); err != nil {
+		return c.Refuse(err)
+	}
+	ctx, stop := cli.Interruptible()
+	defer stop()
+	rep, err := replica.Restore(ctx, o, snapshot, wait)
+	if err != nil {
+		return c.Fail(err, replica.ErrOptions, quota.ErrConfig, etcdledger.ErrSnapshot, etcdledger.ErrForeign)
+	}
+	return verdict(c, "restore", rep, true)
 }

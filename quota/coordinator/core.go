@@ -38,6 +38,12 @@ type Core struct {
 	seed    []string // the config's tenants the ledger lacks, to write (Seeding)
 	seeded  bool
 	holders map[string]*holder // by region: the agent incarnation that holds it (Attach)
+	// A restored ledger's fence (restore.go): no grant before fenceUntil;
+	// unfence says the step that clears the mark is still to propose, and
+	// dropped names the tenants whose credit the restore dropped.
+	fenceUntil time.Duration
+	unfence    bool
+	dropped    []string
 }
 
 // holder is the agent incarnation that holds a region; id 0 once it
@@ -177,6 +183,17 @@ func New(cfg Config, snap Snapshot, now time.Duration) (*Core, error) {
 	}
 	for _, rs := range c.allRegions() {
 		slices.SortFunc(rs.live, func(a, b counted) int { return cmp.Compare(a.ID, b.ID) })
+	}
+	if d := c.fenceFor(snap, cfg); d > 0 {
+		// A restored ledger: grant nothing for the longest lease, and keep
+		// none of its credit (restore.go).
+		c.fenceUntil, c.unfence = now+d, true
+		for _, name := range slices.Sorted(maps.Keys(snap.Credit)) {
+			if snap.Credit[name] > 0 {
+				c.dropped = append(c.dropped, name)
+			}
+		}
+		return c, nil
 	}
 	for name, cr := range snap.Credit {
 		if ts := c.tenants[name]; ts != nil {
@@ -506,6 +523,9 @@ func (c *Core) Renew(now time.Duration, req quota.Request) (Step, error) {
 	if err := c.admit(req.Region, req.Epoch, req.Incarnation); err != nil {
 		return Step{}, err
 	}
+	if err := c.restoring(now); err != nil {
+		return Step{}, err
+	}
 	if req.Seq != 0 && rs.last.Seq == req.Seq && rs.last.Lease.ID != 0 {
 		return Step{ans: answer{grant: rs.last}}, nil
 	}
@@ -755,6 +775,9 @@ func (c *Core) Expire(now time.Duration) ([]Step, error) {
 		return nil, c.stopped
 	}
 	var steps []Step
+	if x, ok := c.unfenceStep(now); ok {
+		steps = append(steps, x)
+	}
 	for _, ts := range c.order {
 		var x Step
 		x.expire(ts, now)

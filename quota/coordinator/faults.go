@@ -11,3 +11,4 @@ type faults struct{}
 func (faults) fullToEvery() bool        { return false }
 func (faults) reuseBeforeConfirm() bool { return false }
 func (faults) noIncarnations() bool     { return false }
+func (faults) noRestoreFence() bool     { return false }

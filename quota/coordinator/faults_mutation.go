@@ -17,6 +17,7 @@ type faults struct{ set breakage.Set }
 func (f faults) fullToEvery() bool        { return f.set.FullToEvery }
 func (f faults) reuseBeforeConfirm() bool { return f.set.ReuseBeforeConfirm }
 func (f faults) noIncarnations() bool     { return f.set.NoIncarnations }
+func (f faults) noRestoreFence() bool     { return f.set.NoRestoreFence }
 
 // OpenBroken is Open with the deliberate faults of set planted, for the
 // chaos harness's mutation checks. Only a build with the tag mutation has

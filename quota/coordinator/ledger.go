@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/afloat/afloat/quota"
 )
@@ -64,6 +65,10 @@ type Snapshot struct {
 	Seeded  bool
 	// Holders are the regions' agent incarnations (Core.Attach).
 	Holders []Holder
+	// Restored is set when the ledger was restored from a backup and no
+	// coordinator has since waited out the leases the backup may lack
+	// (restore.go); nil otherwise.
+	Restored *Restored
 }
 
 // Holder is the agent incarnation that holds a region, as the ledger
@@ -99,6 +104,10 @@ const (
 	MarkSeeded
 	// PutHolder records Holder, the region's agent incarnation.
 	PutHolder
+	// ClearRestored removes the mark of a restore (Snapshot.Restored):
+	// the coordinator that writes it has waited out every lease the
+	// backup may lack.
+	ClearRestored
 )
 
 // Op is one change to the ledger.
@@ -124,6 +133,8 @@ type MemLedger struct {
 	tenants map[string]TenantRecord
 	seeded  bool
 	holders map[string]Holder
+	// restored is the mark of a restore (Restore), nil without one.
+	restored *Restored
 	// applied says whether the newest Commit at the current epoch was
 	// applied: what Resolve reads back. A write to memory is applied or
 	// refused within its call, so no later one can change the answer.
@@ -158,7 +169,7 @@ func (l *MemLedger) Fence(ctx context.Context) (Snapshot, error) {
 		holders = append(holders, l.holders[region])
 	}
 	return Snapshot{Epoch: l.epoch, NextID: l.nextID, Leases: leases, Credit: maps.Clone(l.credit),
-		Tenants: tenants, Seeded: l.seeded, Holders: holders}, nil
+		Tenants: tenants, Seeded: l.seeded, Holders: holders, Restored: l.restored}, nil
 }
 
 // Commit implements Ledger. It never fails with ErrOutcomeUnknown: a
@@ -191,7 +202,7 @@ func (l *MemLedger) Commit(ctx context.Context, epoch uint64, ops ...Op) error {
 			if op.Record.Name != op.Tenant || op.Tenant == "" {
 				return fmt.Errorf("coordinator: ledger op %d: tenant record %q under the name %q", i, op.Record.Name, op.Tenant)
 			}
-		case DeleteTenant, MarkSeeded:
+		case DeleteTenant, MarkSeeded, ClearRestored:
 		case PutHolder:
 			if op.Holder.Region == "" {
 				return fmt.Errorf("coordinator: ledger op %d: a holder without a region", i)
@@ -215,11 +226,60 @@ func (l *MemLedger) Commit(ctx context.Context, epoch uint64, ops ...Op) error {
 			l.seeded = true
 		case PutHolder:
 			l.holders[op.Holder.Region] = op.Holder
+		case ClearRestored:
+			l.restored = nil
 		}
 	}
 	l.credit = credit
 	l.applied = true
 	return nil
+}
+
+// MemBackup is a copy of a MemLedger's contents (Backup), to restore
+// later (Restore): the in-memory ledger's etcdctl snapshot save and
+// restore.
+type MemBackup struct{ snap Snapshot }
+
+// Backup copies the ledger's contents.
+func (l *MemLedger) Backup() MemBackup {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := MemBackup{snap: Snapshot{NextID: l.nextID, Leases: slices.Collect(maps.Values(l.leases)), Credit: maps.Clone(l.credit),
+		Seeded: l.seeded, Restored: l.restored}}
+	for _, t := range l.tenants {
+		b.snap.Tenants = append(b.snap.Tenants, t)
+	}
+	for _, h := range l.holders {
+		b.snap.Holders = append(b.snap.Holders, h)
+	}
+	return b
+}
+
+// Restore puts b's contents back, marked restored (Snapshot.Restored)
+// with wait, the longest lease the caller knows of (0: the tenants'
+// own). The epoch stays: it only ever rises, as the etcd ledger's does
+// when its data are restored into a running etcd. The next ID too: a
+// region never installs a lease whose ID is not above the one it holds.
+func (l *MemLedger) Restore(b MemBackup, wait time.Duration, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.leases, l.credit, l.tenants, l.holders = map[uint64]quota.Lease{}, maps.Clone(b.snap.Credit), map[string]TenantRecord{}, map[string]Holder{}
+	if l.credit == nil {
+		l.credit = map[string]quota.Micro{}
+	}
+	for _, ls := range b.snap.Leases {
+		l.leases[ls.ID] = ls
+	}
+	for _, t := range b.snap.Tenants {
+		l.tenants[t.Name] = t
+	}
+	for _, h := range b.snap.Holders {
+		l.holders[h.Region] = h
+	}
+	l.seeded = b.snap.Seeded
+	l.nextID = max(l.nextID, b.snap.NextID)
+	l.restored = &Restored{Wait: wait, At: at.UnixNano()}
+	l.applied = false
 }
 
 // Resolve implements Ledger: whether the newest Commit at epoch was

@@ -20,3 +20,15 @@ func TestMutationUnfencedIncarnations(t *testing.T) {
 	}
 	t.Logf("unfenced: %d times a lease of another incarnation counted", v)
 }
+
+// TestMutationNoRestoreFence: a coordinator that grants at once on a
+// restored ledger (the NoRestoreFence fault) grants us a share that adds
+// up above R with eu's lease the backup lacks: TestRestoreWaitsOutMissingLeases
+// can tell.
+func TestMutationNoRestoreFence(t *testing.T) {
+	over, _ := restoreOverlap(t, func(b *ledgered) { b.broken = faults{breakage.Set{NoRestoreFence: true}} })
+	if over == 0 {
+		t.Fatal("without the fence, no grant overlapped eu's lease above R: the test tests nothing")
+	}
+	t.Logf("unfenced: us and eu's leases add up to %v above R", over)
+}

@@ -197,6 +197,15 @@ func (s *Server) Epoch() uint64 {
 	return s.core.Epoch()
 }
 
+// Restoring reports whether the coordinator still waits out a restored
+// ledger's leases (Restored), and for how much longer.
+func (s *Server) Restoring() (time.Duration, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	until, waiting := s.core.Restoring()
+	return max(0, until-s.Since()), waiting
+}
+
 // Stats reports what the server has written so far.
 func (s *Server) Stats() Stats {
 	s.mu.Lock()

@@ -21,5 +21,10 @@
 //	ledger, err := etcdledger.Open(ctx, etcdledger.Config{Client: cli, Cluster: "prod", Candidate: myURL})
 //	srv, err := coordinator.NewServer(ctx, cfg, ledger) // blocks until this replica leads
 //
+// Backup saves an etcd snapshot (etcdctl snapshot save's file); Restore
+// writes the ledger it holds back under the prefix, marked restored, so
+// that the next leader waits out the leases the snapshot may lack before
+// it grants (coordinator.Restored, docs/quota.md, "Backup and restore").
+//
 // Its tests run against a real embedded etcd: go test -tags embedetcd.
 package etcdledger

@@ -156,7 +156,8 @@ func (c Config) Validate() error {
 // Keys under the prefix: meta (format and cluster name), election/…,
 // lease/<id> (a quota.Lease in JSON), credit/<tenant> (micro-tokens),
 // nextid, write (the mark of the newest write: see below), tenant/<name>
-// (a coordinator.TenantRecord in JSON),
+// (a coordinator.TenantRecord in JSON), restored (the mark of a restore,
+// Restore: a coordinator.Restored in JSON),
 // tenants-seeded (present once a config file's tenants were written) and
 // holder/<region> (a coordinator.Holder in JSON: the agent incarnation
 // that holds the region). Tenants and holders are written by the leader
@@ -329,6 +330,7 @@ func (l *Ledger) Fence(ctx context.Context) (coordinator.Snapshot, error) {
 			clientv3.OpGet(p+"tenant/", clientv3.WithPrefix()),
 			clientv3.OpGet(p+"tenants-seeded"),
 			clientv3.OpGet(p+"holder/", clientv3.WithPrefix()),
+			clientv3.OpGet(p+"restored"),
 			clientv3.OpPut(p+"write", fenceMark)).
 		Commit()
 	if err != nil {
@@ -373,6 +375,13 @@ func (l *Ledger) Fence(ctx context.Context) (coordinator.Snapshot, error) {
 			return coordinator.Snapshot{}, fmt.Errorf("%w: %s: not a region's holder: %q", ErrForeign, kv.Key, kv.Value)
 		}
 		snap.Holders = append(snap.Holders, h)
+	}
+	if kvs := resp.Responses[6].GetResponseRange().Kvs; len(kvs) > 0 {
+		var r coordinator.Restored
+		if err := json.Unmarshal(kvs[0].Value, &r); err != nil {
+			return coordinator.Snapshot{}, fmt.Errorf("%w: %srestored: %q", ErrForeign, p, kvs[0].Value)
+		}
+		snap.Restored = &r
 	}
 	snap.NextID = max(snap.NextID, 1)
 	l.mu.Lock()
@@ -454,6 +463,9 @@ func (l *Ledger) Commit(ctx context.Context, epoch uint64, ops ...coordinator.Op
 		case coordinator.MarkSeeded:
 			k := p + "tenants-seeded"
 			set(k, clientv3.OpPut(k, "1"))
+		case coordinator.ClearRestored:
+			k := p + "restored"
+			set(k, clientv3.OpDelete(k))
 		case coordinator.PutHolder:
 			if op.Holder.Region == "" {
 				return fmt.Errorf("etcdledger: op %d: a holder without a region", i)

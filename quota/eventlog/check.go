@@ -504,14 +504,18 @@ func (c *Checker) restart(e *Event) {
 	}
 	// The successor's ledger is the truth: an older lease it did not
 	// restore had stopped counting by now, though its end may be missing
-	// from the log (its coordinator died between the write and the line).
+	// from the log (its coordinator died between the write and the line)
+	// — unless the ledger was restored from a backup, which may lack
+	// leases still in use: then the successor grants nothing for Fence,
+	// and such a lease counts until the fence ends.
 	live := make(map[uint64]bool, len(*e.Live))
 	for _, id := range *e.Live {
 		live[id] = true
 	}
+	end := e.T + max(0, e.Fence)
 	for id, lc := range c.leases {
-		if lc.l.Epoch < e.Epoch && !live[id] && (lc.ended == 0 || lc.ended > e.T) {
-			lc.ended = e.T
+		if lc.l.Epoch < e.Epoch && !live[id] && (lc.ended == 0 || lc.ended > end) {
+			lc.ended = end
 		}
 	}
 }

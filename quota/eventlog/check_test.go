@@ -94,19 +94,21 @@ func TestCheckerCatches(t *testing.T) {
 // successor's restart says which leases it restored; an older lease not
 // among them stops counting there, so a lost "end" cannot make the check
 // see two leases of one share — and a lease the ledger still holds keeps
-// counting.
+// counting. A successor on a ledger restored from a backup grants
+// nothing for its fence (Event.Fence): a lease missing from its list
+// counts until the fence's end, so a grant within it is seen beside it.
 func TestRestartLive(t *testing.T) {
 	start := Event{Kind: Start, Tenant: "t", Rate: 10 * quota.One, Burst: 10 * quota.One, N: 2, Why: "hard"}
 	lease := func(at int64, id, epoch uint64, region string, rate float64) Event {
 		return Event{T: at, Kind: Lease, Tenant: "t", Region: region, ID: id, Epoch: epoch,
 			Rate: quota.Tokens(rate), Burst: quota.Tokens(rate), Activates: at, Expires: at + int64(10*s)}
 	}
-	run := func(live *[]uint64) Report {
+	run := func(live *[]uint64, fence ...time.Duration) Report {
 		c := NewChecker()
 		c.Write(&start)
 		// Lease 1 (a, 6) was returned and ended in the ledger; its "end"
 		// line was lost with its coordinator. The successor grants b 5.
-		for _, e := range []Event{lease(0, 1, 1, "a", 6), {T: int64(s), Kind: Restart, Epoch: 2, Live: live}, lease(int64(2*s), 2, 2, "b", 5)} {
+		for _, e := range []Event{lease(0, 1, 1, "a", 6), {T: int64(s), Kind: Restart, Epoch: 2, Live: live, Fence: int64(sum(fence))}, lease(int64(2*s), 2, 2, "b", 5)} {
 			// Through the log's own encoding, as afloat quota check reads it.
 			line := e.AppendJSON(nil)
 			got, err := ParseEvent(line)
@@ -126,6 +128,19 @@ func TestRestartLive(t *testing.T) {
 	if rep := run(nil); rep.Violations == 0 { // the chaos harness's restarts say nothing of the ledger
 		t.Errorf("no live list: %q, want lease 1 counted to its end", rep.Messages)
 	}
+	if rep := run(&[]uint64{}, 3*s); rep.Violations == 0 || !strings.Contains(strings.Join(rep.Messages, "\n"), "rate shares sum to 11") {
+		t.Errorf("a restored ledger without lease 1, a grant within the fence: %q, want lease 1 counted to the fence's end", rep.Messages)
+	}
+	if rep := run(&[]uint64{}, s/2); rep.Violations != 0 {
+		t.Errorf("a restored ledger without lease 1, a grant after the fence: %q, want no violation", rep.Messages)
+	}
+}
+
+func sum(ds []time.Duration) (d time.Duration) {
+	for _, x := range ds {
+		d += x
+	}
+	return d
 }
 
 // TestCheckerTenantShrink: after a shrink the old limits hold while the

@@ -93,6 +93,10 @@ type Event struct {
 	Mode      string             `json:"mode,omitempty"`
 	By        string             `json:"by,omitempty"`
 	Live      *[]uint64          `json:"live,omitempty"`
+	// Fence is a restart's on a ledger restored from a backup: for this
+	// long the successor grants nothing, so an older lease missing from
+	// Live — one the backup lacks — counts on until then.
+	Fence int64 `json:"fence_ns,omitempty"`
 	// A counts event's interval and tallies (N is its tokens admitted).
 	Span     int64 `json:"span_ns,omitempty"`
 	Admits   int64 `json:"admit_count,omitempty"`
@@ -177,6 +181,7 @@ func (e *Event) AppendJSON(b []byte) []byte {
 		}
 		b = append(b, ']')
 	}
+	num("fence_ns", e.Fence)
 	if len(e.Rates) > 0 {
 		b = append(b, `,"rates":{`...)
 		for i, k := range slices.Sorted(maps.Keys(e.Rates)) {

@@ -108,32 +108,30 @@ type Options struct {
 // campaigning. Several replicas on one etcd cluster fail over to each
 // other.
 //
-// Run refuses options Validate refuses, before anything starts.
-func Run(ctx context.Context, o Options) error {
-	r, err := o.resolve()
-	if err != nil {
-		return err
-	}
-	log, hosts, endpoints := o.Logger, r.hosts, r.etcd
-	o.Advertise = r.advertise
+// connect starts the embedded etcd member if o names no etcd, and
+// returns a client of the etcd, the most operations a transaction may
+// hold there, and what closes both. who names the command in the log.
+func connect(ctx context.Context, o Options, r resolved, who string) (*clientv3.Client, int, func(), error) {
+	log, endpoints := o.Logger, r.etcd
 	maxOps := o.Config.Etcd.MaxTxnOps
+	closeMember := func() {}
 	if len(endpoints) == 0 {
 		dir := o.DataDir
 		if dir == "" {
 			dir = etcdmember.DefaultDataDir()
 		}
-		log.Info("quota coordinator: starting the embedded etcd", "data_dir", dir)
+		log.Info(who+": starting the embedded etcd", "data_dir", dir)
 		m, err := etcdmember.StartMember(ctx, etcdmember.MemberConfig{Name: "afloat", DataDir: dir,
 			ClientURL: r.etcdClientURL, PeerURL: r.etcdPeerURL})
 		if err != nil && ctx.Err() != nil {
-			log.Info("quota coordinator: stopped while etcd was starting")
-			return nil // asked to stop (SIGTERM) while starting: stopped as asked
+			log.Info(who + ": stopped while etcd was starting")
+			return nil, 0, nil, err
 		}
 		if err != nil {
-			return err
+			return nil, 0, nil, err
 		}
-		defer m.Close()
-		log.Info("quota coordinator: embedded etcd", "data_dir", dir, "client_url", m.ClientURL)
+		closeMember = m.Close
+		log.Info(who+": embedded etcd", "data_dir", dir, "client_url", m.ClientURL)
 		endpoints = []string{m.ClientURL}
 		if maxOps == 0 {
 			maxOps = etcdmember.DefaultEmbeddedMaxTxnOps
@@ -141,13 +139,30 @@ func Run(ctx context.Context, o Options) error {
 	}
 	cli, err := etcdClient(ctx, endpoints, o.Config.Etcd, r.etcdTLS)
 	if err != nil && ctx.Err() != nil {
-		log.Info("quota coordinator: stopped while connecting to etcd")
+		log.Info(who + ": stopped while connecting to etcd")
+	}
+	if err != nil {
+		closeMember()
+		return nil, 0, nil, err
+	}
+	return cli, maxOps, func() { cli.Close(); closeMember() }, nil
+}
+
+// Run refuses options Validate refuses, before anything starts.
+func Run(ctx context.Context, o Options) error {
+	r, err := o.resolve()
+	if err != nil {
+		return err
+	}
+	log, hosts := o.Logger, r.hosts
+	cli, maxOps, closeEtcd, err := connect(ctx, o, r, "quota coordinator")
+	if err != nil && ctx.Err() != nil {
 		return nil // asked to stop (SIGTERM) while starting: stopped as asked
 	}
 	if err != nil {
 		return err
 	}
-	defer cli.Close()
+	defer closeEtcd()
 
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
@@ -234,7 +249,7 @@ func Run(ctx context.Context, o Options) error {
 		hs.Shutdown(sctx) //nolint:errcheck
 		cancel()
 	}()
-	log.Info("quota coordinator: serving", "listen", ln.Addr().String(), "advertise", advertise, "etcd", endpoints,
+	log.Info("quota coordinator: serving", "listen", ln.Addr().String(), "advertise", advertise, "etcd", cli.Endpoints(),
 		"tls", r.certs != nil, "client_certificates", r.certs.Mutual())
 	if w := ops.PlainWarning("quota coordinator", "--listen", ln.Addr().String(), r.certs != nil); w != "" {
 		log.Warn(w)
@@ -554,6 +569,10 @@ func lead(ctx context.Context, o Options, ledger *etcdledger.Ledger, events *eve
 	}
 	epoch := srv.Epoch()
 	log.Info("quota coordinator: leading", "epoch", epoch)
+	if d, restored := srv.Restoring(); restored {
+		log.Warn("quota coordinator: the ledger was restored from a backup: no grant until every lease it may lack has run out",
+			"for", d.Round(time.Millisecond))
+	}
 	// The leases restored from the ledger, so that a check of the logs
 	// stops counting the older ones the ledger no longer holds: a leader
 	// killed between a write to etcd and its line in the log loses the line
@@ -562,7 +581,11 @@ func lead(ctx context.Context, o Options, ledger *etcdledger.Ledger, events *eve
 	if live == nil {
 		live = []uint64{}
 	}
-	events.Write(&eventlog.Event{T: time.Now().UnixNano(), Kind: eventlog.Restart, Epoch: epoch, Live: &live})
+	// The fence's end as logged is at or before the true one: the time
+	// is read first.
+	at := time.Now()
+	fence, _ := srv.Restoring()
+	events.Write(&eventlog.Event{T: at.UnixNano(), Kind: eventlog.Restart, Epoch: epoch, Live: &live, Fence: int64(fence)})
 	writeLoaded(events, time.Now().UnixNano(), srv.Tenants())
 	events.Flush() //nolint:errcheck
 

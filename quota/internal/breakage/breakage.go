@@ -22,6 +22,10 @@ type Set struct {
 	// attach succeeds, and renewals and returns are taken whatever
 	// incarnation they carry, so two agents of one region spend at once.
 	NoIncarnations bool
+	// NoRestoreFence: a coordinator that restores a ledger from a backup
+	// grants at once, counting only the backup's leases, beside leases
+	// granted after the backup that regions still spend.
+	NoRestoreFence bool
 }
 
 // Any says whether any fault is set.
