@@ -251,8 +251,26 @@ func TestAssignLLMDemoAPI(t *testing.T) {
 	if code, a := callAssign(t, h, "POST", "/api/assign/pick", `{}`); code != 200 || len(a.Picked) != 1 || a.Picked[0] == "key-3" {
 		t.Fatalf("a pick with every key out, last resort earliest: %d %+v", code, a)
 	}
+	// The server's load goes through the simulated upstream too: key-3's
+	// 429 shows, and with every key out the load's picks are refused
+	// without counting. (The test waits for the 429; it measures no time.)
+	if code, a := callAssign(t, h, "POST", "/api/assign/llm", `{"on": true}`); code != 200 || a.Total != 0 || a.LLM.Answered429 != 0 {
+		t.Fatalf("llm on again: %d %+v", code, a.assignState)
+	}
+	callAssign(t, h, "POST", "/api/assign/load", `{"rate": 200}`)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, st := callAssign(t, h, "GET", "/api/assign", "")
+		if st.LLM.Answered429 == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the load made %d picks in 30 s and key-3 answered no 429", st.Total)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	code, a = callAssign(t, h, "POST", "/api/assign/llm", `{"on": false}`)
-	if code != 200 || len(a.Members) != 8 || a.LLM != nil {
+	if code != 200 || len(a.Members) != 8 || a.LLM != nil || a.Load.Running {
 		t.Fatalf("llm off: %d %+v", code, a.assignState)
 	}
 	code, a = callAssign(t, h, "POST", "/api/assign/cooldown", `{"member": "proxy-02", "seconds": 60}`)
