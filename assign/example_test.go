@@ -255,3 +255,25 @@ func ExamplePool_RecordFailureRetryAfter() {
 	// key-small key-small
 	// all cooling; key-big back within 30s: true
 }
+
+// A failure recorded with a request id can be sent again after a lost
+// connection (ErrAmbiguous): the second attempt answers what the first
+// did, and the failure and the streak are counted once.
+func ExamplePool_RecordFailureID() {
+	c, stop := dialDemo()
+	defer stop()
+	ctx := context.Background()
+	p, _ := assign.New(c, "api-keys-ids")
+	p.Add(ctx, 0, "key-1")
+
+	for range 2 { // the same request, sent twice
+		o, err := p.RecordFailureID(ctx, "req-42", "key-1", 10*time.Second)
+		fmt.Println("streak", o.Streak, "cooling", !o.CoolingUntil.IsZero(), err)
+	}
+	ms, _ := p.List(ctx)
+	fmt.Println("failures", ms[0].Failures)
+	// Output:
+	// streak 1 cooling true <nil>
+	// streak 1 cooling true <nil>
+	// failures 1
+}
