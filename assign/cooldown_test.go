@@ -1,7 +1,6 @@
 package assign
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -292,14 +291,29 @@ func TestCooldownSurvivesFlushAndRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// After the restart, any of the client's pooled connections may still
+	// be one the old server had: a command on it fails as ambiguous, and
+	// the client dials again for the next. Such a pick is sent again; one
+	// that answers must answer b.
+	pick := func() (m string, err error) {
+		for range 10 {
+			if m, err = p.Pick(ctx); !errors.Is(err, ErrAmbiguous) {
+				break
+			}
+		}
+		return m, err
+	}
 	check := func(step string) {
 		t.Helper()
 		for i := range 3 {
-			if m, err := p.Pick(ctx); err != nil || m != "b" {
+			if m, err := pick(); err != nil || m != "b" {
 				t.Fatalf("%s: pick %d: %q %v, want b while a cools", step, i, m, err)
 			}
 		}
 		ms, err := p.List(ctx)
+		for i := 0; errors.Is(err, ErrAmbiguous) && i < 10; i++ {
+			ms, err = p.List(ctx)
+		}
 		if err != nil || ms[1].Name != "a" || !ms[1].CoolingUntil.Equal(until[0]) || ms[1].Weight != 2 {
 			t.Fatalf("%s: %+v %v, want a cooling until %v", step, ms, err, until[0])
 		}
@@ -308,18 +322,6 @@ func TestCooldownSurvivesFlushAndRestart(t *testing.T) {
 	srv.MustDo("SCRIPT", "FLUSH")
 	check("after SCRIPT FLUSH")
 	srv.Restart()
-	// The client's connections died with the old server: a command on one
-	// fails (ambiguous), and the client dials again for the next.
-	for i := 0; ; i++ {
-		_, err1 := p.List(ctx)
-		_, err2 := p.Pick(ctx)
-		if err1 == nil && err2 == nil {
-			break
-		}
-		if err := cmp.Or(err1, err2); !errors.Is(err, ErrAmbiguous) || i == 5 {
-			t.Fatalf("after the restart, attempt %d: %v", i, err)
-		}
-	}
 	check("after a restart")
 	if p.ScriptReloads() < 2 {
 		t.Fatalf("%d script reloads, want one after the flush and one after the restart at least", p.ScriptReloads())
