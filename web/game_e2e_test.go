@@ -172,7 +172,9 @@ func TestLeversEndToEnd(t *testing.T) {
 	b := newBrowser(t)
 	ctx := b.ctx
 	specs := sim.ControlSpecs()
-	for _, lang := range []string{"en", "cy", "tl"} {
+	// make test (-short) types in English and Welsh; make test-long in
+	// Tagalog too.
+	for _, lang := range someLanguages(testing.Short(), "en", "cy", "tl") {
 		cat := catalogue(t, lang)
 		startGameAs(b, ctx, base, lang, "steady", 1, "training", false)
 		var want []sim.Action
@@ -284,6 +286,9 @@ func TestBotsPlayTheGameEndToEnd(t *testing.T) {
 		{"cache-flush", bots.BotExpert, "training", 3},
 		{"steady", bots.BotRunbook, "realistic", 2},
 	} {
+		if testing.Short() && i >= 2 {
+			break // make test plays two games; make test-long all four
+		}
 		lang := []string{"en", "cy", "tl", "en"}[i]
 		cfg := sim.Config{Scenario: c.scenario, Seed: uint32(c.seed), Noise: true}
 		played := postJSON(t, base+"/api/bot", map[string]any{"scenario": c.scenario, "seed": c.seed, "bot": c.bot})
@@ -616,7 +621,7 @@ func TestRunStopsEndToEnd(t *testing.T) {
 	lost := sim.Config{Scenario: "bad-deploy", Seed: 4, Noise: true, Actions: []sim.Action{
 		sim.Switch(1, sim.ControlAutoscaling, false), sim.Set(1, sim.ControlFleetFloor, 1),
 	}}
-	langs := []string{"en", "cy", "tl"}
+	langs := someLanguages(testing.Short(), "en", "cy", "tl") // Tagalog in make test-long
 	for i, lang := range langs {
 		cat := catalogue(t, lang)
 		startGameAs(b, ctx, base, lang, "bad-deploy", 7, "realistic", true)
