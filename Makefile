@@ -1,7 +1,7 @@
 # Two tiers of tests, both run by CI (.ci/run):
 #
-# make test is what a contributor runs on every change, about two
-# minutes on a two-core machine with warm caches: vet, the gofmt check,
+# make test is what a contributor runs on every change, 3.5 to 4
+# minutes on a two-core machine with warm caches (docs/benchmarks.md): vet, the gofmt check,
 # staticcheck, the go mod tidy check, the 386 and arm64 builds, the
 # boundaries and litter checks, the alert rules' tests (promtool), and every unit test (with -short): the
 # race detector on every package that runs goroutines, the models'
