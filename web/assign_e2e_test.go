@@ -75,6 +75,20 @@ func poolOnRedis(t *testing.T, srv *assigntest.Server, name string, count int64,
 	return pool
 }
 
+// openAssignLab opens the lab of the console at base, watching for CSP
+// violations, once its eight members show.
+func openAssignLab(t *testing.T, base string) (*browser, context.Context) {
+	t.Helper()
+	b := newBrowser(t)
+	ctx := b.ctx
+	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: cspWatch}); err != nil {
+		t.Fatal(err)
+	}
+	b.do(ctx, "open the assignment lab", chromedp.Navigate(base+"/#assign"), waitReady(),
+		waitFor(`document.querySelectorAll("#assign-table tbody tr").length === 8`))
+	return b, ctx
+}
+
 // assignRows reads the page's table: member → [count, state].
 func assignRows(b *browser, ctx context.Context) map[string][2]string {
 	rows := evaluate[[][]string](b, ctx, `[...document.querySelectorAll("#assign-table tbody tr")].map((tr) => [...tr.cells].map((c) => c.textContent))`)
@@ -94,13 +108,7 @@ func assignRows(b *browser, ctx context.Context) map[string][2]string {
 func TestAssignLabEndToEnd(t *testing.T) {
 	t.Parallel()
 	base, srv := startAssignConsole(t)
-	b := newBrowser(t)
-	ctx := b.ctx
-	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: cspWatch}); err != nil {
-		t.Fatal(err)
-	}
-	b.do(ctx, "open the assignment lab", chromedp.Navigate(base+"/#assign"), waitReady(),
-		waitFor(`document.querySelectorAll("#assign-table tbody tr").length === 8`))
+	b, ctx := openAssignLab(t, base)
 	if !evaluate[bool](b, ctx, `document.getElementById("assign-demo").hidden`) {
 		t.Error("the demo label shows on a real Redis")
 	}
@@ -396,13 +404,7 @@ window.fetch = async (path, opts) => {
 func TestAssignLLMDemoEndToEnd(t *testing.T) {
 	t.Parallel()
 	base, _ := startAssignConsole(t)
-	b := newBrowser(t)
-	ctx := b.ctx
-	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: cspWatch}); err != nil {
-		t.Fatal(err)
-	}
-	b.do(ctx, "open the assignment lab", chromedp.Navigate(base+"/#assign"), waitReady(),
-		waitFor(`document.querySelectorAll("#assign-table tbody tr").length === 8`))
+	b, ctx := openAssignLab(t, base)
 	cell := func(member string, i int) string {
 		return evaluate[string](b, ctx, fmt.Sprintf(`document.querySelector('#assign-table tr[data-member=%q]').cells[%d].textContent`, member, i))
 	}

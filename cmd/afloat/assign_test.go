@@ -21,11 +21,7 @@ func TestAssignCommands(t *testing.T) {
 	r := func(args ...string) []string {
 		return append([]string{"assign", args[0], "--redis", srv.URL, "--pool", "cli"}, args[1:]...)
 	}
-	for i, step := range []struct {
-		args   []string
-		status int
-		out    string // in stdout (or stderr when the status is not 0)
-	}{
+	runSteps(t, []cliStep{
 		{r("pick"), 2, `assign: unknown pool "cli"`},
 		{r("add", "--count", "5", "b", "a"), 0, `added 2 to pool "cli"`},
 		{r("add", "a", "c"), 0, `added 1 to pool "cli"; 1 already active (counts untouched)`},
@@ -48,16 +44,7 @@ func TestAssignCommands(t *testing.T) {
 		{[]string{"assign", "pick", "--redis", srv.URL, "--pool", "no such"}, 2, `pool name "no such": want letters, digits and - _ . : only`},
 		{[]string{"assign", "pick", "--redis", srv.URL}, 2, "--pool is required"},
 		{[]string{"assign", "frobnicate"}, 2, `unknown subcommand "frobnicate"`},
-	} {
-		status, out, errOut := call(t, "", step.args...)
-		got := out
-		if step.status != 0 {
-			got = errOut
-		}
-		if status != step.status || !strings.Contains(got, step.out) {
-			t.Errorf("step %d: afloat %s: status %d, stdout %q, stderr %q; want %d and %q", i, strings.Join(step.args[1:], " "), status, out, errOut, step.status, step.out)
-		}
-	}
+	})
 	status, out, _ := call(t, "", r("list", "--format", "jsonl")...)
 	var m struct {
 		Member string `json:"member"`
@@ -76,11 +63,7 @@ func TestAssignCooldownAndStatus(t *testing.T) {
 	r := func(args ...string) []string {
 		return append([]string{"assign", args[0], "--redis", srv.URL, "--pool", "keys"}, args[1:]...)
 	}
-	for i, step := range []struct {
-		args   []string
-		status int
-		out    string // in stdout (or stderr when the status is not 0)
-	}{
+	runSteps(t, []cliStep{
 		{r("cooldown", "--for", "1h", "k1"), 2, `assign: unknown pool "keys"`},
 		{r("add", "--weight", "3", "k3"), 0, `added 1 to pool "keys"`},
 		{r("add", "k1", "k2"), 0, `added 2 to pool "keys"`},
@@ -121,16 +104,7 @@ func TestAssignCooldownAndStatus(t *testing.T) {
 		{r("settings", "--evict-after", "-1"), 2, "evict after -1 failures: want 0 (never) to 1000"},
 		{r("settings", "--last-resort", "any"), 2, `invalid value "any" for flag -last-resort: assign: invalid argument: last resort "any": want fail, earliest`},
 		{[]string{"assign", "status", "--redis", srv.URL}, 2, "--pool is required"},
-	} {
-		status, out, errOut := call(t, "", step.args...)
-		got := out
-		if step.status != 0 {
-			got = errOut
-		}
-		if status != step.status || !strings.Contains(got, step.out) {
-			t.Errorf("step %d: afloat %s: status %d, stdout %q, stderr %q; want %d and %q", i, strings.Join(step.args[1:], " "), status, out, errOut, step.status, step.out)
-		}
-	}
+	})
 	status, out, _ := call(t, "", r("status", "--format", "json")...)
 	var st struct {
 		Pool     string
@@ -422,6 +396,29 @@ func TestAssignLeasesCommands(t *testing.T) {
 	} {
 		if s := run(2, step.args...); !strings.Contains(s, step.out) {
 			t.Errorf("step %d: afloat %s: %q, want %q", i, strings.Join(step.args[1:], " "), s, step.out)
+		}
+	}
+}
+
+// cliStep is one afloat command line and what it must answer.
+type cliStep struct {
+	args   []string
+	status int
+	out    string // in stdout (or stderr when the status is not 0)
+}
+
+// runSteps runs each step's command in turn and checks its exit status
+// and output.
+func runSteps(t *testing.T, steps []cliStep) {
+	t.Helper()
+	for i, step := range steps {
+		status, out, errOut := call(t, "", step.args...)
+		got := out
+		if step.status != 0 {
+			got = errOut
+		}
+		if status != step.status || !strings.Contains(got, step.out) {
+			t.Errorf("step %d: afloat %s: status %d, stdout %q, stderr %q; want %d and %q", i, strings.Join(step.args[1:], " "), status, out, errOut, step.status, step.out)
 		}
 	}
 }
