@@ -120,6 +120,7 @@ $(STATICCHECK):
 tidy-check:
 	$(GO) mod tidy -diff
 	cd bench/quotapeers && $(GO) mod tidy -diff
+	cd bench/quotapeers/ratelimitd && $(GO) mod tidy -diff
 
 # cross-build builds every package for a 32-bit and an ARM target, where
 # int is 32 bits or the assembly differs.

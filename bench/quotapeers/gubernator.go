@@ -12,11 +12,20 @@ import (
 )
 
 // gubernatorSystem is a 3-peer Gubernator cluster in process on loopback,
-// one peer per region, the tenant's limit with the GLOBAL behaviour: each
-// peer answers from its own copy and sends the hits to the key's owner,
-// which broadcasts the count back. Each peer reaches each other peer
-// through a fault proxy of its own (proxy[i][j] carries i's calls to j), so
-// that a region can be cut off from the others in both directions while
+// one peer per region, in one of two behaviours (Gubernator's names, the
+// RateLimitReq's behavior field):
+//   - GLOBAL: each peer answers from its own copy and sends the hits to the
+//     key's owner, which broadcasts the count back — fast, and by its own
+//     proto's word possibly "allowing some requests beyond the chosen rate
+//     limit";
+//   - BATCHING, the default (0): a peer that does not own the key forwards
+//     each hit to the owner (batched over up to 500 µs) and answers with
+//     the owner's decision — one count, a round trip per decision, and
+//     nothing for a region cut off from the owner.
+//
+// Each peer reaches each other peer through a fault proxy of its own
+// (proxy[i][j] carries i's calls to j) that adds the cross-region delay,
+// so that a region can be cut off from the others in both directions while
 // they still reach each other.
 //
 // Gubernator places a key on the hash ring of the peers' addresses; as
@@ -35,11 +44,14 @@ type gubernatorSystem struct {
 // How the tenant is told to Gubernator. Its leaky bucket leaks Limit
 // tokens per Duration and holds Burst. R 500/s with B 6,000 is written two
 // ways: limitIsBurst (Limit 6,000 per 12 s, Burst 6,000) and limitIsRate
-// (Limit 500 per 1 s, Burst 6,000). Both say the same; the second meets a
-// v2.13.0 behaviour — a peer's copy of a GLOBAL limit takes Burst = Limit
-// from the owner's broadcast, and the next hit, seeing Burst changed,
-// refills the copy to the request's Burst (algorithms.go, leakyBucket) —
-// so it is measured too, as a user might well configure it.
+// (Limit 500 per 1 s, Burst 6,000). Both say the same; with GLOBAL the
+// second meets an upstream defect of v2.13.0 — a peer's copy of a GLOBAL
+// limit takes Burst = Limit from the owner's broadcast (gubernator.go,
+// UpdatePeerGlobals: "Burst: g.Status.Limit"), and the next hit, seeing
+// Burst changed, refills the copy to the request's Burst (algorithms.go,
+// leakyBucket: "if b.Burst != r.Burst { if r.Burst > int64(b.Remaining)
+// { b.Remaining = float64(r.Burst) }") — so it is measured too, as a user
+// might well configure it.
 type guberShape int
 
 const (
@@ -47,7 +59,7 @@ const (
 	limitIsRate
 )
 
-func newGubernator(ctx context.Context, t tenant, names []string, owner int, shape guberShape) (*gubernatorSystem, error) {
+func newGubernator(ctx context.Context, t tenant, names []string, owner int, shape guberShape, behavior guber.Behavior) (*gubernatorSystem, error) {
 	g := &gubernatorSystem{}
 	fail := func(err error) (*gubernatorSystem, error) { g.close(); return nil, fmt.Errorf("gubernator: %w", err) }
 	log := logrus.New()
@@ -82,7 +94,7 @@ func newGubernator(ctx context.Context, t tenant, names []string, owner int, sha
 			if i == j {
 				continue
 			}
-			p, err := newFaultProxy(g.daemons[j].PeerInfo.GRPCAddress)
+			p, err := newDelayProxy(g.daemons[j].PeerInfo.GRPCAddress, crossRegion)
 			if err != nil {
 				return fail(err)
 			}
@@ -109,7 +121,7 @@ func newGubernator(ctx context.Context, t tenant, names []string, owner int, sha
 	g.req = &guber.RateLimitReq{
 		Name: "bench", UniqueKey: tenantName, Hits: 1,
 		Limit: int64(t.Burst), Duration: int64(t.Burst / t.Rate * guber.Second), Burst: int64(t.Burst),
-		Algorithm: guber.Algorithm_LEAKY_BUCKET, Behavior: guber.Behavior_GLOBAL,
+		Algorithm: guber.Algorithm_LEAKY_BUCKET, Behavior: behavior,
 	}
 	if shape == limitIsRate {
 		g.req.Limit, g.req.Duration = int64(t.Rate), guber.Second
@@ -118,6 +130,8 @@ func newGubernator(ctx context.Context, t tenant, names []string, owner int, sha
 }
 
 func (g *gubernatorSystem) allow(ctx context.Context, r int) bool {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
 	resp, err := g.clients[r].GetRateLimits(ctx, &guber.GetRateLimitsReq{Requests: []*guber.RateLimitReq{g.req}})
 	if err != nil || len(resp.Responses) != 1 {
 		return false

@@ -19,6 +19,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	guber "github.com/gubernator-io/gubernator/v2"
 )
 
 const tenantName = "acme"
@@ -56,7 +58,16 @@ func run(args []string) error {
 	}
 	t := tenant{Rate: 500, Burst: 6000, Lease: *lease}
 	sc := defaultSchedule(t, *duration)
-	res, err := compare(context.Background(), t, sc)
+	dir, err := os.MkdirTemp("", "quotapeers")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	rlExe, err := buildRatelimit(dir)
+	if err != nil {
+		return err
+	}
+	res, err := compare(context.Background(), t, sc, rlExe, dir)
 	if err != nil {
 		return err
 	}
@@ -89,7 +100,7 @@ func defaultSchedule(t tenant, d time.Duration) schedule {
 	}
 }
 
-func compare(ctx context.Context, t tenant, sc schedule) (*result, error) {
+func compare(ctx context.Context, t tenant, sc schedule, rlExe, dir string) (*result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	res := &result{
@@ -97,21 +108,36 @@ func compare(ctx context.Context, t tenant, sc schedule) (*result, error) {
 		CPUs: runtime.NumCPU(), LoadBefore: loadavg(), Tenant: t, LeaseS: t.Lease.Seconds(),
 		Schedule: sc.json(), BinMS: float64(bin / time.Millisecond),
 	}
-	af, err := newAfloat(ctx, t, regionNames)
+	af, err := newAfloat(ctx, t, regionNames, sc.Owner)
 	if err != nil {
 		return nil, err
 	}
 	defer af.close()
-	gb, err := newGubernator(ctx, t, regionNames, sc.Owner, limitIsBurst)
+	gb, err := newGubernator(ctx, t, regionNames, sc.Owner, limitIsBurst, guber.Behavior_GLOBAL)
 	if err != nil {
 		return nil, err
 	}
 	defer closeGubernator(gb)
-	gr, err := newGubernator(ctx, t, regionNames, sc.Owner, limitIsRate)
+	gr, err := newGubernator(ctx, t, regionNames, sc.Owner, limitIsRate, guber.Behavior_GLOBAL)
 	if err != nil {
 		return nil, err
 	}
 	defer closeGubernator(gr)
+	gd, err := newGubernator(ctx, t, regionNames, sc.Owner, limitIsBurst, guber.Behavior_BATCHING)
+	if err != nil {
+		return nil, err
+	}
+	defer closeGubernator(gd)
+	rs, err := newRatelimit(ctx, rlExe, dir, t, regionNames, sc.Owner, rlShared)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.close()
+	rp, err := newRatelimit(ctx, rlExe, dir, t, regionNames, sc.Owner, rlPerRegion)
+	if err != nil {
+		return nil, err
+	}
+	defer rp.close()
 	nv := newNaive(t, len(regionNames))
 	// afloat's regions refuse until their first lease: wait for it, so
 	// that the run starts with every system able to admit.
@@ -125,7 +151,10 @@ func compare(ctx context.Context, t tenant, sc schedule) (*result, error) {
 	systems := []struct {
 		id  string
 		sys system
-	}{{"afloat", af}, {"gubernator", gb}, {"gubernator_rate", gr}, {"naive", nv}}
+	}{
+		{"afloat", af}, {"gubernator_global", gb}, {"gubernator_global_rate", gr}, {"gubernator_default", gd},
+		{"ratelimit_shared", rs}, {"ratelimit_per_region", rp}, {"naive", nv},
+	}
 	recs := make([]*recorder, len(systems))
 	start := time.Now()
 	done := make(chan struct{})
@@ -133,7 +162,11 @@ func compare(ctx context.Context, t tenant, sc schedule) (*result, error) {
 		recs[i] = newRecorder(sc)
 		go func() { drive(ctx, start, s.sys, sc, recs[i]); done <- struct{}{} }()
 	}
-	go faults(ctx, start, sc, []system{af, gb, gr, nv})
+	all := make([]system, len(systems))
+	for i, s := range systems {
+		all[i] = s.sys
+	}
+	go faults(ctx, start, sc, all)
 	for range systems {
 		<-done
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -31,8 +32,8 @@ func TestShortRun(t *testing.T) {
 	if err := json.Unmarshal(raw, &res); err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Systems) != 4 || len(res.Seconds) != 6 || len(res.Offered) != 6 {
-		t.Fatalf("%d systems, %d seconds, %d offered; want 4, 6, 6", len(res.Systems), len(res.Seconds), len(res.Offered))
+	if len(res.Systems) != 7 || len(res.Seconds) != 6 || len(res.Offered) != 6 {
+		t.Fatalf("%d systems, %d seconds, %d offered; want 7, 6, 6", len(res.Systems), len(res.Seconds), len(res.Offered))
 	}
 	for _, s := range res.Systems {
 		if len(s.PerSecond) != 6 || len(s.HotPerSecond) != 6 || len(s.Excess) != 6 || s.Latency.N == 0 {
@@ -42,6 +43,12 @@ func TestShortRun(t *testing.T) {
 		case "afloat":
 			if s.WorstWindow > 0 {
 				t.Errorf("afloat: worst window %+.1f tokens over R·Δ + B", s.WorstWindow)
+			}
+		case "ratelimit_per_region":
+			// Three fixed windows of R/3 a second: at most R in any
+			// calendar second, 2R across a window's edge — far inside B.
+			if s.WorstWindow > 0 {
+				t.Errorf("ratelimit_per_region: worst window %+.1f tokens over R·Δ + B", s.WorstWindow)
 			}
 		case "naive":
 			if s.WorstWindow > 1 {
@@ -132,5 +139,70 @@ func TestFaultProxy(t *testing.T) {
 	p.setCut(false)
 	if err := echo(dial()); err != nil {
 		t.Errorf("after healing: %v", err)
+	}
+}
+
+// TestDelayProxy: bytes toward the target arrive no sooner than the delay.
+func TestDelayProxy(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		io.Copy(c, c)
+	}()
+	const delay = 40 * time.Millisecond
+	p, err := newDelayProxy(ln.Addr().String(), delay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.shutdown()
+	c, err := net.Dial("tcp", p.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	for range 3 {
+		t0 := time.Now()
+		if _, err := c.Write([]byte("ping\n")); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 5)
+		if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "ping\n" {
+			t.Fatalf("echo %q, %v", buf, err)
+		}
+		if rt := time.Since(t0); rt < delay {
+			t.Errorf("round trip %v, under the delay %v", rt, delay)
+		}
+	}
+}
+
+// TestDue: the k-th request's scheduled time is where the schedule's
+// arrivals reach k+1, before and after the shift.
+func TestDue(t *testing.T) {
+	sc := defaultSchedule(tenant{Rate: 500, Burst: 6000}, 8*time.Second)
+	for r := range regionNames {
+		for k := 0; ; k++ {
+			at := sc.due(r, k)
+			if at >= sc.Duration {
+				if n := sc.arrivals(r, sc.Duration); k < n-1 {
+					t.Errorf("region %d: schedule ends at request %d of %d", r, k, n)
+				}
+				break
+			}
+			if n := sc.arrivals(r, at+time.Microsecond); n < k+1 {
+				t.Fatalf("region %d: request %d due at %v, arrivals there %d", r, k, at, n)
+			}
+			if n := sc.arrivals(r, at-time.Millisecond); n > k+1 {
+				t.Fatalf("region %d: request %d due at %v, arrivals 1 ms before %d", r, k, at, n)
+			}
+		}
 	}
 }

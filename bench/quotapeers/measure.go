@@ -17,10 +17,6 @@ import (
 // around it by at most 2·R·bin (1 token at R 500/s).
 const bin = time.Millisecond
 
-// workers per system and region: enough that a slow decision does not hold
-// back the ones scheduled after it (the load is open, not closed).
-const workers = 8
-
 // schedule is the traffic and the faults, the same for all three systems.
 type schedule struct {
 	Duration, Shift, Partition, Heal time.Duration
@@ -67,46 +63,55 @@ func newRecorder(sc schedule) *recorder {
 	return r
 }
 
-// drive offers each region its schedule's requests, open-loop: a
-// dispatcher releases each request when it is due and workers decide
-// them; a decision's latency is the time of the allow call alone.
+// due is when region r's k-th request (from 0) is scheduled: arrivals
+// inverted.
+func (s schedule) due(r, k int) time.Duration {
+	x := float64(k + 1)
+	if first := s.Shift.Seconds() * s.Before[r]; x <= first {
+		return time.Duration(x / s.Before[r] * float64(time.Second))
+	} else if s.After[r] > 0 {
+		return s.Shift + time.Duration((x-first)/s.After[r]*float64(time.Second))
+	}
+	return s.Duration
+}
+
+// drive offers each region its schedule's requests, open-loop: each
+// request is sent at its scheduled time on a goroutine of its own, however
+// many are still waiting for an answer, and its latency runs from when it
+// was scheduled to when its decision came back — what a caller waits,
+// including any time the generator or the service fell behind.
 func drive(ctx context.Context, start time.Time, s system, sc schedule, rec *recorder) {
 	var wg sync.WaitGroup
 	nbins := len(rec.admitted[0])
 	for r := range regionNames {
-		jobs := make(chan struct{}, 1<<14)
-		for range workers {
-			wg.Go(func() {
-				var lat []time.Duration
-				for range jobs {
-					t0 := time.Now()
+		wg.Go(func() {
+			var calls sync.WaitGroup
+			var mu sync.Mutex
+			var lat []time.Duration
+			for k := 0; ; k++ {
+				at := sc.due(r, k)
+				if at >= sc.Duration || ctx.Err() != nil {
+					break
+				}
+				if w := time.Until(start.Add(at)); w > 0 {
+					time.Sleep(w)
+				}
+				rec.offered[r][int(at/bin)].Add(1)
+				calls.Go(func() {
 					ok := s.allow(ctx, r)
 					t1 := time.Now()
-					lat = append(lat, t1.Sub(t0))
 					if b := int(t1.Sub(start) / bin); ok && b < nbins {
 						rec.admitted[r][b].Add(1)
 					}
-				}
-				rec.mu.Lock()
-				rec.lat = append(rec.lat, lat...)
-				rec.mu.Unlock()
-			})
-		}
-		wg.Go(func() {
-			defer close(jobs)
-			sent := 0
-			for {
-				el := time.Since(start)
-				if el >= sc.Duration || ctx.Err() != nil {
-					return
-				}
-				b := int(el / bin)
-				for due := sc.arrivals(r, el); sent < due; sent++ {
-					rec.offered[r][b].Add(1)
-					jobs <- struct{}{}
-				}
-				time.Sleep(time.Millisecond)
+					mu.Lock()
+					lat = append(lat, t1.Sub(start.Add(at)))
+					mu.Unlock()
+				})
 			}
+			calls.Wait()
+			rec.mu.Lock()
+			rec.lat = append(rec.lat, lat...)
+			rec.mu.Unlock()
 		})
 	}
 	wg.Wait()

@@ -4,9 +4,12 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 )
 
-// faultProxy forwards TCP connections to one target until it is cut. A cut
+// faultProxy forwards TCP connections to one target until it is cut, each
+// byte sent toward the target held for delay first (a one-way latency put
+// in the path: the round trip of a region far from the target). A cut
 // is a partition as a network shows one, not a refusal: the connections in
 // use are dropped and new ones are accepted and then held silent — what a
 // sender sees when packets vanish — until the cut heals, when the held ones
@@ -14,6 +17,7 @@ import (
 type faultProxy struct {
 	ln     net.Listener
 	target string
+	delay  time.Duration
 
 	mu    sync.Mutex
 	cut   bool
@@ -22,12 +26,16 @@ type faultProxy struct {
 	close bool
 }
 
-func newFaultProxy(target string) (*faultProxy, error) {
+func newFaultProxy(target string) (*faultProxy, error) { return newDelayProxy(target, 0) }
+
+// newDelayProxy is a faultProxy that holds each byte toward the target for
+// delay before it sends it.
+func newDelayProxy(target string, delay time.Duration) (*faultProxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &faultProxy{ln: ln, target: target, live: map[net.Conn]struct{}{}, held: map[net.Conn]struct{}{}}
+	p := &faultProxy{ln: ln, target: target, delay: delay, live: map[net.Conn]struct{}{}, held: map[net.Conn]struct{}{}}
 	go p.serve()
 	return p, nil
 }
@@ -74,7 +82,7 @@ func (p *faultProxy) handle(c net.Conn) {
 	p.live[up] = struct{}{}
 	p.mu.Unlock()
 	done := make(chan struct{}, 2)
-	go func() { io.Copy(up, c); done <- struct{}{} }()
+	go func() { p.forward(up, c); done <- struct{}{} }()
 	go func() { io.Copy(c, up); done <- struct{}{} }()
 	<-done
 	c.Close()
@@ -84,6 +92,40 @@ func (p *faultProxy) handle(c net.Conn) {
 	delete(p.live, c)
 	delete(p.live, up)
 	p.mu.Unlock()
+}
+
+// forward copies src to dst, each chunk delay after it was read, in order.
+func (p *faultProxy) forward(dst io.Writer, src io.Reader) {
+	if p.delay == 0 {
+		io.Copy(dst, src)
+		return
+	}
+	type chunk struct {
+		at time.Time
+		b  []byte
+	}
+	q := make(chan chunk, 4096)
+	go func() {
+		defer close(q)
+		for {
+			b := make([]byte, 32<<10)
+			n, err := src.Read(b)
+			if n > 0 {
+				q <- chunk{time.Now().Add(p.delay), b[:n]}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for c := range q {
+		time.Sleep(time.Until(c.at))
+		if _, err := dst.Write(c.b); err != nil {
+			for range q { // drain, so that the reader ends
+			}
+			return
+		}
+	}
 }
 
 // setCut cuts (true) or heals (false) the link.

@@ -45,7 +45,8 @@ func (n *naive) close()                              {}
 // process: the coordinator (coordinator.Server on the in-memory ledger)
 // behind the region API (remote.Handler) over loopback HTTP, and in each
 // region a region.Limiter renewing through remote.Client — through a fault
-// proxy, so that a region can be cut off from the coordinator.
+// proxy, so that a region can be cut off from the coordinator, which adds
+// the cross-region delay for the regions other than the coordinator's.
 type afloatSystem struct {
 	cancel  context.CancelFunc
 	srv     *http.Server
@@ -54,7 +55,7 @@ type afloatSystem struct {
 	done    []chan struct{}
 }
 
-func newAfloat(ctx context.Context, t tenant, names []string) (*afloatSystem, error) {
+func newAfloat(ctx context.Context, t tenant, names []string, owner int) (*afloatSystem, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	a := &afloatSystem{cancel: cancel}
 	fail := func(err error) (*afloatSystem, error) { a.close(); return nil, fmt.Errorf("afloat: %w", err) }
@@ -84,7 +85,11 @@ func newAfloat(ctx context.Context, t tenant, names []string) (*afloatSystem, er
 	go a.srv.Serve(ln)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, r := range names {
-		p, err := newFaultProxy(ln.Addr().String())
+		delay := crossRegion // the coordinator runs in the owner's region
+		if r == names[owner] {
+			delay = 0
+		}
+		p, err := newDelayProxy(ln.Addr().String(), delay)
 		if err != nil {
 			return fail(err)
 		}
