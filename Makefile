@@ -270,17 +270,23 @@ soak:
 bench-quota:
 	AFLOAT_QUOTA_BENCH=1 $(GO) test -tags embedetcd -count=1 -run '^(TestBenchRenewals|TestBenchDecisionAPI)$$' -v ./quota/agent ./quota/coordinator/replica
 
-# bench-quota-peers runs afloat's global quota, a 3-peer Gubernator cluster
-# and a naive split side by side (bench/quotapeers, a module of its own so
-# that Gubernator never enters afloat's go.mod): 60 s of traffic, a shift
-# and a partition, on the wall clock; it rewrites the JSON the console's
-# quota lab draws (docs/benchmarks.md). check-quota-peers vets and tests
-# that module (a 6 s run). Neither is part of make test: a cold build of
-# Gubernator's dependencies alone takes minutes.
+# bench-quota-peers runs afloat's global quota against Gubernator (GLOBAL
+# and its default mode), envoyproxy/ratelimit (one Redis shared by the
+# regions, one per region) and a naive split (bench/quotapeers, a module of
+# its own so that neither peer enters afloat's go.mod; ratelimit is built
+# from bench/quotapeers/ratelimitd and run on real redis-servers): 60 s of
+# traffic with a shift and a partition, on the wall clock, then the
+# throughput search (decisions/s at p99 ≤ 1 ms, service pinned to CPU 0,
+# generator to CPU 1, three repetitions; about 10 minutes). It rewrites the
+# JSON the console's quota lab draws (docs/benchmarks.md).
+# check-quota-peers builds every system and runs a short test of each (a
+# 6 s bound run, a short search). Neither is part of make test: a cold
+# build of the peers' dependencies alone takes minutes.
 bench-quota-peers:
 	cd bench/quotapeers && $(GO) run . --out ../../web/static/data/quota-peers.json
 check-quota-peers:
 	cd bench/quotapeers && $(GO) mod tidy -diff && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+	cd bench/quotapeers/ratelimitd && $(GO) mod tidy -diff && $(GO) build -o /dev/null github.com/envoyproxy/ratelimit/src/service_cmd
 
 # fuzz runs each fuzz target for FUZZTIME (default 60s); it is not part of
 # make test, which must not depend on what a random search finds that day.

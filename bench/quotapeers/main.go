@@ -43,12 +43,29 @@ func main() {
 }
 
 func run(args []string) error {
+	if len(args) == 2 && args[0] == "serve" {
+		return serve(args[1])
+	}
 	fs := flag.NewFlagSet("quotapeers", flag.ContinueOnError)
 	duration := fs.Duration("duration", 60*time.Second, "length of the run (4s to 2m): shift at a quarter, partition at half, heal at three quarters")
 	out := fs.String("out", "", "write the result as JSON to this file (\"\" for none)")
 	lease := fs.Duration("lease", 10*time.Second, "afloat's lease length (2s to 12s: B ≥ R·lease)")
+	step := fs.Duration("step", 2*time.Second, "throughput search: length of each rate step (100ms to 10s)")
+	reps := fs.Int("reps", 3, "throughput search: interleaved repetitions (1 to 5)")
+	maxRate := fs.Float64("max-rate", 200_000, "throughput search: the highest rate tried (500 to 1000000 decisions/s)")
+	bound := fs.Bool("bound", true, "run the bound comparison (the shift and the partition)")
+	tput := fs.Bool("throughput", true, "run the throughput search")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *step < 100*time.Millisecond || *step > 10*time.Second {
+		return fmt.Errorf("--step %v: must be between 100ms and 10s", *step)
+	}
+	if *reps < 1 || *reps > 5 {
+		return fmt.Errorf("--reps %d: must be between 1 and 5", *reps)
+	}
+	if *maxRate < 500 || *maxRate > 1_000_000 {
+		return fmt.Errorf("--max-rate %g: must be between 500 and 1000000", *maxRate)
 	}
 	if *duration < 4*time.Second || *duration > 2*time.Minute {
 		return fmt.Errorf("--duration %v: must be between 4s and 2m", *duration)
@@ -67,12 +84,22 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := compare(context.Background(), t, sc, rlExe, dir)
-	if err != nil {
-		return err
+	res := &result{}
+	if *bound {
+		if res, err = compare(context.Background(), t, sc, rlExe, dir); err != nil {
+			return err
+		}
+		printTable(os.Stdout, res)
 	}
 	res.Command = "cd bench/quotapeers && go run . " + strings.Join(args, " ")
-	printTable(os.Stdout, res)
+	if *tput {
+		tp, err := throughput(context.Background(), tpSystems(rlExe, dir), tpOptions{Step: *step, Reps: *reps, MaxRate: *maxRate})
+		if err != nil {
+			return err
+		}
+		res.Throughput = tp
+		printThroughput(os.Stdout, tp)
+	}
 	if *out != "" {
 		b, err := json.MarshalIndent(res, "", " ")
 		if err != nil {
@@ -104,7 +131,7 @@ func compare(ctx context.Context, t tenant, sc schedule, rlExe, dir string) (*re
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	res := &result{
-		Date: time.Now().UTC().Format(time.RFC3339), Go: runtime.Version(), Gubernator: "v2.13.0",
+		Date: time.Now().UTC().Format(time.RFC3339), Go: runtime.Version(), Gubernator: "v2.13.0", Ratelimit: ratelimitVersion,
 		CPUs: runtime.NumCPU(), LoadBefore: loadavg(), Tenant: t, LeaseS: t.Lease.Seconds(),
 		Schedule: sc.json(), BinMS: float64(bin / time.Millisecond),
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -11,6 +12,19 @@ import (
 	"testing"
 	"time"
 )
+
+// TestMain lets the throughput search start this test binary as a
+// service ("serve afloat"), as it starts the command.
+func TestMain(m *testing.M) {
+	if len(os.Args) == 3 && os.Args[1] == "serve" {
+		if err := serve(os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, "quotapeers:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
 
 // TestShortRun runs the comparison for 6 s (afloat on 2 s leases, so that
 // the cut region's lease runs out while it is cut off) and checks what
@@ -21,7 +35,7 @@ import (
 // (plus its third of B), and the JSON has every series for the whole run.
 func TestShortRun(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "peers.json")
-	if err := run([]string{"--duration", "6s", "--lease", "2s", "--out", out}); err != nil {
+	if err := run([]string{"--duration", "6s", "--lease", "2s", "--reps", "1", "--step", "200ms", "--max-rate", "600", "--out", out}); err != nil {
 		t.Fatal(err)
 	}
 	raw, err := os.ReadFile(out)
@@ -63,13 +77,22 @@ func TestShortRun(t *testing.T) {
 			}
 		}
 	}
+	if res.Throughput == nil || len(res.Throughput.Systems) != 5 {
+		t.Fatalf("throughput: %+v, want 5 systems", res.Throughput)
+	}
+	for _, s := range res.Throughput.Systems {
+		if len(s.Reps) != 1 || len(s.Reps[0].Steps) == 0 || s.Reps[0].Steps[0].Decisions == 0 {
+			t.Errorf("throughput: %s: %+v, want one repetition with decisions", s.ID, s.Reps)
+		}
+	}
 	if !strings.HasPrefix(res.Command, "cd bench/quotapeers && go run . --duration 6s") {
 		t.Errorf("command %q", res.Command)
 	}
 }
 
 func TestFlagsRefused(t *testing.T) {
-	for _, args := range [][]string{{"--duration", "1s"}, {"--duration", "3m"}, {"--lease", "1s"}, {"--lease", "13s"}} {
+	for _, args := range [][]string{{"--duration", "1s"}, {"--duration", "3m"}, {"--lease", "1s"}, {"--lease", "13s"},
+		{"--step", "50ms"}, {"--step", "11s"}, {"--reps", "0"}, {"--reps", "6"}, {"--max-rate", "100"}, {"--max-rate", "2e6"}} {
 		err := run(args)
 		if err == nil || !strings.Contains(err.Error(), args[0]) {
 			t.Errorf("%v: %v, want an error naming %s", args, err, args[0])

@@ -227,20 +227,22 @@ func (rec *recorder) summary(id string, t tenant, sc schedule) systemJSON {
 }
 
 type result struct {
-	Date       string       `json:"date"`
-	Command    string       `json:"command"`
-	Go         string       `json:"go"`
-	Gubernator string       `json:"gubernator"`
-	CPUs       int          `json:"cpus"`
-	LoadBefore string       `json:"load_before"`
-	LoadAfter  string       `json:"load_after"`
-	Tenant     tenant       `json:"tenant"`
-	LeaseS     float64      `json:"lease_s"`
-	Schedule   scheduleJSON `json:"schedule"`
-	BinMS      float64      `json:"bin_ms"`
-	Seconds    []float64    `json:"seconds"` // the end of each second of the series
-	Offered    []float64    `json:"offered"` // requests offered in each second, all regions
-	Systems    []systemJSON `json:"systems"`
+	Date       string          `json:"date"`
+	Command    string          `json:"command"`
+	Go         string          `json:"go"`
+	Gubernator string          `json:"gubernator"`
+	CPUs       int             `json:"cpus"`
+	LoadBefore string          `json:"load_before"`
+	LoadAfter  string          `json:"load_after"`
+	Tenant     tenant          `json:"tenant"`
+	LeaseS     float64         `json:"lease_s"`
+	Schedule   scheduleJSON    `json:"schedule"`
+	BinMS      float64         `json:"bin_ms"`
+	Seconds    []float64       `json:"seconds"` // the end of each second of the series
+	Offered    []float64       `json:"offered"` // requests offered in each second, all regions
+	Systems    []systemJSON    `json:"systems"`
+	Ratelimit  string          `json:"ratelimit"` // envoyproxy/ratelimit's version
+	Throughput *throughputJSON `json:"throughput,omitempty"`
 }
 
 type scheduleJSON struct {

@@ -367,3 +367,7 @@ func newRatelimit(ctx context.Context, exe, dir string, t tenant, names []string
 	}
 	return s, nil
 }
+
+// ratelimitVersion is the envoyproxy/ratelimit version ratelimitd/go.mod
+// pins.
+const ratelimitVersion = "v1.4.1-0.20260122083618-3fb702589d36"

@@ -1,0 +1,507 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	guber "github.com/gubernator-io/gubernator/v2"
+	"google.golang.org/grpc"
+)
+
+// The throughput search: for each service, the most decisions a second it
+// answers with p99 ≤ target from each request's scheduled time, the
+// service pinned to one core and this generator to the other.
+const (
+	tpTarget   = time.Millisecond
+	tpWorkers  = 128 // concurrent calls in flight at most: more than any service here needs at its best rate
+	tpConns    = 4   // gRPC connections the workers share
+	tpFirst    = 500.0
+	tpGrowth   = 1.2
+	tpFailsEnd = 2 // consecutive failed steps that end a search
+)
+
+// tpOptions shape the search.
+type tpOptions struct {
+	Step    time.Duration // length of each rate step
+	Reps    int           // interleaved repetitions
+	MaxRate float64       // the search stops above it
+}
+
+// caller makes one decision; a worker owns one.
+type caller func(ctx context.Context) error
+
+// tpService is one service under the search, started for it.
+type tpService struct {
+	newCaller func() (caller, error)
+	stop      func()
+}
+
+type tpSystem struct {
+	id    string
+	start func(ctx context.Context) (*tpService, error)
+}
+
+// serviceCPU and generatorCPU: the cores the service and the generator are
+// pinned to.
+const (
+	serviceCPU   = "0"
+	generatorCPU = "1"
+)
+
+func tpSystems(rlExe, dir string) []tpSystem {
+	return []tpSystem{
+		{"afloat_rls", func(ctx context.Context) (*tpService, error) { return startSelf(ctx, "afloat", "grpc") }},
+		{"afloat_http", func(ctx context.Context) (*tpService, error) { return startSelf(ctx, "afloat", "http") }},
+		{"ratelimit", func(ctx context.Context) (*tpService, error) {
+			rp, raddr, err := redisServer(serviceCPU)
+			if err != nil {
+				return nil, err
+			}
+			sp, addr, err := startRatelimit(ctx, rlExe, dir, raddr, 500, 10, serviceCPU)
+			if err != nil {
+				rp.stop()
+				return nil, err
+			}
+			s, err := rlsService(addr)
+			if err != nil {
+				sp.stop()
+				rp.stop()
+				return nil, err
+			}
+			inner := s.stop
+			s.stop = func() { inner(); sp.stop(); rp.stop() }
+			return s, nil
+		}},
+		{"gubernator_global", func(ctx context.Context) (*tpService, error) { return startGubernatorSolo(ctx, guber.Behavior_GLOBAL) }},
+		{"gubernator_default", func(ctx context.Context) (*tpService, error) {
+			return startGubernatorSolo(ctx, guber.Behavior_BATCHING)
+		}},
+	}
+}
+
+// startSelf runs this program's serve subcommand as a child pinned to the
+// service's core and returns a service speaking proto ("grpc": RLS, or
+// "http": the decision API) to it.
+func startSelf(ctx context.Context, what, proto string) (*tpService, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("taskset", "-c", serviceCPU, exe, "serve", what)
+	// GOGC: what afloat quota region runs its agent with (agent.GCPercent).
+	cmd.Env = append(os.Environ(), "GOGC=400")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	stop := func() {
+		stdin.Close()
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	}
+	addrs := map[string]string{}
+	sc := bufio.NewScanner(out)
+	for len(addrs) < 2 && sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), " "); ok {
+			addrs[k] = v
+		}
+		if what == "gubernator" && addrs["grpc"] != "" {
+			break
+		}
+	}
+	go io.Copy(io.Discard, out)
+	addr := addrs[proto]
+	if addr == "" {
+		stop()
+		return nil, fmt.Errorf("serve %s: no %s address", what, proto)
+	}
+	var s *tpService
+	switch {
+	case what == "afloat" && proto == "grpc":
+		s, err = rlsService(addr)
+		if err == nil {
+			cc, c, _ := dialRLS(addr)
+			err = waitRLS(ctx, c) // its first lease
+			cc.Close()
+		}
+	case what == "afloat" && proto == "http":
+		s = httpService(addr)
+	default:
+		err = errors.New("no client for it")
+	}
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("serve %s: %w", what, err)
+	}
+	inner := s.stop
+	s.stop = func() { inner(); stop() }
+	return s, nil
+}
+
+// rlsService: workers share tpConns gRPC connections to an RLS service.
+func rlsService(addr string) (*tpService, error) {
+	var conns []*grpc.ClientConn
+	var clients []rlsv3.RateLimitServiceClient
+	for range tpConns {
+		cc, c, err := dialRLS(addr)
+		if err != nil {
+			return nil, err
+		}
+		conns = append(conns, cc)
+		clients = append(clients, c)
+	}
+	req := rlsRequest()
+	var next atomic.Int64
+	return &tpService{
+		newCaller: func() (caller, error) {
+			c := clients[int(next.Add(1))%len(clients)]
+			return func(ctx context.Context) error {
+				_, err := c.ShouldRateLimit(ctx, req)
+				return err
+			}, nil
+		},
+		stop: func() {
+			for _, cc := range conns {
+				cc.Close()
+			}
+		},
+	}, nil
+}
+
+func startGubernatorSolo(ctx context.Context, behavior guber.Behavior) (*tpService, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("taskset", "-c", serviceCPU, exe, "serve", "gubernator")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	stopProc := func() {
+		stdin.Close()
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	}
+	sc := bufio.NewScanner(out)
+	addr := ""
+	if sc.Scan() {
+		addr, _ = strings.CutPrefix(sc.Text(), "grpc ")
+	}
+	go io.Copy(io.Discard, out)
+	if addr == "" {
+		stopProc()
+		return nil, errors.New("serve gubernator: no address")
+	}
+	var clients []guber.V1Client
+	for range tpConns {
+		c, err := guber.DialV1Server(addr, nil)
+		if err != nil {
+			stopProc()
+			return nil, err
+		}
+		clients = append(clients, c)
+	}
+	req := &guber.GetRateLimitsReq{Requests: []*guber.RateLimitReq{{
+		Name: "bench", UniqueKey: tenantName, Hits: 1, Limit: 6000, Duration: 12 * guber.Second, Burst: 6000,
+		Algorithm: guber.Algorithm_LEAKY_BUCKET, Behavior: behavior,
+	}}}
+	var next atomic.Int64
+	return &tpService{
+		newCaller: func() (caller, error) {
+			c := clients[int(next.Add(1))%len(clients)]
+			return func(ctx context.Context) error {
+				resp, err := c.GetRateLimits(ctx, req)
+				if err == nil && (len(resp.Responses) != 1 || resp.Responses[0].Error != "") {
+					err = fmt.Errorf("gubernator: %v", resp.Responses)
+				}
+				return err
+			}, nil
+		},
+		stop: stopProc,
+	}, nil
+}
+
+// httpService: each worker owns a keep-alive connection to the decision
+// API, writes one prepared request and reads the answer, allocating
+// nothing per call (as wrk does), so that the generator's garbage
+// collection adds little to what it measures.
+func httpService(addr string) *tpService {
+	body := `{"tenant":"` + tenantName + `","endpoint":"/","n":1}`
+	req := []byte("POST /v1/allow HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\nContent-Length: " +
+		strconv.Itoa(len(body)) + "\r\n\r\n" + body)
+	var mu sync.Mutex
+	var conns []net.Conn
+	return &tpService{
+		newCaller: func() (caller, error) {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				return nil, err
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			r := bufio.NewReaderSize(c, 4096)
+			buf := make([]byte, 4096)
+			return func(context.Context) error {
+				if _, err := c.Write(req); err != nil {
+					return err
+				}
+				return readHTTPAnswer(r, buf)
+			}, nil
+		},
+		stop: func() {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, c := range conns {
+				c.Close()
+			}
+		},
+	}
+}
+
+func readHTTPAnswer(r *bufio.Reader, buf []byte) error {
+	status, err := r.ReadSlice('\n')
+	if err != nil {
+		return err
+	}
+	if !bytes.HasPrefix(status, []byte("HTTP/1.1 200")) {
+		return fmt.Errorf("status %q", status)
+	}
+	n := -1
+	for {
+		line, err := r.ReadSlice('\n')
+		if err != nil {
+			return err
+		}
+		if len(line) <= 2 {
+			break
+		}
+		if v, ok := bytes.CutPrefix(line, []byte("Content-Length: ")); ok {
+			n, _ = strconv.Atoi(string(bytes.TrimSpace(v)))
+		}
+	}
+	if n < 0 || n > len(buf) {
+		return fmt.Errorf("content length %d", n)
+	}
+	_, err = io.ReadFull(r, buf[:n])
+	return err
+}
+
+// step is one rate of the search.
+type step struct {
+	Rate      float64 `json:"rate"`
+	Decisions int     `json:"decisions"`
+	Failed    int64   `json:"failed"`
+	P50MS     float64 `json:"p50_ms"`
+	P99MS     float64 `json:"p99_ms"`
+	ElapsedS  float64 `json:"elapsed_s"`
+}
+
+func (s step) pass() bool {
+	return s.Failed == 0 && s.P99MS <= tpTarget.Seconds()*1e3 && float64(s.Decisions) >= 0.97*s.Rate*s.ElapsedS
+}
+
+// openLoop offers rate decisions a second for d, each scheduled at
+// start + i/rate and handed to the first free worker; a decision's latency
+// runs from its scheduled time to its answer, so that a generator or
+// service that falls behind shows as latency, not as a lower rate.
+func openLoop(ctx context.Context, callers []caller, rate float64, d time.Duration) step {
+	type job struct{ at time.Time }
+	jobs := make(chan job, 1<<16)
+	var mu sync.Mutex
+	var lat []time.Duration
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	for _, call := range callers {
+		wg.Go(func() {
+			var mine []time.Duration
+			for j := range jobs {
+				cctx, cancel := context.WithTimeout(ctx, time.Second)
+				err := call(cctx)
+				cancel()
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				mine = append(mine, time.Since(j.at))
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
+		})
+	}
+	start := time.Now()
+	n := int(rate * d.Seconds())
+	for i := range n {
+		at := start.Add(time.Duration(float64(i) / rate * float64(time.Second)))
+		if w := time.Until(at); w > 0 {
+			time.Sleep(w)
+		}
+		jobs <- job{at}
+	}
+	close(jobs)
+	wg.Wait()
+	elapsed := time.Since(start)
+	slices.Sort(lat)
+	pct := func(q float64) float64 {
+		if len(lat) == 0 {
+			return 0
+		}
+		return float64(lat[min(len(lat)-1, int(q*float64(len(lat))))]) / float64(time.Millisecond)
+	}
+	return step{Rate: rate, Decisions: len(lat), Failed: failed.Load(), P50MS: pct(0.5), P99MS: pct(0.99), ElapsedS: elapsed.Seconds()}
+}
+
+// search starts the service, warms it, and raises the rate by tpGrowth
+// from tpFirst until tpFailsEnd steps in a row fail; it returns the best
+// step that passed (Rate 0 if none) and every step.
+func search(ctx context.Context, sys tpSystem, o tpOptions) (best step, steps []step, err error) {
+	svc, err := sys.start(ctx)
+	if err != nil {
+		return step{}, nil, fmt.Errorf("%s: %w", sys.id, err)
+	}
+	defer svc.stop()
+	callers := make([]caller, tpWorkers)
+	for i := range callers {
+		if callers[i], err = svc.newCaller(); err != nil {
+			return step{}, nil, fmt.Errorf("%s: %w", sys.id, err)
+		}
+	}
+	openLoop(ctx, callers, 1000, o.Step) // warm: connections, caches
+	fails := 0
+	for rate := tpFirst; rate <= o.MaxRate && fails < tpFailsEnd; rate *= tpGrowth {
+		s := openLoop(ctx, callers, float64(int(rate)), o.Step)
+		steps = append(steps, s)
+		if s.pass() {
+			fails = 0
+			if s.Rate > best.Rate {
+				best = s
+			}
+		} else {
+			fails++
+		}
+	}
+	return best, steps, nil
+}
+
+type throughputJSON struct {
+	TargetP99MS float64        `json:"target_p99_ms"`
+	StepS       float64        `json:"step_s"`
+	Reps        int            `json:"reps"`
+	ServiceCPU  string         `json:"service_cpu"`
+	GenCPU      string         `json:"generator_cpu"`
+	LoadBefore  string         `json:"load_before"`
+	LoadAfter   string         `json:"load_after"`
+	Systems     []tpSystemJSON `json:"systems"`
+}
+
+type tpSystemJSON struct {
+	ID            string  `json:"id"`
+	DecisionsPerS float64 `json:"decisions_per_s"` // the median repetition's best passing rate
+	P99MS         float64 `json:"p99_ms"`          // p99 at that rate
+	Reps          []tpRep `json:"reps"`
+}
+
+type tpRep struct {
+	DecisionsPerS float64 `json:"decisions_per_s"`
+	P99MS         float64 `json:"p99_ms"`
+	Steps         []step  `json:"steps"`
+}
+
+// throughput runs the search for every system, o.Reps times interleaved
+// (every system once, then again), this process pinned to generatorCPU
+// meanwhile (every thread: taskset -a).
+func throughput(ctx context.Context, systems []tpSystem, o tpOptions) (*throughputJSON, error) {
+	out := &throughputJSON{TargetP99MS: tpTarget.Seconds() * 1e3, StepS: o.Step.Seconds(), Reps: o.Reps,
+		ServiceCPU: serviceCPU, GenCPU: generatorCPU, LoadBefore: loadavg()}
+	if runtime.NumCPU() < 2 {
+		return nil, errors.New("throughput: needs 2 CPUs, one for the service and one for the generator")
+	}
+	pid := strconv.Itoa(os.Getpid())
+	if b, err := exec.Command("taskset", "-a", "-p", "-c", generatorCPU, pid).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("throughput: taskset: %w: %s", err, b)
+	}
+	defer exec.Command("taskset", "-a", "-p", "-c", fmt.Sprintf("0-%d", runtime.NumCPU()-1), pid).Run()
+	reps := make([][]tpRep, len(systems))
+	for range o.Reps {
+		for i, sys := range systems {
+			best, steps, err := search(ctx, sys, o)
+			if err != nil {
+				return nil, err
+			}
+			reps[i] = append(reps[i], tpRep{DecisionsPerS: best.Rate, P99MS: best.P99MS, Steps: steps})
+		}
+	}
+	out.LoadAfter = loadavg()
+	for i, sys := range systems {
+		rs := slices.Clone(reps[i])
+		slices.SortFunc(rs, func(a, b tpRep) int {
+			switch {
+			case a.DecisionsPerS < b.DecisionsPerS:
+				return -1
+			case a.DecisionsPerS > b.DecisionsPerS:
+				return 1
+			}
+			return 0
+		})
+		med := rs[len(rs)/2]
+		out.Systems = append(out.Systems, tpSystemJSON{ID: sys.id, DecisionsPerS: med.DecisionsPerS, P99MS: med.P99MS, Reps: reps[i]})
+	}
+	return out, nil
+}
+
+func printThroughput(w io.Writer, tp *throughputJSON) {
+	fmt.Fprintf(w, "throughput at p99 ≤ %g ms from the schedule (service on CPU %s, generator on CPU %s; %d repetitions of %gs steps; load %s → %s)\n",
+		tp.TargetP99MS, tp.ServiceCPU, tp.GenCPU, tp.Reps, tp.StepS, tp.LoadBefore, tp.LoadAfter)
+	for _, s := range tp.Systems {
+		var each []string
+		for _, r := range s.Reps {
+			each = append(each, fmt.Sprintf("%.0f", r.DecisionsPerS))
+		}
+		fmt.Fprintf(w, "  %-20s %8.0f decisions/s (p99 %.3f ms; repetitions %s)\n", s.ID, s.DecisionsPerS, s.P99MS, strings.Join(each, ", "))
+	}
+}
