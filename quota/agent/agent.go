@@ -574,14 +574,14 @@ func (a *Agent) allow(w http.ResponseWriter, r *http.Request) {
 	var ans AllowAnswer
 	if a.lim.AllowAt(now, req.Tenant, cost) {
 		ans.Allowed = true
-		a.events.Write(&eventlog.Event{T: a.unix(now), Kind: eventlog.Admit, Tenant: req.Tenant, Region: a.o.Name, N: cost})
+		a.event(now, eventlog.Admit, req.Tenant, cost)
 	} else if most, ok := a.lim.MaxCost(req.Tenant); ok && cost > most {
 		ans.Never, ans.MaxCost = true, most
-		a.events.Write(&eventlog.Event{T: a.unix(now), Kind: eventlog.Reject, Tenant: req.Tenant, Region: a.o.Name, N: cost})
+		a.event(now, eventlog.Reject, req.Tenant, cost)
 	} else {
 		d, known := a.lim.RetryAfter(now, req.Tenant, cost)
 		ans.RetryAfter, ans.RetryKnown = math.Ceil(d.Seconds()*1000)/1000, known
-		a.events.Write(&eventlog.Event{T: a.unix(now), Kind: eventlog.Reject, Tenant: req.Tenant, Region: a.o.Name, N: cost})
+		a.event(now, eventlog.Reject, req.Tenant, cost)
 	}
 	st := a.lim.Status(now, req.Tenant)
 	ans.Remaining = st.Balance.Float()
@@ -591,6 +591,15 @@ func (a *Agent) allow(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-store")
 	w.Write(out) //nolint:errcheck // the client went away
 	decided(a.metrics.decideAPI, began)
+}
+
+// event logs a decision of the region's, at now on the limiter's clock.
+// Without an event log it does nothing, and the event is not allocated.
+func (a *Agent) event(now int64, kind eventlog.Kind, tenant string, n int64) {
+	if a.events == nil {
+		return
+	}
+	a.events.Write(&eventlog.Event{T: a.unix(now), Kind: kind, Tenant: tenant, Region: a.o.Name, N: n})
 }
 
 // appendAllowAnswer writes ans as encoding/json would (its fields are

@@ -62,7 +62,8 @@ func (e rlsEntry) GetKeyValue() (string, string) { return e.k, e.v }
 // match returns the first rule matching entries, or -1.
 func (ix *envoyIndex) match(entries []rlsEntry) int {
 	best := -1
-	if i, ok := ix.exact[config.EntriesKey(entries)]; ok {
+	var kb [256]byte // most keys fit: the lookup then allocates nothing
+	if i, ok := ix.exact[string(config.AppendEntriesKey(kb[:0], entries))]; ok {
 		best = i
 	}
 	for _, i := range ix.wild {
@@ -179,8 +180,16 @@ func (s *rlsServer) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReq
 	if hits > maxEnvoyHits {
 		return nil, invalid("hits_addend %d: want 0 (for 1) to %d", hits, maxEnvoyHits)
 	}
-	calls := make([]envoyCall, len(ds))
-	var entries []rlsEntry
+	// Requests of a few descriptors and entries, as Envoy's usually are,
+	// are resolved on the stack.
+	var callsBuf [4]envoyCall
+	var entriesBuf [8]rlsEntry
+	calls := callsBuf[:0]
+	if len(ds) > len(callsBuf) {
+		calls = make([]envoyCall, 0, len(ds))
+	}
+	calls = calls[:len(ds)]
+	entries := entriesBuf[:0]
 	for i, d := range ds {
 		es := d.GetEntries()
 		if len(es) == 0 || len(es) > config.MaxEnvoyEntries {
@@ -225,42 +234,44 @@ func (s *rlsServer) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReq
 	}
 
 	now := a.now()
-	resp := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK, Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(calls))}
+	ans := newRLSAnswer(len(calls))
+	resp := &ans.resp
+	resp.OverallCode = rlsv3.RateLimitResponse_OK
 	var head *rlsv3.RateLimitResponse_DescriptorStatus // the one the headers describe
 	var retry time.Duration
 	var never string // a descriptor's tenant can never admit its cost: the body that says so
 	for i, c := range calls {
+		st := &ans.st[i]
+		ds := &st.ds
+		resp.Statuses[i] = ds
+		ds.Code = rlsv3.RateLimitResponse_OK
 		if c.rule < 0 {
-			resp.Statuses[i] = &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
 			continue
 		}
 		cost := c.hits * c.cost
 		ok := a.lim.AllowAt(now, c.tenant, cost)
-		st := a.lim.Status(now, c.tenant)
+		ls := a.lim.Status(now, c.tenant)
 		var rate float64 // the region's share now: none without a valid lease
-		if st.Valid {
-			rate = st.Lease.Rate.Float()
+		if ls.Valid {
+			rate = ls.Lease.Rate.Float()
 		}
-		ds := &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK,
-			CurrentLimit: &rlsv3.RateLimitResponse_RateLimit{
-				Name:            c.tenant,
-				RequestsPerUnit: clampU32(rate / float64(c.cost)),
-				Unit:            rlsv3.RateLimitResponse_RateLimit_SECOND,
-			},
-			LimitRemaining: clampU32(st.Balance.Float() / float64(c.cost)),
-		}
+		st.limit.Name = c.tenant
+		st.limit.RequestsPerUnit = clampU32(rate / float64(c.cost))
+		st.limit.Unit = rlsv3.RateLimitResponse_RateLimit_SECOND
+		ds.CurrentLimit = &st.limit
+		ds.LimitRemaining = clampU32(ls.Balance.Float() / float64(c.cost))
 		if ok {
-			a.events.Write(&eventlog.Event{T: a.unix(now), Kind: eventlog.Admit, Tenant: c.tenant, Region: a.o.Name, N: cost})
+			a.event(now, eventlog.Admit, c.tenant, cost)
 			// A token bucket's window "resets" when it is full again.
 			var full time.Duration
 			if rate > 0 {
-				full = time.Duration(math.Ceil(max(0, st.Lease.Burst.Float()-st.Balance.Float()) / rate * 1e9))
+				full = time.Duration(math.Ceil(max(0, ls.Lease.Burst.Float()-ls.Balance.Float()) / rate * 1e9))
 			}
-			ds.DurationUntilReset = durationpb.New(full)
+			ds.DurationUntilReset = st.reset(full)
 		} else if most, known := a.lim.MaxCost(c.tenant); known && cost > most {
 			// Never admittable: over the limit with no time to reset, and
 			// the request's answer says so (below).
-			a.events.Write(&eventlog.Event{T: a.unix(now), Kind: eventlog.Reject, Tenant: c.tenant, Region: a.o.Name, N: cost})
+			a.event(now, eventlog.Reject, c.tenant, cost)
 			ds.Code = rlsv3.RateLimitResponse_OVER_LIMIT
 			resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
 			if never == "" {
@@ -268,14 +279,13 @@ func (s *rlsServer) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReq
 					cost, c.tenant, most, a.o.Name)
 			}
 		} else {
-			a.events.Write(&eventlog.Event{T: a.unix(now), Kind: eventlog.Reject, Tenant: c.tenant, Region: a.o.Name, N: cost})
+			a.event(now, eventlog.Reject, c.tenant, cost)
 			d, _ := a.lim.RetryAfter(now, c.tenant, cost)
 			ds.Code = rlsv3.RateLimitResponse_OVER_LIMIT
-			ds.DurationUntilReset = durationpb.New(d)
+			ds.DurationUntilReset = st.reset(d)
 			resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
 			retry = max(retry, d)
 		}
-		resp.Statuses[i] = ds
 		// The headers describe the tightest descriptor: over the limit
 		// first, then the fewest remaining (Envoy's ratelimit service
 		// reports the one with the least remaining, too).
@@ -284,18 +294,32 @@ func (s *rlsServer) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReq
 		}
 	}
 	if head != nil && e.Headers != "none" {
-		prefix := "x-ratelimit-"
+		keys := &xRateLimitHeaders
 		if e.Headers == "ratelimit" {
-			prefix = "ratelimit-"
+			keys = &rateLimitHeaders
 		}
-		hv := func(k, v string) *corev3.HeaderValue { return &corev3.HeaderValue{Key: k, Value: v} }
-		resp.ResponseHeadersToAdd = []*corev3.HeaderValue{
-			hv(prefix+"limit", strconv.FormatUint(uint64(head.CurrentLimit.RequestsPerUnit), 10)),
-			hv(prefix+"remaining", strconv.FormatUint(uint64(head.LimitRemaining), 10)),
-			hv(prefix+"reset", strconv.Itoa(ceilSeconds(head.DurationUntilReset.AsDuration(), 0))),
+		// The values share one string: one allocation for them all.
+		var vb [80]byte
+		b := strconv.AppendUint(vb[:0], uint64(head.CurrentLimit.RequestsPerUnit), 10)
+		n0 := len(b)
+		b = strconv.AppendUint(b, uint64(head.LimitRemaining), 10)
+		n1 := len(b)
+		b = strconv.AppendInt(b, int64(ceilSeconds(head.DurationUntilReset.AsDuration(), 0)), 10)
+		n2 := len(b)
+		over := resp.OverallCode == rlsv3.RateLimitResponse_OVER_LIMIT && never == ""
+		if over {
+			b = strconv.AppendInt(b, int64(ceilSeconds(retry, 1)), 10)
 		}
-		if resp.OverallCode == rlsv3.RateLimitResponse_OVER_LIMIT && never == "" {
-			resp.ResponseHeadersToAdd = append(resp.ResponseHeadersToAdd, hv("retry-after", strconv.Itoa(ceilSeconds(retry, 1))))
+		vs := string(b)
+		ans.hv[0].Key, ans.hv[0].Value = keys[0], vs[:n0]
+		ans.hv[1].Key, ans.hv[1].Value = keys[1], vs[n0:n1]
+		ans.hv[2].Key, ans.hv[2].Value = keys[2], vs[n1:n2]
+		ans.hp[0], ans.hp[1], ans.hp[2] = &ans.hv[0], &ans.hv[1], &ans.hv[2]
+		resp.ResponseHeadersToAdd = ans.hp[:3]
+		if over {
+			ans.hv[3].Key, ans.hv[3].Value = "retry-after", vs[n2:]
+			ans.hp[3] = &ans.hv[3]
+			resp.ResponseHeadersToAdd = ans.hp[:4]
 		}
 	}
 	if never != "" {
@@ -306,6 +330,48 @@ func (s *rlsServer) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReq
 	}
 	decided(a.metrics.decideEnvoy, began)
 	return resp, nil
+}
+
+// The rate-limit headers' names, by the envoy section's headers.
+var (
+	xRateLimitHeaders = [3]string{"x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"}
+	rateLimitHeaders  = [3]string{"ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"}
+)
+
+// rlsAnswer is an answer to ShouldRateLimit and everything it points to,
+// allocated together: one allocation for a request of one descriptor
+// where a message apiece took nine. Its messages are used in place, never
+// copied.
+type rlsAnswer struct {
+	resp rlsv3.RateLimitResponse
+	one  [1]rlsStatus
+	onep [1]*rlsv3.RateLimitResponse_DescriptorStatus
+	st   []rlsStatus
+	hv   [4]corev3.HeaderValue
+	hp   [4]*corev3.HeaderValue
+}
+
+// rlsStatus is a descriptor's status with its limit and its reset.
+type rlsStatus struct {
+	ds    rlsv3.RateLimitResponse_DescriptorStatus
+	limit rlsv3.RateLimitResponse_RateLimit
+	dur   durationpb.Duration
+}
+
+func newRLSAnswer(n int) *rlsAnswer {
+	ans := &rlsAnswer{}
+	if n == 1 {
+		ans.st, ans.resp.Statuses = ans.one[:], ans.onep[:]
+	} else {
+		ans.st, ans.resp.Statuses = make([]rlsStatus, n), make([]*rlsv3.RateLimitResponse_DescriptorStatus, n)
+	}
+	return ans
+}
+
+// reset sets the status's duration to d (as durationpb.New) and returns it.
+func (s *rlsStatus) reset(d time.Duration) *durationpb.Duration {
+	s.dur.Seconds, s.dur.Nanos = int64(d/time.Second), int32(d%time.Second)
+	return &s.dur
 }
 
 // tighter says whether x is the tighter status: over the limit first,

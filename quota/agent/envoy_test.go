@@ -40,7 +40,7 @@ func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // fixedAgent is an agent of region eu on clock, with no coordinator: the
 // test installs its leases.
-func fixedAgent(t *testing.T, cfg string, clock *fakeClock) *Agent {
+func fixedAgent(t testing.TB, cfg string, clock *fakeClock) *Agent {
 	t.Helper()
 	a, err := New(Options{Config: opstest.MustConfig(t, cfg), Name: "eu", Coordinators: []string{"http://127.0.0.1:1"},
 		Listen: "127.0.0.1:0", Logger: opstest.QuietLog(), clock: clock.now})
@@ -50,7 +50,7 @@ func fixedAgent(t *testing.T, cfg string, clock *fakeClock) *Agent {
 
 // lease installs a lease of rate and burst for tenant at now, its bucket
 // full (the burst transferred), valid for an hour.
-func lease(t *testing.T, lim *region.Limiter, now int64, tenant string, id uint64, rate, burst float64) {
+func lease(t testing.TB, lim *region.Limiter, now int64, tenant string, id uint64, rate, burst float64) {
 	t.Helper()
 	req, err := lim.Request(now, tenant)
 	opstest.Must(t, err)
@@ -66,7 +66,7 @@ func lease(t *testing.T, lim *region.Limiter, now int64, tenant string, id uint6
 
 // serveGRPC serves the agent's RLS on a loopback port and returns
 // go-control-plane's client for it.
-func serveGRPC(t *testing.T, a *Agent) rlsv3.RateLimitServiceClient {
+func serveGRPC(t testing.TB, a *Agent) rlsv3.RateLimitServiceClient {
 	t.Helper()
 	gs, err := a.GRPCServer()
 	opstest.Must(t, err)

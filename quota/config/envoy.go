@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"strconv"
-	"strings"
 )
 
 // EnvoyConfig is the config file's envoy section: how the region agent
@@ -136,17 +135,22 @@ func (e *EnvoyConfig) validate(tenants map[string]int) error {
 // validation refuses such a pair, and the agent finds a request's exact
 // rule by it.
 func EntriesKey[E interface{ GetKeyValue() (string, string) }](es []E) string {
-	var b strings.Builder
+	return string(AppendEntriesKey(nil, es))
+}
+
+// AppendEntriesKey appends EntriesKey(es) to dst: a caller that looks the
+// key up in a map (m[string(key)]) allocates nothing.
+func AppendEntriesKey[E interface{ GetKeyValue() (string, string) }](dst []byte, es []E) []byte {
 	for _, e := range es {
 		k, v := e.GetKeyValue()
-		b.WriteString(strconv.Itoa(len(k)))
-		b.WriteByte(':')
-		b.WriteString(k)
-		b.WriteString(strconv.Itoa(len(v)))
-		b.WriteByte(':')
-		b.WriteString(v)
+		dst = strconv.AppendInt(dst, int64(len(k)), 10)
+		dst = append(dst, ':')
+		dst = append(dst, k...)
+		dst = strconv.AppendInt(dst, int64(len(v)), 10)
+		dst = append(dst, ':')
+		dst = append(dst, v...)
 	}
-	return b.String()
+	return dst
 }
 
 // GetKeyValue returns the entry's key and value.
