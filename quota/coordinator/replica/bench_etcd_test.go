@@ -161,7 +161,8 @@ func renewLoad(t *testing.T, clients map[string]*remote.Client, cfg *config.Conf
 		return nil
 	}
 	before := srv.Stats()
-	lat, lag, failed, elapsed := opstest.OpenLoop(rate, d, 2048, call)
+	l := opstest.OpenLoop(rate, d, 2048, call)
+	lat, lag, failed, elapsed := l.Lat, l.Lag, l.Failed, l.Elapsed
 	after := srv.Stats()
 	txns, ops := after.Txns-before.Txns, after.Ops-before.Ops
 	return fmt.Sprintf("%d renewals in %v = %.0f/s (offered %.0f/s), %d failed; latency p50 %v p99 %v max %v; sends behind schedule p99 %v; %d etcd txns = %.0f/s, %.1f ops/txn",

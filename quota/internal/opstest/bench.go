@@ -20,13 +20,21 @@ func BenchOnly(t testing.TB) {
 	}
 }
 
+// Load is what OpenLoop measured, each list sorted: Lat, the latency of
+// each call that succeeded from when a worker sent it; Sched, from when
+// it was scheduled — what a caller waits, a backlog included (too few
+// workers, a stalled server, a late generator), so that it cannot hide
+// (coordinated omission); Lag, how far each send was behind its
+// schedule.
+type Load struct {
+	Lat, Sched, Lag []time.Duration
+	Failed          int64
+	Elapsed         time.Duration
+}
+
 // OpenLoop calls f at rate calls a second for d, from workers goroutines,
-// and returns the latencies of the calls that succeeded (from when a
-// worker sent each), the count of those that failed, and the lag of the
-// sends behind their schedule: a backlog (too few workers, a stalled
-// server) shows there, so that a latency measured from the send cannot
-// hide it (coordinated omission).
-func OpenLoop(rate float64, d time.Duration, workers int, f func(i int) error) (lat, lag []time.Duration, failed int64, elapsed time.Duration) {
+// each call scheduled at start + i/rate and sent by the first free worker.
+func OpenLoop(rate float64, d time.Duration, workers int, f func(i int) error) Load {
 	var mu sync.Mutex
 	var fails atomic.Int64
 	type job struct {
@@ -34,10 +42,11 @@ func OpenLoop(rate float64, d time.Duration, workers int, f func(i int) error) (
 		at time.Time
 	}
 	jobs := make(chan job, 1<<16)
+	var out Load
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
-			var mine, late []time.Duration
+			var mine, sched, late []time.Duration
 			for j := range jobs {
 				t0 := time.Now()
 				late = append(late, t0.Sub(j.at))
@@ -45,11 +54,14 @@ func OpenLoop(rate float64, d time.Duration, workers int, f func(i int) error) (
 					fails.Add(1)
 					continue
 				}
-				mine = append(mine, time.Since(t0))
+				t1 := time.Now()
+				mine = append(mine, t1.Sub(t0))
+				sched = append(sched, t1.Sub(j.at))
 			}
 			mu.Lock()
-			lat = append(lat, mine...)
-			lag = append(lag, late...)
+			out.Lat = append(out.Lat, mine...)
+			out.Sched = append(out.Sched, sched...)
+			out.Lag = append(out.Lag, late...)
 			mu.Unlock()
 		})
 	}
@@ -64,10 +76,12 @@ func OpenLoop(rate float64, d time.Duration, workers int, f func(i int) error) (
 	}
 	close(jobs)
 	wg.Wait()
-	elapsed = time.Since(start)
-	slices.Sort(lat)
-	slices.Sort(lag)
-	return lat, lag, fails.Load(), elapsed
+	out.Elapsed = time.Since(start)
+	slices.Sort(out.Lat)
+	slices.Sort(out.Sched)
+	slices.Sort(out.Lag)
+	out.Failed = fails.Load()
+	return out
 }
 
 // Pct is the p quantile of sorted latencies.
