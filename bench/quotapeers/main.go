@@ -51,6 +51,7 @@ func run(args []string) error {
 	out := fs.String("out", "", "write the result as JSON to this file (\"\" for none)")
 	lease := fs.Duration("lease", 10*time.Second, "afloat's lease length (2s to 12s: B ≥ R·lease)")
 	step := fs.Duration("step", 2*time.Second, "throughput search: length of each rate step (100ms to 10s)")
+	p99 := fs.Duration("p99", time.Millisecond, "throughput search: the p99 from the schedule a rate must keep (100µs to 100ms)")
 	reps := fs.Int("reps", 3, "throughput search: interleaved repetitions (1 to 5)")
 	maxRate := fs.Float64("max-rate", 200_000, "throughput search: the highest rate tried (500 to 1000000 decisions/s)")
 	bound := fs.Bool("bound", true, "run the bound comparison (the shift and the partition)")
@@ -60,6 +61,9 @@ func run(args []string) error {
 	}
 	if *step < 100*time.Millisecond || *step > 10*time.Second {
 		return fmt.Errorf("--step %v: must be between 100ms and 10s", *step)
+	}
+	if *p99 < 100*time.Microsecond || *p99 > 100*time.Millisecond {
+		return fmt.Errorf("--p99 %v: must be between 100µs and 100ms", *p99)
 	}
 	if *reps < 1 || *reps > 5 {
 		return fmt.Errorf("--reps %d: must be between 1 and 5", *reps)
@@ -93,7 +97,7 @@ func run(args []string) error {
 	}
 	res.Command = "cd bench/quotapeers && go run . " + strings.Join(args, " ")
 	if *tput {
-		tp, err := throughput(context.Background(), tpSystems(rlExe, dir), tpOptions{Step: *step, Reps: *reps, MaxRate: *maxRate})
+		tp, err := throughput(context.Background(), tpSystems(rlExe, dir), tpOptions{P99: *p99, Step: *step, Reps: *reps, MaxRate: *maxRate})
 		if err != nil {
 			return err
 		}
@@ -183,20 +187,14 @@ func compare(ctx context.Context, t tenant, sc schedule, rlExe, dir string) (*re
 		{"ratelimit_shared", rs}, {"ratelimit_per_region", rp}, {"naive", nv},
 	}
 	recs := make([]*recorder, len(systems))
-	start := time.Now()
-	done := make(chan struct{})
-	for i, s := range systems {
-		recs[i] = newRecorder(sc)
-		go func() { drive(ctx, start, s.sys, sc, recs[i]); done <- struct{}{} }()
-	}
 	all := make([]system, len(systems))
 	for i, s := range systems {
+		recs[i] = newRecorder(sc)
 		all[i] = s.sys
 	}
+	start := time.Now()
 	go faults(ctx, start, sc, all)
-	for range systems {
-		<-done
-	}
+	drive(ctx, start, all, sc, recs)
 	res.LoadAfter = loadavg()
 	for i, s := range systems {
 		res.Systems = append(res.Systems, recs[i].summary(s.id, t, sc))

@@ -92,7 +92,7 @@ func TestShortRun(t *testing.T) {
 
 func TestFlagsRefused(t *testing.T) {
 	for _, args := range [][]string{{"--duration", "1s"}, {"--duration", "3m"}, {"--lease", "1s"}, {"--lease", "13s"},
-		{"--step", "50ms"}, {"--step", "11s"}, {"--reps", "0"}, {"--reps", "6"}, {"--max-rate", "100"}, {"--max-rate", "2e6"}} {
+		{"--p99", "50µs"}, {"--p99", "1s"}, {"--step", "50ms"}, {"--step", "11s"}, {"--reps", "0"}, {"--reps", "6"}, {"--max-rate", "100"}, {"--max-rate", "2e6"}} {
 		err := run(args)
 		if err == nil || !strings.Contains(err.Error(), args[0]) {
 			t.Errorf("%v: %v, want an error naming %s", args, err, args[0])

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"text/tabwriter"
 	"time"
 )
@@ -75,46 +76,73 @@ func (s schedule) due(r, k int) time.Duration {
 	return s.Duration
 }
 
-// drive offers each region its schedule's requests, open-loop: each
-// request is sent at its scheduled time on a goroutine of its own, however
-// many are still waiting for an answer, and its latency runs from when it
-// was scheduled to when its decision came back — what a caller waits,
+// drive offers each region its schedule's requests, open-loop, to every
+// system at once: one pacer releases each request at its scheduled time
+// (waitUntil) to each system on a goroutine of its own, however many are
+// still waiting for an answer, and its latency runs from when it was
+// scheduled to when its decision came back — what a caller waits,
 // including any time the generator or the service fell behind.
-func drive(ctx context.Context, start time.Time, s system, sc schedule, rec *recorder) {
-	var wg sync.WaitGroup
-	nbins := len(rec.admitted[0])
-	for r := range regionNames {
-		wg.Go(func() {
-			var calls sync.WaitGroup
-			var mu sync.Mutex
-			var lat []time.Duration
-			for k := 0; ; k++ {
-				at := sc.due(r, k)
-				if at >= sc.Duration || ctx.Err() != nil {
-					break
-				}
-				if w := time.Until(start.Add(at)); w > 0 {
-					time.Sleep(w)
-				}
-				rec.offered[r][int(at/bin)].Add(1)
-				calls.Go(func() {
-					ok := s.allow(ctx, r)
-					t1 := time.Now()
-					if b := int(t1.Sub(start) / bin); ok && b < nbins {
-						rec.admitted[r][b].Add(1)
-					}
-					mu.Lock()
-					lat = append(lat, t1.Sub(start.Add(at)))
-					mu.Unlock()
-				})
-			}
-			calls.Wait()
-			rec.mu.Lock()
-			rec.lat = append(rec.lat, lat...)
-			rec.mu.Unlock()
-		})
+func drive(ctx context.Context, start time.Time, systems []system, sc schedule, recs []*recorder) {
+	nbins := len(recs[0].admitted[0])
+	type lats struct {
+		mu  sync.Mutex
+		lat []time.Duration
 	}
-	wg.Wait()
+	ls := make([]lats, len(systems))
+	var calls sync.WaitGroup
+	next := make([]int, len(regionNames)) // each region's next request
+	for ctx.Err() == nil {
+		// The next request due, over the regions.
+		r, at := -1, sc.Duration
+		for i := range regionNames {
+			if d := sc.due(i, next[i]); d < at {
+				r, at = i, d
+			}
+		}
+		if r < 0 {
+			break
+		}
+		next[r]++
+		waitUntil(start.Add(at))
+		for i, s := range systems {
+			recs[i].offered[r][int(at/bin)].Add(1)
+			calls.Go(func() {
+				ok := s.allow(ctx, r)
+				t1 := time.Now()
+				if b := int(t1.Sub(start) / bin); ok && b < nbins {
+					recs[i].admitted[r][b].Add(1)
+				}
+				ls[i].mu.Lock()
+				ls[i].lat = append(ls[i].lat, t1.Sub(start.Add(at)))
+				ls[i].mu.Unlock()
+			})
+		}
+	}
+	calls.Wait()
+	for i := range systems {
+		recs[i].lat = ls[i].lat
+	}
+}
+
+// waitUntil returns at t, or soon after. The Go runtime's own sleep wakes
+// up to a millisecond late while it is idle (it waits in epoll with a
+// millisecond timeout), which a latency measured from the schedule would
+// count against the service; so the last stretch is a nanosleep of the
+// thread, which wakes about 0.1 ms late on the machines measured here.
+func waitUntil(t time.Time) {
+	const coarse = 2 * time.Millisecond
+	for {
+		w := time.Until(t)
+		switch {
+		case w <= 0:
+			return
+		case w > coarse:
+			time.Sleep(w - coarse)
+		default:
+			ts := syscall.NsecToTimespec(int64(w))
+			syscall.Nanosleep(&ts, nil) //nolint:errcheck // EINTR: the loop sleeps again
+		}
+	}
 }
 
 func (rec *recorder) offeredPerSecond() []float64 {

@@ -69,9 +69,7 @@ func OpenLoop(rate float64, d time.Duration, workers int, f func(i int) error) L
 	n := int(rate * d.Seconds())
 	for i := range n {
 		at := start.Add(time.Duration(float64(i) / rate * float64(time.Second)))
-		if w := time.Until(at); w > 0 {
-			time.Sleep(w)
-		}
+		waitUntil(at)
 		jobs <- job{i, at}
 	}
 	close(jobs)
