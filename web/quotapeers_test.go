@@ -49,6 +49,14 @@ type quotaPeersJSON struct {
 		HotPerSecond []float64 `json:"hot_per_second"`
 		Excess       []float64 `json:"excess"`
 	} `json:"systems"`
+	Throughput *struct {
+		TargetP99MS float64 `json:"target_p99_ms"`
+		Systems     []struct {
+			ID            string  `json:"id"`
+			DecisionsPerS float64 `json:"decisions_per_s"`
+			P99MS         float64 `json:"p99_ms"`
+		} `json:"systems"`
+	} `json:"throughput"`
 }
 
 func quotaPeersResult(t testing.TB) quotaPeersJSON {
@@ -81,8 +89,21 @@ func TestQuotaPeersResult(t *testing.T) {
 			t.Errorf("afloat's worst window is %+.0f tokens over R·Δ + B: the bound must hold", s.WorstWindow)
 		}
 	}
-	if want := []string{"afloat", "gubernator", "gubernator_rate", "naive"}; !slices.Equal(ids, want) {
+	if want := []string{"afloat", "gubernator_global", "gubernator_global_rate", "gubernator_default", "ratelimit_shared", "ratelimit_per_region", "naive"}; !slices.Equal(ids, want) {
 		t.Errorf("systems %v, want %v", ids, want)
+	}
+	if r.Throughput == nil {
+		t.Fatal("no throughput search in quota-peers.json")
+	}
+	var tps []string
+	for _, s := range r.Throughput.Systems {
+		tps = append(tps, s.ID)
+		if s.DecisionsPerS < 0 || (s.DecisionsPerS > 0 && (s.P99MS <= 0 || s.P99MS > r.Throughput.TargetP99MS)) {
+			t.Errorf("throughput: %s: %v decisions/s at p99 %v ms: a rate that held has a p99 in (0, %v] ms", s.ID, s.DecisionsPerS, s.P99MS, r.Throughput.TargetP99MS)
+		}
+	}
+	if want := []string{"afloat_rls", "afloat_http", "ratelimit", "gubernator_global", "gubernator_default"}; !slices.Equal(tps, want) {
+		t.Errorf("throughput systems %v, want %v", tps, want)
 	}
 	if len(r.Offered) != len(r.Seconds) || float64(len(r.Seconds)) != math.Ceil(r.Schedule.DurationS) {
 		t.Errorf("%d offered, %d seconds, a run of %v s", len(r.Offered), len(r.Seconds), r.Schedule.DurationS)
@@ -224,6 +245,22 @@ func TestQuotaPeersEndToEnd(t *testing.T) {
 		}
 		if rows[0][2] != cat["quota.peers.held"] {
 			t.Errorf("%s: afloat's bound reads %q, want %q", lang, rows[0][2], cat["quota.peers.held"])
+		}
+
+		// The throughput table: a row a service, named in the language,
+		// its rate and p99 as the JSON has them.
+		tpRows := evaluate[[][]string](b, ctx, `[...document.querySelectorAll("#quota-peers-tp tbody tr")].map((tr) => [...tr.cells].map((c) => c.textContent))`)
+		if len(tpRows) != len(r.Throughput.Systems) {
+			t.Fatalf("%s: the throughput table has %d rows, the JSON %d services", lang, len(tpRows), len(r.Throughput.Systems))
+		}
+		for i, s := range r.Throughput.Systems {
+			want := []string{cat["quota.peers.tp.sys."+s.ID], strconv.FormatFloat(s.DecisionsPerS, 'f', 0, 64), strconv.FormatFloat(s.P99MS, 'f', 3, 64)}
+			if s.DecisionsPerS == 0 {
+				want[1], want[2] = cat["quota.peers.tp.none"], "–"
+			}
+			if !slices.Equal(tpRows[i], want) {
+				t.Errorf("%s: throughput row %d reads %q, want %q", lang, i, tpRows[i], want)
+			}
 		}
 
 		// The rate chart's data table, opened: a row a second, the

@@ -78,7 +78,7 @@ func (s schedule) due(r, k int) time.Duration {
 
 // drive offers each region its schedule's requests, open-loop, to every
 // system at once: one pacer releases each request at its scheduled time
-// (waitUntil) to each system on a goroutine of its own, however many are
+// (to the runtime timer's resolution, about a millisecond) to each system on a goroutine of its own, however many are
 // still waiting for an answer, and its latency runs from when it was
 // scheduled to when its decision came back — what a caller waits,
 // including any time the generator or the service fell behind.
@@ -103,7 +103,12 @@ func drive(ctx context.Context, start time.Time, systems []system, sc schedule, 
 			break
 		}
 		next[r]++
-		waitUntil(start.Add(at))
+		// The runtime's sleep, not waitUntil: a goroutine back from a
+		// nanosleep queues for a P behind every call in flight, which
+		// under load delays the pacer far more than a late timer.
+		if w := time.Until(start.Add(at)); w > 0 {
+			time.Sleep(w)
+		}
 		for i, s := range systems {
 			recs[i].offered[r][int(at/bin)].Add(1)
 			calls.Go(func() {

@@ -1,7 +1,9 @@
-// The global quota lab's comparison: afloat's global quota, a Gubernator
-// cluster and a naive split under the same traffic shift and partition,
-// measured in wall-clock time by bench/quotapeers (a Go module of its
-// own, so that Gubernator never enters afloat's build) and shipped as
+// The global quota lab's comparison: afloat's global quota, Gubernator
+// (GLOBAL and its default mode), envoyproxy/ratelimit (one Redis shared by
+// the regions, one per region) and a naive split under the same traffic
+// shift and partition, and each service's decisions a second at p99 ≤ 1
+// ms, measured in wall-clock time by bench/quotapeers (a Go module of its
+// own, so that neither peer enters afloat's build) and shipped as
 // /static/data/quota-peers.json. The page only draws what was measured.
 import { t } from "./i18n.js";
 import { LiveChart } from "./charts.js";
@@ -11,8 +13,11 @@ const grey = "#59636e";
 // Each system keeps its colour and dash on every chart (Okabe–Ito).
 const look = {
   afloat: { colour: "#0072b2", dash: [] },
-  gubernator: { colour: "#d55e00", dash: [6, 4] },
-  gubernator_rate: { colour: "#cc79a7", dash: [10, 3, 2, 3] },
+  gubernator_global: { colour: "#d55e00", dash: [6, 4] },
+  gubernator_global_rate: { colour: "#cc79a7", dash: [10, 3, 2, 3] },
+  gubernator_default: { colour: "#e69f00", dash: [12, 4] },
+  ratelimit_shared: { colour: "#56b4e9", dash: [4, 2] },
+  ratelimit_per_region: { colour: "#000000", dash: [1, 2] },
   naive: { colour: "#009e73", dash: [2, 3] },
 };
 
@@ -58,6 +63,46 @@ export function cells(s) {
   ];
 }
 
+// tpCells are the throughput table's columns after the service's name,
+// as the browser test reads them.
+export function tpCells(s) {
+  return [
+    ["quota.peers.tp.col.rate", s.decisions_per_s > 0 ? fixed(s.decisions_per_s, 0) : t("quota.peers.tp.none")],
+    ["quota.peers.tp.col.p99", s.decisions_per_s > 0 ? fixed(s.p99_ms, 3) : "–"],
+  ];
+}
+
+function renderThroughput() {
+  const tp = p.data.throughput;
+  $("quota-peers-tp-wrap").hidden = !tp;
+  if (!tp) return;
+  $("quota-peers-tp-run").textContent = t("quota.peers.tp.run", {
+    reps: tp.reps,
+    step: tp.step_s,
+    service: tp.service_cpu,
+    generator: tp.generator_cpu,
+    load: tp.load_before.split(" ")[0],
+  });
+  const head = document.createElement("tr");
+  for (const key of ["quota.peers.col.system", ...tpCells(tp.systems[0]).map((c) => c[0])]) {
+    const th = document.createElement("th");
+    th.scope = "col";
+    th.textContent = t(key);
+    head.append(th);
+  }
+  $("quota-peers-tp").tHead.replaceChildren(head);
+  const body = $("quota-peers-tp").tBodies[0];
+  body.replaceChildren();
+  for (const sys of tp.systems) {
+    const tr = body.insertRow();
+    const th = document.createElement("th");
+    th.scope = "row";
+    th.textContent = t(`quota.peers.tp.sys.${sys.id}`);
+    tr.append(th);
+    for (const [, text] of tpCells(sys)) tr.insertCell().textContent = text;
+  }
+}
+
 function phase(sec) {
   const s = p.data.schedule;
   if (sec <= s.shift_s) return t("quota.peers.state.before");
@@ -75,6 +120,7 @@ function renderText() {
     load: d.load_before.split(" ")[0],
     go: d.go,
     gubernator: d.gubernator,
+    ratelimit: d.ratelimit,
   });
   $("quota-peers-command").textContent = d.command;
   $("quota-peers-schedule").textContent = t("quota.peers.schedule", {
@@ -109,6 +155,7 @@ function renderText() {
     tr.append(th);
     for (const [, text] of cells(sys)) tr.insertCell().textContent = text;
   }
+  renderThroughput();
 }
 
 function buildCharts() {
