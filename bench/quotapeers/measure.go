@@ -50,8 +50,7 @@ type recorder struct {
 	sc       schedule
 	admitted [][]atomic.Int64 // [region][bin], by when the decision came back
 	offered  [][]atomic.Int64 // [region][bin], by when the request was due
-	mu       sync.Mutex
-	lat      []time.Duration
+	lat      []time.Duration  // from the schedule, filled once drive returns
 }
 
 func newRecorder(sc schedule) *recorder {
