@@ -46,6 +46,9 @@ type Set struct {
 	PickMany, Add, Remove, Restore, List *Script
 	Cooldown, Failure, Weight            *Script
 	PickSticky, Limit                    *Script
+	// Acquire, Release and Concurrency are the pool's leases under
+	// concurrency caps.
+	Acquire, Release, Concurrency *Script
 }
 
 func newSet(clock string) *Set {
@@ -59,6 +62,7 @@ func newSet(clock string) *Set {
 		Pick: s("pick"), PickMany: s("pick_many"), Add: s("add"), Remove: s("remove"),
 		Restore: s("restore"), List: s("list"), Cooldown: s("cooldown"), Failure: s("failure"),
 		Weight: s("weight"), PickSticky: s("pick_sticky"), Limit: s("limit"),
+		Acquire: s("pool_acquire"), Release: s("pool_release"), Concurrency: s("concurrency"),
 	}
 }
 
@@ -95,6 +99,8 @@ type Keys struct {
 	Owner                                string // the creator Create recorded
 	// cooldowns, weights, failure streaks and the pool's settings
 	Cooling, Meta, Streaks, Settings string
+	// the pool's leases under concurrency caps: by deadline, by member
+	PoolLeases, PoolLeaseIndex string
 	// least-in-flight
 	Inflight, Parked, Leases, LeaseMembers, LeaseSeq string
 }
@@ -105,6 +111,7 @@ func PoolKeys(name string) Keys {
 	return Keys{
 		Active: p + "counts", Removed: p + "removed", Failures: p + "failures", ReqPrefix: p + "req:", FailReqPrefix: p + "failreq:", Owner: p + "owner", StickyPrefix: p + "sticky:",
 		Cooling: p + "cooling", Meta: p + "meta", Streaks: p + "streaks", Settings: p + "settings",
+		PoolLeases: p + "held", PoolLeaseIndex: p + "held-by-member",
 		Inflight: p + "inflight", Parked: p + "inflight-removed", Leases: p + "leases",
 		LeaseMembers: p + "lease-members", LeaseSeq: p + "lease-seq",
 	}
