@@ -197,7 +197,9 @@ func runAssignLimit(c *cli.Command, args []string) int {
 	c.IntVar(&l.Rate, "rate", 0, "requests `N` per --per, 1 to 1000000 (required unless --clear)")
 	c.DurationVar(&l.Per, "per", time.Second, "the rate's `PERIOD`, 1ms to 24h: 1s, 1m")
 	c.IntVar(&l.Burst, "burst", 0, "requests `B` at once, 1 to 1000000 (default --rate: the period's budget at once)")
-	c.BoolVar(&clear, "clear", false, "take the members' limits away")
+	c.BoolVar(&clear, "clear", false, "take the members' rate limits away")
+	var conc int
+	c.IntVar(&conc, "concurrency", 0, "cap the members' leases in flight (pick --lease) at `N`, 1 to 1000000; 0 takes the cap away")
 	members, status, ok := c.ParseArgs(args)
 	if !ok {
 		return status
@@ -205,18 +207,46 @@ func runAssignLimit(c *cli.Command, args []string) int {
 	if err := c.NotWith("clear", ": give one or the other", "rate", "per", "burst"); err != nil {
 		return c.Refuse(err)
 	}
-	if !clear && !c.Given("rate") {
-		return c.Refuse(errors.New("--rate is required (or --clear): want requests per --per"))
+	rate := clear || c.Given("rate")
+	if !rate && !c.Given("concurrency") {
+		return c.Refuse(errors.New("--rate is required (or --clear, or --concurrency): want requests per --per"))
+	}
+	if !rate {
+		if err := c.OnlyWith("rate", "per", "burst"); err != nil {
+			return c.Refuse(err)
+		}
+	}
+	if conc < 0 || conc > assign.MaxConcurrency {
+		return c.Refuse(fmt.Errorf("--concurrency %d: want 1 to %d leases in flight, or 0 for no cap", conc, assign.MaxConcurrency))
 	}
 	if !c.Given("burst") {
 		l.Burst = l.Rate
 	}
-	if !clear {
+	if !clear && rate {
 		if err := l.Validate(); err != nil {
 			return c.Refuse(err)
 		}
 	}
 	return f.run(c, time.Minute, func(ctx context.Context, p *assign.Pool) error {
+		if c.Given("concurrency") {
+			var err error
+			if conc == 0 {
+				err = p.ClearConcurrency(ctx, members...)
+			} else {
+				err = p.SetConcurrency(ctx, conc, members...)
+			}
+			if err != nil {
+				return err
+			}
+			if conc == 0 {
+				fmt.Fprintf(c.Stdout, "cleared the concurrency caps of %d members of pool %q\n", len(members), p.Name())
+			} else {
+				fmt.Fprintf(c.Stdout, "capped %d members of pool %q at %d leases in flight\n", len(members), p.Name(), conc)
+			}
+			if !rate {
+				return nil
+			}
+		}
 		if clear {
 			if err := p.ClearLimit(ctx, members...); err != nil {
 				return err
@@ -295,8 +325,26 @@ func runAssignPick(c *cli.Command, args []string) int {
 	c.IntVar(&n, "n", 1, "picks to make, `N` from 1 to 10000 (more than one go in one round trip)")
 	c.StringVar(&id, "id", "", "request `ID`: a retry with the same id returns the same member and counts once (only with --n 1)")
 	c.StringVar(&sticky, "sticky", "", "sticky `KEY`: the member this key got last, while it is active and not cooling; else the least used, which the key keeps (only with --n 1)")
+	var lease time.Duration
+	c.DurationVar(&lease, "lease", 0, "lease the member for `DURATION` (1ms to 24h) under its concurrency cap: prints member, lease id and deadline; end it with release --member")
 	if status, ok := c.ParseFlags(args); !ok {
 		return status
+	}
+	if err := c.NotWith("lease", ": give one or the other", "id", "n", "sticky"); err != nil {
+		return c.Refuse(err)
+	}
+	if c.Given("lease") {
+		if lease < assign.MinLeaseTTL || lease > assign.MaxLeaseTTL {
+			return c.Refuse(fmt.Errorf("--lease %v: want %v to %v", lease, assign.MinLeaseTTL, assign.MaxLeaseTTL))
+		}
+		return f.run(c, time.Minute, func(ctx context.Context, p *assign.Pool) error {
+			l, err := p.Acquire(ctx, lease)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(c.Stdout, "%s\t%s\t%s\n", l.Member, l.ID, l.Deadline.UTC().Format(time.RFC3339Nano))
+			return err
+		})
 	}
 	if id != "" && n != 1 {
 		return c.Refuse(errors.New("--id works with --n 1 only"))
@@ -357,13 +405,32 @@ func runAssignAcquire(c *cli.Command, args []string) int {
 // reclaimed at its deadline, is counted apart and is no error.
 func runAssignRelease(c *cli.Command, args []string) int {
 	var f poolFlags
+	var member string
 	f.register(c)
+	c.StringVar(&member, "member", "", "the `MEMBER` of leases that pick --lease gave (without it: leases of acquire)")
 	ids, status, ok := c.ParseArgs(args)
 	if !ok {
 		return status
 	}
 	if len(ids) == 0 || len(ids) > assign.MaxBatch {
 		return c.Refuse(fmt.Errorf("release: %d lease ids: want 1 to %d, as acquire printed them", len(ids), assign.MaxBatch))
+	}
+	if c.Given("member") {
+		return f.run(c, time.Minute, func(ctx context.Context, p *assign.Pool) error {
+			open := 0
+			for _, id := range ids {
+				was, err := p.Release(ctx, assign.Lease{Member: member, ID: id})
+				if err != nil {
+					return err
+				}
+				if was {
+					open++
+				}
+			}
+			_, err := fmt.Fprintf(c.Stdout, "released %d leases of %q in pool %q; %d settled already (released before, or past their deadline)\n",
+				open, member, p.Name(), len(ids)-open)
+			return err
+		})
 	}
 	return f.runLeases(c, time.Minute, func(ctx context.Context, l *assign.Leases) error {
 		open := 0
