@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -29,11 +30,13 @@ func assignHandler(t *testing.T, redisURL string) http.Handler {
 }
 
 type assignAnswer struct {
-	Error   string      `json:"error"`
-	Field   string      `json:"field"`
-	Picked  []string    `json:"picked"`
-	Created bool        `json:"created"`
-	State   assignState `json:"state"`
+	Error   string       `json:"error"`
+	Field   string       `json:"field"`
+	Picked  []string     `json:"picked"`
+	Created bool         `json:"created"`
+	Lease   assign.Lease `json:"lease"`
+	WasOpen bool         `json:"was_open"`
+	State   assignState  `json:"state"`
 	assignState
 }
 
@@ -166,6 +169,14 @@ func TestAssignAPIRefuses(t *testing.T) {
 		{"POST", "/api/assign/llm", `{}`, 400, "on", "want true (start the LLM demo) or false"},
 		{"POST", "/api/assign/llm", `{"on": "yes"}`, 400, "on", "want true"},
 		{"GET", "/api/assign/cooldown", ``, 405, "", "want POST"},
+		{"POST", "/api/assign/acquire", `{}`, 400, "seconds", "seconds missing: want the lease's time in seconds, from 1 to 3600"},
+		{"POST", "/api/assign/acquire", `{"seconds": 0}`, 400, "seconds", "want an integer from 1 to 3600"},
+		{"POST", "/api/assign/release", `{"member": "proxy-01"}`, 400, "id", "want the lease id acquire answered"},
+		{"POST", "/api/assign/release", `{"id": "x1", "member": "proxy-01"}`, 400, "id", "a string of digits"},
+		{"POST", "/api/assign/release", `{"id": "1"}`, 400, "member", "want the lease's member"},
+		{"POST", "/api/assign/concurrency", `{}`, 400, "cap", "cap missing: want leases in flight per member, from 0 (no cap) to 100"},
+		{"POST", "/api/assign/concurrency", `{"cap": 101}`, 400, "cap", "want an integer from 0 to 100"},
+		{"GET", "/api/assign/acquire", ``, 405, "", "want POST"},
 	} {
 		code, a := callAssign(t, h, tc.method, tc.path, tc.body)
 		if code != tc.code || a.Field != tc.field || !strings.Contains(a.Error, tc.msg) {
@@ -277,6 +288,47 @@ func TestAssignLLMDemoAPI(t *testing.T) {
 	if code != 200 || a.State.Members[len(a.State.Members)-1].Name != "proxy-02" ||
 		a.State.Members[len(a.State.Members)-1].CoolingUntil.Sub(a.State.Now) < 59*time.Second {
 		t.Fatalf("cooldown by hand: %d %+v", code, a.State)
+	}
+}
+
+// Leases through the API: with every member capped at one lease in
+// flight, eight acquires lease the eight members in name order, each then
+// full; the ninth is refused with 429 and a Retry-After; a release gives
+// its member's room back; the state lists the leases open.
+func TestAssignLeasesAPI(t *testing.T) {
+	srv := assigntest.Start(t)
+	h := assignHandler(t, srv.URL)
+	callAssign(t, h, "POST", "/api/assign/create", `{}`)
+	if code, a := callAssign(t, h, "POST", "/api/assign/concurrency", `{"cap": 1}`); code != 200 || a.Members[0].Concurrency != 1 {
+		t.Fatalf("cap 1: %d %+v", code, a)
+	}
+	var leases []assign.Lease
+	for i := range 8 {
+		code, a := callAssign(t, h, "POST", "/api/assign/acquire", `{"seconds": 60}`)
+		if want := fmt.Sprintf("proxy-%02d", i+1); code != 200 || a.Lease.Member != want || a.State.OpenLeases != i+1 {
+			t.Fatalf("acquire %d: %d %+v, want %s", i, code, a, want)
+		}
+		leases = append(leases, a.Lease)
+	}
+	if code, a := callAssign(t, h, "POST", "/api/assign/acquire", `{"seconds": 60}`); code != 429 || !strings.Contains(a.Error, "cooling") {
+		t.Fatalf("acquire with every member full: %d %+v", code, a)
+	}
+	_, st := callAssign(t, h, "GET", "/api/assign", "")
+	if len(st.Leases) != 8 || st.Leases[0] != leases[0] || st.Members[0].InFlight != 1 || !st.Members[0].Full() {
+		t.Fatalf("state with eight leases: %+v", st.assignState)
+	}
+	body := fmt.Sprintf(`{"id": %q, "member": %q}`, leases[2].ID, leases[2].Member)
+	if code, a := callAssign(t, h, "POST", "/api/assign/release", body); code != 200 || !a.WasOpen || a.State.OpenLeases != 7 {
+		t.Fatalf("release: %d %+v", code, a)
+	}
+	if code, a := callAssign(t, h, "POST", "/api/assign/release", body); code != 200 || a.WasOpen {
+		t.Fatalf("release again: %d %+v", code, a)
+	}
+	if code, a := callAssign(t, h, "POST", "/api/assign/acquire", `{"seconds": 60}`); code != 200 || a.Lease.Member != "proxy-03" {
+		t.Fatalf("acquire after the release: %d %+v", code, a)
+	}
+	if code, a := callAssign(t, h, "POST", "/api/assign/concurrency", `{"cap": 0}`); code != 200 || a.Members[0].Concurrency != 0 || a.Members[0].Cooling() {
+		t.Fatalf("cap cleared: %d %+v", code, a)
 	}
 }
 
