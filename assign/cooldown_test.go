@@ -545,3 +545,34 @@ func TestNoLeaseOverItsCap(t *testing.T) {
 	}
 	t.Logf("picks %v, %d refused", got, refused.Load())
 }
+
+// TestWeightedCountExact: a weighted member's count is read back from its
+// score (count / weight, 17 digits) as round(score × weight), exact for
+// counts below 2^51, and a pick adds exactly one.
+func TestWeightedCountExact(t *testing.T) {
+	_, c := newClient(t)
+	ctx := ctxFor(t)
+	// 61 / 7, 1 / 49, 63 / 999, 1001 / 1000: doubles whose product with
+	// the weight falls just short of the count (floor would be wrong).
+	for _, w := range []int{7, 49, 999, 1000} {
+		for _, n := range []int64{1, 61, 63, 1001, 1<<50 + 1, 1<<51 - 1} {
+			p := newPool(t, c, fmt.Sprintf("exact-%d-%d", w, n))
+			if _, err := p.AddWeighted(ctx, w, n, "m"); err != nil {
+				t.Fatal(err)
+			}
+			// Removed and restored: the count goes through take and put.
+			if err := firstErr(p.Remove(ctx, "m"), p.Restore(ctx, RestoreKeepHistory, "m")); err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				if _, err := p.Pick(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ms, err := p.List(ctx)
+			if err != nil || len(ms) != 1 || ms[0].Count != n+3 {
+				t.Fatalf("weight %d, count %d, three picks: %+v %v, want count %d", w, n, ms, err, n+3)
+			}
+		}
+	}
+}

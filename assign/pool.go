@@ -3,6 +3,7 @@ package assign
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -508,7 +509,7 @@ func (p *Pool) Status(ctx context.Context) (Status, error) {
 		if err != nil {
 			return Status{}, fmt.Errorf("assign: list: %q of meta: %w", k, err)
 		}
-		parts[4] = append(parts[4], pair{k, int64(f)})
+		parts[4] = append(parts[4], pair{k, int64(f), f})
 	}
 	nowMS, err := arr[7].ToString()
 	if err != nil {
@@ -541,9 +542,12 @@ func (p *Pool) Status(ctx context.Context) (Status, error) {
 	}
 	out := make([]Member, 0, len(active)+len(cooling)+len(removed))
 	for _, a := range active {
-		m := member(a.name, a.n)
-		if c, ok := mt["c|"+a.name]; ok {
-			m.Count = c
+		// A weighted member's score is count / weight, written with 17
+		// digits: the count is round(score × weight), as the scripts read
+		// it, exact for counts below 2^51.
+		m := member(a.name, int64(math.Round(a.f*float64(mt["w|"+a.name]))))
+		if m.Weight == 1 {
+			m.Count = a.n
 		}
 		m.Active = true
 		out = append(out, m)
@@ -590,6 +594,7 @@ func (p *Pool) Delete(ctx context.Context) error {
 type pair struct {
 	name string
 	n    int64
+	f    float64 // n as read
 }
 
 // pairs reads a flat name, number list (WITHSCORES or HGETALL).
@@ -607,7 +612,7 @@ func pairs(m rueidis.RedisMessage) ([]pair, error) {
 		if err != nil {
 			return nil, fmt.Errorf("count of %q: %w", xs[i], err)
 		}
-		out = append(out, pair{xs[i], int64(f)})
+		out = append(out, pair{xs[i], int64(f), f})
 	}
 	return out, nil
 }

@@ -53,10 +53,10 @@ type Set struct {
 
 func newSet(clock string) *Set {
 	common := read("pool_common")
-	if !strings.Contains(common, "  --CLOCK--\n") {
-		panic("pool_common.lua has no --CLOCK-- line") // the embedded files are fixed at build time
+	if strings.Count(common, "  --CLOCK--\n") != 2 {
+		panic("pool_common.lua has not two --CLOCK-- lines") // the embedded files are fixed at build time
 	}
-	pre := pickOne + "\n" + strings.Replace(common, "  --CLOCK--\n", read(clock), 1)
+	pre := pickOne + "\n" + strings.ReplaceAll(common, "  --CLOCK--\n", read(clock))
 	s := func(name string) *Script { return load(name, pre) }
 	return &Set{
 		Pick: s("pick"), PickMany: s("pick_many"), Add: s("add"), Remove: s("remove"),
