@@ -507,6 +507,7 @@ func runAssignBench(c *cli.Command, args []string) int {
 	c.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of each afloat run, 100ms to 1h")
 	c.Var(cli.IntList{Ints: &cfg.Batches, Want: fmt.Sprintf("batch sizes from 0 (none) to %d", assign.MaxBatch)}, "batch", "batch sizes to run, comma-separated: 0 is one pick a call (auto-pipelined), n is n picks a round trip")
 	c.BoolVar(&cfg.Peer, "peer", false, "after each run, redis-benchmark on the same server and pool: EVALSHA of the same script, --workers clients, -P batch, as many picks")
+	c.BoolVar(&cfg.Busy, "busy", false, "a busy pool: of every ten members three weighted 2 to 4, one cooling for an hour, one rate-limited (never used up)")
 	c.BoolVar(&asJSON, "json", false, "print the results as JSON")
 	if status, ok := c.ParseFlags(args); !ok {
 		return status

@@ -188,6 +188,18 @@ func TestAssignBench(t *testing.T) {
 	if len(rs) != 2 && len(rs) != 4 {
 		t.Fatalf("%d results", len(rs))
 	}
+	// A busy pool: weights, a cooling member and a limited one on.
+	busy := []string{"assign", "bench", "--redis", srv.URL, "--pool", "busy", "--pool-size", "10", "--workers", "4", "--duration", "100ms", "--batch", "0", "--busy", "--json"}
+	status, out, errOut = call(t, "", busy...)
+	rs = nil
+	if err := json.Unmarshal([]byte(out), &rs); status != 0 || err != nil || len(rs) != 1 || rs[0].Picks == 0 || rs[0].Errors != 0 {
+		t.Fatalf("bench --busy: %d %q %q %v", status, out, errOut, err)
+	}
+	status, out, _ = call(t, "", "assign", "status", "--redis", srv.URL, "--pool", "busy")
+	if status != 0 || !strings.Contains(out, "member-00005  0      1       -") || !strings.Contains(out, "cooling") ||
+		!strings.Contains(out, "member-00002") || !strings.Contains(out, "1000000/1s burst 1000000") {
+		t.Errorf("the busy pool after the bench:\n%s", out)
+	}
 	for i, step := range []struct {
 		args []string
 		want string
