@@ -56,13 +56,16 @@ func newSet(clock string) *Set {
 	if strings.Count(common, "  --CLOCK--\n") != 2 {
 		panic("pool_common.lua has not two --CLOCK-- lines") // the embedded files are fixed at build time
 	}
-	pre := pickOne + "\n" + strings.ReplaceAll(common, "  --CLOCK--\n", read(clock))
+	base := pickOne + "\n" + strings.ReplaceAll(common, "  --CLOCK--\n", read(clock))
+	pre := "local PLAIN -- pool_pick's: is the pool plain (nil: not asked yet)\n" + base
+	leases := pre + "\n" + read("lease_pool")
 	s := func(name string) *Script { return load(name, pre) }
+	l := func(name string) *Script { return load(name, leases) }
 	return &Set{
-		Pick: s("pick"), PickMany: s("pick_many"), Add: s("add"), Remove: s("remove"),
-		Restore: s("restore"), List: s("list"), Cooldown: s("cooldown"), Failure: s("failure"),
+		Pick: load("pick", read("pick_fast"), base), PickMany: s("pick_many"), Add: s("add"), Remove: s("remove"),
+		Restore: l("restore"), List: l("list"), Cooldown: s("cooldown"), Failure: s("failure"),
 		Weight: s("weight"), PickSticky: s("pick_sticky"), Limit: s("limit"),
-		Acquire: s("pool_acquire"), Release: s("pool_release"), Concurrency: s("concurrency"),
+		Acquire: l("pool_acquire"), Release: l("pool_release"), Concurrency: l("concurrency"),
 	}
 }
 
