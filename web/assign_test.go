@@ -363,14 +363,15 @@ func TestAssignDemoIsLabelled(t *testing.T) {
 // range or a 4xx naming a field, never a panic.
 func FuzzAssignBody(f *testing.F) {
 	for _, s := range []string{`{"n": 5}`, `{"member": "proxy-01", "policy": "zero"}`, `{"members": 8}`, `{"rate": 500}`, `{"n": 1e400}`, `{"member": null}`, `{}`, `[]`, `{"rate": "1"}`,
-		`{"rate": 1e-400}`, `{"n": 1.0000000000000001}`, `{"policy": null, "member": "a"}`, `{"members": 8, "members": 9}`} {
-		for e := range 5 {
+		`{"rate": 1e-400}`, `{"n": 1.0000000000000001}`, `{"policy": null, "member": "a"}`, `{"members": 8, "members": 9}`,
+		`{"seconds": 30}`, `{"id": "3", "member": "proxy-01"}`, `{"id": 3}`, `{"cap": 2}`, `{"cap": -1}`} {
+		for e := range 8 {
 			f.Add(uint8(e), []byte(s))
 		}
 	}
 	f.Fuzz(func(t *testing.T, endpoint uint8, body []byte) {
 		var aerr *apiError
-		switch endpoint % 5 {
+		switch endpoint % 8 {
 		case 0:
 			var n int
 			n, aerr = decodePick(body)
@@ -394,6 +395,24 @@ func FuzzAssignBody(f *testing.F) {
 			r, aerr = decodeLoad(body)
 			if aerr == nil && (r < 0 || r > assignMaxRate) {
 				t.Fatalf("%q: rate %d", body, r)
+			}
+		case 5:
+			var sec int
+			sec, aerr = decodeAcquire(body)
+			if aerr == nil && (sec < 1 || sec > assignMaxCoolFor) {
+				t.Fatalf("%q: seconds %d", body, sec)
+			}
+		case 6:
+			var l assign.Lease
+			l, aerr = decodeRelease(body)
+			if aerr == nil && (l.ID == "" || l.Member == "") {
+				t.Fatalf("%q: lease %+v accepted", body, l)
+			}
+		case 7:
+			var n int
+			n, aerr = decodeConcurrency(body)
+			if aerr == nil && (n < 0 || n > assignMaxCap) {
+				t.Fatalf("%q: cap %d", body, n)
 			}
 		}
 		if aerr != nil && (aerr.status < 400 || aerr.status > 499 || aerr.msg == "") {
