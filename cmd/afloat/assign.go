@@ -188,7 +188,8 @@ func runAssignCooldown(c *cli.Command, args []string) int {
 	})
 }
 
-// runAssignLimit sets or clears members' rate limits, all or none.
+// runAssignLimit sets or clears members' rate limits and concurrency
+// caps, all or none.
 func runAssignLimit(c *cli.Command, args []string) int {
 	var f poolFlags
 	var l assign.Limit
@@ -229,22 +230,8 @@ func runAssignLimit(c *cli.Command, args []string) int {
 	}
 	return f.run(c, time.Minute, func(ctx context.Context, p *assign.Pool) error {
 		if c.Given("concurrency") {
-			var err error
-			if conc == 0 {
-				err = p.ClearConcurrency(ctx, members...)
-			} else {
-				err = p.SetConcurrency(ctx, conc, members...)
-			}
-			if err != nil {
+			if err := capConcurrency(ctx, c, p, conc, members); err != nil || !rate {
 				return err
-			}
-			if conc == 0 {
-				fmt.Fprintf(c.Stdout, "cleared the concurrency caps of %d members of pool %q\n", len(members), p.Name())
-			} else {
-				fmt.Fprintf(c.Stdout, "capped %d members of pool %q at %d leases in flight\n", len(members), p.Name(), conc)
-			}
-			if !rate {
-				return nil
 			}
 		}
 		if clear {
@@ -260,6 +247,23 @@ func runAssignLimit(c *cli.Command, args []string) int {
 		_, err := fmt.Fprintf(c.Stdout, "limited %d members of pool %q to %d per %v, bursts of %d\n", len(members), p.Name(), l.Rate, l.Per, l.Burst)
 		return err
 	})
+}
+
+// capConcurrency sets members' concurrency caps (0 clears them) and says
+// so.
+func capConcurrency(ctx context.Context, c *cli.Command, p *assign.Pool, n int, members []string) error {
+	if n == 0 {
+		if err := p.ClearConcurrency(ctx, members...); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintf(c.Stdout, "cleared the concurrency caps of %d members of pool %q\n", len(members), p.Name())
+		return err
+	}
+	if err := p.SetConcurrency(ctx, n, members...); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(c.Stdout, "capped %d members of pool %q at %d leases in flight\n", len(members), p.Name(), n)
+	return err
 }
 
 // runAssignStatus prints a pool's members, settings and cooldowns.
