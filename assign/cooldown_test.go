@@ -445,3 +445,134 @@ func TestNoPickOverItsLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestNoLeaseOverItsCap: 50 workers acquire, pick while they hold the
+// lease, and release, on ten members — two cooling for an hour, two
+// limited to 20 an hour, six capped at 1 to 3 leases in flight. Each
+// worker counts a lease in flight from Acquire's answer to just before its
+// Release, so the workers' count never exceeds the server's: it must
+// never exceed the cap. No pick gets
+// a cooling member, none a limited one more than 20 times, and every
+// pick and lease is counted once.
+func TestNoLeaseOverItsCap(t *testing.T) {
+	_, c := newClient(t)
+	ctx := ctxFor(t)
+	p := newPool(t, c, "capped-workers")
+	members := make([]string, 10)
+	for i := range members {
+		members[i] = fmt.Sprintf("k%d", i)
+	}
+	if _, err := p.Add(ctx, 0, members...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.CooldownFor(ctx, time.Hour, "k0", "k1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SetLimit(ctx, Limit{Rate: 20, Per: time.Hour, Burst: 20}, "k2", "k3"); err != nil {
+		t.Fatal(err)
+	}
+	caps := map[string]int64{"k4": 1, "k5": 1, "k6": 2, "k7": 2, "k8": 3, "k9": 3}
+	for m, n := range caps {
+		if err := p.SetConcurrency(ctx, int(n), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var inflight [10]atomic.Int64
+	var mu sync.Mutex
+	got := map[string]int{}
+	var over, refused atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pick := func() {
+				m, err := p.Pick(ctx)
+				if err != nil {
+					if !errors.Is(err, ErrAllCooling) {
+						t.Errorf("worker %d: pick: %v", w, err)
+					}
+					refused.Add(1)
+					return
+				}
+				mu.Lock()
+				got[m]++
+				mu.Unlock()
+			}
+			for range 20 {
+				l, err := p.Acquire(ctx, time.Minute)
+				if err != nil {
+					if !errors.Is(err, ErrAllCooling) {
+						t.Errorf("worker %d: acquire: %v", w, err)
+						return
+					}
+					refused.Add(1)
+					continue
+				}
+				k := l.Member[1] - '0'
+				if n := inflight[k].Add(1); caps[l.Member] > 0 && n > caps[l.Member] {
+					over.Add(1)
+				}
+				pick() // a round trip with the lease held, as work would
+				inflight[k].Add(-1)
+				if ok, err := p.Release(ctx, l); err != nil || !ok {
+					t.Errorf("worker %d: release %+v: %v %v", w, l, ok, err)
+					return
+				}
+				mu.Lock()
+				got[l.Member]++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if over.Load() != 0 || got["k0"]+got["k1"] != 0 || got["k2"] > 20 || got["k3"] > 20 {
+		t.Fatalf("%d leases over a cap; picks by member %v: want none of k0, k1, at most 20 of k2, k3", over.Load(), got)
+	}
+	st, err := p.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, m := range st.Members {
+		if m.Count != int64(got[m.Name]) || m.InFlight != 0 || int64(m.Concurrency) != caps[m.Name] {
+			t.Errorf("after the run %+v: want %d picks, nothing in flight, cap %d", m, got[m.Name], caps[m.Name])
+		}
+		total += got[m.Name]
+	}
+	if total+int(refused.Load()) < 50*20 || total+int(refused.Load()) > 50*40 || st.OpenLeases != 0 {
+		t.Fatalf("%d picks, %d refused, %d leases open: want %d to %d in all, none open", total, refused.Load(), st.OpenLeases, 50*20, 50*40)
+	}
+	t.Logf("picks %v, %d refused", got, refused.Load())
+}
+
+// TestWeightedCountExact: a weighted member's count is read back from its
+// score (count / weight, 17 digits) as round(score × weight), exact for
+// counts below 2^51, and a pick adds exactly one.
+func TestWeightedCountExact(t *testing.T) {
+	_, c := newClient(t)
+	ctx := ctxFor(t)
+	// 61 / 7, 1 / 49, 63 / 999, 1001 / 1000: doubles whose product with
+	// the weight falls just short of the count (floor would be wrong).
+	for _, w := range []int{7, 49, 999, 1000} {
+		for _, n := range []int64{1, 61, 63, 1001, 1<<50 + 1, 1<<51 - 1} {
+			p := newPool(t, c, fmt.Sprintf("exact-%d-%d", w, n))
+			if _, err := p.AddWeighted(ctx, w, n, "m"); err != nil {
+				t.Fatal(err)
+			}
+			// Removed and restored: the count goes through take and put.
+			if err := firstErr(p.Remove(ctx, "m"), p.Restore(ctx, RestoreKeepHistory, "m")); err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				if _, err := p.Pick(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ms, err := p.List(ctx)
+			if err != nil || len(ms) != 1 || ms[0].Count != n+3 {
+				t.Fatalf("weight %d, count %d, three picks: %+v %v, want count %d", w, n, ms, err, n+3)
+			}
+		}
+	}
+}

@@ -38,15 +38,16 @@ var (
 	// ErrNotOwner: Reset on a pool that the given creator did not make
 	// with Create. Nothing was changed.
 	ErrNotOwner = errors.New("assign: not the pool's creator")
-	// ErrAllCooling: every member of the pool is cooling down and the
-	// pool's last resort is LastResortFail. Nothing was counted. The error
+	// ErrAllCooling: every member of the pool is cooling down (or out of
+	// room: a rate limit, a concurrency cap) and the pool's last resort is
+	// LastResortFail, or the call is an Acquire. Nothing was counted. The error
 	// is a *CoolingError, which carries the earliest time a member comes
 	// back, and it matches ErrPoolEmpty too: no member is eligible.
 	ErrAllCooling = errors.New("assign: every member is cooling down")
 )
 
 // CoolingError is the refusal of a pick when every member is cooling
-// down: Until is when the first of them comes back, by Redis's clock, so
+// down or full: Until is when the first of them comes back, by Redis's clock, so
 // that a caller can wait or answer Retry-After. It matches ErrAllCooling
 // and ErrPoolEmpty.
 type CoolingError struct {

@@ -277,3 +277,34 @@ func ExamplePool_RecordFailureID() {
 	// streak 1 cooling true <nil>
 	// failures 1
 }
+
+// A pool of API keys that each take two requests at a time: Acquire
+// leases the least-used key with room, and a full key is skipped until a
+// lease ends.
+func ExamplePool_Acquire() {
+	c, stop := dialDemo()
+	defer stop()
+	ctx := context.Background()
+	p, _ := assign.New(c, "llm-keys")
+	p.Add(ctx, 0, "key-1", "key-2")
+	p.SetConcurrency(ctx, 2, "key-1", "key-2")
+	var held []assign.Lease
+	for range 4 {
+		l, err := p.Acquire(ctx, 30*time.Second) // ends by itself then if not released
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		held = append(held, l)
+	}
+	fmt.Println(held[0].Member, held[1].Member, held[2].Member, held[3].Member)
+	_, err := p.Acquire(ctx, 30*time.Second)
+	fmt.Println("a fifth:", errors.Is(err, assign.ErrAllCooling))
+	p.Release(ctx, held[1]) // key-2 has room again
+	l, _ := p.Acquire(ctx, 30*time.Second)
+	fmt.Println("after a release:", l.Member)
+	// Output:
+	// key-1 key-2 key-1 key-2
+	// a fifth: true
+	// after a release: key-2
+}

@@ -87,6 +87,8 @@ func memberState(m Member) string {
 	switch {
 	case !m.Active:
 		return "removed"
+	case m.Full():
+		return "full"
 	case m.Cooling():
 		return "cooling"
 	}
@@ -104,9 +106,10 @@ func CheckStatusFormat(format string) error {
 
 // WriteStatus prints a pool's status in format: "json", the Status as one
 // JSON object, or "table": the settings and Redis's clock on a line, then
-// a line per member with its count, weight, limit, state, streak, failures and,
-// for a cooling member, when it comes back and how long that is from the
-// clock's reading.
+// a line per member with its count, weight, limit, leases in flight (and
+// cap), state, streak, failures and, for a cooling or full member, when it
+// comes back and how long that is from the clock's reading; then the
+// leases open, if any.
 func WriteStatus(w io.Writer, st Status, format string) error {
 	if err := CheckStatusFormat(format); err != nil {
 		return err
@@ -117,16 +120,31 @@ func WriteStatus(w io.Writer, st Status, format string) error {
 	fmt.Fprintf(w, "pool %q at %s (Redis's clock): evict after %d failures in a row (0: never), last resort %s\n",
 		st.Pool, st.Now.UTC().Format(time.RFC3339Nano), st.Settings.EvictAfter, st.Settings.LastResort)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MEMBER\tCOUNT\tWEIGHT\tLIMIT\tSTATE\tSTREAK\tFAILURES\tCOOLING UNTIL")
+	fmt.Fprintln(tw, "MEMBER\tCOUNT\tWEIGHT\tLIMIT\tIN FLIGHT\tSTATE\tSTREAK\tFAILURES\tCOOLING UNTIL")
 	for _, m := range st.Members {
-		until, limit := "-", "-"
+		until, limit, inflight := "-", "-", strconv.FormatInt(m.InFlight, 10)
+		if m.Concurrency > 0 {
+			inflight += "/" + strconv.Itoa(m.Concurrency)
+		}
 		if m.Cooling() {
 			until = fmt.Sprintf("%s (in %v)", m.CoolingUntil.UTC().Format(time.RFC3339Nano), m.CoolingUntil.Sub(st.Now))
 		}
 		if m.Limit != nil {
 			limit = fmt.Sprintf("%d/%v burst %d", m.Limit.Rate, m.Limit.Per, m.Limit.Burst)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%d\t%d\t%s\n", m.Name, m.Count, m.Weight, limit, memberState(m), m.Streak, m.Failures, until)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%d\t%d\t%s\n", m.Name, m.Count, m.Weight, limit, inflight, memberState(m), m.Streak, m.Failures, until)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if st.OpenLeases == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "%d leases open (pick --lease), the first to end first:\n", st.OpenLeases)
+	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LEASE\tMEMBER\tDEADLINE")
+	for _, l := range st.Leases {
+		fmt.Fprintf(tw, "%s\t%s\t%s (in %v)\n", l.ID, l.Member, l.Deadline.UTC().Format(time.RFC3339Nano), l.Deadline.Sub(st.Now))
 	}
 	return tw.Flush()
 }

@@ -27,9 +27,9 @@ type Leases struct {
 
 // Lease is an open lease on a member.
 type Lease struct {
-	Member   string
-	ID       string
-	Deadline time.Time // by the Redis server's clock
+	Member   string    `json:"member"`
+	ID       string    `json:"id"`
+	Deadline time.Time `json:"deadline"` // by the Redis server's clock
 }
 
 // Reclaim limits: how many expired leases one Acquire settles before it

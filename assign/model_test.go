@@ -30,6 +30,9 @@ type model struct {
 	sticky   map[string]string // sticky key → member
 	limits   map[string]Limit
 	tats     map[string]float64 // GCRA's theoretical arrival time, ms
+	caps     map[string]int     // concurrency caps
+	leases   map[string]Lease   // by id; open while its deadline is not past
+	seq      int
 	settings Settings
 	now      int64
 }
@@ -40,7 +43,38 @@ func newModel() *model {
 		weights: map[string]int{}, failures: map[string]int64{}, streaks: map[string]int64{},
 		reqs: map[string]string{}, sticky: map[string]string{}, now: 1_000_000,
 		limits: map[string]Limit{}, tats: map[string]float64{},
+		caps: map[string]int{}, leases: map[string]Lease{},
 	}
+}
+
+// deadlines are n's open leases' deadlines, the first to end first: a
+// lease is open until its deadline has passed.
+func (m *model) deadlines(n string) []int64 {
+	var out []int64
+	for _, l := range m.leases {
+		if d := l.Deadline.UnixMilli(); l.Member == n && d >= m.now {
+			out = append(out, d)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// full: no room under its concurrency cap.
+func (m *model) full(n string) bool {
+	return m.caps[n] > 0 && len(m.deadlines(n)) >= m.caps[n]
+}
+
+// outUntil is when an active member is back: the end of its cooldown or,
+// full, one ms after the deadline of the lease whose end brings it under
+// its cap, whichever is later; 0 for a member that is not out.
+func (m *model) outUntil(n string) int64 {
+	t := m.cooling[n]
+	if m.full(n) {
+		ds := m.deadlines(n)
+		t = max(t, ds[len(ds)-m.caps[n]]+1)
+	}
+	return t
 }
 
 func (m *model) weight(n string) int { return cmp.Or(m.weights[n], 1) }
@@ -66,7 +100,7 @@ func (m *model) eligible(n string) bool { _, in := m.counts[n]; return in && !m.
 func (m *model) ready() []string {
 	var out []string
 	for n := range m.counts {
-		if m.eligible(n) && m.cooling[n] == 0 {
+		if m.eligible(n) && m.outUntil(n) == 0 {
 			out = append(out, n)
 		}
 	}
@@ -74,12 +108,16 @@ func (m *model) ready() []string {
 	return out
 }
 
+// coolingOrder: the active members out (cooling or full), the first
+// back first.
 func (m *model) coolingOrder() []string {
 	var out []string
-	for n := range m.cooling {
-		out = append(out, n)
+	for n := range m.counts {
+		if m.eligible(n) && m.outUntil(n) != 0 {
+			out = append(out, n)
+		}
 	}
-	slices.SortFunc(out, func(a, b string) int { return cmp.Or(cmp.Compare(m.cooling[a], m.cooling[b]), cmp.Compare(a, b)) })
+	slices.SortFunc(out, func(a, b string) int { return cmp.Or(cmp.Compare(m.outUntil(a), m.outUntil(b)), cmp.Compare(a, b)) })
 	return out
 }
 
@@ -105,7 +143,7 @@ func (m *model) pick(id string) (string, error) {
 		best = r[0]
 	} else if c := m.coolingOrder(); len(c) > 0 {
 		if m.settings.LastResort != LastResortEarliest {
-			return "", &CoolingError{Until: time.UnixMilli(m.cooling[c[0]])}
+			return "", &CoolingError{Until: time.UnixMilli(m.outUntil(c[0]))}
 		}
 		best = c[0]
 	} else if m.exists() {
@@ -113,7 +151,7 @@ func (m *model) pick(id string) (string, error) {
 	} else {
 		return "", ErrUnknownPool
 	}
-	if m.cooling[best] != 0 {
+	if m.outUntil(best) != 0 {
 		m.counts[best]++ // the last resort: over any limit, the limit untouched
 	} else {
 		m.bump(best)
@@ -162,7 +200,7 @@ func (m *model) setLimit(l Limit, names []string) error {
 		}
 		m.limits[n] = l
 		t := float64(l.Per.Milliseconds()) / float64(l.Rate)
-		if tat, ok := m.tats[n]; ok && m.eligible(n) && m.cooling[n] == 0 {
+		if tat, ok := m.tats[n]; ok && m.eligible(n) && m.outUntil(n) == 0 {
 			if free := int64(math.Ceil(tat - float64(l.Burst-1)*t)); free > m.now {
 				m.cool(n, free)
 			}
@@ -177,7 +215,7 @@ func (m *model) setLimit(l Limit, names []string) error {
 func (m *model) pickSticky(key string) (string, error) {
 	if s, ok := m.sticky[key]; ok {
 		m.thaw()
-		if m.eligible(s) && m.cooling[s] == 0 {
+		if m.eligible(s) && m.outUntil(s) == 0 {
 			m.bump(s)
 			return s, nil
 		}
@@ -254,12 +292,61 @@ func (m *model) restore(p RestorePolicy, names []string) error {
 	return nil
 }
 
+// cool: the later of two cooldowns; returns when n is back.
 func (m *model) cool(n string, release int64) int64 {
-	if t, ok := m.cooling[n]; ok && t >= release {
-		return t
+	m.cooling[n] = max(m.cooling[n], release)
+	return m.outUntil(n)
+}
+
+// acquire: the least-used member with room, counted and leased; no last
+// resort.
+func (m *model) acquire(ttl int64) (Lease, error) {
+	m.thaw()
+	r := m.ready()
+	if len(r) == 0 {
+		if c := m.coolingOrder(); len(c) > 0 {
+			return Lease{}, &CoolingError{Until: time.UnixMilli(m.outUntil(c[0]))}
+		}
+		if m.exists() {
+			return Lease{}, ErrPoolEmpty
+		}
+		return Lease{}, ErrUnknownPool
 	}
-	m.cooling[n] = release
-	return release
+	m.bump(r[0])
+	m.seq++
+	l := Lease{Member: r[0], ID: strconv.Itoa(m.seq), Deadline: time.UnixMilli(m.now + ttl)}
+	m.leases[l.ID] = l
+	return l, nil
+}
+
+// release: true for a lease open; one past its deadline is settled.
+func (m *model) release(l Lease) bool {
+	had, ok := m.leases[l.ID]
+	if !ok || had.Member != l.Member {
+		return false
+	}
+	delete(m.leases, l.ID)
+	return had.Deadline.UnixMilli() >= m.now
+}
+
+func (m *model) setConcurrency(n int, names []string) error {
+	if !m.exists() {
+		return ErrUnknownPool
+	}
+	m.thaw()
+	for _, x := range names {
+		if _, in := m.counts[x]; !in {
+			return ErrUnknownMember
+		}
+	}
+	for _, x := range names {
+		if n == 0 {
+			delete(m.caps, x)
+		} else {
+			m.caps[x] = n
+		}
+	}
+	return nil
 }
 
 func (m *model) cooldownFor(d int64, names []string) ([]int64, error) {
@@ -321,7 +408,8 @@ func (m *model) setWeight(w int, names []string) error {
 func (m *model) list() []Member {
 	m.thaw()
 	mem := func(n string) Member {
-		x := Member{Name: n, Count: m.counts[n], Active: !m.removed[n], Failures: m.failures[n], Streak: m.streaks[n], Weight: m.weight(n)}
+		x := Member{Name: n, Count: m.counts[n], Active: !m.removed[n], Failures: m.failures[n], Streak: m.streaks[n], Weight: m.weight(n),
+			Concurrency: m.caps[n], InFlight: int64(len(m.deadlines(n)))}
 		if l, ok := m.limits[n]; ok {
 			x.Limit = &l
 		}
@@ -333,7 +421,7 @@ func (m *model) list() []Member {
 	}
 	for _, n := range m.coolingOrder() {
 		x := mem(n)
-		x.CoolingUntil = time.UnixMilli(m.cooling[n])
+		x.CoolingUntil = time.UnixMilli(m.outUntil(n))
 		out = append(out, x)
 	}
 	var rem []string
@@ -375,6 +463,7 @@ func testClockPool(t testing.TB, c rueidis.Client, name string, ms int64) (*Pool
 	t.Helper()
 	p := newPool(t, c, name)
 	p.s = lua.TestClock
+	p.reclaim = 1 // an Acquire settles the member's own expired leases beyond these
 	p.pick = evalsha(c, p.s.Pick, p.keys, nil).Pin()
 	key := p.k.Active[:len(p.k.Active)-len("counts")] + "testclock"
 	set := func(ms int64) {
@@ -390,7 +479,8 @@ func testClockPool(t testing.TB, c rueidis.Client, name string, ms int64) (*Pool
 // a count or at the minimum), remove, restore (every policy), pick,
 // pick-with-id, batched picks (of one script and of several: sizes around
 // PickChunk), cooldowns, failures (with and without retry-after),
-// successes, weights, settings, sticky picks and steps of the clock
+// successes, weights, settings, sticky picks, leases (acquire and
+// release) under concurrency caps and steps of the clock
 // against Redis and the model, and compares every answer and the whole
 // pool after each step.
 func TestPickMatchesModel(t *testing.T) {
@@ -408,13 +498,14 @@ func TestPickMatchesModel(t *testing.T) {
 			return out[:k]
 		}
 		weight := func() int { return []int{1, 1, 2, 3, 7}[rng.IntN(5)] }
+		var held []Lease // leases acquired, some released since
 		for step := range 200 {
 			var what string
 			fail := func(got, want any) {
 				t.Helper()
 				t.Fatalf("seed %d step %d: %s = %v, want %v", seed, step, what, got, want)
 			}
-			switch op := rng.IntN(20); {
+			switch op := rng.IntN(24); {
 			case op < 3:
 				ns, count, atMin, w := sub(), rng.Int64N(5), rng.IntN(2) == 0, weight()
 				what = fmt.Sprintf("add(%v, %d, atMin=%v, weight %d)", ns, count, atMin, w)
@@ -526,6 +617,39 @@ func TestPickMatchesModel(t *testing.T) {
 				what = fmt.Sprintf("advance the clock %d ms", d)
 				m.now += d
 				setClock(m.now)
+			case op == 20 || op == 21:
+				ttl := []int64{1, 500, 1000, 3000}[rng.IntN(4)]
+				what = fmt.Sprintf("acquire(%d ms)", ttl)
+				got, err := p.Acquire(ctx, time.Duration(ttl)*time.Millisecond)
+				want, werr := m.acquire(ttl)
+				if got != want || !sameErr(err, werr) {
+					fail(fmt.Sprintf("%+v %v", got, err), fmt.Sprintf("%+v %v", want, werr))
+				}
+				if err == nil {
+					held = append(held, got)
+				}
+			case op == 22:
+				if len(held) == 0 {
+					continue
+				}
+				l := held[rng.IntN(len(held))]
+				what = fmt.Sprintf("release(%+v)", l)
+				got, err := p.Release(ctx, l)
+				if want := m.release(l); err != nil || got != want {
+					fail(fmt.Sprint(got, err), want)
+				}
+			case op == 23:
+				ns, n := sub(), []int{0, 1, 1, 2, 3}[rng.IntN(5)]
+				what = fmt.Sprintf("setConcurrency(%d, %v)", n, ns)
+				var err error
+				if n == 0 {
+					err = p.ClearConcurrency(ctx, ns...)
+				} else {
+					err = p.SetConcurrency(ctx, n, ns...)
+				}
+				if want := m.setConcurrency(n, ns); !sameErr(err, want) {
+					fail(err, want)
+				}
 			default:
 				id := ""
 				if rng.IntN(3) == 0 {
@@ -543,6 +667,12 @@ func TestPickMatchesModel(t *testing.T) {
 				if got != want || !sameErr(err, werr) {
 					fail(fmt.Sprintf("%q %v", got, err), fmt.Sprintf("%q %v", want, werr))
 				}
+			}
+			if rng.IntN(3) != 0 {
+				// Not every step: List settles expired leases, and the
+				// member's own settling in Acquire is checked only when
+				// some are left.
+				continue
 			}
 			got, err := p.List(ctx)
 			if !m.exists() {

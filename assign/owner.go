@@ -62,7 +62,7 @@ func (p *Pool) Reset(ctx context.Context, owner string, count int64, members ...
 }
 
 func (p *Pool) ownerKeys() []string {
-	return []string{p.k.Active, p.k.Removed, p.k.Failures, p.k.Owner, p.k.Cooling, p.k.Meta, p.k.Streaks}
+	return []string{p.k.Active, p.k.Removed, p.k.Failures, p.k.Owner, p.k.Cooling, p.k.Meta, p.k.Streaks, p.k.PoolLeases, p.k.PoolLeaseIndex}
 }
 
 func (p *Pool) ownerArgs(owner string, count int64, members []string) []string {

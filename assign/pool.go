@@ -3,6 +3,7 @@ package assign
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -92,6 +93,11 @@ type Pool struct {
 	// same bytes, and building it per pick was a measurable share of the
 	// client's CPU, which shares the machine with Redis.
 	pick rueidis.Completed
+
+	// reclaim is how many expired leases of the pool an Acquire settles
+	// first (reclaimOnAcquire; the property test lowers it, so that the
+	// member's own reclaim is what it checks).
+	reclaim int
 }
 
 type options struct {
@@ -133,7 +139,7 @@ func New(c *Client, name string, opts ...Option) (*Pool, error) {
 	if err := checkDuration("sticky TTL", o.stickyTTL, time.Second, 7*24*time.Hour); err != nil {
 		return nil, err
 	}
-	p := &Pool{name: name, k: lua.PoolKeys(name), s: lua.Pool, r: &runner{c: c.rc}, opts: o}
+	p := &Pool{name: name, k: lua.PoolKeys(name), s: lua.Pool, r: &runner{c: c.rc}, opts: o, reclaim: reclaimOnAcquire}
 	p.keys = []string{p.k.Active, p.k.Removed, p.k.Cooling, p.k.Meta, p.k.Settings}
 	p.pick = evalsha(c.rc, p.s.Pick, p.keys, nil).Pin()
 	return p, nil
@@ -398,7 +404,7 @@ func (p *Pool) Restore(ctx context.Context, policy RestorePolicy, members ...str
 		return err
 	}
 	args := append([]string{policyArgs[policy]}, members...)
-	_, err := p.r.run(ctx, p.s.Restore, p.keys, args).AsInt64()
+	_, err := p.r.run(ctx, p.s.Restore, p.leaseKeys(), args).AsInt64()
 	return classify("restore", p.name, err)
 }
 
@@ -415,10 +421,19 @@ type Member struct {
 	Weight int `json:"weight,omitempty"`
 	// Limit is its rate limit, nil for none.
 	Limit *Limit `json:"limit,omitempty"`
+	// Concurrency is its cap on leases in flight (SetConcurrency), 0 for
+	// none; InFlight its leases open (Acquire), whatever its cap.
+	Concurrency int   `json:"concurrency,omitempty"`
+	InFlight    int64 `json:"in_flight,omitempty"`
 	// CoolingUntil is when its cooldown ends by Redis's clock; zero when
-	// it is not cooling.
+	// it is not cooling. For a member full under its concurrency cap, it
+	// is when it has room at the latest (the lease that brings it under
+	// its cap reaches its deadline), or its cooldown ends if later.
 	CoolingUntil time.Time `json:"cooling_until,omitzero"`
 }
+
+// Full reports whether the member has no room under its concurrency cap.
+func (m Member) Full() bool { return m.Concurrency > 0 && m.InFlight >= int64(m.Concurrency) }
 
 // Cooling reports whether the member is cooling down.
 func (m Member) Cooling() bool { return !m.CoolingUntil.IsZero() }
@@ -439,17 +454,25 @@ type Status struct {
 	Now      time.Time `json:"now"` // Redis's clock when it was read
 	Settings Settings  `json:"settings"`
 	Members  []Member  `json:"members"` // as List orders them
+	// Leases are the first StatusLeases leases open (Acquire) to reach
+	// their deadline; OpenLeases counts them all.
+	Leases     []Lease `json:"leases,omitempty"`
+	OpenLeases int     `json:"open_leases"`
 }
+
+// StatusLeases is how many of the leases open Status lists.
+const StatusLeases = 100
 
 // Status returns the pool's members (as List does), its settings and
 // Redis's clock, read in one atomic step.
 func (p *Pool) Status(ctx context.Context) (Status, error) {
-	keys := append(p.keys[:len(p.keys):len(p.keys)], p.k.Failures, p.k.Streaks)
-	arr, err := p.r.run(ctx, p.s.List, keys, nil).ToArray()
+	keys := append(p.keys[:len(p.keys):len(p.keys)], p.k.Failures, p.k.Streaks, p.k.PoolLeases, p.k.PoolLeaseIndex)
+	args := []string{strconv.Itoa(reclaimPerCall), strconv.Itoa(StatusLeases)}
+	arr, err := p.r.run(ctx, p.s.List, keys, args).ToArray()
 	if err != nil {
 		return Status{}, classify("list", p.name, err)
 	}
-	if len(arr) != 8 {
+	if len(arr) != 10 {
 		return Status{}, fmt.Errorf("assign: list: unexpected answer of %d parts", len(arr))
 	}
 	var parts [6][]pair
@@ -486,7 +509,7 @@ func (p *Pool) Status(ctx context.Context) (Status, error) {
 		if err != nil {
 			return Status{}, fmt.Errorf("assign: list: %q of meta: %w", k, err)
 		}
-		parts[4] = append(parts[4], pair{k, int64(f)})
+		parts[4] = append(parts[4], pair{k, int64(f), f})
 	}
 	nowMS, err := arr[7].ToString()
 	if err != nil {
@@ -514,13 +537,17 @@ func (p *Pool) Status(ctx context.Context) (Status, error) {
 		if v, ok := mt["w|"+name]; ok {
 			w = v
 		}
-		return Member{Name: name, Count: count, Failures: fails[name], Streak: streak[name], Weight: int(w), Limit: limits[name]}
+		return Member{Name: name, Count: count, Failures: fails[name], Streak: streak[name], Weight: int(w), Limit: limits[name],
+			Concurrency: int(mt["k|"+name]), InFlight: mt["f|"+name]}
 	}
 	out := make([]Member, 0, len(active)+len(cooling)+len(removed))
 	for _, a := range active {
-		m := member(a.name, a.n)
-		if c, ok := mt["c|"+a.name]; ok {
-			m.Count = c
+		// A weighted member's score is count / weight, written with 17
+		// digits: the count is round(score × weight), as the scripts read
+		// it, exact for counts below 2^51.
+		m := member(a.name, int64(math.Round(a.f*float64(mt["w|"+a.name]))))
+		if m.Weight == 1 {
+			m.Count = a.n
 		}
 		m.Active = true
 		out = append(out, m)
@@ -536,21 +563,38 @@ func (p *Pool) Status(ctx context.Context) (Status, error) {
 	}
 	st := Status{Pool: p.name, Now: time.UnixMilli(now), Members: out}
 	st.Settings = settingsFrom(settings)
+	held, err := pairs(arr[8])
+	if err != nil {
+		return Status{}, fmt.Errorf("assign: list: leases: %w", err)
+	}
+	for _, h := range held {
+		id, member, ok := strings.Cut(h.name, " ")
+		if !ok {
+			return Status{}, fmt.Errorf("assign: list: lease %q", h.name)
+		}
+		st.Leases = append(st.Leases, Lease{Member: member, ID: id, Deadline: time.UnixMilli(h.n)})
+	}
+	open, err := arr[9].AsInt64()
+	if err != nil {
+		return Status{}, fmt.Errorf("assign: list: leases open: %w", err)
+	}
+	st.OpenLeases = int(open)
 	return st, nil
 }
 
 // Delete removes the whole pool: members, removed members, failures,
-// cooldowns, weights, streaks, settings, its creator. Request-id records
+// cooldowns, weights, limits, streaks, settings, leases, its creator. Request-id records
 // expire on their own.
 func (p *Pool) Delete(ctx context.Context) error {
 	err := p.r.c.Do(ctx, p.r.c.B().Del().Key(p.k.Active, p.k.Removed, p.k.Failures, p.k.Owner,
-		p.k.Cooling, p.k.Meta, p.k.Streaks, p.k.Settings).Build()).Error()
+		p.k.Cooling, p.k.Meta, p.k.Streaks, p.k.Settings, p.k.PoolLeases, p.k.PoolLeaseIndex).Build()).Error()
 	return classify("delete", p.name, err)
 }
 
 type pair struct {
 	name string
 	n    int64
+	f    float64 // n as read
 }
 
 // pairs reads a flat name, number list (WITHSCORES or HGETALL).
@@ -568,7 +612,7 @@ func pairs(m rueidis.RedisMessage) ([]pair, error) {
 		if err != nil {
 			return nil, fmt.Errorf("count of %q: %w", xs[i], err)
 		}
-		out = append(out, pair{xs[i], int64(f)})
+		out = append(out, pair{xs[i], int64(f), f})
 	}
 	return out, nil
 }

@@ -26,8 +26,9 @@ return m`
 //   - seed: the seed's script (seedPick), the floor;
 //   - plain: Pick on a pool with no cooling and no weighted member, the
 //     path every pool took before cooldowns and weights;
-//   - busy: Pick on a pool with 30 members weighted 2 to 4 and 10 cooling
-//     (for an hour: none comes back during the run).
+//   - busy: Pick on a pool with 30 members weighted 2 to 4, 10 cooling
+//     (for an hour: none comes back during the run) and 10 rate-limited
+//     (a million a second: none runs out).
 //
 // It reports each one's server µs per pick, and plain/seed and busy/plain.
 func BenchmarkScriptCost(b *testing.B) {
@@ -59,6 +60,9 @@ func BenchmarkScriptCost(b *testing.B) {
 		}
 	}
 	if _, err := busy.CooldownFor(ctx, time.Hour, members[50:60]...); err != nil {
+		b.Fatal(err)
+	}
+	if err := busy.SetLimit(ctx, Limit{Rate: MaxRate, Per: time.Second, Burst: MaxBurst}, members[60:70]...); err != nil {
 		b.Fatal(err)
 	}
 	rc := c.rc

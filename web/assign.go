@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -95,8 +96,11 @@ const (
 	assignMinMembers  = 2
 	assignMaxMembers  = 50
 	assignDemoMembers = 8
-	// assignMaxCoolFor is the longest cooldown the page asks for.
+	// assignMaxCoolFor is the longest cooldown (and lease) the page asks
+	// for.
 	assignMaxCoolFor = 3600
+	// assignMaxCap is the largest concurrency cap the page sets.
+	assignMaxCap = 100
 )
 
 func newAssignLab(logger *slog.Logger, redisURL, poolName string, writeAny bool, maxBody int64) *assignLab {
@@ -220,6 +224,10 @@ type assignState struct {
 	// or earliest.
 	LastResort assign.LastResort `json:"last_resort"`
 	LLM        *assignLLM        `json:"llm,omitempty"` // while the LLM demo is on
+	// Leases are the leases open (POST /api/assign/acquire), the first to
+	// end first (up to assign.StatusLeases); OpenLeases counts them all.
+	Leases     []assign.Lease `json:"leases"`
+	OpenLeases int            `json:"open_leases"`
 }
 
 // assignLLM describes the LLM demo to the page.
@@ -255,7 +263,11 @@ func (a *assignLab) state(ctx context.Context) (assignState, error) {
 	}
 	owned := owner == assignOwner
 	st := assignState{Demo: a.demo, Exists: exists, Owned: owned, Writable: exists && (owned || a.writeAny),
-		Pool: a.poolName, Members: ms, ScriptReloads: a.pool.ScriptReloads(), Now: ps.Now, LastResort: ps.Settings.LastResort}
+		Pool: a.poolName, Members: ms, ScriptReloads: a.pool.ScriptReloads(), Now: ps.Now, LastResort: ps.Settings.LastResort,
+		Leases: ps.Leases, OpenLeases: ps.OpenLeases}
+	if st.Leases == nil {
+		st.Leases = []assign.Lease{}
+	}
 	if a.demo {
 		st.Server = "miniredis " + a.mini.Addr()
 	} else {
@@ -468,6 +480,51 @@ func (a *assignLab) cooldown() http.HandlerFunc {
 			return nil, err
 		}
 		return map[string]any{"cooling_until": until[0]}, nil
+	})
+}
+
+// acquire answers POST /api/assign/acquire {"seconds": 30}: the
+// least-used member with room under its concurrency cap, counted and
+// leased for that long by Redis's clock (429 with Retry-After when none
+// has room).
+func (a *assignLab) acquire() http.HandlerFunc {
+	return change(a, decodeAcquire, func(ctx context.Context, seconds int) (map[string]any, error) {
+		l, err := a.pool.Acquire(ctx, time.Duration(seconds)*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"lease": l}, nil
+	})
+}
+
+// release answers POST /api/assign/release {"id": "3", "member":
+// "proxy-01"}: the lease ended, and its member's room back.
+func (a *assignLab) release() http.HandlerFunc {
+	return change(a, decodeRelease, func(ctx context.Context, l assign.Lease) (map[string]any, error) {
+		open, err := a.pool.Release(ctx, l)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"was_open": open}, nil
+	})
+}
+
+// concurrency answers POST /api/assign/concurrency {"cap": 2}: every
+// member capped at that many leases in flight; 0 takes the caps away.
+func (a *assignLab) concurrency() http.HandlerFunc {
+	return change(a, decodeConcurrency, func(ctx context.Context, n int) (map[string]any, error) {
+		st, err := a.pool.Status(ctx)
+		if err != nil {
+			return nil, err
+		}
+		names := make([]string, len(st.Members))
+		for i, m := range st.Members {
+			names[i] = m.Name
+		}
+		if n == 0 {
+			return nil, a.pool.ClearConcurrency(ctx, names...)
+		}
+		return nil, a.pool.SetConcurrency(ctx, n, names...)
 	})
 }
 
@@ -763,4 +820,49 @@ func decodeLLM(body []byte) (bool, *apiError) {
 		return false, badRequest("on", "on %s: want true (start the LLM demo) or false (back to the proxies)", clip(f["on"]))
 	}
 	return on, nil
+}
+
+// decodeAcquire reads {"seconds": S}, the lease's time, 1 to 3,600,
+// required.
+func decodeAcquire(body []byte) (int, *apiError) {
+	f, aerr := fields(body, `{"seconds": 30}`, "seconds")
+	if aerr != nil {
+		return 0, aerr
+	}
+	if _, ok := f["seconds"]; !ok {
+		return 0, badRequest("seconds", "seconds missing: want the lease's time in seconds, from 1 to %d", assignMaxCoolFor)
+	}
+	sec, aerr := intField(f, "seconds", 0, 1, assignMaxCoolFor)
+	return int(sec), aerr
+}
+
+// decodeRelease reads {"id": "3", "member": "proxy-01"}, both required:
+// a lease as acquire answered it.
+func decodeRelease(body []byte) (assign.Lease, *apiError) {
+	f, aerr := fields(body, `{"id": "3", "member": "proxy-01"}`, "id", "member")
+	if aerr != nil {
+		return assign.Lease{}, aerr
+	}
+	var l assign.Lease
+	if raw, ok := f["id"]; !ok || unmarshal(raw, &l.ID) != nil || l.ID == "" || len(l.ID) > 20 || strings.Trim(l.ID, "0123456789") != "" {
+		return assign.Lease{}, badRequest("id", "id %s: want the lease id acquire answered, a string of digits", clip(f["id"]))
+	}
+	if raw, ok := f["member"]; !ok || unmarshal(raw, &l.Member) != nil || l.Member == "" || len(l.Member) > assign.MaxMemberName {
+		return assign.Lease{}, badRequest("member", "member %s: want the lease's member, 1 to %d bytes", clip(f["member"]), assign.MaxMemberName)
+	}
+	return l, nil
+}
+
+// decodeConcurrency reads {"cap": N}, N leases in flight from 0 (no cap)
+// to assignMaxCap, required.
+func decodeConcurrency(body []byte) (int, *apiError) {
+	f, aerr := fields(body, `{"cap": 2}`, "cap")
+	if aerr != nil {
+		return 0, aerr
+	}
+	if _, ok := f["cap"]; !ok {
+		return 0, badRequest("cap", "cap missing: want leases in flight per member, from 0 (no cap) to %d", assignMaxCap)
+	}
+	n, aerr := intField(f, "cap", 0, 0, assignMaxCap)
+	return int(n), aerr
 }

@@ -399,7 +399,8 @@ window.fetch = async (path, opts) => {
 // key-3 cools down (its row says so, with its streak and limit), then every
 // key is out and a pick is refused with Retry-After; the last resort
 // "earliest" picks anyway. A member cooled by hand shows as cooling. The
-// chart is there with its caption in the language, and axe finds nothing
+// chart is there with its caption in the language, the lease view shows a
+// lease and its full member, and axe finds nothing
 // serious.
 func TestAssignLLMDemoEndToEnd(t *testing.T) {
 	t.Parallel()
@@ -412,6 +413,30 @@ func TestAssignLLMDemoEndToEnd(t *testing.T) {
 	for _, lang := range langs {
 		cat := catalogue(t, lang)
 		b.do(ctx, "switch to "+lang, choose("lang", lang), waitFor(fmt.Sprintf(`document.documentElement.lang === %q`, lang)))
+		// The lease view: every member capped at one lease in flight, one
+		// lease acquired (its member full), then released.
+		b.do(ctx, lang+": cap every member at 1", choose("assign-cap", "1"),
+			waitFor(`window.afloat.assign.members.every((m) => m.concurrency === 1)`))
+		b.do(ctx, lang+": acquire a lease", click("#assign-acquire"),
+			waitFor(`window.afloat.assign.open_leases === 1 && document.querySelectorAll("#assign-leases button[data-lease]").length === 1`))
+		leased := evaluate[string](b, ctx, `window.afloat.assign.leases[0].member`)
+		if got := cell(leased, 8); got != "1 / 1" {
+			t.Errorf("%s: %s's in flight / cap %q, want 1 / 1", lang, leased, got)
+		}
+		if got, want := cell(leased, 3), cat["assign.state.full"]; got != want {
+			t.Errorf("%s: %s's state %q, want %q", lang, leased, got, want)
+		}
+		if s := b.text(ctx, "#assign-leases tbody"); !strings.Contains(s, leased) {
+			t.Errorf("%s: the leases table says %q, want %s's lease", lang, s, leased)
+		}
+		b.checkAxe(ctx, lang+": a lease open")
+		b.do(ctx, lang+": release it", click("#assign-leases button[data-lease]"),
+			waitFor(`window.afloat.assign.open_leases === 0`))
+		if s := b.text(ctx, "#assign-leases tbody"); s != cat["assign.no_leases"] {
+			t.Errorf("%s: the leases table with none open says %q, want %q", lang, s, cat["assign.no_leases"])
+		}
+		b.do(ctx, lang+": no cap", choose("assign-cap", "0"),
+			waitFor(`window.afloat.assign.members.every((m) => !m.concurrency)`))
 		b.do(ctx, lang+": start the LLM demo", click("#assign-llm"),
 			waitFor(`window.afloat.assign.llm && document.querySelectorAll("#assign-table tbody tr").length === 4 && !document.getElementById("assign-llm-help").hidden`))
 		if s := b.text(ctx, "#assign-llm-help"); !strings.Contains(s, "key-3") || !strings.Contains(s, "429") {

@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -29,11 +30,13 @@ func assignHandler(t *testing.T, redisURL string) http.Handler {
 }
 
 type assignAnswer struct {
-	Error   string      `json:"error"`
-	Field   string      `json:"field"`
-	Picked  []string    `json:"picked"`
-	Created bool        `json:"created"`
-	State   assignState `json:"state"`
+	Error   string       `json:"error"`
+	Field   string       `json:"field"`
+	Picked  []string     `json:"picked"`
+	Created bool         `json:"created"`
+	Lease   assign.Lease `json:"lease"`
+	WasOpen bool         `json:"was_open"`
+	State   assignState  `json:"state"`
 	assignState
 }
 
@@ -166,6 +169,14 @@ func TestAssignAPIRefuses(t *testing.T) {
 		{"POST", "/api/assign/llm", `{}`, 400, "on", "want true (start the LLM demo) or false"},
 		{"POST", "/api/assign/llm", `{"on": "yes"}`, 400, "on", "want true"},
 		{"GET", "/api/assign/cooldown", ``, 405, "", "want POST"},
+		{"POST", "/api/assign/acquire", `{}`, 400, "seconds", "seconds missing: want the lease's time in seconds, from 1 to 3600"},
+		{"POST", "/api/assign/acquire", `{"seconds": 0}`, 400, "seconds", "want an integer from 1 to 3600"},
+		{"POST", "/api/assign/release", `{"member": "proxy-01"}`, 400, "id", "want the lease id acquire answered"},
+		{"POST", "/api/assign/release", `{"id": "x1", "member": "proxy-01"}`, 400, "id", "a string of digits"},
+		{"POST", "/api/assign/release", `{"id": "1"}`, 400, "member", "want the lease's member"},
+		{"POST", "/api/assign/concurrency", `{}`, 400, "cap", "cap missing: want leases in flight per member, from 0 (no cap) to 100"},
+		{"POST", "/api/assign/concurrency", `{"cap": 101}`, 400, "cap", "want an integer from 0 to 100"},
+		{"GET", "/api/assign/acquire", ``, 405, "", "want POST"},
 	} {
 		code, a := callAssign(t, h, tc.method, tc.path, tc.body)
 		if code != tc.code || a.Field != tc.field || !strings.Contains(a.Error, tc.msg) {
@@ -280,6 +291,47 @@ func TestAssignLLMDemoAPI(t *testing.T) {
 	}
 }
 
+// Leases through the API: with every member capped at one lease in
+// flight, eight acquires lease the eight members in name order, each then
+// full; the ninth is refused with 429 and a Retry-After; a release gives
+// its member's room back; the state lists the leases open.
+func TestAssignLeasesAPI(t *testing.T) {
+	srv := assigntest.Start(t)
+	h := assignHandler(t, srv.URL)
+	callAssign(t, h, "POST", "/api/assign/create", `{}`)
+	if code, a := callAssign(t, h, "POST", "/api/assign/concurrency", `{"cap": 1}`); code != 200 || a.Members[0].Concurrency != 1 {
+		t.Fatalf("cap 1: %d %+v", code, a)
+	}
+	var leases []assign.Lease
+	for i := range 8 {
+		code, a := callAssign(t, h, "POST", "/api/assign/acquire", `{"seconds": 60}`)
+		if want := fmt.Sprintf("proxy-%02d", i+1); code != 200 || a.Lease.Member != want || a.State.OpenLeases != i+1 {
+			t.Fatalf("acquire %d: %d %+v, want %s", i, code, a, want)
+		}
+		leases = append(leases, a.Lease)
+	}
+	if code, a := callAssign(t, h, "POST", "/api/assign/acquire", `{"seconds": 60}`); code != 429 || !strings.Contains(a.Error, "cooling") {
+		t.Fatalf("acquire with every member full: %d %+v", code, a)
+	}
+	_, st := callAssign(t, h, "GET", "/api/assign", "")
+	if len(st.Leases) != 8 || st.Leases[0] != leases[0] || st.Members[0].InFlight != 1 || !st.Members[0].Full() {
+		t.Fatalf("state with eight leases: %+v", st.assignState)
+	}
+	body := fmt.Sprintf(`{"id": %q, "member": %q}`, leases[2].ID, leases[2].Member)
+	if code, a := callAssign(t, h, "POST", "/api/assign/release", body); code != 200 || !a.WasOpen || a.State.OpenLeases != 7 {
+		t.Fatalf("release: %d %+v", code, a)
+	}
+	if code, a := callAssign(t, h, "POST", "/api/assign/release", body); code != 200 || a.WasOpen {
+		t.Fatalf("release again: %d %+v", code, a)
+	}
+	if code, a := callAssign(t, h, "POST", "/api/assign/acquire", `{"seconds": 60}`); code != 200 || a.Lease.Member != "proxy-03" {
+		t.Fatalf("acquire after the release: %d %+v", code, a)
+	}
+	if code, a := callAssign(t, h, "POST", "/api/assign/concurrency", `{"cap": 0}`); code != 200 || a.Members[0].Concurrency != 0 || a.Members[0].Cooling() {
+		t.Fatalf("cap cleared: %d %+v", code, a)
+	}
+}
+
 // With no Redis URL the page runs on the in-process server and says it is
 // a demo. (The assignment's behaviour is tested against redis-server; this
 // checks the label and that the console works on a bare machine.)
@@ -311,14 +363,15 @@ func TestAssignDemoIsLabelled(t *testing.T) {
 // range or a 4xx naming a field, never a panic.
 func FuzzAssignBody(f *testing.F) {
 	for _, s := range []string{`{"n": 5}`, `{"member": "proxy-01", "policy": "zero"}`, `{"members": 8}`, `{"rate": 500}`, `{"n": 1e400}`, `{"member": null}`, `{}`, `[]`, `{"rate": "1"}`,
-		`{"rate": 1e-400}`, `{"n": 1.0000000000000001}`, `{"policy": null, "member": "a"}`, `{"members": 8, "members": 9}`} {
-		for e := range 5 {
+		`{"rate": 1e-400}`, `{"n": 1.0000000000000001}`, `{"policy": null, "member": "a"}`, `{"members": 8, "members": 9}`,
+		`{"seconds": 30}`, `{"id": "3", "member": "proxy-01"}`, `{"id": 3}`, `{"cap": 2}`, `{"cap": -1}`} {
+		for e := range 8 {
 			f.Add(uint8(e), []byte(s))
 		}
 	}
 	f.Fuzz(func(t *testing.T, endpoint uint8, body []byte) {
 		var aerr *apiError
-		switch endpoint % 5 {
+		switch endpoint % 8 {
 		case 0:
 			var n int
 			n, aerr = decodePick(body)
@@ -342,6 +395,24 @@ func FuzzAssignBody(f *testing.F) {
 			r, aerr = decodeLoad(body)
 			if aerr == nil && (r < 0 || r > assignMaxRate) {
 				t.Fatalf("%q: rate %d", body, r)
+			}
+		case 5:
+			var sec int
+			sec, aerr = decodeAcquire(body)
+			if aerr == nil && (sec < 1 || sec > assignMaxCoolFor) {
+				t.Fatalf("%q: seconds %d", body, sec)
+			}
+		case 6:
+			var l assign.Lease
+			l, aerr = decodeRelease(body)
+			if aerr == nil && (l.ID == "" || l.Member == "") {
+				t.Fatalf("%q: lease %+v accepted", body, l)
+			}
+		case 7:
+			var n int
+			n, aerr = decodeConcurrency(body)
+			if aerr == nil && (n < 0 || n > assignMaxCap) {
+				t.Fatalf("%q: cap %d", body, n)
 			}
 		}
 		if aerr != nil && (aerr.status < 400 || aerr.status > 499 || aerr.msg == "") {

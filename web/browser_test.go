@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -79,71 +80,115 @@ type browser struct {
 
 func newBrowser(t testing.TB) *browser {
 	t.Helper()
-	path := findChromium(t)
-	profile, tmp := chromiumDirs(t)
-
-	// The flags keep Chromium off the network: this machine reaches only
-	// loopback, and background services would stall on refused connections.
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(profile),
-		chromedp.WindowSize(1400, 1000),
-		// Chromium's own temporary files go with the test's folder, not
-		// into the machine's /tmp, where they outlived every run.
-		chromedp.Env("TMPDIR="+tmp),
-	)
-
-	// Not --single-process, although the headless shell spends about a
-	// tenth less CPU so: it is a debugging mode Chromium does not support,
-	// and the first CI run with it hung one language switch for 30 s with
-	// no error on the page, which no run without it has done.
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelCtx := chromedp.NewContext(alloc)
-	t.Cleanup(func() {
-		cancelCtx()
-		cancelAlloc()
-		removeChromiumDirs(t, filepath.Dir(profile))
-	})
+	parent := sharedChromium(t)
+	// Each test has a browser context of its own (like a new profile:
+	// its own storage, cookies and cache) in the one Chromium: starting
+	// a Chromium costs about two CPU-seconds, a browser context almost
+	// nothing, and make test's browser tests were a tenth Chromium
+	// start-ups.
+	ctx, cancel := chromedp.NewContext(parent, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
 	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("starting chromium: %v", err)
+		t.Fatalf("a new browser context: %v", err)
 	}
 	b := &browser{t: t, ctx: ctx}
 	b.watch(ctx)
 	return b
 }
 
-// chromiumDirs makes a folder for one Chromium's profile and temporary
-// files, removed by removeChromiumDirs once the browser has stopped.
-// Not t.TempDir: its removal runs once, and a helper process of Chromium
-// may still be writing in the profile just after the browser itself has
-// exited ("directory not empty").
-func chromiumDirs(t testing.TB) (profile, tmp string) {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "afloat-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	profile, tmp = filepath.Join(dir, "profile"), filepath.Join(dir, "tmp")
-	for _, d := range []string{profile, tmp} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return profile, tmp
+// chromium is the one headless Chromium the package's browser tests
+// share, started by the first test that needs it and stopped by TestMain.
+var chromium struct {
+	once   sync.Once
+	ctx    context.Context // its first tab: the parent of the tests' contexts
+	err    error
+	dir    string // its profile and temporary files
+	cancel func()
 }
 
-// removeChromiumDirs removes the folder, trying again for up to five
-// seconds while Chromium's last helper processes exit.
-func removeChromiumDirs(t testing.TB, dir string) {
+// sharedChromium starts the shared Chromium on first use and returns the
+// context of its first tab.
+func sharedChromium(t testing.TB) context.Context {
 	t.Helper()
+	path := findChromium(t)
+	chromium.once.Do(func() {
+		dir, err := os.MkdirTemp("", "afloat-chromium-")
+		if err != nil {
+			chromium.err = err
+			return
+		}
+		chromium.dir = dir
+		profile, tmp := filepath.Join(dir, "profile"), filepath.Join(dir, "tmp")
+		for _, d := range []string{profile, tmp} {
+			if err := os.Mkdir(d, 0o700); err != nil {
+				chromium.err = err
+				return
+			}
+		}
+		// The flags keep Chromium off the network: this machine reaches
+		// only loopback, and background services would stall on refused
+		// connections.
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(path),
+			chromedp.Headless,
+			chromedp.NoSandbox,
+			chromedp.DisableGPU,
+			chromedp.Flag("disable-quic", true),
+			chromedp.Flag("no-first-run", true),
+			chromedp.Flag("disable-background-networking", true),
+			chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true),
+			chromedp.UserDataDir(profile),
+			chromedp.WindowSize(1400, 1000),
+			// Chromium's own temporary files go with its folder, not
+			// into the machine's /tmp, where they outlived every run.
+			chromedp.Env("TMPDIR="+tmp),
+		)
+		// Not --single-process, although the headless shell spends about
+		// a tenth less CPU so: it is a debugging mode Chromium does not
+		// support, and the first CI run with it hung one language switch
+		// for 30 s with no error on the page, which no run without it has
+		// done.
+		alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancelCtx := chromedp.NewContext(alloc)
+		chromium.ctx = ctx
+		chromium.cancel = func() { cancelCtx(); cancelAlloc() }
+		chromium.err = chromedp.Do(ctx)
+	})
+	if chromium.err != nil {
+		t.Fatalf("starting chromium: %v", chromium.err)
+	}
+	return chromium.ctx
+}
+
+// stopChromium stops the shared Chromium, if one started, and removes its
+// folder.
+func stopChromium() error {
+	if chromium.cancel != nil {
+		chromium.cancel()
+	}
+	if chromium.dir == "" {
+		return nil
+	}
+	return removeChromiumDir(chromium.dir)
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if err := stopChromium(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// removeChromiumDir removes Chromium's folder, trying again for up to
+// five seconds while its last helper processes exit (a helper may still
+// be writing in the profile just after the browser itself has exited:
+// "directory not empty").
+func removeChromiumDir(dir string) error {
 	var err error
 	for end := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if err = os.RemoveAll(dir); err == nil || time.Now().After(end) {
@@ -151,8 +196,9 @@ func removeChromiumDirs(t testing.TB, dir string) {
 		}
 	}
 	if err != nil {
-		t.Errorf("removing Chromium's folder: %v", err)
+		return fmt.Errorf("removing Chromium's folder: %w", err)
 	}
+	return nil
 }
 
 // watch records uncaught exceptions and console errors of a tab.

@@ -221,6 +221,9 @@ func newHandler(c Config) (http.Handler, *lab) {
 	mux.HandleFunc("POST /api/assign/cooldown", al.cooldown())
 	mux.HandleFunc("POST /api/assign/settings", al.settings())
 	mux.HandleFunc("POST /api/assign/llm", al.llmDemo())
+	mux.HandleFunc("POST /api/assign/acquire", al.acquire())
+	mux.HandleFunc("POST /api/assign/release", al.release())
+	mux.HandleFunc("POST /api/assign/concurrency", al.concurrency())
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		if allow, ok := apiMethods[r.URL.Path]; ok {
 			w.Header().Set("Allow", allow)
@@ -293,6 +296,10 @@ var apiMethods = map[string]string{
 	"/api/assign/cooldown": "POST",
 	"/api/assign/settings": "POST",
 	"/api/assign/llm":      "POST",
+
+	"/api/assign/acquire":     "POST",
+	"/api/assign/release":     "POST",
+	"/api/assign/concurrency": "POST",
 }
 
 // Run listens on c.Addr and serves the console until ctx is done, then

@@ -32,6 +32,14 @@ type Config struct {
 	// batch, and as many picks as afloat made.
 	Peer           bool
 	RedisBenchmark string // the redis-benchmark binary (default: from PATH)
+	// Busy gives the pool what a pool of API keys carries, so that both
+	// runs take the pick's busy path: of every ten members, three weighted
+	// 2, 3 and 4, one cooling for an hour and one rate-limited (MaxRate a
+	// second in bursts of MaxBurst, which no run uses up: every pick of it
+	// spends its limit, none is refused, and both runs make the same picks
+	// at the same cost). A weighted member's count is unlike the others',
+	// so the spread after the run is no measure of levelness.
+	Busy bool
 }
 
 // DefaultConfig returns the run: 100 members, 50 workers,
@@ -127,6 +135,11 @@ func Run(ctx context.Context, c Config, progress func(string)) ([]Result, error)
 			return nil, err
 		}
 	}
+	if c.Busy {
+		if err := busy(ctx, p, names); err != nil {
+			return nil, err
+		}
+	}
 	var out []Result
 	for _, batch := range c.Batches {
 		progress(fmt.Sprintf("afloat: %d workers, batch %d, %v", c.Workers, batch, c.Duration))
@@ -145,6 +158,40 @@ func Run(ctx context.Context, c Config, progress func(string)) ([]Result, error)
 		}
 	}
 	return out, nil
+}
+
+// busy sets Config.Busy's weights, cooldowns and limits on members.
+func busy(ctx context.Context, p *assign.Pool, members []string) error {
+	var weighted [3][]string
+	var cooling, limited []string
+	for i, m := range members {
+		switch i % 10 {
+		case 0, 1, 2:
+			weighted[i%10] = append(weighted[i%10], m)
+		case 5:
+			cooling = append(cooling, m)
+		case 7:
+			limited = append(limited, m)
+		}
+	}
+	for i, ms := range weighted {
+		for chunk := range slices.Chunk(ms, assign.MaxMembers) {
+			if err := p.SetWeight(ctx, i+2, chunk...); err != nil {
+				return err
+			}
+		}
+	}
+	for chunk := range slices.Chunk(cooling, assign.MaxMembers) {
+		if _, err := p.CooldownFor(ctx, time.Hour, chunk...); err != nil {
+			return err
+		}
+	}
+	for chunk := range slices.Chunk(limited, assign.MaxMembers) {
+		if err := p.SetLimit(ctx, assign.Limit{Rate: assign.MaxRate, Per: time.Second, Burst: assign.MaxBurst}, chunk...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // appendMeasured appends a run's result if the run measured anything —

@@ -18,7 +18,9 @@ import (
 // median of each ratio. It is a benchmark, not a test: it runs only with
 // AFLOAT_ASSIGN_BENCH=1, and asserts nothing about speed.
 // AFLOAT_ASSIGN_BENCH_ROUNDS (default 5) and AFLOAT_ASSIGN_BENCH_DURATION
-// (default 10s) change its length.
+// (default 10s) change its length; AFLOAT_ASSIGN_BENCH_BUSY=1 runs both on a
+// busy pool (Config.Busy: weights, cooldowns and rate limits on), and
+// AFLOAT_ASSIGN_BENCH_BATCHES=0 unbatched only.
 func TestBenchAgainstRedisBenchmark(t *testing.T) {
 	if os.Getenv("AFLOAT_ASSIGN_BENCH") == "" {
 		t.Skip("a benchmark: run it with make bench-assign (AFLOAT_ASSIGN_BENCH=1)")
@@ -34,6 +36,10 @@ func TestBenchAgainstRedisBenchmark(t *testing.T) {
 	srv := assigntest.Start(t)
 	cfg := DefaultConfig(srv.URL)
 	cfg.Duration, cfg.Batches, cfg.Peer = d, []int{0, 16}, true
+	cfg.Busy = os.Getenv("AFLOAT_ASSIGN_BENCH_BUSY") != ""
+	if batches := os.Getenv("AFLOAT_ASSIGN_BENCH_BATCHES"); batches == "0" {
+		cfg.Batches = []int{0}
+	}
 	ratios := map[int][]float64{}
 	for round := range rounds {
 		rs, err := Run(context.Background(), cfg, nil)
@@ -47,7 +53,7 @@ func TestBenchAgainstRedisBenchmark(t *testing.T) {
 			ratios[rs[i].Batch] = append(ratios[rs[i].Batch], rs[i].PicksPerS/rs[i+1].PicksPerS)
 		}
 	}
-	for _, batch := range []int{0, 16} {
+	for _, batch := range cfg.Batches {
 		r := ratios[batch]
 		slices.Sort(r)
 		t.Logf("batch %d: afloat ÷ redis-benchmark, median of %d rounds %.2f× (min %.2f×, max %.2f×)", batch, len(r), r[len(r)/2], r[0], r[len(r)-1])

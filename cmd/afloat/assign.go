@@ -188,7 +188,8 @@ func runAssignCooldown(c *cli.Command, args []string) int {
 	})
 }
 
-// runAssignLimit sets or clears members' rate limits, all or none.
+// runAssignLimit sets or clears members' rate limits and concurrency
+// caps, all or none.
 func runAssignLimit(c *cli.Command, args []string) int {
 	var f poolFlags
 	var l assign.Limit
@@ -197,7 +198,9 @@ func runAssignLimit(c *cli.Command, args []string) int {
 	c.IntVar(&l.Rate, "rate", 0, "requests `N` per --per, 1 to 1000000 (required unless --clear)")
 	c.DurationVar(&l.Per, "per", time.Second, "the rate's `PERIOD`, 1ms to 24h: 1s, 1m")
 	c.IntVar(&l.Burst, "burst", 0, "requests `B` at once, 1 to 1000000 (default --rate: the period's budget at once)")
-	c.BoolVar(&clear, "clear", false, "take the members' limits away")
+	c.BoolVar(&clear, "clear", false, "take the members' rate limits away")
+	var conc int
+	c.IntVar(&conc, "concurrency", 0, "cap the members' leases in flight (pick --lease) at `N`, 1 to 1000000; 0 takes the cap away")
 	members, status, ok := c.ParseArgs(args)
 	if !ok {
 		return status
@@ -205,18 +208,32 @@ func runAssignLimit(c *cli.Command, args []string) int {
 	if err := c.NotWith("clear", ": give one or the other", "rate", "per", "burst"); err != nil {
 		return c.Refuse(err)
 	}
-	if !clear && !c.Given("rate") {
-		return c.Refuse(errors.New("--rate is required (or --clear): want requests per --per"))
+	rate := clear || c.Given("rate")
+	if !rate && !c.Given("concurrency") {
+		return c.Refuse(errors.New("--rate is required (or --clear, or --concurrency): want requests per --per"))
+	}
+	if !rate {
+		if err := c.OnlyWith("rate", "per", "burst"); err != nil {
+			return c.Refuse(err)
+		}
+	}
+	if conc < 0 || conc > assign.MaxConcurrency {
+		return c.Refuse(fmt.Errorf("--concurrency %d: want 1 to %d leases in flight, or 0 for no cap", conc, assign.MaxConcurrency))
 	}
 	if !c.Given("burst") {
 		l.Burst = l.Rate
 	}
-	if !clear {
+	if !clear && rate {
 		if err := l.Validate(); err != nil {
 			return c.Refuse(err)
 		}
 	}
 	return f.run(c, time.Minute, func(ctx context.Context, p *assign.Pool) error {
+		if c.Given("concurrency") {
+			if err := capConcurrency(ctx, c, p, conc, members); err != nil || !rate {
+				return err
+			}
+		}
 		if clear {
 			if err := p.ClearLimit(ctx, members...); err != nil {
 				return err
@@ -230,6 +247,23 @@ func runAssignLimit(c *cli.Command, args []string) int {
 		_, err := fmt.Fprintf(c.Stdout, "limited %d members of pool %q to %d per %v, bursts of %d\n", len(members), p.Name(), l.Rate, l.Per, l.Burst)
 		return err
 	})
+}
+
+// capConcurrency sets members' concurrency caps (0 clears them) and says
+// so.
+func capConcurrency(ctx context.Context, c *cli.Command, p *assign.Pool, n int, members []string) error {
+	if n == 0 {
+		if err := p.ClearConcurrency(ctx, members...); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintf(c.Stdout, "cleared the concurrency caps of %d members of pool %q\n", len(members), p.Name())
+		return err
+	}
+	if err := p.SetConcurrency(ctx, n, members...); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(c.Stdout, "capped %d members of pool %q at %d leases in flight\n", len(members), p.Name(), n)
+	return err
 }
 
 // runAssignStatus prints a pool's members, settings and cooldowns.
@@ -295,8 +329,26 @@ func runAssignPick(c *cli.Command, args []string) int {
 	c.IntVar(&n, "n", 1, "picks to make, `N` from 1 to 10000 (more than one go in one round trip)")
 	c.StringVar(&id, "id", "", "request `ID`: a retry with the same id returns the same member and counts once (only with --n 1)")
 	c.StringVar(&sticky, "sticky", "", "sticky `KEY`: the member this key got last, while it is active and not cooling; else the least used, which the key keeps (only with --n 1)")
+	var lease time.Duration
+	c.DurationVar(&lease, "lease", 0, "lease the member for `DURATION` (1ms to 24h) under its concurrency cap: prints member, lease id and deadline; end it with release --member")
 	if status, ok := c.ParseFlags(args); !ok {
 		return status
+	}
+	if err := c.NotWith("lease", ": give one or the other", "id", "n", "sticky"); err != nil {
+		return c.Refuse(err)
+	}
+	if c.Given("lease") {
+		if lease < assign.MinLeaseTTL || lease > assign.MaxLeaseTTL {
+			return c.Refuse(fmt.Errorf("--lease %v: want %v to %v", lease, assign.MinLeaseTTL, assign.MaxLeaseTTL))
+		}
+		return f.run(c, time.Minute, func(ctx context.Context, p *assign.Pool) error {
+			l, err := p.Acquire(ctx, lease)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(c.Stdout, "%s\t%s\t%s\n", l.Member, l.ID, l.Deadline.UTC().Format(time.RFC3339Nano))
+			return err
+		})
 	}
 	if id != "" && n != 1 {
 		return c.Refuse(errors.New("--id works with --n 1 only"))
@@ -357,13 +409,32 @@ func runAssignAcquire(c *cli.Command, args []string) int {
 // reclaimed at its deadline, is counted apart and is no error.
 func runAssignRelease(c *cli.Command, args []string) int {
 	var f poolFlags
+	var member string
 	f.register(c)
+	c.StringVar(&member, "member", "", "the `MEMBER` of leases that pick --lease gave (without it: leases of acquire)")
 	ids, status, ok := c.ParseArgs(args)
 	if !ok {
 		return status
 	}
 	if len(ids) == 0 || len(ids) > assign.MaxBatch {
 		return c.Refuse(fmt.Errorf("release: %d lease ids: want 1 to %d, as acquire printed them", len(ids), assign.MaxBatch))
+	}
+	if c.Given("member") {
+		return f.run(c, time.Minute, func(ctx context.Context, p *assign.Pool) error {
+			open := 0
+			for _, id := range ids {
+				was, err := p.Release(ctx, assign.Lease{Member: member, ID: id})
+				if err != nil {
+					return err
+				}
+				if was {
+					open++
+				}
+			}
+			_, err := fmt.Fprintf(c.Stdout, "released %d leases of %q in pool %q; %d settled already (released before, or past their deadline)\n",
+				open, member, p.Name(), len(ids)-open)
+			return err
+		})
 	}
 	return f.runLeases(c, time.Minute, func(ctx context.Context, l *assign.Leases) error {
 		open := 0
@@ -440,6 +511,7 @@ func runAssignBench(c *cli.Command, args []string) int {
 	c.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of each afloat run, 100ms to 1h")
 	c.Var(cli.IntList{Ints: &cfg.Batches, Want: fmt.Sprintf("batch sizes from 0 (none) to %d", assign.MaxBatch)}, "batch", "batch sizes to run, comma-separated: 0 is one pick a call (auto-pipelined), n is n picks a round trip")
 	c.BoolVar(&cfg.Peer, "peer", false, "after each run, redis-benchmark on the same server and pool: EVALSHA of the same script, --workers clients, -P batch, as many picks")
+	c.BoolVar(&cfg.Busy, "busy", false, "a busy pool: of every ten members three weighted 2 to 4, one cooling for an hour, one rate-limited (never used up)")
 	c.BoolVar(&asJSON, "json", false, "print the results as JSON")
 	if status, ok := c.ParseFlags(args); !ok {
 		return status

@@ -72,8 +72,8 @@ func TestAssignCooldownAndStatus(t *testing.T) {
 		{r("pick", "--n", "2"), 0, "k3\nk3\n"},
 		{r("settings", "--evict-after", "2"), 0, `pool "keys": evict after 2 failures in a row (0: never), last resort fail`},
 		{r("status"), 0, "evict after 2 failures in a row (0: never), last resort fail"},
-		{r("status"), 0, "k3      5      3       -      active   0       0         -"},
-		{r("status"), 0, "k1      1      1       -      cooling  0       0         20"},
+		{r("status"), 0, "k3      5      3       -      0          active   0       0         -"},
+		{r("status"), 0, "k1      1      1       -      0          cooling  0       0         20"},
 		{r("list"), 0, "k2      1      cooling  0"},
 		{r("cooldown", "--for", "1h", "k3"), 0, `"k3" in pool "keys" cools down until `},
 		{r("pick"), 1, `every member is cooling down; the first comes back at 20`},
@@ -86,7 +86,7 @@ func TestAssignCooldownAndStatus(t *testing.T) {
 		{r("limit", "--rate", "2", "--per", "1h", "k2"), 0, `limited 1 members of pool "keys" to 2 per 1h0m0s, bursts of 2`},
 		{r("status"), 0, "k2      1      1       2/1h0m0s burst 2"},
 		{r("limit", "--clear", "k2"), 0, `cleared the rate limits of 1 members of pool "keys"`},
-		{r("limit", "k2"), 2, "--rate is required (or --clear)"},
+		{r("limit", "k2"), 2, "--rate is required (or --clear, or --concurrency)"},
 		{r("limit", "--rate", "0", "k2"), 2, "rate 0: want 1 to 1000000 requests"},
 		{r("limit", "--rate", "1", "--per", "0s", "k2"), 2, "rate per 0s: want whole milliseconds from 1ms to 24h0m0s"},
 		{r("limit", "--rate", "1", "--burst", "0", "k2"), 2, "burst 0: want 1 to 1000000"},
@@ -105,6 +105,37 @@ func TestAssignCooldownAndStatus(t *testing.T) {
 		{r("settings", "--last-resort", "any"), 2, `invalid value "any" for flag -last-resort: assign: invalid argument: last resort "any": want fail, earliest`},
 		{[]string{"assign", "status", "--redis", srv.URL}, 2, "--pool is required"},
 	})
+	// Concurrency caps: pick --lease leases the least-used member with
+	// room; a full one is out until a lease ends.
+	c := func(args ...string) []string {
+		return append([]string{"assign", args[0], "--redis", srv.URL, "--pool", "caps"}, args[1:]...)
+	}
+	runSteps(t, []cliStep{
+		{c("add", "a", "b"), 0, `added 2 to pool "caps"`},
+		{c("limit", "--concurrency", "1", "a", "b"), 0, `capped 2 members of pool "caps" at 1 leases in flight`},
+		{c("pick", "--lease", "1h"), 0, "a\t1\t20"},
+		{c("pick", "--lease", "1h"), 0, "b\t2\t20"},
+		{c("pick", "--lease", "1h"), 1, "every member is cooling down; the first comes back at 20"},
+		{c("pick"), 1, "every member is cooling down"},
+		{c("status"), 0, "a       1      1       -      1/1        full   0       0         20"},
+		{c("status"), 0, "2 leases open (pick --lease), the first to end first:\nLEASE  MEMBER  DEADLINE\n1      a       20"},
+		{c("release", "--member", "a", "1", "2"), 0, `released 1 leases of "a" in pool "caps"; 1 settled already`},
+		{c("status"), 0, "a       1      1       -      0/1        active  0       0         -"},
+		{c("pick", "--lease", "1h"), 0, "a\t3\t20"},
+		{c("limit", "--concurrency", "0", "b"), 0, `cleared the concurrency caps of 1 members of pool "caps"`},
+		{c("pick"), 0, "b\n"},
+		{c("limit", "--concurrency", "2", "--rate", "5", "b"), 0, `limited 1 members of pool "caps" to 5 per 1s, bursts of 5`},
+		{c("limit", "--concurrency", "-1", "a"), 2, "--concurrency -1: want 1 to 1000000 leases in flight, or 0 for no cap"},
+		{c("limit", "--concurrency", "1000001", "a"), 2, "--concurrency 1000001: want 1 to 1000000"},
+		{c("limit", "--concurrency", "1", "--per", "1m", "a"), 2, "--per only with --rate"},
+		{c("limit", "--concurrency", "1", "nobody"), 2, `"nobody" is not a member of pool "caps"`},
+		{c("pick", "--lease", "0s"), 2, "--lease 0s: want 1ms to 24h0m0s"},
+		{c("pick", "--lease", "1s", "--n", "2"), 2, "--n does not go with --lease"},
+		{c("pick", "--lease", "1s", "--sticky", "s"), 2, "--sticky does not go with --lease"},
+		{c("release", "--member", "", "1"), 2, `member name "": want 1 to 512 bytes of UTF-8`},
+		{c("release", "--member", "a", "x"), 2, `lease id "x": want the id Acquire returned`},
+	})
+
 	status, out, _ := call(t, "", r("status", "--format", "json")...)
 	var st struct {
 		Pool     string
@@ -156,6 +187,18 @@ func TestAssignBench(t *testing.T) {
 	}
 	if len(rs) != 2 && len(rs) != 4 {
 		t.Fatalf("%d results", len(rs))
+	}
+	// A busy pool: weights, a cooling member and a limited one on.
+	busy := []string{"assign", "bench", "--redis", srv.URL, "--pool", "busy", "--pool-size", "10", "--workers", "4", "--duration", "100ms", "--batch", "0", "--busy", "--json"}
+	status, out, errOut = call(t, "", busy...)
+	rs = nil
+	if err := json.Unmarshal([]byte(out), &rs); status != 0 || err != nil || len(rs) != 1 || rs[0].Picks == 0 || rs[0].Errors != 0 {
+		t.Fatalf("bench --busy: %d %q %q %v", status, out, errOut, err)
+	}
+	status, out, _ = call(t, "", "assign", "status", "--redis", srv.URL, "--pool", "busy")
+	if status != 0 || !strings.Contains(out, "member-00005  0      1       -") || !strings.Contains(out, "cooling") ||
+		!strings.Contains(out, "member-00002") || !strings.Contains(out, "1000000/1s burst 1000000") {
+		t.Errorf("the busy pool after the bench:\n%s", out)
 	}
 	for i, step := range []struct {
 		args []string

@@ -1,15 +1,20 @@
 -- list: the pool at one instant, cooldowns that have ended returned
 -- first.
 -- KEYS[1..5] the pool (pool_common), KEYS[6] failures hash, KEYS[7]
--- failure streaks hash
+-- failure streaks hash, KEYS[8..9] its leases (expired ones are settled
+-- first, up to ARGV[1])
 -- Returns {active members and scores, removed members and counts,
 -- failures by member, cooling members and release times, meta, streaks,
--- settings, now}, each but now a flat list of name, value.
-pool_lib()
+-- settings, now, the leases open ('id member' and deadline, up to ARGV[2]
+-- of the first to end), how many are open}, each but now and the number
+-- a flat list of name, value.
+LEASES, LEASEIDX = KEYS[8], KEYS[9]
+lease_lib()
 if not exists_pool() then
   return redis.error_reply('AFLOAT_UNKNOWN_POOL')
 end
 local now = now_ms()
+reclaim(now, tonumber(ARGV[1]))
 thaw(now)
 return {
   redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES'),
@@ -20,4 +25,6 @@ return {
   redis.call('HGETALL', KEYS[7]),
   redis.call('HGETALL', KEYS[5]),
   num(now),
+  redis.call('ZRANGE', LEASES, 0, tonumber(ARGV[2]) - 1, 'WITHSCORES'),
+  redis.call('ZCARD', LEASES),
 }

@@ -46,19 +46,26 @@ type Set struct {
 	PickMany, Add, Remove, Restore, List *Script
 	Cooldown, Failure, Weight            *Script
 	PickSticky, Limit                    *Script
+	// Acquire, Release and Concurrency are the pool's leases under
+	// concurrency caps.
+	Acquire, Release, Concurrency *Script
 }
 
 func newSet(clock string) *Set {
 	common := read("pool_common")
-	if !strings.Contains(common, "  --CLOCK--\n") {
-		panic("pool_common.lua has no --CLOCK-- line") // the embedded files are fixed at build time
+	if strings.Count(common, "  --CLOCK--\n") != 2 {
+		panic("pool_common.lua has not two --CLOCK-- lines") // the embedded files are fixed at build time
 	}
-	pre := pickOne + "\n" + strings.Replace(common, "  --CLOCK--\n", read(clock), 1)
+	base := pickOne + "\n" + strings.ReplaceAll(common, "  --CLOCK--\n", read(clock))
+	pre := "local PLAIN -- pool_pick's: is the pool plain (nil: not asked yet)\n" + base
+	leases := pre + "\n" + read("lease_pool")
 	s := func(name string) *Script { return load(name, pre) }
+	l := func(name string) *Script { return load(name, leases) }
 	return &Set{
-		Pick: s("pick"), PickMany: s("pick_many"), Add: s("add"), Remove: s("remove"),
-		Restore: s("restore"), List: s("list"), Cooldown: s("cooldown"), Failure: s("failure"),
+		Pick: load("pick", read("pick_fast"), base), PickMany: s("pick_many"), Add: s("add"), Remove: s("remove"),
+		Restore: l("restore"), List: l("list"), Cooldown: s("cooldown"), Failure: s("failure"),
 		Weight: s("weight"), PickSticky: s("pick_sticky"), Limit: s("limit"),
+		Acquire: l("pool_acquire"), Release: l("pool_release"), Concurrency: l("concurrency"),
 	}
 }
 
@@ -95,6 +102,8 @@ type Keys struct {
 	Owner                                string // the creator Create recorded
 	// cooldowns, weights, failure streaks and the pool's settings
 	Cooling, Meta, Streaks, Settings string
+	// the pool's leases under concurrency caps: by deadline, by member
+	PoolLeases, PoolLeaseIndex string
 	// least-in-flight
 	Inflight, Parked, Leases, LeaseMembers, LeaseSeq string
 }
@@ -105,6 +114,7 @@ func PoolKeys(name string) Keys {
 	return Keys{
 		Active: p + "counts", Removed: p + "removed", Failures: p + "failures", ReqPrefix: p + "req:", FailReqPrefix: p + "failreq:", Owner: p + "owner", StickyPrefix: p + "sticky:",
 		Cooling: p + "cooling", Meta: p + "meta", Streaks: p + "streaks", Settings: p + "settings",
+		PoolLeases: p + "held", PoolLeaseIndex: p + "held-by-member",
 		Inflight: p + "inflight", Parked: p + "inflight-removed", Leases: p + "leases",
 		LeaseMembers: p + "lease-members", LeaseSeq: p + "lease-seq",
 	}

@@ -4,23 +4,35 @@
 -- KEYS[2] removed members' counts (hash)
 -- KEYS[3] cooling members: member → release time in ms of the clock
 --         (sorted set, so the next release is ZRANGE 0 0: O(log n))
--- KEYS[4] meta (hash): 'w|'..m the weight of m when it is not 1;
---         'c|'..m the count of an active weighted member (its score is a
---         quotient); 'p|'..m the count of a cooling member, parked while
---         it is out of KEYS[1]
+-- KEYS[4] meta (hash): 'w|'..m the weight of m when it is not 1 (an
+--         active weighted member's score is the quotient c / w, written
+--         with 17 digits, and its count c is round(score × w): exact, as
+--         |score × w − c| < c × 2^-52 < 0.5 for counts below 2^51);
+--         'p|'..m the count of a cooling member, parked while it is out
+--         of KEYS[1]
 -- KEYS[5] settings (hash): 'evict' (failures in a row that evict, 0
---         never), 'last' ('fail' or 'earliest')
--- A pool with no cooling and no weighted member has neither KEYS[3] nor
+--         never), 'last' ('fail' or 'earliest'), 'lease_seq' (the last
+--         lease id)
+-- Concurrency caps (in meta): 'k|'..m the cap of m, 'f|'..m its leases
+-- in flight, 'F|'..m set while m is full: it is out of KEYS[1], in
+-- KEYS[3] scored by when it has room (or the end of its own cooldown,
+-- kept in 'F|'..m, whichever is later; 0 for none). The scripts that
+-- open or end leases set LEASES (leases by deadline: a sorted set of
+-- 'id member') and LEASEIDX (the same by member: 'member\0deadline\0id',
+-- all at score 0, so that a member's leases are a ZRANGEBYLEX).
+-- A pool with no cooling, weighted, limited or capped member has no
 -- KEYS[4], and its pick is the seed's (one EXISTS more).
 
 -- The helpers are made on a script's first need of them: the seed's pick
 -- (pool_pick's first branch) runs without making one of them, and a Lua
 -- function made is an allocation on every run of a script.
-local num, weight, put, active_count, take, thaw, cool, exists_pool, bump, now_ms, slow_pick
+local num, weight, put, active_count, take, thaw, cool, exists_pool, bump, now_ms, spend, none_ready
 local NOW
 local function pool_lib()
   if num then return end
+  if not now_ms then
   --CLOCK--
+  end
   -- num writes a number so that Redis reads back the same double: Lua's
   -- own tostring keeps 14 digits only.
   num = function(x) return string.format('%.17g', x) end
@@ -31,22 +43,14 @@ local function pool_lib()
 
   -- put makes m active with count c under weight w.
   put = function(m, c, w)
-    if w == 1 then
-      redis.call('HDEL', KEYS[4], 'c|' .. m)
-      redis.call('ZADD', KEYS[1], num(c), m)
-    else
-      redis.call('HSET', KEYS[4], 'c|' .. m, num(c))
-      redis.call('ZADD', KEYS[1], num(c / w), m)
-    end
+    redis.call('ZADD', KEYS[1], num(c / w), m)
   end
 
   -- count of an active member, nil if it is not in KEYS[1].
   active_count = function(m)
     local s = redis.call('ZSCORE', KEYS[1], m)
     if not s then return nil end
-    local c = redis.call('HGET', KEYS[4], 'c|' .. m)
-    if c then return tonumber(c) end
-    return tonumber(s)
+    return math.floor(tonumber(s) * weight(m) + 0.5)
   end
 
   -- take removes m from wherever it is eligible (active or cooling) and
@@ -55,13 +59,12 @@ local function pool_lib()
     local c = active_count(m)
     if c then
       redis.call('ZREM', KEYS[1], m)
-      redis.call('HDEL', KEYS[4], 'c|' .. m)
       return c
     end
     if redis.call('ZSCORE', KEYS[3], m) then
       c = tonumber(redis.call('HGET', KEYS[4], 'p|' .. m))
       redis.call('ZREM', KEYS[3], m)
-      redis.call('HDEL', KEYS[4], 'p|' .. m)
+      redis.call('HDEL', KEYS[4], 'p|' .. m, 'F|' .. m)
       return c
     end
     return nil
@@ -69,7 +72,10 @@ local function pool_lib()
 
   -- thaw returns every member whose cooldown has ended to the active set.
   -- Each cooldown is returned once, so its cost is paid once: O(log n) per
-  -- member, never a scan of the cooling members still out.
+  -- member, never a scan of the cooling members still out. A full member
+  -- (concurrency) is out until the later of its own cooldown and the
+  -- deadline of the lease that brings it under its cap: back then, it has
+  -- room (that lease is settled by the next script that reclaims).
   thaw = function(now)
     local ms = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)
     for _, m in ipairs(ms) do
@@ -83,6 +89,10 @@ local function pool_lib()
   cool = function(m, release)
     local cur = redis.call('ZSCORE', KEYS[3], m)
     if cur then
+      local u = redis.call('HGET', KEYS[4], 'F|' .. m)
+      if u and tonumber(u) < release then
+        redis.call('HSET', KEYS[4], 'F|' .. m, num(release)) -- full, and now cooling too
+      end
       if tonumber(cur) >= release then return tonumber(cur) end
       redis.call('ZADD', KEYS[3], num(release), m)
       return release
@@ -97,21 +107,26 @@ local function pool_lib()
     return redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[3]) > 0
   end
 
-  -- bump counts one assignment of the active member m and, if m has a
-  -- rate limit, spends it (GCRA on the clock: 'l|'..m is the interval
-  -- between requests in ms, the burst, the rate and its period in ms;
-  -- 't|'..m the theoretical arrival time); a member left with no room is cooled until it has room again,
-  -- so that picks skip it at no cost and it comes back by itself.
+  -- bump counts one assignment of the active member m and spends its
+  -- rate limit, if it has one (pool_pick does the same inline).
   bump = function(m)
     local x = redis.call('HMGET', KEYS[4], 'w|' .. m, 'l|' .. m, 't|' .. m)
-    local w, l, tat = x[1], x[2], x[3]
-    if not w then
+    if not x[1] then
       redis.call('ZINCRBY', KEYS[1], 1, m)
     else
-      local c = redis.call('HINCRBY', KEYS[4], 'c|' .. m, 1)
-      redis.call('ZADD', KEYS[1], num(c / tonumber(w)), m)
+      local w = tonumber(x[1])
+      local c = math.floor(tonumber(redis.call('ZSCORE', KEYS[1], m)) * w + 0.5) + 1
+      redis.call('ZADD', KEYS[1], num(c / w), m)
     end
-    if not l then return end
+    if x[2] then spend(m, x[2], x[3]) end
+  end
+
+  -- spend takes one request from m's rate limit l ('l|'..m: the interval
+  -- between requests in ms, the burst, the rate and its period in ms;
+  -- tat, 't|'..m, the theoretical arrival time: GCRA on the clock); a
+  -- member left with no room is cooled until it has room again, so that
+  -- picks skip it at no cost and it comes back by itself.
+  spend = function(m, l, tat)
     local ts, bs = string.match(l, '^(%S+) (%S+)')
     local t, burst = tonumber(ts), tonumber(bs)
     local now = now_ms()
@@ -121,15 +136,12 @@ local function pool_lib()
     if free > now then cool(m, free) end
   end
 
-  -- slow_pick is pool_pick on a pool with cooling or weighted members.
-  slow_pick = function()
-    thaw(now_ms())
-    local m = redis.call('ZRANGE', KEYS[1], 0, 0)[1]
-    if m then
-      bump(m)
-      return m
-    end
-    local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+  -- none_ready answers a pick that finds no member ready: the last
+  -- resort's member, or nil and what the script returns instead. first:
+  -- the first cooling member and its release, if the caller has read it
+  -- since the last change.
+  none_ready = function(first)
+    first = first or redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
     if not first[1] then
       if redis.call('EXISTS', KEYS[2]) == 0 then
         return nil, redis.error_reply('AFLOAT_UNKNOWN_POOL')
@@ -150,16 +162,54 @@ end
 -- the script returns instead: false (empty), an error for a pool that
 -- never had a member, or AFLOAT_COOLING <ms> when every member is cooling
 -- and the pool's last resort is to fail.
--- One EXISTS tells a plain pool (no cooling, no weighted member); PLAIN
--- keeps the answer for the script's later picks (a batch's):
--- a pick never makes a member cool or weighted.
-local PLAIN
+-- One EXISTS of meta tells a plain pool (no cooling, no weighted, limited
+-- or capped member: each of those has a field in meta, a cooling member
+-- its parked count); PLAIN keeps the answer for the script's later picks
+-- (a batch's): a pick never makes a member weighted, limited or capped,
+-- and one that cools a member (its limit) makes the pool busy already.
+-- (PLAIN is declared ahead of this file: pick_fast.lua, or lua.go's
+-- prelude.)
 local function pool_pick()
-  if PLAIN == nil then PLAIN = redis.call('EXISTS', KEYS[3], KEYS[4]) == 0 end
+  if PLAIN == nil then PLAIN = redis.call('EXISTS', KEYS[4]) == 0 end
   if PLAIN then
     -- No cooling and no weighted member: the seed's pick.
     return pick_one()
   end
-  pool_lib()
-  return slow_pick()
+  -- A busy pool: the helpers are made only when a cooldown ends, the
+  -- member has a rate limit, or none is ready, so that the common pick
+  -- pays for none of them.
+  if not now_ms then
+  --CLOCK--
+  end
+  -- The clock is read only when a member is cooling (TIME is a call of
+  -- its own), and the cooling set scanned only when the first release
+  -- has come.
+  local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+  if first[1] then
+    local now = now_ms()
+    if tonumber(first[2]) <= now then
+      pool_lib()
+      thaw(now)
+      first = nil
+    end
+  end
+  local ms = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  local m = ms[1]
+  if not m then
+    pool_lib()
+    return none_ready(first)
+  end
+  local x = redis.call('HMGET', KEYS[4], 'w|' .. m, 'l|' .. m, 't|' .. m)
+  if not x[1] then
+    redis.call('ZINCRBY', KEYS[1], 1, m)
+  else
+    local w = tonumber(x[1])
+    local c = math.floor(tonumber(ms[2]) * w + 0.5) + 1
+    redis.call('ZADD', KEYS[1], string.format('%.17g', c / w), m)
+  end
+  if x[2] then
+    pool_lib()
+    spend(m, x[2], x[3])
+  end
+  return m
 end

@@ -1,9 +1,10 @@
 // The assignment lab: a least-used pool on Redis (or the in-process demo
 // server, labelled as such), its counts live, picks by hand or as a steady
 // load, remove/restore under a policy, cooldowns by hand, the last resort
-// and the LLM demo, with a chart of picks per member over time (GET
-// /api/assign, POST /api/assign/{create,pick,remove,restore,reset,load,
-// cooldown,settings,llm}). GET only reads: when the pool is not there the
+// and the LLM demo, with a chart of picks per member over time, and the
+// leases in flight under a concurrency cap (GET /api/assign, POST
+// /api/assign/{create,pick,remove,restore,reset,load,cooldown,settings,
+// llm,acquire,release,concurrency}). GET only reads: when the pool is not there the
 // page asks POST /api/assign/create for it.
 import { t } from "./i18n.js";
 import { LiveChart, colours } from "./charts.js";
@@ -95,6 +96,21 @@ export function setupAssign() {
   $("assign-reset").addEventListener("click", () =>
     act("/api/assign/reset", { members: 8 }, (a, st) => ["assign.reset_done", { n: st.members.length }]),
   );
+  $("assign-cap").addEventListener("change", () => {
+    const cap = Number($("assign-cap").value);
+    act("/api/assign/concurrency", { cap }, () => (cap ? ["assign.cap_set", { n: cap }] : ["assign.cap_cleared", {}]));
+  });
+  $("assign-acquire").addEventListener("click", () => {
+    const seconds = Number($("assign-lease-for").value);
+    act("/api/assign/acquire", { seconds }, (a) => ["assign.acquired", { id: a.lease.id, member: a.lease.member, seconds }]);
+  });
+  $("assign-leases").addEventListener("click", (e) => {
+    const b = e.target.closest("button[data-lease]");
+    if (!b) return;
+    const id = b.dataset.lease;
+    const member = b.dataset.leaseMember;
+    act("/api/assign/release", { id, member }, (a) => [a.was_open ? "assign.released" : "assign.release_late", { id, member }]);
+  });
   $("assign-policy").addEventListener("change", policyHelp);
   // One listener for the table's buttons, which are redrawn on every poll.
   $("assign-table").addEventListener("click", (e) => {
@@ -193,7 +209,7 @@ function draw(st) {
   const readOnly = !st.writable && (st.exists || createAnswered);
   $("assign-read-only").hidden = !readOnly;
   $("assign-read-only").textContent = readOnly ? t("assign.read_only", { pool: st.pool }) : "";
-  for (const id of ["assign-pick-1", "assign-pick-100", "assign-rate", "assign-load", "assign-reset", "assign-policy", "assign-cool-for", "assign-last-resort", "assign-llm"]) {
+  for (const id of ["assign-pick-1", "assign-pick-100", "assign-rate", "assign-load", "assign-reset", "assign-policy", "assign-cool-for", "assign-last-resort", "assign-llm", "assign-cap", "assign-lease-for", "assign-acquire"]) {
     $(id).disabled = !st.writable;
   }
   if (document.activeElement !== $("assign-last-resort")) $("assign-last-resort").value = st.last_resort;
@@ -231,8 +247,12 @@ function draw(st) {
   const had = new Map([...tbody.rows].map((tr) => [tr.dataset.member, tr]));
   const rows = members.map((m) => {
     const tr = had.get(m.member) || newRow(m.member);
-    const [, count, bar, state, weight, cooling, streak, limit, action] = tr.cells;
+    const [, count, bar, state, weight, cooling, streak, limit, inFlight, action] = tr.cells;
+    const full = m.concurrency > 0 && (m.in_flight || 0) >= m.concurrency;
     tr.className = m.active ? (m.cooling_until ? "cooling" : "") : "removed";
+    inFlight.textContent = m.concurrency
+      ? t("assign.in_flight_value", { n: m.in_flight || 0, cap: m.concurrency })
+      : String(m.in_flight || 0);
     weight.textContent = String(m.weight || 1);
     const left = m.cooling_until ? Math.max(0, Math.ceil((Date.parse(m.cooling_until) - Date.parse(st.now)) / 1000)) : 0;
     cooling.textContent = m.cooling_until ? t("assign.cooling_left", { seconds: left }) : "–";
@@ -245,7 +265,9 @@ function draw(st) {
     meter.max = top;
     meter.value = m.count;
     meter.setAttribute("aria-label", `${m.member}: ${m.count}`);
-    state.textContent = t(m.active ? (m.cooling_until ? "assign.state.cooling" : "assign.state.active") : "assign.state.removed");
+    state.textContent = t(
+      m.active ? (full ? "assign.state.full" : m.cooling_until ? "assign.state.cooling" : "assign.state.active") : "assign.state.removed",
+    );
     const cool = action.lastChild;
     cool.textContent = t("assign.cool");
     cool.setAttribute("aria-label", t("assign.cool_label", { member: m.member, seconds: $("assign-cool-for").value }));
@@ -264,7 +286,65 @@ function draw(st) {
     tbody.replaceChildren(...rows);
     if (focused && tbody.contains(focused)) focused.focus();
   }
+  drawLeases(st);
   record(st);
+}
+
+// drawLeases shows the leases open, the first to end first, each with a
+// button that releases it; and the cap the members share, if they do.
+function drawLeases(st) {
+  const caps = new Set(st.members.map((m) => m.concurrency || 0));
+  if (caps.size === 1 && document.activeElement !== $("assign-cap")) {
+    const cap = String([...caps][0]);
+    if ([...$("assign-cap").options].some((o) => o.value === cap)) $("assign-cap").value = cap;
+  }
+  const tbody = $("assign-leases").tBodies[0];
+  const leases = st.leases || [];
+  if (!leases.length) {
+    const tr = document.createElement("tr");
+    const td = document.createElement("td");
+    td.colSpan = 4;
+    td.textContent = t("assign.no_leases");
+    tr.append(td);
+    tbody.replaceChildren(tr);
+    return;
+  }
+  // Rows are kept by lease id, as the members' are, so that a poll does
+  // not replace the button under the pointer.
+  const had = new Map([...tbody.rows].filter((tr) => tr.dataset.lease).map((tr) => [tr.dataset.lease, tr]));
+  const rows = leases.map((l) => {
+    let tr = had.get(l.id);
+    if (!tr) {
+      tr = document.createElement("tr");
+      tr.dataset.lease = l.id;
+      const th = document.createElement("th");
+      th.scope = "row";
+      th.textContent = l.id;
+      const member = document.createElement("td");
+      member.textContent = l.member;
+      const ends = document.createElement("td");
+      const action = document.createElement("td");
+      const b = document.createElement("button");
+      b.type = "button";
+      b.dataset.lease = l.id;
+      b.dataset.leaseMember = l.member;
+      action.append(b);
+      tr.append(th, member, ends, action);
+    }
+    const left = Math.max(0, Math.ceil((Date.parse(l.deadline) - Date.parse(st.now)) / 1000));
+    tr.cells[2].textContent = t("assign.lease_ends", { seconds: left });
+    const b = tr.cells[3].firstChild;
+    b.textContent = t("assign.release");
+    b.setAttribute("aria-label", t("assign.release_label", { id: l.id, member: l.member }));
+    b.disabled = !st.writable;
+    return tr;
+  });
+  const same = rows.length === tbody.rows.length && rows.every((tr, i) => tbody.rows[i] === tr);
+  if (!same) {
+    const focused = document.activeElement;
+    tbody.replaceChildren(...rows);
+    if (focused && tbody.contains(focused)) focused.focus();
+  }
 }
 
 // The chart's history: picks per second of each member between two
@@ -327,9 +407,10 @@ function newRow(member) {
   meter.min = 0;
   bar.append(meter);
   const state = document.createElement("td");
-  const [weight, cooling, streak, limit] = [0, 1, 2, 3].map(() => document.createElement("td"));
+  const [weight, cooling, streak, limit, inFlight] = [0, 1, 2, 3, 4].map(() => document.createElement("td"));
   weight.className = "num";
   streak.className = "num";
+  inFlight.className = "num";
   const action = document.createElement("td");
   const b = document.createElement("button");
   b.type = "button";
@@ -340,7 +421,7 @@ function newRow(member) {
   cool.type = "button";
   cool.dataset.cool = member;
   action.append(b, " ", cool);
-  tr.append(th, count, bar, state, weight, cooling, streak, limit, action);
+  tr.append(th, count, bar, state, weight, cooling, streak, limit, inFlight, action);
   return tr;
 }
 
