@@ -19,6 +19,14 @@
 
 GO ?= go
 
+# Every go command here builds with -trimpath: a compiled package's key in
+# the build cache then leaves out the folder it was built in, so that a new
+# clone or worktree reuses what another one compiled (without it, a clean
+# clone recompiled every package of afloat in every variant: race,
+# embedetcd, mutation, 386, arm64 — about a hundred CPU-seconds for the
+# race group alone on two cores; docs/benchmarks.md, "make test").
+export GOFLAGS += -trimpath
+
 # apt-get needs root: use sudo when we are not root.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_INSTALL := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends
@@ -228,7 +236,7 @@ unit-browser:
 # LONG_TESTS are the tests that skip under -short, or do less under it,
 # outside the models (whose every test runs again at full size below). internal/conventions
 # checks that every test that skips under -short is named here.
-LONG_TESTS := ^(TestGameAccessibilityEndToEnd|TestMysteryDebriefEndToEnd|TestConsoleEndToEnd|TestOverloadLabEndToEnd|TestQuotaLabEndToEnd|TestQuotaEndToEnd|TestTwoAgentsOneRegion|TestForgedEpochUnderTraffic|TestQuotaCoordinatorDamagedDataDir|TestQuotaStartUpEndsOnSIGTERM|TestServeUnderAbuse|TestBusyMachineIsFlagged|TestSoakShort|TestShrinkUnderLoad|TestQuotaSurvivesEtcdElections|TestFiftyWorkersStayLevel|TestTokenRotationUnderTraffic|TestQuotaRestoreUnderTraffic|TestLeversEndToEnd|TestRunStopsEndToEnd|TestBotsPlayTheGameEndToEnd|TestAssignLLMDemoEndToEnd)$$
+LONG_TESTS := ^(TestGameAccessibilityEndToEnd|TestMysteryDebriefEndToEnd|TestConsoleEndToEnd|TestOverloadLabEndToEnd|TestQuotaLabEndToEnd|TestQuotaEndToEnd|TestTwoAgentsOneRegion|TestForgedEpochUnderTraffic|TestQuotaCoordinatorDamagedDataDir|TestQuotaStartUpEndsOnSIGTERM|TestServeUnderAbuse|TestBusyMachineIsFlagged|TestSoakShort|TestShrinkUnderLoad|TestQuotaSurvivesEtcdElections|TestFiftyWorkersStayLevel|TestTokenRotationUnderTraffic|TestQuotaRestoreUnderTraffic|TestLeversEndToEnd|TestRunStopsEndToEnd|TestBotsPlayTheGameEndToEnd|TestAssignLLMDemoEndToEnd|TestPickMatchesModel)$$
 
 # long is make test-long's: the tests that skip under -short, with the
 # binaries they exec built once; the models at full size (the 120-seed

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -22,9 +21,27 @@ import (
 // the config files the tests of the processes share: good.yaml (two
 // regions, one tenant), fronted.yaml (with the envoy and proxy sections),
 // metrics.yaml (a hard and a best-effort tenant in one region).
+//
+// The folder is found from the module's root, the first folder up from the
+// test's working directory (its package's folder) with a go.mod: not from
+// runtime.Caller, whose file names are module paths in a -trimpath build
+// (make test builds so, to share the build cache between clones).
 func ConfigFile(name string) string {
-	_, here, _, _ := runtime.Caller(0)
-	b, err := os.ReadFile(filepath.Join(filepath.Dir(here), "..", "..", "config", "testdata", name))
+	dir, err := os.Getwd()
+	if err != nil {
+		panic(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			panic("opstest: no go.mod above the working directory")
+		}
+		dir = up
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "quota", "config", "testdata", name))
 	if err != nil {
 		panic(err)
 	}
