@@ -130,11 +130,14 @@ tidy-check:
 	cd bench/quotapeers && $(GO) mod tidy -diff
 	cd bench/quotapeers/ratelimitd && $(GO) mod tidy -diff
 
-# cross-build builds every package for a 32-bit and an ARM target, where
-# int is 32 bits or the assembly differs.
+# cross-build compiles every package, the command's too, for a 32-bit and
+# an ARM target, where int is 32 bits or the assembly differs: go list
+# -export runs the compiler on each (and prints its errors) without the
+# link, which checks nothing more here (afloat has no assembly) and cost
+# seven CPU-seconds a run.
 cross-build:
-	$(NICE) env GOARCH=386 $(GO) build ./...
-	$(NICE) env GOARCH=arm64 $(GO) build ./...
+	$(NICE) env GOARCH=386 $(GO) list -export -f '{{.ImportPath}}' ./... >/dev/null
+	$(NICE) env GOARCH=arm64 $(GO) list -export -f '{{.ImportPath}}' ./... >/dev/null
 
 # boundaries keeps the models and the pure cores free of I/O and of what
 # peers bring (ARCHITECTURE.md: models import no I/O; importing a model
@@ -175,27 +178,32 @@ litter:
 	if [ -n "$$big" ]; then echo "tracked files over 1 MB, not in .ci/large-files:"; echo "$$big"; exit 1; fi
 
 # The packages whose tests run without the race detector: the models and
-# pure code, deterministic simulations on one goroutine, where -race finds
-# nothing and costs five to ten times the time. Every other package runs
+# pure code (deterministic simulations on one goroutine; parsers of flags,
+# configs, numbers and host names that start no goroutine), where -race
+# finds nothing and costs five to ten times the time (make test-long runs
+# them under -race too). Every other package runs
 # under -race. The models' own goroutine code (the seed sweeps and the
 # comparison runner) is tested under -race by the tests named
 # ...Concurrently.
 NORACE := sim sim/bots overload quota quota/chaos quota/internal/breakage \
 	internal/conventions internal/heap \
-	internal/queueing internal/redact internal/rng internal/vclock
+	internal/queueing internal/redact internal/rng internal/vclock \
+	internal/cli internal/hostcheck internal/jsonnum quota/config quota/internal/ops
 NORACE_RE := ^github.com/afloat/afloat/($(shell echo $(NORACE) | tr ' ' '|'))$$
 # The browser tests are the web package's tests whose names end in
 # EndToEnd or InBrowser: a new one joins by its name alone.
 BROWSER_TESTS := ^Test[A-Za-z0-9]*(EndToEnd|InBrowser)$$
+# NORACE_WEB are web tests that run a model's computation through the
+# server and again in the test, seconds of CPU each under -race: they run
+# beside the browser tests, without it (the server's goroutines around
+# that computation are tested under -race by the others).
+NORACE_WEB := ^TestOverloadCompareAnswer$$
 
 # AFLOAT_REQUIRE_BROWSER, AFLOAT_REQUIRE_REDIS and AFLOAT_REQUIRE_PROMTOOL
 # turn the skips of the browser tests (no chromium), the Redis tests (no
 # redis-server) and the alert rules' mutation test (no promtool) into
 # failures, so that this suite cannot pass without them.
-# go test links its binaries without symbols or DWARF already (-s -w);
-# the cross builds' binaries, which nobody runs, are linked without DWARF
-# too.
-cross-build: export GOFLAGS += -ldflags=-w
+# go test links its binaries without symbols or DWARF already (-s -w).
 # A race-detector binary sleeps a second before it exits, by default, for
 # other threads' reports to come in; a test binary's goroutines have all
 # ended by then, and some forty binaries sleeping one after another are
@@ -207,7 +215,7 @@ $(UNITS): export AFLOAT_REQUIRE_PROMTOOL := 1
 unit: $(UNITS)
 
 unit-race:
-	$(NICE) $(GO) test -short -race -count=1 -skip '$(BROWSER_TESTS)' $$($(GO) list ./... | grep -Ev '$(NORACE_RE)')
+	$(NICE) $(GO) test -short -race -count=1 -skip '$(BROWSER_TESTS)|$(NORACE_WEB)' $$($(GO) list ./... | grep -Ev '$(NORACE_RE)')
 
 # MUTATION runs the mutation checks: tests that plant a deliberate fault
 # and show that the checker (or the property) catches it. The faults exist
@@ -222,16 +230,17 @@ unit-models:
 # The quota's etcd tests need the embedded etcd server, which only a build
 # with the tag embedetcd has; they run without -race, which would
 # instrument the whole etcd server (the quota's own code runs under -race
-# above, on the in-memory ledger).
+# above, on the in-memory ledger). The alert rules' tests, which need no
+# etcd, run once, in unit-race.
 unit-etcd:
-	$(NICE) $(GO) test -short -count=1 -tags embedetcd ./quota/etcdledger ./quota/etcdmember ./quota/agent ./quota/coordinator/replica ./quota/servicetest
+	$(NICE) $(GO) test -short -count=1 -tags embedetcd -skip '^TestAlertRules' ./quota/etcdledger ./quota/etcdmember ./quota/agent ./quota/coordinator/replica ./quota/servicetest
 	$(NICE) $(GO) test -short -count=1 -tags embedetcd -run '^TestQuotaTenants' ./cmd/afloat
 
 # Independent browser tests run side by side, each with its own console
 # and Chromium; two at a time, as many as there are cores (more only
 # slowed each of them down).
 unit-browser:
-	$(GO) test -short -count=1 -parallel 2 -run '$(BROWSER_TESTS)' ./web
+	$(GO) test -short -count=1 -parallel 2 -run '$(BROWSER_TESTS)|$(NORACE_WEB)' ./web
 
 # LONG_TESTS are the tests that skip under -short, or do less under it,
 # outside the models (whose every test runs again at full size below). internal/conventions
@@ -254,6 +263,7 @@ long:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -E '$(NORACE_RE)')
 	$(GO) test -count=1 $(MUTATION)
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -E '$(NORACE_RE)')
+	$(GO) test -race -count=1 -run '$(NORACE_WEB)' ./web
 
 # bench-assign runs afloat assign bench (50 workers, 100 members, 10 s,
 # unbatched and batches of 16) and redis-benchmark on the same redis-server

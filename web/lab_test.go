@@ -59,9 +59,17 @@ func TestOverloadCompareEndpoint(t *testing.T) {
 	if status, h, _ := call(t, srv, "GET", "/api/overload/compare?profile=database", "", nil); status != 405 || h.Get("Allow") != "POST" {
 		t.Errorf("GET: %d Allow %q, want 405 and POST: a comparison costs seconds of CPU", status, h.Get("Allow"))
 	}
+}
 
-	// The answer is the package's own comparison, downsampled: the same
-	// runs, the same summaries.
+// TestOverloadCompareAnswer: the answer is the package's own comparison,
+// downsampled: the same runs, the same summaries. It computes the
+// comparison twice (here and in the server), seconds of CPU each under
+// the race detector, so make test runs it without (NORACE_WEB in the
+// Makefile): the server's part that runs goroutines — the shared,
+// capped, cancellable computation — is TestCompareIsSharedCappedAndCancelled's,
+// under -race.
+func TestOverloadCompareAnswer(t *testing.T) {
+	srv := newTestServer(t)
 	runs, err := overload.Compare(overload.Config{Profile: "database", Seed: 5, Inside: 30, Outside: 10, Alpha: 0.5, Retries: overload.NoRetries, MaxPatience: 60})
 	if err != nil {
 		t.Fatal(err)
