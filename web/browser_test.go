@@ -270,10 +270,12 @@ func (b *browser) text(ctx context.Context, css string) string {
 	return v
 }
 
-// waitFor waits until a JavaScript expression is true.
+// waitFor waits until a JavaScript expression is true, asking every 30 ms:
+// at every 10 ms the asking alone cost Chromium about a twentieth of the
+// browser tests' CPU.
 func waitFor(expr string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		_, err := chromedp.Poll[bool](expr, chromedp.WithPollingInterval(10*time.Millisecond))(ctx, t)
+		_, err := chromedp.Poll[bool](expr, chromedp.WithPollingInterval(30*time.Millisecond))(ctx, t)
 		return err
 	})
 }
