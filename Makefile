@@ -1,6 +1,6 @@
 # Two tiers of tests, both run by CI (.ci/run):
 #
-# make test is what a contributor runs on every change, 3.5 to 4
+# make test is what a contributor runs on every change, under three
 # minutes on a two-core machine with warm caches (docs/benchmarks.md): vet, the gofmt check,
 # staticcheck, the go mod tidy check, the 386 and arm64 builds, the
 # boundaries and litter checks, the alert rules' tests (promtool), and every unit test (with -short): the
@@ -237,8 +237,10 @@ unit-etcd:
 	$(NICE) $(GO) test -short -count=1 -tags embedetcd -run '^TestQuotaTenants' ./cmd/afloat
 
 # Independent browser tests run side by side, each with its own console
-# and Chromium; two at a time, as many as there are cores (more only
-# slowed each of them down).
+# and a browser context of its own in one shared Chromium; two at a time,
+# as many as there are cores (more only slowed each of them down). Under
+# -short each long one walks one language, a different one in different
+# tests; make test-long walks every language in each.
 unit-browser:
 	$(GO) test -short -count=1 -parallel 2 -run '$(BROWSER_TESTS)|$(NORACE_WEB)' ./web
 
