@@ -251,7 +251,8 @@ LONG_TESTS := ^(TestGameAccessibilityEndToEnd|TestMysteryDebriefEndToEnd|TestCon
 
 # long is make test-long's: the tests that skip under -short, with the
 # binaries they exec built once; the models at full size (the 120-seed
-# chaos sweep among them), then under -race. A failing TestQuotaEndToEnd keeps its event logs and the
+# chaos sweep among them), then under -race; and the command linked for
+# 386 and arm64 (make test compiles every package for both, unlinked). A failing TestQuotaEndToEnd keeps its event logs and the
 # processes' output in a folder its failure names.
 long: export AFLOAT_REQUIRE_REDIS := 1
 long: export AFLOAT_REQUIRE_BROWSER := 1
@@ -266,6 +267,8 @@ long:
 	$(GO) test -count=1 $(MUTATION)
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -E '$(NORACE_RE)')
 	$(GO) test -race -count=1 -run '$(NORACE_WEB)' ./web
+	env GOARCH=386 $(GO) build -o /dev/null ./cmd/afloat
+	env GOARCH=arm64 $(GO) build -o /dev/null ./cmd/afloat
 
 # bench-assign runs afloat assign bench (50 workers, 100 members, 10 s,
 # unbatched and batches of 16) and redis-benchmark on the same redis-server
