@@ -99,35 +99,10 @@ func tpSystems(rlExe, dir string) []tpSystem {
 // service's core and returns a service speaking proto ("grpc": RLS, or
 // "http": the decision API) to it.
 func startSelf(ctx context.Context, what, proto string) (*tpService, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command("taskset", "-c", serviceCPU, exe, "serve", what)
 	// GOGC: what afloat quota region runs its agent with (agent.GCPercent).
-	cmd.Env = append(os.Environ(), "GOGC=400")
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
+	out, stop, err := serveChild(what, "GOGC=400")
 	if err != nil {
 		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	stop := func() {
-		stdin.Close()
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
 	}
 	addrs := map[string]string{}
 	sc := bufio.NewScanner(out)
@@ -198,25 +173,30 @@ func rlsService(addr string) (*tpService, error) {
 	}, nil
 }
 
-func startGubernatorSolo(ctx context.Context, behavior guber.Behavior) (*tpService, error) {
+// serveChild starts this program's "serve WHAT" on the service's core,
+// with env added to its environment, and returns its standard output
+// (where it prints its addresses) and a stop that closes its standard
+// input (its signal to stop) and waits for it, killing it after 5 s.
+func serveChild(what string, env ...string) (io.Reader, func(), error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	cmd := exec.Command("taskset", "-c", serviceCPU, exe, "serve", "gubernator")
+	cmd := exec.Command("taskset", "-c", serviceCPU, exe, "serve", what)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	stopProc := func() {
+	stop := func() {
 		stdin.Close()
 		done := make(chan struct{})
 		go func() { cmd.Wait(); close(done) }()
@@ -226,6 +206,14 @@ func startGubernatorSolo(ctx context.Context, behavior guber.Behavior) (*tpServi
 			cmd.Process.Kill()
 			<-done
 		}
+	}
+	return out, stop, nil
+}
+
+func startGubernatorSolo(ctx context.Context, behavior guber.Behavior) (*tpService, error) {
+	out, stopProc, err := serveChild("gubernator")
+	if err != nil {
+		return nil, err
 	}
 	sc := bufio.NewScanner(out)
 	addr := ""
