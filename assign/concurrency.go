@@ -62,17 +62,7 @@ func (p *Pool) Acquire(ctx context.Context, ttl time.Duration) (Lease, error) {
 	}
 	args := []string{strconv.FormatInt(ceilMS(ttl), 10), strconv.Itoa(p.reclaim)}
 	xs, err := p.r.run(ctx, p.s.Acquire, p.leaseKeys(), args).AsStrSlice()
-	if err != nil {
-		return Lease{}, classify("acquire", p.name, err)
-	}
-	if len(xs) != 3 {
-		return Lease{}, fmt.Errorf("assign: acquire: unexpected answer %q", xs)
-	}
-	ms, err := strconv.ParseInt(xs[2], 10, 64)
-	if err != nil {
-		return Lease{}, fmt.Errorf("assign: acquire: deadline %q: %w", xs[2], err)
-	}
-	return Lease{Member: xs[0], ID: xs[1], Deadline: time.UnixMilli(ms)}, nil
+	return leaseFrom(p.name, xs, err)
 }
 
 // Release ends a lease Acquire returned, and the member has its room back

@@ -96,8 +96,14 @@ func (l *Leases) Acquire(ctx context.Context, ttl time.Duration) (Lease, error) 
 	}
 	args := []string{strconv.FormatInt(ttl.Milliseconds(), 10), strconv.Itoa(reclaimOnAcquire)}
 	xs, err := l.r.run(ctx, lua.Acquire, l.keys(), args).AsStrSlice()
+	return leaseFrom(l.name, xs, err)
+}
+
+// leaseFrom reads an acquire script's answer (member, lease id, deadline
+// in Unix milliseconds) for the pool or leases named name.
+func leaseFrom(name string, xs []string, err error) (Lease, error) {
 	if err != nil {
-		return Lease{}, classify("acquire", l.name, err)
+		return Lease{}, classify("acquire", name, err)
 	}
 	if len(xs) != 3 {
 		return Lease{}, fmt.Errorf("assign: acquire: unexpected answer %q", xs)
