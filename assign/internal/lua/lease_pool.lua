@@ -24,17 +24,18 @@ local function lease_lib()
   -- fit puts m where its leases in flight and its cap say, after either
   -- changed: full (out of KEYS[1], in KEYS[3] until it has room, or its
   -- own cooldown ends if later), or not (back in KEYS[1], or cooling on
-  -- for its own cooldown). A removed member stays removed.
+  -- for its own cooldown). A removed member stays removed. Its time in
+  -- KEYS[3] may move earlier (a lease ended): cool_at keeps 'next' by it.
   fit = function(m, now)
     local x = redis.call('HMGET', KEYS[4], 'k|' .. m, 'f|' .. m, 'F|' .. m)
     local cap, f, u = tonumber(x[1]), tonumber(x[2]) or 0, x[3]
     local full = cap and f >= cap
     if u then
       if full then
-        redis.call('ZADD', KEYS[3], num(math.max(tonumber(u), room_time(m, f, cap))), m)
+        cool_at(m, math.max(tonumber(u), room_time(m, f, cap)))
       elseif tonumber(u) > now then
         redis.call('HDEL', KEYS[4], 'F|' .. m)
-        redis.call('ZADD', KEYS[3], u, m)
+        cool_at(m, tonumber(u))
       else
         local c = take(m)
         put(m, c, weight(m))
@@ -45,11 +46,11 @@ local function lease_lib()
     local s = redis.call('ZSCORE', KEYS[3], m)
     if s then
       redis.call('HSET', KEYS[4], 'F|' .. m, s)
-      redis.call('ZADD', KEYS[3], num(math.max(tonumber(s), room_time(m, f, cap))), m)
+      cool_at(m, math.max(tonumber(s), room_time(m, f, cap)))
     elseif redis.call('ZSCORE', KEYS[1], m) then
       local c = take(m)
       redis.call('HSET', KEYS[4], 'p|' .. m, num(c), 'F|' .. m, '0')
-      redis.call('ZADD', KEYS[3], num(room_time(m, f, cap)), m)
+      cool_at(m, room_time(m, f, cap))
     end
   end
 

@@ -52,17 +52,21 @@ type Set struct {
 }
 
 func newSet(clock string) *Set {
-	common := read("pool_common")
-	if strings.Count(common, "  --CLOCK--\n") != 2 {
-		panic("pool_common.lua has not two --CLOCK-- lines") // the embedded files are fixed at build time
+	// --CLOCK-- is a line of its own: the clock's statement, which sets NOW.
+	withClock := func(name string) string {
+		src := read(name)
+		if strings.Count(src, "  --CLOCK--\n") != 1 {
+			panic(name + ".lua has not one --CLOCK-- line") // the embedded files are fixed at build time
+		}
+		return strings.Replace(src, "  --CLOCK--\n", read(clock), 1)
 	}
-	base := pickOne + "\n" + strings.ReplaceAll(common, "  --CLOCK--\n", read(clock))
-	pre := "local PLAIN -- pool_pick's: is the pool plain (nil: not asked yet)\n" + base
+	base := pickOne + "\n" + withClock("pool_common")
+	pre := "local PLAIN, NOW -- pool_pick's: is the pool plain (nil: not asked yet); the clock, once read\n" + base
 	leases := pre + "\n" + read("lease_pool")
 	s := func(name string) *Script { return load(name, pre) }
 	l := func(name string) *Script { return load(name, leases) }
 	return &Set{
-		Pick: load("pick", read("pick_fast"), base), PickMany: s("pick_many"), Add: s("add"), Remove: s("remove"),
+		Pick: load("pick", withClock("pick_fast"), base), PickMany: s("pick_many"), Add: s("add"), Remove: s("remove"),
 		Restore: l("restore"), List: l("list"), Cooldown: s("cooldown"), Failure: s("failure"),
 		Weight: s("weight"), PickSticky: s("pick_sticky"), Limit: s("limit"),
 		Acquire: l("pool_acquire"), Release: l("pool_release"), Concurrency: l("concurrency"),

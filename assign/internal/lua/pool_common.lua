@@ -20,18 +20,30 @@
 -- open or end leases set LEASES (leases by deadline: a sorted set of
 -- 'id member') and LEASEIDX (the same by member: 'member\0deadline\0id',
 -- all at score 0, so that a member's leases are a ZRANGEBYLEX).
+-- 'next' (in meta, a pool's field: no member's field lacks the '|') is
+-- at or before the first release in KEYS[3] whenever KEYS[3] has a
+-- member: every score put in KEYS[3] goes through cool_at, which lowers
+-- it; thaw sets it to the first release left (or deletes it). A pick
+-- reads it in the HMGET it makes for its member anyway, so that a busy
+-- pick reads neither the cooling set nor the clock unless a member is
+-- out, and scans the cooling set only when 'next' has come. A stale
+-- 'next' (its member taken out since) is early, never late: it costs
+-- one thaw that returns nothing, never a missed release.
 -- A pool with no cooling, weighted, limited or capped member has no
 -- KEYS[4], and its pick is the seed's (one EXISTS more).
 
 -- The helpers are made on a script's first need of them: the seed's pick
 -- (pool_pick's first branch) runs without making one of them, and a Lua
 -- function made is an allocation on every run of a script.
-local num, weight, put, active_count, take, thaw, cool, exists_pool, bump, now_ms, spend, none_ready
-local NOW
+-- (NOW, the clock's reading, is declared ahead of this file with PLAIN.)
+local num, weight, put, active_count, take, thaw, cool, cool_at, exists_pool, bump, now_ms, spend, none_ready
 local function pool_lib()
   if num then return end
-  if not now_ms then
+  now_ms = function()
+    if not NOW then
   --CLOCK--
+    end
+    return NOW
   end
   -- num writes a number so that Redis reads back the same double: Lua's
   -- own tostring keeps 14 digits only.
@@ -65,6 +77,9 @@ local function pool_lib()
       c = tonumber(redis.call('HGET', KEYS[4], 'p|' .. m))
       redis.call('ZREM', KEYS[3], m)
       redis.call('HDEL', KEYS[4], 'p|' .. m, 'F|' .. m)
+      -- With no member out, no 'next': a meta with nothing else goes,
+      -- and the pool's pick is the plain one again.
+      if redis.call('ZCARD', KEYS[3]) == 0 then redis.call('HDEL', KEYS[4], 'next') end
       return c
     end
     return nil
@@ -76,11 +91,31 @@ local function pool_lib()
   -- (concurrency) is out until the later of its own cooldown and the
   -- deadline of the lease that brings it under its cap: back then, it has
   -- room (that lease is settled by the next script that reclaims).
+  -- 'next' says when there can be one: until then, one HGET.
   thaw = function(now)
+    local n = redis.call('HGET', KEYS[4], 'next')
+    if not n or tonumber(n) > now then return end
     local ms = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)
     for _, m in ipairs(ms) do
       local c = take(m)
       put(m, c, weight(m))
+    end
+    local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+    if first[1] then
+      redis.call('HSET', KEYS[4], 'next', first[2])
+    else
+      redis.call('HDEL', KEYS[4], 'next')
+    end
+  end
+
+  -- cool_at puts m in KEYS[3] at time s (ms), or moves it there, keeping
+  -- 'next' at or before every release: the only way a score goes into
+  -- KEYS[3].
+  cool_at = function(m, s)
+    redis.call('ZADD', KEYS[3], num(s), m)
+    local n = redis.call('HGET', KEYS[4], 'next')
+    if not n or tonumber(n) > s then
+      redis.call('HSET', KEYS[4], 'next', num(s))
     end
   end
 
@@ -94,12 +129,12 @@ local function pool_lib()
         redis.call('HSET', KEYS[4], 'F|' .. m, num(release)) -- full, and now cooling too
       end
       if tonumber(cur) >= release then return tonumber(cur) end
-      redis.call('ZADD', KEYS[3], num(release), m)
+      cool_at(m, release)
       return release
     end
     local c = take(m)
     redis.call('HSET', KEYS[4], 'p|' .. m, num(c))
-    redis.call('ZADD', KEYS[3], num(release), m)
+    cool_at(m, release)
     return release
   end
 
@@ -168,48 +203,40 @@ end
 -- (a batch's): a pick never makes a member weighted, limited or capped,
 -- and one that cools a member (its limit) makes the pool busy already.
 -- (PLAIN is declared ahead of this file: pick_fast.lua, or lua.go's
--- prelude.)
+-- prelude.) A single pick on a busy pool takes the same steps inline in
+-- pick_fast.lua, making no function; this one serves batches, sticky
+-- picks, picks with a request id and what pick_fast leaves.
 local function pool_pick()
   if PLAIN == nil then PLAIN = redis.call('EXISTS', KEYS[4]) == 0 end
   if PLAIN then
     -- No cooling and no weighted member: the seed's pick.
     return pick_one()
   end
-  -- A busy pool: the helpers are made only when a cooldown ends, the
-  -- member has a rate limit, or none is ready, so that the common pick
-  -- pays for none of them.
-  if not now_ms then
-  --CLOCK--
-  end
-  -- The clock is read only when a member is cooling (TIME is a call of
-  -- its own), and the cooling set scanned only when the first release
-  -- has come.
-  local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
-  if first[1] then
-    local now = now_ms()
-    if tonumber(first[2]) <= now then
-      pool_lib()
-      thaw(now)
-      first = nil
-    end
-  end
+  pool_lib()
+  -- The least active member first, then in one HMGET its weight, its
+  -- limit and the pool's 'next': the clock is read only when a member is
+  -- out, the cooling set only when 'next' has come (then members may be
+  -- back, and the least is looked for again).
   local ms = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  local m = ms[1]
-  if not m then
-    pool_lib()
-    return none_ready(first)
+  local m, x = ms[1], nil
+  if m then
+    x = redis.call('HMGET', KEYS[4], 'w|' .. m, 'l|' .. m, 't|' .. m, 'next')
   end
-  local x = redis.call('HMGET', KEYS[4], 'w|' .. m, 'l|' .. m, 't|' .. m)
+  if not m or (x[4] and tonumber(x[4]) <= now_ms()) then
+    thaw(now_ms())
+    ms = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+    m = ms[1]
+    if not m then return none_ready() end
+    x = redis.call('HMGET', KEYS[4], 'w|' .. m, 'l|' .. m, 't|' .. m)
+  end
   if not x[1] then
     redis.call('ZINCRBY', KEYS[1], 1, m)
   else
+    -- The count from the score: round(score × weight), exact (see meta).
     local w = tonumber(x[1])
     local c = math.floor(tonumber(ms[2]) * w + 0.5) + 1
-    redis.call('ZADD', KEYS[1], string.format('%.17g', c / w), m)
+    redis.call('ZADD', KEYS[1], num(c / w), m)
   end
-  if x[2] then
-    pool_lib()
-    spend(m, x[2], x[3])
-  end
+  if x[2] then spend(m, x[2], x[3]) end
   return m
 end
