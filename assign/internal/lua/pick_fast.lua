@@ -31,18 +31,18 @@ if not KEYS[6] then
     local ms = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
     local m = ms[1]
     if m then
-      local x = redis.call('HMGET', KEYS[4], 'w|' .. m, 'l|' .. m, 't|' .. m, 'next')
-      if (x[2] or x[4]) and not NOW then
+      local x = redis.call('HMGET', KEYS[4], 'w|' .. m, 'l|' .. m, 'next')
+      if (x[2] or x[3]) and not NOW then
   --CLOCK--
       end
-      local ready = not x[4] or tonumber(x[4]) > NOW
+      local ready = not x[3] or tonumber(x[3]) > NOW
       local tat
       if ready and x[2] then
         -- spend's GCRA (pool_common), inline: the pick goes on here only
         -- if m has room left after it.
         local ts, bs = string.match(x[2], '^(%S+) (%S+)')
         local t = tonumber(ts)
-        tat = math.max(tonumber(x[3]) or NOW, NOW) + t
+        tat = math.max(tonumber(redis.call('HGET', KEYS[4], 't|' .. m)) or NOW, NOW) + t
         ready = math.ceil(tat - (tonumber(bs) - 1) * t) <= NOW
       end
       if ready then

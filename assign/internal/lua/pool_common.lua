@@ -220,14 +220,14 @@ local function pool_pick()
   local ms = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
   local m, x = ms[1], nil
   if m then
-    x = redis.call('HMGET', KEYS[4], 'w|' .. m, 'l|' .. m, 't|' .. m, 'next')
+    x = redis.call('HMGET', KEYS[4], 'w|' .. m, 'l|' .. m, 'next')
   end
-  if not m or (x[4] and tonumber(x[4]) <= now_ms()) then
+  if not m or (x[3] and tonumber(x[3]) <= now_ms()) then
     thaw(now_ms())
     ms = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
     m = ms[1]
     if not m then return none_ready() end
-    x = redis.call('HMGET', KEYS[4], 'w|' .. m, 'l|' .. m, 't|' .. m)
+    x = redis.call('HMGET', KEYS[4], 'w|' .. m, 'l|' .. m)
   end
   if not x[1] then
     redis.call('ZINCRBY', KEYS[1], 1, m)
@@ -237,6 +237,6 @@ local function pool_pick()
     local c = math.floor(tonumber(ms[2]) * w + 0.5) + 1
     redis.call('ZADD', KEYS[1], num(c / w), m)
   end
-  if x[2] then spend(m, x[2], x[3]) end
+  if x[2] then spend(m, x[2], redis.call('HGET', KEYS[4], 't|' .. m)) end
   return m
 end
