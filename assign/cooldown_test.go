@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -575,4 +576,68 @@ func TestWeightedCountExact(t *testing.T) {
 			}
 		}
 	}
+}
+
+// meta's 'next' stays at or before the first release in the cooling set,
+// so that a pick skips the clock and the cooling set while it is ahead;
+// 'table' keeps meta a hash table while it holds anything else, and meta
+// goes (the pick is the plain one again) when nothing else is left.
+func TestMetaNextAndTable(t *testing.T) {
+	_, c := newClient(t)
+	ctx := ctxFor(t)
+	const t0 = 7_000_000
+	p, setClock := testClockPool(t, c, "next", t0)
+	if _, err := p.Add(ctx, 0, "a", "b", "c"); err != nil {
+		t.Fatal(err)
+	}
+	meta := func() (exists bool, enc, next string) {
+		t.Helper()
+		n, err := c.Do(ctx, c.B().Exists().Key(p.k.Meta).Build()).AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return false, "", ""
+		}
+		enc, err = c.Do(ctx, c.B().ObjectEncoding().Key(p.k.Meta).Build()).ToString()
+		if err != nil {
+			t.Fatal(err)
+		}
+		next, _ = c.Do(ctx, c.B().Hget().Key(p.k.Meta).Field("next").Build()).ToString()
+		return true, enc, next
+	}
+	want := func(step string, exists bool, next string) {
+		t.Helper()
+		e, enc, n := meta()
+		if e != exists || (e && enc != "hashtable") || n != next {
+			t.Fatalf("%s: meta exists %v, encoding %q, next %q; want exists %v, a hashtable, next %q", step, e, enc, n, exists, next)
+		}
+	}
+	want("a plain pool", false, "")
+	if err := p.SetWeight(ctx, 2, "a"); err != nil {
+		t.Fatal(err)
+	}
+	want("a weighted", true, "")
+	if err := p.SetWeight(ctx, 1, "a"); err != nil {
+		t.Fatal(err)
+	}
+	want("a's weight back to 1", false, "")
+	if err := firstErr(p.Cooldown(ctx, "b", time.UnixMilli(t0+100)), p.Cooldown(ctx, "c", time.UnixMilli(t0+50))); err != nil {
+		t.Fatal(err)
+	}
+	want("b and c cooling", true, strconv.Itoa(t0+50))
+	if err := p.Remove(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	want("c removed: next early, not late", true, strconv.Itoa(t0+50))
+	setClock(t0 + 60)
+	if m, err := p.Pick(ctx); err != nil || m != "a" {
+		t.Fatalf("pick at +60: %q %v, want a", m, err)
+	}
+	want("a pick past next: thawed nothing, next set to b's release", true, strconv.Itoa(t0+100))
+	setClock(t0 + 100)
+	if m, err := p.Pick(ctx); err != nil || m != "b" {
+		t.Fatalf("pick at +100: %q %v, want b (count 0, back)", m, err)
+	}
+	want("b back", false, "")
 }

@@ -502,8 +502,8 @@ func (p *Pool) Status(ctx context.Context) (Status, error) {
 			limits[name] = &l
 			continue
 		}
-		if strings.HasPrefix(k, "t|") || k == "next" {
-			continue // a GCRA time; the pool's next release (a bound the scripts keep)
+		if strings.HasPrefix(k, "t|") || k == "next" || k == "table" {
+			continue // a GCRA time; the pool's next release (a bound the scripts keep); the encoding's marker
 		}
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {

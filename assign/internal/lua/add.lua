@@ -29,4 +29,5 @@ for i = 4, #ARGV do
     added = added + 1
   end
 end
+if w ~= 1 then meta_opened() end
 return {added, active, removed}

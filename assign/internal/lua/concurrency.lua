@@ -27,4 +27,5 @@ for i = 2, #ARGV do
   end
   reclaim_member(m, now)
 end
+if ARGV[1] == '0' then meta_closed() else meta_opened() end
 return #ARGV - 1

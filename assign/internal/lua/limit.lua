@@ -32,4 +32,5 @@ for i = 4, #ARGV do
     end
   end
 end
+if rate == 0 then meta_closed() else meta_opened() end
 return #ARGV - 3

@@ -5,13 +5,17 @@
 -- picks make no function and as few calls as they can.
 -- A plain pool (no cooling, weighted, limited or capped member: no meta)
 -- is the seed's pick after one EXISTS: three calls.
--- A busy pool: the least active member (ZRANGE WITHSCORES), then in one
--- HMGET its weight, its limit and its GCRA time, and the pool's 'next'
--- (pool_common: at or before the first release of a member out); TIME
+-- A busy pool: after the EXISTS, the least active member (ZRANGE
+-- WITHSCORES), then in one HMGET its weight, its limit and the pool's
+-- 'next' (pool_common: at or before the first release of a member out;
+-- meta is a hash table, so these are three lookups, not scans); TIME
 -- only if a member is out or this one is limited; the count (ZINCRBY, or
 -- ZADD of count / weight: Redis writes a number argument with 17
--- digits, as num does); HSET of the GCRA time if limited. Four calls for
--- the common busy pick, where reading the cooling set first took six.
+-- digits, exactly as num does); for a limited member, HGET and HSET of
+-- its GCRA time. Five calls for the common busy pick (the plain pick's
+-- three, the HMGET and TIME), where reading the cooling set first took
+-- six, and every reply that is an array (ZRANGE, HMGET, TIME) costs the
+-- server more than one that is not.
 -- Anything else — an id, no member active, 'next' come (a cooldown may
 -- be over: thaw), a limit this pick uses up (the member cools) — falls
 -- through to pick.lua, which decides it all again: nothing is written

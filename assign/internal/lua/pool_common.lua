@@ -29,6 +29,7 @@
 -- out, and scans the cooling set only when 'next' has come. A stale
 -- 'next' (its member taken out since) is early, never late: it costs
 -- one thaw that returns nothing, never a missed release.
+-- 'table' (the pool's too) keeps meta a hash table: see meta_opened.
 -- A pool with no cooling, weighted, limited or capped member has no
 -- KEYS[4], and its pick is the seed's (one EXISTS more).
 
@@ -37,6 +38,7 @@
 -- function made is an allocation on every run of a script.
 -- (NOW, the clock's reading, is declared ahead of this file with PLAIN.)
 local num, weight, put, active_count, take, thaw, cool, cool_at, exists_pool, bump, now_ms, spend, none_ready
+local meta_opened, meta_closed
 local function pool_lib()
   if num then return end
   now_ms = function()
@@ -45,6 +47,24 @@ local function pool_lib()
     end
     return NOW
   end
+  -- meta_opened, after a field may have made meta, gives it 'table', a
+  -- value longer than Redis's hash-max-listpack-value (64 bytes by
+  -- default), so that Redis keeps meta a hash table: a pick looks up
+  -- three fields, most of them absent, and each lookup of a field a
+  -- listpack lacks scans all of it. meta_closed, after fields went,
+  -- deletes a meta left with 'table' alone, so that the pool's pick is
+  -- the plain one again.
+  meta_opened = function()
+    if redis.call('EXISTS', KEYS[4]) == 1 then
+      redis.call('HSETNX', KEYS[4], 'table', 'afloat keeps this hash a hash table, not a listpack: no scan per lookup')
+    end
+  end
+  meta_closed = function()
+    if redis.call('HLEN', KEYS[4]) == 1 and redis.call('HEXISTS', KEYS[4], 'table') == 1 then
+      redis.call('DEL', KEYS[4])
+    end
+  end
+
   -- num writes a number so that Redis reads back the same double: Lua's
   -- own tostring keeps 14 digits only.
   num = function(x) return string.format('%.17g', x) end
@@ -80,6 +100,7 @@ local function pool_lib()
       -- With no member out, no 'next': a meta with nothing else goes,
       -- and the pool's pick is the plain one again.
       if redis.call('ZCARD', KEYS[3]) == 0 then redis.call('HDEL', KEYS[4], 'next') end
+      meta_closed()
       return c
     end
     return nil
@@ -105,6 +126,7 @@ local function pool_lib()
       redis.call('HSET', KEYS[4], 'next', first[2])
     else
       redis.call('HDEL', KEYS[4], 'next')
+      meta_closed()
     end
   end
 
@@ -116,6 +138,7 @@ local function pool_lib()
     local n = redis.call('HGET', KEYS[4], 'next')
     if not n or tonumber(n) > s then
       redis.call('HSET', KEYS[4], 'next', num(s))
+      meta_opened()
     end
   end
 

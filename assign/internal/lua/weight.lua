@@ -26,4 +26,5 @@ for i = 2, #ARGV do
   end
   if c then put(m, c, w) end
 end
+if w == 1 then meta_closed() else meta_opened() end
 return #ARGV - 1
