@@ -15,6 +15,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strings"
@@ -56,8 +57,12 @@ func run(args []string) error {
 	maxRate := fs.Float64("max-rate", 200_000, "throughput search: the highest rate tried (500 to 1000000 decisions/s)")
 	bound := fs.Bool("bound", true, "run the bound comparison (the shift and the partition)")
 	tput := fs.Bool("throughput", true, "run the throughput search")
+	from := fs.String("from", "", "run nothing: print the tables of this JSON, written by an earlier --out")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *from != "" {
+		return printFrom(os.Stdout, *from)
 	}
 	if *step < 100*time.Millisecond || *step > 10*time.Second {
 		return fmt.Errorf("--step %v: must be between 100ms and 10s", *step)
@@ -245,4 +250,27 @@ func loadavg() string {
 		return ""
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// printFrom prints the tables of a result written by --out.
+func printFrom(w io.Writer, path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("--from: %w", err)
+	}
+	var res result
+	if err := json.Unmarshal(b, &res); err != nil {
+		return fmt.Errorf("--from %s: %w", path, err)
+	}
+	if len(res.Systems) == 0 && res.Throughput == nil {
+		return fmt.Errorf("--from %s: no bound run and no throughput search in it", path)
+	}
+	if len(res.Systems) > 0 {
+		fmt.Fprintln(w, res.Command)
+		printTable(w, &res)
+	}
+	if res.Throughput != nil {
+		printThroughput(w, res.Throughput)
+	}
+	return nil
 }

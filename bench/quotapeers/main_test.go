@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -87,6 +88,29 @@ func TestShortRun(t *testing.T) {
 	}
 	if !strings.HasPrefix(res.Command, "cd bench/quotapeers && go run . --duration 6s") {
 		t.Errorf("command %q", res.Command)
+	}
+	var printed strings.Builder
+	if err := printFrom(&printed, out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ratelimit_per_region", "most decisions/s at p99", "p99 ≤ 50 ms", "afloat_rls"} {
+		if !strings.Contains(printed.String(), want) {
+			t.Errorf("--from printed no %q:\n%s", want, printed.String())
+		}
+	}
+}
+
+// TestFromRefused: --from names the file and what is wrong with it.
+func TestFromRefused(t *testing.T) {
+	dir := t.TempDir()
+	bad, empty := filepath.Join(dir, "bad.json"), filepath.Join(dir, "empty.json")
+	if err := errors.Join(os.WriteFile(bad, []byte("{"), 0o644), os.WriteFile(empty, []byte("{}"), 0o644)); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{filepath.Join(dir, "none.json"), bad, empty} {
+		if err := run([]string{"--from", path}); err == nil || !strings.Contains(err.Error(), "--from") {
+			t.Errorf("--from %s: %v, want an error naming --from", path, err)
+		}
 	}
 }
 

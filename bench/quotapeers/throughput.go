@@ -498,4 +498,48 @@ func printThroughput(w io.Writer, tp *throughputJSON) {
 		}
 		fmt.Fprintf(w, "  %-20s %8.0f decisions/s (p99 %.3f ms; repetitions %s)\n", s.ID, s.DecisionsPerS, s.P99MS, strings.Join(each, ", "))
 	}
+	// Where no service holds the target — a machine whose every request
+	// wakes an idle process, say — looser bounds read from the same steps
+	// still order the services.
+	fmt.Fprintf(w, "the same steps at looser bounds: median decisions/s (each repetition)\n  %-20s", "")
+	for _, b := range looserP99MS {
+		fmt.Fprintf(w, " %22s", fmt.Sprintf("p99 ≤ %g ms", b))
+	}
+	fmt.Fprintln(w)
+	for _, s := range tp.Systems {
+		fmt.Fprintf(w, "  %-20s", s.ID)
+		for _, b := range looserP99MS {
+			med, each := s.heldAt(b)
+			fmt.Fprintf(w, " %22s", fmt.Sprintf("%.0f (%s)", med, each))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// looserP99MS are the bounds, in ms, printThroughput reads the steps at
+// besides the target.
+var looserP99MS = []float64{2, 5, 10, 50}
+
+// heldAt is the highest rate each repetition held with p99 ≤ p99ms (no
+// failure, ≥ 97 % answered), and their median.
+func (s tpSystemJSON) heldAt(p99ms float64) (median float64, each string) {
+	bound := time.Duration(p99ms * float64(time.Millisecond))
+	var best []float64
+	var out []string
+	for _, r := range s.Reps {
+		b := 0.0
+		for _, st := range r.Steps {
+			if st.pass(bound) {
+				b = max(b, st.Rate)
+			}
+		}
+		best = append(best, b)
+		out = append(out, fmt.Sprintf("%.0f", b))
+	}
+	if len(best) == 0 {
+		return 0, ""
+	}
+	sorted := slices.Clone(best)
+	slices.Sort(sorted)
+	return sorted[len(sorted)/2], strings.Join(out, "/")
 }
