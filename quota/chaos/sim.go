@@ -264,7 +264,7 @@ func (s *sim) startCoordinator() error {
 		cl = s.sch.CoordClocks[k%n]
 	}
 	node := &coordNode{clock: cl}
-	core, err := s.broken.openCore(context.Background(), coordinator.Config{Tenants: []quota.Tenant{s.t}},
+	core, err := s.broken.openCore(context.Background(), coordinator.Config{Tenants: []quota.Tenant{s.t}, Reserve: s.cfg.Reserve},
 		s.ledger, time.Duration(cl.local(s.now)))
 	if err != nil {
 		return err
@@ -509,6 +509,19 @@ func (s *sim) write(k int, st coordinator.Step) (coordinator.Answer, error) {
 	if errors.Is(err, quota.ErrStaleEpoch) {
 		s.fence(k)
 	}
+	// The steps no caller waits for (a covered renewal's: the extension of
+	// its cover's record, a reservation of IDs, its ends), after it.
+	for _, d := range c.core.Deferred() {
+		if len(d.Ops) > 0 {
+			err := s.ledger.Commit(context.Background(), c.core.Epoch(), d.Ops...)
+			if err == nil {
+				s.journal(c, d)
+			}
+			if _, err := c.core.Advance(d, err); errors.Is(err, quota.ErrStaleEpoch) {
+				s.fence(k)
+			}
+		}
+	}
 	return ans, err
 }
 
@@ -520,7 +533,7 @@ func (s *sim) journal(c *coordNode, st coordinator.Step) {
 	if l := st.Granted; l.ID != 0 { // none for a retry, answered with the grant it had
 		s.emit(eventlog.Event{
 			Kind: eventlog.Lease, Region: l.Region, ID: l.ID, Epoch: l.Epoch, Rate: l.Rate, Burst: l.Burst, Transfer: l.Transfer,
-			Activates: c.clock.real(int64(l.Activates)), Expires: c.clock.real(int64(l.Expires)),
+			Activates: c.clock.real(int64(l.Activates)), Expires: c.clock.real(int64(l.Expires)), Cover: st.Cover,
 		})
 	}
 	if st.Credit > 0 {

@@ -44,6 +44,14 @@ type Core struct {
 	fenceUntil time.Duration
 	unfence    bool
 	dropped    []string
+	// Covered renewals (cover.go): how far past a written lease's end its
+	// record reaches (0: no covered renewal), the IDs the ledger has
+	// reserved (every ID below idsAck; idsProposed is a reservation on its
+	// way), and the steps to persist that no caller waits for (Deferred).
+	reserve     time.Duration
+	idsAck      uint64
+	idsProposed uint64
+	deferred    []Step
 }
 
 // holder is the agent incarnation that holds a region; id 0 once it
@@ -92,12 +100,23 @@ type regionState struct {
 	// acknowledged: a retry of that request waits for the answer to it.
 	last     quota.Grant
 	proposed uint64
+	// cover is the written lease whose ledger record stands for the
+	// region's newest grant (cover.go), as acknowledged written: its ID,
+	// and the end its record has in the ledger; extending says a longer
+	// end is on its way.
+	cover     uint64
+	coverEnd  time.Duration
+	extending bool
 }
 
 // counted is a lease and the end of the interval in which it counts.
 type counted struct {
 	quota.Lease
 	until time.Duration
+	// cover is, for a covered lease (one not written to the ledger:
+	// cover.go), the written lease whose record stands for it; 0 for a
+	// written lease.
+	cover uint64
 }
 
 // EndReason says why a lease stopped counting.
@@ -121,6 +140,14 @@ type Config struct {
 	// own, and Seeding writes the ones the ledger lacks. Once the ledger
 	// is seeded its tenants are the truth and Tenants are ignored.
 	Tenants []quota.Tenant
+	// Reserve is how far past a written lease's end its ledger record
+	// reaches, so that renewals of unchanged shares are answered without
+	// a write for that long — an outage of the ledger shorter than about
+	// two thirds of it (etcd's leader elections) stops no renewal
+	// (cover.go). It costs as long again before a share stops counting
+	// when its region goes silent. 0, the default, writes every renewal
+	// that moves a lease's end.
+	Reserve time.Duration
 }
 
 // nudgeEvery is how often a region may be nudged: once per round trip or
@@ -163,6 +190,11 @@ func New(cfg Config, snap Snapshot, now time.Duration) (*Core, error) {
 	}
 	c.seeded = snap.Seeded
 	c.epoch, c.nextID = snap.Epoch, max(snap.NextID, 1)
+	if cfg.Reserve < 0 {
+		return nil, fmt.Errorf("%w: reserve %v: want 0 or more", quota.ErrConfig, cfg.Reserve)
+	}
+	c.reserve = cfg.Reserve
+	c.idsAck = c.nextID // every ID below is used already; none reserved
 	for _, l := range snap.Leases {
 		c.nextID = max(c.nextID, l.ID+1)
 		ts := c.tenants[l.Tenant]
@@ -275,8 +307,17 @@ type Step struct {
 	// Returned is the return that added Credit to its tenant's credit.
 	Returned quota.Return
 	Credit   quota.Micro
+	// Covered says the step's answer rests on no write (cover.go): its
+	// Ops are empty, and the runner answers it as soon as it is recorded
+	// in its journal, ahead of the steps queued for the ledger. Cover is
+	// the written lease whose ledger record stands for Granted.
+	Covered bool
+	Cover   uint64
 
 	ans answer // the call's answer, for Advance to give
+	// ext is what a step that extends a cover's record or reserves IDs
+	// tells Advance once written (cover.go).
+	ext extension
 }
 
 // answer is what a step's call is answered once the step is persisted.
@@ -333,12 +374,17 @@ func (c *Core) Advance(x Step, err error) (Answer, error) {
 	if a.fresh && rs != nil && rs.proposed == a.seq {
 		rs.proposed = 0
 	}
+	c.extended(x, err)
 	if err != nil {
 		return Answer{}, fmt.Errorf("%w: %w", ErrNotWritten, err)
 	}
 	switch {
 	case a.fresh && rs != nil && a.grant.Lease.ID > rs.last.Lease.ID:
 		rs.last = a.grant
+		if !x.Covered && c.reserve > 0 {
+			// Written: its record is the region's cover from now on.
+			rs.cover, rs.coverEnd, rs.extending = a.grant.Lease.ID, a.grant.Lease.Expires, false
+		}
 	case a.pending:
 		if rs == nil || rs.last.Seq != a.seq || rs.last.Lease.ID == 0 {
 			return Answer{}, fmt.Errorf("%w: the grant proposed for request %d of tenant %q in region %q was not written; ask again",
@@ -361,7 +407,9 @@ func (x *Step) end(rs *regionState, why EndReason, drop func(counted) bool) {
 		if !drop(l) {
 			return false
 		}
-		x.Ops = append(x.Ops, Op{Kind: EndLease, ID: l.ID, Tenant: l.Tenant})
+		if l.cover == 0 { // a covered lease was never written
+			x.Ops = append(x.Ops, Op{Kind: EndLease, ID: l.ID, Tenant: l.Tenant})
+		}
 		x.Ended = append(x.Ended, Ended{l.Lease, why})
 		return true
 	})
@@ -535,9 +583,14 @@ func (c *Core) Renew(now time.Duration, req quota.Request) (Step, error) {
 	t := ts.t
 	var x Step
 	x.expire(ts, now)
-	// The region holds req.Holding and never goes back to an older lease.
-	if req.Holding != 0 {
-		x.end(rs, Superseded, func(l counted) bool { return l.ID < req.Holding })
+	// The region holds req.Holding and never goes back to an older lease
+	// — but the record that stands for a covered lease it holds counts on
+	// (cover.go), and a lease this coordinator does not count (one a
+	// predecessor covered and never wrote) ends nothing: the record that
+	// stands for it may be among the older ones.
+	if req.Holding != 0 && slices.ContainsFunc(rs.live, func(l counted) bool { return l.ID == req.Holding }) {
+		keep := coverOf(rs, req.Holding)
+		x.end(rs, Superseded, func(l counted) bool { return l.ID < req.Holding && l.ID != keep })
 	}
 	if req.Demand >= 0 {
 		rs.demand = req.Demand
@@ -572,12 +625,18 @@ func (c *Core) Renew(now time.Duration, req quota.Request) (Step, error) {
 		x.ans = answer{grant: g, nudges: nudges, tenant: req.Tenant, region: req.Region, seq: req.Seq}
 		return x, nil
 	}
+	if c.coverable(t, rs, req, now, rate, burst, transfer) {
+		return c.renewCovered(x, ts, rs, req, targets, now, short), nil
+	}
 	lease := quota.Lease{
 		ID: c.nextID, Tenant: t.Name, Region: req.Region, Epoch: c.epoch,
 		Rate: rate, Burst: burst, Transfer: transfer,
-		Activates: now, Expires: now + t.LeaseDuration + t.Margin(),
+		// With a reserve the record reaches past the lease's end, to
+		// stand for the covered renewals that follow (cover.go).
+		Activates: now, Expires: now + t.LeaseDuration + t.Margin() + c.reserve,
 	}
 	x.Ops = append(x.Ops, Op{Kind: PutLease, Lease: lease})
+	c.reserveIDs(&x)
 	x.Granted = lease
 	if transfer > 0 {
 		ts.credit -= transfer
@@ -749,8 +808,16 @@ func (c *Core) Return(now time.Duration, ret quota.Return) (Step, error) {
 	// shuts down frees its share now, though the returns of leases it
 	// replaced were lost. Sound because one incarnation spends for the
 	// region (Attach), and only for a lease H the region was granted.
-	x.end(rs, Superseded, func(l counted) bool { return l.ID < ret.LeaseID })
-	x.end(rs, Returned, func(l counted) bool { return l.ID == ret.LeaseID })
+	// Except the records that stand for newer covered leases (cover.go):
+	// a region gives its old lease back as it installs a covered one.
+	keep := map[uint64]bool{}
+	for _, l := range rs.live {
+		if l.cover != 0 && l.ID > ret.LeaseID {
+			keep[l.cover] = true
+		}
+	}
+	x.end(rs, Superseded, func(l counted) bool { return l.ID < ret.LeaseID && !keep[l.ID] })
+	x.end(rs, Returned, func(l counted) bool { return l.ID == ret.LeaseID && !keep[l.ID] })
 	_, after := peak(rs)
 	// Within what the burst freed, and within B: after a shrink of B the
 	// freed share may be more than the new B leaves room for.
@@ -763,6 +830,10 @@ func (c *Core) Return(now time.Duration, ret quota.Return) (Step, error) {
 	// The share the return freed: the refusing regions that could take
 	// it are nudged (they do not ask over and over while refusing).
 	x.ans.nudges = c.nudges(ts, ret.Region, ts.targets(now), now, false, true)
+	// A return that changes nothing in the ledger (it ends covered
+	// leases only) waits for no write: a region returns its old lease as
+	// it installs each renewal, and would otherwise wait for the ledger.
+	x.Covered = c.reserve > 0 && len(x.Ops) == 0
 	return x, nil
 }
 

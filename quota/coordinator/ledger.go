@@ -108,13 +108,17 @@ const (
 	// the coordinator that writes it has waited out every lease the
 	// backup may lack.
 	ClearRestored
+	// ReserveIDs raises the ledger's next lease ID to ID at least, so
+	// that a successor hands out none below it: the IDs of the leases
+	// the coordinator grants without writing them (cover.go).
+	ReserveIDs
 )
 
 // Op is one change to the ledger.
 type Op struct {
 	Kind   OpKind
 	Lease  quota.Lease  // PutLease
-	ID     uint64       // EndLease
+	ID     uint64       // EndLease; ReserveIDs: the next ID
 	Tenant string       // SetCredit; EndLease (where the ledger keys leases by tenant)
 	Credit quota.Micro  // SetCredit
 	Record TenantRecord // PutTenant
@@ -202,7 +206,7 @@ func (l *MemLedger) Commit(ctx context.Context, epoch uint64, ops ...Op) error {
 			if op.Record.Name != op.Tenant || op.Tenant == "" {
 				return fmt.Errorf("coordinator: ledger op %d: tenant record %q under the name %q", i, op.Record.Name, op.Tenant)
 			}
-		case DeleteTenant, MarkSeeded, ClearRestored:
+		case DeleteTenant, MarkSeeded, ClearRestored, ReserveIDs:
 		case PutHolder:
 			if op.Holder.Region == "" {
 				return fmt.Errorf("coordinator: ledger op %d: a holder without a region", i)
@@ -228,6 +232,8 @@ func (l *MemLedger) Commit(ctx context.Context, epoch uint64, ops ...Op) error {
 			l.holders[op.Holder.Region] = op.Holder
 		case ClearRestored:
 			l.restored = nil
+		case ReserveIDs:
+			l.nextID = max(l.nextID, op.ID)
 		}
 	}
 	l.credit = credit

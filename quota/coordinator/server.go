@@ -29,6 +29,7 @@ type Server struct {
 	maxOps int
 
 	mu      sync.Mutex
+	jmu     sync.Mutex // one journal append at a time: the committer's and covered answers'
 	core    *Core
 	queue   []pending // steps not yet persisted, in order
 	kick    chan struct{}
@@ -76,6 +77,8 @@ type Stats struct {
 	// JournalFailures counts the journal's failed appends (their calls
 	// failed).
 	JournalFailures int64
+	// Covered counts the calls answered without a write (cover.go).
+	Covered int64
 }
 
 // Journal is where a Server records what it does — an event log — before
@@ -85,8 +88,9 @@ type Stats struct {
 // again with the next write, so that neither misses a step).
 type Journal interface {
 	// Append records the steps of one ledger transaction, in the order
-	// they were taken, and returns once they are stored. It runs on the
-	// server's committer, never two at once; it must not call the server.
+	// they were taken — or covered steps, which no write carries
+	// (cover.go) — and returns once they are stored. Never two at once;
+	// it must not call the server.
 	Append(entries []Entry) error
 }
 
@@ -280,15 +284,27 @@ func (s *Server) submit(ctx context.Context, n int, propose func(at time.Duratio
 		return out
 	}
 	at := s.Since()
+	var covered []int
+	steps := make([]Step, n)
 	for i := range n {
 		step, err := propose(at, i)
 		if err != nil {
 			out[i].err = err
 			continue
 		}
+		if step.Covered {
+			// Its answer rests on no write (cover.go): answered below,
+			// once journalled, ahead of the queue.
+			covered, steps[i] = append(covered, i), step
+			continue
+		}
 		done[i] = make(chan outcome, 1)
 		s.queue = append(s.queue, pending{at: at, step: step, done: done[i]})
 	}
+	for _, st := range s.core.Deferred() {
+		s.queue = append(s.queue, pending{at: at, step: st})
+	}
+	s.answerCovered(at, covered, steps, out)
 	s.kickCommitter()
 	s.mu.Unlock()
 	for i, d := range done {
@@ -304,6 +320,35 @@ func (s *Server) submit(ctx context.Context, n int, propose func(at time.Duratio
 		}
 	}
 	return out
+}
+
+// answerCovered answers the covered steps of a call (steps[i] for i in
+// idx) into out: once the journal has them — all in one append — each is
+// acknowledged to the core, which gives its answer; a failed append fails
+// them all, as a failed write would. Called under mu.
+func (s *Server) answerCovered(at time.Duration, idx []int, steps []Step, out []outcome) {
+	if len(idx) == 0 {
+		return
+	}
+	var err error
+	if s.opts.journal != nil {
+		entries := make([]Entry, len(idx))
+		for k, i := range idx {
+			entries[k] = Entry{At: at, Step: steps[i]}
+		}
+		s.jmu.Lock()
+		err = s.opts.journal.Append(entries)
+		s.jmu.Unlock()
+		if err != nil {
+			s.stats.JournalFailures++
+			err = fmt.Errorf("coordinator: journal: %w", err)
+		}
+	}
+	s.stats.Covered += int64(len(idx))
+	for _, i := range idx {
+		ans, aerr := s.core.Advance(steps[i], err)
+		out[i] = outcome{ans, aerr}
+	}
 }
 
 func (s *Server) kickCommitter() {
@@ -548,7 +593,10 @@ func (s *Server) persist(ctx context.Context, epoch uint64, txn []pending, ops i
 	for i, p := range txn {
 		entries[i] = Entry{At: p.at, Step: p.step}
 	}
-	if err := s.opts.journal.Append(entries); err != nil {
+	s.jmu.Lock()
+	err := s.opts.journal.Append(entries)
+	s.jmu.Unlock()
+	if err != nil {
 		s.mu.Lock()
 		s.stats.JournalFailures++
 		s.mu.Unlock()

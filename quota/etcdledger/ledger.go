@@ -466,6 +466,8 @@ func (l *Ledger) Commit(ctx context.Context, epoch uint64, ops ...coordinator.Op
 		case coordinator.ClearRestored:
 			k := p + "restored"
 			set(k, clientv3.OpDelete(k))
+		case coordinator.ReserveIDs:
+			next = max(next, op.ID) // written below, with every write
 		case coordinator.PutHolder:
 			if op.Holder.Region == "" {
 				return fmt.Errorf("etcdledger: op %d: a holder without a region", i)

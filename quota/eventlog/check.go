@@ -62,6 +62,7 @@ import (
 type Checker struct {
 	tenants map[string]*tenantCheck
 	leases  map[uint64]*leaseCheck
+	covered map[uint64][]uint64 // a cover's covered leases
 	fenced  uint64
 	last    int64
 	report  Report
@@ -197,6 +198,9 @@ func (tc *tenantCheck) capsAt(u int64) (rate, burst quota.Micro) {
 type leaseCheck struct {
 	l     quota.Lease // Activates/Expires on the log's clock
 	ended int64       // when the coordinator stopped counting it; 0 if it did not
+	// cover is, for a covered lease, the written lease whose ledger record
+	// stands for it (coordinator.Config.Reserve); 0 for a written lease.
+	cover uint64
 }
 
 type usage struct {
@@ -235,7 +239,7 @@ const maxMessages = 20
 // NewChecker returns a checker with no tenant yet: a start event names
 // each.
 func NewChecker() *Checker {
-	return &Checker{tenants: map[string]*tenantCheck{}, leases: map[uint64]*leaseCheck{}, report: Report{WorstExcess: math.Inf(-1)}}
+	return &Checker{tenants: map[string]*tenantCheck{}, leases: map[uint64]*leaseCheck{}, covered: map[uint64][]uint64{}, report: Report{WorstExcess: math.Inf(-1)}}
 }
 
 func (c *Checker) violate(t int64, format string, args ...any) {
@@ -414,16 +418,41 @@ func (c *Checker) lease(e *Event) {
 		c.violate(e.T, "lease %d granted twice", e.ID)
 		return
 	}
-	if e.Epoch < c.fenced {
+	lc := &leaseCheck{l: quota.Lease{
+		ID: e.ID, Tenant: e.Tenant, Region: e.Region, Epoch: e.Epoch, Rate: e.Rate, Burst: e.Burst,
+		Transfer: e.Transfer, Activates: time.Duration(e.Activates), Expires: time.Duration(e.Expires),
+	}, cover: e.Cover}
+	// A covered lease is not written: its cover's record stands for it,
+	// so it needs a cover of its own region and shares, and counts only
+	// while its cover does — also across a restart, and also when a
+	// coordinator that did not know it was fenced granted it, for the
+	// successor counts that record on. Granted after its cover ended, it
+	// counts nowhere: spending under it is a violation (Finish).
+	alive := false
+	if e.Cover != 0 {
+		cv := c.leases[e.Cover]
+		switch {
+		case cv == nil:
+			c.violate(e.T, "lease %d covered by lease %d, which was never granted", e.ID, e.Cover)
+		case cv.cover != 0 || cv.l.Tenant != e.Tenant || cv.l.Region != e.Region:
+			c.violate(e.T, "lease %d covered by lease %d, which is not a written lease of the same region", e.ID, e.Cover)
+		case e.Rate > cv.l.Rate || e.Burst > cv.l.Burst || e.Transfer != 0:
+			c.violate(e.T, "lease %d (rate %v, burst %v, transfer %v) is more than its cover %d (rate %v, burst %v)",
+				e.ID, e.Rate, e.Burst, e.Transfer, e.Cover, cv.l.Rate, cv.l.Burst)
+		case cv.ended != 0 && cv.ended <= e.T:
+			lc.ended = e.T
+		default:
+			alive = true
+		}
+		c.covered[e.Cover] = append(c.covered[e.Cover], e.ID)
+	}
+	if e.Epoch < c.fenced && !alive {
 		c.violate(e.T, "lease %d granted at epoch %d after epoch %d fenced the ledger", e.ID, e.Epoch, c.fenced)
 	}
 	if e.Rate < 0 || e.Burst < 0 || e.Transfer < 0 || e.Transfer > e.Burst || e.Expires <= e.Activates {
 		c.violate(e.T, "lease %d malformed: rate %v burst %v transfer %v from %d to %d", e.ID, e.Rate, e.Burst, e.Transfer, e.Activates, e.Expires)
 	}
-	c.leases[e.ID] = &leaseCheck{l: quota.Lease{
-		ID: e.ID, Tenant: e.Tenant, Region: e.Region, Epoch: e.Epoch, Rate: e.Rate, Burst: e.Burst,
-		Transfer: e.Transfer, Activates: time.Duration(e.Activates), Expires: time.Duration(e.Expires),
-	}}
+	c.leases[e.ID] = lc
 	if e.Transfer > 0 {
 		tc.setCredit(e.T, tc.credit-e.Transfer)
 		if tc.credit < 0 {
@@ -433,9 +462,17 @@ func (c *Checker) lease(e *Event) {
 }
 
 // end: the coordinator stopped counting a lease; the earliest end holds.
-func (c *Checker) end(e *Event) {
-	if lc := c.leases[e.ID]; lc != nil && (lc.ended == 0 || e.T < lc.ended) {
-		lc.ended = e.T
+func (c *Checker) end(e *Event) { c.endAt(e.ID, e.T) }
+
+// endAt ends lease id at t, and the leases it covers with it.
+func (c *Checker) endAt(id uint64, t int64) {
+	if lc := c.leases[id]; lc != nil && (lc.ended == 0 || t < lc.ended) {
+		lc.ended = t
+	}
+	for _, cid := range c.covered[id] {
+		if lc := c.leases[cid]; lc != nil && (lc.ended == 0 || t < lc.ended) {
+			lc.ended = t
+		}
 	}
 }
 
@@ -514,7 +551,7 @@ func (c *Checker) restart(e *Event) {
 	}
 	end := e.T + max(0, e.Fence)
 	for id, lc := range c.leases {
-		if lc.l.Epoch < e.Epoch && !live[id] && (lc.ended == 0 || lc.ended > end) {
+		if lc.l.Epoch < e.Epoch && !live[id] && !(lc.cover != 0 && live[lc.cover]) && (lc.ended == 0 || lc.ended > end) {
 			lc.ended = end
 		}
 	}

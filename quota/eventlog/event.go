@@ -38,7 +38,9 @@ import (
 //	           Checker's documentation)
 //	lease      a coordinator granted a lease (written to its ledger first):
 //	           id, epoch, rate, burst, transfer, and the interval in which it
-//	           counts, activates_ns to expires_ns
+//	           counts, activates_ns to expires_ns; or, with cover, a covered
+//	           lease, not written: the ledger's record of lease cover stands
+//	           for it (coordinator.Config.Reserve)
 //	end        a coordinator stopped counting lease id (why: superseded,
 //	           returned, expired, detached)
 //	credit     a coordinator took balance tokens of the return of lease id as
@@ -86,6 +88,7 @@ type Event struct {
 	Balance   quota.Micro        `json:"-"`
 	Activates int64              `json:"activates_ns,omitempty"`
 	Expires   int64              `json:"expires_ns,omitempty"`
+	Cover     uint64             `json:"cover,omitempty"`
 	Why       string             `json:"why,omitempty"`
 	Rates     map[string]float64 `json:"rates,omitempty"`
 	Offset    int64              `json:"offset_ns,omitempty"`
@@ -163,6 +166,7 @@ func (e *Event) AppendJSON(b []byte) []byte {
 	amt("balance", e.Balance, e.Kind == Return || e.Kind == Credit)
 	num("activates_ns", e.Activates)
 	num("expires_ns", e.Expires)
+	num("cover", int64(e.Cover))
 	str("why", e.Why)
 	str("mode", e.Mode)
 	str("by", e.By)

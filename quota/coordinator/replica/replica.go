@@ -563,7 +563,7 @@ func lead(ctx context.Context, o Options, ledger *etcdledger.Ledger, events *eve
 	}
 	log.Info("quota coordinator: campaigning")
 	var err error
-	srv, err = coordinator.NewServer(ctx, coordinator.Config{Tenants: o.Config.QuotaTenants()}, o.metrics.ledger(ledger), opts...)
+	srv, err = coordinator.NewServer(ctx, coordinator.Config{Tenants: o.Config.QuotaTenants(), Reserve: o.Config.Etcd.ReserveOrDefault()}, o.metrics.ledger(ledger), opts...)
 	if err != nil {
 		return err
 	}
@@ -632,7 +632,7 @@ func (j coordJournal) Append(entries []coordinator.Entry) error {
 		}
 		if l := s.Granted; l.ID != 0 {
 			lines.Write(&eventlog.Event{T: at, Kind: eventlog.Lease, Tenant: l.Tenant, Region: l.Region, ID: l.ID, Epoch: l.Epoch,
-				Rate: l.Rate, Burst: l.Burst, Transfer: l.Transfer, Activates: unix(l.Activates), Expires: unix(l.Expires)})
+				Rate: l.Rate, Burst: l.Burst, Transfer: l.Transfer, Activates: unix(l.Activates), Expires: unix(l.Expires), Cover: s.Cover})
 		}
 		writeTenantChange(&lines, at, s.Tenant)
 		if s.Credit > 0 {

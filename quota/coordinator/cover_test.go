@@ -1,0 +1,400 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/afloat/afloat/quota"
+)
+
+// shortTenant has 100 ms leases, as the etcd election test's probe: a
+// renewal every 50 ms moves the lease's end each time.
+func shortTenant() quota.Tenant {
+	return quota.Tenant{Name: "acme", Rate: 500 * quota.One, Burst: 6000 * quota.One, Regions: []string{"eu", "us", "ap"},
+		LeaseDuration: 100 * time.Millisecond, SkewMargin: 10 * time.Millisecond}.WithDefaults()
+}
+
+const testReserve = 4 * time.Second
+
+// covering is a core with a reserve and its ledger, the runner at its
+// simplest: each step written then acknowledged, the deferred ones after
+// the call's.
+type covering struct {
+	*Core
+	l    *MemLedger
+	puts int // lease records written
+}
+
+func newCovering(t *testing.T, l *MemLedger, now time.Duration) *covering {
+	t.Helper()
+	c, err := Open(context.Background(), Config{Tenants: []quota.Tenant{shortTenant()}, Reserve: testReserve}, l, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &covering{Core: c, l: l}
+}
+
+// run writes a step (none if it is covered) and acknowledges it, then the
+// deferred steps; it returns the call's answer.
+func (c *covering) run(t *testing.T, x Step) Answer {
+	t.Helper()
+	var err error
+	if x.Covered && len(x.Ops) > 0 {
+		t.Fatalf("a covered step with %d ops", len(x.Ops))
+	}
+	if len(x.Ops) > 0 {
+		err = c.l.Commit(context.Background(), c.Epoch(), x.Ops...)
+		c.puts += putsOf(x.Ops)
+	}
+	a, err := c.Advance(x, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range c.Deferred() {
+		if err := c.l.Commit(context.Background(), c.Epoch(), d.Ops...); err != nil {
+			t.Fatal(err)
+		}
+		c.puts += putsOf(d.Ops)
+		if _, err := c.Advance(d, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return a
+}
+
+// record is the ledger's record of lease id, and the ledger's next ID.
+func record(l *MemLedger, id uint64) (quota.Lease, bool, uint64) {
+	b := l.Backup()
+	for _, ls := range b.snap.Leases {
+		if ls.ID == id {
+			return ls, true, b.snap.NextID
+		}
+	}
+	return quota.Lease{}, false, b.snap.NextID
+}
+
+// TestCoveredRenewals: a region renewing a 100 ms lease every 50 ms for
+// ten seconds, with a 4 s reserve. After the first grant every renewal is
+// answered with a new lease that is not written (Covered, no ops), whose
+// cover's record in the ledger reaches past its end when it is answered;
+// the cover's record is moved out every second and a bit (not every
+// renewal), and the ledger's next ID stays above every lease granted.
+func TestCoveredRenewals(t *testing.T) {
+	l := NewMemLedger()
+	c := newCovering(t, l, 0)
+	ms := time.Millisecond
+	var held, lastID uint64
+	var covered, written, calls int
+	for now := time.Duration(0); now < 10*time.Second; now += 50 * ms {
+		x, err := c.Core.Renew(now, quota.Request{Tenant: "acme", Region: "eu", Seq: seq(), Holding: held, Epoch: c.Epoch(), Demand: quota.Tokens(100)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls++
+		a := c.run(t, x)
+		g := a.Grant
+		if g.Unchanged {
+			continue
+		}
+		if g.Lease.ID <= lastID {
+			t.Fatalf("at %v: lease %d after %d", now, g.Lease.ID, lastID)
+		}
+		lastID = g.Lease.ID
+		if x.Covered {
+			covered++
+			rec, ok, next := record(l, x.Cover)
+			if !ok || rec.Expires < g.Lease.Expires || rec.Rate != g.Lease.Rate || rec.Burst != g.Lease.Burst {
+				t.Fatalf("at %v: covered lease %d (ends %v) by %d: the ledger holds %+v (%v)", now, g.Lease.ID, g.Lease.Expires, x.Cover, rec, ok)
+			}
+			if next <= g.Lease.ID {
+				t.Fatalf("at %v: covered lease %d, the ledger's next ID is %d", now, g.Lease.ID, next)
+			}
+		} else {
+			written++
+		}
+		// The region returns the lease it replaced, as it does.
+		if held != 0 {
+			rx, err := c.Core.Return(now, quota.Return{Tenant: "acme", Region: "eu", LeaseID: held, Epoch: c.Epoch()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.run(t, rx)
+		}
+		held = g.Lease.ID
+		live := c.Live("acme")
+		if len(live) > 3 {
+			t.Fatalf("at %v: %d live leases: %+v", now, len(live), live)
+		}
+	}
+	puts := c.puts
+	t.Logf("%d calls: %d covered, %d written; %d lease records written", calls, covered, written, puts)
+	if written > 3 || covered < calls-10 {
+		t.Fatalf("%d calls: %d covered, %d written: want every renewal after the first covered", calls, covered, written)
+	}
+	// Records moved out every reserve/3 or so, not every renewal.
+	if puts < 5 || puts > int(10*time.Second/(testReserve/3))+3 {
+		t.Fatalf("%d lease records written in 10 s: want about one per %v", puts, testReserve/3)
+	}
+}
+
+func putsOf(ops []Op) int {
+	n := 0
+	for _, op := range ops {
+		if op.Kind == PutLease {
+			n++
+		}
+	}
+	return n
+}
+
+// TestCoverSurvivesFailover: after covered renewals, a successor fenced
+// on the same ledger counts the cover's record past the newest covered
+// lease's end, a request holding that lease (unknown to it) ends nothing,
+// and its own leases' IDs are above every covered lease's.
+func TestCoverSurvivesFailover(t *testing.T) {
+	l := NewMemLedger()
+	c := newCovering(t, l, 0)
+	ms := time.Millisecond
+	var held uint64
+	var last quota.Lease
+	for now := time.Duration(0); now < 2*time.Second; now += 50 * ms {
+		x, err := c.Core.Renew(now, quota.Request{Tenant: "acme", Region: "eu", Seq: seq(), Holding: held, Epoch: c.Epoch(), Demand: quota.Tokens(100)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := c.run(t, x).Grant; !g.Unchanged {
+			held, last = g.Lease.ID, g.Lease
+		}
+	}
+	if _, ok, _ := record(l, held); ok {
+		t.Fatalf("the newest lease %d is in the ledger: want it covered, not written", held)
+	}
+	// The successor takes over at once, on a clock that reads 0 (its own
+	// monotonic clock): it counts the cover's record whole from there.
+	s := newCovering(t, l, 0)
+	rs := s.tenants["acme"].regions["eu"]
+	var until time.Duration
+	for _, lv := range rs.live {
+		until = max(until, lv.until)
+	}
+	if until < last.Expires-last.Activates {
+		t.Fatalf("the successor counts eu's share for %v: the covered lease %d lasts %v", until, held, last.Expires-last.Activates)
+	}
+	before := len(rs.live)
+	x, err := s.Core.Renew(10*ms, quota.Request{Tenant: "acme", Region: "eu", Seq: seq(), Holding: held, Epoch: c.Epoch(), Demand: quota.Tokens(100)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(x.Ended) != 0 {
+		t.Fatalf("a request holding covered lease %d ended %+v at the successor: want nothing ended", held, x.Ended)
+	}
+	g := s.run(t, x).Grant
+	if g.Lease.ID <= held || x.Covered {
+		t.Fatalf("the successor granted lease %d (covered %v) to a region holding %d: want a written lease above it", g.Lease.ID, x.Covered, held)
+	}
+	if len(rs.live) != before+1 {
+		t.Fatalf("the successor has %d live leases for eu, want %d", len(rs.live), before+1)
+	}
+}
+
+// TestCoverOutlivesItsReturn: a region installing a covered lease gives
+// the lease it replaced back — the cover itself, the first time. The
+// cover counts on (its record stands for the lease in use), nothing is
+// written, and the return is answered without waiting for the ledger.
+func TestCoverOutlivesItsReturn(t *testing.T) {
+	l := NewMemLedger()
+	c := newCovering(t, l, 0)
+	ms := time.Millisecond
+	req := func(now time.Duration, held uint64) (Step, quota.Grant) {
+		x, err := c.Core.Renew(now, quota.Request{Tenant: "acme", Region: "eu", Seq: seq(), Holding: held, Epoch: c.Epoch(), Demand: quota.Tokens(100)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x, c.run(t, x).Grant
+	}
+	_, g0 := req(0, 0)
+	x1, g1 := req(50*ms, g0.Lease.ID)
+	if !x1.Covered || x1.Cover != g0.Lease.ID {
+		t.Fatalf("second renewal: covered %v by %d, want covered by %d", x1.Covered, x1.Cover, g0.Lease.ID)
+	}
+	rx, err := c.Core.Return(50*ms, quota.Return{Tenant: "acme", Region: "eu", LeaseID: g0.Lease.ID, Epoch: c.Epoch(), Balance: quota.Tokens(5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rx.Covered || len(rx.Ops) != 0 || len(rx.Ended) != 0 {
+		t.Fatalf("the cover's return: covered %v, ops %+v, ended %+v: want nothing ended or written", rx.Covered, rx.Ops, rx.Ended)
+	}
+	c.run(t, rx)
+	if _, ok, _ := record(l, g0.Lease.ID); !ok {
+		t.Fatal("the cover's record left the ledger")
+	}
+	// Returning the covered lease itself ends it; the cover still stands
+	// for the next one.
+	x2, g2 := req(100*ms, g1.Lease.ID)
+	if !x2.Covered {
+		t.Fatal("third renewal not covered")
+	}
+	rx, err = c.Core.Return(100*ms, quota.Return{Tenant: "acme", Region: "eu", LeaseID: g1.Lease.ID, Epoch: c.Epoch()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rx.Ended) != 1 || rx.Ended[0].Lease.ID != g1.Lease.ID || len(rx.Ops) != 0 {
+		t.Fatalf("returning covered lease %d: ended %+v, ops %+v", g1.Lease.ID, rx.Ended, rx.Ops)
+	}
+	c.run(t, rx)
+	// A share change is written, and once the region holds the new lease
+	// the cover ends in the ledger.
+	x3, err := c.Core.Renew(150*ms, quota.Request{Tenant: "acme", Region: "eu", Seq: seq(), Holding: g2.Lease.ID, Epoch: c.Epoch(), Demand: quota.Tokens(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g3 := c.run(t, x3).Grant
+	if x3.Covered && g3.Lease.Rate == g2.Lease.Rate {
+		t.Skip("the share did not change with the demand")
+	}
+	x4, err := c.Core.Renew(200*ms, quota.Request{Tenant: "acme", Region: "eu", Seq: seq(), Holding: g3.Lease.ID, Epoch: c.Epoch(), Demand: quota.Tokens(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.run(t, x4)
+	if _, ok, _ := record(l, g0.Lease.ID); ok && !x3.Covered {
+		t.Fatalf("the cover %d is still in the ledger after the region moved on to written lease %d", g0.Lease.ID, g3.Lease.ID)
+	}
+}
+
+// stallLedger is a MemLedger whose writes, while stalled, wait until it
+// is released: etcd without a leader.
+type stallLedger struct {
+	*MemLedger
+	mu      sync.Mutex
+	gate    chan struct{} // nil: not stalled
+	waiting int
+}
+
+func (s *stallLedger) stall() { s.mu.Lock(); s.gate = make(chan struct{}); s.mu.Unlock() }
+
+func (s *stallLedger) release() {
+	s.mu.Lock()
+	close(s.gate)
+	s.gate = nil
+	s.mu.Unlock()
+}
+
+func (s *stallLedger) Commit(ctx context.Context, epoch uint64, ops ...Op) error {
+	s.mu.Lock()
+	g := s.gate
+	if g != nil {
+		s.waiting++
+	}
+	s.mu.Unlock()
+	if g != nil {
+		select {
+		case <-g:
+		case <-ctx.Done():
+			return errors.Join(ErrOutcomeUnknown, ctx.Err())
+		}
+	}
+	return s.MemLedger.Commit(ctx, epoch, ops...)
+}
+
+// coverJournal records the leases its entries granted.
+type coverJournal struct {
+	mu     sync.Mutex
+	leases []uint64
+}
+
+func (j *coverJournal) Append(entries []Entry) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, e := range entries {
+		if id := e.Step.Granted.ID; id != 0 {
+			j.leases = append(j.leases, id)
+		}
+	}
+	return nil
+}
+
+func (j *coverJournal) has(id uint64) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, l := range j.leases {
+		if l == id {
+			return true
+		}
+	}
+	return false
+}
+
+// TestServerRenewsThroughLedgerOutage: the ledger stalls (etcd holding an
+// election) for two seconds while a region renews a 100 ms lease every
+// 50 ms through a Server with a 4 s reserve: every renewal is answered,
+// journalled first, and none waits for the ledger; the writes the
+// renewals left (the cover's record moved out) go through once the
+// ledger is back. Without a reserve the same renewals wait out the stall.
+func TestServerRenewsThroughLedgerOutage(t *testing.T) {
+	for _, reserve := range []time.Duration{testReserve, 0} {
+		synctest.Test(t, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			l := &stallLedger{MemLedger: NewMemLedger()}
+			j := &coverJournal{}
+			srv, err := NewServer(ctx, Config{Tenants: []quota.Tenant{shortTenant()}, Reserve: reserve}, l, WithJournal(j))
+			if err != nil {
+				t.Fatal(err)
+			}
+			go srv.Run(ctx)
+			synctest.Wait()
+			var held uint64
+			failed := 0
+			renew := func() (quota.Grant, time.Duration) {
+				start := time.Now()
+				// A region waits a while for an answer, then asks again.
+				rctx, rcancel := context.WithTimeout(ctx, 250*time.Millisecond)
+				defer rcancel()
+				g, err := srv.Renew(rctx, quota.Request{Tenant: "acme", Region: "eu", Seq: seq(), Holding: held, Demand: quota.Tokens(100)})
+				if err != nil {
+					failed++
+					return g, time.Since(start)
+				}
+				if !g.Unchanged {
+					if !j.has(g.Lease.ID) {
+						t.Fatalf("lease %d answered before the journal had it", g.Lease.ID)
+					}
+					if held != 0 {
+						if err := srv.Return(rctx, quota.Return{Tenant: "acme", Region: "eu", LeaseID: held}); err != nil {
+							failed++
+						}
+					}
+					held = g.Lease.ID
+				}
+				return g, time.Since(start)
+			}
+			for range 20 {
+				renew()
+				time.Sleep(50 * time.Millisecond)
+			}
+			l.stall()
+			var longest time.Duration
+			for range 40 {
+				_, took := renew()
+				longest = max(longest, took)
+				time.Sleep(50 * time.Millisecond)
+			}
+			l.release()
+			synctest.Wait()
+			if reserve > 0 && (longest > 0 || failed > 0) {
+				t.Fatalf("reserve %v: a renewal waited %v for the stalled ledger; %d calls failed", reserve, longest, failed)
+			}
+			if reserve == 0 && failed == 0 {
+				t.Fatal("no reserve: no renewal failed for the stalled ledger; the test shows nothing")
+			}
+			if st := srv.Stats(); reserve > 0 && (st.Covered < 40 || l.waiting == 0) {
+				t.Fatalf("reserve %v: %d covered answers, %d writes stalled", reserve, st.Covered, l.waiting)
+			}
+		})
+	}
+}
