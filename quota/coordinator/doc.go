@@ -19,7 +19,12 @@
 // is the in-memory ledger; quota/etcdledger keeps it in etcd. One agent
 // spends for a region at a time: Attach makes an agent's incarnation the
 // region's holder once no lease of the region counts, and Renew and
-// Return refuse any other (incarnation.go).
+// Return refuse any other (incarnation.go). With a reserve
+// (Config.Reserve) a written lease's record reaches past its end and
+// stands for the renewals of the same shares that follow: those are
+// answered with covered leases, not written, ahead of the writes queued
+// (cover.go), so that an outage of the ledger shorter than the reserve's
+// two thirds stops no such renewal.
 //
 //	srv, err := coordinator.NewServer(ctx, coordinator.Config{Tenants: tenants}, ledger,
 //		coordinator.WithNudges(deliver), coordinator.WithJournal(eventLog))
