@@ -88,6 +88,9 @@ var (
 	// Create and Reset make and remake a pool with its creator recorded.
 	Create = load("create")
 	Reset  = load("reset")
+	// Upgrade brings a pool of an older layout of meta to the scripts'
+	// (upgrade.lua); the client runs it before its first script on a pool.
+	Upgrade = load("upgrade")
 
 	Acquire      = lease("acquire")
 	Release      = lease("release")
