@@ -620,6 +620,9 @@ func TestMetaDueAndTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	want("a weighted", true, "-")
+	if enc, err := c.Do(ctx, c.B().ObjectEncoding().Key(p.k.Active).Build()).ToString(); err != nil || enc != "skiplist" {
+		t.Fatalf("a weighted: the sorted set is a %q %v, want a skiplist (keep_skiplist)", enc, err)
+	}
 	if err := p.SetWeight(ctx, 1, "a"); err != nil {
 		t.Fatal(err)
 	}

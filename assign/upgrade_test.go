@@ -51,7 +51,8 @@ func oldLayout(t *testing.T, c rueidis.Client, p *Pool, t0 int64, withNext bool)
 // and it then answers every pick and its status as a pool made today in
 // the same state does; a pool that turns old again under a handle that
 // converted it (a restart from an older snapshot) is converted again
-// after the server reports its scripts lost.
+// after the server reports its scripts lost, and its sorted set made a
+// skiplist again.
 func TestUpgradeFromOldLayout(t *testing.T) {
 	_, c := newClient(t)
 	ctx := ctxFor(t)
@@ -133,6 +134,11 @@ func TestUpgradeFromOldLayout(t *testing.T) {
 		}
 		if v, err := c.Do(ctx, c.B().Hget().Key(old.k.Meta).Field("m|a").Build()).ToString(); err != nil || v != "2" {
 			t.Fatalf("%s: after a script flush, m|a = %q %v, want 2", name, v, err)
+		}
+		// oldLayout made the sorted set anew, a listpack, as a restart
+		// loads it: the busy pool's is a skiplist again.
+		if enc, err := c.Do(ctx, c.B().ObjectEncoding().Key(old.k.Active).Build()).ToString(); err != nil || enc != "skiplist" {
+			t.Fatalf("%s: after a script flush, the sorted set is a %q %v, want a skiplist", name, enc, err)
 		}
 	}
 }

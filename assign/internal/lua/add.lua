@@ -31,5 +31,5 @@ for i = 4, #ARGV do
     added = added + 1
   end
 end
-if w ~= 1 then meta_opened() end
+if w ~= 1 then meta_opened() else keep_skiplist() end
 return {added, active, removed}

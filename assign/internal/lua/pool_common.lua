@@ -64,13 +64,15 @@ local function pool_lib()
   -- longer than Redis's hash-max-listpack-value (64 bytes by default), so
   -- that Redis keeps meta a hash table: a pick looks up fields most of
   -- which are absent, and each lookup of a field a listpack lacks scans
-  -- all of it. meta_closed, after fields went, deletes a meta left with
-  -- 'table' and 'due' alone (no member out), so that the pool's pick is
-  -- the plain one again.
+  -- all of it. The pool is busy now: its sorted set is made a skiplist
+  -- too (keep_skiplist, prepended). meta_closed, after fields went,
+  -- deletes a meta left with 'table' and 'due' alone (no member out), so
+  -- that the pool's pick is the plain one again.
   meta_opened = function()
     if redis.call('EXISTS', KEYS[4]) == 1 then
       redis.call('HSETNX', KEYS[4], 'due', '-')
       redis.call('HSETNX', KEYS[4], 'table', 'afloat keeps this hash a hash table, not a listpack: no scan per lookup')
+      keep_skiplist()
     end
   end
   meta_closed = function()
@@ -162,6 +164,8 @@ local function pool_lib()
       local c = take(m)
       put(m, c, weight(m))
     end
+    -- KEYS[1] may have been made anew (every member was out).
+    if ms[1] then keep_skiplist() end
     local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
     if first[1] then
       redis.call('HSET', KEYS[4], 'due', first[2])

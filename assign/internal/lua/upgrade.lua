@@ -5,11 +5,15 @@
 -- the server lost its scripts (a restart may have loaded an older
 -- snapshot): a plain pool's pick tells it from a pool with no meta only
 -- by 'due', so the conversion cannot wait for a script to meet an old
--- field. Run on a pool of today's layout, it reads one field and changes
--- nothing.
+-- field. Run on a pool of today's layout, it changes nothing but the
+-- encoding of a busy pool's sorted set (keep_skiplist, prepended), which
+-- a restart may have made a listpack again.
 -- KEYS[1..5] the pool (pool_common)
 -- Returns 1 if it converted the pool, 0 if there was nothing to convert.
-if redis.call('HEXISTS', KEYS[4], 'due') == 1 then return 0 end
+if redis.call('HEXISTS', KEYS[4], 'due') == 1 then
+  keep_skiplist()
+  return 0
+end
 local kv = redis.call('HGETALL', KEYS[4])
 if #kv == 0 then return 0 end
 -- Today's layout has a meta without 'due' only for leases in flight of
@@ -39,4 +43,5 @@ local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
 redis.call('HSET', KEYS[4], 'due', first[2] or '-')
 redis.call('HDEL', KEYS[4], 'next')
 redis.call('HSETNX', KEYS[4], 'table', 'afloat keeps this hash a hash table, not a listpack: no scan per lookup')
+keep_skiplist()
 return 1
