@@ -17,7 +17,9 @@
 -- number argument with 17 digits, exactly as num does); for a limited
 -- member, HGET and HSET of its GCRA time. Five calls for the common busy
 -- pick (the plain pick's three, the HGET and TIME), where an EXISTS and
--- an HMGET of three fields took the place of the two HGETs before.
+-- an HMGET of three fields took the place of the two HGETs before. A busy
+-- pool's sorted set is a skiplist (skiplist.lua), so the count finds its
+-- member and place without a scan of the scores before them.
 -- Anything else — an id, no member active, 'due' come (a cooldown may be
 -- over: thaw), a limit this pick uses up (the member cools) — falls
 -- through to pick.lua, which decides it all again: nothing is written
