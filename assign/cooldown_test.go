@@ -578,11 +578,13 @@ func TestWeightedCountExact(t *testing.T) {
 	}
 }
 
-// meta's 'next' stays at or before the first release in the cooling set,
-// so that a pick skips the clock and the cooling set while it is ahead;
-// 'table' keeps meta a hash table while it holds anything else, and meta
-// goes (the pick is the plain one again) when nothing else is left.
-func TestMetaNextAndTable(t *testing.T) {
+// meta's 'due' is there whenever meta is, and stays at or before the
+// first release in the cooling set ('-' when none is out), so that a
+// pick's first call tells a plain pool and skips the clock and the
+// cooling set while it is ahead; 'table' keeps meta a hash table while it
+// holds anything else, and meta goes (the pick is the plain one again)
+// when nothing else is left.
+func TestMetaDueAndTable(t *testing.T) {
 	_, c := newClient(t)
 	ctx := ctxFor(t)
 	const t0 = 7_000_000
@@ -603,21 +605,24 @@ func TestMetaNextAndTable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		next, _ = c.Do(ctx, c.B().Hget().Key(p.k.Meta).Field("next").Build()).ToString()
+		next, _ = c.Do(ctx, c.B().Hget().Key(p.k.Meta).Field("due").Build()).ToString()
 		return true, enc, next
 	}
 	want := func(step string, exists bool, next string) {
 		t.Helper()
 		e, enc, n := meta()
 		if e != exists || (e && enc != "hashtable") || n != next {
-			t.Fatalf("%s: meta exists %v, encoding %q, next %q; want exists %v, a hashtable, next %q", step, e, enc, n, exists, next)
+			t.Fatalf("%s: meta exists %v, encoding %q, due %q; want exists %v, a hashtable, due %q", step, e, enc, n, exists, next)
 		}
 	}
 	want("a plain pool", false, "")
 	if err := p.SetWeight(ctx, 2, "a"); err != nil {
 		t.Fatal(err)
 	}
-	want("a weighted", true, "")
+	want("a weighted", true, "-")
+	if enc, err := c.Do(ctx, c.B().ObjectEncoding().Key(p.k.Active).Build()).ToString(); err != nil || enc != "skiplist" {
+		t.Fatalf("a weighted: the sorted set is a %q %v, want a skiplist (keep_skiplist)", enc, err)
+	}
 	if err := p.SetWeight(ctx, 1, "a"); err != nil {
 		t.Fatal(err)
 	}
@@ -629,12 +634,12 @@ func TestMetaNextAndTable(t *testing.T) {
 	if err := p.Remove(ctx, "c"); err != nil {
 		t.Fatal(err)
 	}
-	want("c removed: next early, not late", true, strconv.Itoa(t0+50))
+	want("c removed: due early, not late", true, strconv.Itoa(t0+50))
 	setClock(t0 + 60)
 	if m, err := p.Pick(ctx); err != nil || m != "a" {
 		t.Fatalf("pick at +60: %q %v, want a", m, err)
 	}
-	want("a pick past next: thawed nothing, next set to b's release", true, strconv.Itoa(t0+100))
+	want("a pick past due: thawed nothing, due set to b's release", true, strconv.Itoa(t0+100))
 	setClock(t0 + 100)
 	if m, err := p.Pick(ctx); err != nil || m != "b" {
 		t.Fatalf("pick at +100: %q %v, want b (count 0, back)", m, err)

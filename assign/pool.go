@@ -141,6 +141,7 @@ func New(c *Client, name string, opts ...Option) (*Pool, error) {
 	}
 	p := &Pool{name: name, k: lua.PoolKeys(name), s: lua.Pool, r: &runner{c: c.rc}, opts: o, reclaim: reclaimOnAcquire}
 	p.keys = []string{p.k.Active, p.k.Removed, p.k.Cooling, p.k.Meta, p.k.Settings}
+	p.r.upgrade = p.keys
 	p.pick = evalsha(c.rc, p.s.Pick, p.keys, nil).Pin()
 	return p, nil
 }
@@ -489,20 +490,31 @@ func (p *Pool) Status(ctx context.Context) (Status, error) {
 		return Status{}, fmt.Errorf("assign: list: meta: %w", err)
 	}
 	limits := map[string]*Limit{}
+	weights := map[string]int64{}
 	for i := 0; i+1 < len(metaKV); i += 2 {
 		k, v := metaKV[i], metaKV[i+1]
-		if name, ok := strings.CutPrefix(k, "l|"); ok {
+		if name, ok := strings.CutPrefix(k, "m|"); ok {
+			// The weight, then, for a limited member, its limit.
+			ws, ls, limited := strings.Cut(v, " ")
+			w, err := strconv.ParseInt(ws, 10, 64)
+			if err != nil {
+				return Status{}, fmt.Errorf("assign: list: the weight of %q, %q: %w", name, v, err)
+			}
+			weights[name] = w
+			if !limited {
+				continue
+			}
 			var t float64
 			var l Limit
 			var perMS int64
-			if _, err := fmt.Sscanf(v, "%g %d %d %d", &t, &l.Burst, &l.Rate, &perMS); err != nil {
+			if _, err := fmt.Sscanf(ls, "%g %d %d %d", &t, &l.Burst, &l.Rate, &perMS); err != nil {
 				return Status{}, fmt.Errorf("assign: list: the limit of %q, %q: %w", name, v, err)
 			}
 			l.Per = time.Duration(perMS) * time.Millisecond
 			limits[name] = &l
 			continue
 		}
-		if strings.HasPrefix(k, "t|") || k == "next" || k == "table" {
+		if strings.HasPrefix(k, "t|") || k == "due" || k == "table" {
 			continue // a GCRA time; the pool's next release (a bound the scripts keep); the encoding's marker
 		}
 		f, err := strconv.ParseFloat(v, 64)
@@ -534,7 +546,7 @@ func (p *Pool) Status(ctx context.Context) (Status, error) {
 	fails, streak, mt := index(failures), index(streaks), index(meta)
 	member := func(name string, count int64) Member {
 		w := int64(1)
-		if v, ok := mt["w|"+name]; ok {
+		if v, ok := weights[name]; ok {
 			w = v
 		}
 		return Member{Name: name, Count: count, Failures: fails[name], Streak: streak[name], Weight: int(w), Limit: limits[name],
@@ -545,9 +557,9 @@ func (p *Pool) Status(ctx context.Context) (Status, error) {
 		// A weighted member's score is count / weight, written with 17
 		// digits: the count is round(score × weight), as the scripts read
 		// it, exact for counts below 2^51.
-		m := member(a.name, int64(math.Round(a.f*float64(mt["w|"+a.name]))))
-		if m.Weight == 1 {
-			m.Count = a.n
+		m := member(a.name, a.n)
+		if m.Weight != 1 {
+			m.Count = int64(math.Round(a.f * float64(m.Weight)))
 		}
 		m.Active = true
 		out = append(out, m)

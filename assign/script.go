@@ -30,9 +30,34 @@ func isNoScript(err error) bool {
 }
 
 // runner runs scripts with the NOSCRIPT fallback and counts the fallbacks.
+// A pool's runner also brings the pool to the scripts' layout of meta
+// (lua.Upgrade) before its first script, and again after the server lost
+// its scripts (a restart may have loaded an older snapshot): a plain
+// pool's pick cannot tell a pool written by an older afloat from one with
+// no meta at all, and a pick on a pool it takes for plain would count its
+// weighted members wrongly and skip its limits.
 type runner struct {
 	c       rueidis.Client
 	reloads atomic.Int64
+
+	// upgrade is the pool's keys for lua.Upgrade, nil for a runner of no
+	// pool (Leases); upgraded is set once it ran.
+	upgrade  []string
+	upgraded atomic.Bool
+}
+
+// ready runs lua.Upgrade if it has not run since the runner started or
+// the server last lost its scripts: nil, or the result of a failed run.
+func (r *runner) ready(ctx context.Context) *rueidis.RedisResult {
+	if r.upgrade == nil || r.upgraded.Load() {
+		return nil
+	}
+	res := r.do(ctx, evalsha(r.c, lua.Upgrade, r.upgrade, nil), lua.Upgrade, r.upgrade, nil)
+	if res.Error() == nil {
+		r.upgraded.Store(true)
+		return nil
+	}
+	return &res
 }
 
 // run runs s by SHA and, if the server has lost its script cache (a
@@ -44,12 +69,30 @@ func (r *runner) run(ctx context.Context, s *lua.Script, keys, args []string) ru
 
 // runPinned is run with the EVALSHA built (and maybe pinned) by the caller.
 func (r *runner) runPinned(ctx context.Context, cmd rueidis.Completed, s *lua.Script, keys, args []string) rueidis.RedisResult {
+	if res := r.ready(ctx); res != nil {
+		return *res
+	}
+	return r.do(ctx, cmd, s, keys, args)
+}
+
+func (r *runner) do(ctx context.Context, cmd rueidis.Completed, s *lua.Script, keys, args []string) rueidis.RedisResult {
 	res := r.c.Do(ctx, cmd)
 	if isNoScript(res.Error()) {
 		r.reloads.Add(1)
+		if s != lua.Upgrade {
+			if res := r.lost(ctx); res != nil {
+				return *res
+			}
+		}
 		res = r.c.Do(ctx, eval(r.c, s, keys, args))
 	}
 	return res
+}
+
+// lost is ready after a NOSCRIPT: the server may hold an older snapshot.
+func (r *runner) lost(ctx context.Context) *rueidis.RedisResult {
+	r.upgraded.Store(false)
+	return r.ready(ctx)
 }
 
 // runMany sends the calls in one pipeline and, for those refused with
@@ -67,6 +110,14 @@ func (r *runner) runMany(ctx context.Context, s *lua.Script, keys [][]string, ar
 // runManyBuilt is runMany with the EVALSHAs built by the caller; call
 // gives the keys and arguments of call i for its EVAL.
 func (r *runner) runManyBuilt(ctx context.Context, cmds rueidis.Commands, s *lua.Script, call func(int) ([]string, []string)) []rueidis.RedisResult {
+	if x := r.ready(ctx); x != nil {
+		// Nothing of the batch was sent: every call shares the failure.
+		res := make([]rueidis.RedisResult, len(cmds))
+		for i := range res {
+			res[i] = *x
+		}
+		return res
+	}
 	res := r.c.DoMulti(ctx, cmds...)
 	var again []int
 	for i, x := range res {
@@ -78,6 +129,12 @@ func (r *runner) runManyBuilt(ctx context.Context, cmds rueidis.Commands, s *lua
 		return res
 	}
 	r.reloads.Add(1)
+	if x := r.lost(ctx); x != nil {
+		for _, i := range again {
+			res[i] = *x
+		}
+		return res
+	}
 	retry := make(rueidis.Commands, 0, len(again)) // sent commands are recycled by the client
 	for _, i := range again {
 		k, a := call(i)

@@ -24,10 +24,12 @@ for i = 4, #ARGV do
   elseif redis.call('ZSCORE', KEYS[1], m) or redis.call('ZSCORE', KEYS[3], m) then
     active = active + 1
   else
-    if w ~= 1 then redis.call('HSET', KEYS[4], 'w|' .. m, w) end
+    -- A new member has no 'm|' field yet (remove keeps it: a removed
+    -- member stays removed here).
+    if w ~= 1 then set_spec(m, w, nil) end
     put(m, start, w)
     added = added + 1
   end
 end
-if w ~= 1 then meta_opened() end
+if w ~= 1 then meta_opened() else keep_skiplist() end
 return {added, active, removed}

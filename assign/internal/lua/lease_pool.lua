@@ -25,7 +25,7 @@ local function lease_lib()
   -- changed: full (out of KEYS[1], in KEYS[3] until it has room, or its
   -- own cooldown ends if later), or not (back in KEYS[1], or cooling on
   -- for its own cooldown). A removed member stays removed. Its time in
-  -- KEYS[3] may move earlier (a lease ended): cool_at keeps 'next' by it.
+  -- KEYS[3] may move earlier (a lease ended): cool_at keeps 'due' by it.
   fit = function(m, now)
     local x = redis.call('HMGET', KEYS[4], 'k|' .. m, 'f|' .. m, 'F|' .. m)
     local cap, f, u = tonumber(x[1]), tonumber(x[2]) or 0, x[3]

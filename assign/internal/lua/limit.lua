@@ -20,11 +20,13 @@ end
 local rate, per, burst = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 for i = 4, #ARGV do
   local m = ARGV[i]
+  local w = weight(m)
   if rate == 0 then
-    redis.call('HDEL', KEYS[4], 'l|' .. m, 't|' .. m)
+    set_spec(m, w, nil)
+    redis.call('HDEL', KEYS[4], 't|' .. m)
   else
     local t = per / rate
-    redis.call('HSET', KEYS[4], 'l|' .. m, num(t) .. ' ' .. ARGV[3] .. ' ' .. ARGV[1] .. ' ' .. ARGV[2])
+    set_spec(m, w, num(t) .. ' ' .. ARGV[3] .. ' ' .. ARGV[1] .. ' ' .. ARGV[2])
     local tat = tonumber(redis.call('HGET', KEYS[4], 't|' .. m))
     if tat and redis.call('ZSCORE', KEYS[1], m) then
       local free = math.ceil(tat - (burst - 1) * t)

@@ -60,7 +60,7 @@ func newSet(clock string) *Set {
 		}
 		return strings.Replace(src, "  --CLOCK--\n", read(clock), 1)
 	}
-	base := pickOne + "\n" + withClock("pool_common")
+	base := pickOne + "\n" + read("skiplist") + "\n" + withClock("pool_common")
 	pre := "local PLAIN, NOW -- pool_pick's: is the pool plain (nil: not asked yet); the clock, once read\n" + base
 	leases := pre + "\n" + read("lease_pool")
 	s := func(name string) *Script { return load(name, pre) }
@@ -88,6 +88,9 @@ var (
 	// Create and Reset make and remake a pool with its creator recorded.
 	Create = load("create")
 	Reset  = load("reset")
+	// Upgrade brings a pool of an older layout of meta to the scripts'
+	// (upgrade.lua); the client runs it before its first script on a pool.
+	Upgrade = load("upgrade", read("skiplist"))
 
 	Acquire      = lease("acquire")
 	Release      = lease("release")

@@ -2,29 +2,34 @@
 -- the script (pool_common's helpers and pick.lua) makes any of its
 -- functions: a Lua function made is an allocation on every run, and a
 -- call to Redis is most of what a pick costs the server, so the common
--- picks make no function and as few calls as they can.
--- A plain pool (no cooling, weighted, limited or capped member: no meta)
--- is the seed's pick after one EXISTS: three calls.
--- A busy pool: after the EXISTS, the least active member (ZRANGE
--- WITHSCORES), then in one HMGET its weight, its limit and the pool's
--- 'next' (pool_common: at or before the first release of a member out;
--- meta is a hash table, so these are three lookups, not scans); TIME
--- only if a member is out or this one is limited; the count (ZINCRBY, or
--- ZADD of count / weight: Redis writes a number argument with 17
--- digits, exactly as num does); for a limited member, HGET and HSET of
--- its GCRA time. Five calls for the common busy pick (the plain pick's
--- three, the HMGET and TIME), where reading the cooling set first took
--- six, and every reply that is an array (ZRANGE, HMGET, TIME) costs the
--- server more than one that is not.
--- Anything else — an id, no member active, 'next' come (a cooldown may
--- be over: thaw), a limit this pick uses up (the member cools) — falls
+-- picks make no function and as few calls as they can. A reply that is
+-- an array (ZRANGE, HMGET, TIME) costs the server about a microsecond more
+-- than one that is not (Redis makes it a Lua table), so the pick asks
+-- for a single value where it can.
+-- The first call, an HGET of meta's 'due' (pool_common), answers two
+-- questions: nil, a plain pool (no cooling, weighted, limited or capped
+-- member), whose pick is the seed's: three calls; else when a member out
+-- may be back ('-': none is out).
+-- A busy pool: then the least active member (ZRANGE WITHSCORES), its
+-- weight and limit in one HGET of its 'm|' field (meta is a hash table,
+-- so a lookup, not a scan); TIME only if a member is out or this one is
+-- limited; the count (ZINCRBY, or ZADD of count / weight: Redis writes a
+-- number argument with 17 digits, exactly as num does); for a limited
+-- member, HGET and HSET of its GCRA time. Five calls for the common busy
+-- pick (the plain pick's three, the HGET and TIME), where an EXISTS and
+-- an HMGET of three fields took the place of the two HGETs before. A busy
+-- pool's sorted set is a skiplist (skiplist.lua), so the count finds its
+-- member and place without a scan of the scores before them.
+-- Anything else — an id, no member active, 'due' come (a cooldown may be
+-- over: thaw), a limit this pick uses up (the member cools) — falls
 -- through to pick.lua, which decides it all again: nothing is written
 -- here before that decision.
 -- PLAIN and NOW are pool_common's (declared here, ahead of it, in this
--- script), so that the pool's EXISTS and the clock are asked once.
+-- script), so that the pool's 'due' and the clock are asked once.
 local PLAIN, NOW
 if not KEYS[6] then
-  PLAIN = redis.call('EXISTS', KEYS[4]) == 0
+  local due = redis.call('HGET', KEYS[4], 'due')
+  PLAIN = not due
   if PLAIN then
     local m = redis.call('ZRANGE', KEYS[1], 0, 0)[1]
     if m then
@@ -35,25 +40,34 @@ if not KEYS[6] then
     local ms = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
     local m = ms[1]
     if m then
-      local x = redis.call('HMGET', KEYS[4], 'w|' .. m, 'l|' .. m, 'next')
-      if (x[2] or x[3]) and not NOW then
+      -- m's 'm|' field: its weight, or its weight, a space and its limit
+      -- (pool_common's spec, inline).
+      local v = redis.call('HGET', KEYS[4], 'm|' .. m)
+      local w, ts, bs = 1, nil, nil
+      if v then
+        w = tonumber(v)
+        if not w then
+          local ws
+          ws, ts, bs = string.match(v, '^(%S+) (%S+) (%S+)')
+          w = tonumber(ws)
+        end
+      end
+      if (ts or due ~= '-') and not NOW then
   --CLOCK--
       end
-      local ready = not x[3] or tonumber(x[3]) > NOW
+      local ready = due == '-' or tonumber(due) > NOW
       local tat
-      if ready and x[2] then
+      if ready and ts then
         -- spend's GCRA (pool_common), inline: the pick goes on here only
         -- if m has room left after it.
-        local ts, bs = string.match(x[2], '^(%S+) (%S+)')
         local t = tonumber(ts)
         tat = math.max(tonumber(redis.call('HGET', KEYS[4], 't|' .. m)) or NOW, NOW) + t
         ready = math.ceil(tat - (tonumber(bs) - 1) * t) <= NOW
       end
       if ready then
-        if not x[1] then
+        if w == 1 then
           redis.call('ZINCRBY', KEYS[1], 1, m)
         else
-          local w = tonumber(x[1])
           redis.call('ZADD', KEYS[1], (math.floor(tonumber(ms[2]) * w + 0.5) + 1) / w, m)
         end
         if tat then redis.call('HSET', KEYS[4], 't|' .. m, tat) end

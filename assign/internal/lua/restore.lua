@@ -34,4 +34,5 @@ for i = 2, #ARGV do
   put(m, c, w)
   if redis.call('HEXISTS', KEYS[4], 'k|' .. m) == 1 then reclaim_member(m, now) end
 end
+keep_skiplist() -- KEYS[1] may have been made anew
 return #ARGV - 1

@@ -18,12 +18,9 @@ end
 local w = tonumber(ARGV[1])
 for i = 2, #ARGV do
   local m = ARGV[i]
+  local old, l = spec(redis.call('HGET', KEYS[4], 'm|' .. m))
   local c = active_count(m)
-  if w == 1 then
-    redis.call('HDEL', KEYS[4], 'w|' .. m)
-  else
-    redis.call('HSET', KEYS[4], 'w|' .. m, w)
-  end
+  if old ~= w then set_spec(m, w, l) end
   if c then put(m, c, w) end
 end
 if w == 1 then meta_closed() else meta_opened() end
