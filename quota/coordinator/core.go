@@ -815,6 +815,9 @@ func (c *Core) Return(now time.Duration, ret quota.Return) (Step, error) {
 		if l.cover != 0 && l.ID > ret.LeaseID {
 			keep[l.cover] = true
 		}
+		if l.ID == ret.LeaseID && mayCover(ts.t, l, c.epoch) {
+			keep[l.ID] = true
+		}
 	}
 	x.end(rs, Superseded, func(l counted) bool { return l.ID < ret.LeaseID && !keep[l.ID] })
 	x.end(rs, Returned, func(l counted) bool { return l.ID == ret.LeaseID && !keep[l.ID] })

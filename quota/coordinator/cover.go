@@ -45,9 +45,11 @@ import (
 // the cover only once it holds that lease (never going back). A
 // successor restores the cover from the ledger and counts it for the
 // whole length of its record from its take-over — past every covered
-// lease's end — and ends it only as it would any lease: once the region
-// holds one of its own leases, or gives one back. A request that holds a
-// lease the successor does not know (a covered one) ends nothing there.
+// lease's end — and ends it only once the region holds one of the
+// successor's own leases, or it expires: a request that holds a lease the
+// successor does not know (a covered one) ends nothing there, and neither
+// does the region's return of the cover itself, which it gives back as it
+// installs a covered one (mayCover).
 // A coordinator deposed unawares may go on answering covered renewals,
 // as it answers unchanged ones, for no longer than its cover's record
 // reaches: the successor counts that record the same way; the region
@@ -58,6 +60,18 @@ import (
 // The event log names each covered lease's cover (the lease event's
 // cover), and the checker (eventlog) keeps a covered lease counting
 // across a restart while its cover is live, and ends it with its cover.
+
+// mayCover says whether l, a lease this core counts, may be the cover of
+// a covered lease it does not know: a predecessor's (an older epoch),
+// written with a reserve (its record is longer than a lease and margin).
+// A region installing such a covered lease gives l back as it would any
+// lease it replaced, so a return of l ends it only if it is not one —
+// the region's next request, holding a lease of this core's, ends it, or
+// it expires. A return of a lease this core wrote is safe to take: its
+// covered leases are known to it.
+func mayCover(t quota.Tenant, l counted, epoch uint64) bool {
+	return l.cover == 0 && l.Epoch < epoch && l.Expires-l.Activates > t.LeaseDuration+t.Margin()
+}
 
 // idBlock is how many lease IDs a reservation takes at a time; a new one
 // is proposed when fewer than half of them are left.

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -199,6 +200,27 @@ func TestCoverSurvivesFailover(t *testing.T) {
 	if len(rs.live) != before+1 {
 		t.Fatalf("the successor has %d live leases for eu, want %d", len(rs.live), before+1)
 	}
+	// The region gives back the cover itself, as a region installing a
+	// covered lease would (the predecessor's, which the successor cannot
+	// know): the cover counts on. Once the region holds the successor's
+	// lease, it ends.
+	cover := rs.live[0].ID
+	rx, err := s.Core.Return(20*ms, quota.Return{Tenant: "acme", Region: "eu", LeaseID: cover, Epoch: c.Epoch()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rx.Ended) != 0 {
+		t.Fatalf("the return of the predecessor's cover %d ended %+v at the successor: want it kept", cover, rx.Ended)
+	}
+	s.run(t, rx)
+	x, err = s.Core.Renew(30*ms, quota.Request{Tenant: "acme", Region: "eu", Seq: seq(), Holding: g.Lease.ID, Epoch: s.Epoch(), Demand: quota.Tokens(100)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(x.Ended, func(e Ended) bool { return e.Lease.ID == cover }) {
+		t.Fatalf("the region holds the successor's lease %d: ended %+v, want the cover %d among them", g.Lease.ID, x.Ended, cover)
+	}
+	s.run(t, x)
 }
 
 // TestCoverOutlivesItsReturn: a region installing a covered lease gives

@@ -424,11 +424,13 @@ func (c *Checker) lease(e *Event) {
 	}, cover: e.Cover}
 	// A covered lease is not written: its cover's record stands for it,
 	// so it needs a cover of its own region and shares, and counts only
-	// while its cover does — also across a restart, and also when a
-	// coordinator that did not know it was fenced granted it, for the
-	// successor counts that record on. Granted after its cover ended, it
-	// counts nowhere: spending under it is a violation (Finish).
-	alive := false
+	// while its cover does — also across a restart. A coordinator that
+	// did not know it was fenced may grant one, as it may answer a renewal
+	// unchanged, for no write is refused: while its cover counts, the
+	// successor counts the record on; granted after its cover ended, it
+	// counts nowhere, and spending under it is a violation (Finish). The
+	// region never installs such a grant (it holds the successor's lease,
+	// whose ID is higher).
 	if e.Cover != 0 {
 		cv := c.leases[e.Cover]
 		switch {
@@ -441,12 +443,10 @@ func (c *Checker) lease(e *Event) {
 				e.ID, e.Rate, e.Burst, e.Transfer, e.Cover, cv.l.Rate, cv.l.Burst)
 		case cv.ended != 0 && cv.ended <= e.T:
 			lc.ended = e.T
-		default:
-			alive = true
 		}
 		c.covered[e.Cover] = append(c.covered[e.Cover], e.ID)
 	}
-	if e.Epoch < c.fenced && !alive {
+	if e.Epoch < c.fenced && e.Cover == 0 {
 		c.violate(e.T, "lease %d granted at epoch %d after epoch %d fenced the ledger", e.ID, e.Epoch, c.fenced)
 	}
 	if e.Rate < 0 || e.Burst < 0 || e.Transfer < 0 || e.Transfer > e.Burst || e.Expires <= e.Activates {
