@@ -649,6 +649,15 @@ func (c *Core) Renew(now time.Duration, req quota.Request) (Step, error) {
 	c.nextID++
 	rs.live = append(rs.live, counted{Lease: lease, until: lease.Expires})
 
+	c.grant(&x, ts, rs, req, targets, now, lease, short)
+	return x, nil
+}
+
+// grant makes lease, which x proposes, the answer to req: the grant the
+// region installs, and the regions to nudge; and marks the request's
+// grant as on its way (rs.proposed) until Advance.
+func (c *Core) grant(x *Step, ts *tenantState, rs *regionState, req quota.Request, targets map[string]quota.Share, now time.Duration, lease quota.Lease, short bool) {
+	t := ts.t
 	nudges := c.nudges(ts, req.Region, targets, now, short, len(x.Ended) > 0)
 	g := quota.Grant{
 		Lease: lease, Seq: req.Seq,
@@ -658,7 +667,6 @@ func (c *Core) Renew(now time.Duration, req quota.Request) (Step, error) {
 	}
 	rs.proposed = req.Seq
 	x.ans = answer{grant: g, nudges: nudges, fresh: true, tenant: req.Tenant, region: req.Region, seq: req.Seq}
-	return x, nil
 }
 
 // keepFor is the part of a lease's duration during which a request from

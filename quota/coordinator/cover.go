@@ -166,16 +166,8 @@ func (c *Core) renewCovered(x Step, ts *tenantState, rs *regionState, req quota.
 	if len(d.Ops) > 0 {
 		c.deferred = append(c.deferred, d)
 	}
-	nudges := c.nudges(ts, req.Region, targets, now, short, len(x.Ended) > 0)
-	g := quota.Grant{
-		Lease: lease, Seq: req.Seq,
-		ValidFor: t.LeaseDuration, Margin: t.Margin(),
-		Mode: t.Mode, Emergency: t.Emergency, Ceiling: quota.MaxBurstShare(t),
-		Short: short,
-	}
-	rs.proposed = req.Seq
 	x.Granted, x.Covered, x.Cover = lease, true, rs.cover
-	x.ans = answer{grant: g, nudges: nudges, fresh: true, tenant: req.Tenant, region: req.Region, seq: req.Seq}
+	c.grant(&x, ts, rs, req, targets, now, lease, short)
 	return x
 }
 
