@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestConfigErrorsNameTheField: every refusal names its field and the
@@ -30,6 +31,8 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"regions: {}\ntenants: [{name: a, rate: 1}]\n", "regions: 0: want 1 to 64"},
 		{strings.Replace(good, "tenants:\n  - {name: acme, rate: 500, burst: 6000}", "tenants: []", 1), "tenants: 0: want 1 to 100000"},
 		{good + "etcd: {session_ttl: 9999}\n", "etcd.session_ttl 9999: want 1 to 600"},
+		{good + "etcd: {reserve: 2m}\n", "etcd.reserve 2m0s: want 0s to 1m"},
+		{good + "etcd: {reserve: -1s}\n", "etcd.reserve -1s: want 0s to 1m"},
 		{good + "etcd: {max_txn_ops: 2}\n", "etcd.max_txn_ops 2: want 8 to 1000000"},
 		{good + "etcd: {depose_after: -2}\n", "etcd.depose_after -2: want 1 to 600 seconds, or -1 for never"},
 		{good + "etcd: {prefix: nope}\n", `etcd.prefix "nope": want a path starting with /`},
@@ -127,5 +130,22 @@ operators:
 	os.Chmod(tok, 0o644)
 	if _, err := LoadConfig(path); !errors.Is(err, ErrConfigFile) || !strings.Contains(err.Error(), "regions.eu.accepted_token_files[0]") {
 		t.Errorf("an accepted token file others may read: %v", err)
+	}
+}
+
+// TestReserveDefault: etcd.reserve absent is the default, 4 s; given, it
+// means what it says, 0s included (every renewal written).
+func TestReserveDefault(t *testing.T) {
+	for _, tc := range []struct {
+		extra string
+		want  time.Duration
+	}{{"", DefaultReserve}, {"etcd: {reserve: 0s}\n", 0}, {"etcd: {reserve: 10s}\n", 10 * time.Second}} {
+		c, err := ParseConfig([]byte(good + tc.extra))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.extra, err)
+		}
+		if got := c.Etcd.ReserveOrDefault(); got != tc.want {
+			t.Errorf("%q: reserve %v, want %v", tc.extra, got, tc.want)
+		}
 	}
 }
