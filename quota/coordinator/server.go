@@ -284,8 +284,8 @@ func (s *Server) submit(ctx context.Context, n int, propose func(at time.Duratio
 		return out
 	}
 	at := s.Since()
-	var covered []int
-	steps := make([]Step, n)
+	var covered []int    // the calls whose steps are covered,
+	var coveredSt []Step // and those steps: none in most calls
 	for i := range n {
 		step, err := propose(at, i)
 		if err != nil {
@@ -295,7 +295,7 @@ func (s *Server) submit(ctx context.Context, n int, propose func(at time.Duratio
 		if step.Covered {
 			// Its answer rests on no write (cover.go): answered below,
 			// once journalled, ahead of the queue.
-			covered, steps[i] = append(covered, i), step
+			covered, coveredSt = append(covered, i), append(coveredSt, step)
 			continue
 		}
 		done[i] = make(chan outcome, 1)
@@ -304,7 +304,7 @@ func (s *Server) submit(ctx context.Context, n int, propose func(at time.Duratio
 	for _, st := range s.core.Deferred() {
 		s.queue = append(s.queue, pending{at: at, step: st})
 	}
-	s.answerCovered(at, covered, steps, out)
+	s.answerCovered(at, covered, coveredSt, out)
 	s.kickCommitter()
 	s.mu.Unlock()
 	for i, d := range done {
@@ -322,19 +322,19 @@ func (s *Server) submit(ctx context.Context, n int, propose func(at time.Duratio
 	return out
 }
 
-// answerCovered answers the covered steps of a call (steps[i] for i in
-// idx) into out: once the journal has them — all in one append — each is
-// acknowledged to the core, which gives its answer; a failed append fails
-// them all, as a failed write would. Called under mu.
+// answerCovered answers the covered steps of a call (steps[k], the
+// step of call idx[k]) into out: once the journal has them — all in one
+// append — each is acknowledged to the core, which gives its answer; a
+// failed append fails them all, as a failed write would. Called under mu.
 func (s *Server) answerCovered(at time.Duration, idx []int, steps []Step, out []outcome) {
 	if len(idx) == 0 {
 		return
 	}
 	var err error
 	if s.opts.journal != nil {
-		entries := make([]Entry, len(idx))
-		for k, i := range idx {
-			entries[k] = Entry{At: at, Step: steps[i]}
+		entries := make([]Entry, len(steps))
+		for k, st := range steps {
+			entries[k] = Entry{At: at, Step: st}
 		}
 		s.jmu.Lock()
 		err = s.opts.journal.Append(entries)
@@ -345,8 +345,8 @@ func (s *Server) answerCovered(at time.Duration, idx []int, steps []Step, out []
 		}
 	}
 	s.stats.Covered += int64(len(idx))
-	for _, i := range idx {
-		ans, aerr := s.core.Advance(steps[i], err)
+	for k, i := range idx {
+		ans, aerr := s.core.Advance(steps[k], err)
 		out[i] = outcome{ans, aerr}
 	}
 }
