@@ -132,6 +132,22 @@ func (s *Server) start() error {
 	}
 }
 
+// Pid is the process id of the running redis-server, 0 when it is
+// stopped; a load benchmark pins it to a core with it.
+func (s *Server) Pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	select {
+	case <-s.done:
+		return 0
+	default:
+		return s.cmd.Process.Pid
+	}
+}
+
 // ping sends PING and expects PONG.
 func (s *Server) ping() error {
 	out, err := s.raw("PING")

@@ -2,70 +2,122 @@ package agent_test
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/afloat/afloat/assign/assigntest"
 	"github.com/afloat/afloat/quota/agent"
 	"github.com/afloat/afloat/quota/internal/opstest"
 	"github.com/afloat/afloat/quota/servicetest"
 )
 
 // TestBenchDecisionAPI: a region agent's POST /v1/allow at 10,000 checks a
-// second over loopback HTTP for 10 s, on keep-alive connections. The
-// agent (and an in-process coordinator that leases to it) runs in a
+// second over loopback HTTP for 10 s, on up to 64 keep-alive connections.
+// The agent (and an in-process coordinator that leases to it) runs in a
 // process of its own — this test binary again, as TestBenchAgentProcess,
-// with GOGC=400 as afloat quota region sets it — so that the load
-// generator's garbage collection and goroutines do not stop the agent's.
+// with GOGC=400 as afloat quota region sets it — pinned to core 0, and
+// the generator (opstest.Spin: one spinning thread, its own sockets, no
+// garbage collection) to core 1, so that neither takes the other's core.
 // Latency runs from each check's scheduled time to its answer (what a
 // caller waits); target: p99 ≤ 1 ms on a quiet machine.
 //
-// The floor, measured in the same run by the same generator: a bare
-// net/http server in a process of its own (TestBenchAgentProcess with
-// AFLOAT_QUOTA_BENCH_FLOOR=1) that reads the same request and writes an
-// answer of the same size and headers, deciding nothing — what loopback
-// HTTP costs on the machine. Floor and agent alternate, 10 s each, twice.
-// AFLOAT_AGENT_CPUPROFILE=FILE writes the agent's CPU profile.
+// Two floors, measured in the same run by the same generator on the same
+// core: a bare net/http server in a process of its own
+// (TestBenchAgentProcess with AFLOAT_QUOTA_BENCH_FLOOR=1) that reads the
+// same request and writes an answer of the same size and headers,
+// deciding nothing — what loopback HTTP with Go's server costs on the
+// machine — and a redis-server answering PING, a single-threaded C event
+// loop: what a request and an answer over loopback cost at all. The
+// three alternate, 10 s each, twice. AFLOAT_AGENT_CPUPROFILE=FILE writes
+// the agent's CPU profile.
 func TestBenchDecisionAPI(t *testing.T) {
 	opstest.BenchOnly(t)
-	agentAddr := benchChild(t, "AFLOAT_QUOTA_BENCH_AGENT=1", os.Getenv("AFLOAT_AGENT_CPUPROFILE"))
-	floorAddr := benchChild(t, "AFLOAT_QUOTA_BENCH_FLOOR=1", "")
-	const rate = 10_000
+	pinned := canPin()
+	agentAddr := benchChild(t, pinned, "AFLOAT_QUOTA_BENCH_AGENT=1", os.Getenv("AFLOAT_AGENT_CPUPROFILE"))
+	floorAddr := benchChild(t, pinned, "AFLOAT_QUOTA_BENCH_FLOOR=1", "")
+	redis := assigntest.Start(t)
+	if pinned {
+		if err := opstest.PinProcess(redis.Pid(), 0); err != nil {
+			t.Fatal(err)
+		}
+		restore, err := opstest.PinSelf(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer restore()
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	} else {
+		t.Log("not pinned: taskset or a second core is missing; the generator and the servers share the cores")
+	}
+	const rate, conns = 10_000, 64
+	systems := []struct {
+		name, addr string
+		req        []byte
+		whole      func([]byte) (int, error)
+	}{
+		{"floor (redis-server PING)", redis.Addr, []byte("PING\r\n"), opstest.PongWhole},
+		{"floor (bare net/http)", floorAddr, allowRequest(floorAddr), opstest.HTTPWhole},
+		{"decision API", agentAddr, allowRequest(agentAddr), opstest.HTTPWhole},
+	}
 	for round := range 2 {
-		for _, s := range []struct{ name, addr string }{{"floor (bare net/http)", floorAddr}, {"decision API", agentAddr}} {
-			call := leanCaller(t, s.addr)
-			if round == 0 {
-				opstest.OpenLoop(2000, time.Second, 64, call) // warm: connections, a lease
+		for _, s := range systems {
+			if round == 0 { // warm: a connection, a lease
+				if _, err := opstest.Spin(s.addr, s.req, s.whole, conns, 2000, time.Second); err != nil {
+					t.Fatalf("%s: %v", s.name, err)
+				}
 			}
-			l := opstest.OpenLoop(rate, 10*time.Second, 64, call)
-			fmt.Printf("%s: %d checks in %v = %.0f/s (offered %d/s), %d failed; latency from the schedule p50 %v p99 %v p99.9 %v max %v; from the send p50 %v p99 %v; sends behind schedule p99 %v; load %s\n",
-				s.name, len(l.Sched), l.Elapsed.Round(time.Millisecond), float64(len(l.Sched))/l.Elapsed.Seconds(), rate, l.Failed,
+			l, err := opstest.Spin(s.addr, s.req, s.whole, conns, rate, 10*time.Second)
+			if err != nil {
+				t.Fatalf("%s: %v", s.name, err)
+			}
+			fmt.Printf("%s: %d checks in %v = %.0f/s (offered %d/s) on %d connections; latency from the schedule p50 %v p99 %v p99.9 %v max %v; from the send p50 %v p99 %v; sends behind schedule p99 %v; generator stalls over 0.5 ms %d (longest %v); load %s\n",
+				s.name, len(l.Sched), l.Elapsed.Round(time.Millisecond), float64(len(l.Sched))/l.Elapsed.Seconds(), rate, l.Conns,
 				opstest.Pct(l.Sched, 0.5), opstest.Pct(l.Sched, 0.99), opstest.Pct(l.Sched, 0.999), opstest.Pct(l.Sched, 1),
-				opstest.Pct(l.Lat, 0.5), opstest.Pct(l.Lat, 0.99), opstest.Pct(l.Lag, 0.99), loadavg())
+				opstest.Pct(l.Lat, 0.5), opstest.Pct(l.Lat, 0.99), opstest.Pct(l.Lag, 0.99), l.Gaps, l.MaxGap, loadavg())
 		}
 	}
 }
 
+// canPin reports whether the benchmark can give the servers and the
+// generator a core each: taskset is there and so is a second core.
+func canPin() bool {
+	_, err := exec.LookPath("taskset")
+	return err == nil && runtime.NumCPU() >= 2
+}
+
+// allowRequest is a decision API request for tenant acme, one token.
+func allowRequest(addr string) []byte {
+	body := `{"tenant":"acme","endpoint":"/","n":1}`
+	return []byte("POST /v1/allow HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\nContent-Length: " +
+		strconv.Itoa(len(body)) + "\r\n\r\n" + body)
+}
+
 // benchChild starts this test binary as TestBenchAgentProcess with env
-// set (and GOGC=400, what afloat quota region runs the agent with) and
-// returns the address it serves; the process ends with the test.
-func benchChild(t *testing.T, env, cpuprofile string) string {
+// set (and GOGC=400, what afloat quota region runs the agent with), on
+// core 0 when pinned, and returns the address it serves; the process ends
+// with the test.
+func benchChild(t *testing.T, pinned bool, env, cpuprofile string) string {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, "-test.run", "^TestBenchAgentProcess$")
+	args := []string{exe, "-test.run", "^TestBenchAgentProcess$"}
 	if cpuprofile != "" {
-		cmd.Args = append(cmd.Args, "-test.cpuprofile", cpuprofile)
+		args = append(args, "-test.cpuprofile", cpuprofile)
 	}
+	if pinned {
+		args = append([]string{"taskset", "-c", "0"}, args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), env, "GOGC=400")
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -89,62 +141,6 @@ func benchChild(t *testing.T, env, cpuprofile string) string {
 	}
 	t.Fatal("the agent process printed no address")
 	return ""
-}
-
-// leanCaller is a lean client, as wrk is: 128 keep-alive connections,
-// each call takes one, writes one prepared request and reads the answer;
-// no allocation per call, so that the generator's own garbage collection
-// does not add to the latencies it measures.
-func leanCaller(t *testing.T, addr string) func(int) error {
-	body := `{"tenant":"acme","endpoint":"/","n":1}`
-	req := []byte("POST /v1/allow HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\nContent-Length: " +
-		strconv.Itoa(len(body)) + "\r\n\r\n" + body)
-	type conn struct {
-		c   net.Conn
-		r   *bufio.Reader
-		buf []byte
-	}
-	conns := make(chan *conn, 128)
-	for range 128 {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		conns <- &conn{c: c, r: bufio.NewReaderSize(c, 4096), buf: make([]byte, 4096)}
-	}
-	return func(int) error {
-		k := <-conns
-		defer func() { conns <- k }()
-		if _, err := k.c.Write(req); err != nil {
-			return err
-		}
-		status, err := k.r.ReadSlice('\n')
-		if err != nil {
-			return err
-		}
-		if !bytes.HasPrefix(status, []byte("HTTP/1.1 200")) {
-			return fmt.Errorf("status %q", status)
-		}
-		n := -1
-		for {
-			line, err := k.r.ReadSlice('\n')
-			if err != nil {
-				return err
-			}
-			if len(line) <= 2 {
-				break
-			}
-			if v, ok := bytes.CutPrefix(line, []byte("Content-Length: ")); ok {
-				n, _ = strconv.Atoi(string(bytes.TrimSpace(v)))
-			}
-		}
-		if n < 0 || n > len(k.buf) {
-			return fmt.Errorf("content length %d", n)
-		}
-		_, err = io.ReadFull(k.r, k.buf[:n])
-		return err
-	}
 }
 
 // TestBenchAgentProcess is the agent of TestBenchDecisionAPI, in its own
