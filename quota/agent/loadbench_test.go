@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/afloat/afloat/assign/assigntest"
+	"github.com/afloat/afloat/internal/loadgen"
 	"github.com/afloat/afloat/quota/agent"
 	"github.com/afloat/afloat/quota/internal/opstest"
 	"github.com/afloat/afloat/quota/servicetest"
@@ -25,7 +26,7 @@ import (
 // The agent (and an in-process coordinator that leases to it) runs in a
 // process of its own — this test binary again, as TestBenchAgentProcess,
 // with GOGC=400 as afloat quota region sets it — pinned to core 0, and
-// the generator (opstest.Spin: one spinning thread, its own sockets, no
+// the generator (loadgen.Spin: one spinning thread, its own sockets, no
 // garbage collection) to core 1, so that neither takes the other's core.
 // Latency runs from each check's scheduled time to its answer (what a
 // caller waits); target: p99 ≤ 1 ms on a quiet machine.
@@ -46,10 +47,10 @@ func TestBenchDecisionAPI(t *testing.T) {
 	floorAddr := benchChild(t, pinned, "AFLOAT_QUOTA_BENCH_FLOOR=1", "")
 	redis := assigntest.Start(t)
 	if pinned {
-		if err := opstest.PinProcess(redis.Pid(), 0); err != nil {
+		if err := loadgen.PinProcess(redis.Pid(), 0); err != nil {
 			t.Fatal(err)
 		}
-		restore, err := opstest.PinSelf(1)
+		restore, err := loadgen.PinSelf(1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,28 +62,27 @@ func TestBenchDecisionAPI(t *testing.T) {
 	const rate, conns = 10_000, 64
 	systems := []struct {
 		name, addr string
-		req        []byte
-		whole      func([]byte) (int, error)
+		wire       loadgen.Wire
 	}{
-		{"floor (redis-server PING)", redis.Addr, []byte("PING\r\n"), opstest.PongWhole},
-		{"floor (bare net/http)", floorAddr, allowRequest(floorAddr), opstest.HTTPWhole},
-		{"decision API", agentAddr, allowRequest(agentAddr), opstest.HTTPWhole},
+		{"floor (redis-server PING)", redis.Addr, loadgen.Pong()},
+		{"floor (bare net/http)", floorAddr, loadgen.HTTP1(allowRequest(floorAddr))},
+		{"decision API", agentAddr, loadgen.HTTP1(allowRequest(agentAddr))},
 	}
 	for round := range 2 {
 		for _, s := range systems {
 			if round == 0 { // warm: a connection, a lease
-				if _, err := opstest.Spin(s.addr, s.req, s.whole, conns, 2000, time.Second); err != nil {
+				if _, err := loadgen.Spin(s.addr, s.wire, conns, 2000, time.Second); err != nil {
 					t.Fatalf("%s: %v", s.name, err)
 				}
 			}
-			l, err := opstest.Spin(s.addr, s.req, s.whole, conns, rate, 10*time.Second)
+			l, err := loadgen.Spin(s.addr, s.wire, conns, rate, 10*time.Second)
 			if err != nil {
 				t.Fatalf("%s: %v", s.name, err)
 			}
 			fmt.Printf("%s: %d checks in %v = %.0f/s (offered %d/s) on %d connections; latency from the schedule p50 %v p99 %v p99.9 %v max %v; from the send p50 %v p99 %v; sends behind schedule p99 %v; generator stalls over 0.5 ms %d (longest %v); load %s\n",
 				s.name, len(l.Sched), l.Elapsed.Round(time.Millisecond), float64(len(l.Sched))/l.Elapsed.Seconds(), rate, l.Conns,
-				opstest.Pct(l.Sched, 0.5), opstest.Pct(l.Sched, 0.99), opstest.Pct(l.Sched, 0.999), opstest.Pct(l.Sched, 1),
-				opstest.Pct(l.Lat, 0.5), opstest.Pct(l.Lat, 0.99), opstest.Pct(l.Lag, 0.99), l.Gaps, l.MaxGap, loadavg())
+				loadgen.Pct(l.Sched, 0.5), loadgen.Pct(l.Sched, 0.99), loadgen.Pct(l.Sched, 0.999), loadgen.Pct(l.Sched, 1),
+				loadgen.Pct(l.Lat, 0.5), loadgen.Pct(l.Lat, 0.99), loadgen.Pct(l.Lag, 0.99), l.Gaps, l.MaxGap, loadavg())
 		}
 	}
 }

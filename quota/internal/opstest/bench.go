@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/afloat/afloat/internal/loadgen"
 )
 
 // The load benchmarks measure the services over loopback HTTP; they run
@@ -20,26 +22,17 @@ func BenchOnly(t testing.TB) {
 	}
 }
 
-// Load is what OpenLoop or Spin measured, each list sorted: Lat, the
-// latency of each call that succeeded from when it was sent; Sched, from
-// when it was scheduled — what a caller waits, a backlog included (too
-// few workers, a stalled server, a late generator), so that it cannot
-// hide (coordinated omission); Lag, how far each send was behind its
-// schedule. Spin also reports its own stalls (Gaps over 0.5 ms, the
-// longest MaxGap) and the connections it opened (Conns).
+// Load is what OpenLoop measured, each list sorted: Lat, the latency of
+// each call that succeeded from when a worker sent it; Sched, from when
+// it was scheduled — what a caller waits, a backlog included (too few
+// workers, a stalled server, a late generator), so that it cannot hide
+// (coordinated omission); Lag, how far each send was behind its
+// schedule. (For a service's own network path, internal/loadgen's Spin
+// is the sharper instrument; OpenLoop drives Go clients.)
 type Load struct {
 	Lat, Sched, Lag []time.Duration
 	Failed          int64
 	Elapsed         time.Duration
-	Gaps            int
-	MaxGap          time.Duration
-	Conns           int
-}
-
-func sortLoad(l *Load) {
-	slices.Sort(l.Lat)
-	slices.Sort(l.Sched)
-	slices.Sort(l.Lag)
 }
 
 // OpenLoop calls f at rate calls a second for d, from workers goroutines,
@@ -85,15 +78,12 @@ func OpenLoop(rate float64, d time.Duration, workers int, f func(i int) error) L
 	close(jobs)
 	wg.Wait()
 	out.Elapsed = time.Since(start)
-	sortLoad(&out)
+	slices.Sort(out.Lat)
+	slices.Sort(out.Sched)
+	slices.Sort(out.Lag)
 	out.Failed = fails.Load()
 	return out
 }
 
 // Pct is the p quantile of sorted latencies.
-func Pct(lat []time.Duration, p float64) time.Duration {
-	if len(lat) == 0 {
-		return 0
-	}
-	return lat[min(len(lat)-1, int(p*float64(len(lat))))]
-}
+func Pct(lat []time.Duration, p float64) time.Duration { return loadgen.Pct(lat, p) }

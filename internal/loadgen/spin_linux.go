@@ -1,4 +1,4 @@
-package opstest
+package loadgen
 
 import (
 	"errors"
@@ -13,10 +13,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Spin offers req to the server at addr, rate times a second for d, each
-// send scheduled at start + i/rate, and measures every answer from its
-// schedule (Sched) and from its send (Lat); whole says when a connection's
-// bytes hold a complete answer (see HTTPWhole, PongWhole).
+// Spin offers wire's requests to the server at addr, rate a second for d,
+// each send scheduled at start + i/rate, and measures every answer from
+// its schedule (Sched) and from its send (Lat).
 //
 // It is a generator built not to be the slowest part of what it measures,
 // which a goroutine-per-request generator is on a 2-core machine (its own
@@ -24,37 +23,35 @@ import (
 // thread spins on the clock instead of sleeping (the runtime's sleep and
 // a thread's wake-up are each tens of µs late, more under a hypervisor),
 // drives non-blocking sockets of its own through an epoll set it polls
-// without waiting, allocates nothing per request and runs with the garbage
+// without waiting, allocates little per request and runs with the garbage
 // collector off; so each request is sent within microseconds of its
 // schedule and each answer read within microseconds of its arrival. It
 // keeps a core busy: pin it (PinSelf) to a core the server does not use
 // — and, so that none of this process's other goroutines runs on that
 // core beside it, with GOMAXPROCS(1) when the server is another process.
 //
-// Connections are used as a client's pool uses them: the one freed last
-// is taken first, and a new one is dialled only when every open one is
+// Connections are used as a client's pool uses them: one request awaits
+// its answer on a connection at a time; the connection freed last is
+// taken first, and a new one is dialled only when every open one is
 // waiting for an answer, up to conns; when all conns wait, the next
 // request waits for the first free one, and its latency from the schedule
 // says so. A server's idle timeout therefore meets no connection that
 // was dialled and never used.
 //
-// Load.Gaps counts the times the loop itself did not run for over half a
-// millisecond (the thread was descheduled, the hypervisor took the core):
-// a latency measured across such a gap is the generator's, not the
-// server's. Spin fails on a connection closed or refused, an answer whole
-// rejects, or an answer 5 s late.
-func Spin(addr string, req []byte, whole func([]byte) (int, error), conns int, rate float64, d time.Duration) (Load, error) {
+// Spin fails on a connection closed or refused, an answer the wire
+// rejects, or no answer for 5 s.
+func Spin(addr string, wire Wire, conns int, rate float64, d time.Duration) (Result, error) {
 	switch {
 	case conns < 1:
-		return Load{}, fmt.Errorf("opstest: spin: conns %d, want ≥ 1", conns)
+		return Result{}, fmt.Errorf("loadgen: conns %d, want ≥ 1", conns)
 	case !(rate > 0) || rate > 1e7:
-		return Load{}, fmt.Errorf("opstest: spin: rate %v, want in (0, 1e7]", rate)
-	case d <= 0:
-		return Load{}, fmt.Errorf("opstest: spin: duration %v, want > 0", d)
+		return Result{}, fmt.Errorf("loadgen: rate %v, want in (0, 1e7]", rate)
+	case d <= 0 || d > time.Hour:
+		return Result{}, fmt.Errorf("loadgen: duration %v, want in (0, 1h]", d)
 	}
 	sa, err := sockaddr(addr)
 	if err != nil {
-		return Load{}, err
+		return Result{}, err
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -63,15 +60,15 @@ func Spin(addr string, req []byte, whole func([]byte) (int, error), conns int, r
 
 	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
-		return Load{}, fmt.Errorf("opstest: spin: epoll: %w", err)
+		return Result{}, fmt.Errorf("loadgen: epoll: %w", err)
 	}
 	defer unix.Close(ep)
-	s := &spinner{ep: ep, sa: sa, max: conns, whole: whole, byFd: map[int]*spinConn{}}
+	s := &spinner{ep: ep, sa: sa, max: conns, wire: wire, byFd: map[int]*spinConn{}}
 	defer s.close()
 
 	n := int(rate * d.Seconds())
 	period := float64(time.Second) / rate
-	out := Load{Lat: make([]time.Duration, 0, n), Sched: make([]time.Duration, 0, n), Lag: make([]time.Duration, 0, n)}
+	out := Result{Lat: make([]time.Duration, 0, n), Sched: make([]time.Duration, 0, n), Lag: make([]time.Duration, 0, n)}
 	events := make([]unix.EpollEvent, 64)
 	if err := s.dial(); err != nil { // one open before the clock starts
 		return out, err
@@ -99,64 +96,67 @@ func Spin(addr string, req []byte, whole func([]byte) (int, error), conns int, r
 				break // every connection waits: the request waits with them
 			}
 			sent := time.Since(start)
-			if err := s.send(c, req); err != nil {
+			if err := s.write(c, c.wc.Request()); err != nil {
 				return out, err
 			}
-			c.at, c.sent = at, sent
 			if waiting == 0 {
 				progress = sent // the 5 s a first answer has run from its send
 			}
+			c.at, c.sent, c.waiting = at, sent, true
 			out.Lag = append(out.Lag, sent-at)
 			next++
 			waiting++
 		}
 		k, err := unix.EpollWait(ep, events, 0)
 		if err != nil && !errors.Is(err, unix.EINTR) {
-			return out, fmt.Errorf("opstest: spin: epoll: %w", err)
+			return out, fmt.Errorf("loadgen: epoll: %w", err)
 		}
 		for _, ev := range events[:max(k, 0)] {
 			c := s.byFd[int(ev.Fd)]
-			done, err := s.read(c)
+			answered, err := s.read(c)
 			if err != nil {
 				return out, err
 			}
-			if !done {
+			if !answered {
 				continue
 			}
 			t := time.Since(start)
 			out.Sched = append(out.Sched, t-c.at)
 			out.Lat = append(out.Lat, t-c.sent)
+			c.waiting = false
 			s.free = append(s.free, c)
 			waiting--
 			progress = t
 		}
 		if waiting > 0 && now-progress > 5*time.Second {
-			return out, fmt.Errorf("opstest: spin: %d requests without an answer for 5 s", waiting)
+			return out, fmt.Errorf("loadgen: %d requests without an answer for 5 s", waiting)
 		}
 	}
 	out.Elapsed = time.Since(start)
 	out.Conns = len(s.byFd)
-	sortLoad(&out)
+	out.sort()
 	return out, nil
 }
 
-// spinConn is one of Spin's connections: its socket, what it has read of
-// the answer it waits for, and that request's schedule and send.
+// spinConn is one of Spin's connections: its socket, its wire's state,
+// the bytes received and not yet consumed, and the schedule and send of
+// the request it waits for.
 type spinConn struct {
-	fd        int
-	buf       [8192]byte
-	n         int
-	at, sent  time.Duration
-	answering bool
+	fd       int
+	wc       Conn
+	buf      [32 << 10]byte
+	n        int
+	at, sent time.Duration
+	waiting  bool
 }
 
 type spinner struct {
-	ep    int
-	sa    unix.Sockaddr
-	max   int
-	whole func([]byte) (int, error)
-	byFd  map[int]*spinConn
-	free  []*spinConn // LIFO: the one freed last is taken first
+	ep   int
+	sa   unix.Sockaddr
+	max  int
+	wire Wire
+	byFd map[int]*spinConn
+	free []*spinConn // LIFO: the one freed last is taken first
 }
 
 // take returns a free connection, dialling one when none is free and
@@ -176,76 +176,83 @@ func (s *spinner) take() (*spinConn, error) {
 }
 
 // dial opens a connection (a blocking connect: on loopback it is
-// answered at once) and adds it, non-blocking, to the free ones.
+// answered at once), writes the wire's hello, and adds it, non-blocking,
+// to the free ones.
 func (s *spinner) dial() error {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("opstest: spin: socket: %w", err)
+		return fmt.Errorf("loadgen: socket: %w", err)
 	}
-	if err := unix.Connect(fd, s.sa); err != nil {
+	c := &spinConn{fd: fd, wc: s.wire.NewConn()}
+	if err := s.open(c); err != nil {
 		unix.Close(fd)
-		return fmt.Errorf("opstest: spin: connect: %w", err)
+		return err
 	}
-	if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
-		unix.Close(fd)
-		return fmt.Errorf("opstest: spin: nodelay: %w", err)
-	}
-	if err := unix.SetNonblock(fd, true); err != nil {
-		unix.Close(fd)
-		return fmt.Errorf("opstest: spin: nonblock: %w", err)
-	}
-	if err := unix.EpollCtl(s.ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(fd)}); err != nil {
-		unix.Close(fd)
-		return fmt.Errorf("opstest: spin: epoll add: %w", err)
-	}
-	c := &spinConn{fd: fd}
 	s.byFd[fd] = c
 	s.free = append(s.free, c)
 	return nil
 }
 
-// send writes the whole request; a request far smaller than a socket's
-// buffer on an idle connection goes in one write.
-func (s *spinner) send(c *spinConn, req []byte) error {
-	w, err := unix.Write(c.fd, req)
-	if err != nil {
-		return fmt.Errorf("opstest: spin: write: %w", err)
+func (s *spinner) open(c *spinConn) error {
+	if err := unix.Connect(c.fd, s.sa); err != nil {
+		return fmt.Errorf("loadgen: connect: %w", err)
 	}
-	if w != len(req) {
-		return fmt.Errorf("opstest: spin: write: %d of %d bytes", w, len(req))
+	if err := unix.SetsockoptInt(c.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
+		return fmt.Errorf("loadgen: nodelay: %w", err)
 	}
-	c.answering = true
+	if err := unix.SetNonblock(c.fd, true); err != nil {
+		return fmt.Errorf("loadgen: nonblock: %w", err)
+	}
+	if err := unix.EpollCtl(s.ep, unix.EPOLL_CTL_ADD, c.fd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(c.fd)}); err != nil {
+		return fmt.Errorf("loadgen: epoll add: %w", err)
+	}
+	if h := c.wc.Hello(); len(h) > 0 {
+		return s.write(c, h)
+	}
 	return nil
 }
 
-// read takes what the socket holds and reports whether it completes the
-// answer the connection waits for.
+// write writes b whole; a few dozen bytes on a connection whose peer
+// reads go in one write.
+func (s *spinner) write(c *spinConn, b []byte) error {
+	w, err := unix.Write(c.fd, b)
+	if err != nil {
+		return fmt.Errorf("loadgen: write: %w", err)
+	}
+	if w != len(b) {
+		return fmt.Errorf("loadgen: write: %d of %d bytes", w, len(b))
+	}
+	return nil
+}
+
+// read takes what the socket holds, hands it to the wire, writes back
+// what the wire answers, and reports whether the answer the connection
+// waits for is whole.
 func (s *spinner) read(c *spinConn) (bool, error) {
 	r, err := unix.Read(c.fd, c.buf[c.n:])
 	switch {
 	case errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR):
 		return false, nil
 	case err != nil:
-		return false, fmt.Errorf("opstest: spin: read: %w", err)
+		return false, fmt.Errorf("loadgen: read: %w", err)
 	case r == 0:
-		return false, errors.New("opstest: spin: the server closed a connection")
-	case !c.answering:
-		return false, fmt.Errorf("opstest: spin: %d bytes unasked for: %q", r, c.buf[:r])
+		return false, errors.New("loadgen: the server closed a connection")
 	}
 	c.n += r
-	m, err := s.whole(c.buf[:c.n])
-	switch {
-	case err != nil:
-		return false, fmt.Errorf("opstest: spin: answer: %w", err)
-	case m == 0 && c.n == len(c.buf):
-		return false, fmt.Errorf("opstest: spin: answer over %d bytes", len(c.buf))
-	case m == 0:
-		return false, nil
-	case m != c.n:
-		return false, fmt.Errorf("opstest: spin: %d bytes after the answer", c.n-m)
+	used, answered, reply, err := c.wc.Read(c.buf[:c.n], c.waiting)
+	if err != nil {
+		return false, err
 	}
-	c.n, c.answering = 0, false
-	return true, nil
+	if len(reply) > 0 {
+		if err := s.write(c, reply); err != nil {
+			return false, err
+		}
+	}
+	c.n = copy(c.buf[:], c.buf[used:c.n])
+	if c.n == len(c.buf) {
+		return false, fmt.Errorf("loadgen: an answer over %d bytes", len(c.buf))
+	}
+	return answered, nil
 }
 
 func (s *spinner) close() {
@@ -254,19 +261,19 @@ func (s *spinner) close() {
 	}
 }
 
-// sockaddr resolves a loopback host:port for Spin's own sockets.
+// sockaddr resolves an IPv4 loopback host:port for Spin's own sockets.
 func sockaddr(addr string) (unix.Sockaddr, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, fmt.Errorf("opstest: spin: address %q: %w", addr, err)
+		return nil, fmt.Errorf("loadgen: address %q: %w", addr, err)
 	}
 	p, err := strconv.Atoi(port)
 	if err != nil || p < 1 || p > 65535 {
-		return nil, fmt.Errorf("opstest: spin: address %q: port, want 1–65535", addr)
+		return nil, fmt.Errorf("loadgen: address %q: port, want 1–65535", addr)
 	}
 	ip := net.ParseIP(host).To4()
 	if ip == nil || !ip.IsLoopback() {
-		return nil, fmt.Errorf("opstest: spin: address %q: want an IPv4 loopback address", addr)
+		return nil, fmt.Errorf("loadgen: address %q: want an IPv4 loopback address", addr)
 	}
 	sa := &unix.SockaddrInet4{Port: p}
 	copy(sa.Addr[:], ip)
@@ -276,7 +283,7 @@ func sockaddr(addr string) (unix.Sockaddr, error) {
 // PinSelf binds every thread of this process to cpu and returns what
 // undoes it for those threads. New threads inherit the binding of the one
 // that starts them, so the runtime's later threads stay on cpu too (and
-// keep it after restore; a test process that pins itself ends soon).
+// keep it after restore; a benchmark process that pins itself ends soon).
 func PinSelf(cpu int) (restore func(), err error) {
 	return pin(os.Getpid(), cpu)
 }
@@ -289,11 +296,11 @@ func PinProcess(pid, cpu int) error {
 
 func pin(pid, cpu int) (func(), error) {
 	if cpu < 0 || cpu >= runtime.NumCPU() {
-		return nil, fmt.Errorf("opstest: pin: cpu %d, want 0–%d", cpu, runtime.NumCPU()-1)
+		return nil, fmt.Errorf("loadgen: pin: cpu %d, want 0–%d", cpu, runtime.NumCPU()-1)
 	}
 	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
 	if err != nil {
-		return nil, fmt.Errorf("opstest: pin: %w", err)
+		return nil, fmt.Errorf("loadgen: pin: %w", err)
 	}
 	var one unix.CPUSet
 	one.Set(cpu)
@@ -308,7 +315,7 @@ func pin(pid, cpu int) (func(), error) {
 			continue // the thread has ended
 		}
 		if err := unix.SchedSetaffinity(tid, &one); err != nil {
-			return nil, fmt.Errorf("opstest: pin: thread %d: %w", tid, err)
+			return nil, fmt.Errorf("loadgen: pin: thread %d: %w", tid, err)
 		}
 		saved[tid] = was
 	}

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package opstest
+package loadgen
 
 import (
 	"errors"
@@ -8,12 +8,12 @@ import (
 )
 
 // errNotLinux: Spin and the pinning are built on Linux's epoll and
-// sched_setaffinity; elsewhere the load benchmarks say so.
-var errNotLinux = errors.New("opstest: spin and pin need Linux")
+// sched_setaffinity; elsewhere the benchmarks say so.
+var errNotLinux = errors.New("loadgen: Spin and pinning need Linux")
 
 // Spin needs Linux.
-func Spin(addr string, req []byte, whole func([]byte) (int, error), conns int, rate float64, d time.Duration) (Load, error) {
-	return Load{}, errNotLinux
+func Spin(addr string, wire Wire, conns int, rate float64, d time.Duration) (Result, error) {
+	return Result{}, errNotLinux
 }
 
 // PinSelf needs Linux.

@@ -1,4 +1,4 @@
-package opstest
+package loadgen
 
 import (
 	"strings"
@@ -56,6 +56,23 @@ func FuzzHTTPWhole(f *testing.F) {
 		n, err := HTTPWhole(b)
 		if n < 0 || n > len(b) || (err != nil && n != 0) {
 			t.Fatalf("HTTPWhole(%q) = %d, %v", b, n, err)
+		}
+	})
+}
+
+// FuzzGRPCRead: whatever a server sends, a connection's Read neither
+// panics nor consumes bytes it was not given.
+func FuzzGRPCRead(f *testing.F) {
+	f.Add([]byte("\x00\x00\x00\x04\x00\x00\x00\x00\x00"))
+	f.Add([]byte("\x00\x00\x08\x06\x00\x00\x00\x00\x00ABCDEFGH"))
+	f.Add([]byte("\x00\x00\x02\x01\x0d\x00\x00\x00\x01\x01\x88"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c := GRPC("127.0.0.1:1", "/a.B/C", []byte{1}, nil).NewConn()
+		c.Hello()
+		c.Request()
+		used, _, _, err := c.Read(b, true)
+		if used < 0 || used > len(b) || (err != nil && used != 0) {
+			t.Fatalf("Read(%q) = %d, %v", b, used, err)
 		}
 	})
 }
