@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"text/tabwriter"
 	"time"
 )
@@ -102,9 +101,9 @@ func drive(ctx context.Context, start time.Time, systems []system, sc schedule, 
 			break
 		}
 		next[r]++
-		// The runtime's sleep, not waitUntil: a goroutine back from a
-		// nanosleep queues for a P behind every call in flight, which
-		// under load delays the pacer far more than a late timer.
+		// The runtime's sleep, not a thread's nanosleep: a goroutine back
+		// from a nanosleep queues for a P behind every call in flight,
+		// which under load delays the pacer far more than a late timer.
 		if w := time.Until(start.Add(at)); w > 0 {
 			time.Sleep(w)
 		}
@@ -125,27 +124,6 @@ func drive(ctx context.Context, start time.Time, systems []system, sc schedule, 
 	calls.Wait()
 	for i := range systems {
 		recs[i].lat = ls[i].lat
-	}
-}
-
-// waitUntil returns at t, or soon after. The Go runtime's own sleep wakes
-// up to a millisecond late while it is idle (it waits in epoll with a
-// millisecond timeout), which a latency measured from the schedule would
-// count against the service; so the last stretch is a nanosleep of the
-// thread, which wakes about 0.1 ms late on the machines measured here.
-func waitUntil(t time.Time) {
-	const coarse = 2 * time.Millisecond
-	for {
-		w := time.Until(t)
-		switch {
-		case w <= 0:
-			return
-		case w > coarse:
-			time.Sleep(w - coarse)
-		default:
-			ts := syscall.NsecToTimespec(int64(w))
-			syscall.Nanosleep(&ts, nil) //nolint:errcheck // EINTR: the loop sleeps again
-		}
 	}
 }
 
