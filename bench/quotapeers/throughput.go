@@ -255,19 +255,23 @@ func httpService(addr string) *tpService {
 }
 
 // step is one rate of the search. Gaps and MaxGapMS are the generator's
-// own stalls (its loop not running for over 0.5 ms); Error, why a step
-// failed.
+// own stalls (its loop not running for over 0.5 ms); StealMS, CPU by
+// CPU, the time the host ran something else while that CPU had work
+// (the service is pinned to CPU 0, the generator to 1), which the
+// generator's stalls cannot see for the service's core; Error, why a
+// step failed.
 type step struct {
-	Rate      float64 `json:"rate"`
-	Decisions int     `json:"decisions"`
-	Failed    int64   `json:"failed"`
-	P50MS     float64 `json:"p50_ms"`
-	P99MS     float64 `json:"p99_ms"`
-	ElapsedS  float64 `json:"elapsed_s"`
-	Attempts  int     `json:"attempts,omitempty"`
-	Gaps      int     `json:"generator_stalls,omitempty"`
-	MaxGapMS  float64 `json:"generator_longest_stall_ms,omitempty"`
-	Error     string  `json:"error,omitempty"`
+	Rate      float64   `json:"rate"`
+	Decisions int       `json:"decisions"`
+	Failed    int64     `json:"failed"`
+	P50MS     float64   `json:"p50_ms"`
+	P99MS     float64   `json:"p99_ms"`
+	ElapsedS  float64   `json:"elapsed_s"`
+	Attempts  int       `json:"attempts,omitempty"`
+	Gaps      int       `json:"generator_stalls,omitempty"`
+	MaxGapMS  float64   `json:"generator_longest_stall_ms,omitempty"`
+	StealMS   []float64 `json:"steal_ms,omitempty"`
+	Error     string    `json:"error,omitempty"`
 }
 
 func (s step) pass(p99 time.Duration) bool {
@@ -284,6 +288,9 @@ func spinStep(svc *tpService, rate float64, d time.Duration) step {
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	s := step{Rate: rate, Decisions: len(r.Sched), P50MS: ms(loadgen.Pct(r.Sched, 0.5)), P99MS: ms(loadgen.Pct(r.Sched, 0.99)),
 		ElapsedS: r.Elapsed.Seconds(), Gaps: r.Gaps, MaxGapMS: ms(r.MaxGap)}
+	for _, st := range r.Steal {
+		s.StealMS = append(s.StealMS, ms(st))
+	}
 	if err != nil {
 		s.Failed, s.Error = 1, err.Error()
 	}

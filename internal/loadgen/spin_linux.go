@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -73,6 +74,7 @@ func Spin(addr string, wire Wire, conns int, rate float64, d time.Duration) (Res
 	if err := s.dial(); err != nil { // one open before the clock starts
 		return out, err
 	}
+	steal0 := Steal()
 	start := time.Now()
 	var last, progress time.Duration
 	next, waiting := 0, 0
@@ -134,8 +136,52 @@ func Spin(addr string, wire Wire, conns int, rate float64, d time.Duration) (Res
 	}
 	out.Elapsed = time.Since(start)
 	out.Conns = len(s.byFd)
+	if steal1 := Steal(); len(steal1) == len(steal0) {
+		for i := range steal1 {
+			out.Steal = append(out.Steal, steal1[i]-steal0[i])
+		}
+	}
 	out.sort()
 	return out, nil
+}
+
+// Steal is each CPU's steal time so far — the time a hypervisor ran
+// something else while that CPU had work — from /proc/stat, indexed by
+// CPU number (an offline CPU reads 0); nil when the file cannot be read
+// or has no such column (an old kernel).
+func Steal() []time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return nil
+	}
+	return parseSteal(string(b))
+}
+
+// parseSteal reads the steal column (the eighth number) of every cpuN
+// line of a /proc/stat, in USER_HZ ticks, which Linux fixes at 100 a
+// second for user space whatever the kernel's own HZ. Anything it does
+// not understand makes it answer nil rather than a wrong figure.
+func parseSteal(stat string) []time.Duration {
+	var out []time.Duration
+	for line := range strings.Lines(stat) {
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasPrefix(f[0], "cpu") || f[0] == "cpu" {
+			continue
+		}
+		cpu, err := strconv.Atoi(f[0][3:])
+		if err != nil || cpu < 0 || cpu >= 1<<16 || len(f) < 9 {
+			return nil
+		}
+		ticks, err := strconv.ParseUint(f[8], 10, 36) // 21 years; more would overflow a Duration
+		if err != nil {
+			return nil
+		}
+		if cpu >= len(out) {
+			out = append(out, make([]time.Duration, cpu+1-len(out))...)
+		}
+		out[cpu] = time.Duration(ticks) * 10 * time.Millisecond
+	}
+	return out
 }
 
 // spinConn is one of Spin's connections: its socket, its wire's state,

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -109,4 +110,46 @@ func measured(t *testing.T, r Result, n, conns int) {
 	if Pct(r.Sched, 0.5) < Pct(r.Lat, 0.5) || r.Sched[0] <= 0 {
 		t.Errorf("from the schedule p50 %v, from the send %v", Pct(r.Sched, 0.5), Pct(r.Lat, 0.5))
 	}
+	if Steal() != nil && (len(r.Steal) == 0 || slices.ContainsFunc(r.Steal, func(d time.Duration) bool { return d < 0 })) {
+		t.Errorf("steal %v over the run, want one figure ≥ 0 a CPU", r.Steal)
+	}
+}
+
+// TestParseSteal reads the steal column CPU by CPU and refuses what it
+// does not understand rather than answer a wrong figure.
+func TestParseSteal(t *testing.T) {
+	const ms = time.Millisecond
+	for _, c := range []struct {
+		name, stat string
+		want       []time.Duration
+	}{
+		{"two CPUs", "cpu  50478 0 43897 90261 727 0 9122 4279 0 0\ncpu0 25302 0 12096 54094 149 0 1665 3317 0 0\ncpu1 25176 0 31800 36166 578 0 7456 962 0 0\nintr 7412867 0 0\nctxt 1\n",
+			[]time.Duration{33170 * ms, 9620 * ms}},
+		{"an offline CPU between", "cpu0 1 2 3 4 5 6 7 8\ncpu2 1 2 3 4 5 6 7 9\n", []time.Duration{80 * ms, 0, 90 * ms}},
+		{"no CPU lines", "intr 1\n", nil},
+		{"no steal column (before 2.6.11)", "cpu0 1 2 3 4 5 6 7\n", nil},
+		{"not a number", "cpu0 1 2 3 4 5 6 7 x\n", nil},
+		{"negative", "cpu0 1 2 3 4 5 6 7 -8\n", nil},
+		{"an absurd CPU", "cpu99999999 1 2 3 4 5 6 7 8\n", nil},
+		{"a CPU without a number", "cpux 1 2 3 4 5 6 7 8\n", nil},
+	} {
+		if got := parseSteal(c.stat); !slices.Equal(got, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// FuzzParseSteal: any file is answered without a panic, with at most one
+// figure ≥ 0 for each CPU number below 65,536.
+func FuzzParseSteal(f *testing.F) {
+	f.Add("cpu  50478 0 43897 90261 727 0 9122 4279 0 0\ncpu0 25302 0 12096 54094 149 0 1665 3317 0 0\ncpu1 25176 0 31800 36166 578 0 7456 962 0 0\n")
+	f.Add("cpu0 1 2 3 4 5 6 7\n")
+	f.Add("cpu3 1 2 3 4 5 6 7 68719476735\n")
+	f.Add("cpu3 1 2 3 4 5 6 7 68719476736\n")
+	f.Fuzz(func(t *testing.T, stat string) {
+		got := parseSteal(stat)
+		if len(got) > 1<<16 || slices.ContainsFunc(got, func(d time.Duration) bool { return d < 0 }) {
+			t.Fatalf("%d figures, %v", len(got), got[:min(len(got), 8)])
+		}
+	})
 }

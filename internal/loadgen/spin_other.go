@@ -21,3 +21,6 @@ func PinSelf(cpu int) (restore func(), err error) { return nil, errNotLinux }
 
 // PinProcess needs Linux.
 func PinProcess(pid, cpu int) error { return errNotLinux }
+
+// Steal reads Linux's /proc/stat; elsewhere it is unknown.
+func Steal() []time.Duration { return nil }
