@@ -255,11 +255,12 @@ func httpService(addr string) *tpService {
 }
 
 // step is one rate of the search. Gaps and MaxGapMS are the generator's
-// own stalls (its loop not running for over 0.5 ms); StealMS, CPU by
-// CPU, the time the host ran something else while that CPU had work
-// (the service is pinned to CPU 0, the generator to 1), which the
-// generator's stalls cannot see for the service's core; Error, why a
-// step failed.
+// own stalls (its loop not running for over 0.5 ms); OwnP99MS, the p99 of
+// how late its loop first saw each request due, the part of the latency
+// no service caused; StealMS, CPU by CPU, the time the host ran something
+// else while that CPU had work (the service is pinned to CPU 0, the
+// generator to 1), which the generator's stalls cannot see for the
+// service's core; Error, why a step failed.
 type step struct {
 	Rate      float64   `json:"rate"`
 	Decisions int       `json:"decisions"`
@@ -270,6 +271,7 @@ type step struct {
 	Attempts  int       `json:"attempts,omitempty"`
 	Gaps      int       `json:"generator_stalls,omitempty"`
 	MaxGapMS  float64   `json:"generator_longest_stall_ms,omitempty"`
+	OwnP99MS  float64   `json:"generator_own_p99_ms,omitempty"`
 	StealMS   []float64 `json:"steal_ms,omitempty"`
 	Error     string    `json:"error,omitempty"`
 }
@@ -287,7 +289,7 @@ func spinStep(svc *tpService, rate float64, d time.Duration) step {
 	r, err := loadgen.Spin(svc.addr, svc.wire, tpConns, rate, d)
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	s := step{Rate: rate, Decisions: len(r.Sched), P50MS: ms(loadgen.Pct(r.Sched, 0.5)), P99MS: ms(loadgen.Pct(r.Sched, 0.99)),
-		ElapsedS: r.Elapsed.Seconds(), Gaps: r.Gaps, MaxGapMS: ms(r.MaxGap)}
+		ElapsedS: r.Elapsed.Seconds(), Gaps: r.Gaps, MaxGapMS: ms(r.MaxGap), OwnP99MS: ms(loadgen.Pct(r.Own, 0.99))}
 	for _, st := range r.Steal {
 		s.StealMS = append(s.StealMS, ms(st))
 	}

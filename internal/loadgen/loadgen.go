@@ -9,9 +9,14 @@ import (
 // latency from its request's send; Sched, from its scheduled time — what
 // a caller waits, a backlog included (a stalled server, a late
 // generator), so that it cannot hide (coordinated omission); Lag, how far
-// each send was behind its schedule. Gaps counts the times the
-// generator's own loop did not run for over 0.5 ms, MaxGap the longest:
-// a latency measured across one is the machine's, not the server's.
+// each send was behind its schedule (the generator late, or every
+// connection awaiting an answer); Own, how late the generator's loop
+// first saw each request due — the part of its lateness no server
+// caused: when Own's p99 nears a latency target, the run cannot tell a
+// server that meets the target from one that misses it. Gaps counts the
+// times the generator's own loop did not run for over 0.5 ms, MaxGap the
+// longest: a latency measured across one is the machine's, not the
+// server's.
 // Conns is how many connections it opened. Steal is, CPU by CPU, the
 // time the hypervisor ran something else while that CPU had work
 // (/proc/stat's steal column, in its ticks of 10 ms) over the run: the
@@ -19,12 +24,12 @@ import (
 // which the generator's own stalls cannot see; nil where the kernel does
 // not say.
 type Result struct {
-	Lat, Sched, Lag []time.Duration
-	Elapsed         time.Duration
-	Gaps            int
-	MaxGap          time.Duration
-	Conns           int
-	Steal           []time.Duration
+	Lat, Sched, Lag, Own []time.Duration
+	Elapsed              time.Duration
+	Gaps                 int
+	MaxGap               time.Duration
+	Conns                int
+	Steal                []time.Duration
 }
 
 // Pct is the p quantile of sorted latencies, 0 for none.
@@ -39,6 +44,7 @@ func (r *Result) sort() {
 	slices.Sort(r.Lat)
 	slices.Sort(r.Sched)
 	slices.Sort(r.Lag)
+	slices.Sort(r.Own)
 }
 
 // A Wire is the protocol Spin speaks; NewConn is its state on a new

@@ -69,7 +69,7 @@ func Spin(addr string, wire Wire, conns int, rate float64, d time.Duration) (Res
 
 	n := int(rate * d.Seconds())
 	period := float64(time.Second) / rate
-	out := Result{Lat: make([]time.Duration, 0, n), Sched: make([]time.Duration, 0, n), Lag: make([]time.Duration, 0, n)}
+	out := Result{Lat: make([]time.Duration, 0, n), Sched: make([]time.Duration, 0, n), Lag: make([]time.Duration, 0, n), Own: make([]time.Duration, 0, n)}
 	events := make([]unix.EpollEvent, 64)
 	if err := s.dial(); err != nil { // one open before the clock starts
 		return out, err
@@ -77,7 +77,7 @@ func Spin(addr string, wire Wire, conns int, rate float64, d time.Duration) (Res
 	steal0 := Steal()
 	start := time.Now()
 	var last, progress time.Duration
-	next, waiting := 0, 0
+	next, waiting, due := 0, 0, 0
 	for next < n || waiting > 0 {
 		now := time.Since(start)
 		if g := now - last; g > 500*time.Microsecond && last > 0 {
@@ -85,6 +85,13 @@ func Spin(addr string, wire Wire, conns int, rate float64, d time.Duration) (Res
 			out.MaxGap = max(out.MaxGap, g)
 		}
 		last = now
+		for ; due < n; due++ { // the requests this loop sees due for the first time
+			at := time.Duration(float64(due) * period)
+			if at > now {
+				break
+			}
+			out.Own = append(out.Own, now-at)
+		}
 		for next < n {
 			at := time.Duration(float64(next) * period)
 			if at > now {

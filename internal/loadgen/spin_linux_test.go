@@ -101,8 +101,13 @@ func TestSpinGRPC(t *testing.T) {
 
 func measured(t *testing.T, r Result, n, conns int) {
 	t.Helper()
-	if len(r.Sched) != n || len(r.Lat) != n || len(r.Lag) != n {
-		t.Fatalf("%d, %d, %d measured, want %d each", len(r.Sched), len(r.Lat), len(r.Lag), n)
+	if len(r.Sched) != n || len(r.Lat) != n || len(r.Lag) != n || len(r.Own) != n {
+		t.Fatalf("%d, %d, %d, %d measured, want %d each", len(r.Sched), len(r.Lat), len(r.Lag), len(r.Own), n)
+	}
+	for _, p := range []float64{0.5, 0.99, 1} { // a request is sent no sooner than the loop sees it due
+		if Pct(r.Own, p) > Pct(r.Lag, p) {
+			t.Errorf("p%v: the generator's own lateness %v, over the sends' lag %v", p*100, Pct(r.Own, p), Pct(r.Lag, p))
+		}
 	}
 	if r.Conns < 1 || r.Conns > conns {
 		t.Errorf("%d connections, want 1–%d", r.Conns, conns)

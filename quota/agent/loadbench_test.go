@@ -79,10 +79,10 @@ func TestBenchDecisionAPI(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", s.name, err)
 			}
-			fmt.Printf("%s: %d checks in %v = %.0f/s (offered %d/s) on %d connections; latency from the schedule p50 %v p99 %v p99.9 %v max %v; from the send p50 %v p99 %v; sends behind schedule p99 %v; generator stalls over 0.5 ms %d (longest %v); the host's steal by CPU %v; load %s\n",
+			fmt.Printf("%s: %d checks in %v = %.0f/s (offered %d/s) on %d connections; latency from the schedule p50 %v p99 %v p99.9 %v max %v; from the send p50 %v p99 %v; sends behind schedule p99 %v, of which the generator's own p99 %v; generator stalls over 0.5 ms %d (longest %v); the host's steal by CPU %v; load %s\n",
 				s.name, len(l.Sched), l.Elapsed.Round(time.Millisecond), float64(len(l.Sched))/l.Elapsed.Seconds(), rate, l.Conns,
 				loadgen.Pct(l.Sched, 0.5), loadgen.Pct(l.Sched, 0.99), loadgen.Pct(l.Sched, 0.999), loadgen.Pct(l.Sched, 1),
-				loadgen.Pct(l.Lat, 0.5), loadgen.Pct(l.Lat, 0.99), loadgen.Pct(l.Lag, 0.99), l.Gaps, l.MaxGap, l.Steal, loadavg())
+				loadgen.Pct(l.Lat, 0.5), loadgen.Pct(l.Lat, 0.99), loadgen.Pct(l.Lag, 0.99), loadgen.Pct(l.Own, 0.99), l.Gaps, l.MaxGap, l.Steal, loadavg())
 		}
 	}
 }
