@@ -3,7 +3,9 @@
 // rate from one spinning thread and measures each answer from its
 // scheduled time; HTTP1, Pong (Redis's PING) and GRPC are the protocols;
 // PinSelf and PinProcess give the generator and the server a core each.
-// It is the same instrument for afloat's services and for its peers', so
+// Each run also says how far the machine disturbed it: the generator's own
+// stalls and lateness (Result.Gaps, Result.Own) and the host's steal on
+// every CPU (Result.Steal, Steal). It is the same instrument for afloat's services and for its peers', so
 // that a comparison measures the services and not their clients.
 //
 //	r, err := loadgen.Spin(addr, loadgen.HTTP1(req), 64, 10_000, 10*time.Second)
