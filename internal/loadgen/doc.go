@@ -5,8 +5,9 @@
 // PinSelf and PinProcess give the generator and the server a core each.
 // Each run also says how far the machine disturbed it: the generator's own
 // stalls and lateness (Result.Gaps, Result.Own) and the host's steal on
-// every CPU (Result.Steal, Steal). It is the same instrument for afloat's services and for its peers', so
-// that a comparison measures the services and not their clients.
+// every CPU (Result.Steal, Steal). It is the same instrument for afloat's
+// services and for its peers', so that a comparison measures the services
+// and not their clients.
 //
 //	r, err := loadgen.Spin(addr, loadgen.HTTP1(req), 64, 10_000, 10*time.Second)
 //	fmt.Println(loadgen.Pct(r.Sched, 0.99)) // p99 from the schedule

@@ -16,13 +16,12 @@ import (
 // server that meets the target from one that misses it. Gaps counts the
 // times the generator's own loop did not run for over 0.5 ms, MaxGap the
 // longest: a latency measured across one is the machine's, not the
-// server's.
-// Conns is how many connections it opened. Steal is, CPU by CPU, the
-// time the hypervisor ran something else while that CPU had work
-// (/proc/stat's steal column, in its ticks of 10 ms) over the run: the
-// machine's disturbance of the server's core as well as the generator's,
-// which the generator's own stalls cannot see; nil where the kernel does
-// not say.
+// server's. Conns is how many connections it opened. Steal is, CPU by
+// CPU, the time the hypervisor ran something else while that CPU had
+// work (/proc/stat's steal column, in its ticks of 10 ms) over the run:
+// the machine's disturbance of the server's core as well as the
+// generator's, which the generator's own stalls cannot see; nil where
+// the kernel does not say.
 type Result struct {
 	Lat, Sched, Lag, Own []time.Duration
 	Elapsed              time.Duration
