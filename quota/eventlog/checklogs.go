@@ -197,7 +197,7 @@ type CheckResult struct {
 	// were given, every tenant, whose limits come from the log alone.
 	Verified   []string `json:"verified,omitempty"`
 	Unverified []string `json:"unverified,omitempty"`
-	// Skew lists the corrections Merge made to regions' clocks to put
+	// Skew lists the corrections Merge made to processes' clocks to put
 	// every grant before its install (and every end of use before the
 	// coordinator's end it caused): the logs' clocks disagreed by that
 	// much, and the bound was checked on the corrected times.
@@ -222,9 +222,10 @@ type CheckResult struct {
 //     ErrNoStart), and every tenant the logs hold must be given (else
 //     ErrLimitsMissing): a log cannot raise its own bound. A run in which
 //     an operator changed a tenant's limits is checked without them.
-//   - the logs are merged by cause as well as time (Merge): a region's
-//     clock that disagrees with the coordinator's is corrected, and the
-//     result says by how much (ClockShift).
+//   - the logs are merged by cause as well as time (Merge): a region
+//     process's clock that disagrees with the coordinator's is corrected,
+//     and the result says by how much (ClockShift). Each log, and each
+//     process's part of a log it appends to, is a clock of its own.
 //   - Without limits, the checker holds each tenant to the limits its own
 //     log states, and the result lists every tenant as Unverified.
 //
@@ -248,8 +249,10 @@ func CheckLogs(logs []Log, given []Limits) (CheckResult, error) {
 		names   []string
 		checked = func() string { return strings.Join(names, ", ") }
 	)
+	var logStarts []int // where each log's events begin: a process's clock at least
 	for _, l := range logs {
 		names = append(names, l.Name)
+		logStarts = append(logStarts, len(events))
 		err := readLog(l.R, func(_ int, e *Event) error {
 			switch e.Kind {
 			case Summary:
@@ -296,7 +299,7 @@ func CheckLogs(logs []Log, given []Limits) (CheckResult, error) {
 		return CheckResult{}, fmt.Errorf("%w in %s: no bound was put to the test", ErrNoAdmissions, checked())
 	}
 	chk := NewChecker()
-	merged, skew := Merge(events)
+	merged, skew := mergeClocks(events, logStarts)
 	for i := range merged {
 		chk.Write(&merged[i])
 		end = max(end, merged[i].T)

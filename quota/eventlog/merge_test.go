@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -103,7 +104,7 @@ func TestMergeCorrectsSkew(t *testing.T) {
 	if rep := check(merged); rep.Violations != 0 {
 		t.Fatalf("skewed ±5 ms, merged by cause: %d violations %q", rep.Violations, rep.Messages)
 	}
-	want := []ClockShift{{Region: "eu", Shift: 4 * time.Millisecond, Lease: 1}, {Region: "us", Shift: -4500 * time.Microsecond, Lease: 10}}
+	want := []ClockShift{{Region: "eu", Since: -4 * ms, Shift: 4 * time.Millisecond, Lease: 1}, {Region: "us", Since: 306 * ms, Shift: -4500 * time.Microsecond, Lease: 10}}
 	if !slices.Equal(shifts, want) {
 		t.Fatalf("shifts %+v, want %+v", shifts, want)
 	}
@@ -172,8 +173,106 @@ func TestCheckLogsReportsSkew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ClockShift{{Region: "eu", Shift: 4 * time.Millisecond, Lease: 1}, {Region: "us", Shift: -4500 * time.Microsecond, Lease: 10}}
+	want := []ClockShift{{Region: "eu", Since: -4 * ms, Shift: 4 * time.Millisecond, Lease: 1}, {Region: "us", Since: 306 * ms, Shift: -4500 * time.Microsecond, Lease: 10}}
 	if res.Violations != 0 || !slices.Equal(res.Skew, want) {
 		t.Fatalf("%d violations %q, skew %+v; want none, and %+v", res.Violations, res.Messages, res.Skew, want)
+	}
+}
+
+// restartLog is a correct run of one region, eu, served by two agent
+// processes in turn, each logging on its own clock: the first installs
+// the leases granted at 0, 1 and 2 s and returns the last at 2.5 s; the
+// second starts at 2.6 s and installs those of 3 and 4 s, returning the
+// last at 5.5 s. Each install comes 1 ms after its grant and each return
+// half a millisecond before its end, by the coordinator's clock. The
+// first process's clock is off by first, the second's by second. The
+// logs are the coordinator's and one per process, each beginning with
+// its start event.
+func restartLog(first, second time.Duration) (coordinator, eu1, eu2 []Event) {
+	start := Event{Kind: Start, Tenant: "t", Rate: 100 * quota.One, Burst: 100 * quota.One, N: 1, Why: "hard"}
+	coordinator, eu1, eu2 = []Event{start}, []Event{start}, []Event{start}
+	eu2[0].T = 2600*ms + int64(second)
+	var prev uint64
+	for k := range int64(5) {
+		id := uint64(k + 1)
+		g := k * int64(time.Second)
+		coordinator = append(coordinator, Event{T: g, Kind: Lease, Tenant: "t", Region: "eu", ID: id, Epoch: 1,
+			Rate: 50 * quota.One, Burst: 50 * quota.One, Activates: g, Expires: g + 2*int64(time.Second)})
+		log, skew := &eu1, int64(first)
+		if k >= 3 {
+			log, skew = &eu2, int64(second)
+		}
+		*log = append(*log, Event{T: g + ms + skew, Kind: Install, Tenant: "t", Region: "eu", ID: id})
+		if prev != 0 && k != 3 {
+			*log = append(*log, Event{T: g + ms + skew, Kind: Supersede, Tenant: "t", Region: "eu", ID: prev})
+			coordinator = append(coordinator, Event{T: g + 3*ms, Kind: End, Tenant: "t", Region: "eu", ID: prev, Why: "superseded"})
+		}
+		prev = id
+		for at := g + 2*ms; at < g+int64(time.Second) && (k != 2 || at < 2500*ms); at += 100 * ms {
+			*log = append(*log, Event{T: at + skew, Kind: Admit, Tenant: "t", Region: "eu", N: 4})
+		}
+		if k == 2 || k == 4 {
+			ret := g + 500*ms
+			if k == 4 {
+				ret = g + int64(time.Second) + 500*ms
+			}
+			*log = append(*log, Event{T: ret + skew, Kind: Return, Tenant: "t", Region: "eu", ID: id})
+			coordinator = append(coordinator, Event{T: ret + ms/2, Kind: End, Tenant: "t", Region: "eu", ID: id, Why: "returned"})
+		}
+	}
+	return coordinator, eu1, eu2
+}
+
+// TestMergeCorrectsEachProcess: a region's agents are each a clock. The
+// first eu agent's clock is 5 ms behind the coordinator's, the one that
+// followed it 5 ms ahead — each read the wall clock when it started,
+// and the wall clock was stepped in between. No one shift of the region
+// puts every grant before its install and every end of use before the
+// end it caused: a merge that takes the region for one clock reported
+// "spent under lease" violations. Merged process by process, the run
+// passes with both corrections reported, and a lease the second agent
+// spent 50 ms past its return is still caught.
+func TestMergeCorrectsEachProcess(t *testing.T) {
+	for _, tc := range []struct {
+		first, second time.Duration
+		want          []ClockShift
+	}{
+		{0, 0, nil},
+		{-5 * time.Millisecond, 5 * time.Millisecond, []ClockShift{
+			{Region: "eu", Since: -4 * ms, Shift: 4 * time.Millisecond, Lease: 1},
+			{Region: "eu", Since: 3006 * ms, Shift: -4500 * time.Microsecond, Lease: 5}}},
+		{40 * time.Millisecond, -3 * time.Millisecond, []ClockShift{
+			{Region: "eu", Since: 41 * ms, Shift: -39500 * time.Microsecond, Lease: 3},
+			{Region: "eu", Since: 2998 * ms, Shift: 2 * time.Millisecond, Lease: 4}}},
+	} {
+		coordinator, eu1, eu2 := restartLog(tc.first, tc.second)
+		all := slices.Concat(coordinator, eu1, eu2)
+		merged, shifts := Merge(all)
+		if rep := check(merged); rep.Violations != 0 || !slices.Equal(shifts, tc.want) {
+			t.Errorf("clocks %v and %v: %d violations %q, shifts %+v; want none, and %+v", tc.first, tc.second, rep.Violations, rep.Messages, shifts, tc.want)
+		}
+		var in []Log
+		for i, l := range [][]Event{coordinator, eu1, eu2} {
+			var b []byte
+			for _, e := range l {
+				b = e.AppendJSON(b)
+			}
+			stop := Event{T: 6 * int64(time.Second), Kind: Stop}
+			in = append(in, Log{Name: fmt.Sprint("log", i), R: strings.NewReader(string(stop.AppendJSON(b)))})
+		}
+		res, err := CheckLogs(in, nil)
+		if err != nil || res.Violations != 0 || !slices.Equal(res.Skew, tc.want) {
+			t.Errorf("clocks %v and %v, CheckLogs: %v, %d violations %q, skew %+v; want none, and %+v", tc.first, tc.second, err, res.Violations, res.Messages, res.Skew, tc.want)
+		}
+		// The second agent spends its last lease 50 ms past its return.
+		for i := range eu2 {
+			if eu2[i].Kind == Return {
+				eu2[i].T += 50 * ms
+			}
+		}
+		merged, _ = Merge(slices.Concat(coordinator, eu1, eu2))
+		if rep := check(merged); rep.Violations == 0 || !strings.Contains(strings.Join(rep.Messages, "\n"), "spent under lease 5") {
+			t.Errorf("clocks %v and %v, lease 5 spent past its return: %d violations %q; want it caught", tc.first, tc.second, rep.Violations, rep.Messages)
+		}
 	}
 }

@@ -203,20 +203,34 @@ func (m *multiFile) Close() error {
 // Processes' clocks differ, so Merge orders by cause as well as by time:
 // a region installs a lease only after the coordinator granted it, and
 // stops spending a lease before the coordinator ends it on the region's
-// return or supersession. Where a region's events say otherwise, its
-// clock is off: Merge shifts all of that region's events (installs,
-// admissions, refusals, counts, ends of use, returns) by the least amount that
-// puts every grant before its install — or, if none is needed, the least
-// that puts every such end of use before the coordinator's end — and
-// reports each shift (ClockShift). A pair further apart than MaxSkew is
-// no clock's error: Merge does not correct for it, and the checker flags
-// it. If no single shift satisfies both kinds of cause, grants come
-// first and the checker flags the rest. Events keep their times
-// otherwise; the coordinators' events are never moved. A region is one
-// clock: the agents that served it in turn are taken to agree.
+// return or supersession. Where a region's events say otherwise, the clock
+// of the process that wrote them is off: Merge shifts all of that
+// process's region events (installs, admissions, refusals, counts, ends
+// of use, returns) by the least amount that puts every grant before its
+// install — or, if none is needed, the least that puts every such end of
+// use before the coordinator's end — and reports each shift (ClockShift).
+// A pair further apart than MaxSkew is no clock's error: Merge does not
+// correct for it, and the checker flags it. If no single shift satisfies
+// both kinds of cause, grants come first and the checker flags the rest.
+// Events keep their times otherwise; the coordinators' events are never
+// moved.
+//
+// Each process is its own clock, even for one region: agents that served
+// it in turn, or a standby beside it, each map their monotonic clock to
+// Unix time from the wall clock they read when they started, and a wall
+// clock stepped in between (NTP, a VM's host) puts them that far apart.
+// Merge tells processes apart by their start events: events is the logs'
+// events log after log, each in its log's order, and every process begins
+// its log, or its part of one it appends to, with its start events.
 func Merge(events []Event) ([]Event, []ClockShift) {
+	return mergeClocks(events, nil)
+}
+
+// mergeClocks is Merge with the indices in events where a log begins (a
+// new clock even where a log lost its start events to rotation).
+func mergeClocks(events []Event, logStarts []int) ([]Event, []ClockShift) {
 	out := slices.Clone(events)
-	skews := alignRegions(out)
+	skews := alignClocks(out, logStarts)
 	slices.SortStableFunc(out, func(a, b Event) int {
 		if c := cmp.Compare(a.T, b.T); c != 0 {
 			return c
@@ -231,9 +245,13 @@ func Merge(events []Event) ([]Event, []ClockShift) {
 // which a lease's ends no longer cover the clocks' disagreement.
 const MaxSkew = quota.DefaultSkewMargin
 
-// ClockShift is a correction Merge made to one region's clock.
+// ClockShift is a correction Merge made to one process's clock.
 type ClockShift struct {
+	// Region is the region the process served, and Since the time of
+	// the first of its events that Merge shifted, as its log has it:
+	// together they name the process.
 	Region string `json:"region"`
+	Since  int64  `json:"since_ns"`
 	// Shift was added to the times of the region's events: positive when
 	// its clock ran behind the coordinator's (an install before its
 	// grant), negative when ahead (an end of use after the
@@ -253,9 +271,11 @@ func regionKind(k Kind) bool {
 	return false
 }
 
-// alignRegions shifts each region's events, in place, as Merge describes,
-// and returns the shifts made, by region.
-func alignRegions(events []Event) []ClockShift {
+// alignClocks shifts each process's region events, in place, as Merge
+// describes, and returns the shifts made, in order of the processes'
+// first events. A process's events run from a block of start events, or
+// from a log's beginning (logStarts), to the next.
+func alignClocks(events []Event, logStarts []int) []ClockShift {
 	type key struct {
 		tenant string
 		id     uint64
@@ -276,24 +296,41 @@ func alignRegions(events []Event) []ClockShift {
 			}
 		}
 	}
+	// A clock: one process's events of one region (a process serves one).
+	type clock struct {
+		process int
+		region  string
+	}
 	type bound struct {
 		low, high           time.Duration // the shift must be ≥ low and ≤ high
 		lowLease, highLease uint64
 		set                 bool
+		since               int64
 	}
-	bounds := map[string]*bound{}
-	var regions []string
+	bounds := map[clock]*bound{}
+	var clocks []clock
+	owner := make([]*bound, len(events)) // the clock of each region event
+	process, started := 0, false         // started: the last event was a start
 	for i := range events {
 		e := &events[i]
+		if (e.Kind == Start && !started) || (len(logStarts) > 0 && logStarts[0] == i) {
+			process++
+		}
+		for len(logStarts) > 0 && logStarts[0] <= i {
+			logStarts = logStarts[1:]
+		}
+		started = e.Kind == Start
 		if !regionKind(e.Kind) {
 			continue
 		}
-		b := bounds[e.Region]
+		c := clock{process, e.Region}
+		b := bounds[c]
 		if b == nil {
-			b = &bound{low: math.MinInt64, high: math.MaxInt64}
-			bounds[e.Region] = b
-			regions = append(regions, e.Region)
+			b = &bound{low: math.MinInt64, high: math.MaxInt64, since: e.T}
+			bounds[c] = b
+			clocks = append(clocks, c)
 		}
+		owner[i] = b
 		k := key{e.Tenant, e.ID}
 		switch e.Kind {
 		case Install:
@@ -306,30 +343,30 @@ func alignRegions(events []Event) []ClockShift {
 			}
 		}
 	}
+	shift := map[*bound]time.Duration{}
 	var skews []ClockShift
-	slices.Sort(regions)
-	for _, r := range regions {
-		b := bounds[r]
+	for _, c := range clocks {
+		b := bounds[c]
 		var sk ClockShift
 		switch {
 		case !b.set:
 			continue
 		case b.low > 0: // an install before its grant: later, by at least low
-			sk = ClockShift{Region: r, Shift: b.low, Lease: b.lowLease}
+			sk = ClockShift{Region: c.region, Since: b.since, Shift: b.low, Lease: b.lowLease}
 		case b.high < 0: // an end of use after the end it caused: earlier
-			sk = ClockShift{Region: r, Shift: max(b.high, b.low), Lease: b.highLease}
+			sk = ClockShift{Region: c.region, Since: b.since, Shift: max(b.high, b.low), Lease: b.highLease}
 		default:
 			continue
 		}
-		if sk.Shift == 0 {
-			continue
+		if sk.Shift != 0 {
+			shift[b] = sk.Shift
+			skews = append(skews, sk)
 		}
-		for i := range events {
-			if e := &events[i]; regionKind(e.Kind) && e.Region == r {
-				e.T += int64(sk.Shift)
-			}
+	}
+	for i, b := range owner {
+		if b != nil {
+			events[i].T += int64(shift[b])
 		}
-		skews = append(skews, sk)
 	}
 	return skews
 }
