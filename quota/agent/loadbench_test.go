@@ -39,12 +39,14 @@ import (
 // machine — and a redis-server answering PING, a single-threaded C event
 // loop: what a request and an answer over loopback cost at all. The
 // three alternate, 10 s each, twice. AFLOAT_AGENT_CPUPROFILE=FILE writes
-// the agent's CPU profile.
+// the agent's CPU profile, AFLOAT_AGENT_TRACE=FILE its execution trace
+// (go tool trace), and AFLOAT_FLOOR_TRACE=FILE the net/http floor's.
 func TestBenchDecisionAPI(t *testing.T) {
 	opstest.BenchOnly(t)
 	pinned := canPin()
-	agentAddr := benchChild(t, pinned, "AFLOAT_QUOTA_BENCH_AGENT=1", os.Getenv("AFLOAT_AGENT_CPUPROFILE"))
-	floorAddr := benchChild(t, pinned, "AFLOAT_QUOTA_BENCH_FLOOR=1", "")
+	agentAddr := benchChild(t, pinned, "AFLOAT_QUOTA_BENCH_AGENT=1",
+		profileFlag("-test.cpuprofile", "AFLOAT_AGENT_CPUPROFILE"), profileFlag("-test.trace", "AFLOAT_AGENT_TRACE"))
+	floorAddr := benchChild(t, pinned, "AFLOAT_QUOTA_BENCH_FLOOR=1", profileFlag("-test.trace", "AFLOAT_FLOOR_TRACE"))
 	redis := assigntest.Start(t)
 	if pinned {
 		if err := loadgen.PinProcess(redis.Pid(), 0); err != nil {
@@ -124,18 +126,27 @@ func allowRequest(addr string) []byte {
 		strconv.Itoa(len(body)) + "\r\n\r\n" + body)
 }
 
+// profileFlag is flag=FILE for the test binary when the environment
+// variable names a FILE, else nothing.
+func profileFlag(flag, variable string) []string {
+	if f := os.Getenv(variable); f != "" {
+		return []string{flag, f}
+	}
+	return nil
+}
+
 // benchChild starts this test binary as TestBenchAgentProcess with env
-// set (and GOGC=400, what afloat quota region runs the agent with), on
-// core 0 when pinned, and returns the address it serves; the process ends
-// with the test.
-func benchChild(t *testing.T, pinned bool, env, cpuprofile string) string {
+// set (and GOGC=400, what afloat quota region runs the agent with) and
+// the flags given, on core 0 when pinned, and returns the address it
+// serves; the process ends with the test.
+func benchChild(t *testing.T, pinned bool, env string, flags ...[]string) string {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	args := []string{exe, "-test.run", "^TestBenchAgentProcess$"}
-	if cpuprofile != "" {
-		args = append(args, "-test.cpuprofile", cpuprofile)
+	for _, f := range flags {
+		args = append(args, f...)
 	}
 	if pinned {
 		args = append([]string{"taskset", "-c", "0"}, args...)
