@@ -56,3 +56,35 @@ func (e *HeldError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrRegionHeld) hold.
 func (e *HeldError) Unwrap() error { return ErrRegionHeld }
+
+// ErrBusy: the coordinator is at the bound of the work it takes in (its
+// admission bulkhead is full, or the call's deadline cannot be met behind
+// the work queued): nothing of the call was done. The caller waits
+// BusyError.Wait, at least, before it asks again — a region backs off as
+// a whole, not tenant by tenant — so that an overloaded coordinator sheds
+// load instead of serving callers that have given up.
+var ErrBusy = errors.New("quota: the coordinator is busy")
+
+// BusyError is ErrBusy with the wait the coordinator asks for: errors.Is(err,
+// ErrBusy) holds for it.
+type BusyError struct {
+	// Wait is how long to wait before asking again; 0 when the
+	// coordinator did not say.
+	Wait time.Duration
+	// Why says what is full, for the logs.
+	Why string
+}
+
+func (e *BusyError) Error() string {
+	msg := "quota: the coordinator is busy"
+	if e.Why != "" {
+		msg += " (" + e.Why + ")"
+	}
+	if e.Wait > 0 {
+		msg += fmt.Sprintf("; ask again in %v", (e.Wait + time.Millisecond - 1).Truncate(time.Millisecond))
+	}
+	return msg
+}
+
+// Unwrap makes errors.Is(err, ErrBusy) hold.
+func (e *BusyError) Unwrap() error { return ErrBusy }

@@ -109,3 +109,11 @@ type Nudge struct {
 	Region string `json:"region"`
 	Epoch  uint64 `json:"epoch"`
 }
+
+// Result is the answer to one Request of a batch: a grant, or why there
+// is none (Err). A batch of requests is answered request by request: one
+// tenant's refusal says nothing of another's.
+type Result struct {
+	Grant Grant
+	Err   error
+}

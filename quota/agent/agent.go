@@ -424,15 +424,26 @@ type holdWatch struct {
 	a *Agent
 }
 
-func (h holdWatch) Renew(ctx context.Context, req quota.Request) (quota.Grant, error) {
-	g, err := h.Coordinator.Renew(ctx, req)
-	switch {
-	case err == nil:
-		h.a.attached()
-	case ctx.Err() == nil:
-		h.a.refused(err)
+func (h holdWatch) RenewBatch(ctx context.Context, reqs []quota.Request) ([]quota.Result, error) {
+	res, err := h.Coordinator.RenewBatch(ctx, reqs)
+	why := err
+	if err == nil {
+		// The hold shows in each answer: one granted means this agent
+		// holds the region; refusals say why not.
+		for _, r := range res {
+			if r.Err == nil {
+				h.a.attached()
+				return res, nil
+			}
+		}
+		if len(res) > 0 {
+			why = res[0].Err
+		}
 	}
-	return g, err
+	if why != nil && ctx.Err() == nil {
+		h.a.refused(why)
+	}
+	return res, err
 }
 
 // installed logs an install, and what it ended.

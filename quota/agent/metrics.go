@@ -231,18 +231,21 @@ func (m *agentMetrics) timed(c region.Coordinator) region.Coordinator {
 	return timedCoordinator{c, m.renewal}
 }
 
-func (t timedCoordinator) Renew(ctx context.Context, req quota.Request) (quota.Grant, error) {
+func (t timedCoordinator) RenewBatch(ctx context.Context, reqs []quota.Request) ([]quota.Result, error) {
 	began := time.Now()
-	g, err := t.Coordinator.Renew(ctx, req)
-	result := "granted"
-	if err != nil {
-		if ctx.Err() != nil {
-			return g, err // shutting down: not the coordinator's latency
-		}
-		result = "failed"
+	res, err := t.Coordinator.RenewBatch(ctx, reqs)
+	if err != nil && ctx.Err() != nil {
+		return res, err // shutting down: not the coordinator's latency
 	}
-	t.h.WithLabelValues(result).Observe(time.Since(began).Seconds())
-	return g, err
+	took := time.Since(began).Seconds()
+	for i := range reqs {
+		result := "granted"
+		if err != nil || res[i].Err != nil {
+			result = "failed"
+		}
+		t.h.WithLabelValues(result).Observe(took)
+	}
+	return res, err
 }
 
 // decided observes the time of a decision answered on front (a

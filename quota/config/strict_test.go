@@ -83,7 +83,7 @@ func grantOf(t *testing.T, tenants []quota.Tenant) quota.Grant {
 	srv, err := coordinator.NewServer(ctx, coordinator.Config{Tenants: tenants}, coordinator.NewMemLedger())
 	must(t, err)
 	go srv.Run(ctx) //nolint:errcheck
-	res := srv.RenewBatch(ctx, []quota.Request{{Tenant: tenants[0].Name, Region: "eu", Seq: 1}})
-	must(t, res[0].Err)
-	return res[0].Grant
+	g, err := srv.Renew(ctx, quota.Request{Tenant: tenants[0].Name, Region: "eu", Seq: 1})
+	must(t, err)
+	return g
 }

@@ -224,43 +224,46 @@ func (s *Server) Tenant(name string) (quota.Tenant, bool) {
 	return s.core.Tenant(name)
 }
 
-// Renew implements region.Coordinator: the grant comes back once it is
-// written. An error means nothing was granted: the region asks again.
+// Renew renews one request (RenewBatch of one): the grant comes back
+// once it is written. An error means nothing was granted: the region
+// asks again.
 func (s *Server) Renew(ctx context.Context, req quota.Request) (quota.Grant, error) {
-	o := s.submit(ctx, 1, func(at time.Duration, _ int) (Step, error) { return s.core.Renew(at, req) })[0]
-	return o.ans.Grant, o.err
-}
-
-// Result is the answer to one call of a batch.
-type Result struct {
-	Grant quota.Grant
-	Err   error
-}
-
-// RenewBatch renews many requests at once: one turn of the lock for all
-// of them, their steps written together. Each result is answered once its
-// step is written, as Renew's.
-func (s *Server) RenewBatch(ctx context.Context, reqs []quota.Request) []Result {
-	out := make([]Result, len(reqs))
-	for i, o := range s.submit(ctx, len(reqs), func(at time.Duration, i int) (Step, error) { return s.core.Renew(at, reqs[i]) }) {
-		out[i] = Result{Grant: o.ans.Grant, Err: o.err}
+	res, err := s.RenewBatch(ctx, []quota.Request{req})
+	if err != nil {
+		return quota.Grant{}, err
 	}
-	return out
+	return res[0].Grant, res[0].Err
 }
 
-// Return implements region.Coordinator: it returns once the return is
-// written.
+// RenewBatch implements region.Coordinator: many requests at once, one
+// turn of the lock for all of them, their steps written together. Each
+// result is answered once its step is written.
+func (s *Server) RenewBatch(ctx context.Context, reqs []quota.Request) ([]quota.Result, error) {
+	out := make([]quota.Result, len(reqs))
+	for i, o := range s.submit(ctx, len(reqs), func(at time.Duration, i int) (Step, error) { return s.core.Renew(at, reqs[i]) }) {
+		out[i] = quota.Result{Grant: o.ans.Grant, Err: o.err}
+	}
+	return out, nil
+}
+
+// Return gives one lease back (ReturnBatch of one): it returns once the
+// return is written.
 func (s *Server) Return(ctx context.Context, ret quota.Return) error {
-	return s.ReturnBatch(ctx, []quota.Return{ret})[0]
+	errs, err := s.ReturnBatch(ctx, []quota.Return{ret})
+	if err != nil {
+		return err
+	}
+	return errs[0]
 }
 
-// ReturnBatch is RenewBatch for returns.
-func (s *Server) ReturnBatch(ctx context.Context, rets []quota.Return) []error {
+// ReturnBatch implements region.Coordinator for returns, as RenewBatch
+// for requests.
+func (s *Server) ReturnBatch(ctx context.Context, rets []quota.Return) ([]error, error) {
 	out := make([]error, len(rets))
 	for i, o := range s.submit(ctx, len(rets), func(at time.Duration, i int) (Step, error) { return s.core.Return(at, rets[i]) }) {
 		out[i] = o.err
 	}
-	return out
+	return out, nil
 }
 
 // submit is every call's way through the server. Under the lock it reads

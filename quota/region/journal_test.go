@@ -81,14 +81,16 @@ type auditing struct {
 	unjournal []uint64 // returns sent before their record
 }
 
-func (a *auditing) Return(ctx context.Context, ret quota.Return) error {
+func (a *auditing) ReturnBatch(ctx context.Context, rets []quota.Return) ([]error, error) {
 	a.mu.Lock()
-	a.returns++
-	if !a.j.hasReturn(ret.LeaseID) {
-		a.unjournal = append(a.unjournal, ret.LeaseID)
+	for _, ret := range rets {
+		a.returns++
+		if !a.j.hasReturn(ret.LeaseID) {
+			a.unjournal = append(a.unjournal, ret.LeaseID)
+		}
 	}
 	a.mu.Unlock()
-	return a.Coordinator.Return(ctx, ret)
+	return a.Coordinator.ReturnBatch(ctx, rets)
 }
 
 func (a *auditing) sent() (int, []uint64) {

@@ -12,13 +12,21 @@ import (
 	"github.com/afloat/afloat/quota"
 )
 
-// Coordinator is what a region's runner calls. coordinator.Server
-// implements it in process, and quota/remote's Client over the network.
-// Both calls must be safe for concurrent use: Run renews many tenants at
-// once.
+// Coordinator is what a region's runner calls: a region renews and
+// returns per region, many tenants in one call, not one call per tenant.
+// coordinator.Server implements it in process, and quota/remote's Client
+// over the network. Both calls must be safe for concurrent use.
+//
+// The call's context carries the caller's patience: its deadline is when
+// the region stops waiting for the answer, and a coordinator drops the
+// work it cannot answer by then rather than grant what nobody installs.
+// An error means the call as a whole failed — nothing in it was answered
+// (quota.ErrBusy: the coordinator sheds load and says how long to wait;
+// or it is unreachable, or not the leader) — and the region backs off as
+// a whole; otherwise each request or return has its own answer, in order.
 type Coordinator interface {
-	Renew(ctx context.Context, req quota.Request) (quota.Grant, error)
-	Return(ctx context.Context, ret quota.Return) error
+	RenewBatch(ctx context.Context, reqs []quota.Request) ([]quota.Result, error)
+	ReturnBatch(ctx context.Context, rets []quota.Return) ([]error, error)
 }
 
 // runEvery is how often Run looks for tenants that are due: the hot path
@@ -207,7 +215,7 @@ func (r *runner) renew(ctx context.Context, tenant string, b *bucket) {
 	b.mu.Unlock()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	g, err := r.c.Renew(cctx, req)
+	g, err := renewOne(cctx, r.c, req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return // shutting down
@@ -249,7 +257,7 @@ func (r *runner) sendReturn(ctx context.Context, at int64, ret quota.Return) {
 	if r.journal != nil && !r.recorded(r.journal.Returned(at, ret), "return", ret.Tenant) {
 		return // not sent: the coordinator counts the lease until it ends
 	}
-	err := r.c.Return(ctx, ret)
+	err := returnOne(ctx, r.c, ret)
 	if errors.Is(err, quota.ErrUnknownTenant) {
 		// The tenant was deleted (the usual reason a region gives its lease
 		// back without being asked): its leases went with it, so nothing is
@@ -329,4 +337,28 @@ func (l *Limiter) requeue(ret quota.Return) {
 	l.setMu.Lock()
 	l.leaving = append(l.leaving, ret)
 	l.setMu.Unlock()
+}
+
+// renewOne renews one request through c's batch call.
+func renewOne(ctx context.Context, c Coordinator, req quota.Request) (quota.Grant, error) {
+	res, err := c.RenewBatch(ctx, []quota.Request{req})
+	switch {
+	case err != nil:
+		return quota.Grant{}, err
+	case len(res) != 1:
+		return quota.Grant{}, fmt.Errorf("region: %d answers to one request", len(res))
+	}
+	return res[0].Grant, res[0].Err
+}
+
+// returnOne gives one lease back through c's batch call.
+func returnOne(ctx context.Context, c Coordinator, ret quota.Return) error {
+	errs, err := c.ReturnBatch(ctx, []quota.Return{ret})
+	switch {
+	case err != nil:
+		return err
+	case len(errs) != 1:
+		return fmt.Errorf("region: %d answers to one return", len(errs))
+	}
+	return errs[0]
 }

@@ -29,12 +29,18 @@ type answeredReturn struct {
 	err error
 }
 
-func (c *counting) Return(ctx context.Context, ret quota.Return) error {
-	err := c.Coordinator.Return(ctx, ret)
+func (c *counting) ReturnBatch(ctx context.Context, rets []quota.Return) ([]error, error) {
+	errs, err := c.Coordinator.ReturnBatch(ctx, rets)
 	c.mu.Lock()
-	c.returns = append(c.returns, answeredReturn{ret, err})
+	for i, ret := range rets {
+		e := err
+		if e == nil {
+			e = errs[i]
+		}
+		c.returns = append(c.returns, answeredReturn{ret, e})
+	}
 	c.mu.Unlock()
-	return err
+	return errs, err
 }
 
 // returnsOf are the returns of tenant's leases the coordinator answered.
@@ -50,11 +56,13 @@ func (c *counting) returnsOf(tenant string) []answeredReturn {
 	return out
 }
 
-func (c *counting) Renew(ctx context.Context, req quota.Request) (quota.Grant, error) {
+func (c *counting) RenewBatch(ctx context.Context, reqs []quota.Request) ([]quota.Result, error) {
 	c.mu.Lock()
-	c.renews[req.Tenant]++
+	for _, req := range reqs {
+		c.renews[req.Tenant]++
+	}
 	c.mu.Unlock()
-	return c.Coordinator.Renew(ctx, req)
+	return c.Coordinator.RenewBatch(ctx, reqs)
 }
 
 func (c *counting) count(tenant string) int {

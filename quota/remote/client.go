@@ -214,7 +214,34 @@ func (c *Client) Detach(ctx context.Context) error {
 	return err
 }
 
-// Renew implements region.Coordinator.
+// RenewBatch implements region.Coordinator: each request is answered in
+// order.
+func (c *Client) RenewBatch(ctx context.Context, reqs []quota.Request) ([]quota.Result, error) {
+	out := make([]quota.Result, len(reqs))
+	var wg sync.WaitGroup
+	for i, req := range reqs {
+		wg.Go(func() {
+			g, err := c.Renew(ctx, req)
+			out[i] = quota.Result{Grant: g, Err: err}
+		})
+	}
+	wg.Wait()
+	return out, nil
+}
+
+// ReturnBatch implements region.Coordinator for returns.
+func (c *Client) ReturnBatch(ctx context.Context, rets []quota.Return) ([]error, error) {
+	out := make([]error, len(rets))
+	var wg sync.WaitGroup
+	for i, ret := range rets {
+		wg.Go(func() { out[i] = c.Return(ctx, ret) })
+	}
+	wg.Wait()
+	return out, nil
+}
+
+// Renew renews one request; calls made within Linger of each other share
+// an HTTP request.
 func (c *Client) Renew(ctx context.Context, req quota.Request) (quota.Grant, error) {
 	cl := &call{req: req, done: make(chan callResult, 1)}
 	c.enqueue(&c.renews, cl)
@@ -226,7 +253,7 @@ func (c *Client) Renew(ctx context.Context, req quota.Request) (quota.Grant, err
 	}
 }
 
-// Return implements region.Coordinator.
+// Return gives one lease back, as Renew.
 func (c *Client) Return(ctx context.Context, ret quota.Return) error {
 	cl := &call{ret: ret, done: make(chan callResult, 1)}
 	c.enqueue(&c.returns, cl)

@@ -25,8 +25,8 @@ import (
 // calls go to it as one batch: one turn of its lock, their writes
 // together.
 type Backend interface {
-	RenewBatch(ctx context.Context, reqs []quota.Request) []coordinator.Result
-	ReturnBatch(ctx context.Context, rets []quota.Return) []error
+	RenewBatch(ctx context.Context, reqs []quota.Request) ([]quota.Result, error)
+	ReturnBatch(ctx context.Context, rets []quota.Return) ([]error, error)
 	Epoch() uint64
 	// Tenants lists the tenants (GET /v1/region/tenants).
 	Tenants() []coordinator.TenantRecord
@@ -311,7 +311,12 @@ func (h *handler) renew(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	ans := Answer{Results: make([]Result, len(body.Requests))}
 	// Every request at once: their writes go into the same transactions.
-	for i, r := range b.RenewBatch(ctx, body.Requests) {
+	results, err := b.RenewBatch(ctx, body.Requests)
+	if err != nil {
+		refuseCall(w, err)
+		return
+	}
+	for i, r := range results {
 		if r.Err != nil {
 			ans.Results[i] = Result{Error: r.Err.Error(), Code: codeOf(r.Err)}
 			continue
@@ -341,13 +346,31 @@ func (h *handler) ret(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
 	defer cancel()
 	ans := Answer{Results: make([]Result, len(body.Returns))}
-	for i, err := range b.ReturnBatch(ctx, body.Returns) {
+	errs, err := b.ReturnBatch(ctx, body.Returns)
+	if err != nil {
+		refuseCall(w, err)
+		return
+	}
+	for i, err := range errs {
 		if err != nil {
 			ans.Results[i] = Result{Error: err.Error(), Code: codeOf(err)}
 		}
 	}
 	ans.Epoch = b.Epoch()
 	writeJSON(w, ans)
+}
+
+// refuseCall answers a call the backend refused as a whole: 503 with code
+// busy and the Retry-After the coordinator asks for (quota.BusyError), or
+// 503 unavailable: the region backs off as a whole and asks again.
+func refuseCall(w http.ResponseWriter, err error) {
+	var busy *quota.BusyError
+	if errors.As(err, &busy) {
+		w.Header().Set("Retry-After", strconv.FormatInt(max(1, int64(math.Ceil(busy.Wait.Seconds()))), 10))
+		refuse(w, http.StatusServiceUnavailable, Refusal{Error: err.Error(), Code: CodeBusy, RetryAfterMS: busy.Wait.Milliseconds()})
+		return
+	}
+	refuse(w, http.StatusServiceUnavailable, Refusal{Error: err.Error(), Code: codeOf(err)})
 }
 
 // attach answers POST /v1/region/attach: a new incarnation of the token's

@@ -147,6 +147,16 @@ func (l *leaders) request(ctx context.Context, method, u string, data []byte) (r
 	case resp.StatusCode == http.StatusConflict && ref.Code == CodeRegionHeld:
 		wait, _ := strconv.ParseInt(resp.Header.Get("Retry-After"), 10, 64)
 		return nil, "", final, &quota.HeldError{Region: l.region, Holder: ref.Holder, Wait: time.Duration(min(max(wait, 1), 3600)) * time.Second}
+	case resp.StatusCode == http.StatusServiceUnavailable && ref.Code == CodeBusy:
+		// The leader sheds load: final, as asking a follower would only be
+		// sent back to it. The body's wait is finer than Retry-After's
+		// whole seconds.
+		wait := time.Duration(min(max(ref.RetryAfterMS, 0), 60_000)) * time.Millisecond
+		if wait == 0 {
+			secs, _ := strconv.ParseInt(resp.Header.Get("Retry-After"), 10, 64)
+			wait = time.Duration(min(max(secs, 0), 60)) * time.Second
+		}
+		return nil, "", true, &quota.BusyError{Wait: wait, Why: ref.Error}
 	case resp.StatusCode == http.StatusConflict && ref.Code == CodeSuperseded:
 		return nil, "", final, &remoteError{msg: ref.Error, base: quota.ErrSuperseded}
 	}

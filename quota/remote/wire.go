@@ -131,6 +131,10 @@ type Refusal struct {
 	// Holder describes the agent that holds the region, in a 409
 	// region_held.
 	Holder string `json:"holder,omitempty"`
+	// RetryAfterMS is, in a 503 busy, how long to wait before asking
+	// again, in milliseconds: finer than the Retry-After header's whole
+	// seconds, which says the same rounded up.
+	RetryAfterMS int64 `json:"retry_after_ms,omitempty"`
 }
 
 // Codes of a Result's error, for the errors a region can branch on.
@@ -149,6 +153,9 @@ const (
 	// CodeRegionHeld: an attach while another agent holds the region
 	// (quota.ErrRegionHeld), in a 409.
 	CodeRegionHeld = "region_held"
+	// CodeBusy: the coordinator refused the whole call (503) to shed load
+	// (quota.ErrBusy); its Retry-After says when to ask again.
+	CodeBusy = "busy"
 )
 
 // Limits of the API.
@@ -182,6 +189,8 @@ func codeOf(err error) string {
 		return CodeUnverifiedEpoch
 	case errors.Is(err, quota.ErrRegionHeld):
 		return CodeRegionHeld
+	case errors.Is(err, quota.ErrBusy):
+		return CodeBusy
 	case errors.Is(err, quota.ErrConfig):
 		return CodeInvalid
 	}

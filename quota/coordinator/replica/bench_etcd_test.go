@@ -315,16 +315,20 @@ type timedCoordinator struct {
 	r *timedRenews
 }
 
-func (c *timedCoordinator) Renew(ctx context.Context, req quota.Request) (quota.Grant, error) {
+func (c *timedCoordinator) RenewBatch(ctx context.Context, reqs []quota.Request) ([]quota.Result, error) {
 	t0 := time.Now()
-	g, err := c.Coordinator.Renew(ctx, req)
+	res, err := c.Coordinator.RenewBatch(ctx, reqs)
 	if err == nil {
 		d := time.Since(t0)
 		c.r.mu.Lock()
-		c.r.lat = append(c.r.lat, d)
+		for _, r := range res {
+			if r.Err == nil {
+				c.r.lat = append(c.r.lat, d)
+			}
+		}
 		c.r.mu.Unlock()
 	}
-	return g, err
+	return res, err
 }
 
 // manyTenants is a config of n tenants in three regions.
