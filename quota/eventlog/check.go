@@ -30,6 +30,20 @@ import (
 //     holding one lease at a time;
 //   - in hard mode, no admission by a region that holds no lease.
 //
+// A region spends under a lease from its install until it says it
+// stopped (supersede, expire, return), or until the process that
+// installed it wrote its last event: a process spends nothing after its
+// last event, whether it stopped or was killed. Merge (and so CheckLogs)
+// marks where each process's events end, for every lease it still
+// spent under; the next process of the region begins at its start events
+// — in a log of its own, or appended to the same log, as an agent
+// restarted after a kill -9 does. The dead agent's lease then stops
+// counting for spending at its last line, not at its successor's first
+// install: the successor's admissions before an install of its own are
+// admissions without a lease, and an end of use it writes for the dead
+// agent's lease is of a lease it was not using. Events written without
+// Merge keep a use open until its end or Finish.
+//
 // Counts (a counts event, of a region's decisions over an interval ending
 // at its time) are checked conservatively, in both directions: a count's
 // tokens may have been admitted anywhere in its interval, so a window
@@ -279,6 +293,7 @@ var checks = [...]func(*Checker, *Event){
 	Expire:    (*Checker).expire,
 	Return:    (*Checker).returned,
 	Restart:   (*Checker).restart,
+	exit:      (*Checker).exited,
 }
 
 // start: a run's or a process's tenant. Every process of a cluster
@@ -514,6 +529,12 @@ func (c *Checker) expire(e *Event) { c.stopSpending(e, true) }
 // returned: a region gave a lease back, which it may have stopped
 // spending under already (superseded, expired).
 func (c *Checker) returned(e *Event) { c.stopSpending(e, false) }
+
+// exited: the process spending under lease e.ID wrote its last event
+// (Merge's mark): a process spends nothing after it, whether it stopped or
+// was killed. If the region spends under another lease by now, another
+// process installed it, and the install was checked.
+func (c *Checker) exited(e *Event) { c.stopSpending(e, false) }
 
 // stopSpending closes the region's use of lease e.ID; using says that it
 // must have been using it.

@@ -226,6 +226,10 @@ type CheckResult struct {
 //     process's clock that disagrees with the coordinator's is corrected,
 //     and the result says by how much (ClockShift). Each log, and each
 //     process's part of a log it appends to, is a clock of its own.
+//   - a process spends nothing after its last event (Merge): a process's
+//     part of a log runs from its start events to the next process's, so
+//     an agent killed (kill -9) and restarted with the same log stops
+//     spending its leases at its last line.
 //   - Without limits, the checker holds each tenant to the limits its own
 //     log states, and the result lists every tenant as Unverified.
 //

@@ -39,6 +39,11 @@ const (
 	// prints after its log on standard output. Readers pass it on; the
 	// checker ignores it.
 	Summary
+	// exit is no event of a log either, and no log may hold one
+	// (ParseKind refuses it): Merge marks with it where a process's
+	// events end, one for each lease the process was still spending
+	// under, and the Checker ends that use there.
+	exit
 )
 
 // names are the kinds as the log writes them.
@@ -47,6 +52,7 @@ var names = [...]string{
 	Install: "install", Supersede: "supersede", Expire: "expire", Return: "return", Traffic: "traffic",
 	Partition: "partition", Heal: "heal", Crash: "crash", Restart: "restart", Pause: "pause", Wake: "wake",
 	Fenced: "fenced", Skew: "skew", Sample: "sample", Tenant: "tenant", Stop: "stop", Summary: "summary",
+	exit: "exit",
 }
 
 // String is the kind as the log writes it: "admit" for Admit.
@@ -64,7 +70,7 @@ func (k Kind) valid() bool { return k >= Start && int(k) < len(names) }
 // checker would skip, so a misspelt or forged admission would pass
 // unchecked.
 func ParseKind(s string) (Kind, error) {
-	for k := Start; int(k) < len(names); k++ {
+	for k := Start; k <= Summary; k++ {
 		if names[k] == s {
 			return k, nil
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -222,6 +223,16 @@ func (m *multiFile) Close() error {
 // Merge tells processes apart by their start events: events is the logs'
 // events log after log, each in its log's order, and every process begins
 // its log, or its part of one it appends to, with its start events.
+//
+// A process spends nothing after its last event. One killed (kill -9)
+// writes no end of its use of the leases it held, and the agent started
+// after it with the same log begins with start events of its own: so a
+// process's use of every lease it installed and did not say it stopped
+// spending ends at the latest time of its events (on its clock as
+// corrected), and Merge marks it there — an event of a kind no log holds,
+// one for each such lease, which the Checker takes as the end of that
+// use. What a killed process decided after its last line reached the
+// file is in no log, and no check counts it.
 func Merge(events []Event) ([]Event, []ClockShift) {
 	return mergeClocks(events, nil)
 }
@@ -230,14 +241,103 @@ func Merge(events []Event) ([]Event, []ClockShift) {
 // new clock even where a log lost its start events to rotation).
 func mergeClocks(events []Event, logStarts []int) ([]Event, []ClockShift) {
 	out := slices.Clone(events)
-	skews := alignClocks(out, logStarts)
-	slices.SortStableFunc(out, func(a, b Event) int {
-		if c := cmp.Compare(a.T, b.T); c != 0 {
-			return c
+	procs := processes(out, logStarts)
+	skews := alignClocks(out, procs)
+	order := make([]int, len(out))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int { return compareMerged(&out[i], &out[j]) })
+	exits := processExits(out, procs, order)
+	merged := make([]Event, 0, len(out)+len(exits))
+	for _, i := range order {
+		for len(exits) > 0 && compareMerged(&exits[0], &out[i]) < 0 {
+			merged = append(merged, exits[0])
+			exits = exits[1:]
 		}
-		return cmp.Compare(mergeRank(a.Kind), mergeRank(b.Kind))
-	})
-	return out, skews
+		merged = append(merged, out[i])
+	}
+	return append(merged, exits...), skews
+}
+
+// compareMerged orders two events of the merged run: by time, and at one
+// instant by mergeRank.
+func compareMerged(a, b *Event) int {
+	if c := cmp.Compare(a.T, b.T); c != 0 {
+		return c
+	}
+	return cmp.Compare(mergeRank(a.Kind), mergeRank(b.Kind))
+}
+
+// processes numbers the process that wrote each event, from 1: a process's
+// events run from a block of start events, or from a log's beginning
+// (logStarts, the indices where each log begins), to the next.
+func processes(events []Event, logStarts []int) []int {
+	procs := make([]int, len(events))
+	process, started := 0, false // started: the last event was a start
+	for i := range events {
+		e := &events[i]
+		if (e.Kind == Start && !started) || (len(logStarts) > 0 && logStarts[0] == i) {
+			process++
+		}
+		for len(logStarts) > 0 && logStarts[0] <= i {
+			logStarts = logStarts[1:]
+		}
+		started = e.Kind == Start
+		procs[i] = process
+	}
+	return procs
+}
+
+// processExits are Merge's marks of the ends of processes: for each lease
+// a process installed and did not say it stopped spending under, an exit
+// at the latest time of the process's events, in the merged order (order:
+// the indices of events, merged). Each process's uses are followed in
+// that order, as the Checker will see them.
+func processExits(events []Event, procs, order []int) []Event {
+	type use struct{ tenant, region string }
+	type process struct {
+		last  int64
+		using map[use]uint64
+	}
+	var all []*process
+	for _, i := range order {
+		e := &events[i]
+		if e.Kind == Summary {
+			continue // no event
+		}
+		for len(all) <= procs[i] {
+			all = append(all, nil)
+		}
+		p := all[procs[i]]
+		if p == nil {
+			p = &process{last: e.T, using: map[use]uint64{}}
+			all[procs[i]] = p
+		}
+		p.last = max(p.last, e.T)
+		u := use{e.Tenant, e.Region}
+		switch e.Kind {
+		case Install:
+			p.using[u] = e.ID
+		case Supersede, Expire, Return:
+			if p.using[u] == e.ID {
+				delete(p.using, u)
+			}
+		}
+	}
+	var exits []Event
+	for _, p := range all {
+		if p == nil {
+			continue
+		}
+		for _, u := range slices.SortedFunc(maps.Keys(p.using), func(a, b use) int {
+			return cmp.Or(cmp.Compare(a.tenant, b.tenant), cmp.Compare(a.region, b.region))
+		}) {
+			exits = append(exits, Event{T: p.last, Kind: exit, Tenant: u.tenant, Region: u.region, ID: p.using[u]})
+		}
+	}
+	slices.SortStableFunc(exits, func(a, b Event) int { return cmp.Compare(a.T, b.T) })
+	return exits
 }
 
 // MaxSkew is the largest clock error Merge corrects: the default skew
@@ -273,9 +373,8 @@ func regionKind(k Kind) bool {
 
 // alignClocks shifts each process's region events, in place, as Merge
 // describes, and returns the shifts made, in order of the processes'
-// first events. A process's events run from a block of start events, or
-// from a log's beginning (logStarts), to the next.
-func alignClocks(events []Event, logStarts []int) []ClockShift {
+// first events; procs numbers each event's process (processes).
+func alignClocks(events []Event, procs []int) []ClockShift {
 	type key struct {
 		tenant string
 		id     uint64
@@ -310,20 +409,12 @@ func alignClocks(events []Event, logStarts []int) []ClockShift {
 	bounds := map[clock]*bound{}
 	var clocks []clock
 	owner := make([]*bound, len(events)) // the clock of each region event
-	process, started := 0, false         // started: the last event was a start
 	for i := range events {
 		e := &events[i]
-		if (e.Kind == Start && !started) || (len(logStarts) > 0 && logStarts[0] == i) {
-			process++
-		}
-		for len(logStarts) > 0 && logStarts[0] <= i {
-			logStarts = logStarts[1:]
-		}
-		started = e.Kind == Start
 		if !regionKind(e.Kind) {
 			continue
 		}
-		c := clock{process, e.Region}
+		c := clock{procs[i], e.Region}
 		b := bounds[c]
 		if b == nil {
 			b = &bound{low: math.MinInt64, high: math.MaxInt64, since: e.T}
@@ -386,10 +477,12 @@ func mergeRank(k Kind) int {
 		return 4
 	case Admit, Reject, Counts:
 		return 5
-	case End:
+	case exit: // after what the process did at its last instant
 		return 6
+	case End:
+		return 7
 	case Stop, Summary:
-		return 8
+		return 9
 	}
-	return 7
+	return 8
 }
