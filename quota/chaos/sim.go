@@ -525,21 +525,17 @@ func (s *sim) write(k int, st coordinator.Step) (coordinator.Answer, error) {
 	return ans, err
 }
 
-// journal logs what a written step did.
+// journal logs what a written step did, in the lines the coordinator's
+// process writes (eventlog.StepEvents), the coordinator's clock mapped to
+// the run's.
 func (s *sim) journal(c *coordNode, st coordinator.Step) {
-	for _, e := range st.Ended {
-		s.emit(eventlog.Event{Kind: eventlog.End, Region: e.Lease.Region, ID: e.Lease.ID, Epoch: e.Lease.Epoch, Why: string(e.Why)})
-	}
-	if l := st.Granted; l.ID != 0 { // none for a retry, answered with the grant it had
-		s.emit(eventlog.Event{
-			Kind: eventlog.Lease, Region: l.Region, ID: l.ID, Epoch: l.Epoch, Rate: l.Rate, Burst: l.Burst, Transfer: l.Transfer,
-			Activates: c.clock.real(int64(l.Activates)), Expires: c.clock.real(int64(l.Expires)), Cover: st.Cover,
-		})
-	}
-	if st.Credit > 0 {
-		s.emit(eventlog.Event{Kind: eventlog.Credit, Region: st.Returned.Region, ID: st.Returned.LeaseID, Balance: st.Credit})
-	}
+	eventlog.StepEvents(st, s.now, func(d time.Duration) int64 { return c.clock.real(int64(d)) }, emitter{s})
 }
+
+// emitter writes events through emit: at the run's time, with its tenant.
+type emitter struct{ s *sim }
+
+func (w emitter) Write(e *eventlog.Event) { w.s.emit(*e) }
 
 func (s *sim) fence(k int) {
 	c := s.coords[k]

@@ -618,27 +618,15 @@ type coordJournal struct {
 }
 
 func (j coordJournal) Append(entries []coordinator.Entry) error {
-	unix := func(d time.Duration) int64 { return j.start().UnixNano() + int64(d) }
+	start := j.start().UnixNano()
+	unix := func(d time.Duration) int64 { return start + int64(d) }
 	// The transaction's lines go to the file whole or not at all: if they
 	// fail, the server fails the calls and appends them again with its
 	// next write, and a line written twice would read as a lease granted
 	// twice.
 	var lines batch
 	for _, en := range entries {
-		at, s := unix(en.At), en.Step
-		for _, e := range s.Ended {
-			lines.Write(&eventlog.Event{T: at, Kind: eventlog.End, Tenant: e.Lease.Tenant, Region: e.Lease.Region,
-				ID: e.Lease.ID, Epoch: e.Lease.Epoch, Why: string(e.Why)})
-		}
-		if l := s.Granted; l.ID != 0 {
-			lines.Write(&eventlog.Event{T: at, Kind: eventlog.Lease, Tenant: l.Tenant, Region: l.Region, ID: l.ID, Epoch: l.Epoch,
-				Rate: l.Rate, Burst: l.Burst, Transfer: l.Transfer, Activates: unix(l.Activates), Expires: unix(l.Expires), Cover: s.Cover})
-		}
-		writeTenantChange(&lines, at, s.Tenant)
-		if s.Credit > 0 {
-			lines.Write(&eventlog.Event{T: at, Kind: eventlog.Credit, Tenant: s.Returned.Tenant, Region: s.Returned.Region,
-				ID: s.Returned.LeaseID, Balance: s.Credit})
-		}
+		eventlog.StepEvents(en.Step, unix(en.At), unix, &lines)
 	}
 	return j.events.Append(lines...)
 }

@@ -11,17 +11,6 @@ import (
 	"github.com/afloat/afloat/quota/remote"
 )
 
-// writeTenantChange writes an operator's change to a tenant, so that the
-// checker follows R and B over the run.
-func writeTenantChange(l eventlog.Writer, at int64, ch *coordinator.TenantChange) {
-	if ch == nil {
-		return
-	}
-	for _, e := range eventlog.TenantChangeEvents(at, ch.Op, ch.By, ch.Old, ch.New, ch.Dropped) {
-		l.Write(&e)
-	}
-}
-
 // writeLoaded writes what a new leader read from its ledger: a tenant
 // event each, so that a log that begins after a change still has the
 // limits.
