@@ -18,7 +18,8 @@
 // orders the events of several logs into one run; CheckLogs does it all
 // for a cluster's files and checks the limits the logs state against the
 // ones their operator gives (Limits, ParseLimits; LimitsFlag for a
-// command line). WriteLine writes a line in the log's form that is no
+// command line). StepEvents translates a coordinator's steps into events,
+// for the coordinator's process and the chaos harness alike. WriteLine writes a line in the log's form that is no
 // event: a run's summary, a check's result.
 //
 //	chk := eventlog.NewChecker()
