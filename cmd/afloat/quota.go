@@ -22,7 +22,6 @@ type chaosFlags struct {
 	mode     string
 	duration time.Duration
 	faults   string
-	reserve  time.Duration
 }
 
 func (f *chaosFlags) register(c *cli.Command) {
@@ -31,7 +30,6 @@ func (f *chaosFlags) register(c *cli.Command) {
 	c.StringVar(&f.mode, "mode", "hard", "hard (admissions ≤ R·Δ + B) or best-effort (≤ R·Δ + B + 3·E, E = 100)")
 	c.DurationVar(&f.duration, "duration", chaos.DefaultDuration, "virtual time to run, 1s to 24h (0 is refused, not the default)")
 	c.StringVar(&f.faults, "faults", "all", "faults to inject, comma-separated: shift, partition, crash, skew, dup; or all, none")
-	c.DurationVar(&f.reserve, "reserve", 0, "the coordinators' ledger reserve, 0 to 1m: renewals of unchanged shares answered with covered leases, not written (docs/quota.md)")
 }
 
 // config is the run the flags ask for, checked (chaos.Config.Validate)
@@ -45,7 +43,7 @@ func (f *chaosFlags) config(c *cli.Command) (chaos.Config, error) {
 	if err != nil {
 		return chaos.Config{}, fmt.Errorf("--faults: %w", err)
 	}
-	cfg := chaos.Config{Seed: uint32(f.seed), Mode: mode, Duration: f.duration, Faults: faults, NoFaults: faults == 0, Reserve: f.reserve}
+	cfg := chaos.Config{Seed: uint32(f.seed), Mode: mode, Duration: f.duration, Faults: faults, NoFaults: faults == 0}
 	return cfg, cmp.Or(c.NoZero("duration"), cfg.Validate())
 }
 

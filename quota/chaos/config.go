@@ -112,15 +112,7 @@ type Config struct {
 	// in-process callers (incarnation 0) and never attach, and a seed's
 	// run is what it always was.
 	Duplicate string
-	// Reserve runs the coordinators with coordinator.Config.Reserve: a
-	// written lease's record reaches this far past its end, and renewals
-	// of unchanged shares are answered with covered leases, not written.
-	// 0 to MaxReserve; 0, the default, writes every renewal.
-	Reserve time.Duration
 }
-
-// MaxReserve is the longest Config.Reserve.
-const MaxReserve = time.Minute
 
 // Defaults of the seed's tenant.
 const (
@@ -178,9 +170,6 @@ func (c Config) Validate() error {
 	}
 	if c.Faults&^AllFaults != 0 {
 		return fmt.Errorf("%w: faults %d: want some of shift, partition, crash, skew, dup", quota.ErrConfig, c.Faults)
-	}
-	if c.Reserve < 0 || c.Reserve > MaxReserve {
-		return fmt.Errorf("%w: reserve %v: want 0 (none) to %v", quota.ErrConfig, c.Reserve, MaxReserve)
 	}
 	if c.Sample != 0 && (c.Sample < time.Millisecond || c.Sample > c.Duration) {
 		return fmt.Errorf("%w: sample %v: want 0 (none) or 1ms to the run's length", quota.ErrConfig, c.Sample)

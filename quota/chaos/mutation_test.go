@@ -25,6 +25,15 @@ func TestMutationsAreCaught(t *testing.T) {
 		Outages: []Outage{{At: 20 * s, Down: 3 * s, Pause: true, Wake: 8 * s,
 			Reconnect: map[string]time.Duration{"eu": 0, "us": 10 * s, "ap": 10 * s}}},
 	}
+	// The old leader wakes after its successor took over, and us and ap
+	// go on asking it for twenty seconds more while every region wants
+	// more than its share: renewals it would answer without a write
+	// (covered) after its successor's count of their records has run out.
+	wokenLeader := &Schedule{
+		Traffic: []Segment{{At: 0, Rates: rates(300, 300, 300)}, {At: 26 * s, Rates: rates(900, 300, 300)}},
+		Outages: []Outage{{At: 20 * s, Down: 3 * s, Pause: true, Wake: 5 * s,
+			Reconnect: map[string]time.Duration{"eu": 0, "us": 20 * s, "ap": 20 * s}}},
+	}
 	for _, tc := range []struct {
 		name  string
 		b     breakage.Set
@@ -37,6 +46,7 @@ func TestMutationsAreCaught(t *testing.T) {
 		{"full R to every region", breakage.Set{FullToEvery: true}, nil, ""},
 		{"caches on top of a full bucket", breakage.Set{CachesOverBurst: true}, surge, ""},
 		{"two agents of a region unfenced", breakage.Set{NoIncarnations: true}, nil, "eu"},
+		{"answers without a write, unproven", breakage.Set{NoLeaderProof: true}, wokenLeader, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sum := mustRun(t, Config{Seed: 6, Duration: 120 * s, Schedule: tc.sched, Duplicate: tc.dup}, faults{tc.b})

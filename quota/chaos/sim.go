@@ -162,7 +162,24 @@ type coordNode struct {
 	paused bool
 	queue  []item
 	fenced bool
+	// deposed: an outage took it down, and its successor is on the way:
+	// it can no longer prove that it leads (confirm), as etcd would
+	// refuse its session's keep-alive once a replica deposed it.
+	deposed bool
+	// ledUntil is the end of its newest proof of leadership, on the
+	// virtual clock: a successor takes over no earlier (etcd elects none
+	// while the leader's session lives).
+	ledUntil int64
 }
+
+// leadWindow is how long a coordinator's proof of leadership lasts, on
+// its own clock, from the moment it asked: the etcd ledger's with its
+// defaults — a replica deposes a leader whose session etcd counts two
+// seconds (etcd.depose_after) without a keep-alive — less its margin
+// (etcdledger.Ledger.Proof). The harness's coordinators ask whenever an
+// answer without a write needs it, as a real one keeps its session alive
+// every 250 ms.
+const leadWindow = 2*time.Second - 140*time.Millisecond
 
 type sim struct {
 	cfg     Config
@@ -264,7 +281,7 @@ func (s *sim) startCoordinator() error {
 		cl = s.sch.CoordClocks[k%n]
 	}
 	node := &coordNode{clock: cl}
-	core, err := s.broken.openCore(context.Background(), coordinator.Config{Tenants: []quota.Tenant{s.t}, Reserve: s.cfg.Reserve},
+	core, err := s.broken.openCore(context.Background(), coordinator.Config{Tenants: []quota.Tenant{s.t}},
 		s.ledger, time.Duration(cl.local(s.now)))
 	if err != nil {
 		return err
@@ -458,7 +475,10 @@ func (s *sim) handle(it item) error {
 			c.queue = nil
 			s.emit(eventlog.Event{Kind: eventlog.Crash, Epoch: c.core.Epoch()})
 		}
-		s.at(s.now+int64(o.Down), item{kind: evSuccessor, a: it.a})
+		c.deposed = true
+		// etcd elects no successor while the old leader's session lives:
+		// not before its proof of leadership has run out.
+		s.at(max(s.now+int64(o.Down), c.ledUntil+1), item{kind: evSuccessor, a: it.a})
 	case evSuccessor:
 		o := s.sch.Outages[it.a]
 		if err := s.startCoordinator(); err != nil {
@@ -501,6 +521,13 @@ func (s *sim) write(k int, st coordinator.Step) (coordinator.Answer, error) {
 	var err error
 	if len(st.Ops) > 0 {
 		err = s.ledger.Commit(context.Background(), c.core.Epoch(), st.Ops...)
+		if err == nil {
+			// A write proves leadership as it lands.
+			now := time.Duration(c.clock.local(s.now))
+			c.core.Led(now, now)
+		}
+	} else {
+		err = s.confirm(k, st.At())
 	}
 	if err == nil {
 		s.journal(c, st)
@@ -523,6 +550,27 @@ func (s *sim) write(k int, st coordinator.Step) (coordinator.Answer, error) {
 		}
 	}
 	return ans, err
+}
+
+// confirm is coordinator k's runner proving that it leads, for a step
+// taken at at (its clock) that writes nothing: by its newest proof, or by
+// asking the ledger anew (a keep-alive, in etcd) — refused once it is
+// deposed, and by a ledger a successor has fenced.
+func (s *sim) confirm(k int, at time.Duration) error {
+	c := s.coords[k]
+	if c.core.Proven(at) {
+		return nil
+	}
+	if c.deposed {
+		return fmt.Errorf("%w: the coordinator was deposed", coordinator.ErrUnproven)
+	}
+	if err := s.ledger.Confirm(context.Background(), c.core.Epoch()); err != nil {
+		return err
+	}
+	now := c.clock.local(s.now)
+	c.core.Led(time.Duration(now), time.Duration(now)+leadWindow)
+	c.ledUntil = max(c.ledUntil, c.clock.real(now+int64(leadWindow)))
+	return nil
 }
 
 // journal logs what a written step did, in the lines the coordinator's

@@ -99,18 +99,16 @@ type TenantConfig struct {
 	Costs         map[string]int64 `yaml:"costs"`
 }
 
-// DefaultReserve is EtcdConfig.Reserve's default: two thirds of it, the
-// longest ledger outage no renewal waits out, is 2.7 s — above the 1 to 2
-// s for which etcd with its stock settings (election timeout 1 s,
-// randomized up to 2 s) has no leader after losing one.
-const DefaultReserve = 4 * time.Second
-
-// ReserveOrDefault is Reserve, or DefaultReserve when it is not given.
-func (e EtcdConfig) ReserveOrDefault() time.Duration {
-	if e.Reserve == nil {
-		return DefaultReserve
+// Deprecated lists the settings the config gives that no longer do
+// anything, each with why, for the process to warn of at start: a
+// config written for an older afloat still loads.
+func (c *Config) Deprecated() []string {
+	var out []string
+	if c.Etcd.Reserve != nil {
+		out = append(out, "etcd.reserve: no longer used: a renewal that changes nothing but its lease's end is answered without a write "+
+			"while etcd confirms the coordinator's leadership (docs/quota.md, \"Covered renewals\"); remove it")
 	}
-	return *e.Reserve
+	return out
 }
 
 // EtcdConfig configures the ledger on etcd.
@@ -122,16 +120,14 @@ type EtcdConfig struct {
 	SessionTTL int `yaml:"session_ttl"`
 	// DeposeAfter is how many seconds without a keep-alive, as etcd
 	// counts them, a leader's election lease may go before a replica
-	// campaigning behind it revokes it; default 1, −1 for never
+	// campaigning behind it revokes it; default 2, −1 for never
 	// (etcdledger.Config.DeposeAfter says why).
 	DeposeAfter int `yaml:"depose_after"`
 	// MaxTxnOps is the etcd cluster's --max-txn-ops; default 128.
 	MaxTxnOps int `yaml:"max_txn_ops"`
-	// Reserve is how far past a lease's end the ledger's record of it
-	// reaches (coordinator.Config.Reserve): renewals that change nothing
-	// but the lease's end are answered without a write while it lasts, so
-	// that an etcd leader election stops no renewal. nil for the default,
-	// 4s (DefaultReserve); 0s writes every renewal. 0s to 1m.
+	// Reserve is no longer used (Deprecated): it was how far past a
+	// lease's end the ledger's record of it reached. Still read, so that
+	// an older config loads, and still checked (0s to 1m).
 	Reserve *time.Duration `yaml:"reserve"`
 	// CAFile is the file of the CA certificates (PEM) that sign the etcd
 	// servers' certificates, for https:// endpoints (default: the
@@ -523,9 +519,9 @@ func (c *Config) validateRest() error {
 	case e.SessionTTL < 0 || e.SessionTTL > 600:
 		return bad("etcd.session_ttl %d: want 1 to 600 seconds (0 for the default, 5)", e.SessionTTL)
 	case e.DeposeAfter < -1 || e.DeposeAfter > 600:
-		return bad("etcd.depose_after %d: want 1 to 600 seconds, or -1 for never (0 for the default, 1)", e.DeposeAfter)
+		return bad("etcd.depose_after %d: want 1 to 600 seconds, or -1 for never (0 for the default, 2)", e.DeposeAfter)
 	case e.Reserve != nil && (*e.Reserve < 0 || *e.Reserve > time.Minute):
-		return bad("etcd.reserve %v: want 0s to 1m (absent for the default, %v)", *e.Reserve, DefaultReserve)
+		return bad("etcd.reserve %v: want 0s to 1m (and none: it is no longer used)", *e.Reserve)
 	case e.MaxTxnOps != 0 && (e.MaxTxnOps < 8 || e.MaxTxnOps > 1_000_000):
 		return bad("etcd.max_txn_ops %d: want 8 to 1000000 (0 for the default, 128)", e.MaxTxnOps)
 	case e.Prefix != "" && !strings.HasPrefix(e.Prefix, "/"):

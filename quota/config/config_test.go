@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestConfigErrorsNameTheField: every refusal names its field and the
@@ -31,8 +30,8 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"regions: {}\ntenants: [{name: a, rate: 1}]\n", "regions: 0: want 1 to 64"},
 		{strings.Replace(good, "tenants:\n  - {name: acme, rate: 500, burst: 6000}", "tenants: []", 1), "tenants: 0: want 1 to 100000"},
 		{good + "etcd: {session_ttl: 9999}\n", "etcd.session_ttl 9999: want 1 to 600"},
-		{good + "etcd: {reserve: 2m}\n", "etcd.reserve 2m0s: want 0s to 1m"},
-		{good + "etcd: {reserve: -1s}\n", "etcd.reserve -1s: want 0s to 1m"},
+		{good + "etcd: {reserve: 2m}\n", "etcd.reserve 2m0s: want 0s to 1m (and none: it is no longer used)"},
+		{good + "etcd: {reserve: -1s}\n", "etcd.reserve -1s: want 0s to 1m (and none: it is no longer used)"},
 		{good + "etcd: {max_txn_ops: 2}\n", "etcd.max_txn_ops 2: want 8 to 1000000"},
 		{good + "etcd: {depose_after: -2}\n", "etcd.depose_after -2: want 1 to 600 seconds, or -1 for never"},
 		{good + "etcd: {prefix: nope}\n", `etcd.prefix "nope": want a path starting with /`},
@@ -133,19 +132,19 @@ operators:
 	}
 }
 
-// TestReserveDefault: etcd.reserve absent is the default, 4 s; given, it
-// means what it says, 0s included (every renewal written).
-func TestReserveDefault(t *testing.T) {
+// TestReserveDeprecated: etcd.reserve still loads, and is named as no
+// longer used; a config without it has nothing deprecated.
+func TestReserveDeprecated(t *testing.T) {
 	for _, tc := range []struct {
 		extra string
-		want  time.Duration
-	}{{"", DefaultReserve}, {"etcd: {reserve: 0s}\n", 0}, {"etcd: {reserve: 10s}\n", 10 * time.Second}} {
+		want  int
+	}{{"", 0}, {"etcd: {reserve: 0s}\n", 1}, {"etcd: {reserve: 10s}\n", 1}} {
 		c, err := ParseConfig([]byte(good + tc.extra))
 		if err != nil {
 			t.Fatalf("%q: %v", tc.extra, err)
 		}
-		if got := c.Etcd.ReserveOrDefault(); got != tc.want {
-			t.Errorf("%q: reserve %v, want %v", tc.extra, got, tc.want)
+		if got := c.Deprecated(); len(got) != tc.want || tc.want > 0 && !strings.Contains(got[0], "etcd.reserve: no longer used") {
+			t.Errorf("%q: deprecated %q, want %d naming etcd.reserve", tc.extra, got, tc.want)
 		}
 	}
 }

@@ -44,14 +44,16 @@ type Core struct {
 	fenceUntil time.Duration
 	unfence    bool
 	dropped    []string
-	// Covered renewals (cover.go): how far past a written lease's end its
-	// record reaches (0: no covered renewal), the IDs the ledger has
-	// reserved (every ID below idsAck; idsProposed is a reservation on its
-	// way), and the steps to persist that no caller waits for (Deferred).
-	reserve     time.Duration
+	// Covered renewals (cover.go): the IDs the ledger has reserved
+	// (every ID below idsAck; idsProposed is a reservation on its way),
+	// and the steps to persist that no caller waits for (Deferred).
 	idsAck      uint64
 	idsProposed uint64
 	deferred    []Step
+	// The proof of leadership (Led): the ledger, asked at provenAt, said
+	// that no successor can lead before provenUntil. A step that writes
+	// nothing is answered only if it was taken by then (Proven).
+	provenAt, provenUntil time.Duration
 }
 
 // holder is the agent incarnation that holds a region; id 0 once it
@@ -101,12 +103,8 @@ type regionState struct {
 	last     quota.Grant
 	proposed uint64
 	// cover is the written lease whose ledger record stands for the
-	// region's newest grant (cover.go), as acknowledged written: its ID,
-	// and the end its record has in the ledger; extending says a longer
-	// end is on its way.
-	cover     uint64
-	coverEnd  time.Duration
-	extending bool
+	// region's newest grant (cover.go), as acknowledged written.
+	cover uint64
 }
 
 // counted is a lease and the end of the interval in which it counts.
@@ -140,14 +138,6 @@ type Config struct {
 	// own, and Seeding writes the ones the ledger lacks. Once the ledger
 	// is seeded its tenants are the truth and Tenants are ignored.
 	Tenants []quota.Tenant
-	// Reserve is how far past a written lease's end its ledger record
-	// reaches, so that renewals of unchanged shares are answered without
-	// a write for that long — an outage of the ledger shorter than about
-	// two thirds of it (etcd's leader elections) stops no renewal
-	// (cover.go). It costs as long again before a share stops counting
-	// when its region goes silent. 0, the default, writes every renewal
-	// that moves a lease's end.
-	Reserve time.Duration
 }
 
 // nudgeEvery is how often a region may be nudged: once per round trip or
@@ -160,7 +150,8 @@ const nudgeEvery = 250 * time.Millisecond
 // whole lease duration and margin from now — longer than it can be in
 // use. Open fences a ledger and calls New.
 func New(cfg Config, snap Snapshot, now time.Duration) (*Core, error) {
-	c := &Core{tenants: map[string]*tenantState{}, holders: map[string]*holder{}}
+	// Nothing is proven yet (Led): not even the instant 0.
+	c := &Core{tenants: map[string]*tenantState{}, holders: map[string]*holder{}, provenAt: -1, provenUntil: -1}
 	for _, h := range snap.Holders {
 		c.holders[h.Region] = &holder{id: h.Incarnation, agent: h.Agent}
 	}
@@ -190,10 +181,6 @@ func New(cfg Config, snap Snapshot, now time.Duration) (*Core, error) {
 	}
 	c.seeded = snap.Seeded
 	c.epoch, c.nextID = snap.Epoch, max(snap.NextID, 1)
-	if cfg.Reserve < 0 {
-		return nil, fmt.Errorf("%w: reserve %v: want 0 or more", quota.ErrConfig, cfg.Reserve)
-	}
-	c.reserve = cfg.Reserve
 	c.idsAck = c.nextID // every ID below is used already; none reserved
 	for _, l := range snap.Leases {
 		c.nextID = max(c.nextID, l.ID+1)
@@ -315,10 +302,22 @@ type Step struct {
 	Cover   uint64
 
 	ans answer // the call's answer, for Advance to give
-	// ext is what a step that extends a cover's record or reserves IDs
-	// tells Advance once written (cover.go).
+	// ext is what a step that reserves IDs tells Advance once written
+	// (cover.go).
 	ext extension
+	// at is when the step was taken, on the core's clock: a step that
+	// writes nothing is answered only under a proof of leadership that
+	// covers it (Proven).
+	at time.Duration
 }
+
+// At is when the step was taken, on the core's clock.
+func (x Step) At() time.Duration { return x.at }
+
+// Unwritten says whether the step's answer and its events rest on no
+// write of its own: it has no ops, so nothing but a proof of leadership
+// (Led) shows that its coordinator still led when it took it.
+func (x Step) Unwritten() bool { return len(x.Ops) == 0 }
 
 // answer is what a step's call is answered once the step is persisted.
 type answer struct {
@@ -366,6 +365,9 @@ func (c *Core) Advance(x Step, err error) (Answer, error) {
 	if errors.Is(err, quota.ErrStaleEpoch) {
 		c.Fenced(err)
 	}
+	if err == nil && x.Unwritten() && !c.Proven(x.at) {
+		err = fmt.Errorf("%w: a step taken at %v that writes nothing; leadership proven up to %v", ErrUnproven, x.at, max(c.provenAt, c.provenUntil))
+	}
 	a := x.ans
 	var rs *regionState
 	if ts := c.tenants[a.tenant]; ts != nil && a.tenant != "" {
@@ -381,9 +383,9 @@ func (c *Core) Advance(x Step, err error) (Answer, error) {
 	switch {
 	case a.fresh && rs != nil && a.grant.Lease.ID > rs.last.Lease.ID:
 		rs.last = a.grant
-		if !x.Covered && c.reserve > 0 {
+		if !x.Covered {
 			// Written: its record is the region's cover from now on.
-			rs.cover, rs.coverEnd, rs.extending = a.grant.Lease.ID, a.grant.Lease.Expires, false
+			rs.cover = a.grant.Lease.ID
 		}
 	case a.pending:
 		if rs == nil || rs.last.Seq != a.seq || rs.last.Lease.ID == 0 {
@@ -394,6 +396,96 @@ func (c *Core) Advance(x Step, err error) (Answer, error) {
 	}
 	return Answer{Grant: a.grant, Nudges: a.nudges}, nil
 }
+
+// ErrUnproven: a step that writes nothing — a covered or unchanged
+// lease, a return that ends covered leases only — was to be answered
+// without a proof that its coordinator still led when it took it (Led).
+// A write proves leadership as it lands (the ledger is fenced); an answer
+// without one must not come from a leader that was paused or cut off
+// while a successor took over, so the runner confirms with its ledger
+// (Ledger.Confirm) first. The call has no answer; the region asks again.
+var ErrUnproven = errors.New("coordinator: leadership not proven for an answer without a write")
+
+// Led records a proof of leadership (Ledger.Proof), on the core's clock:
+// the ledger, asked at at, answered that this epoch leads, and that no
+// successor can lead before until (until ≤ at: a proof of the instant at
+// alone). A successful write is such a proof as of its sending.
+func (c *Core) Led(at, until time.Duration) {
+	c.provenAt, c.provenUntil = max(c.provenAt, at), max(c.provenUntil, until)
+}
+
+// Proven says whether a step taken at at may be answered, and its events
+// recorded, without a write of its own: a proof of leadership was asked
+// for no earlier than at (leadership, once lost, never comes back to an
+// epoch, so it held at at), or says no successor can lead before a time
+// after at.
+//
+// Why this suffices. A successor restores every lease the ledger holds
+// and counts each for a whole lease duration and margin from its
+// take-over (New); a covered lease stands on a written lease of the same
+// shares that the ledger holds for as long as the covered one counts
+// (cover.go). A step proven so was taken before any successor took
+// over, so the lease it answers with ends, on the coordinator's count,
+// within a lease duration and margin of a moment before that take-over —
+// inside what the successor counts. An unproven one could be taken after
+// it: a leader paused for longer than its proof, woken, would grant
+// beside its successor leases the successor never counts.
+func (c *Core) Proven(at time.Duration) bool {
+	return at <= c.provenAt || at < c.provenUntil || c.broken.noLeaderProof()
+}
+
+// Abandon takes back a renewal's step that was proposed and is not yet
+// persisted, whose caller has given up waiting (its deadline passed, or
+// will before the write can land): the lease it proposed is never written
+// nor sent, so it stops counting at once instead of holding its share
+// until it expires — the orphan grants of a retry storm, each counting
+// against its tenant while the region asks again. The step keeps only
+// what must still be persisted — the ends it made, and nothing that
+// answers anyone — and the runner persists that as any step no caller
+// waits for. ok is false for a step that cannot be taken back: one that
+// moves credit, changes a tenant, attaches or detaches an agent, or
+// returns a lease (a return only ever frees share: written late, it is
+// still right); the runner persists it whole. Call it at most once per
+// step, before any part of it is written.
+func (c *Core) Abandon(x Step) (rest Step, ok bool) {
+	if x.Tenant != nil || x.Credit != 0 || x.Returned.LeaseID != 0 {
+		return x, false
+	}
+	for _, op := range x.Ops {
+		switch {
+		case op.Kind == EndLease, op.Kind == ReserveIDs:
+		case op.Kind == PutLease && op.Lease.ID == x.Granted.ID:
+		default:
+			return x, false
+		}
+	}
+	a := x.ans
+	if ts := c.tenants[a.tenant]; ts != nil && a.tenant != "" {
+		if rs := ts.regions[a.region]; rs != nil {
+			if x.Granted.ID != 0 && a.fresh {
+				id := x.Granted.ID
+				rs.live = slices.DeleteFunc(rs.live, func(l counted) bool { return l.ID == id })
+			}
+			if a.fresh && rs.proposed == a.seq {
+				rs.proposed = 0
+			}
+		}
+	}
+	// A reservation of IDs it carried is not on its way any more: the
+	// next step proposes another.
+	c.extended(x, ErrAbandoned)
+	rest = Step{Ended: x.Ended, at: x.at}
+	for _, op := range x.Ops {
+		if op.Kind == EndLease {
+			rest.Ops = append(rest.Ops, op)
+		}
+	}
+	return rest, true
+}
+
+// ErrAbandoned: a step was taken back before it was written (Abandon):
+// its caller gave up waiting.
+var ErrAbandoned = errors.New("coordinator: abandoned: the caller's deadline passed before the write")
 
 // Ended is a lease that stopped counting, and why.
 type Ended struct {
@@ -560,7 +652,8 @@ func peak(rs *regionState) (rate, burst quota.Micro) {
 // but the ends it makes (unchanged says why that is safe). A region whose
 // tenant is over its limit so costs a write per ordinary renewal, not one
 // per ask.
-func (c *Core) Renew(now time.Duration, req quota.Request) (Step, error) {
+func (c *Core) Renew(now time.Duration, req quota.Request) (x Step, err error) {
+	defer func() { x.at = now }()
 	if c.stopped != nil {
 		return Step{}, c.stopped
 	}
@@ -581,7 +674,6 @@ func (c *Core) Renew(now time.Duration, req quota.Request) (Step, error) {
 		return Step{ans: answer{pending: true, tenant: req.Tenant, region: req.Region, seq: req.Seq}}, nil
 	}
 	t := ts.t
-	var x Step
 	x.expire(ts, now)
 	// The region holds req.Holding and never goes back to an older lease
 	// — but the record that stands for a covered lease it holds counts on
@@ -625,15 +717,13 @@ func (c *Core) Renew(now time.Duration, req quota.Request) (Step, error) {
 		x.ans = answer{grant: g, nudges: nudges, tenant: req.Tenant, region: req.Region, seq: req.Seq}
 		return x, nil
 	}
-	if c.coverable(t, rs, req, now, rate, burst, transfer) {
+	if c.coverable(t, rs, req, rate, burst, transfer) {
 		return c.renewCovered(x, ts, rs, req, targets, now, short), nil
 	}
 	lease := quota.Lease{
 		ID: c.nextID, Tenant: t.Name, Region: req.Region, Epoch: c.epoch,
 		Rate: rate, Burst: burst, Transfer: transfer,
-		// With a reserve the record reaches past the lease's end, to
-		// stand for the covered renewals that follow (cover.go).
-		Activates: now, Expires: now + t.LeaseDuration + t.Margin() + c.reserve,
+		Activates: now, Expires: now + t.LeaseDuration + t.Margin(),
 	}
 	x.Ops = append(x.Ops, Op{Kind: PutLease, Lease: lease})
 	c.reserveIDs(&x)
@@ -794,7 +884,8 @@ func room(ts *tenantState, from string, targets map[string]quota.Share, nudge fu
 // a late return of a lease that has expired, or one of an unknown lease
 // changes nothing: returns are idempotent. Its answer (Advance) carries
 // the nudges for the refusing regions that could take the share freed.
-func (c *Core) Return(now time.Duration, ret quota.Return) (Step, error) {
+func (c *Core) Return(now time.Duration, ret quota.Return) (x Step, err error) {
+	defer func() { x.at = now }()
 	if c.stopped != nil {
 		return Step{}, c.stopped
 	}
@@ -805,7 +896,6 @@ func (c *Core) Return(now time.Duration, ret quota.Return) (Step, error) {
 	if err := c.admit(ret.Region, ret.Epoch, ret.Incarnation); err != nil {
 		return Step{}, err
 	}
-	var x Step
 	x.expire(ts, now)
 	if !slices.ContainsFunc(rs.live, func(l counted) bool { return l.ID == ret.LeaseID }) {
 		return x, nil
@@ -823,7 +913,7 @@ func (c *Core) Return(now time.Duration, ret quota.Return) (Step, error) {
 		if l.cover != 0 && l.ID > ret.LeaseID {
 			keep[l.cover] = true
 		}
-		if l.ID == ret.LeaseID && mayCover(ts.t, l, c.epoch) {
+		if l.ID == ret.LeaseID && mayCover(l, c.epoch) {
 			keep[l.ID] = true
 		}
 	}
@@ -844,7 +934,7 @@ func (c *Core) Return(now time.Duration, ret quota.Return) (Step, error) {
 	// A return that changes nothing in the ledger (it ends covered
 	// leases only) waits for no write: a region returns its old lease as
 	// it installs each renewal, and would otherwise wait for the ledger.
-	x.Covered = c.reserve > 0 && len(x.Ops) == 0
+	x.Covered = len(x.Ops) == 0
 	return x, nil
 }
 
@@ -858,11 +948,14 @@ func (c *Core) Expire(now time.Duration) ([]Step, error) {
 	}
 	var steps []Step
 	if x, ok := c.unfenceStep(now); ok {
+		x.at = now
 		steps = append(steps, x)
 	}
 	for _, ts := range c.order {
-		var x Step
+		x := Step{at: now}
 		x.expire(ts, now)
+		// A covered lease ends without an op, and with no event either:
+		// it ends when its own lease event says it expires.
 		if len(x.Ops) > 0 {
 			steps = append(steps, x)
 		}

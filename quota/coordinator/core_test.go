@@ -28,8 +28,17 @@ type ledgered struct {
 // has none (a stale write stops the core, in Advance).
 func (c *ledgered) commit(s Step) (Answer, error) {
 	var err error
-	if len(s.Ops) > 0 {
-		err = c.l.Commit(ctx, c.Epoch(), s.Ops...)
+	switch {
+	case len(s.Ops) > 0:
+		// A write proves leadership as it lands.
+		if err = c.l.Commit(ctx, c.Epoch(), s.Ops...); err == nil {
+			c.Led(s.At(), s.At())
+		}
+	case !c.Proven(s.At()):
+		// An answer without a write needs a proof: asked for now.
+		if err = c.l.Confirm(ctx, c.Epoch()); err == nil {
+			c.Led(s.At(), s.At())
+		}
 	}
 	return c.Advance(s, err)
 }

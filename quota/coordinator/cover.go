@@ -9,81 +9,73 @@ import (
 
 // Covered renewals: renewals that wait for no write.
 //
-// Every grant is written to the ledger before it is sent, so that a
-// successor keeps counting it. With etcd as the ledger that puts etcd's
-// own leader elections — a second or two with stock settings, during
-// which nothing commits — in the path of every renewal, and a region's
-// lease runs out while the election lasts. A reserve (Config.Reserve)
-// takes the ledger out of the path of a renewal that changes nothing but
-// the lease's end:
+// Every grant that changes a share is written to the ledger before it is
+// sent, so that a successor keeps counting it. Most renewals change
+// nothing but the lease's end: a region renews every half lease, and
+// with 100,000 tenants in three regions a write for each would be 60,000
+// ledger writes a second, which no etcd on two cores takes. A renewal
+// that changes nothing durable is answered without a write instead:
 //
-//   - a written lease's record reaches Reserve past the lease's end
-//     (Expires = activation + duration + margin + Reserve), and the core
-//     counts it that long: the record stands for any lease of the same
-//     region with the same shares and nothing transferred that ends
-//     within it;
-//   - such a renewal is answered with a new lease (a new ID, the same
-//     shares, the ordinary end) that is not written: a covered lease. Its
-//     step has no ops (Step.Covered) and the runner answers it once its
-//     journal has it, ahead of the writes in its queue;
-//   - while covered renewals go on, the cover's record is moved further
-//     out in the background (a deferred step rewrites it: activation now,
-//     end Reserve past a lease from now) whenever less than two thirds of
-//     the reserve is left beyond the next lease's end, so that a ledger
-//     outage shorter than that stops no renewal;
+//   - the region holds the newest lease this coordinator answered it,
+//     asks for the same shares with nothing to transfer, under the same
+//     terms, and the written lease behind that one (its cover) still
+//     counts here. It is answered with a new lease — a new ID, the same
+//     shares, the ordinary end — that is not written: a covered lease.
+//     Its step has no ops (Step.Covered), and the runner answers it once
+//     its journal has it, ahead of the writes in its queue;
+//   - the cover counts, here, until the last lease it covers ends: its
+//     ledger record stays (no op ends it) for as long as a lease standing
+//     on it may be in use, whatever end the record itself says;
 //   - covered leases need IDs a successor will not hand out again: the
-//     ledger keeps a reservation of IDs (ReserveIDs), taken in blocks, and
-//     a covered lease takes one only below the reservation acknowledged.
+//     ledger keeps a reservation of IDs (ReserveIDs), taken in blocks,
+//     and a covered lease takes one only below the reservation
+//     acknowledged;
+//   - a covered lease, like any answer without a write, is answered only
+//     under a proof that this coordinator still leads (Core.Proven):
+//     a write would prove it as it lands; here the ledger must (Led).
 //
-// Why the bound holds. A covered lease L has its cover's rate and burst
-// and ends (counted, with the margin) no later than the cover's record,
-// as acknowledged written, reaches. In this core the cover counts until
-// then, and a region counts as the largest of its live leases, so L
-// changes no sum. The cover is never ended while a lease it covers may be
-// in use: a request that holds a covered lease ends the older leases
-// except its cover, and a region that moves on to a written lease ends
-// the cover only once it holds that lease (never going back). A
-// successor restores the cover from the ledger and counts it for the
-// whole length of its record from its take-over — past every covered
-// lease's end — and ends it only once the region holds one of the
-// successor's own leases, or it expires: a request that holds a lease the
-// successor does not know (a covered one) ends nothing there, and neither
-// does the region's return of the cover itself, which it gives back as it
-// installs a covered one (mayCover).
-// A coordinator deposed unawares may go on answering covered renewals,
-// as it answers unchanged ones, for no longer than its cover's record
-// reaches: the successor counts that record the same way; the region
-// never installs them once it holds a successor's lease (their IDs are
-// below the successor's, and it never goes back); and it can extend no
-// record, as its writes are fenced.
+// Why the bound holds. A covered lease L has its cover's rate and burst,
+// and the cover counts here until L ends, so while both count the region
+// counts as the larger of equal shares: L changes no sum. The cover is
+// never ended while a lease it covers may be in use: a request that holds
+// a covered lease ends the older leases except its cover, and a region
+// that moves on to a written lease ends the cover only once it holds that
+// lease (it never goes back). A successor restores the cover from the
+// ledger and counts it for a whole lease duration and margin from its
+// take-over; every covered lease was answered under a proof that its
+// coordinator led when it took it — before any take-over — so it ends
+// within a lease duration and margin of a moment before the successor's
+// count began: inside it. The successor ends a restored record only once
+// the region holds one of the successor's own leases, or it expires: a
+// request that holds a lease the successor does not know (a covered one)
+// ends nothing there, and neither does the region's return of the
+// record itself, which it gives back as it installs a covered one
+// (mayCover). A coordinator deposed unawares answers nothing without a
+// write once its proof has lapsed, and can write nothing, being fenced.
 //
 // The event log names each covered lease's cover (the lease event's
 // cover), and the checker (eventlog) keeps a covered lease counting
 // across a restart while its cover is live, and ends it with its cover.
 
 // mayCover says whether l, a lease this core counts, may be the cover of
-// a covered lease it does not know: a predecessor's (an older epoch),
-// written with a reserve (its record is longer than a lease and margin).
-// A region installing such a covered lease gives l back as it would any
-// lease it replaced, so a return of l ends it only if it is not one —
-// the region's next request, holding a lease of this core's, ends it, or
-// it expires. A return of a lease this core wrote is safe to take: its
-// covered leases are known to it.
-func mayCover(t quota.Tenant, l counted, epoch uint64) bool {
-	return l.cover == 0 && l.Epoch < epoch && l.Expires-l.Activates > t.LeaseDuration+t.Margin()
+// a covered lease it does not know: any written lease of a predecessor
+// (an older epoch) may be. A region installing such a covered lease gives
+// l back as it would any lease it replaced, so a return of l does not end
+// it — the region's next request, holding a lease of this core's, ends
+// it, or it expires. A return of a lease this core wrote is safe to take:
+// its covered leases are known to it.
+func mayCover(l counted, epoch uint64) bool {
+	return l.cover == 0 && l.Epoch < epoch
 }
 
 // idBlock is how many lease IDs a reservation takes at a time; a new one
-// is proposed when fewer than half of them are left.
-const idBlock = 1024
+// is proposed when fewer than half of them are left. Large, so that
+// 60,000 covered renewals a second cost about one reservation a second.
+const idBlock = 1 << 16
 
-// extension is what a step that extends a cover's record, or reserves
-// IDs, tells Advance once written.
+// extension is what a step that reserves IDs tells Advance once written.
 type extension struct {
-	tenant, region string
-	cover          uint64
-	end            time.Duration // the record's new end; 0: no extension
-	ids            uint64        // the reservation proposed; 0: none
+	ids uint64 // the reservation proposed; 0: none
 }
 
 // coverOf is the cover of lease id among the region's live leases: the
@@ -102,17 +94,15 @@ func coverOf(rs *regionState, id uint64) uint64 {
 }
 
 // coverable says whether a renewal can be answered with a covered lease:
-// a reserve is set; the region holds the newest lease this coordinator
-// answered (none newer counts, none is on its way), though it may have
-// expired; the new shares equal its shares with nothing to transfer,
-// under the same terms; its cover counts here, and its record, as
-// acknowledged written, reaches past the new lease's end; and an ID is
-// reserved.
-func (c *Core) coverable(t quota.Tenant, rs *regionState, req quota.Request, now time.Duration, rate, burst, transfer quota.Micro) bool {
+// the region holds the newest lease this coordinator answered (none newer
+// counts, none is on its way), though it may have expired; the new shares
+// equal its shares with nothing to transfer, under the same terms; its
+// cover counts here; and an ID is reserved.
+func (c *Core) coverable(t quota.Tenant, rs *regionState, req quota.Request, rate, burst, transfer quota.Micro) bool {
 	last := rs.last
 	held := last.Lease
 	switch {
-	case c.reserve <= 0 || rs.cover == 0 || c.nextID >= c.idsAck:
+	case rs.cover == 0 || c.nextID >= c.idsAck:
 		return false
 	case req.Holding == 0 || held.ID != req.Holding || rs.proposed != 0:
 		return false
@@ -127,16 +117,14 @@ func (c *Core) coverable(t quota.Tenant, rs *regionState, req quota.Request, now
 	case last.Mode != t.Mode || last.Emergency != t.Emergency || last.Ceiling != quota.MaxBurstShare(t) ||
 		last.ValidFor != t.LeaseDuration || last.Margin != t.Margin():
 		return false
-	case now+t.LeaseDuration+t.Margin() > rs.coverEnd:
-		return false
 	}
 	return true
 }
 
 // renewCovered answers a renewal that coverable admits with a covered
-// lease. The step x (with the ends Renew made) is answered without a
-// write; its ops, and the extension of the cover's record or a new
-// reservation of IDs if either is due, go to a deferred step.
+// lease, and keeps its cover counting until that lease ends. The step x
+// (with the ends Renew made) is answered without a write; its ops, and a
+// new reservation of IDs if one is due, go to a deferred step.
 func (c *Core) renewCovered(x Step, ts *tenantState, rs *regionState, req quota.Request, targets map[string]quota.Share, now time.Duration, short bool) Step {
 	t := ts.t
 	held := rs.last.Lease
@@ -147,21 +135,13 @@ func (c *Core) renewCovered(x Step, ts *tenantState, rs *regionState, req quota.
 	}
 	c.nextID++
 	rs.live = append(rs.live, counted{Lease: lease, until: lease.Expires, cover: rs.cover})
-	d := Step{Ops: x.Ops}
-	x.Ops = nil
-	if !rs.extending && rs.coverEnd-lease.Expires < 2*c.reserve/3 {
-		end := lease.Expires + c.reserve
-		for i := range rs.live {
-			if l := &rs.live[i]; l.ID == rs.cover {
-				rec := l.Lease
-				rec.Activates, rec.Expires = now, end
-				d.Ops = append(d.Ops, Op{Kind: PutLease, Lease: rec})
-				l.until = max(l.until, end)
-			}
+	for i := range rs.live {
+		if l := &rs.live[i]; l.ID == rs.cover {
+			l.until = max(l.until, lease.Expires)
 		}
-		rs.extending = true
-		d.ext = extension{tenant: t.Name, region: req.Region, cover: rs.cover, end: end}
 	}
+	d := Step{Ops: x.Ops, at: now}
+	x.Ops = nil
 	c.reserveIDs(&d)
 	if len(d.Ops) > 0 {
 		c.deferred = append(c.deferred, d)
@@ -171,10 +151,10 @@ func (c *Core) renewCovered(x Step, ts *tenantState, rs *regionState, req quota.
 	return x
 }
 
-// reserveIDs adds a reservation of IDs to x when one is due: a reserve is
-// set, none is on its way, and fewer than half a block are left.
+// reserveIDs adds a reservation of IDs to x when one is due: none is on
+// its way, and fewer than half a block are left.
 func (c *Core) reserveIDs(x *Step) {
-	if c.reserve <= 0 || c.idsProposed != 0 || c.idsAck > c.nextID+idBlock/2 {
+	if c.idsProposed != 0 || c.idsAck > c.nextID+idBlock/2 {
 		return
 	}
 	c.idsProposed = c.nextID + idBlock
@@ -182,41 +162,25 @@ func (c *Core) reserveIDs(x *Step) {
 	x.ext.ids = c.idsProposed
 }
 
-// extended takes what a step's write means for covers and reservations:
-// written (err nil), the cover's record reaches its new end and the IDs
-// are reserved; either way nothing is on its way any more.
+// extended takes what a step's write means for reservations: written
+// (err nil), the IDs are reserved; either way none is on its way any
+// more.
 func (c *Core) extended(x Step, err error) {
-	e := x.ext
-	if e.ids != 0 {
+	if e := x.ext.ids; e != 0 {
 		if err == nil {
-			c.idsAck = max(c.idsAck, e.ids)
+			c.idsAck = max(c.idsAck, e)
 		}
-		if c.idsProposed == e.ids {
+		if c.idsProposed == e {
 			c.idsProposed = 0
 		}
-	}
-	if e.end == 0 {
-		return
-	}
-	ts := c.tenants[e.tenant]
-	if ts == nil {
-		return
-	}
-	rs := ts.regions[e.region]
-	if rs == nil || rs.cover != e.cover {
-		return
-	}
-	rs.extending = false
-	if err == nil {
-		rs.coverEnd = max(rs.coverEnd, e.end)
 	}
 }
 
 // Deferred returns, and forgets, the steps the core proposed that no
-// caller waits for: the extensions of covers' records, reservations of
-// IDs, and the ends a covered renewal made. The runner persists them
-// like any step, in order after the steps it already has, and
-// acknowledges each (Advance): a failure only delays them.
+// caller waits for: reservations of IDs, and the ends a covered renewal
+// made. The runner persists them like any step, in order after the steps
+// it already has, and acknowledges each (Advance): a failure only delays
+// them.
 func (c *Core) Deferred() []Step {
 	d := c.deferred
 	c.deferred = nil

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -19,23 +20,26 @@ func shortTenant() quota.Tenant {
 		LeaseDuration: 100 * time.Millisecond, SkewMargin: 10 * time.Millisecond}.WithDefaults()
 }
 
-const testReserve = 4 * time.Second
-
-// covering is a core with a reserve and its ledger, the runner at its
-// simplest: each step written then acknowledged, the deferred ones after
-// the call's.
+// covering is a core and its ledger, the runner at its simplest: each
+// step written then acknowledged, the deferred ones after the call's,
+// and leadership proven for good (Led) unless a test says otherwise.
 type covering struct {
 	*Core
 	l    *MemLedger
 	puts int // lease records written
 }
 
+// forever is a proof of leadership that never lapses, for the tests
+// that are not about it.
+const forever = time.Duration(1 << 62)
+
 func newCovering(t *testing.T, l *MemLedger, now time.Duration) *covering {
 	t.Helper()
-	c, err := Open(context.Background(), Config{Tenants: []quota.Tenant{shortTenant()}, Reserve: testReserve}, l, now)
+	c, err := Open(context.Background(), Config{Tenants: []quota.Tenant{shortTenant()}}, l, now)
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.Led(now, forever)
 	return &covering{Core: c, l: l}
 }
 
@@ -79,11 +83,11 @@ func record(l *MemLedger, id uint64) (quota.Lease, bool, uint64) {
 }
 
 // TestCoveredRenewals: a region renewing a 100 ms lease every 50 ms for
-// ten seconds, with a 4 s reserve. After the first grant every renewal is
-// answered with a new lease that is not written (Covered, no ops), whose
-// cover's record in the ledger reaches past its end when it is answered;
-// the cover's record is moved out every second and a bit (not every
-// renewal), and the ledger's next ID stays above every lease granted.
+// ten seconds. After the first grant every renewal is answered with a new
+// lease that is not written (Covered, no ops), standing on the first one,
+// whose record stays in the ledger and counts in the core until the
+// newest covered lease ends; one lease record is written in all, and the
+// ledger's next ID stays above every lease granted.
 func TestCoveredRenewals(t *testing.T) {
 	l := NewMemLedger()
 	c := newCovering(t, l, 0)
@@ -108,11 +112,21 @@ func TestCoveredRenewals(t *testing.T) {
 		if x.Covered {
 			covered++
 			rec, ok, next := record(l, x.Cover)
-			if !ok || rec.Expires < g.Lease.Expires || rec.Rate != g.Lease.Rate || rec.Burst != g.Lease.Burst {
-				t.Fatalf("at %v: covered lease %d (ends %v) by %d: the ledger holds %+v (%v)", now, g.Lease.ID, g.Lease.Expires, x.Cover, rec, ok)
+			if !ok || rec.Rate != g.Lease.Rate || rec.Burst != g.Lease.Burst {
+				t.Fatalf("at %v: covered lease %d by %d: the ledger holds %+v (%v)", now, g.Lease.ID, x.Cover, rec, ok)
 			}
 			if next <= g.Lease.ID {
 				t.Fatalf("at %v: covered lease %d, the ledger's next ID is %d", now, g.Lease.ID, next)
+			}
+			// The cover counts here until the covered lease ends.
+			var until time.Duration
+			for _, lv := range c.tenants["acme"].regions["eu"].live {
+				if lv.ID == x.Cover {
+					until = lv.until
+				}
+			}
+			if until < g.Lease.Expires {
+				t.Fatalf("at %v: the cover %d counts until %v, the covered lease %d until %v", now, x.Cover, until, g.Lease.ID, g.Lease.Expires)
 			}
 		} else {
 			written++
@@ -131,14 +145,65 @@ func TestCoveredRenewals(t *testing.T) {
 			t.Fatalf("at %v: %d live leases: %+v", now, len(live), live)
 		}
 	}
-	puts := c.puts
-	t.Logf("%d calls: %d covered, %d written; %d lease records written", calls, covered, written, puts)
-	if written > 3 || covered < calls-10 {
+	t.Logf("%d calls: %d covered, %d written; %d lease records written", calls, covered, written, c.puts)
+	if written != 1 || covered < calls-10 {
 		t.Fatalf("%d calls: %d covered, %d written: want every renewal after the first covered", calls, covered, written)
 	}
-	// Records moved out every reserve/3 or so, not every renewal.
-	if puts < 5 || puts > int(10*time.Second/(testReserve/3))+3 {
-		t.Fatalf("%d lease records written in 10 s: want about one per %v", puts, testReserve/3)
+	if c.puts != 1 {
+		t.Fatalf("%d lease records written in 10 s: want the first one only", c.puts)
+	}
+}
+
+// TestCoveredNeedsProof: an answer without a write — a covered lease, an
+// unchanged one — is given only for a step taken while leadership was
+// proven (Core.Led): at or before the newest proof's asking, or before
+// its end. Advance refuses it otherwise (ErrUnproven), and the lease it
+// proposed is never answered; a new proof lets the next one through.
+func TestCoveredNeedsProof(t *testing.T) {
+	ms := time.Millisecond
+	for step, tc := range []struct {
+		at     time.Duration
+		led    [2]time.Duration // a proof taken after the first grant, if any
+		proven bool
+	}{
+		{at: 50 * ms, proven: true},   // within the first proof
+		{at: 150 * ms, proven: false}, // the proof has lapsed
+		{at: 200 * ms, led: [2]time.Duration{200 * ms, 200 * ms}, proven: true},  // asked at the step's instant
+		{at: 300 * ms, led: [2]time.Duration{250 * ms, 280 * ms}, proven: false}, // asked before, and lapsed
+		{at: 400 * ms, led: [2]time.Duration{350 * ms, 500 * ms}, proven: true},
+	} {
+		l := NewMemLedger()
+		tenant := shortTenant()
+		tenant.LeaseDuration = time.Second // unchanged up to 250 ms, covered after
+		c, err := Open(context.Background(), Config{Tenants: []quota.Tenant{tenant}}, l, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Led(0, 100*ms) // asked at 0: no successor before 100 ms
+		x, err := c.Renew(0, quota.Request{Tenant: "acme", Region: "eu", Seq: seq(), Demand: quota.Tokens(100)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := (&covering{Core: c, l: l}).run(t, x).Grant // written: needs no proof
+		if tc.led != [2]time.Duration{} {
+			c.Led(tc.led[0], tc.led[1])
+		}
+		// Unchanged (the same lease) before a quarter lease, covered after:
+		// neither writes.
+		x, err = c.Renew(tc.at, quota.Request{Tenant: "acme", Region: "eu", Seq: seq(), Holding: g.Lease.ID, Epoch: c.Epoch(), Demand: quota.Tokens(100)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !x.Unwritten() {
+			t.Fatalf("step %d: the renewal writes %+v: want an answer without a write", step, x.Ops)
+		}
+		a, err := c.Advance(x, nil)
+		switch {
+		case tc.proven && err != nil:
+			t.Fatalf("step %d: taken at %v under a proof: %v", step, tc.at, err)
+		case !tc.proven && !errors.Is(err, ErrUnproven):
+			t.Fatalf("step %d: taken at %v with the proof lapsed: answer %+v, err %v; want ErrUnproven", step, tc.at, a.Grant, err)
+		}
 	}
 }
 
@@ -353,70 +418,175 @@ func (j *coverJournal) has(id uint64) bool {
 
 // TestServerRenewsThroughLedgerOutage: the ledger stalls (etcd holding an
 // election) for two seconds while a region renews a 100 ms lease every
-// 50 ms through a Server with a 4 s reserve: every renewal is answered,
-// journalled first, and none waits for the ledger; the writes the
-// renewals left (the cover's record moved out) go through once the
-// ledger is back. Without a reserve the same renewals wait out the stall.
+// 50 ms through a Server whose ledger still proves its leadership: every
+// renewal is answered, journalled first, and none waits for the ledger;
+// the writes the renewals left go through once the ledger is back.
 func TestServerRenewsThroughLedgerOutage(t *testing.T) {
-	for _, reserve := range []time.Duration{testReserve, 0} {
-		synctest.Test(t, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			l := &stallLedger{MemLedger: NewMemLedger()}
-			j := &coverJournal{}
-			srv, err := NewServer(ctx, Config{Tenants: []quota.Tenant{shortTenant()}, Reserve: reserve}, l, WithJournal(j))
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		l := &stallLedger{MemLedger: NewMemLedger()}
+		j := &coverJournal{}
+		srv, err := NewServer(ctx, Config{Tenants: []quota.Tenant{shortTenant()}}, l, WithJournal(j))
+		if err != nil {
+			t.Fatal(err)
+		}
+		go srv.Run(ctx)
+		synctest.Wait()
+		var held uint64
+		failed := 0
+		renew := func() (quota.Grant, time.Duration) {
+			start := time.Now()
+			// A region waits a while for an answer, then asks again.
+			rctx, rcancel := context.WithTimeout(ctx, 250*time.Millisecond)
+			defer rcancel()
+			g, err := srv.Renew(rctx, quota.Request{Tenant: "acme", Region: "eu", Seq: seq(), Holding: held, Demand: quota.Tokens(100)})
 			if err != nil {
-				t.Fatal(err)
-			}
-			go srv.Run(ctx)
-			synctest.Wait()
-			var held uint64
-			failed := 0
-			renew := func() (quota.Grant, time.Duration) {
-				start := time.Now()
-				// A region waits a while for an answer, then asks again.
-				rctx, rcancel := context.WithTimeout(ctx, 250*time.Millisecond)
-				defer rcancel()
-				g, err := srv.Renew(rctx, quota.Request{Tenant: "acme", Region: "eu", Seq: seq(), Holding: held, Demand: quota.Tokens(100)})
-				if err != nil {
-					failed++
-					return g, time.Since(start)
-				}
-				if !g.Unchanged {
-					if !j.has(g.Lease.ID) {
-						t.Fatalf("lease %d answered before the journal had it", g.Lease.ID)
-					}
-					if held != 0 {
-						if err := srv.Return(rctx, quota.Return{Tenant: "acme", Region: "eu", LeaseID: held}); err != nil {
-							failed++
-						}
-					}
-					held = g.Lease.ID
-				}
+				failed++
 				return g, time.Since(start)
 			}
-			for range 20 {
-				renew()
-				time.Sleep(50 * time.Millisecond)
+			if !g.Unchanged {
+				if !j.has(g.Lease.ID) {
+					t.Fatalf("lease %d answered before the journal had it", g.Lease.ID)
+				}
+				if held != 0 {
+					if err := srv.Return(rctx, quota.Return{Tenant: "acme", Region: "eu", LeaseID: held}); err != nil {
+						failed++
+					}
+				}
+				held = g.Lease.ID
 			}
-			l.stall()
-			var longest time.Duration
-			for range 40 {
-				_, took := renew()
-				longest = max(longest, took)
-				time.Sleep(50 * time.Millisecond)
-			}
-			l.release()
-			synctest.Wait()
-			if reserve > 0 && (longest > 0 || failed > 0) {
-				t.Fatalf("reserve %v: a renewal waited %v for the stalled ledger; %d calls failed", reserve, longest, failed)
-			}
-			if reserve == 0 && failed == 0 {
-				t.Fatal("no reserve: no renewal failed for the stalled ledger; the test shows nothing")
-			}
-			if st := srv.Stats(); reserve > 0 && (st.Covered < 40 || l.waiting == 0) {
-				t.Fatalf("reserve %v: %d covered answers, %d writes stalled", reserve, st.Covered, l.waiting)
-			}
-		})
+			return g, time.Since(start)
+		}
+		for range 20 {
+			renew()
+			time.Sleep(50 * time.Millisecond)
+		}
+		l.stall()
+		var longest time.Duration
+		for range 40 {
+			_, took := renew()
+			longest = max(longest, took)
+			time.Sleep(50 * time.Millisecond)
+		}
+		l.release()
+		synctest.Wait()
+		if longest > 0 || failed > 0 {
+			t.Fatalf("a renewal waited %v for the stalled ledger; %d calls failed", longest, failed)
+		}
+		if st := srv.Stats(); st.Covered < 40 {
+			t.Fatalf("%d covered answers, want the 40 renewals of the stall among them", st.Covered)
+		}
+	})
+}
+
+// deposedLedger is a MemLedger whose proof of leadership lapsed at a
+// moment the test sets — a leader paused, or cut off from etcd, for
+// longer than its session's window — and whose Confirm answers as etcd
+// would once a successor had deposed it: stale.
+type deposedLedger struct {
+	*MemLedger
+	mu       sync.Mutex
+	until    time.Time // the proof's end; zero: the MemLedger's own proof
+	deposed  bool
+	confirms int
+}
+
+func (d *deposedLedger) Proof(epoch uint64) (time.Time, time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.until.IsZero() {
+		return d.MemLedger.Proof(epoch)
 	}
+	return d.until.Add(-time.Second), d.until
+}
+
+func (d *deposedLedger) Commit(ctx context.Context, epoch uint64, ops ...Op) error {
+	d.mu.Lock()
+	deposed := d.deposed
+	d.mu.Unlock()
+	if deposed {
+		return fmt.Errorf("%w: a successor fenced the ledger", quota.ErrStaleEpoch)
+	}
+	return d.MemLedger.Commit(ctx, epoch, ops...)
+}
+
+func (d *deposedLedger) Confirm(ctx context.Context, epoch uint64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.confirms++
+	if d.deposed {
+		return fmt.Errorf("%w: the session's lease is gone", quota.ErrStaleEpoch)
+	}
+	return d.MemLedger.Confirm(ctx, epoch)
+}
+
+// TestPausedLeaderAnswersNothingUnwritten is the report's case: a leader
+// paused past its proof of leadership while a successor took over wakes
+// up and is asked for renewals that change nothing (which would be
+// covered) and for ones that need a write. It answers none: the covered
+// ones wait for a proof, its ledger says it was deposed, and the server
+// stops, fenced; the journal records no step of it after the pause. (The
+// code before this check answered the covered renewals at once from the
+// woken leader, and journalled them.)
+func TestPausedLeaderAnswersNothingUnwritten(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		l := &deposedLedger{MemLedger: NewMemLedger()}
+		j := &coverJournal{}
+		tenant := shortTenant()
+		tenant.LeaseDuration = 10 * time.Second // outlives the pause: the renewal after it is covered
+		srv, err := NewServer(ctx, Config{Tenants: []quota.Tenant{tenant}}, l, WithJournal(j))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- srv.Run(ctx) }()
+		held := map[string]uint64{}
+		g, err := srv.Renew(ctx, quota.Request{Tenant: "acme", Region: "eu", Seq: seq(), Demand: quota.Tokens(100)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		held["eu"] = g.Lease.ID
+		time.Sleep(3 * time.Second)
+		// Settled: a renewal now changes nothing but the lease's end.
+		x, err := srv.Renew(ctx, quota.Request{Tenant: "acme", Region: "eu", Seq: seq(), Holding: held["eu"], Epoch: srv.Epoch(), Demand: quota.Tokens(100)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if srv.Stats().Covered != 1 {
+			t.Fatalf("the renewal before the pause: lease %d, stats %+v; want it covered", x.Lease.ID, srv.Stats())
+		}
+		held["eu"] = x.Lease.ID
+		// The pause: the proof lapses now, and a successor deposes it.
+		l.mu.Lock()
+		l.until, l.deposed = time.Now(), true
+		l.mu.Unlock()
+		before := len(j.leases)
+		time.Sleep(3 * time.Second) // paused
+		rctx, rcancel := context.WithTimeout(ctx, 250*time.Millisecond)
+		defer rcancel()
+		g, err = srv.Renew(rctx, quota.Request{Tenant: "acme", Region: "eu", Seq: seq(), Holding: held["eu"], Epoch: srv.Epoch(), Demand: quota.Tokens(100)})
+		if err == nil {
+			t.Fatalf("the woken leader answered a renewal with lease %d (unchanged %v)", g.Lease.ID, g.Unchanged)
+		}
+		if !errors.Is(err, ErrNotWritten) {
+			t.Fatalf("the woken leader's refusal: %v, want it to wrap ErrNotWritten", err)
+		}
+		select {
+		case err := <-done:
+			if !errors.Is(err, quota.ErrStaleEpoch) {
+				t.Fatalf("Run ended with %v, want quota.ErrStaleEpoch", err)
+			}
+		case <-time.After(time.Second):
+			t.Fatal("the deposed leader's Run goes on")
+		}
+		if n := len(j.leases); n != before {
+			t.Fatalf("the journal recorded %d leases after the pause", n-before)
+		}
+		if l.confirms == 0 {
+			t.Fatal("the woken leader never asked its ledger")
+		}
+	})
 }

@@ -275,6 +275,7 @@ func (s *slowJournal) Append([]Entry) error {
 func TestRetryAnsweredOnlyFromAcknowledged(t *testing.T) {
 	for _, written := range []bool{true, false} {
 		c := newCore(t, NewMemLedger(), 0)
+		c.Led(0, forever) // the retry's answer writes nothing: leadership proven
 		req := quota.Request{Tenant: "acme", Region: "eu", Seq: 42, Demand: 100 * quota.One}
 		first, err := c.Core.Renew(0, req)
 		if err != nil {

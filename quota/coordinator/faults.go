@@ -12,3 +12,4 @@ func (faults) fullToEvery() bool        { return false }
 func (faults) reuseBeforeConfirm() bool { return false }
 func (faults) noIncarnations() bool     { return false }
 func (faults) noRestoreFence() bool     { return false }
+func (faults) noLeaderProof() bool      { return false }

@@ -18,6 +18,7 @@ func (f faults) fullToEvery() bool        { return f.set.FullToEvery }
 func (f faults) reuseBeforeConfirm() bool { return f.set.ReuseBeforeConfirm }
 func (f faults) noIncarnations() bool     { return f.set.NoIncarnations }
 func (f faults) noRestoreFence() bool     { return f.set.NoRestoreFence }
+func (f faults) noLeaderProof() bool      { return f.set.NoLeaderProof }
 
 // OpenBroken is Open with the deliberate faults of set planted, for the
 // chaos harness's mutation checks. Only a build with the tag mutation has

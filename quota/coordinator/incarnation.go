@@ -106,7 +106,8 @@ func (x *Step) endRegion(c *Core, region string, why EndReason, drop func(counte
 // waits for a crashed one's leases to run out). Attaching the incarnation
 // that holds the region again succeeds and changes nothing. The answer
 // may be sent only once the step's ops are written.
-func (c *Core) Attach(now time.Duration, region string, id uint64, agent string) (Step, error) {
+func (c *Core) Attach(now time.Duration, region string, id uint64, agent string) (x Step, err error) {
+	defer func() { x.at = now }()
 	if c.stopped != nil {
 		return Step{}, c.stopped
 	}
@@ -128,7 +129,6 @@ func (c *Core) Attach(now time.Duration, region string, id uint64, agent string)
 		}
 		return Step{}, &quota.HeldError{Region: region, Holder: who, Wait: last - now}
 	}
-	var x Step
 	x.endRegion(c, region, Expired, func(l counted) bool { return l.until <= now })
 	c.holders[region] = &holder{id: id, agent: agent}
 	x.Ops = append(x.Ops, Op{Kind: PutHolder, Holder: Holder{Region: region, Incarnation: id, Agent: agent}})
@@ -141,7 +141,8 @@ func (c *Core) Attach(now time.Duration, region string, id uint64, agent string)
 // otherwise), and only once it spends nothing more: an agent detaches
 // after giving its leases back, as it shuts down. The answer may be sent
 // only once the step's ops are written.
-func (c *Core) Detach(now time.Duration, region string, id uint64) (Step, error) {
+func (c *Core) Detach(now time.Duration, region string, id uint64) (x Step, err error) {
+	defer func() { x.at = now }()
 	if c.stopped != nil {
 		return Step{}, c.stopped
 	}
@@ -151,7 +152,6 @@ func (c *Core) Detach(now time.Duration, region string, id uint64) (Step, error)
 		}
 		return Step{}, fmt.Errorf("%w: region %q: incarnation 0 never attached, so cannot detach", quota.ErrSuperseded, region)
 	}
-	var x Step
 	x.endRegion(c, region, Expired, func(l counted) bool { return l.until <= now })
 	x.endRegion(c, region, Detached, func(counted) bool { return true })
 	c.holders[region] = &holder{}
@@ -191,7 +191,7 @@ func newIncarnation() uint64 {
 func (s *Server) Attach(ctx context.Context, region, agent string) (uint64, error) {
 	id := newIncarnation()
 	agent += ", attached " + time.Now().UTC().Format(time.RFC3339)
-	err := s.submit(ctx, 1, func(at time.Duration, _ int) (Step, error) { return s.core.Attach(at, region, id, agent) })[0].err
+	err := s.call(ctx, func(at time.Duration) (Step, error) { return s.core.Attach(at, region, id, agent) })
 	if err != nil {
 		return 0, err
 	}
@@ -201,7 +201,7 @@ func (s *Server) Attach(ctx context.Context, region, agent string) (uint64, erro
 // Detach ends incarnation's hold on region (Core.Detach) and returns once
 // it is written.
 func (s *Server) Detach(ctx context.Context, region string, incarnation uint64) error {
-	return s.submit(ctx, 1, func(at time.Duration, _ int) (Step, error) { return s.core.Detach(at, region, incarnation) })[0].err
+	return s.call(ctx, func(at time.Duration) (Step, error) { return s.core.Detach(at, region, incarnation) })
 }
 
 // Verify says whether incarnation holds region (Core.Verify).

@@ -42,7 +42,30 @@ type Ledger interface {
 	// error wrapping ErrOutcomeUnknown if it could not tell (call it
 	// again). With no write of unknown outcome it reports false.
 	Resolve(ctx context.Context, epoch uint64) (applied bool, err error)
+	// Proof is the newest proof the ledger holds that its writer at
+	// epoch leads: the ledger was asked at sent, on this process's clock,
+	// and answered that no successor can lead before until (until may be
+	// sent itself: a proof of that instant only). Zero times when it has
+	// none. A coordinator answers a call without a write — a covered or
+	// unchanged lease, a return that ends only covered leases — only when
+	// the call was taken at or before sent, or before until (Core.Led):
+	// a write proves leadership as it lands, an answer without one needs
+	// this instead, or a paused leader that wakes up answers beside its
+	// successor.
+	Proof(epoch uint64) (sent, until time.Time)
+	// Confirm asks the ledger now whether epoch still leads, and returns
+	// once it has answered: nil if it does (Proof then holds a proof sent
+	// no earlier than the call), an error wrapping quota.ErrStaleEpoch if
+	// it does not, another error if it cannot tell.
+	Confirm(ctx context.Context, epoch uint64) error
 }
+
+// ErrTxnTooLarge: the ledger refused a write for its size — more
+// operations, or more bytes, than one transaction may hold (etcd's
+// --max-txn-ops, 128 by default, and --max-request-bytes) — and applied
+// nothing. Server splits the write smaller and writes it again; it never
+// writes the refused transaction again as it was.
+var ErrTxnTooLarge = errors.New("coordinator: ledger transaction too large")
 
 // ErrOutcomeUnknown: a ledger write may or may not have been applied —
 // an etcd transaction whose context was cancelled, or whose connection
@@ -286,6 +309,33 @@ func (l *MemLedger) Restore(b MemBackup, wait time.Duration, at time.Time) {
 	l.nextID = max(l.nextID, b.snap.NextID)
 	l.restored = &Restored{Wait: wait, At: at.UnixNano()}
 	l.applied = false
+}
+
+// Proof implements Ledger: a write to memory is applied or refused within
+// its call, so while epoch is the ledger's, leadership is proven at the
+// instant of asking — the only instant a proof of it covers, since
+// another coordinator's Fence may come at any moment after.
+func (l *MemLedger) Proof(epoch uint64) (sent, until time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if epoch != l.epoch {
+		return time.Time{}, time.Time{}
+	}
+	now := time.Now()
+	return now, now
+}
+
+// Confirm implements Ledger.
+func (l *MemLedger) Confirm(ctx context.Context, epoch uint64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if epoch != l.epoch {
+		return fmt.Errorf("%w: confirming epoch %d, the ledger is at %d", quota.ErrStaleEpoch, epoch, l.epoch)
+	}
+	return nil
 }
 
 // Resolve implements Ledger: whether the newest Commit at epoch was

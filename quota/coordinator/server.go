@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/afloat/afloat/bulkhead"
 	"github.com/afloat/afloat/quota"
 )
 
@@ -16,9 +17,24 @@ import (
 // lock; the committer writes outside it, batched across concurrent calls —
 // every step that arrives while a write is in flight goes into the next
 // transaction, as many as fit in the ledger's limit of operations per
-// transaction — then records the steps in the journal (WithJournal), and
-// only then acknowledges them to the core (Core.Advance), which gives each
-// call its answer: a grant is never sent before it is durable and logged.
+// transaction, and a step too large for one is split over several — then
+// records the steps in the journal (WithJournal), and only then
+// acknowledges them to the core (Core.Advance), which gives each call its
+// answer: a grant is never sent before it is durable and logged.
+//
+// It keeps its own head above water. Calls are admitted through a
+// bulkhead (WithAdmission): a bounded number in flight, a bounded queue,
+// and beyond it a *quota.BusyError saying how long to wait, at once.
+// Work whose caller has given up is dropped: a call's context deadline
+// is its caller's patience, and a renewal still queued when that
+// deadline is too near for its write to land is taken back (Core.Abandon)
+// — never written, never sent, never counted. A write the ledger refuses
+// for its size (ErrTxnTooLarge) is split smaller, never written again as
+// it was. An answer that rests on no write of its own (a covered or
+// unchanged lease) is given only under the ledger's proof that this
+// coordinator still leads (Ledger.Proof, Core.Proven), asked for anew
+// (Ledger.Confirm) when the last one has lapsed.
+//
 // It implements region.Coordinator, so limiters in the same process renew
 // through it, and package quota/remote serves it over HTTP. It is safe for
 // concurrent use.
@@ -26,7 +42,7 @@ type Server struct {
 	ledger Ledger
 	start  time.Time
 	opts   serverOptions
-	maxOps int
+	admit  *bulkhead.Bulkhead
 
 	mu      sync.Mutex
 	jmu     sync.Mutex // one journal append at a time: the committer's and covered answers'
@@ -36,6 +52,14 @@ type Server struct {
 	stopped chan struct{}
 	stopErr error
 	stats   Stats
+	// maxOps is the most operations a transaction carries: the ledger's
+	// limit (MaxOpser), halved each time the ledger refuses a write for
+	// its size.
+	maxOps int
+	// writeTime is a moving average of how long a ledger write takes:
+	// how close to its deadline a queued step may be and still be
+	// written in time, and how long a busy refusal asks callers to wait.
+	writeTime time.Duration
 	// draining: Run's context ended; the calls queued are being written,
 	// and new ones are refused (ErrStopping).
 	draining bool
@@ -54,6 +78,9 @@ type pending struct {
 	// has failed); it is written again for the ledger to catch up, and
 	// answers nobody.
 	again bool
+	// deadline is when its caller stops waiting, on the server's clock;
+	// 0 for none.
+	deadline time.Duration
 }
 
 // outcome is what a call waits for: its answer, or why it has none.
@@ -79,6 +106,25 @@ type Stats struct {
 	JournalFailures int64
 	// Covered counts the calls answered without a write (cover.go).
 	Covered int64
+	// Busy counts the calls refused at admission (quota.ErrBusy), and
+	// Abandoned the steps taken back because their caller's deadline
+	// passed before they could be written (Core.Abandon).
+	Busy      int64
+	Abandoned int64
+	// Split counts the writes the ledger refused for their size, each
+	// then split smaller; MaxOps is the most operations a transaction
+	// carries now.
+	Split  int64
+	MaxOps int
+	// Confirms counts the proofs of leadership asked of the ledger
+	// (Ledger.Confirm) before answers without a write, and Unproven the
+	// calls that failed for want of one.
+	Confirms int64
+	Unproven int64
+	// Queued is the steps waiting for the committer now, and QueuedOps
+	// their operations.
+	Queued    int
+	QueuedOps int
 }
 
 // Journal is where a Server records what it does — an event log — before
@@ -102,11 +148,13 @@ type Entry struct {
 }
 
 type serverOptions struct {
-	nudge   func(quota.Nudge)
-	journal Journal
-	logger  *slog.Logger
-	expiry  time.Duration
-	drain   time.Duration
+	nudge    func(quota.Nudge)
+	journal  Journal
+	logger   *slog.Logger
+	expiry   time.Duration
+	drain    time.Duration
+	inFlight int
+	queued   int
 }
 
 // ServerOption is an option of NewServer.
@@ -133,6 +181,27 @@ func WithLogger(logger *slog.Logger) ServerOption {
 // it gives up on them (their calls fail); default DefaultDrain. 0 gives
 // up at once, as a kill would.
 func WithDrain(d time.Duration) ServerOption { return func(o *serverOptions) { o.drain = d } }
+
+// WithAdmission bounds the calls the server takes in: at most inFlight
+// at once (each a batch of up to a region's whole renewal), at most
+// queued more waiting for one of those places, none waiting past its
+// deadline; beyond that a call is refused at once with a
+// *quota.BusyError. Returns, attaches and detaches go ahead of renewals
+// in the queue: they free share. Defaults DefaultInFlight and
+// DefaultQueued; both at least 1.
+func WithAdmission(inFlight, queued int) ServerOption {
+	return func(o *serverOptions) { o.inFlight, o.queued = inFlight, queued }
+}
+
+// The admission's defaults: a region sends a few batches at once, so that
+// sixteen calls in flight keep three regions' renewals and returns moving
+// while bounding the steps queued for the ledger to some thirty thousand
+// (sixteen batches of remote.MaxBatch), a few seconds of writes at the
+// worst; sixty-four more may wait for a place.
+const (
+	DefaultInFlight = 16
+	DefaultQueued   = 64
+)
 
 // DefaultDrain is how long a stopping Server finishes its writes:
 // several etcd round trips and an election's worth of waiting, well
@@ -162,15 +231,24 @@ func NewServer(ctx context.Context, cfg Config, ledger Ledger, opts ...ServerOpt
 	// lock, and every call waited behind it.
 	s.opts.expiry = 100 * time.Millisecond
 	s.opts.drain = DefaultDrain
+	s.opts.inFlight, s.opts.queued = DefaultInFlight, DefaultQueued
 	for _, o := range opts {
 		o(&s.opts)
+	}
+	if s.opts.inFlight < 1 || s.opts.queued < 1 {
+		return nil, fmt.Errorf("%w: coordinator: admission of %d calls in flight and %d queued: want at least 1 each", quota.ErrConfig, s.opts.inFlight, s.opts.queued)
+	}
+	if ledger == nil {
+		return nil, fmt.Errorf("%w: nil ledger", quota.ErrConfig)
 	}
 	s.maxOps = DefaultMaxOps
 	if m, ok := ledger.(MaxOpser); ok && m.MaxOps() > 0 {
 		s.maxOps = m.MaxOps()
 	}
-	if ledger == nil {
-		return nil, fmt.Errorf("%w: nil ledger", quota.ErrConfig)
+	s.writeTime = 20 * time.Millisecond
+	var err error
+	if s.admit, err = bulkhead.New(s.opts.inFlight, bulkhead.WithQueue(s.opts.queued)); err != nil {
+		return nil, err
 	}
 	snap, err := ledger.Fence(ctx) // may wait long: a campaign
 	if err != nil {
@@ -210,11 +288,17 @@ func (s *Server) Restoring() (time.Duration, bool) {
 	return max(0, until-s.Since()), waiting
 }
 
-// Stats reports what the server has written so far.
+// Stats reports what the server has written so far, and what waits.
 func (s *Server) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.stats
+	st := s.stats
+	st.MaxOps = s.maxOps
+	st.Queued = len(s.queue)
+	for _, p := range s.queue {
+		st.QueuedOps += len(p.step.Ops)
+	}
+	return st
 }
 
 // Tenant returns a tenant's configuration, with defaults.
@@ -237,13 +321,19 @@ func (s *Server) Renew(ctx context.Context, req quota.Request) (quota.Grant, err
 
 // RenewBatch implements region.Coordinator: many requests at once, one
 // turn of the lock for all of them, their steps written together. Each
-// result is answered once its step is written.
+// result is answered once its step is written. The call as a whole is
+// refused with a *quota.BusyError when the server is at its admission
+// bound, and with ErrStopping while it stops.
 func (s *Server) RenewBatch(ctx context.Context, reqs []quota.Request) ([]quota.Result, error) {
-	out := make([]quota.Result, len(reqs))
-	for i, o := range s.submit(ctx, len(reqs), func(at time.Duration, i int) (Step, error) { return s.core.Renew(at, reqs[i]) }) {
-		out[i] = quota.Result{Grant: o.ans.Grant, Err: o.err}
+	outs, err := s.submit(ctx, bulkhead.PriorityNormal, len(reqs), func(at time.Duration, i int) (Step, error) { return s.core.Renew(at, reqs[i]) })
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	res := make([]quota.Result, len(reqs))
+	for i, o := range outs {
+		res[i] = quota.Result{Grant: o.ans.Grant, Err: o.err}
+	}
+	return res, nil
 }
 
 // Return gives one lease back (ReturnBatch of one): it returns once the
@@ -257,16 +347,32 @@ func (s *Server) Return(ctx context.Context, ret quota.Return) error {
 }
 
 // ReturnBatch implements region.Coordinator for returns, as RenewBatch
-// for requests.
+// for requests; returns are admitted ahead of renewals.
 func (s *Server) ReturnBatch(ctx context.Context, rets []quota.Return) ([]error, error) {
-	out := make([]error, len(rets))
-	for i, o := range s.submit(ctx, len(rets), func(at time.Duration, i int) (Step, error) { return s.core.Return(at, rets[i]) }) {
-		out[i] = o.err
+	outs, err := s.submit(ctx, bulkhead.PriorityHigh, len(rets), func(at time.Duration, i int) (Step, error) { return s.core.Return(at, rets[i]) })
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	errs := make([]error, len(rets))
+	for i, o := range outs {
+		errs[i] = o.err
+	}
+	return errs, nil
 }
 
-// submit is every call's way through the server. Under the lock it reads
+// call is submit for a single call of high priority — an attach, a
+// detach, a tenant's change: its error whether the call was refused
+// whole or its step failed.
+func (s *Server) call(ctx context.Context, propose func(at time.Duration) (Step, error)) error {
+	outs, err := s.submit(ctx, bulkhead.PriorityHigh, 1, func(at time.Duration, _ int) (Step, error) { return propose(at) })
+	if err != nil {
+		return err
+	}
+	return outs[0].err
+}
+
+// submit is every call's way through the server. It admits the call
+// (the bulkhead: a *quota.BusyError when full), then under the lock reads
 // the clock once and has the core propose a step for each of n calls
 // (propose), and queues them for the committer; then, outside the lock,
 // it waits for each one's answer, which the committer gets from the core
@@ -274,20 +380,36 @@ func (s *Server) ReturnBatch(ctx context.Context, rets []quota.Return) ([]error,
 // batch, so that a region's batch does not queue its requests one by one
 // behind the lock (thousands of goroutines contending for one mutex hand
 // it over slowly). A call the core refuses has its error at once; the
-// nudges of the calls answered are delivered (WithNudges).
-func (s *Server) submit(ctx context.Context, n int, propose func(at time.Duration, i int) (Step, error)) []outcome {
+// nudges of the calls answered are delivered (WithNudges). The call's
+// deadline (its context's) goes with its steps: the committer drops those
+// it could no longer write in time (Core.Abandon).
+func (s *Server) submit(ctx context.Context, prio bulkhead.Priority, n int, propose func(at time.Duration, i int) (Step, error)) ([]outcome, error) {
+	permit, err := s.admit.Acquire(bulkhead.WithPriority(ctx, prio))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: waiting for admission: %w", ErrNotWritten, ctx.Err())
+		}
+		s.mu.Lock()
+		s.stats.Busy++
+		wait := s.busyWait()
+		s.mu.Unlock()
+		return nil, &quota.BusyError{Wait: wait, Why: fmt.Sprintf("%d calls in flight and %d queued: %v", s.opts.inFlight, s.opts.queued, bulkhead.ReasonOf(err))}
+	}
+	defer permit.Release()
 	out := make([]outcome, n)
 	done := make([]chan outcome, n)
 	s.mu.Lock()
 	if s.draining && s.stopErr == nil {
 		s.mu.Unlock()
-		for i := range out {
-			out[i].err = fmt.Errorf("%w: %w", ErrNotWritten, ErrStopping)
-		}
-		return out
+		return nil, fmt.Errorf("%w: %w", ErrNotWritten, ErrStopping)
 	}
 	at := s.Since()
-	var covered []int    // the calls whose steps are covered,
+	var deadline time.Duration
+	if d, ok := ctx.Deadline(); ok {
+		deadline = max(1, d.Sub(s.start))
+	}
+	s.proof()
+	var covered []int    // the calls whose steps are covered and proven,
 	var coveredSt []Step // and those steps: none in most calls
 	for i := range n {
 		step, err := propose(at, i)
@@ -295,14 +417,14 @@ func (s *Server) submit(ctx context.Context, n int, propose func(at time.Duratio
 			out[i].err = err
 			continue
 		}
-		if step.Covered {
-			// Its answer rests on no write (cover.go): answered below,
-			// once journalled, ahead of the queue.
+		if step.Covered && s.core.Proven(at) {
+			// Its answer rests on no write (cover.go), and leadership is
+			// proven: answered below, once journalled, ahead of the queue.
 			covered, coveredSt = append(covered, i), append(coveredSt, step)
 			continue
 		}
 		done[i] = make(chan outcome, 1)
-		s.queue = append(s.queue, pending{at: at, step: step, done: done[i]})
+		s.queue = append(s.queue, pending{at: at, step: step, done: done[i], deadline: deadline})
 	}
 	for _, st := range s.core.Deferred() {
 		s.queue = append(s.queue, pending{at: at, step: st})
@@ -322,7 +444,29 @@ func (s *Server) submit(ctx context.Context, n int, propose func(at time.Duratio
 			}
 		}
 	}
-	return out
+	return out, nil
+}
+
+// proof takes the ledger's newest proof of leadership into the core, on
+// the server's clock; called under mu.
+func (s *Server) proof() {
+	sent, until := s.ledger.Proof(s.core.Epoch())
+	if sent.IsZero() {
+		return
+	}
+	s.core.Led(sent.Sub(s.start), until.Sub(s.start))
+}
+
+// busyWait is how long a busy refusal asks its caller to wait: about
+// the time the writes queued take, within a tenth of a second and five
+// seconds; called under mu.
+func (s *Server) busyWait() time.Duration {
+	ops := 0
+	for _, p := range s.queue {
+		ops += len(p.step.Ops)
+	}
+	txns := 1 + ops/max(1, s.maxOps)
+	return min(max(time.Duration(txns)*s.writeTime, 100*time.Millisecond), 5*time.Second)
 }
 
 // answerCovered answers the covered steps of a call (steps[k], the
@@ -528,11 +672,16 @@ func (s *Server) stop(err error) {
 	close(s.stopped)
 }
 
-// flush persists everything queued, in transactions of at most maxOps
-// operations, in order, and acknowledges each transaction's steps to the
-// core once it is written and recorded; it stops at the first failure,
-// acknowledges the failure of every step from there on (their calls
-// fail), and puts them back at the head of the queue to be written again.
+// flush persists everything queued, in order, in transactions of at most
+// maxOps operations — whole steps while they fit; a step larger than
+// that alone, over as many transactions as it needs — and acknowledges
+// each step to the core once all of it is written and recorded. Before
+// a step goes into a transaction, one whose caller could no longer have
+// its answer in time is taken back (drop). It stops at the first
+// failure, acknowledges the failure of every step from there on (their
+// calls fail), and puts them back at the head of the queue to be written
+// again. A write refused for its size is not a failure: maxOps is halved
+// and the same steps are written again, smaller.
 func (s *Server) flush(ctx context.Context) error {
 	for {
 		s.mu.Lock()
@@ -544,13 +693,33 @@ func (s *Server) flush(ctx context.Context) error {
 			return nil
 		}
 		for len(batch) > 0 {
+			s.mu.Lock()
+			batch = s.drop(batch)
+			maxOps := s.maxOps
+			s.mu.Unlock()
+			if len(batch) == 0 {
+				break
+			}
 			n, ops := 0, 0
-			for n < len(batch) && (n == 0 || ops+len(batch[n].step.Ops) <= s.maxOps) {
+			for n < len(batch) && (n == 0 || ops+len(batch[n].step.Ops) <= maxOps) {
 				ops += len(batch[n].step.Ops)
 				n++
 			}
 			txn := batch[:n]
 			err := s.persist(ctx, epoch, txn, ops)
+			if errors.Is(err, ErrTxnTooLarge) {
+				s.mu.Lock()
+				s.stats.Split++
+				s.maxOps = max(1, min(s.maxOps, ops)/2)
+				if s.opts.logger != nil {
+					s.opts.logger.Warn("quota coordinator: the ledger refused a write for its size; writing it again, split smaller",
+						"ops", ops, "max_ops", s.maxOps, "err", err)
+				}
+				s.mu.Unlock()
+				if ops > 1 {
+					continue // the same steps, in smaller transactions
+				}
+			}
 			s.mu.Lock()
 			if err != nil {
 				s.stats.Failures++
@@ -577,17 +746,88 @@ func (s *Server) flush(ctx context.Context) error {
 	}
 }
 
-// persist writes one transaction's steps to the ledger, then records them
-// in the journal.
+// drop takes back, from the head of batch, the steps whose callers will
+// have given up before their write can land: a deadline nearer than
+// twice a write's usual time. What such a step must still persist (the
+// ends it made) stays, answering nobody; the caller gets ErrAbandoned.
+// Steps that cannot be taken back (Core.Abandon) are written. It looks
+// at one transaction's worth of steps at a time, just before writing
+// them, so that a step deep in the queue is judged when its turn comes.
+// Called under mu.
+func (s *Server) drop(batch []pending) []pending {
+	late := s.Since() + 2*s.writeTime
+	var out []pending // nil while nothing changed: no copy
+	ops := 0
+	i := 0
+	for ; i < len(batch) && ops <= s.maxOps; i++ {
+		p := batch[i]
+		if p.done != nil && !p.again && p.deadline != 0 && p.deadline < late {
+			if rest, ok := s.core.Abandon(p.step); ok {
+				s.stats.Abandoned++
+				p.done <- outcome{err: fmt.Errorf("%w: %w", ErrNotWritten, ErrAbandoned)}
+				if out == nil {
+					out = append(make([]pending, 0, len(batch)), batch[:i]...)
+				}
+				if len(rest.Ops) == 0 && len(rest.Ended) == 0 {
+					continue
+				}
+				p = pending{at: p.at, step: rest}
+			}
+		}
+		ops += len(p.step.Ops)
+		if out != nil {
+			out = append(out, p)
+		}
+	}
+	if out == nil {
+		return batch
+	}
+	return append(out, batch[i:]...)
+}
+
+// persist writes one transaction's steps to the ledger — over several
+// transactions if it is a single step larger than maxOps — then records
+// them in the journal. A transaction that writes nothing needs a proof
+// of leadership for its steps' answers and events instead (Core.Proven):
+// the ledger's newest, or one asked for now (Ledger.Confirm). A write
+// that lands proves it as of its sending (Core.Led).
 func (s *Server) persist(ctx context.Context, epoch uint64, txn []pending, ops int) error {
+	var latest time.Duration
+	for _, p := range txn {
+		latest = max(latest, p.at)
+	}
 	if ops > 0 {
 		all := make([]Op, 0, ops)
 		for _, p := range txn {
 			all = append(all, p.step.Ops...)
 		}
-		if err := s.commit(ctx, epoch, all); err != nil {
-			return err
+		s.mu.Lock()
+		maxOps := s.maxOps
+		s.mu.Unlock()
+		sent := s.Since()
+		for len(all) > 0 {
+			k := min(len(all), maxOps)
+			if err := s.commit(ctx, epoch, all[:k]); err != nil {
+				if k < len(all) && errors.Is(err, ErrTxnTooLarge) {
+					// A split step's part: its earlier parts stand
+					// (ops set values; written again, they change
+					// nothing), and the rest goes on in smaller parts.
+					s.mu.Lock()
+					s.stats.Split++
+					maxOps = max(1, k/2)
+					s.maxOps = min(s.maxOps, maxOps)
+					s.mu.Unlock()
+					continue
+				}
+				return err
+			}
+			all = all[k:]
 		}
+		s.mu.Lock()
+		s.core.Led(sent, sent)
+		s.mu.Unlock()
+	} else if err := s.confirm(ctx, epoch, latest); err != nil {
+		return err
 	}
 	if s.opts.journal == nil {
 		return nil
@@ -605,6 +845,32 @@ func (s *Server) persist(ctx context.Context, epoch uint64, txn []pending, ops i
 		s.mu.Unlock()
 		return fmt.Errorf("coordinator: journal: %w", err)
 	}
+	return nil
+}
+
+// confirm makes sure leadership is proven at at, the latest instant a
+// step of a transaction without a write was taken: by the ledger's
+// newest proof, or by asking it now (Ledger.Confirm). A ledger that says
+// another leads fences this server (quota.ErrStaleEpoch).
+func (s *Server) confirm(ctx context.Context, epoch uint64, at time.Duration) error {
+	s.mu.Lock()
+	s.proof()
+	ok := s.core.Proven(at)
+	s.mu.Unlock()
+	if ok {
+		return nil
+	}
+	sent := s.Since()
+	err := s.ledger.Confirm(ctx, epoch)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stats.Confirms++
+	if err != nil {
+		s.stats.Unproven++
+		return fmt.Errorf("%w: %w", ErrUnproven, err)
+	}
+	s.core.Led(sent, sent)
+	s.proof()
 	return nil
 }
 
@@ -626,10 +892,16 @@ func (s *Server) commit(ctx context.Context, epoch uint64, ops []Op) error {
 			return err
 		}
 	}
+	began := time.Now()
 	err := s.ledger.Commit(ctx, epoch, ops...)
+	took := time.Since(began)
 	s.mu.Lock()
 	s.stats.Txns++
 	s.stats.Ops += int64(len(ops))
+	if err == nil {
+		// A moving average over about eight writes.
+		s.writeTime += (took - s.writeTime) / 8
+	}
 	s.mu.Unlock()
 	if !errors.Is(err, ErrOutcomeUnknown) {
 		return err

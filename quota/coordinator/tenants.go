@@ -260,12 +260,12 @@ func (c *Core) TenantRecord(name string) (TenantRecord, bool) {
 // holds in this coordinator and is written again with its next write.
 func (s *Server) PutTenant(ctx context.Context, t quota.Tenant, by string, create bool, ifVersion uint64) (TenantRecord, error) {
 	var rec TenantRecord
-	o := s.submit(ctx, 1, func(at time.Duration, _ int) (step Step, err error) {
+	err := s.call(ctx, func(at time.Duration) (step Step, err error) {
 		rec, step, err = s.core.PutTenant(at, t, by, create, ifVersion)
 		return step, err
-	})[0]
-	if o.err != nil {
-		return TenantRecord{}, o.err
+	})
+	if err != nil {
+		return TenantRecord{}, err
 	}
 	return rec, nil
 }
@@ -273,7 +273,7 @@ func (s *Server) PutTenant(ctx context.Context, t quota.Tenant, by string, creat
 // DeleteTenant deletes a tenant (Core.DeleteTenant) and returns once the
 // delete is written; errors as PutTenant's.
 func (s *Server) DeleteTenant(ctx context.Context, name, by string, ifVersion uint64) error {
-	return s.submit(ctx, 1, func(at time.Duration, _ int) (Step, error) { return s.core.DeleteTenant(at, name, by, ifVersion) })[0].err
+	return s.call(ctx, func(at time.Duration) (Step, error) { return s.core.DeleteTenant(at, name, by, ifVersion) })
 }
 
 // Tenants lists the tenants.

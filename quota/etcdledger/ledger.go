@@ -62,13 +62,22 @@ type Config struct {
 	// DeposeAfter, in whole seconds, is how long a leader's lease may go
 	// without a keep-alive, as etcd's own leader counts it, before a
 	// campaigning replica revokes it: a killed leader is replaced about
-	// DeposeAfter after its death however long SessionTTL is. Default 1;
+	// DeposeAfter after its death however long SessionTTL is. Default 2;
 	// −1 for never (a successor waits for the lease to expire). It
 	// applies only when it is below SessionTTL. etcd resets every lease's
 	// TTL when its own leader changes (unless lease checkpointing is on),
 	// so an etcd election never makes a live leader look stale; a leader
 	// whose keep-alives stop for longer (a paused process, a cut link) is
 	// deposed, which the fence makes safe: it can write nothing after.
+	//
+	// It also bounds the leader's proof of leadership (Proof): a leader
+	// answers without a write only within DeposeAfter (less a margin) of
+	// its newest keep-alive etcd confirmed, since a replica may depose it
+	// then. Why 2 and not 1: a window under two seconds covers etcd's own
+	// leader elections with its stock settings (one to two seconds, during
+	// which no keep-alive is confirmed) for most renewals, which are
+	// answered without a write; a region's lease of ten seconds, renewed
+	// at half, rides out the two seconds a successor takes.
 	DeposeAfter int
 	// WriteTimeout bounds one transaction; default 500 ms, some twenty
 	// times a loaded etcd's p99 (docs/benchmarks.md) and five times the
@@ -107,7 +116,7 @@ func (c Config) withDefaults() Config {
 		c.SessionTTL = DefaultSessionTTL
 	}
 	if c.DeposeAfter == 0 {
-		c.DeposeAfter = 1
+		c.DeposeAfter = 2
 	}
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = 500 * time.Millisecond
@@ -492,7 +501,8 @@ func (l *Ledger) Commit(ctx context.Context, epoch uint64, ops ...coordinator.Op
 	l.mu.Unlock()
 	then = append(then, clientv3.OpPut(p+"nextid", strconv.FormatUint(next, 10)), clientv3.OpPut(p+"write", m))
 	if len(then) > l.cfg.MaxTxnOps {
-		return fmt.Errorf("etcdledger: %d operations in one transaction: etcd takes at most %d", len(then), l.cfg.MaxTxnOps)
+		return fmt.Errorf("etcdledger: %d operations in one transaction, etcd takes at most %d (etcd.max_txn_ops): %w",
+			len(then), l.cfg.MaxTxnOps, coordinator.ErrTxnTooLarge)
 	}
 	wctx, cancel := context.WithTimeout(ctx, l.cfg.WriteTimeout)
 	resp, err := l.cfg.Client.Txn(wctx).
@@ -503,6 +513,11 @@ func (l *Ledger) Commit(ctx context.Context, epoch uint64, ops ...coordinator.Op
 		Commit()
 	cancel()
 	if err != nil {
+		if errors.Is(err, rpctypes.ErrTooManyOps) || errors.Is(err, rpctypes.ErrRequestTooLarge) {
+			// etcd's limits are lower than the config says: nothing was
+			// applied, and the coordinator splits the write smaller.
+			return fmt.Errorf("etcdledger: etcd refused %d ops in one transaction: %w: %w", len(then), coordinator.ErrTxnTooLarge, err)
+		}
 		if refused(err) {
 			return fmt.Errorf("etcdledger: writing %d ops: %w", len(then), err)
 		}
@@ -622,6 +637,63 @@ func (l *Ledger) Resolve(ctx context.Context, epoch uint64) (bool, error) {
 
 func leaseKey(prefix string, id uint64) string {
 	return prefix + "lease/" + fmt.Sprintf("%020d", id)
+}
+
+// Proof implements coordinator.Ledger: the newest keep-alive of this
+// ledger's session that etcd confirmed, while it leads at epoch. etcd
+// refreshed the session's lease no earlier than the keep-alive was sent,
+// so the election key on it — and with it this leadership — lasts at
+// least the TTL etcd answered from that sending, unless the lease is
+// revoked: by this ledger's Close, or by a campaigning replica once etcd
+// counts it DeposeAfter seconds without a keep-alive, which is why the
+// window is the shorter of the two. Less a margin (leaderMargin) for the
+// rate at which etcd's clock and this one may differ.
+func (l *Ledger) Proof(epoch uint64) (sent, until time.Time) {
+	l.mu.Lock()
+	s, cur, key := l.session, l.epoch, l.key
+	l.mu.Unlock()
+	if s == nil || key == "" || uint64(cur) != epoch || isDone(s.lost) {
+		return time.Time{}, time.Time{}
+	}
+	sent, ttl := s.alive()
+	window := ttl
+	if after := time.Duration(l.cfg.DeposeAfter) * time.Second; l.cfg.DeposeAfter > 0 && after < window {
+		window = after
+	}
+	return sent, sent.Add(max(0, window-leaderMargin(window)))
+}
+
+// leaderMargin is what Proof takes off a window of leadership: 100 ms
+// and a fiftieth of it. Over seconds, two machines' monotonic clocks
+// drift apart by milliseconds at most (NTP slews by 500 ppm); what the
+// margin covers beyond that is the deposer's rounding — etcd counts TTLs
+// in whole seconds, and a campaigning replica revokes a lease that has
+// gone more than DeposeAfter without a keep-alive, as soon as etcd's
+// leader says so — and the time a revocation takes to reach etcd.
+func leaderMargin(window time.Duration) time.Duration {
+	return 100*time.Millisecond + window/50
+}
+
+// Confirm implements coordinator.Ledger: a keep-alive now, whose
+// confirmation is a proof of leadership as of its sending (Proof); a
+// lease etcd says is gone, or an election key no longer this epoch's, is
+// quota.ErrStaleEpoch.
+func (l *Ledger) Confirm(ctx context.Context, epoch uint64) error {
+	l.mu.Lock()
+	s, cur, key := l.session, l.epoch, l.key
+	l.mu.Unlock()
+	if s == nil || key == "" || uint64(cur) != epoch {
+		return fmt.Errorf("%w: confirming epoch %d, this ledger leads at %d", quota.ErrStaleEpoch, epoch, cur)
+	}
+	wctx, cancel := context.WithTimeout(ctx, l.cfg.WriteTimeout)
+	defer cancel()
+	if err := s.confirm(wctx); err != nil {
+		if errors.Is(err, ErrSessionLost) {
+			return fmt.Errorf("%w: %w", quota.ErrStaleEpoch, err)
+		}
+		return err
+	}
+	return nil
 }
 
 // Epoch is the epoch this ledger leads at; 0 before Fence.

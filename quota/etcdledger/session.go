@@ -43,9 +43,16 @@ type session struct {
 
 	lost   chan struct{} // closed when the session ends
 	cancel context.CancelFunc
+	cli    *clientv3.Client
 
 	mu  sync.Mutex
 	err error // why it ended
+	// The newest keep-alive etcd confirmed: sent when it was sent, and
+	// ttl the TTL etcd answered, from that moment. etcd refreshed the
+	// lease no earlier than sent, so it lives past sent + ttl unless
+	// revoked.
+	sent time.Time
+	ttl  time.Duration
 }
 
 // newSession grants a lease of ttl seconds and keeps it alive until ctx
@@ -65,7 +72,7 @@ func newSession(ctx context.Context, cli *clientv3.Client, ttl int) (*session, e
 		rcancel()
 		return nil, fmt.Errorf("etcdledger: starting a session: %w", err)
 	}
-	s := &session{Session: cs, lost: make(chan struct{}), cancel: cancel}
+	s := &session{Session: cs, lost: make(chan struct{}), cancel: cancel, cli: cli, sent: asked, ttl: time.Duration(g.TTL) * time.Second}
 	go s.keep(kctx, cli, g.ID, asked.Add(time.Duration(g.TTL)*time.Second))
 	return s, nil
 }
@@ -89,6 +96,7 @@ func (s *session) keep(ctx context.Context, cli *clientv3.Client, id clientv3.Le
 			return
 		case err == nil:
 			until = sent.Add(time.Duration(resp.TTL) * time.Second)
+			s.confirmed(sent, resp.TTL)
 		case errors.Is(err, rpctypes.ErrLeaseNotFound):
 			s.end(fmt.Errorf("%w: etcd answered that lease %x is gone (expired, or revoked as stale)", ErrSessionLost, id))
 			return
@@ -107,6 +115,39 @@ func (s *session) keep(ctx context.Context, cli *clientv3.Client, id clientv3.Le
 		case <-t.C:
 		}
 	}
+}
+
+// confirmed records a keep-alive sent at sent that etcd answered with
+// ttl seconds.
+func (s *session) confirmed(sent time.Time, ttl int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sent.After(s.sent) {
+		s.sent, s.ttl = sent, time.Duration(ttl)*time.Second
+	}
+}
+
+// confirm sends a keep-alive now and records etcd's answer: the session's
+// proof of life as of this moment. An error wrapping ErrSessionLost if
+// etcd answered that the lease is gone.
+func (s *session) confirm(ctx context.Context) error {
+	sent := time.Now()
+	resp, err := s.cli.KeepAliveOnce(ctx, s.Lease())
+	switch {
+	case errors.Is(err, rpctypes.ErrLeaseNotFound):
+		return fmt.Errorf("%w: etcd answered that lease %x is gone (expired, or revoked as stale)", ErrSessionLost, s.Lease())
+	case err != nil:
+		return fmt.Errorf("etcdledger: confirming the session: %w", err)
+	}
+	s.confirmed(sent, resp.TTL)
+	return nil
+}
+
+// alive is the newest keep-alive's sending and the TTL etcd gave from it.
+func (s *session) alive() (time.Time, time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sent, s.ttl
 }
 
 func (s *session) end(err error) {

@@ -24,7 +24,10 @@ import (
 //     counted intervals, Σ of each region's largest rate ≤ R, and Σ of
 //     each region's largest burst plus the credit held ≤ B;
 //   - no share granted twice: lease IDs unique; no grant from an epoch
-//     older than a successor that has fenced the ledger; no more tokens
+//     older than a successor that has fenced the ledger, and none at all —
+//     not even one without a write (a covered lease) — from an epoch
+//     older than one that has granted already: a coordinator answers
+//     without a write only while it can prove it still leads; no more tokens
 //     transferred than were returned; a lease spent only by the region it
 //     was granted to, only within its counted interval, and by a region
 //     holding one lease at a time;
@@ -78,6 +81,9 @@ type Checker struct {
 	leases  map[uint64]*leaseCheck
 	covered map[uint64][]uint64 // a cover's covered leases
 	fenced  uint64
+	// firstGrant is when each epoch granted its first lease: no older
+	// epoch may grant after it.
+	firstGrant map[uint64]int64
 	last    int64
 	report  Report
 }
@@ -253,7 +259,8 @@ const maxMessages = 20
 // NewChecker returns a checker with no tenant yet: a start event names
 // each.
 func NewChecker() *Checker {
-	return &Checker{tenants: map[string]*tenantCheck{}, leases: map[uint64]*leaseCheck{}, covered: map[uint64][]uint64{}, report: Report{WorstExcess: math.Inf(-1)}}
+	return &Checker{tenants: map[string]*tenantCheck{}, leases: map[uint64]*leaseCheck{}, covered: map[uint64][]uint64{},
+		firstGrant: map[uint64]int64{}, report: Report{WorstExcess: math.Inf(-1)}}
 }
 
 func (c *Checker) violate(t int64, format string, args ...any) {
@@ -439,13 +446,11 @@ func (c *Checker) lease(e *Event) {
 	}, cover: e.Cover}
 	// A covered lease is not written: its cover's record stands for it,
 	// so it needs a cover of its own region and shares, and counts only
-	// while its cover does — also across a restart. A coordinator that
-	// did not know it was fenced may grant one, as it may answer a renewal
-	// unchanged, for no write is refused: while its cover counts, the
-	// successor counts the record on; granted after its cover ended, it
-	// counts nowhere, and spending under it is a violation (Finish). The
-	// region never installs such a grant (it holds the successor's lease,
-	// whose ID is higher).
+	// while its cover does — also across a restart; spent after its cover
+	// ended, it is a violation (Finish). No write refuses it, so only the
+	// coordinator's proof of leadership keeps a deposed one from granting
+	// it: a lease of any kind from an epoch older than one that has
+	// granted already is a violation (below).
 	if e.Cover != 0 {
 		cv := c.leases[e.Cover]
 		switch {
@@ -463,6 +468,15 @@ func (c *Checker) lease(e *Event) {
 	}
 	if e.Epoch < c.fenced && e.Cover == 0 {
 		c.violate(e.T, "lease %d granted at epoch %d after epoch %d fenced the ledger", e.ID, e.Epoch, c.fenced)
+	}
+	if _, ok := c.firstGrant[e.Epoch]; !ok {
+		c.firstGrant[e.Epoch] = e.T
+	}
+	for f, t0 := range c.firstGrant {
+		if f > e.Epoch && t0 <= e.T {
+			c.violate(e.T, "lease %d granted at epoch %d after epoch %d granted its first lease (at %v)", e.ID, e.Epoch, f, time.Duration(t0))
+			break
+		}
 	}
 	if e.Rate < 0 || e.Burst < 0 || e.Transfer < 0 || e.Transfer > e.Burst || e.Expires <= e.Activates {
 		c.violate(e.T, "lease %d malformed: rate %v burst %v transfer %v from %d to %d", e.ID, e.Rate, e.Burst, e.Transfer, e.Activates, e.Expires)

@@ -14,9 +14,10 @@ import (
 // wrong is a violation: a cover never granted or of another region, a
 // covered lease larger than its cover, spending under a covered lease
 // after its cover ended or under a stale grant whose cover the successor
-// did not restore (the grant alone is none: a deposed coordinator may
-// answer, as it may answer unchanged), and a written grant from a fenced
-// epoch.
+// did not restore (the grant alone is none before the successor's first
+// grant), a written grant from a fenced epoch, and any grant of an epoch
+// older than one that has granted already: a coordinator answers without
+// a write only under a proof that it still leads.
 func TestCoveredLeases(t *testing.T) {
 	start := Event{Kind: Start, Tenant: "t", Rate: 10 * quota.One, Burst: 10 * quota.One, N: 2, Why: "hard"}
 	lease := func(at int64, id, epoch uint64, region string, rate float64, cover uint64) Event {
@@ -74,6 +75,8 @@ func TestCoveredLeases(t *testing.T) {
 		{"stale covered grant, cover not restored, spent", with(restart(1100*ms, 2, 9), stop(Supersede, 1100*ms, 3), lease(1200*ms, 4, 1, "a", 6, 1),
 			install(1210*ms, 4, "a"), stop(Expire, 2100*ms, 4)), "spent under lease 4"},
 		{"stale written grant", with(restart(1100*ms, 2, 1, 9), lease(1200*ms, 4, 1, "a", 6, 0)), "after epoch 2 fenced"},
+		{"stale covered grant after the successor granted", with(restart(1100*ms, 2, 1, 9), lease(1150*ms, 10, 2, "b", 4, 0),
+			lease(1200*ms, 4, 1, "a", 6, 1)), "after epoch 2 granted its first lease"},
 		{"spent after the cover ended", with(Event{T: 1200 * ms, Kind: End, ID: 1}, admit(1300*ms, "a"), stop(Expire, 1850*ms, 3)), "spent under lease 3"},
 		{"granted after the cover ended, spent", with(stop(Supersede, 1100*ms, 3), Event{T: 1200 * ms, Kind: End, ID: 1},
 			lease(1300*ms, 4, 1, "a", 6, 1), install(1310*ms, 4, "a"), stop(Expire, 2100*ms, 4)), "spent under lease 4"},

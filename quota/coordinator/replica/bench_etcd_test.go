@@ -87,7 +87,7 @@ func TestBenchRenewals(t *testing.T) {
 	}
 	defer ledger.Close()
 	timed := &timedLedger{Ledger: ledger}
-	srv, err := coordinator.NewServer(ctx, coordinator.Config{Tenants: cfg.QuotaTenants(), Reserve: cfg.Etcd.ReserveOrDefault()}, timed)
+	srv, err := coordinator.NewServer(ctx, coordinator.Config{Tenants: cfg.QuotaTenants()}, timed)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -249,6 +249,9 @@ func Run(ctx context.Context, o Options) error {
 		hs.Shutdown(sctx) //nolint:errcheck
 		cancel()
 	}()
+	for _, d := range o.Config.Deprecated() {
+		log.Warn("quota coordinator: the config has a setting that does nothing any more", "setting", d)
+	}
 	log.Info("quota coordinator: serving", "listen", ln.Addr().String(), "advertise", advertise, "etcd", cli.Endpoints(),
 		"tls", r.certs != nil, "client_certificates", r.certs.Mutual())
 	if w := ops.PlainWarning("quota coordinator", "--listen", ln.Addr().String(), r.certs != nil); w != "" {
@@ -563,7 +566,7 @@ func lead(ctx context.Context, o Options, ledger *etcdledger.Ledger, events *eve
 	}
 	log.Info("quota coordinator: campaigning")
 	var err error
-	srv, err = coordinator.NewServer(ctx, coordinator.Config{Tenants: o.Config.QuotaTenants(), Reserve: o.Config.Etcd.ReserveOrDefault()}, o.metrics.ledger(ledger), opts...)
+	srv, err = coordinator.NewServer(ctx, coordinator.Config{Tenants: o.Config.QuotaTenants()}, o.metrics.ledger(ledger), opts...)
 	if err != nil {
 		return err
 	}

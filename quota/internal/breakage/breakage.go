@@ -26,6 +26,11 @@ type Set struct {
 	// grants at once, counting only the backup's leases, beside leases
 	// granted after the backup that regions still spend.
 	NoRestoreFence bool
+	// NoLeaderProof: the coordinator answers without a write — covered
+	// and unchanged leases — with no proof that it still leads, so a
+	// leader paused while a successor took over, once woken, grants
+	// leases its successor never counts.
+	NoLeaderProof bool
 }
 
 // Any says whether any fault is set.

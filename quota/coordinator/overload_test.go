@@ -1,0 +1,221 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/afloat/afloat/quota"
+)
+
+// manyTenants is n tenants of R 100 and B 200 in eu, us and ap.
+func manyTenants(n int) []quota.Tenant {
+	out := make([]quota.Tenant, n)
+	for i := range out {
+		out[i] = quota.Tenant{Name: fmt.Sprintf("t%05d", i), Rate: 100 * quota.One, Burst: 200 * quota.One,
+			Regions: []string{"eu", "us", "ap"}}
+	}
+	return out
+}
+
+// slowLedger is a MemLedger each of whose writes takes per op, as an etcd
+// on a loaded machine; it records the size of every write it was given.
+type slowLedger struct {
+	*MemLedger
+	per    time.Duration
+	maxOps int // refuse a write of more ops than this (ErrTxnTooLarge); 0: none
+	mu     sync.Mutex
+	sizes  []int
+}
+
+func (l *slowLedger) Commit(ctx context.Context, epoch uint64, ops ...Op) error {
+	l.mu.Lock()
+	l.sizes = append(l.sizes, len(ops))
+	l.mu.Unlock()
+	if l.maxOps > 0 && len(ops) > l.maxOps {
+		return fmt.Errorf("slow ledger: %d ops: %w", len(ops), ErrTxnTooLarge)
+	}
+	time.Sleep(time.Duration(len(ops)) * l.per)
+	return l.MemLedger.Commit(ctx, epoch, ops...)
+}
+
+// TestGivenUpWorkIsDropped is the retry storm's cure: a region asks for
+// the first leases of 2,000 tenants with a patience of 200 ms, and the
+// ledger takes 100 µs an op, so that a batch's writes take 200 ms and
+// more. What the committer could not write before the caller's deadline
+// is taken back, not written, and counts nowhere: every lease the
+// coordinator counts afterwards was answered to the caller, and the
+// ledger holds no other. The region asks again for the rest, and all are
+// granted in a few rounds. (Before, every grant was written and counted
+// whatever its caller had done meanwhile: leases nobody held, each
+// counting against its tenant until it expired.)
+func TestGivenUpWorkIsDropped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		tenants := manyTenants(2000)
+		l := &slowLedger{MemLedger: NewMemLedger(), per: 100 * time.Microsecond}
+		srv, err := NewServer(ctx, Config{Tenants: tenants}, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go srv.Run(ctx)
+		time.Sleep(2 * time.Second) // the seeding's writes
+		granted := map[uint64]bool{}
+		want := map[string]bool{}
+		for _, tn := range tenants {
+			want[tn.Name] = true
+		}
+		for round := 0; len(want) > 0; round++ {
+			if round == 20 {
+				t.Fatalf("%d tenants still without a lease after 20 rounds", len(want))
+			}
+			var reqs []quota.Request
+			for name := range want {
+				reqs = append(reqs, quota.Request{Tenant: name, Region: "eu", Seq: seq(), Demand: -1})
+			}
+			rctx, rcancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			res, err := srv.RenewBatch(rctx, reqs)
+			rcancel()
+			if err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+			for i, r := range res {
+				if r.Err == nil {
+					granted[r.Grant.Lease.ID] = true
+					delete(want, reqs[i].Tenant)
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		synctest.Wait()
+		for _, id := range srv.LiveIDs() {
+			if !granted[id] {
+				t.Errorf("lease %d counts, but no caller was answered with it", id)
+			}
+		}
+		b := l.Backup()
+		for _, ls := range b.snap.Leases {
+			if !granted[ls.ID] {
+				t.Errorf("the ledger holds lease %d, which no caller was answered with", ls.ID)
+			}
+		}
+		st := srv.Stats()
+		if st.Abandoned == 0 {
+			t.Fatalf("nothing abandoned (%+v): the test shows nothing", st)
+		}
+		t.Logf("%d granted, %d abandoned, %d txns", len(granted), st.Abandoned, st.Txns)
+	})
+}
+
+// TestAdmissionBounds: with one call in flight and one queued, a third
+// call at once is refused whole with a *quota.BusyError that says how
+// long to wait; the two admitted are answered.
+func TestAdmissionBounds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		g := &gate{MemLedger: NewMemLedger(), open: make(chan struct{})}
+		srv, err := NewServer(ctx, Config{Tenants: []quota.Tenant{seedTenant()}}, g, WithAdmission(1, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		go srv.Run(ctx)
+		errs := make(chan error, 3)
+		call := func(region string) {
+			_, err := srv.RenewBatch(ctx, []quota.Request{{Tenant: "acme", Region: region, Seq: seq(), Demand: -1}})
+			errs <- err
+		}
+		go call("eu")
+		synctest.Wait() // in flight, its write held at the gate (after the seeding's)
+		go call("us")
+		synctest.Wait() // queued
+		go call("ap")
+		synctest.Wait()
+		var busy *quota.BusyError
+		select {
+		case err := <-errs:
+			if !errors.As(err, &busy) || !errors.Is(err, quota.ErrBusy) || busy.Wait <= 0 {
+				t.Fatalf("the third call: %v; want a *quota.BusyError with a wait", err)
+			}
+		default:
+			t.Fatal("the third call waits: want it refused at once")
+		}
+		close(g.open)
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Fatalf("an admitted call: %v", err)
+			}
+		}
+		if st := srv.Stats(); st.Busy != 1 {
+			t.Fatalf("%d busy refusals counted, want 1", st.Busy)
+		}
+	})
+}
+
+// TestWritesFitTheLedger: a ledger that refuses a write of more than 8
+// ops as too large (etcd's --max-txn-ops, set low) though the server was
+// told nothing of it, and a detach that ends 40 leases in one step. Every
+// call is answered, and after each refusal every write is smaller than
+// the one refused: the server halves its transactions until they fit,
+// splitting the steps (the detach's over several transactions), instead
+// of writing the refused transaction again as it was.
+func TestWritesFitTheLedger(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		tenants := manyTenants(40)
+		l := &slowLedger{MemLedger: NewMemLedger(), maxOps: 8}
+		srv, err := NewServer(ctx, Config{Tenants: tenants}, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go srv.Run(ctx)
+		inc, err := srv.Attach(ctx, "eu", "test:1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs := make([]quota.Request, len(tenants))
+		for i, tn := range tenants {
+			reqs[i] = quota.Request{Tenant: tn.Name, Region: "eu", Seq: seq(), Demand: -1, Incarnation: inc}
+		}
+		res, err := srv.RenewBatch(ctx, reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range res {
+			if r.Err != nil {
+				t.Fatalf("request %d: %v", i, r.Err)
+			}
+		}
+		if err := srv.Detach(ctx, "eu", inc); err != nil {
+			t.Fatalf("detach: %v", err)
+		}
+		if live := srv.LiveIDs(); len(live) != 0 {
+			t.Fatalf("%d leases count after the detach", len(live))
+		}
+		if n := len(l.Backup().snap.Leases); n != 0 {
+			t.Fatalf("the ledger holds %d leases after the detach", n)
+		}
+		l.mu.Lock()
+		sizes := append([]int(nil), l.sizes...)
+		l.mu.Unlock()
+		for i, n := range sizes {
+			if n <= 8 {
+				continue
+			}
+			for _, m := range sizes[i+1:] {
+				if m >= n {
+					t.Fatalf("writes of %v ops: %d refused as too large, then %d sent", sizes, n, m)
+				}
+			}
+		}
+		if st := srv.Stats(); st.Split == 0 || st.MaxOps > 8 {
+			t.Fatalf("stats %+v: want a split and at most 8 ops a write", st)
+		}
+	})
+}
