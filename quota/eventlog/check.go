@@ -84,8 +84,8 @@ type Checker struct {
 	// firstGrant is when each epoch granted its first lease: no older
 	// epoch may grant after it.
 	firstGrant map[uint64]int64
-	last    int64
-	report  Report
+	last       int64
+	report     Report
 }
 
 type tenantCheck struct {
