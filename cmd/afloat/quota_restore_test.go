@@ -54,7 +54,7 @@ func TestQuotaRestoreUnderTraffic(t *testing.T) {
 	t.Logf("afloat quota restore: %s", out)
 	restored := time.Now()
 	// The restored leader waits out the longest lease record the restore
-	// knew of: a lease, its margin and the ledger's reserve (etcd.reserve).
+	// knew of: a lease and its margin.
 	var restore struct {
 		Wait time.Duration `json:"wait_ns"`
 	}

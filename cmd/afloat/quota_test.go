@@ -109,8 +109,6 @@ func TestQuotaUsageErrors(t *testing.T) {
 		{[]string{"quota", "chaos", "--mode", "soft"}, `mode "soft": want hard or best-effort`},
 		{[]string{"quota", "chaos", "--faults", "shift,meteor"}, `fault "meteor"`},
 		{[]string{"quota", "chaos", "--duration", "10ms"}, "duration 10ms: want 1s to 24h"},
-		{[]string{"quota", "chaos", "--reserve", "2m"}, "reserve 2m0s: want 0 (none) to 1m0s"},
-		{[]string{"quota", "chaos", "--reserve", "-1s"}, "reserve -1s: want 0 (none) to 1m0s"},
 		{[]string{"quota", "chaos", "--seed", "-1"}, "from 0 to 4294967295"},
 		{[]string{"quota", "chaos", "--seeds", "9-3"}, "seeds 9-3: want the first no larger than the last"},
 		{[]string{"quota", "chaos", "--seeds", "1-x"}, `--seeds "1-x": want A-B`},
