@@ -38,7 +38,8 @@ import (
 // keep-alive etcd confirmed, good for etcd.depose_after (2 s) less a
 // margin, which spans most of etcd's 1 to 2.4 s without a leader.
 // Then the leading coordinator is killed twice (kill -9, restarted in
-// between): the other must grant within 2 s of the kill. It prints every
+// between): the other must grant within 3 s of the kill (depose_after,
+// 2 s, and a second to campaign and read the ledger). It prints every
 // gap; docs/quota.md quotes them.
 //
 // The etcd binary is AFLOAT_ETCD_BINARY, else etcd on PATH (make
@@ -141,12 +142,12 @@ func TestQuotaSurvivesEtcdElections(t *testing.T) {
 			t.Fatalf("coordinator round %d: no grant of a new epoch within 4 s of the leader's kill", round)
 		}
 		if !steady {
-			fmt.Printf("quota etcd elections: leading coordinator %d killed while etcd held an election of its own: the other granted %v later (not held to 2 s)\n",
+			fmt.Printf("quota etcd elections: leading coordinator %d killed while etcd held an election of its own: the other granted %v later (not held to 3 s)\n",
 				lead, first.Sub(killed).Round(time.Millisecond))
 		} else {
 			fmt.Printf("quota etcd elections: leading coordinator %d killed: the other granted %v later\n", lead, first.Sub(killed).Round(time.Millisecond))
-			if d := first.Sub(killed); d > 2*time.Second {
-				t.Errorf("coordinator round %d: failover took %v: want ≤ 2 s", round, d)
+			if d := first.Sub(killed); d > 3*time.Second {
+				t.Errorf("coordinator round %d: failover took %v: want ≤ 3 s", round, d)
 			}
 		}
 		x.coords[lead].start()
