@@ -134,7 +134,7 @@ func (c *Core) renewCovered(x Step, ts *tenantState, rs *regionState, req quota.
 		Activates: now, Expires: now + t.LeaseDuration + t.Margin(),
 	}
 	c.nextID++
-	rs.live = append(rs.live, counted{Lease: lease, until: lease.Expires, cover: rs.cover})
+	c.count(ts, rs, counted{Lease: lease, until: lease.Expires, cover: rs.cover})
 	for i := range rs.live {
 		if l := &rs.live[i]; l.ID == rs.cover {
 			l.until = max(l.until, lease.Expires)

@@ -91,13 +91,24 @@ func (ts *tenantState) bursts() quota.Micro {
 }
 
 // forget drops the regions a tenant no longer has and the deleted
-// tenants, once none of their leases counts.
+// tenants, once none of their leases counts; it notes whether any is
+// left to wait out (Core.forgetting), so that Expire calls it only then.
 func (c *Core) forget() {
+	pending := false
 	c.order = slices.DeleteFunc(c.order, func(ts *tenantState) bool {
+		gone := func(name string) bool { return ts.deleted || !ts.t.HasRegion(name) }
+		if !ts.deleted && !slices.ContainsFunc(ts.names, gone) {
+			return false
+		}
 		for _, name := range slices.Clone(ts.names) {
-			if rs := ts.regions[name]; len(rs.live) == 0 && (ts.deleted || !ts.t.HasRegion(name)) {
+			if !gone(name) {
+				continue
+			}
+			if rs := ts.regions[name]; len(rs.live) == 0 {
 				delete(ts.regions, name)
 				ts.names = slices.DeleteFunc(ts.names, func(n string) bool { return n == name })
+			} else {
+				pending = true
 			}
 		}
 		if ts.deleted && len(ts.names) == 0 {
@@ -106,6 +117,7 @@ func (c *Core) forget() {
 		}
 		return false
 	})
+	c.forgetting = pending
 }
 
 // Seeding returns the steps that write the config's tenants the ledger
@@ -180,6 +192,8 @@ func (c *Core) PutTenant(now time.Duration, t quota.Tenant, by string, create bo
 	}
 	ts.t, ts.by, ts.deleted = t, by, false
 	ts.split = nil // drawn again for the new limits and regions
+	ts.drawn, ts.drawnFrom = nil, nil
+	c.forgetting = true // regions it no longer has go once their leases end
 	ts.version++
 	for _, r := range t.Regions {
 		ts.region(r)
@@ -223,6 +237,7 @@ func (c *Core) DeleteTenant(now time.Duration, name, by string, ifVersion uint64
 	x.expire(ts, now)
 	ch := &TenantChange{Op: "delete", By: by, Old: ts.t, Version: ts.version + 1, Dropped: ts.credit}
 	ts.deleted = true
+	c.forgetting = true
 	ts.version++
 	if ts.credit > 0 {
 		ts.credit = 0
