@@ -130,11 +130,13 @@ func (b *bucket) offeredSince(reset bool) int64 {
 	return b.offered.Load() + s.peekOffered()
 }
 
-// refuse counts a refusal of cost tokens for its reason.
+// refuse counts a refusal of cost tokens for its reason. The first since
+// the last request makes the tenant hot, and puts it up for Run's
+// attention: asking now may get it more (Due).
 func (b *bucket) refuse(reason *atomic.Int64, cost int64) {
 	reason.Add(cost)
-	if !b.hot.Load() {
-		b.hot.Store(true)
+	if !b.hot.Load() && b.hot.CompareAndSwap(false, true) {
+		b.att.push(b)
 	}
 }
 

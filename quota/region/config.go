@@ -50,6 +50,22 @@ type Config struct {
 	// tenants has none: 128 bytes per cache per tenant would add up, and
 	// its requests spread over many buckets anyway.
 	Caches int
+	// BatchSize is the most requests (or returns) Run sends in one call
+	// to the coordinator; default DefaultBatchSize, the most the network
+	// API takes in one body (quota/remote's MaxBatch).
+	BatchSize int
+	// InFlight is the most calls Run has under way at once, renewals and
+	// returns together; default DefaultInFlight. It paces a region that
+	// starts with many tenants to the speed at which the coordinator
+	// answers, and bounds what a slow coordinator has queued for the
+	// region: at most InFlight × BatchSize requests.
+	InFlight int
+	// Spread spreads Run's ordinary renewals over that fraction of a
+	// lease around its half — each lease's instant drawn from Seed, the
+	// region, the tenant and the lease — so that tenants granted together
+	// do not renew together; default DefaultSpread, −1 for none (every
+	// lease renewed at half, as a runner that calls Due itself does).
+	Spread float64
 	// SeqBase numbers requests from SeqBase+1. A region that restarts must
 	// not reuse the numbers its previous run sent — the coordinator
 	// answers a request it has seen with the grant it gave it, for
@@ -58,6 +74,23 @@ type Config struct {
 	SeqBase uint64
 }
 
+// Defaults of Run's batching (Config).
+const (
+	// DefaultBatchSize is the most requests Run sends in one call: the
+	// network API's limit on a body (quota/remote's MaxBatch).
+	DefaultBatchSize = 2048
+	// DefaultInFlight is how many calls Run has under way at once: two,
+	// so that one call's answer is being installed while the next is at
+	// the coordinator, and a slow coordinator holds at most two batches
+	// of a region.
+	DefaultInFlight = 2
+	// DefaultSpread spreads renewals over a fifth of a lease around its
+	// half (4 to 6 s of a 10 s lease): as many renewals as at half on
+	// average, a 50 ms tick carrying a fortieth of a cohort at most, and
+	// at least 3.5 s of a 10 s lease left to retry in.
+	DefaultSpread = 0.2
+)
+
 // DefaultConfig returns the defaults for a region.
 func DefaultConfig(region string, tenants ...string) Config {
 	return Config{
@@ -65,6 +98,7 @@ func DefaultConfig(region string, tenants ...string) Config {
 		MaxDrift: 500e-6, HotInterval: 250 * time.Millisecond,
 		Retry: 500 * time.Millisecond, MaxRetry: 8 * time.Second,
 		MaxRetryAfter: 30 * time.Second,
+		BatchSize:     DefaultBatchSize, InFlight: DefaultInFlight, Spread: DefaultSpread,
 	}
 }
 
@@ -84,6 +118,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxRetryAfter == 0 {
 		c.MaxRetryAfter = d.MaxRetryAfter
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = d.BatchSize
+	}
+	if c.InFlight == 0 {
+		c.InFlight = d.InFlight
+	}
+	if c.Spread == 0 {
+		c.Spread = d.Spread
 	}
 	return c
 }
@@ -106,6 +149,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: max Retry-After %v: want 1s to 1h", quota.ErrConfig, c.MaxRetryAfter)
 	case !(c.Jitter >= 0 && c.Jitter <= 1):
 		return fmt.Errorf("%w: jitter %v: want 0 to 1", quota.ErrConfig, c.Jitter)
+	case c.BatchSize < 1 || c.BatchSize > 1<<16:
+		return fmt.Errorf("%w: batch size %d: want 1 to 65536 (0: %d)", quota.ErrConfig, c.BatchSize, DefaultBatchSize)
+	case c.InFlight < 1 || c.InFlight > 64:
+		return fmt.Errorf("%w: in flight %d: want 1 to 64 (0: %d)", quota.ErrConfig, c.InFlight, DefaultInFlight)
+	case !(c.Spread == -1 || c.Spread > 0 && c.Spread <= 0.4):
+		// At most 0.4: a renewal no sooner than 0.3 of a lease, past the
+		// quarter within which the coordinator answers "unchanged".
+		return fmt.Errorf("%w: spread %v: want -1 (none), 0 (the default: %v) or above 0 up to 0.4", quota.ErrConfig, c.Spread, DefaultSpread)
 	case c.Caches < -1 || c.Caches > 1024:
 		return fmt.Errorf("%w: caches %d: want -1 (none), 0 (the default: 4 per P, at most 64) or 1 to 1024", quota.ErrConfig, c.Caches)
 	}

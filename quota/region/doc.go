@@ -31,10 +31,14 @@
 // unused (Config.Caches; docs/quota.md, "Token caches").
 //
 // The renewal side — Request, Install, Nudge, Due, Return — steps on
-// explicit time; Run drives it with a ticker, recording what it does to
-// the leases in a Journal whose failures it counts and reports (a return
-// goes to the coordinator only once recorded), and package quota/chaos
-// drives it in virtual time. SetTenants changes the tenants served while
+// explicit time; Run drives it per region, not per tenant: a schedule of
+// when each tenant next needs a look, calls of many tenants each
+// (Config.BatchSize), a few at a time (Config.InFlight), renewals spread
+// over the lease (Config.Spread) and one backoff for the whole region
+// when a call fails. It records what it does to the leases in a Journal
+// whose failures it counts and reports (a return goes to the coordinator
+// only once recorded); package quota/chaos drives the same methods in
+// virtual time. SetTenants changes the tenants served while
 // all of this runs (tenants are data on the coordinator): Allow finds a
 // tenant through an immutable index that SetTenants replaces whole, so
 // it still takes no lock. Limiter is safe for concurrent use.

@@ -24,11 +24,15 @@ type Limiter struct {
 	// idx is the tenants served and their buckets: an immutable index,
 	// replaced whole by SetTenants (copy on write), so that Allow reads it
 	// with one atomic load and no lock.
-	idx      atomic.Pointer[index]
-	start    time.Time     // the monotonic clock's reading at New
-	caches   int           // token caches per lease
-	broken   faults        // none but in a build with the tag mutation (faults.go)
-	wake     chan struct{} // tells Run that a tenant wants renewing
+	idx    atomic.Pointer[index]
+	start  time.Time     // the monotonic clock's reading at New
+	caches int           // token caches per lease
+	broken faults        // none but in a build with the tag mutation (faults.go)
+	wake   chan struct{} // tells Run that a tenant wants renewing
+	// up holds the tenants put up for Run's attention by paths that must
+	// not lock or wait (schedule.go).
+	up       attention
+	running  atomic.Bool // Run is running
 	counters runCounters
 	unknown  atomic.Int64 // requests refused for a tenant not served here (Counts)
 
@@ -74,10 +78,17 @@ type bucket struct {
 	emergency      atomic.Int64 // admitted from the emergency allowance
 	refusedLarge   atomic.Int64 // costing more than the tenant's quota can ever hold here
 	hot            atomic.Bool  // refused something since the last request
-	inFlight       atomic.Bool  // Run has a renewal under way
 	reserve        atomic.Int64 // Micro: the emergency allowance left (best effort)
 	// reserveCap is the allowance's size, E, from the grants.
 	reserveCap atomic.Int64
+
+	// name is the tenant's, and att the limiter's attention list, which
+	// a refusal that makes the tenant hot puts it on (schedule.go).
+	name   string
+	att    *attention
+	queued atomic.Bool // on att
+	upNext *bucket     // the next bucket on att (see attention)
+	run    runState    // Run's schedule (Run's goroutine alone)
 
 	mu         sync.Mutex
 	offeredAcc int64 // tokens offered up to the last request (Counts)
@@ -98,6 +109,15 @@ type bucket struct {
 	reported   bool
 	demand     quota.Micro // the demand last reported
 	jitter     float64     // this request's stretch of the retry interval
+	// lost is the number of the last request whose call failed as a
+	// whole (Run): not waiting for an answer, it is due again by the
+	// ordinary rules, and Run's region-wide backoff says when to send.
+	lost uint64
+	// shift moves the ordinary renewal of lease shiftFor from half the
+	// lease (Config.Spread; set by Run, so that a runner that installs
+	// grants itself renews at half).
+	shift    int64
+	shiftFor uint64
 }
 
 // maxCachedTenants is the most tenants a limiter keeps token caches for.
@@ -150,7 +170,7 @@ func New(cfg Config) (*Limiter, error) {
 		if _, dup := ix.buckets[t]; dup {
 			return nil, fmt.Errorf("%w: tenant %q listed twice", quota.ErrConfig, t)
 		}
-		ix.add(t, l.newBucket())
+		ix.add(t, l.newBucket(t))
 	}
 	ix.few = len(ix.list) <= fewTenants
 	l.idx.Store(ix)
@@ -158,9 +178,9 @@ func New(cfg Config) (*Limiter, error) {
 }
 
 // newBucket is a new tenant's bucket, with no lease.
-func (l *Limiter) newBucket() *bucket {
+func (l *Limiter) newBucket(tenant string) *bucket {
 	seq := l.seqHigh.Load()
-	b := &bucket{seq: seq, seq0: seq, epoch: l.epochHigh.Load()}
+	b := &bucket{seq: seq, seq0: seq, epoch: l.epochHigh.Load(), name: tenant, att: &l.up}
 	b.cur.Store(&state{})
 	return b
 }

@@ -298,6 +298,10 @@ func TestConfigErrors(t *testing.T) {
 		{Config{Region: "eu", Tenants: []string{"a"}, Caches: -2}, "caches -2: want -1 (none), 0 (the default: 4 per P, at most 64) or 1 to 1024"},
 		{Config{Region: "eu", Tenants: []string{"a"}, Caches: 5000}, "caches 5000"},
 		{Config{Region: "eu", Tenants: []string{"a"}, Jitter: 2}, "jitter 2: want 0 to 1"},
+		{Config{Region: "eu", BatchSize: -1}, "batch size -1: want 1 to 65536 (0: 2048)"},
+		{Config{Region: "eu", InFlight: 65}, "in flight 65: want 1 to 64 (0: 2)"},
+		{Config{Region: "eu", Spread: 0.5}, "spread 0.5: want -1 (none), 0 (the default: 0.2) or above 0 up to 0.4"},
+		{Config{Region: "eu", Spread: -0.5}, "spread -0.5"},
 	} {
 		if _, err := New(tc.cfg); !errors.Is(err, quota.ErrConfig) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("step %d: %v, want %q", i, err, tc.want)

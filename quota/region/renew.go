@@ -90,6 +90,7 @@ func (l *Limiter) Nudge(n quota.Nudge) {
 		b.nudged = true
 	}
 	b.mu.Unlock()
+	l.up.push(b)
 	l.poke()
 }
 
@@ -97,6 +98,10 @@ func (l *Limiter) Nudge(n quota.Nudge) {
 // lease, half its lease has passed, it was nudged, or it is refusing and
 // asking may get it more (at most every HotInterval) — and no request is
 // waiting for an answer, unless that one has waited the retry interval.
+// A request whose call Run saw fail as a whole waits for nothing: the
+// tenant is due by the other rules, and Run's backoff, the region's,
+// says when it asks again. Run moves the half-lease renewal of each lease
+// it installs by up to half of Config.Spread of a lease either way.
 //
 // A region that refuses asks early only when its last answer said its
 // lease falls short of its target (quota.Grant.Short: other regions hold
@@ -116,7 +121,7 @@ func (l *Limiter) Due(now int64, tenant string) bool {
 		return true // never asked
 	}
 	since := now - b.lastSend
-	if b.answered < b.seq {
+	if b.answered < b.seq && b.lost != b.seq {
 		// Waiting for an answer: re-send after the retry interval, which
 		// doubles while the coordinator stays silent.
 		return since >= int64(float64(l.retryAfterFailures(b.failures))*(1+b.jitter))
@@ -141,7 +146,101 @@ func (l *Limiter) Due(now int64, tenant string) bool {
 	// the last request: an answer that kept the lease (Kept) did not
 	// move its end. Not sooner than HotInterval after the last request
 	// (nor a quarter lease), should a renewal have been answered Kept.
-	return now-b.leaseSent >= b.validFor/2 && since >= min(int64(l.cfg.HotInterval), b.validFor/4)
+	return now-b.leaseSent >= b.validFor/2+b.shiftOf() && since >= min(int64(l.cfg.HotInterval), b.validFor/4)
+}
+
+// shiftOf is how far Run moved the ordinary renewal of the lease in use
+// from half the lease; 0 for a lease Run did not install. Called under
+// mu.
+func (b *bucket) shiftOf() int64 {
+	if b.shiftFor != b.held {
+		return 0
+	}
+	return b.shift
+}
+
+// nextLook is when Run should next ask Due about b, Due having said no at
+// now: the earliest instant at which the passing of time alone can make
+// it due, by the rules of Due (keep the two together). What else makes a
+// tenant due — a refusal that makes it hot, a nudge, an answer — puts it
+// up for Run's attention at once.
+func (l *Limiter) nextLook(now int64, b *bucket) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.seq == b.seq0 {
+		return now
+	}
+	if b.answered < b.seq && b.lost != b.seq {
+		return b.lastSend + int64(float64(l.retryAfterFailures(b.failures))*(1+b.jitter))
+	}
+	hot := int64(l.cfg.HotInterval)
+	s := b.cur.Load()
+	if !s.valid(now) {
+		return b.lastSend + int64(l.cfg.Retry)
+	}
+	if b.nudged {
+		return now
+	}
+	// The ordinary renewal; or the lease's end, past which the rule for
+	// no lease holds.
+	next := min(s.until, max(b.leaseSent+b.validFor/2+b.shiftOf(), b.lastSend+min(hot, b.validFor/4)))
+	if b.hot.Load() {
+		// Refusing: it may become due once HotInterval has passed since
+		// the last request, and then whenever its demand grows: looked at
+		// every HotInterval while it refuses.
+		at := b.lastSend + hot
+		if at <= now {
+			at = now + hot
+		}
+		next = min(next, at)
+	}
+	if b.demand > 0 {
+		// A fall of demand shows from 4 HotIntervals after the request,
+		// and ever more surely as the interval grows: looked at 4, 8, 16
+		// HotIntervals after it, until the renewal.
+		after := 4 * hot
+		for b.lastSend+after <= now {
+			after *= 2
+		}
+		next = min(next, b.lastSend+after)
+	}
+	return next
+}
+
+// spreadLease moves the ordinary renewal of tenant's lease id, if it is
+// the lease in use, by a draw of up to half of Config.Spread of the lease
+// either way (Run, once it installed the lease).
+func (l *Limiter) spreadLease(tenant string, id uint64) {
+	if l.cfg.Spread <= 0 {
+		return
+	}
+	b := l.bucket(tenant)
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.held != id {
+		return
+	}
+	// A draw apart from the retry jitter's, which draws on request
+	// numbers: this one on lease IDs, with the top bit set.
+	u := l.draw(tenant, id|1<<63)
+	b.shift, b.shiftFor = int64((u-0.5)*l.cfg.Spread*float64(b.validFor)), id
+}
+
+// lose records that request seq of tenant's went in a call that failed as
+// a whole (Run): nothing answered it, nothing will.
+func (l *Limiter) lose(tenant string, seq uint64) {
+	b := l.bucket(tenant)
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	if b.seq == seq && b.answered < seq {
+		b.lost = seq
+	}
+	b.mu.Unlock()
 }
 
 func (l *Limiter) retryAfterFailures(n int) time.Duration {

@@ -29,13 +29,13 @@ type Coordinator interface {
 	ReturnBatch(ctx context.Context, rets []quota.Return) ([]error, error)
 }
 
-// runEvery is how often Run looks for tenants that are due: the hot path
-// only sets flags, and a few tens of milliseconds is small beside a
-// lease.
+// runEvery is how often Run looks at its schedule: a few tens of
+// milliseconds is small beside a lease, and tenants that come due within
+// it share a call.
 const runEvery = 50 * time.Millisecond
 
-// maxInFlight bounds the renewals Run has under way at once.
-const maxInFlight = 4096
+// shutdownGrace bounds the returns Run sends once ctx has ended.
+const shutdownGrace = 2 * time.Second
 
 // Journal records what Run does to the leases, for the region's event
 // log, which an audit holds against the global bound (afloat quota check
@@ -74,6 +74,10 @@ type Journal interface {
 // failed to write a record.
 var ErrJournal = errors.New("region: journal write failed")
 
+// ErrRunning is what Run returns at once when another Run of the same
+// limiter is running: one runner renews a limiter's leases.
+var ErrRunning = errors.New("region: Run is already running on this limiter")
+
 // RunOption is an option of Run.
 type RunOption func(*runOptions)
 
@@ -87,18 +91,24 @@ type runOptions struct {
 // nothing.
 func WithJournal(j Journal) RunOption { return func(o *runOptions) { o.journal = j } }
 
-// WithLogger logs every error Run meets (a failed renewal, a lost return)
-// to logger, at level Warn — but for renewals refused because another
-// agent holds the region (quota.ErrRegionHeld), which come every retry
-// until its leases end: the Coordinator the caller passes sees those, for
-// the caller to say once — and a journal that starts failing, at level
-// Error. By default Run logs nothing, and counts them (RunStats).
+// WithLogger logs what goes wrong in Run to logger, at level Warn: each
+// call to the coordinator that fails as a whole (with the wait the region
+// then takes), and, a line per call, the renewals a coordinator refused
+// and the returns lost in a call it answered — but not calls or renewals
+// refused because another agent holds the region (quota.ErrRegionHeld),
+// which come every retry until its leases end: the Coordinator the caller
+// passes sees those, for the caller to say once. A journal that starts
+// failing is logged at level Error. By default Run logs nothing, and
+// counts them (RunStats).
 func WithLogger(logger *slog.Logger) RunOption { return func(o *runOptions) { o.logger = logger } }
 
-// RunStats counts what Run did, since New.
+// RunStats counts what Run did, since New, and says what it is doing.
 type RunStats struct {
-	Renewals       int64 `json:"renewals"`        // requests answered with a grant
-	RenewFailures  int64 `json:"renew_failures"`  // requests that failed (timeouts, refusals, unreachable coordinator)
+	Renewals int64 `json:"renewals"` // requests answered with a grant
+	// RenewFailures counts the requests not answered with a grant: those
+	// the coordinator refused one by one (Refused…) and those in calls
+	// that failed as a whole (Batches…).
+	RenewFailures  int64 `json:"renew_failures"`
 	Installed      int64 `json:"installed"`       // grants put into use
 	Kept           int64 `json:"kept"`            // answers that kept the lease in use (quota.Grant.Unchanged): no write at the coordinator
 	Ignored        int64 `json:"ignored"`         // grants not installed (Outcome other than Accepted and Kept)
@@ -107,14 +117,56 @@ type RunStats struct {
 	// JournalFailures counts the records the Journal failed to write: the
 	// installs among them stayed in use, the returns were not sent.
 	JournalFailures int64 `json:"journal_failures"`
+
+	// Batches and ReturnBatches count the calls Run sent: each carries up
+	// to Config.BatchSize renewals, or returns.
+	Batches       int64 `json:"batches"`
+	ReturnBatches int64 `json:"return_batches"`
+	// The calls that failed as a whole, by reason: the coordinator shed
+	// load (quota.ErrBusy); no answer within the region's patience; no
+	// leader answered, or the call failed otherwise (unreachable, refused
+	// credentials); another agent holds the region (quota.ErrRegionHeld).
+	// After each the region waits before it sends again (Backoff).
+	BatchesBusy        int64 `json:"batches_busy"`
+	BatchesTimedOut    int64 `json:"batches_timed_out"`
+	BatchesUnavailable int64 `json:"batches_unavailable"`
+	BatchesHeld        int64 `json:"batches_held"`
+	// The renewals refused one by one in calls the coordinator answered,
+	// by reason: the tenant, or its traffic in this region, unknown to it
+	// (quota.ErrUnknownTenant, quota.ErrUnknownRegion); a stale or
+	// unverified epoch, or an incarnation superseded (quota.ErrStaleEpoch,
+	// quota.ErrUnverifiedEpoch, quota.ErrSuperseded); dropped to shed load
+	// (quota.ErrBusy); anything else (the ledger did not take the write in
+	// time, say). Each such tenant asks again after its retry interval.
+	RefusedUnknown int64 `json:"refused_unknown"`
+	RefusedFenced  int64 `json:"refused_fenced"`
+	RefusedBusy    int64 `json:"refused_busy"`
+	RefusedOther   int64 `json:"refused_other"`
+
+	// InFlight is the calls under way now, and Backlog the tenants due
+	// that wait for a place in one.
+	InFlight int64 `json:"in_flight"`
+	Backlog  int64 `json:"backlog"`
+	// Backoff is how long until Run sends again, after calls that failed;
+	// 0 when it is not backing off. Patience is the deadline it gives
+	// each call now.
+	Backoff  time.Duration `json:"backoff_ns"`
+	Patience time.Duration `json:"patience_ns"`
 }
 
 type runCounters struct {
 	renewals, renewFailures, installed, kept, ignored, returns, returnFailures, journalFailures atomic.Int64
 	outcomes                                                                                    [numOutcomes]atomic.Int64 // grants Run received, by what Install did (Grants)
+
+	batches, returnBatches        atomic.Int64
+	failed                        [numFailures]atomic.Int64 // calls failed as a whole, by reason
+	refusedUnknown, refusedFenced atomic.Int64
+	refusedBusy, refusedOther     atomic.Int64
+	inFlight, backlog             atomic.Int64
+	backoffUntil, patience        atomic.Int64 // on the limiter's clock; ns
 }
 
-// RunStats reports Run's counters.
+// RunStats reports Run's counters. Safe for concurrent use.
 func (l *Limiter) RunStats() RunStats {
 	c := &l.counters
 	return RunStats{
@@ -122,78 +174,106 @@ func (l *Limiter) RunStats() RunStats {
 		Installed: c.installed.Load(), Kept: c.kept.Load(), Ignored: c.ignored.Load(),
 		Returns: c.returns.Load(), ReturnFailures: c.returnFailures.Load(),
 		JournalFailures: c.journalFailures.Load(),
+
+		Batches: c.batches.Load(), ReturnBatches: c.returnBatches.Load(),
+		BatchesBusy: c.failed[failBusy].Load(), BatchesTimedOut: c.failed[failTimeout].Load(),
+		BatchesUnavailable: c.failed[failUnavailable].Load(), BatchesHeld: c.failed[failHeld].Load(),
+		RefusedUnknown: c.refusedUnknown.Load(), RefusedFenced: c.refusedFenced.Load(),
+		RefusedBusy: c.refusedBusy.Load(), RefusedOther: c.refusedOther.Load(),
+		InFlight: c.inFlight.Load(), Backlog: c.backlog.Load(),
+		Backoff:  time.Duration(max(0, c.backoffUntil.Load()-l.Now())),
+		Patience: time.Duration(c.patience.Load()),
 	}
 }
 
-// Run is the limiter's runner: it renews each tenant's lease when due,
-// installs the grants, and sends back the leases they replace. Renewals
-// run concurrently, each on its own goroutine with its own deadline (the
-// retry interval, which backs off while the coordinator does not answer),
-// so that a slow or lost answer for one tenant never holds up another.
-// Run returns when ctx ends, after giving every valid lease back (with a
-// short grace period of its own), so that a region that shuts down cleanly
-// hands its tokens on at once instead of letting them expire. It returns
-// ctx's error, joined with one wrapping ErrJournal if its Journal failed.
+// Run is the limiter's runner: it renews the tenants' leases per region,
+// not per tenant, installs the grants, and gives back the leases they
+// replace and those of tenants removed.
+//
+// It keeps a schedule of when each tenant next needs a look (schedule.go),
+// so that a pass — every 50 ms, whenever a call ends, and whenever a
+// tenant is added or nudged — asks Due of the tenants whose time has come
+// and of no others. It sends those due, the most urgent first (no valid
+// lease, then the lease closest to its end), in calls of at most
+// Config.BatchSize requests, at most Config.InFlight calls at once: a
+// region that starts with many tenants gets their first leases as fast as
+// the coordinator answers, and a slow coordinator holds at most
+// InFlight × BatchSize of the region's requests. Run spreads each lease's
+// ordinary renewal over Config.Spread of a lease around its half, drawn
+// from Config.Seed, so that tenants granted together do not renew
+// together.
+//
+// Each call has a deadline, the region's patience: the retry interval,
+// doubled by each call that timed out (up to MaxRetry), and halved again
+// once answers come back within half the shorter one. A call that fails
+// as a whole — the coordinator busy, no answer in time, no leader, the
+// region held by another agent — makes the whole region wait before it
+// sends anything again: the retry interval doubled with each call failed
+// in a row (up to MaxRetry), times a draw in [0.5, 1.5) from Config.Seed,
+// and at least the wait a quota.BusyError asks for. The requests it
+// carried stay due. A renewal refused on its own waits its tenant's retry
+// interval (Due).
+//
+// Run runs at most InFlight goroutines besides its own, and its memory is
+// linear in the tenants served, whatever the backlog. It returns when ctx
+// ends, after giving every valid lease back (within a grace period of its
+// own), so that a region that shuts down cleanly hands its tokens on at
+// once instead of letting them expire. It returns ctx's error, joined with
+// one wrapping ErrJournal if its Journal failed; ErrRunning at once if
+// another Run of the limiter is running.
 func (l *Limiter) Run(ctx context.Context, c Coordinator, opts ...RunOption) error {
-	r := &runner{l: l, c: c}
+	if !l.running.CompareAndSwap(false, true) {
+		return ErrRunning
+	}
+	defer l.running.Store(false)
+	r := &runner{l: l, c: c, timers: bucketHeap{which: timersHeap}, ready: bucketHeap{which: readyHeap},
+		done: make(chan callDone, l.cfg.InFlight)}
 	for _, f := range opts {
 		f(&r.runOptions)
 	}
+	// Every tenant is looked at in the first pass; those added later are
+	// put up by SetTenants.
+	now := l.Now()
+	for _, n := range l.idx.Load().list {
+		n.b.run = runState{at: now}
+		r.timers.push(n.b)
+	}
 	t := time.NewTicker(runEvery)
 	defer t.Stop()
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, maxInFlight)
 	for {
-		// The tenants of this pass: SetTenants may change the set while
-		// it runs; one added meanwhile waits for the next (it woke Run).
-		for _, n := range l.idx.Load().list {
-			if ctx.Err() != nil {
-				break
-			}
-			tenant, b := n.tenant, n.b
-			if b.inFlight.Load() || !l.Due(l.Now(), tenant) {
-				continue
-			}
-			select {
-			case sem <- struct{}{}:
-			default:
-				continue // at the bound: the next pass
-			}
-			b.inFlight.Store(true)
-			wg.Go(func() {
-				defer func() { b.inFlight.Store(false); <-sem }()
-				r.renew(ctx, tenant, b)
-			})
-		}
-		// Removed tenants' leases go back at once, each on its own
-		// goroutine like a renewal.
-		for _, ret := range l.takeLeaving() {
-			if ctx.Err() != nil {
-				l.requeue(ret)
-				continue
-			}
-			wg.Go(func() {
-				rctx, cancel := context.WithTimeout(ctx, l.cfg.MaxRetry)
-				defer cancel()
-				r.sendReturn(rctx, l.Now(), ret)
-			})
-		}
+		r.pass(ctx)
 		select {
 		case <-ctx.Done():
-			wg.Wait()
+			for r.inFlight > 0 { // cancelled with ctx: they end at once
+				r.finish(<-r.done)
+			}
 			r.returnAll()
+			r.publish()
 			return errors.Join(ctx.Err(), r.journalErr())
+		case d := <-r.done:
+			r.finish(d)
 		case <-t.C:
 		case <-l.wake:
 		}
 	}
 }
 
-// runner is one call of Run.
+// runner is one call of Run. Its schedule, queue and backoff belong to
+// Run's goroutine; the calls' goroutines report through done.
 type runner struct {
 	runOptions
 	l *Limiter
 	c Coordinator
+
+	timers, ready bucketHeap
+	order         uint64         // tenants made ready so far: ties in ready go first come, first served
+	returns       []quota.Return // recorded, waiting for a call
+	inFlight      int            // calls under way
+	done          chan callDone  // their ends
+	fails         int            // calls failed in a row
+	failedCalls   uint64         // calls failed in all: draws the backoff's jitter
+	level         int            // the patience is Retry·2^level
+	waitUntil     int64          // nothing is sent before, on the limiter's clock
 
 	failing  atomic.Bool // the journal's last record failed
 	mu       sync.Mutex
@@ -201,78 +281,394 @@ type runner struct {
 	first    error // the first of them (under mu)
 }
 
-func (r *runner) renew(ctx context.Context, tenant string, b *bucket) {
-	l := r.l
-	if l.bucket(tenant) != b {
-		return // removed since the pass began
+// failure is why a call failed as a whole.
+type failure int
+
+const (
+	answered failure = iota
+	failBusy
+	failTimeout
+	failUnavailable
+	failHeld
+
+	numFailures
+)
+
+func (f failure) String() string {
+	switch f {
+	case failBusy:
+		return "busy"
+	case failTimeout:
+		return "timeout"
+	case failUnavailable:
+		return "unavailable"
+	case failHeld:
+		return "held"
 	}
-	req, err := l.Request(l.Now(), tenant)
-	if err != nil {
+	return "answered"
+}
+
+// failureOf classifies a call's error; timedOut says that its deadline
+// passed.
+func failureOf(err error, timedOut bool) (failure, time.Duration) {
+	var busy *quota.BusyError
+	switch {
+	case errors.As(err, &busy):
+		return failBusy, busy.Wait
+	case errors.Is(err, quota.ErrBusy):
+		return failBusy, 0
+	case errors.Is(err, quota.ErrRegionHeld):
+		return failHeld, 0
+	case timedOut || errors.Is(err, context.DeadlineExceeded):
+		return failTimeout, 0
+	}
+	return failUnavailable, 0
+}
+
+// callDone is what a call's goroutine reports when the call ends.
+type callDone struct {
+	renewals []*bucket      // the tenants whose requests it carried (a renewal call)
+	returns  []quota.Return // leases its grants replaced, recorded, to give back
+	took     time.Duration
+	why      failure
+	wait     time.Duration // the coordinator's, if it said busy
+	err      error
+	what     string // "renewals" or "returns", for the log
+	n        int    // requests or returns it carried
+	shutdown bool   // ctx ended: no failure of the coordinator's
+}
+
+// pass is one look at the schedule: the tenants put up, then those whose
+// time has come, then what can be sent.
+func (r *runner) pass(ctx context.Context) {
+	l := r.l
+	now := l.Now()
+	l.up.take(func(b *bucket) { r.attend(now, b) })
+	for r.timers.len() > 0 && r.timers.min().run.at <= now {
+		r.look(now, r.timers.pop())
+	}
+	for _, ret := range l.takeLeaving() {
+		if r.record(now, ret) {
+			r.returns = append(r.returns, ret)
+		}
+	}
+	if ctx.Err() == nil && now >= r.waitUntil {
+		r.send(ctx, now)
+	}
+	r.publish()
+}
+
+// attend looks at a tenant put up by an event, at once unless it already
+// waits for a call or an answer.
+func (r *runner) attend(now int64, b *bucket) {
+	switch {
+	case r.l.bucket(b.name) != b:
+		r.drop(b) // removed
+	case b.run.calling, r.ready.has(b):
+	default:
+		r.timers.remove(b)
+		r.look(now, b)
+	}
+}
+
+// look asks Due about b: due, it waits for a call (ready); else it is
+// looked at again when time alone may make it due.
+func (r *runner) look(now int64, b *bucket) {
+	l := r.l
+	if l.bucket(b.name) != b {
+		r.drop(b)
 		return
 	}
-	b.mu.Lock()
-	timeout := l.retryAfterFailures(b.failures)
-	b.mu.Unlock()
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	g, err := renewOne(cctx, r.c, req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return // shutting down
+	if l.Due(now, b.name) {
+		b.run.urgency = -1
+		if s := b.cur.Load(); s.valid(now) {
+			b.run.urgency = s.until
 		}
-		l.counters.renewFailures.Add(1)
-		// A region held by another agent fails every renewal until that
-		// agent's leases end: the caller's Coordinator sees each, the log
-		// would drown in them.
-		if r.logger != nil && !errors.Is(err, quota.ErrRegionHeld) {
-			r.logger.Warn("quota region: renewal failed", "region", l.cfg.Region, "tenant", tenant, "seq", req.Seq, "err", err)
-		}
-		return // Due asks again, backing off
+		b.run.order = r.order
+		r.order++
+		r.ready.push(b)
+		return
 	}
+	r.later(now, b)
+}
+
+// later schedules b's next look.
+func (r *runner) later(now int64, b *bucket) {
+	b.run.at = max(r.l.nextLook(now, b), now+1)
+	r.timers.push(b)
+}
+
+// drop forgets a removed tenant's bucket.
+func (r *runner) drop(b *bucket) {
+	r.timers.remove(b)
+	r.ready.remove(b)
+}
+
+// send starts calls while there is room: returns first (they free share
+// for other regions at once), then renewals, most urgent first.
+func (r *runner) send(ctx context.Context, now int64) {
+	l := r.l
+	size := l.cfg.BatchSize
+	for r.inFlight < l.cfg.InFlight && len(r.returns) > 0 {
+		n := min(len(r.returns), size)
+		rets := r.returns[:n:n]
+		if n == len(r.returns) {
+			r.returns = nil
+		} else {
+			r.returns = append([]quota.Return(nil), r.returns[n:]...)
+		}
+		r.start(func(patience time.Duration) callDone { return r.sendReturns(ctx, rets, patience) })
+		l.counters.returnBatches.Add(1)
+	}
+	for r.inFlight < l.cfg.InFlight && r.ready.len() > 0 {
+		var batch []*bucket
+		var reqs []quota.Request
+		for len(batch) < size && r.ready.len() > 0 {
+			b := r.ready.pop()
+			if l.bucket(b.name) != b {
+				r.drop(b)
+				continue
+			}
+			if !l.Due(now, b.name) { // no longer (its demand settled, say)
+				r.later(now, b)
+				continue
+			}
+			req, err := l.Request(now, b.name)
+			if err != nil {
+				continue // removed meanwhile
+			}
+			b.run.calling = true
+			batch, reqs = append(batch, b), append(reqs, req)
+		}
+		if len(batch) == 0 {
+			return
+		}
+		r.start(func(patience time.Duration) callDone { return r.renew(ctx, batch, reqs, patience) })
+		l.counters.batches.Add(1)
+	}
+}
+
+// start runs a call on a goroutine of its own, with the region's patience.
+func (r *runner) start(call func(patience time.Duration) callDone) {
+	r.inFlight++
+	patience := r.patience()
+	go func() { r.done <- call(patience) }()
+}
+
+// patience is the deadline Run gives a call now.
+func (r *runner) patience() time.Duration {
+	return min(r.l.cfg.MaxRetry, r.l.cfg.Retry<<r.level)
+}
+
+// finish takes in a call's end: its tenants back into the schedule, the
+// returns its grants made queued, and the region's backoff.
+func (r *runner) finish(d callDone) {
+	l := r.l
+	r.inFlight--
+	now := l.Now()
+	for _, b := range d.renewals {
+		b.run.calling = false
+		r.look(now, b)
+	}
+	r.returns = append(r.returns, d.returns...)
+	switch {
+	case d.shutdown:
+	case d.why == answered:
+		r.fails = 0
+		// Answers within half the shorter patience: it will do again.
+		if r.level > 0 && d.took < min(l.cfg.MaxRetry, l.cfg.Retry<<(r.level-1))/2 {
+			r.level--
+		}
+	default:
+		r.failed(now, d)
+	}
+}
+
+// failed backs the region off after a call that failed as a whole.
+func (r *runner) failed(now int64, d callDone) {
+	l := r.l
+	l.counters.failed[d.why].Add(1)
+	r.fails++
+	r.failedCalls++
+	base := min(l.cfg.MaxRetry, l.cfg.Retry<<min(r.fails-1, 30))
+	wait := time.Duration(float64(base) * (0.5 + l.draw("", r.failedCalls)))
+	wait = max(wait, d.wait)
+	r.waitUntil = max(r.waitUntil, now+int64(wait))
+	if d.why == failTimeout && r.patience() < l.cfg.MaxRetry {
+		r.level++ // the coordinator is slow: wait longer for it
+	}
+	if r.logger != nil && d.why != failHeld {
+		r.logger.Warn("quota region: a call to the coordinator failed; the region waits before it asks again",
+			"region", l.cfg.Region, "call", d.what, "n", d.n, "reason", d.why.String(), "wait", wait, "err", d.err)
+	}
+}
+
+// publish updates what RunStats says of Run's state.
+func (r *runner) publish() {
+	c := &r.l.counters
+	c.inFlight.Store(int64(r.inFlight))
+	c.backlog.Store(int64(r.ready.len()))
+	c.backoffUntil.Store(r.waitUntil)
+	c.patience.Store(int64(r.patience()))
+}
+
+// renew sends one call of renewals, and installs its grants. It runs on
+// the call's goroutine.
+func (r *runner) renew(ctx context.Context, batch []*bucket, reqs []quota.Request, patience time.Duration) callDone {
+	l := r.l
+	d := callDone{renewals: batch, what: "renewals", n: len(reqs)}
+	cctx, cancel := context.WithTimeout(ctx, patience)
+	defer cancel()
+	began := time.Now()
+	res, err := r.c.RenewBatch(cctx, reqs)
+	d.took = time.Since(began)
+	if err == nil && len(res) != len(reqs) {
+		err = fmt.Errorf("region: %d answers to %d requests", len(res), len(reqs))
+	}
+	d.shutdown = ctx.Err() != nil
+	timedOut := !d.shutdown && cctx.Err() != nil
+	if err != nil {
+		l.counters.renewFailures.Add(int64(len(reqs)))
+		for _, req := range reqs {
+			l.lose(req.Tenant, req.Seq) // due again, when the region asks again
+		}
+		if !d.shutdown {
+			d.why, d.wait = failureOf(err, timedOut)
+			d.err = err
+		}
+		return d
+	}
+	var refused int
+	var firstErr error
+	var firstTenant string
+	for i, res := range res {
+		if res.Err != nil {
+			l.counters.renewFailures.Add(1)
+			if timedOut {
+				// Answered past the region's patience: the region backs
+				// off as a whole, and the tenant is due again with the
+				// others when it asks again.
+				l.lose(reqs[i].Tenant, reqs[i].Seq)
+			}
+			refusal(&l.counters, res.Err).Add(1)
+			if !errors.Is(res.Err, quota.ErrRegionHeld) {
+				if refused++; firstErr == nil {
+					firstErr, firstTenant = res.Err, reqs[i].Tenant
+				}
+			}
+			continue
+		}
+		if ret, ok := r.install(res.Grant); ok {
+			d.returns = append(d.returns, ret)
+		}
+	}
+	if timedOut && refused > 0 {
+		d.why, d.err = failTimeout, firstErr
+	}
+	if refused > 0 && r.logger != nil && !d.shutdown {
+		r.logger.Warn("quota region: renewals refused",
+			"region", l.cfg.Region, "refused", refused, "of", len(reqs), "tenant", firstTenant, "err", firstErr)
+	}
+	return d
+}
+
+// refusal is the counter of a renewal refused with err.
+func refusal(c *runCounters, err error) *atomic.Int64 {
+	switch {
+	case errors.Is(err, quota.ErrUnknownTenant), errors.Is(err, quota.ErrUnknownRegion):
+		return &c.refusedUnknown
+	case errors.Is(err, quota.ErrStaleEpoch), errors.Is(err, quota.ErrUnverifiedEpoch), errors.Is(err, quota.ErrSuperseded):
+		return &c.refusedFenced
+	case errors.Is(err, quota.ErrBusy):
+		return &c.refusedBusy
+	}
+	return &c.refusedOther
+}
+
+// install puts a grant into use, and says what to give back: the lease it
+// replaced, once recorded.
+func (r *runner) install(g quota.Grant) (quota.Return, bool) {
+	l := r.l
 	l.counters.renewals.Add(1)
 	now := l.Now()
 	in := l.Install(now, g)
 	l.counters.outcomes[in.Outcome].Add(1)
 	if in.Outcome == Kept {
 		l.counters.kept.Add(1)
-		return // the lease in use stands: nothing to install or return
+		return quota.Return{}, false // the lease in use stands: nothing to install or return
 	}
 	if !in.OK() {
 		l.counters.ignored.Add(1)
-		return
+		return quota.Return{}, false
 	}
 	l.counters.installed.Add(1)
+	l.spreadLease(g.Lease.Tenant, in.Lease.ID)
 	if r.journal != nil {
 		// The lease stays in use even if its record fails (see Journal).
-		r.recorded(r.journal.Installed(now, in), "install", tenant)
+		r.recorded(r.journal.Installed(now, in), "install", g.Lease.Tenant)
 	}
-	if in.Return != nil {
-		r.sendReturn(cctx, now, *in.Return)
+	if in.Return != nil && r.record(now, *in.Return) {
+		return *in.Return, true
 	}
+	return quota.Return{}, false
 }
 
-// sendReturn gives a lease back, once the journal has recorded it.
-func (r *runner) sendReturn(ctx context.Context, at int64, ret quota.Return) {
+// record has the journal record a return at at, and says whether it may
+// be sent.
+func (r *runner) record(at int64, ret quota.Return) bool {
+	if r.journal == nil {
+		return true
+	}
+	// Not recorded, not sent: the coordinator counts the lease until it
+	// ends.
+	return r.recorded(r.journal.Returned(at, ret), "return", ret.Tenant)
+}
+
+// sendReturns sends one call of returns, recorded already. It runs on
+// the call's goroutine (or returnAll's).
+func (r *runner) sendReturns(ctx context.Context, rets []quota.Return, patience time.Duration) callDone {
 	l := r.l
-	if r.journal != nil && !r.recorded(r.journal.Returned(at, ret), "return", ret.Tenant) {
-		return // not sent: the coordinator counts the lease until it ends
+	d := callDone{what: "returns", n: len(rets)}
+	cctx, cancel := context.WithTimeout(ctx, patience)
+	defer cancel()
+	began := time.Now()
+	errs, err := r.c.ReturnBatch(cctx, rets)
+	d.took = time.Since(began)
+	if err == nil && len(errs) != len(rets) {
+		err = fmt.Errorf("region: %d answers to %d returns", len(errs), len(rets))
 	}
-	err := returnOne(ctx, r.c, ret)
-	if errors.Is(err, quota.ErrUnknownTenant) {
-		// The tenant was deleted (the usual reason a region gives its lease
-		// back without being asked): its leases went with it, so nothing is
-		// left to count, and the return is done rather than lost.
-		err = nil
-	}
+	d.shutdown = ctx.Err() != nil
 	if err != nil {
-		l.counters.returnFailures.Add(1)
-		if r.logger != nil {
-			r.logger.Warn("quota region: return lost; the coordinator counts the lease until it expires",
-				"region", l.cfg.Region, "tenant", ret.Tenant, "lease", ret.LeaseID, "err", err)
+		l.counters.returnFailures.Add(int64(len(rets)))
+		d.why, d.wait = failureOf(err, cctx.Err() != nil)
+		d.err = err
+		return d
+	}
+	var lost int
+	var firstErr error
+	var first quota.Return
+	for i, err := range errs {
+		if errors.Is(err, quota.ErrUnknownTenant) {
+			// The tenant was deleted (the usual reason a region gives its
+			// lease back without being asked): its leases went with it, so
+			// nothing is left to count, and the return is done rather than
+			// lost.
+			err = nil
 		}
-	} else {
+		if err != nil {
+			l.counters.returnFailures.Add(1)
+			if lost++; firstErr == nil {
+				firstErr, first = err, rets[i]
+			}
+			continue
+		}
 		l.counters.returns.Add(1)
 	}
+	if lost > 0 && r.logger != nil {
+		r.logger.Warn("quota region: returns lost; the coordinator counts the leases until they expire",
+			"region", l.cfg.Region, "lost", lost, "of", len(rets), "tenant", first.Tenant, "lease", first.LeaseID, "err", firstErr)
+	}
+	return d
 }
 
 // recorded notes the journal's answer to a record of what (install or
@@ -307,58 +703,43 @@ func (r *runner) journalErr() error {
 	return fmt.Errorf("%w: %d records not written; the first: %w", ErrJournal, r.failures, r.first)
 }
 
+// returnAll gives back, once ctx has ended, what is queued and every
+// valid lease, in batches, InFlight calls at a time, within
+// shutdownGrace.
 func (r *runner) returnAll() {
 	l := r.l
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 256)
-	send := func(now int64, ret quota.Return) {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			r.sendReturn(ctx, now, ret)
-		})
-	}
+	rets := r.returns
+	r.returns = nil
+	now := l.Now()
 	for _, ret := range l.takeLeaving() {
-		send(l.Now(), ret)
+		if r.record(now, ret) {
+			rets = append(rets, ret)
+		}
 	}
 	for _, n := range l.idx.Load().list {
 		now := l.Now()
-		if ret, ok := l.giveBack(now, n.tenant, n.b); ok {
-			send(now, ret)
+		if ret, ok := l.giveBack(now, n.tenant, n.b); ok && r.record(now, ret) {
+			rets = append(rets, ret)
 		}
 	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, l.cfg.InFlight)
+	for len(rets) > 0 {
+		n := min(len(rets), l.cfg.BatchSize)
+		batch := rets[:n:n]
+		rets = rets[n:]
+		sem <- struct{}{}
+		l.counters.returnBatches.Add(1)
+		wg.Go(func() {
+			defer func() { <-sem }()
+			d := r.sendReturns(ctx, batch, shutdownGrace)
+			if d.err != nil && r.logger != nil {
+				r.logger.Warn("quota region: returns lost at shutdown; the coordinator counts the leases until they expire",
+					"region", l.cfg.Region, "returns", d.n, "reason", d.why.String(), "err", d.err)
+			}
+		})
+	}
 	wg.Wait()
-}
-
-// requeue keeps a removed tenant's return for returnAll.
-func (l *Limiter) requeue(ret quota.Return) {
-	l.setMu.Lock()
-	l.leaving = append(l.leaving, ret)
-	l.setMu.Unlock()
-}
-
-// renewOne renews one request through c's batch call.
-func renewOne(ctx context.Context, c Coordinator, req quota.Request) (quota.Grant, error) {
-	res, err := c.RenewBatch(ctx, []quota.Request{req})
-	switch {
-	case err != nil:
-		return quota.Grant{}, err
-	case len(res) != 1:
-		return quota.Grant{}, fmt.Errorf("region: %d answers to one request", len(res))
-	}
-	return res[0].Grant, res[0].Err
-}
-
-// returnOne gives one lease back through c's batch call.
-func returnOne(ctx context.Context, c Coordinator, ret quota.Return) error {
-	errs, err := c.ReturnBatch(ctx, []quota.Return{ret})
-	switch {
-	case err != nil:
-		return err
-	case len(errs) != 1:
-		return fmt.Errorf("region: %d answers to one return", len(errs))
-	}
-	return errs[0]
 }

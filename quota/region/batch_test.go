@@ -1,0 +1,406 @@
+package region_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sort"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/afloat/afloat/quota"
+	"github.com/afloat/afloat/quota/coordinator"
+	"github.com/afloat/afloat/quota/region"
+)
+
+// recorder passes calls to a coordinator and notes what a region sends:
+// each call's size, when it was sent and with what deadline, how many
+// were under way at once, and how many goroutines the process had.
+type recorder struct {
+	region.Coordinator
+	start time.Time
+
+	mu         sync.Mutex
+	inFlight   int
+	most       int // calls under way at once, at most
+	goroutines int // at most, seen at a call's start
+	calls      []recorded
+}
+
+type recorded struct {
+	at, end  time.Duration // since start
+	n        int
+	renew    bool
+	patience time.Duration // the ctx's deadline less at; 0 for none
+	tenants  []string
+}
+
+func (r *recorder) note(ctx context.Context, renew bool, tenants []string) func() {
+	now := time.Now()
+	c := recorded{at: now.Sub(r.start), n: len(tenants), renew: renew, tenants: tenants}
+	if dl, ok := ctx.Deadline(); ok {
+		c.patience = dl.Sub(now)
+	}
+	g := runtime.NumGoroutine()
+	r.mu.Lock()
+	k := len(r.calls)
+	r.calls = append(r.calls, c)
+	r.inFlight++
+	r.most = max(r.most, r.inFlight)
+	r.goroutines = max(r.goroutines, g)
+	r.mu.Unlock()
+	return func() {
+		r.mu.Lock()
+		r.inFlight--
+		r.calls[k].end = time.Since(r.start)
+		r.mu.Unlock()
+	}
+}
+
+func (r *recorder) RenewBatch(ctx context.Context, reqs []quota.Request) ([]quota.Result, error) {
+	tenants := make([]string, len(reqs))
+	for i, q := range reqs {
+		tenants[i] = q.Tenant
+	}
+	defer r.note(ctx, true, tenants)()
+	return r.Coordinator.RenewBatch(ctx, reqs)
+}
+
+func (r *recorder) ReturnBatch(ctx context.Context, rets []quota.Return) ([]error, error) {
+	tenants := make([]string, len(rets))
+	for i, q := range rets {
+		tenants[i] = q.Tenant
+	}
+	defer r.note(ctx, false, tenants)()
+	return r.Coordinator.ReturnBatch(ctx, rets)
+}
+
+func (r *recorder) snapshot() []recorded {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]recorded(nil), r.calls...)
+}
+
+// manyTenants serves n tenants in region eu from a coordinator in memory;
+// stop ends it and waits for it.
+func manyTenants(t *testing.T, n int) (names []string, srv *coordinator.Server, stop func()) {
+	t.Helper()
+	tenants := make([]quota.Tenant, n)
+	names = make([]string, n)
+	for i := range tenants {
+		names[i] = fmt.Sprintf("t%05d", i)
+		tenants[i] = quota.Tenant{Name: names[i], Rate: 100 * quota.One, Burst: 100 * quota.One, Regions: []string{"eu"}}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := coordinator.NewServer(ctx, coordinator.Config{Tenants: tenants}, coordinator.NewMemLedger())
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { srv.Run(ctx) })
+	return names, srv, func() { cancel(); wg.Wait() }
+}
+
+// TestRunRenewsPerRegion: a region of 10,000 tenants renews them through
+// a handful of calls per tick — every call at most the batch size, at
+// most the in-flight bound under way at once, each with a deadline —
+// with goroutines that do not grow with the tenants; every tenant is
+// leased within the first second (an in-memory coordinator answers at
+// once), and the renewals after the start are spread: no 50 ms tick
+// carries more than 4 % of the tenants (a fortieth, 2.5 %, on average
+// over the spread). At shutdown every lease goes
+// back, in batches. Virtual time (synctest): 30 s of renewals.
+func TestRunRenewsPerRegion(t *testing.T) {
+	const n = 10_000
+	goroutines := map[int]int{}
+	for _, tenants := range []int{100, n} {
+		synctest.Test(t, func(t *testing.T) {
+			names, srv, stop := manyTenants(t, tenants)
+			defer stop()
+			synctest.Wait()
+			base := runtime.NumGoroutine()
+			rec := &recorder{Coordinator: srv, start: time.Now()}
+			var leasedAt time.Duration
+			l, err := region.New(region.DefaultConfig("eu", names...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			wg.Go(func() { l.Run(ctx, rec) })
+			for range 100 {
+				time.Sleep(10 * time.Millisecond)
+				synctest.Wait()
+				if ls := l.Leases(l.Now(), 0); ls.Leased == tenants {
+					leasedAt = time.Since(rec.start)
+					break
+				}
+			}
+			if leasedAt == 0 {
+				t.Fatalf("%d tenants: %d leased after a second", tenants, l.Leases(l.Now(), 0).Leased)
+			}
+			time.Sleep(30 * time.Second)
+			synctest.Wait()
+			if ls := l.Leases(l.Now(), 0); ls.Leased != tenants {
+				t.Fatalf("%d tenants: %d leased after 30 s", tenants, ls.Leased)
+			}
+			cancel()
+			wg.Wait()
+			if live := len(srv.LiveIDs()); live != 0 {
+				t.Errorf("%d tenants: %d leases still count after the region shut down, want every one given back", tenants, live)
+			}
+			calls := rec.snapshot()
+			goroutines[tenants] = rec.goroutines - base
+			st := l.RunStats()
+			t.Logf("%d tenants: all leased at %v; %d renewal calls, %d return calls, at most %d under way, %d goroutines above the coordinator's; %+v",
+				tenants, leasedAt, st.Batches, st.ReturnBatches, rec.most, rec.goroutines-base, st)
+			if rec.most > region.DefaultInFlight {
+				t.Errorf("%d tenants: %d calls under way at once, want at most %d", tenants, rec.most, region.DefaultInFlight)
+			}
+			perTick := map[time.Duration]int{}
+			var renewals int
+			for i, c := range calls {
+				if c.n > region.DefaultBatchSize || c.n == 0 {
+					t.Fatalf("%d tenants: call %d carried %d, want 1 to %d", tenants, i, c.n, region.DefaultBatchSize)
+				}
+				if c.patience <= 0 {
+					t.Fatalf("%d tenants: call %d at %v has no deadline", tenants, i, c.at)
+				}
+				if c.renew {
+					perTick[c.at.Truncate(50*time.Millisecond)] += c.n
+					renewals += c.n
+				}
+			}
+			if int64(renewals) != st.Renewals || st.RenewFailures != 0 {
+				t.Errorf("%d tenants: %d renewals sent, %d answered, %d failed; want all answered", tenants, renewals, st.Renewals, st.RenewFailures)
+			}
+			// About six renewals a tenant in 30 s of 10 s leases: the first,
+			// then one every 5 s on average.
+			if min, max := tenants*6, tenants*8; renewals < min || renewals > max {
+				t.Errorf("%d tenants: %d renewals in 30 s, want %d to %d", tenants, renewals, min, max)
+			}
+			if tenants < n {
+				return
+			}
+			var ticks []time.Duration
+			for at := range perTick {
+				ticks = append(ticks, at)
+			}
+			sort.Slice(ticks, func(i, j int) bool { return ticks[i] < ticks[j] })
+			var most int
+			var mostAt time.Duration
+			callsPerTick := map[time.Duration]int{}
+			for _, c := range calls {
+				callsPerTick[c.at.Truncate(50*time.Millisecond)]++
+			}
+			var mostCalls int
+			for _, at := range ticks {
+				mostCalls = max(mostCalls, callsPerTick[at])
+				if at < time.Second {
+					continue // the start: every tenant at once, paced by the bound
+				}
+				if perTick[at] > most {
+					most, mostAt = perTick[at], at
+				}
+			}
+			t.Logf("after the start, at most %d renewals in a 50 ms tick (at %v), %d calls in a tick at most", most, mostAt, mostCalls)
+			if most > n*4/100 {
+				t.Errorf("%d renewals in the tick at %v, want at most 4 %% of %d: renewals not spread", most, mostAt, n)
+			}
+			if mostCalls > 8 {
+				t.Errorf("%d calls in one tick, want a handful", mostCalls)
+			}
+		})
+	}
+	if goroutines[n] > goroutines[100]+region.DefaultInFlight {
+		t.Errorf("goroutines above the coordinator's: %d with 100 tenants, %d with %d: want no more than the in-flight bound between them",
+			goroutines[100], goroutines[n], n)
+	}
+}
+
+// flaky answers through a coordinator, but fails calls as a whole as
+// fail says: the error for call k (from 0, renewals and returns
+// counted together), nil to answer, or errHang to answer nothing until
+// the call's deadline.
+type flaky struct {
+	region.Coordinator
+	fail func(k int) error
+
+	mu sync.Mutex
+	k  int
+}
+
+var errHang = fmt.Errorf("hang")
+
+func (f *flaky) next(ctx context.Context) error {
+	f.mu.Lock()
+	k := f.k
+	f.k++
+	f.mu.Unlock()
+	err := f.fail(k)
+	if err == errHang {
+		<-ctx.Done()
+		return fmt.Errorf("flaky: %w", ctx.Err())
+	}
+	return err
+}
+
+func (f *flaky) RenewBatch(ctx context.Context, reqs []quota.Request) ([]quota.Result, error) {
+	if err := f.next(ctx); err != nil {
+		return nil, err
+	}
+	return f.Coordinator.RenewBatch(ctx, reqs)
+}
+
+func (f *flaky) ReturnBatch(ctx context.Context, rets []quota.Return) ([]error, error) {
+	if err := f.next(ctx); err != nil {
+		return nil, err
+	}
+	return f.Coordinator.ReturnBatch(ctx, rets)
+}
+
+// TestBusyBacksOffTheRegion: a coordinator that sheds load refuses the
+// region's first calls with a wait of 3 s; the whole region sends
+// nothing for those 3 s — though its tenants have no lease and the retry
+// interval is 0.5 s — says so (RunStats), and then leases every tenant,
+// those of the refused calls among the first. Virtual time (synctest).
+func TestBusyBacksOffTheRegion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		names, srv, stop := manyTenants(t, 3000)
+		defer stop()
+		busy := &quota.BusyError{Wait: 3 * time.Second, Why: "bulkhead full"}
+		f := &flaky{Coordinator: srv, fail: func(k int) error {
+			if k < 2 {
+				return busy
+			}
+			return nil
+		}}
+		rec := &recorder{Coordinator: f, start: time.Now()}
+		l, err := region.New(region.DefaultConfig("eu", names...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		defer cancel()
+		wg.Go(func() { l.Run(ctx, rec) })
+		time.Sleep(time.Second)
+		synctest.Wait()
+		st := l.RunStats()
+		if st.BatchesBusy != 2 || st.RenewFailures != int64(len(names)) || st.Backoff < 1900*time.Millisecond || st.Backoff > 2*time.Second {
+			t.Fatalf("a second after two busy refusals: %d busy, %d renewals failed, backoff %v; want 2, %d, 2 s left",
+				st.BatchesBusy, st.RenewFailures, st.Backoff, len(names))
+		}
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		calls := rec.snapshot()
+		refused := map[string]bool{}
+		for _, c := range calls[:2] {
+			for _, tn := range c.tenants {
+				refused[tn] = true
+			}
+		}
+		again := 0
+		for i, c := range calls[2:] {
+			if c.at < calls[1].end+busy.Wait {
+				t.Fatalf("call %d at %v, %v after a busy refusal that asked for %v", i+2, c.at, c.at-calls[1].end, busy.Wait)
+			}
+			for _, tn := range c.tenants {
+				if refused[tn] {
+					again++
+				}
+			}
+		}
+		if again != len(refused) {
+			t.Errorf("%d of the %d tenants refused asked again after the wait", again, len(refused))
+		}
+		if ls := l.Leases(l.Now(), 0); ls.Leased != len(names) {
+			t.Errorf("%d of %d leased a second after the wait", ls.Leased, len(names))
+		}
+		if st := l.RunStats(); st.Backoff != 0 || st.Renewals != int64(len(names)) {
+			t.Errorf("after the wait: backoff %v, %d renewals; want none, %d", st.Backoff, st.Renewals, len(names))
+		}
+	})
+}
+
+// TestTimeoutsBackOffAndWaitLonger: a coordinator that answers nothing
+// times the region's calls out; each call's deadline is the region's
+// patience, which doubles with each timeout (0.5, 1, 2, 4, 8 s, then no
+// more), and the region waits before each next call at least half its
+// backoff (the retry interval doubled per failure in a row); once the
+// coordinator answers, every tenant is leased and the patience comes
+// back down. The same backoff follows calls that fail unreachable
+// (RunStats by reason). Virtual time (synctest).
+func TestTimeoutsBackOffAndWaitLonger(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"timeout", errHang},
+		{"unavailable", fmt.Errorf("remote: %w", fmt.Errorf("no coordinator answered as the leader"))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				names, srv, stop := manyTenants(t, 100)
+				defer stop()
+				const failing = 7
+				f := &flaky{Coordinator: srv, fail: func(k int) error {
+					if k < failing {
+						return tc.err
+					}
+					return nil
+				}}
+				rec := &recorder{Coordinator: f, start: time.Now()}
+				l, err := region.New(region.DefaultConfig("eu", names...))
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				var wg sync.WaitGroup
+				defer wg.Wait()
+				defer cancel()
+				wg.Go(func() { l.Run(ctx, rec) })
+				time.Sleep(2 * time.Minute)
+				synctest.Wait()
+				calls := rec.snapshot()
+				for i, c := range calls[:failing+2] {
+					t.Logf("call %d: %d %s at %v, ended %v, deadline %v after", i, c.n, map[bool]string{true: "renewals", false: "returns"}[c.renew], c.at, c.end, c.patience)
+				}
+				retry, most := 500*time.Millisecond, 8*time.Second
+				for i := 1; i <= failing; i++ {
+					c, prev := calls[i], calls[i-1]
+					backoff := min(most, retry<<(i-1))
+					if gap := c.at - prev.end; gap < backoff/2 || gap > backoff*3/2+60*time.Millisecond {
+						t.Errorf("call %d at %v, %v after failure %d ended: want %v to %v (the backoff, jittered)",
+							i, c.at, gap, i, backoff/2, backoff*3/2)
+					}
+					want := retry
+					if tc.err == errHang {
+						want = min(most, retry<<i) // doubled by each timeout
+					}
+					if i < len(calls) && calls[i].patience != want {
+						t.Errorf("call %d's deadline %v after it was sent, want %v", i, calls[i].patience, want)
+					}
+				}
+				st := l.RunStats()
+				byReason := st.BatchesTimedOut
+				if tc.err != errHang {
+					byReason = st.BatchesUnavailable
+				}
+				if byReason != failing || st.BatchesBusy+st.BatchesTimedOut+st.BatchesUnavailable+st.BatchesHeld != failing {
+					t.Errorf("%+v: want %d calls failed, all %s", st, failing, tc.name)
+				}
+				if ls := l.Leases(l.Now(), 0); ls.Leased != len(names) {
+					t.Errorf("%d of %d leased once the coordinator answers", ls.Leased, len(names))
+				}
+				if st.Patience != retry || st.Backoff != 0 {
+					t.Errorf("patience %v, backoff %v after answers came at once: want %v, none", st.Patience, st.Backoff, retry)
+				}
+			})
+		})
+	}
+}

@@ -1,0 +1,172 @@
+package region
+
+import "sync/atomic"
+
+// Run's schedule: when each tenant next needs a look, kept so that a pass
+// touches the tenants whose time has come and no others — a region of
+// 100,000 tenants must not ask each of them, under its lock, 20 times a
+// second whether it is due.
+//
+//   - timers: a heap of tenants by the instant at which the passing of
+//     time alone may make them due (Limiter.nextLook, which follows Due's
+//     rules); a pass pops those whose instant has come and asks Due.
+//   - ready: a heap of the tenants Due said yes to that wait for a place
+//     in a call, most urgent first: without a valid lease, then by the
+//     end of their lease.
+//   - attention: the tenants that an event put up at once — a refusal
+//     that made a tenant hot, a nudge, a tenant added or removed —
+//     pushed by paths that must not lock or wait (Allow's among them).
+//
+// A tenant is in at most one of the heaps, or in a call, at a time; and
+// on the attention list at most once. So the schedule's memory is linear
+// in the tenants served, whatever the backlog.
+
+// attention is a lock-free stack of buckets (Treiber's), each on it at
+// most once (bucket.queued). Any goroutine pushes; Run alone takes.
+type attention struct {
+	head atomic.Pointer[bucket]
+}
+
+// push puts b up for Run's attention, unless it is up already.
+func (a *attention) push(b *bucket) {
+	if !b.queued.CompareAndSwap(false, true) {
+		return
+	}
+	for {
+		h := a.head.Load()
+		b.upNext = h // published by the swap below; read only after it
+		if a.head.CompareAndSwap(h, b) {
+			return
+		}
+	}
+}
+
+// take empties the stack and calls f on each bucket it held. A bucket
+// pushed again while f runs is on the next take.
+func (a *attention) take(f func(*bucket)) {
+	for b := a.head.Swap(nil); b != nil; {
+		next := b.upNext
+		b.upNext = nil
+		b.queued.Store(false)
+		f(b)
+		b = next
+	}
+}
+
+// runState is a bucket's place in Run's schedule. Only Run's goroutine
+// reads and writes it.
+type runState struct {
+	pos     [2]int // 1 + its index in the timers and ready heaps; 0 when not in one
+	at      int64  // timers: when to look at it next
+	urgency int64  // ready: -1 without a valid lease, else its lease's end
+	order   uint64 // ready: the order it became ready in, among equals
+	calling bool   // a call carries its request
+}
+
+// Which heap.
+const (
+	timersHeap = iota
+	readyHeap
+)
+
+// bucketHeap is a binary min-heap of buckets that know their place in it
+// (runState.pos), so that one can be taken out of the middle.
+type bucketHeap struct {
+	which int
+	items []*bucket
+}
+
+func (h *bucketHeap) len() int { return len(h.items) }
+
+func (h *bucketHeap) less(i, j int) bool {
+	a, b := &h.items[i].run, &h.items[j].run
+	if h.which == timersHeap {
+		return a.at < b.at
+	}
+	if a.urgency != b.urgency {
+		return a.urgency < b.urgency
+	}
+	return a.order < b.order
+}
+
+func (h *bucketHeap) swap(i, j int) {
+	h.items[i], h.items[j] = h.items[j], h.items[i]
+	h.items[i].run.pos[h.which] = i + 1
+	h.items[j].run.pos[h.which] = j + 1
+}
+
+func (h *bucketHeap) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			return
+		}
+		h.swap(i, p)
+		i = p
+	}
+}
+
+func (h *bucketHeap) down(i int) {
+	n := len(h.items)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && h.less(r, l) {
+			m = r
+		}
+		if !h.less(m, i) {
+			return
+		}
+		h.swap(i, m)
+		i = m
+	}
+}
+
+// push adds b, which is in no heap of this kind.
+func (h *bucketHeap) push(b *bucket) {
+	h.items = append(h.items, b)
+	b.run.pos[h.which] = len(h.items)
+	h.up(len(h.items) - 1)
+}
+
+// min is the least bucket; the heap must not be empty.
+func (h *bucketHeap) min() *bucket { return h.items[0] }
+
+// pop takes out the least bucket; the heap must not be empty.
+func (h *bucketHeap) pop() *bucket {
+	b := h.items[0]
+	h.remove(b)
+	return b
+}
+
+// remove takes b out, if it is in this heap.
+func (h *bucketHeap) remove(b *bucket) {
+	i := b.run.pos[h.which] - 1
+	if i < 0 || i >= len(h.items) || h.items[i] != b {
+		return
+	}
+	last := len(h.items) - 1
+	if i != last {
+		h.swap(i, last)
+	}
+	h.items[last] = nil
+	h.items = h.items[:last]
+	b.run.pos[h.which] = 0
+	if i != last {
+		h.down(i)
+		h.up(i)
+	}
+	// Let a heap that held a crowd (a region's start) give the memory back.
+	if c := cap(h.items); c > 1024 && len(h.items) < c/4 {
+		h.items = append([]*bucket(nil), h.items...)
+	}
+}
+
+// has says whether b is in this heap.
+func (h *bucketHeap) has(b *bucket) bool {
+	i := b.run.pos[h.which] - 1
+	return i >= 0 && i < len(h.items) && h.items[i] == b
+}
