@@ -33,9 +33,6 @@ type ClientConfig struct {
 	TLS *tls.Config
 	// HTTP is the HTTP client; default one with a 5 s timeout (and TLS).
 	HTTP *http.Client
-	// Linger is how long a call waits for others to share its HTTP
-	// request; default 2 ms.
-	Linger time.Duration
 	// OnNudge receives the nudges that ride on answers; may be nil.
 	OnNudge func(quota.Nudge)
 	// Agent describes this agent when it attaches (AttachBody); default
@@ -44,9 +41,11 @@ type ClientConfig struct {
 }
 
 // Client is a region's side of the API: it implements region.Coordinator.
-// Calls made within Linger of each other travel in one HTTP request (up
-// to MaxBatch), so that a region renewing thousands of tenants sends tens
-// of requests, not thousands. It is safe for concurrent use.
+// A batch travels in one HTTP request (split at MaxBatch), with the
+// caller's patience — the time to its context's deadline — so that the
+// coordinator drops what it cannot answer in time; region.Limiter.Run
+// batches per region, so that a region renewing thousands of tenants
+// sends a few requests, not thousands. It is safe for concurrent use.
 //
 // The client attaches the region before its first call (see wire.go) and
 // keeps the incarnation it is given. When the coordinator answers that it
@@ -59,11 +58,6 @@ type ClientConfig struct {
 type Client struct {
 	cfg ClientConfig
 	l   leaders // the coordinators, their leader followed
-
-	mu      sync.Mutex
-	renews  []*call
-	returns []*call
-	timer   *time.Timer
 
 	inc atomic.Uint64 // the incarnation; 0 until attached
 	// attachMu makes one attach at a time: calls that need one wait for
@@ -80,17 +74,6 @@ type Client struct {
 // holder detaches, at the cost of one small request a second.
 const attachRetry = time.Second
 
-type call struct {
-	req  quota.Request
-	ret  quota.Return
-	done chan callResult
-}
-
-type callResult struct {
-	grant quota.Grant
-	err   error
-}
-
 // NewClient checks the configuration and returns a client.
 func NewClient(cfg ClientConfig) (*Client, error) {
 	endpoints, err := checkEndpoints(cfg.Endpoints, cfg.TLS != nil)
@@ -103,9 +86,6 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	if cfg.HTTP == nil {
 		cfg.HTTP = httpClient(5*time.Second, cfg.TLS)
-	}
-	if cfg.Linger == 0 {
-		cfg.Linger = 2 * time.Millisecond
 	}
 	if cfg.Agent == "" {
 		host, err := os.Hostname()
@@ -214,55 +194,134 @@ func (c *Client) Detach(ctx context.Context) error {
 	return err
 }
 
-// RenewBatch implements region.Coordinator: each request is answered in
-// order.
+// RenewBatch implements region.Coordinator: POST /v1/renew, MaxBatch
+// requests a body, each answered in order. An error means nothing was
+// answered: the region could not attach, or the first body failed as a
+// whole (a *quota.BusyError when the coordinator sheds load). A body
+// after the first that fails as a whole fails its requests one by one,
+// as the ones before were answered.
 func (c *Client) RenewBatch(ctx context.Context, reqs []quota.Request) ([]quota.Result, error) {
 	out := make([]quota.Result, len(reqs))
-	var wg sync.WaitGroup
-	for i, req := range reqs {
-		wg.Go(func() {
-			g, err := c.Renew(ctx, req)
-			out[i] = quota.Result{Grant: g, Err: err}
-		})
+	for from := 0; from < len(reqs); from += MaxBatch {
+		part := reqs[from:min(from+MaxBatch, len(reqs))]
+		err := c.renewBody(ctx, part, out[from:])
+		if err != nil && from == 0 {
+			return nil, err
+		}
+		if err != nil {
+			for i := range part {
+				out[from+i] = quota.Result{Err: err}
+			}
+		}
 	}
-	wg.Wait()
 	return out, nil
 }
 
-// ReturnBatch implements region.Coordinator for returns.
+// renewBody sends one body of renewals and puts their answers in out.
+func (c *Client) renewBody(ctx context.Context, reqs []quota.Request, out []quota.Result) error {
+	inc, err := c.attach(ctx)
+	if err != nil {
+		return err
+	}
+	patience, err := patienceOf(ctx, c.cfg.HTTP)
+	if err != nil {
+		return err
+	}
+	ans, k, err := c.send(ctx, "/v1/renew", RenewBody{Incarnation: inc, Requests: reqs, PatienceMS: patience}, len(reqs))
+	if err != nil {
+		return err
+	}
+	c.after(ans, k, inc)
+	for i, r := range ans.Results {
+		switch e := errOf(r); {
+		case e != nil:
+			out[i] = quota.Result{Err: e}
+		case r.Grant == nil:
+			out[i] = quota.Result{Err: fmt.Errorf("remote: result %d has neither a grant nor an error", i)}
+		default:
+			out[i] = quota.Result{Grant: *r.Grant}
+		}
+	}
+	return nil
+}
+
+// ReturnBatch implements region.Coordinator for returns: POST /v1/return,
+// as RenewBatch.
 func (c *Client) ReturnBatch(ctx context.Context, rets []quota.Return) ([]error, error) {
 	out := make([]error, len(rets))
-	var wg sync.WaitGroup
-	for i, ret := range rets {
-		wg.Go(func() { out[i] = c.Return(ctx, ret) })
+	for from := 0; from < len(rets); from += MaxBatch {
+		part := rets[from:min(from+MaxBatch, len(rets))]
+		err := c.returnBody(ctx, part, out[from:])
+		if err != nil && from == 0 {
+			return nil, err
+		}
+		if err != nil {
+			for i := range part {
+				out[from+i] = err
+			}
+		}
 	}
-	wg.Wait()
 	return out, nil
 }
 
-// Renew renews one request; calls made within Linger of each other share
-// an HTTP request.
-func (c *Client) Renew(ctx context.Context, req quota.Request) (quota.Grant, error) {
-	cl := &call{req: req, done: make(chan callResult, 1)}
-	c.enqueue(&c.renews, cl)
-	select {
-	case r := <-cl.done:
-		return r.grant, r.err
-	case <-ctx.Done():
-		return quota.Grant{}, fmt.Errorf("remote: renewing: %w", ctx.Err())
+// returnBody sends one body of returns and puts their answers in out.
+func (c *Client) returnBody(ctx context.Context, rets []quota.Return, out []error) error {
+	inc, err := c.attach(ctx)
+	if err != nil {
+		return err
 	}
+	patience, err := patienceOf(ctx, c.cfg.HTTP)
+	if err != nil {
+		return err
+	}
+	ans, k, err := c.send(ctx, "/v1/return", ReturnBody{Incarnation: inc, Returns: rets, PatienceMS: patience}, len(rets))
+	if err != nil {
+		return err
+	}
+	c.after(ans, k, inc)
+	for i, r := range ans.Results {
+		out[i] = errOf(r)
+	}
+	return nil
 }
 
-// Return gives one lease back, as Renew.
-func (c *Client) Return(ctx context.Context, ret quota.Return) error {
-	cl := &call{ret: ret, done: make(chan callResult, 1)}
-	c.enqueue(&c.returns, cl)
-	select {
-	case r := <-cl.done:
-		return r.err
-	case <-ctx.Done():
-		return fmt.Errorf("remote: returning: %w", ctx.Err())
+// patienceOf is what a body says of the caller's patience: the
+// milliseconds to ctx's deadline, or to the HTTP client's timeout if
+// sooner, from 1 to MaxPatience; 0 (absent) with neither. A deadline
+// already passed is ctx's error: nothing is sent.
+func patienceOf(ctx context.Context, hc *http.Client) (int64, error) {
+	var wait time.Duration
+	if dl, ok := ctx.Deadline(); ok {
+		if wait = time.Until(dl); wait <= 0 {
+			return 0, fmt.Errorf("remote: %w", context.DeadlineExceeded)
+		}
 	}
+	if t := hc.Timeout; t > 0 && (wait == 0 || t < wait) {
+		wait = t
+	}
+	if wait == 0 {
+		return 0, nil
+	}
+	return min(max(wait.Milliseconds(), 1), MaxPatience.Milliseconds()), nil
+}
+
+// Renew renews one request: RenewBatch of one, for tests and callers
+// with a single tenant.
+func (c *Client) Renew(ctx context.Context, req quota.Request) (quota.Grant, error) {
+	res, err := c.RenewBatch(ctx, []quota.Request{req})
+	if err != nil {
+		return quota.Grant{}, err
+	}
+	return res[0].Grant, res[0].Err
+}
+
+// Return gives one lease back: ReturnBatch of one.
+func (c *Client) Return(ctx context.Context, ret quota.Return) error {
+	errs, err := c.ReturnBatch(ctx, []quota.Return{ret})
+	if err != nil {
+		return err
+	}
+	return errs[0]
 }
 
 // Poll sends an empty renewal: it picks up the region's nudges, and says
@@ -283,48 +342,6 @@ func (c *Client) Poll(ctx context.Context) error {
 		}
 	}
 	return err
-}
-
-func (c *Client) enqueue(q *[]*call, cl *call) {
-	c.mu.Lock()
-	*q = append(*q, cl)
-	full := len(*q) >= MaxBatch
-	if c.timer == nil && !full {
-		c.timer = time.AfterFunc(c.cfg.Linger, c.flush)
-	}
-	c.mu.Unlock()
-	if full {
-		c.flush()
-	}
-}
-
-// flush sends what is queued, each kind in its own HTTP request(s).
-func (c *Client) flush() {
-	c.mu.Lock()
-	renews, returns := c.renews, c.returns
-	c.renews, c.returns = nil, nil
-	if c.timer != nil {
-		c.timer.Stop()
-		c.timer = nil
-	}
-	c.mu.Unlock()
-	for len(renews) > 0 {
-		n := min(len(renews), MaxBatch)
-		go c.sendRenews(renews[:n])
-		renews = renews[n:]
-	}
-	for len(returns) > 0 {
-		n := min(len(returns), MaxBatch)
-		go c.sendReturns(returns[:n])
-		returns = returns[n:]
-	}
-}
-
-// failAll fails every call with err.
-func failAll(calls []*call, err error) {
-	for _, cl := range calls {
-		cl.done <- callResult{err: err}
-	}
 }
 
 // after reads what an answer from endpoint k says of the client's state:
@@ -350,57 +367,6 @@ func (c *Client) after(ans Answer, k int, inc uint64) {
 		for _, nd := range ans.Nudges {
 			c.cfg.OnNudge(nd)
 		}
-	}
-}
-
-func (c *Client) sendRenews(calls []*call) {
-	ctx := context.Background()
-	inc, err := c.attach(ctx)
-	if err != nil {
-		failAll(calls, err)
-		return
-	}
-	body := RenewBody{Incarnation: inc, Requests: make([]quota.Request, len(calls))}
-	for i, cl := range calls {
-		body.Requests[i] = cl.req
-	}
-	ans, k, err := c.send(ctx, "/v1/renew", body, len(calls))
-	if err != nil {
-		failAll(calls, err)
-		return
-	}
-	c.after(ans, k, inc)
-	for i, cl := range calls {
-		r := ans.Results[i]
-		if e := errOf(r); e != nil {
-			cl.done <- callResult{err: e}
-		} else if r.Grant == nil {
-			cl.done <- callResult{err: fmt.Errorf("remote: result %d has neither a grant nor an error", i)}
-		} else {
-			cl.done <- callResult{grant: *r.Grant}
-		}
-	}
-}
-
-func (c *Client) sendReturns(calls []*call) {
-	ctx := context.Background()
-	inc, err := c.attach(ctx)
-	if err != nil {
-		failAll(calls, err)
-		return
-	}
-	body := ReturnBody{Incarnation: inc, Returns: make([]quota.Return, len(calls))}
-	for i, cl := range calls {
-		body.Returns[i] = cl.ret
-	}
-	ans, k, err := c.send(ctx, "/v1/return", body, len(calls))
-	if err != nil {
-		failAll(calls, err)
-		return
-	}
-	c.after(ans, k, inc)
-	for i, cl := range calls {
-		cl.done <- callResult{err: errOf(ans.Results[i])}
 	}
 }
 

@@ -10,8 +10,9 @@
 // region at a time: an agent attaches first, and every call carries the
 // incarnation the coordinator gave it (wire.go). Client is a region's
 // side — it implements region.Coordinator, attaches before its first
-// call, batches concurrent calls into one HTTP request, and follows the
-// leader among the coordinators it was configured with. Operator is an
+// call, sends each batch as one HTTP request (split at MaxBatch) with
+// the caller's patience, and follows the leader among the coordinators
+// it was configured with. Operator is an
 // operator's side of the tenants API served beside it, and follows the
 // leader the same way (one leader-following client for both: leader.go).
 // ParseEndpoints reads endpoints as an operator types them (host:port or

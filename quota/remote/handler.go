@@ -63,7 +63,8 @@ type HandlerConfig struct {
 	Nudges *Mailbox
 	// Logger logs refused credentials; nil logs nothing.
 	Logger *slog.Logger
-	// Timeout bounds the wait for the ledger; default 5 s.
+	// Timeout bounds the wait for the ledger; default 5 s. A renewal or
+	// return body's patience_ms, if shorter, bounds it instead.
 	Timeout time.Duration
 }
 
@@ -289,9 +290,29 @@ func incarnationOf(w http.ResponseWriter, what string, body uint64, n int, item 
 	return true
 }
 
+// deadline is when the backend must have answered a body received at
+// received with patience_ms p: the lesser of the caller's patience and
+// the handler's Timeout. A p out of range is refused, and false.
+func (h *handler) deadline(w http.ResponseWriter, received time.Time, p int64) (time.Time, bool) {
+	if p < 0 || p > MaxPatience.Milliseconds() {
+		refuse(w, http.StatusBadRequest, Refusal{Error: fmt.Sprintf("remote: patience_ms %d: want 1 to %d (milliseconds), or none", p, MaxPatience.Milliseconds())})
+		return time.Time{}, false
+	}
+	wait := h.cfg.Timeout
+	if p > 0 {
+		wait = min(wait, time.Duration(p)*time.Millisecond)
+	}
+	return received.Add(wait), true
+}
+
 func (h *handler) renew(w http.ResponseWriter, r *http.Request) {
+	received := time.Now()
 	var body RenewBody
 	region, b, ok := h.begin(w, r, &body)
+	if !ok {
+		return
+	}
+	deadline, ok := h.deadline(w, received, body.PatienceMS)
 	if !ok {
 		return
 	}
@@ -307,7 +328,7 @@ func (h *handler) renew(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
+	ctx, cancel := context.WithDeadline(r.Context(), deadline)
 	defer cancel()
 	ans := Answer{Results: make([]Result, len(body.Requests))}
 	// Every request at once: their writes go into the same transactions.
@@ -334,8 +355,13 @@ func (h *handler) renew(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) ret(w http.ResponseWriter, r *http.Request) {
+	received := time.Now()
 	var body ReturnBody
 	region, b, ok := h.begin(w, r, &body)
+	if !ok {
+		return
+	}
+	deadline, ok := h.deadline(w, received, body.PatienceMS)
 	if !ok {
 		return
 	}
@@ -343,7 +369,7 @@ func (h *handler) ret(w http.ResponseWriter, r *http.Request) {
 		!incarnationOf(w, "returns", body.Incarnation, len(body.Returns), func(i int) *uint64 { return &body.Returns[i].Incarnation }) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
+	ctx, cancel := context.WithDeadline(r.Context(), deadline)
 	defer cancel()
 	ans := Answer{Results: make([]Result, len(body.Returns))}
 	errs, err := b.ReturnBatch(ctx, body.Returns)

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"errors"
+	"time"
 
 	"github.com/afloat/afloat/quota"
 )
@@ -11,8 +12,8 @@ import (
 //
 //	POST /v1/region/attach {"agent":"host:pid"}               → {"epoch":E,"incarnation":N} | 409 {"error":…,"code":"region_held","holder":…} + Retry-After
 //	POST /v1/region/detach {"incarnation":N}                  → {"epoch":E} | 409 {"error":…,"code":"superseded"}
-//	POST /v1/renew   {"incarnation":N,"requests":[quota.Request...]}  → {"epoch":E,"results":[{"grant":…}|{"error":…,"code":…}],"nudges":[…]}
-//	POST /v1/return  {"incarnation":N,"returns":[quota.Return...]}    → {"epoch":E,"results":[{}|{"error":…,"code":…}]}
+//	POST /v1/renew   {"incarnation":N,"requests":[quota.Request...],"patience_ms":P}  → {"epoch":E,"results":[{"grant":…}|{"error":…,"code":…}],"nudges":[…]} | 503 {"error":…,"code":"busy","retry_after_ms":W}
+//	POST /v1/return  {"incarnation":N,"returns":[quota.Return...],"patience_ms":P}    → {"epoch":E,"results":[{}|{"error":…,"code":…}]} | 503 busy
 //	GET  /v1/region/tenants                                   → {"epoch":E,"region":R,"tenants":[{"name":…,"version":V,"costs":{…}}...]}
 //
 // One agent spends for a region at a time. An agent attaches first: the
@@ -30,6 +31,14 @@ import (
 // nudges; with an incarnation that no longer holds the region it gets a
 // 409 superseded, so that an agent with no tenant to renew learns it too.
 // The region is always the token's, never the body's.
+//
+// A renewal or return body may say how long its caller waits for the
+// answer (patience_ms, 1 to 60,000; absent: the coordinator's own
+// bound): the coordinator gives its work a deadline of the body's
+// receipt plus the lesser of the two, and drops what it cannot answer by
+// then, or refuses the whole body at once with 503 busy and the wait it
+// asks for, when it is taking in all it can. Either way the region backs
+// off as a whole, not tenant by tenant.
 //
 // GET /v1/region/tenants lists the tenants whose regions include the
 // token's region, as the leader has them now: region agents poll it to
@@ -55,6 +64,12 @@ type RenewBody struct {
 	// be the same). Required when Requests is not empty.
 	Incarnation uint64          `json:"incarnation"`
 	Requests    []quota.Request `json:"requests"`
+	// PatienceMS is how long the caller waits for the answer, in
+	// milliseconds from when it sent the body: 1 to MaxPatience; absent
+	// (0), the coordinator's own bound. The coordinator answers by then,
+	// or drops what it could not do: a region that has given up installs
+	// nothing it would grant.
+	PatienceMS int64 `json:"patience_ms,omitempty"`
 }
 
 // ReturnBody is the body of POST /v1/return.
@@ -62,6 +77,8 @@ type ReturnBody struct {
 	// Incarnation is as in RenewBody.
 	Incarnation uint64         `json:"incarnation"`
 	Returns     []quota.Return `json:"returns"`
+	// PatienceMS is as in RenewBody.
+	PatienceMS int64 `json:"patience_ms,omitempty"`
 }
 
 // AttachBody is the body of POST /v1/region/attach.
@@ -164,6 +181,8 @@ const (
 	MaxBody = 1 << 20
 	// MaxBatch is the most requests or returns in one body.
 	MaxBatch = 2048
+	// MaxPatience is the most patience a body may claim (PatienceMS).
+	MaxPatience = time.Minute
 )
 
 // Errors of the client.

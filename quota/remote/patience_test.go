@@ -1,0 +1,248 @@
+package remote_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/afloat/afloat/quota"
+	"github.com/afloat/afloat/quota/coordinator"
+	"github.com/afloat/afloat/quota/region"
+	"github.com/afloat/afloat/quota/remote"
+)
+
+// deadlines is a coordinator that notes, for each call it gets, how long
+// the call had left until its context's deadline; with busy set it
+// refuses every call with it.
+type deadlines struct {
+	*coordinator.Server
+	mu   sync.Mutex
+	left []time.Duration // 0: no deadline
+	busy error
+}
+
+func (d *deadlines) note(ctx context.Context) error {
+	var left time.Duration
+	if dl, ok := ctx.Deadline(); ok {
+		left = time.Until(dl)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.left = append(d.left, left)
+	return d.busy
+}
+
+func (d *deadlines) last() time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.left[len(d.left)-1]
+}
+
+func (d *deadlines) RenewBatch(ctx context.Context, reqs []quota.Request) ([]quota.Result, error) {
+	if err := d.note(ctx); err != nil {
+		return nil, err
+	}
+	return d.Server.RenewBatch(ctx, reqs)
+}
+
+func (d *deadlines) ReturnBatch(ctx context.Context, rets []quota.Return) ([]error, error) {
+	if err := d.note(ctx); err != nil {
+		return nil, err
+	}
+	return d.Server.ReturnBatch(ctx, rets)
+}
+
+// bodies notes the patience_ms of every renewal and return body (-1 when
+// absent) before the handler reads it.
+type bodies struct {
+	mu       sync.Mutex
+	patience []int64
+}
+
+func (b *bodies) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/renew" || r.URL.Path == "/v1/return" {
+			raw, _ := io.ReadAll(r.Body)
+			var m map[string]json.RawMessage
+			json.Unmarshal(raw, &m) //nolint:errcheck // the handler says what is wrong
+			p := int64(-1)
+			if v, ok := m["patience_ms"]; ok {
+				json.Unmarshal(v, &p) //nolint:errcheck
+			}
+			b.mu.Lock()
+			b.patience = append(b.patience, p)
+			b.mu.Unlock()
+			r.Body = io.NopCloser(bytes.NewReader(raw))
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (b *bodies) all() []int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]int64(nil), b.patience...)
+}
+
+// TestPatience: the client sends its caller's patience — the time to the
+// context's deadline, or to the HTTP client's timeout if sooner; none
+// without either — and the handler gives the coordinator a deadline of
+// the body's receipt plus the lesser of that and its Timeout. A body
+// whose patience_ms is out of range is refused (400) naming it; a
+// context already past its deadline sends nothing.
+func TestPatience(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tn := quota.Tenant{Name: "acme", Rate: 100 * quota.One, Burst: 100 * quota.One, Regions: []string{"eu", "us"}}
+	srv, err := coordinator.NewServer(ctx, coordinator.Config{Tenants: []quota.Tenant{tn}}, coordinator.NewMemLedger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Run(ctx)
+	back := &deadlines{Server: srv}
+	h, err := remote.Handler(remote.HandlerConfig{Tokens: tokens, Timeout: 2 * time.Second,
+		Lead: func() (remote.Backend, string) { return back, "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := &bodies{}
+	hs := httptest.NewServer(seen.wrap(h))
+	defer hs.Close()
+	c, err := remote.NewClient(remote.ClientConfig{Endpoints: []string{hs.URL}, Region: "eu", Token: tokens["eu"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noTimeout, err := remote.NewClient(remote.ClientConfig{Endpoints: []string{hs.URL}, Region: "us", Token: tokens["us"], HTTP: &http.Client{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		c           *remote.Client
+		region      string
+		wait        time.Duration    // the ctx's deadline; 0 for none
+		body        [2]int64         // patience_ms sent, from and to; -1 for none
+		coordinator [2]time.Duration // what the coordinator had left, from and to
+	}{
+		{c, "eu", 300 * time.Millisecond, [2]int64{200, 300}, [2]time.Duration{100 * time.Millisecond, 300 * time.Millisecond}},
+		{c, "eu", 10 * time.Second, [2]int64{5000, 5000}, [2]time.Duration{1500 * time.Millisecond, 2 * time.Second}}, // the HTTP client's 5 s; the handler's 2 s
+		{noTimeout, "us", 0, [2]int64{-1, -1}, [2]time.Duration{1500 * time.Millisecond, 2 * time.Second}},            // none: the handler's Timeout
+	} {
+		cctx, ccancel := context.Background(), context.CancelFunc(func() {})
+		if tc.wait > 0 {
+			cctx, ccancel = context.WithTimeout(ctx, tc.wait)
+		}
+		_, err := tc.c.Renew(cctx, quota.Request{Tenant: "acme", Region: tc.region, Seq: uint64(10 + i), Demand: -1})
+		ccancel()
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		sent := seen.all()
+		if p := sent[len(sent)-1]; p < tc.body[0] || p > tc.body[1] {
+			t.Errorf("step %d: patience_ms %d sent, want %d to %d (-1: none)", i, p, tc.body[0], tc.body[1])
+		}
+		if left := back.last(); left < tc.coordinator[0] || left > tc.coordinator[1] {
+			t.Errorf("step %d: the coordinator had %v left, want %v to %v", i, left, tc.coordinator[0], tc.coordinator[1])
+		}
+	}
+
+	// Out of range: refused, naming the field and the range.
+	for i, p := range []string{"-1", "60001"} {
+		resp, body := post(t, hs.URL+"/v1/renew", tokens["eu"], `{"incarnation":1,"requests":[],"patience_ms":`+p+`}`)
+		want := fmt.Sprintf("patience_ms %s: want 1 to 60000 (milliseconds), or none", p)
+		if resp.StatusCode != 400 || !strings.Contains(body, want) {
+			t.Errorf("step %d: patience_ms %s: %d %s, want 400 saying %q", i, p, resp.StatusCode, body, want)
+		}
+		resp, body = post(t, hs.URL+"/v1/return", tokens["eu"], `{"incarnation":1,"returns":[],"patience_ms":`+p+`}`)
+		if resp.StatusCode != 400 || !strings.Contains(body, want) {
+			t.Errorf("step %d: a return's patience_ms %s: %d %s, want 400 saying %q", i, p, resp.StatusCode, body, want)
+		}
+	}
+
+	// Past its deadline: nothing sent.
+	before := len(seen.all())
+	past, pcancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+	defer pcancel()
+	if _, err := c.RenewBatch(past, []quota.Request{{Tenant: "acme", Region: "eu", Seq: 20}}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a ctx past its deadline: %v, want context.DeadlineExceeded", err)
+	}
+	if n := len(seen.all()) - before; n != 0 {
+		t.Errorf("%d bodies sent for a ctx past its deadline, want none", n)
+	}
+}
+
+// TestBusyAndBatches: a coordinator that sheds load refuses the whole
+// body (503 busy) and the client returns a *quota.BusyError with the
+// wait, for renewals and returns alike; a batch over MaxBatch goes in two
+// bodies, answered in order.
+func TestBusyAndBatches(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tn := quota.Tenant{Name: "acme", Rate: 100 * quota.One, Burst: 100 * quota.One, Regions: []string{"eu"}}
+	srv, err := coordinator.NewServer(ctx, coordinator.Config{Tenants: []quota.Tenant{tn}}, coordinator.NewMemLedger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Run(ctx)
+	back := &deadlines{Server: srv}
+	h, err := remote.Handler(remote.HandlerConfig{Tokens: tokens, Lead: func() (remote.Backend, string) { return back, "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := &bodies{}
+	hs := httptest.NewServer(seen.wrap(h))
+	defer hs.Close()
+	c, err := remote.NewClient(remote.ClientConfig{Endpoints: []string{hs.URL}, Region: "eu", Token: tokens["eu"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	reqs := make([]quota.Request, remote.MaxBatch+2)
+	for i := range reqs {
+		reqs[i] = quota.Request{Tenant: fmt.Sprintf("t%d", i), Region: "eu", Seq: uint64(i + 1), Demand: -1}
+	}
+	reqs[0].Tenant, reqs[remote.MaxBatch].Tenant = "acme", "acme"
+	res, err := c.RenewBatch(ctx, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(seen.all()); n != 2 {
+		t.Errorf("%d bodies for %d requests, want 2", n, len(reqs))
+	}
+	for i, r := range res {
+		if granted := r.Err == nil; granted != (reqs[i].Tenant == "acme") {
+			t.Fatalf("result %d for %s: %+v", i, reqs[i].Tenant, r)
+		}
+		if r.Err != nil && (!errors.Is(r.Err, quota.ErrUnknownTenant) || !strings.Contains(r.Err.Error(), reqs[i].Tenant)) {
+			t.Fatalf("result %d for %s: %v, want its unknown tenant", i, reqs[i].Tenant, r.Err)
+		}
+	}
+
+	back.mu.Lock()
+	back.busy = &quota.BusyError{Wait: 1500 * time.Millisecond, Why: "admission bulkhead full"}
+	back.mu.Unlock()
+	var busy *quota.BusyError
+	if _, err := c.RenewBatch(ctx, reqs[:1]); !errors.As(err, &busy) || busy.Wait != 1500*time.Millisecond {
+		t.Errorf("renewals refused busy: %v, want a *quota.BusyError asking 1.5 s", err)
+	}
+	if _, err := c.ReturnBatch(ctx, []quota.Return{{Tenant: "acme", Region: "eu", LeaseID: res[0].Grant.Lease.ID}}); !errors.As(err, &busy) || busy.Wait != 1500*time.Millisecond {
+		t.Errorf("returns refused busy: %v, want a *quota.BusyError asking 1.5 s", err)
+	}
+}
+
+// TestRegionBatchIsABody: a region's calls (region.DefaultBatchSize)
+// fill a body (MaxBatch): region cannot import this package, which
+// imports net/http, so the two constants are held together here.
+func TestRegionBatchIsABody(t *testing.T) {
+	if region.DefaultBatchSize != remote.MaxBatch {
+		t.Fatalf("region.DefaultBatchSize %d, remote.MaxBatch %d: want the same", region.DefaultBatchSize, remote.MaxBatch)
+	}
+}
