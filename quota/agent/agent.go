@@ -191,6 +191,9 @@ func New(o Options) (*Agent, error) {
 	cfg := region.DefaultConfig(o.Name, names...)
 	cfg.Retry, cfg.MaxRetry = o.Config.Agent.Retry, o.Config.Agent.MaxRetry
 	cfg.Jitter = 0.2 // regions cut off together come back spread over a fifth of the interval
+	// A call is a body of the network API; two at a time (the default)
+	// pace a region's start to the coordinator's answers.
+	cfg.BatchSize = remote.MaxBatch
 	// Request numbers never repeat across restarts: the coordinator
 	// answers a number it has seen with the grant it gave it.
 	cfg.SeqBase = uint64(time.Now().UnixMicro())
@@ -311,7 +314,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	st := a.lim.RunStats()
 	log.Info("quota region: stopped", "region", o.Name, "renewals", st.Renewals, "renew_failures", st.RenewFailures,
-		"returns", st.Returns, "return_failures", st.ReturnFailures, "journal_failures", st.JournalFailures)
+		"returns", st.Returns, "return_failures", st.ReturnFailures, "journal_failures", st.JournalFailures,
+		"batches", st.Batches, "return_batches", st.ReturnBatches, "batches_busy", st.BatchesBusy,
+		"batches_timed_out", st.BatchesTimedOut, "batches_unavailable", st.BatchesUnavailable, "batches_held", st.BatchesHeld)
 	return runErr
 }
 

@@ -16,7 +16,7 @@ import (
 )
 
 // TestRegionReadiness: a region agent is ready once it holds a valid
-// lease for every tenant it serves, not before.
+// lease for every tenant it serves, not before, and says how far it is.
 func TestRegionReadiness(t *testing.T) {
 	cfg, err := config.ParseConfig([]byte(opstest.ConfigFile("metrics.yaml")))
 	if err != nil {
@@ -46,9 +46,9 @@ func TestRegionReadiness(t *testing.T) {
 		code  int
 		want  ops.Readiness
 	}{
-		{"", 503, ops.Readiness{Waiting: []string{"acme", "beta"}, Missing: 2}},
-		{"acme", 503, ops.Readiness{Waiting: []string{"beta"}, Missing: 1}},
-		{"beta", 200, ops.Readiness{Ready: true}},
+		{"", 503, ops.Readiness{Waiting: []string{"acme", "beta"}, Missing: 2, Progress: "0 of 2 tenants leased"}},
+		{"acme", 503, ops.Readiness{Waiting: []string{"beta"}, Missing: 1, Progress: "1 of 2 tenants leased"}},
+		{"beta", 200, ops.Readiness{Ready: true, Progress: "2 of 2 tenants leased"}},
 	} {
 		if step.grant != "" {
 			grant(step.grant, uint64(i))
@@ -90,5 +90,18 @@ func TestMonotonic(t *testing.T) {
 			}
 		}
 		m.end()
+	}
+}
+
+// TestThousands: the readiness's figures are written as the docs write
+// them.
+func TestThousands(t *testing.T) {
+	for i, tc := range []struct {
+		n    int
+		want string
+	}{{0, "0"}, {999, "999"}, {1000, "1,000"}, {7200, "7,200"}, {100000, "100,000"}, {1234567, "1,234,567"}, {-1000, "-1,000"}} {
+		if got := thousands(tc.n); got != tc.want {
+			t.Errorf("step %d: thousands(%d) = %q, want %q", i, tc.n, got, tc.want)
+		}
 	}
 }

@@ -33,6 +33,9 @@ type Readiness struct {
 	// 100 of them; Missing counts them all).
 	Waiting []string `json:"waiting,omitempty"`
 	Missing int      `json:"missing,omitempty"`
+	// Progress says how far a region agent is from ready, for a person:
+	// "7,200 of 10,000 tenants leased".
+	Progress string `json:"progress,omitempty"`
 	// Standby says why a region agent waits: another agent holds its
 	// region, and this one may attach once that one's leases have ended.
 	Standby string `json:"standby,omitempty"`

@@ -129,5 +129,5 @@ func (s Scraped) HistSum(name string, labels ...string) float64 {
 // SameReadiness compares two bodies of GET /readyz.
 func SameReadiness(a, b ops.Readiness) bool {
 	return a.Ready == b.Ready && a.Role == b.Role && a.Leader == b.Leader && a.Epoch == b.Epoch &&
-		slices.Equal(a.Waiting, b.Waiting) && a.Missing == b.Missing && a.Reason == b.Reason
+		slices.Equal(a.Waiting, b.Waiting) && a.Missing == b.Missing && a.Reason == b.Reason && a.Progress == b.Progress
 }
