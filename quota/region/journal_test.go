@@ -142,6 +142,10 @@ func TestJournal(t *testing.T) {
 				time.Sleep(100 * time.Millisecond)
 				synctest.Wait()
 				if st := l.Status(l.Now(), "acme"); st.Valid && st.Lease.ID != was {
+					// The return of the lease replaced goes with Run's
+					// next pass, within a tick.
+					time.Sleep(100 * time.Millisecond)
+					synctest.Wait()
 					return st.Lease
 				}
 			}

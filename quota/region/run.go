@@ -231,6 +231,11 @@ func (l *Limiter) Run(ctx context.Context, c Coordinator, opts ...RunOption) err
 	for _, f := range opts {
 		f(&r.runOptions)
 	}
+	// Returns outlive ctx, for the grace period: cut short, they would
+	// be lost (the coordinator counting the leases until they end).
+	var stopReturns context.CancelFunc
+	r.retCtx, stopReturns = context.WithCancel(context.WithoutCancel(ctx))
+	defer stopReturns()
 	// Every tenant is looked at in the first pass; those added later are
 	// put up by SetTenants.
 	now := l.Now()
@@ -240,20 +245,30 @@ func (l *Limiter) Run(ctx context.Context, c Coordinator, opts ...RunOption) err
 	}
 	t := time.NewTicker(runEvery)
 	defer t.Stop()
+	// A call's end sends only full calls: at the start, so that the
+	// first leases come as fast as the coordinator answers; what is left
+	// waits for the tick, and shares a call with what comes due by then.
+	onlyFull := false
 	for {
-		r.pass(ctx)
+		r.pass(ctx, onlyFull)
 		select {
 		case <-ctx.Done():
-			for r.inFlight > 0 { // cancelled with ctx: they end at once
+			sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+			defer cancel()
+			defer context.AfterFunc(sctx, stopReturns)()
+			for r.inFlight > 0 { // renewals end at once, cancelled with ctx; returns within the grace
 				r.finish(<-r.done)
 			}
-			r.returnAll()
+			r.returnAll(sctx)
 			r.publish()
 			return errors.Join(ctx.Err(), r.journalErr())
 		case d := <-r.done:
 			r.finish(d)
+			onlyFull = true
 		case <-t.C:
+			onlyFull = false
 		case <-l.wake:
+			onlyFull = false
 		}
 	}
 }
@@ -262,8 +277,9 @@ func (l *Limiter) Run(ctx context.Context, c Coordinator, opts ...RunOption) err
 // Run's goroutine; the calls' goroutines report through done.
 type runner struct {
 	runOptions
-	l *Limiter
-	c Coordinator
+	l      *Limiter
+	c      Coordinator
+	retCtx context.Context // the returns' calls': ctx's values, and the grace period past it
 
 	timers, ready bucketHeap
 	order         uint64         // tenants made ready so far: ties in ready go first come, first served
@@ -339,8 +355,8 @@ type callDone struct {
 }
 
 // pass is one look at the schedule: the tenants put up, then those whose
-// time has come, then what can be sent.
-func (r *runner) pass(ctx context.Context) {
+// time has come, then what can be sent (onlyFull: full calls only).
+func (r *runner) pass(ctx context.Context, onlyFull bool) {
 	l := r.l
 	now := l.Now()
 	l.up.take(func(b *bucket) { r.attend(now, b) })
@@ -353,7 +369,7 @@ func (r *runner) pass(ctx context.Context) {
 		}
 	}
 	if ctx.Err() == nil && now >= r.waitUntil {
-		r.send(ctx, now)
+		r.send(ctx, now, onlyFull)
 	}
 	r.publish()
 }
@@ -405,11 +421,16 @@ func (r *runner) drop(b *bucket) {
 }
 
 // send starts calls while there is room: returns first (they free share
-// for other regions at once), then renewals, most urgent first.
-func (r *runner) send(ctx context.Context, now int64) {
+// for other regions at once), then renewals, most urgent first; with
+// onlyFull, only calls of BatchSize.
+func (r *runner) send(ctx context.Context, now int64, onlyFull bool) {
 	l := r.l
 	size := l.cfg.BatchSize
-	for r.inFlight < l.cfg.InFlight && len(r.returns) > 0 {
+	least := 1
+	if onlyFull {
+		least = size
+	}
+	for r.inFlight < l.cfg.InFlight && len(r.returns) >= least {
 		n := min(len(r.returns), size)
 		rets := r.returns[:n:n]
 		if n == len(r.returns) {
@@ -417,10 +438,10 @@ func (r *runner) send(ctx context.Context, now int64) {
 		} else {
 			r.returns = append([]quota.Return(nil), r.returns[n:]...)
 		}
-		r.start(func(patience time.Duration) callDone { return r.sendReturns(ctx, rets, patience) })
+		r.start(func(patience time.Duration) callDone { return r.sendReturns(r.retCtx, rets, patience) })
 		l.counters.returnBatches.Add(1)
 	}
-	for r.inFlight < l.cfg.InFlight && r.ready.len() > 0 {
+	for r.inFlight < l.cfg.InFlight && r.ready.len() >= least {
 		var batch []*bucket
 		var reqs []quota.Request
 		for len(batch) < size && r.ready.len() > 0 {
@@ -528,11 +549,11 @@ func (r *runner) renew(ctx context.Context, batch []*bucket, reqs []quota.Reques
 	d.shutdown = ctx.Err() != nil
 	timedOut := !d.shutdown && cctx.Err() != nil
 	if err != nil {
-		l.counters.renewFailures.Add(int64(len(reqs)))
 		for _, req := range reqs {
 			l.lose(req.Tenant, req.Seq) // due again, when the region asks again
 		}
-		if !d.shutdown {
+		if !d.shutdown { // else no failure of the coordinator's
+			l.counters.renewFailures.Add(int64(len(reqs)))
 			d.why, d.wait = failureOf(err, timedOut)
 			d.err = err
 		}
@@ -703,13 +724,11 @@ func (r *runner) journalErr() error {
 	return fmt.Errorf("%w: %d records not written; the first: %w", ErrJournal, r.failures, r.first)
 }
 
-// returnAll gives back, once ctx has ended, what is queued and every
-// valid lease, in batches, InFlight calls at a time, within
-// shutdownGrace.
-func (r *runner) returnAll() {
+// returnAll gives back, once Run's ctx has ended, what is queued and
+// every valid lease, in batches, InFlight calls at a time, until ctx (the
+// grace period) ends.
+func (r *runner) returnAll(ctx context.Context) {
 	l := r.l
-	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
 	rets := r.returns
 	r.returns = nil
 	now := l.Now()

@@ -67,7 +67,8 @@ func httpClient(timeout time.Duration, cfg *tls.Config) *http.Client {
 // asked. A 5xx (a follower's 503 among them) or no answer moves on: to
 // the leader a follower names when it is one of the endpoints (the token
 // goes nowhere else), else to the next endpoint; each gets a try, and
-// one more for the leader named last.
+// one more for the leader named last. A ctx that ends stops it at once,
+// with ctx's error: a slow leader is not taken for a follower.
 func (l *leaders) do(ctx context.Context, method, path string, data []byte, decode func([]byte) error) (int, error) {
 	n := len(l.endpoints)
 	var last error
@@ -79,6 +80,12 @@ func (l *leaders) do(ctx context.Context, method, path string, data []byte, deco
 		}
 		if final {
 			return i, err
+		}
+		if ctx.Err() != nil {
+			// The caller gave up (its patience ran out): no answer in time
+			// is no word on who leads, and another endpoint would not be
+			// asked in time either.
+			return i, fmt.Errorf("remote: %s%s: no answer in time: %w", l.endpoints[i], path, ctx.Err())
 		}
 		last = err
 		next := (i + 1) % n

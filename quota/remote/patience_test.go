@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -244,5 +245,46 @@ func TestBusyAndBatches(t *testing.T) {
 func TestRegionBatchIsABody(t *testing.T) {
 	if region.DefaultBatchSize != remote.MaxBatch {
 		t.Fatalf("region.DefaultBatchSize %d, remote.MaxBatch %d: want the same", region.DefaultBatchSize, remote.MaxBatch)
+	}
+}
+
+// TestSlowLeaderIsNoFollower: a call whose context ends before the
+// leader answers fails with the context's error, at once, and does not
+// turn the client to another coordinator: a slow leader is still the
+// leader.
+func TestSlowLeaderIsNoFollower(t *testing.T) {
+	var renewals, others atomic.Int64
+	release := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/region/attach" {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"epoch":1,"incarnation":5}`) //nolint:errcheck
+			return
+		}
+		renewals.Add(1)
+		io.Copy(io.Discard, r.Body) //nolint:errcheck // read: the server then sees the caller go
+		select {                    // answers nothing before the caller gives up
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer slow.Close()
+	defer close(release)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { others.Add(1) }))
+	defer other.Close()
+	c, err := remote.NewClient(remote.ClientConfig{Endpoints: []string{slow.URL, other.URL}, Region: "eu", Token: tokens["eu"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		_, err := c.RenewBatch(ctx, []quota.Request{{Tenant: "acme", Region: "eu", Seq: uint64(i + 1)}})
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("step %d: %v, want context.DeadlineExceeded", i, err)
+		}
+	}
+	if renewals.Load() != 2 || others.Load() != 0 {
+		t.Fatalf("%d renewals reached the slow leader, %d the other coordinator; want 2 and none", renewals.Load(), others.Load())
 	}
 }
