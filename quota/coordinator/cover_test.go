@@ -492,11 +492,11 @@ type deposedLedger struct {
 	confirms int
 }
 
-func (d *deposedLedger) Proof(epoch uint64) (time.Time, time.Time) {
+func (d *deposedLedger) Proof(epoch uint64, now time.Time) (time.Time, time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.until.IsZero() {
-		return d.MemLedger.Proof(epoch)
+		return d.MemLedger.Proof(epoch, now)
 	}
 	return d.until.Add(-time.Second), d.until
 }

@@ -46,13 +46,14 @@ type Ledger interface {
 	// epoch leads: the ledger was asked at sent, on this process's clock,
 	// and answered that no successor can lead before until (until may be
 	// sent itself: a proof of that instant only). Zero times when it has
-	// none. A coordinator answers a call without a write — a covered or
+	// none. now is the caller's reading of the clock: a ledger that can
+	// tell at once (in memory) proves that instant. A coordinator answers a call without a write — a covered or
 	// unchanged lease, a return that ends only covered leases — only when
 	// the call was taken at or before sent, or before until (Core.Led):
 	// a write proves leadership as it lands, an answer without one needs
 	// this instead, or a paused leader that wakes up answers beside its
 	// successor.
-	Proof(epoch uint64) (sent, until time.Time)
+	Proof(epoch uint64, now time.Time) (sent, until time.Time)
 	// Confirm asks the ledger now whether epoch still leads, and returns
 	// once it has answered: nil if it does (Proof then holds a proof sent
 	// no earlier than the call), an error wrapping quota.ErrStaleEpoch if
@@ -313,15 +314,14 @@ func (l *MemLedger) Restore(b MemBackup, wait time.Duration, at time.Time) {
 
 // Proof implements Ledger: a write to memory is applied or refused within
 // its call, so while epoch is the ledger's, leadership is proven at the
-// instant of asking — the only instant a proof of it covers, since
+// instant of asking, now — the only instant a proof of it covers, since
 // another coordinator's Fence may come at any moment after.
-func (l *MemLedger) Proof(epoch uint64) (sent, until time.Time) {
+func (l *MemLedger) Proof(epoch uint64, now time.Time) (sent, until time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if epoch != l.epoch {
 		return time.Time{}, time.Time{}
 	}
-	now := time.Now()
 	return now, now
 }
 

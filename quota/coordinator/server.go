@@ -450,7 +450,7 @@ func (s *Server) submit(ctx context.Context, prio bulkhead.Priority, n int, prop
 // proof takes the ledger's newest proof of leadership into the core, on
 // the server's clock; called under mu.
 func (s *Server) proof() {
-	sent, until := s.ledger.Proof(s.core.Epoch())
+	sent, until := s.ledger.Proof(s.core.Epoch(), time.Now())
 	if sent.IsZero() {
 		return
 	}

@@ -648,7 +648,7 @@ func leaseKey(prefix string, id uint64) string {
 // counts it DeposeAfter seconds without a keep-alive, which is why the
 // window is the shorter of the two. Less a margin (leaderMargin) for the
 // rate at which etcd's clock and this one may differ.
-func (l *Ledger) Proof(epoch uint64) (sent, until time.Time) {
+func (l *Ledger) Proof(epoch uint64, _ time.Time) (sent, until time.Time) {
 	l.mu.Lock()
 	s, cur, key := l.session, l.epoch, l.key
 	l.mu.Unlock()

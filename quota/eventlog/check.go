@@ -23,11 +23,11 @@ import (
 //   - the conservation invariants at every instant: over the leases'
 //     counted intervals, Σ of each region's largest rate ≤ R, and Σ of
 //     each region's largest burst plus the credit held ≤ B;
-//   - no share granted twice: lease IDs unique; no grant from an epoch
-//     older than a successor that has fenced the ledger, and none at all —
-//     not even one without a write (a covered lease) — from an epoch
-//     older than one that has granted already: a coordinator answers
-//     without a write only while it can prove it still leads; no more tokens
+//   - no share granted twice: lease IDs unique; no grant at all — not
+//     even one without a write (a covered lease) — from an epoch older
+//     than a successor that has taken over (its restart) or granted: a
+//     write is fenced, and a coordinator answers without one only while
+//     it can prove it still leads; no more tokens
 //     transferred than were returned; a lease spent only by the region it
 //     was granted to, only within its counted interval, and by a region
 //     holding one lease at a time;
@@ -449,8 +449,8 @@ func (c *Checker) lease(e *Event) {
 	// while its cover does — also across a restart; spent after its cover
 	// ended, it is a violation (Finish). No write refuses it, so only the
 	// coordinator's proof of leadership keeps a deposed one from granting
-	// it: a lease of any kind from an epoch older than one that has
-	// granted already is a violation (below).
+	// it: a lease of any kind from an epoch older than one that has taken
+	// over or granted already is a violation (below).
 	if e.Cover != 0 {
 		cv := c.leases[e.Cover]
 		switch {
@@ -466,16 +466,21 @@ func (c *Checker) lease(e *Event) {
 		}
 		c.covered[e.Cover] = append(c.covered[e.Cover], e.ID)
 	}
-	if e.Epoch < c.fenced && e.Cover == 0 {
-		c.violate(e.T, "lease %d granted at epoch %d after epoch %d fenced the ledger", e.ID, e.Epoch, c.fenced)
-	}
 	if _, ok := c.firstGrant[e.Epoch]; !ok {
 		c.firstGrant[e.Epoch] = e.T
 	}
-	for f, t0 := range c.firstGrant {
-		if f > e.Epoch && t0 <= e.T {
-			c.violate(e.T, "lease %d granted at epoch %d after epoch %d granted its first lease (at %v)", e.ID, e.Epoch, f, time.Duration(t0))
-			break
+	switch {
+	case e.Epoch < c.fenced && e.Cover == 0:
+		c.violate(e.T, "lease %d granted at epoch %d after epoch %d fenced the ledger", e.ID, e.Epoch, c.fenced)
+	case e.Epoch < c.fenced:
+		c.violate(e.T, "covered lease %d granted at epoch %d after epoch %d took over: an answer without a write needs a proof that its coordinator still leads",
+			e.ID, e.Epoch, c.fenced)
+	default:
+		for f, t0 := range c.firstGrant {
+			if f > e.Epoch && t0 <= e.T {
+				c.violate(e.T, "lease %d granted at epoch %d after epoch %d granted its first lease (at %v)", e.ID, e.Epoch, f, time.Duration(t0))
+				break
+			}
 		}
 	}
 	if e.Rate < 0 || e.Burst < 0 || e.Transfer < 0 || e.Transfer > e.Burst || e.Expires <= e.Activates {

@@ -14,10 +14,10 @@ import (
 // wrong is a violation: a cover never granted or of another region, a
 // covered lease larger than its cover, spending under a covered lease
 // after its cover ended or under a stale grant whose cover the successor
-// did not restore (the grant alone is none before the successor's first
-// grant), a written grant from a fenced epoch, and any grant of an epoch
-// older than one that has granted already: a coordinator answers without
-// a write only under a proof that it still leads.
+// did not restore, and any grant — written or covered — of an epoch older
+// than one that has taken over or granted already: a write is fenced,
+// and a coordinator answers without one only under a proof that it still
+// leads.
 func TestCoveredLeases(t *testing.T) {
 	start := Event{Kind: Start, Tenant: "t", Rate: 10 * quota.One, Burst: 10 * quota.One, N: 2, Why: "hard"}
 	lease := func(at int64, id, epoch uint64, region string, rate float64, cover uint64) Event {
@@ -69,13 +69,15 @@ func TestCoveredLeases(t *testing.T) {
 		{"covered renewals", with(admit(1500*ms, "a"), stop(Expire, 1850*ms, 3)), ""},
 		{"restart restoring the cover", with(restart(1100*ms, 2, 1, 9), admit(1200*ms, "a"), stop(Expire, 1850*ms, 3)), ""},
 		{"stale covered grant, cover restored", with(restart(1100*ms, 2, 1, 9), lease(1200*ms, 4, 1, "a", 6, 1),
-			stop(Supersede, 1210*ms, 3), install(1210*ms, 4, "a"), admit(1300*ms, "a"), stop(Expire, 2100*ms, 4)), ""},
+			stop(Supersede, 1210*ms, 3), install(1210*ms, 4, "a"), admit(1300*ms, "a"), stop(Expire, 2100*ms, 4)), "after epoch 2 took over"},
 		{"restart without the cover", with(restart(1100*ms, 2, 9), admit(1200*ms, "a"), stop(Expire, 1850*ms, 3)), "spent under lease 3"},
-		{"stale covered grant, cover not restored, never installed", with(restart(1100*ms, 2, 9), stop(Supersede, 1100*ms, 3), lease(1200*ms, 4, 1, "a", 6, 1)), ""},
+		{"stale covered grant, cover not restored, never installed", with(restart(1100*ms, 2, 9), stop(Supersede, 1100*ms, 3), lease(1200*ms, 4, 1, "a", 6, 1)), "after epoch 2 took over"},
 		{"stale covered grant, cover not restored, spent", with(restart(1100*ms, 2, 9), stop(Supersede, 1100*ms, 3), lease(1200*ms, 4, 1, "a", 6, 1),
 			install(1210*ms, 4, "a"), stop(Expire, 2100*ms, 4)), "spent under lease 4"},
 		{"stale written grant", with(restart(1100*ms, 2, 1, 9), lease(1200*ms, 4, 1, "a", 6, 0)), "after epoch 2 fenced"},
 		{"stale covered grant after the successor granted", with(restart(1100*ms, 2, 1, 9), lease(1150*ms, 10, 2, "b", 4, 0),
+			lease(1200*ms, 4, 1, "a", 6, 1)), "after epoch 2 took over"},
+		{"stale grant after a successor granted, its restart not logged", with(lease(1150*ms, 10, 2, "b", 4, 0),
 			lease(1200*ms, 4, 1, "a", 6, 1)), "after epoch 2 granted its first lease"},
 		{"spent after the cover ended", with(Event{T: 1200 * ms, Kind: End, ID: 1}, admit(1300*ms, "a"), stop(Expire, 1850*ms, 3)), "spent under lease 3"},
 		{"granted after the cover ended, spent", with(stop(Supersede, 1100*ms, 3), Event{T: 1200 * ms, Kind: End, ID: 1},
