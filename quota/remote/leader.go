@@ -68,7 +68,7 @@ func httpClient(timeout time.Duration, cfg *tls.Config) *http.Client {
 // the leader a follower names when it is one of the endpoints (the token
 // goes nowhere else), else to the next endpoint; each gets a try, and
 // one more for the leader named last. A ctx that ends stops it at once,
-// with ctx's error: a slow leader is not taken for a follower.
+// with ctx's error, and the next call starts at the next endpoint.
 func (l *leaders) do(ctx context.Context, method, path string, data []byte, decode func([]byte) error) (int, error) {
 	n := len(l.endpoints)
 	var last error
@@ -82,9 +82,15 @@ func (l *leaders) do(ctx context.Context, method, path string, data []byte, deco
 			return i, err
 		}
 		if ctx.Err() != nil {
-			// The caller gave up (its patience ran out): no answer in time
-			// is no word on who leads, and another endpoint would not be
-			// asked in time either.
+			// The caller gave up (its patience ran out): another endpoint
+			// would not be asked in time, so this call ends here. But the
+			// next goes to the next endpoint: a leader that does not answer
+			// may be dead or paused while another has taken over, and a
+			// region that kept asking it would wait out the pause (a 3 s
+			// SIGSTOP cost every region its leases). A follower answers
+			// naming the leader, so a leader that was only slow is back
+			// in one round trip.
+			l.leader.CompareAndSwap(int64(i), int64((i+1)%n))
 			return i, fmt.Errorf("remote: %s%s: no answer in time: %w", l.endpoints[i], path, ctx.Err())
 		}
 		last = err
