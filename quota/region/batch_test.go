@@ -332,8 +332,8 @@ func TestBusyBacksOffTheRegion(t *testing.T) {
 // patience, which doubles with each timeout (0.5, 1, 2, 4, 8 s, then no
 // more), and the region waits before each next call at least half its
 // backoff (the retry interval doubled per failure in a row); once the
-// coordinator answers, every tenant is leased and the patience comes
-// back down. The same backoff follows calls that fail unreachable
+// coordinator answers, every tenant is leased and the patience and the
+// size of a call come back. The same backoff follows calls that fail unreachable
 // (RunStats by reason). Virtual time (synctest).
 func TestTimeoutsBackOffAndWaitLonger(t *testing.T) {
 	for _, tc := range []struct {
@@ -345,7 +345,7 @@ func TestTimeoutsBackOffAndWaitLonger(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				names, srv, stop := manyTenants(t, 100)
+				names, srv, stop := manyTenants(t, 50) // fewer than a call shrinks to: one call a round
 				defer stop()
 				const failing = 7
 				f := &flaky{Coordinator: srv, fail: func(k int) error {
@@ -397,10 +397,127 @@ func TestTimeoutsBackOffAndWaitLonger(t *testing.T) {
 				if ls := l.Leases(l.Now(), 0); ls.Leased != len(names) {
 					t.Errorf("%d of %d leased once the coordinator answers", ls.Leased, len(names))
 				}
-				if st.Patience != retry || st.Backoff != 0 {
-					t.Errorf("patience %v, backoff %v after answers came at once: want %v, none", st.Patience, st.Backoff, retry)
+				if st.Patience != retry || st.Backoff != 0 || st.BatchSize != region.DefaultBatchSize {
+					t.Errorf("patience %v, backoff %v, calls of %d after answers came at once: want %v, none, %d",
+						st.Patience, st.Backoff, st.BatchSize, retry, region.DefaultBatchSize)
 				}
 			})
+		})
+	}
+}
+
+// TestTimeoutsShrinkTheCall: a coordinator too slow to answer a whole
+// call within the patience times it out; the region halves what a call
+// carries with each timeout (down to 64), so that calls get through even
+// when no whole batch would within MaxRetry, and doubles it again as
+// answers come back within half the patience. Virtual time (synctest).
+func TestTimeoutsShrinkTheCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		names, srv, stop := manyTenants(t, 3000)
+		defer stop()
+		f := &flaky{Coordinator: srv, fail: func(k int) error {
+			if k < 4 {
+				return errHang
+			}
+			return nil
+		}}
+		rec := &recorder{Coordinator: f, start: time.Now()}
+		l, err := region.New(region.DefaultConfig("eu", names...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		defer cancel()
+		wg.Go(func() { l.Run(ctx, rec) })
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		// Two calls a round (the in-flight bound), sent at one instant:
+		// 2048 and 952; after their two timeouts, 512 and 512; after those,
+		// 128 and 128 — answered, and growing again.
+		var rounds [][]int
+		var at []time.Duration
+		for _, c := range rec.snapshot() {
+			if len(at) == 0 || c.at != at[len(at)-1] {
+				rounds, at = append(rounds, nil), append(at, c.at)
+			}
+			rounds[len(rounds)-1] = append(rounds[len(rounds)-1], c.n)
+		}
+		for i := range rounds {
+			sort.Ints(rounds[i])
+		}
+		if len(rounds) < 4 || fmt.Sprint(rounds[:2]) != "[[952 2048] [512 512]]" || fmt.Sprint(rounds[2][:2]) != "[128 128]" {
+			t.Errorf("calls by the instant they were sent: %v at %v, want [952 2048], [512 512], then from 128 and 128 on", rounds, at)
+		}
+		if st := l.RunStats(); st.BatchSize != region.DefaultBatchSize || st.BatchesTimedOut != 4 {
+			t.Errorf("%d timed out, calls of %d after answers came at once: want 4, %d", st.BatchesTimedOut, st.BatchSize, region.DefaultBatchSize)
+		}
+		if ls := l.Leases(l.Now(), 0); ls.Leased != len(names) {
+			t.Errorf("%d of %d leased", ls.Leased, len(names))
+		}
+	})
+}
+
+// refusing answers every renewal with err, one by one.
+type refusing struct {
+	region.Coordinator
+	err error
+}
+
+func (c refusing) RenewBatch(ctx context.Context, reqs []quota.Request) ([]quota.Result, error) {
+	res := make([]quota.Result, len(reqs))
+	for i := range res {
+		res[i].Err = c.err
+	}
+	return res, nil
+}
+
+// TestAllRefusedIsACallFailure: a call whose every renewal the
+// coordinator refused for its own reasons (not written, dropped past the
+// deadline) failed as a whole, in effect: the region backs off as a
+// whole (RunStats.BatchesUnavailable), and its tenants ask again when it
+// does, not each after its own doubling interval. One refused for its
+// tenant's reason (unknown tenant) is the tenant's: it waits its own
+// retry interval, and the region does not back off.
+func TestAllRefusedIsACallFailure(t *testing.T) {
+	for _, tc := range []struct {
+		err         error
+		tenants     bool // a refusal for the tenant's reason
+		least, most int  // calls sent in 10 s
+	}{
+		// The region's backoff, 0.5, 1, 2, 4, 8 s (±50 %): 4 to 6 calls.
+		{fmt.Errorf("coordinator: not confirmed written"), false, 4, 6},
+		// The tenant's own retry interval, doubled from 0.5 s: at 0, 0.5,
+		// 1.5, 3.5 and 7.5 s.
+		{fmt.Errorf("nobody: %w", quota.ErrUnknownTenant), true, 5, 5},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			rec := &recorder{Coordinator: refusing{err: tc.err}, start: time.Now()}
+			l, err := region.New(region.DefaultConfig("eu", "acme"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			defer cancel()
+			wg.Go(func() { l.Run(ctx, rec) })
+			time.Sleep(10 * time.Second)
+			synctest.Wait()
+			calls := rec.snapshot()
+			st := l.RunStats()
+			t.Logf("%v: %d calls, %+v", tc.err, len(calls), st)
+			wholes := st.BatchesUnavailable + st.BatchesTimedOut
+			if !tc.tenants && (wholes != int64(len(calls)) || st.RefusedOther != 0) {
+				t.Errorf("%v: %d calls, %d failed as a whole, %d refused one by one: want every call failed as a whole", tc.err, len(calls), wholes, st.RefusedOther)
+			}
+			if tc.tenants && (wholes != 0 || st.RefusedUnknown != int64(len(calls))) {
+				t.Errorf("%v: %d calls, %d failed as a whole, %d refused as unknown: want each refused for its tenant", tc.err, len(calls), wholes, st.RefusedUnknown)
+			}
+			if len(calls) < tc.least || len(calls) > tc.most {
+				t.Errorf("%v: %d calls in 10 s, want %d to %d", tc.err, len(calls), tc.least, tc.most)
+			}
 		})
 	}
 }

@@ -34,6 +34,9 @@ type Coordinator interface {
 // it share a call.
 const runEvery = 50 * time.Millisecond
 
+// minBatch is the least a timeout shrinks a call to.
+const minBatch = 64
+
 // shutdownGrace bounds the returns Run sends once ctx has ended.
 const shutdownGrace = 2 * time.Second
 
@@ -152,6 +155,10 @@ type RunStats struct {
 	// each call now.
 	Backoff  time.Duration `json:"backoff_ns"`
 	Patience time.Duration `json:"patience_ns"`
+	// BatchSize is the most requests Run puts in a call now:
+	// Config.BatchSize, halved by each call that timed out (down to 64)
+	// and doubled again by each answered within half its patience.
+	BatchSize int64 `json:"batch_size"`
 }
 
 type runCounters struct {
@@ -163,7 +170,7 @@ type runCounters struct {
 	refusedUnknown, refusedFenced atomic.Int64
 	refusedBusy, refusedOther     atomic.Int64
 	inFlight, backlog             atomic.Int64
-	backoffUntil, patience        atomic.Int64 // on the limiter's clock; ns
+	backoffUntil, patience, size  atomic.Int64 // on the limiter's clock; ns; requests
 }
 
 // RunStats reports Run's counters. Safe for concurrent use.
@@ -182,7 +189,7 @@ func (l *Limiter) RunStats() RunStats {
 		RefusedBusy: c.refusedBusy.Load(), RefusedOther: c.refusedOther.Load(),
 		InFlight: c.inFlight.Load(), Backlog: c.backlog.Load(),
 		Backoff:  time.Duration(max(0, c.backoffUntil.Load()-l.Now())),
-		Patience: time.Duration(c.patience.Load()),
+		Patience: time.Duration(c.patience.Load()), BatchSize: c.size.Load(),
 	}
 }
 
@@ -205,14 +212,20 @@ func (l *Limiter) RunStats() RunStats {
 //
 // Each call has a deadline, the region's patience: the retry interval,
 // doubled by each call that timed out (up to MaxRetry), and halved again
-// once answers come back within half the shorter one. A call that fails
-// as a whole — the coordinator busy, no answer in time, no leader, the
-// region held by another agent — makes the whole region wait before it
+// once answers come back within half the shorter one. A timeout also
+// halves what a call carries (down to 64 requests), so that calls get
+// through a coordinator too slow to answer a whole batch within
+// MaxRetry; answers within half the patience double it again, up to
+// BatchSize. A call that fails as a whole — the coordinator busy, no
+// answer in time, no leader, the region held by another agent, or every
+// renewal in it refused for the coordinator's own reasons (not written,
+// dropped past its deadline) — makes the whole region wait before it
 // sends anything again: the retry interval doubled with each call failed
 // in a row (up to MaxRetry), times a draw in [0.5, 1.5) from Config.Seed,
 // and at least the wait a quota.BusyError asks for. The requests it
-// carried stay due. A renewal refused on its own waits its tenant's retry
-// interval (Due).
+// carried stay due. A renewal refused for its tenant's reason (unknown
+// tenant or region, a fenced epoch or incarnation) waits its tenant's own
+// retry interval (Due).
 //
 // Run runs at most InFlight goroutines besides its own, and its memory is
 // linear in the tenants served, whatever the backlog. It returns when ctx
@@ -227,7 +240,7 @@ func (l *Limiter) Run(ctx context.Context, c Coordinator, opts ...RunOption) err
 	}
 	defer l.running.Store(false)
 	r := &runner{l: l, c: c, timers: bucketHeap{which: timersHeap}, ready: bucketHeap{which: readyHeap},
-		done: make(chan callDone, l.cfg.InFlight)}
+		done: make(chan callDone, l.cfg.InFlight), size: l.cfg.BatchSize}
 	for _, f := range opts {
 		f(&r.runOptions)
 	}
@@ -289,6 +302,7 @@ type runner struct {
 	fails         int            // calls failed in a row
 	failedCalls   uint64         // calls failed in all: draws the backoff's jitter
 	level         int            // the patience is Retry·2^level
+	size          int            // the most requests a call carries now: Config.BatchSize, halved by timeouts
 	waitUntil     int64          // nothing is sent before, on the limiter's clock
 
 	failing  atomic.Bool // the journal's last record failed
@@ -346,6 +360,7 @@ type callDone struct {
 	renewals []*bucket      // the tenants whose requests it carried (a renewal call)
 	returns  []quota.Return // leases its grants replaced, recorded, to give back
 	took     time.Duration
+	patience time.Duration // the call's
 	why      failure
 	wait     time.Duration // the coordinator's, if it said busy
 	err      error
@@ -425,7 +440,7 @@ func (r *runner) drop(b *bucket) {
 // onlyFull, only calls of BatchSize.
 func (r *runner) send(ctx context.Context, now int64, onlyFull bool) {
 	l := r.l
-	size := l.cfg.BatchSize
+	size := r.size
 	least := 1
 	if onlyFull {
 		least = size
@@ -496,6 +511,11 @@ func (r *runner) finish(d callDone) {
 	case d.shutdown:
 	case d.why == answered:
 		r.fails = 0
+		// An answer within half the call's patience: a call twice the
+		// size would have made it.
+		if d.took < d.patience/2 {
+			r.size = min(l.cfg.BatchSize, 2*r.size)
+		}
 		// Answers within half the shorter patience: it will do again.
 		if r.level > 0 && d.took < min(l.cfg.MaxRetry, l.cfg.Retry<<(r.level-1))/2 {
 			r.level--
@@ -515,8 +535,14 @@ func (r *runner) failed(now int64, d callDone) {
 	wait := time.Duration(float64(base) * (0.5 + l.draw("", r.failedCalls)))
 	wait = max(wait, d.wait)
 	r.waitUntil = max(r.waitUntil, now+int64(wait))
-	if d.why == failTimeout && r.patience() < l.cfg.MaxRetry {
-		r.level++ // the coordinator is slow: wait longer for it
+	if d.why == failTimeout {
+		// The coordinator is slow: wait longer for it, and ask it for
+		// less at a time, so that some calls make it even when it cannot
+		// answer a whole batch within MaxRetry.
+		if r.patience() < l.cfg.MaxRetry {
+			r.level++
+		}
+		r.size = max(r.size/2, min(minBatch, l.cfg.BatchSize))
 	}
 	if r.logger != nil && d.why != failHeld {
 		r.logger.Warn("quota region: a call to the coordinator failed; the region waits before it asks again",
@@ -531,13 +557,14 @@ func (r *runner) publish() {
 	c.backlog.Store(int64(r.ready.len()))
 	c.backoffUntil.Store(r.waitUntil)
 	c.patience.Store(int64(r.patience()))
+	c.size.Store(int64(r.size))
 }
 
 // renew sends one call of renewals, and installs its grants. It runs on
 // the call's goroutine.
 func (r *runner) renew(ctx context.Context, batch []*bucket, reqs []quota.Request, patience time.Duration) callDone {
 	l := r.l
-	d := callDone{renewals: batch, what: "renewals", n: len(reqs)}
+	d := callDone{renewals: batch, what: "renewals", n: len(reqs), patience: patience}
 	cctx, cancel := context.WithTimeout(ctx, patience)
 	defer cancel()
 	began := time.Now()
@@ -557,6 +584,28 @@ func (r *runner) renew(ctx context.Context, batch []*bucket, reqs []quota.Reques
 			d.why, d.wait = failureOf(err, timedOut)
 			d.err = err
 		}
+		return d
+	}
+	if own, busy := refusedByCoordinator(res); own {
+		// Every renewal refused for the coordinator's own reasons — shed,
+		// dropped past the deadline, not written — and none for its
+		// tenant's: the call failed as a whole, in effect, and the region
+		// backs off as a whole. An answer that took half the patience or
+		// more says the coordinator is slow (it drops what it cannot write
+		// by the deadline): a timeout.
+		l.counters.renewFailures.Add(int64(len(reqs)))
+		for _, req := range reqs {
+			l.lose(req.Tenant, req.Seq)
+		}
+		switch {
+		case busy:
+			d.why = failBusy
+		case timedOut || d.took >= patience/2:
+			d.why = failTimeout
+		default:
+			d.why = failUnavailable
+		}
+		d.err = res[0].Err
 		return d
 	}
 	var refused int
@@ -591,6 +640,31 @@ func (r *runner) renew(ctx context.Context, batch []*bucket, reqs []quota.Reques
 			"region", l.cfg.Region, "refused", refused, "of", len(reqs), "tenant", firstTenant, "err", firstErr)
 	}
 	return d
+}
+
+// refusedByCoordinator says whether every result of a call is a refusal
+// for the coordinator's own reasons (not an unknown tenant or region, not
+// an epoch or incarnation fenced), and whether all of those said busy.
+func refusedByCoordinator(res []quota.Result) (own, busy bool) {
+	if len(res) == 0 {
+		return false, false
+	}
+	busy = true
+	for _, r := range res {
+		if r.Err == nil || tenants(r.Err) {
+			return false, false
+		}
+		busy = busy && errors.Is(r.Err, quota.ErrBusy)
+	}
+	return true, busy
+}
+
+// tenants says whether a renewal's refusal is for its tenant's reasons:
+// the coordinator knows no such tenant or region, or the epoch or the
+// agent's incarnation is fenced — asking again soon changes nothing.
+func tenants(err error) bool {
+	return errors.Is(err, quota.ErrUnknownTenant) || errors.Is(err, quota.ErrUnknownRegion) ||
+		errors.Is(err, quota.ErrStaleEpoch) || errors.Is(err, quota.ErrUnverifiedEpoch) || errors.Is(err, quota.ErrSuperseded)
 }
 
 // refusal is the counter of a renewal refused with err.
@@ -649,7 +723,7 @@ func (r *runner) record(at int64, ret quota.Return) bool {
 // the call's goroutine (or returnAll's).
 func (r *runner) sendReturns(ctx context.Context, rets []quota.Return, patience time.Duration) callDone {
 	l := r.l
-	d := callDone{what: "returns", n: len(rets)}
+	d := callDone{what: "returns", n: len(rets), patience: patience}
 	cctx, cancel := context.WithTimeout(ctx, patience)
 	defer cancel()
 	began := time.Now()
