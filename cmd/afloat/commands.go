@@ -109,7 +109,7 @@ var commands = []cli.Entry{
 		Synopsis: "afloat quota tenants list|get|create|update|delete --coordinator URLS --token-file FILE\n                     [--name NAME] [--version V] [--rate R] [--burst B] [--mode hard|best-effort]\n                     [--emergency E] [--lease 10s] [--skew-margin 500ms] [--regions LIST]",
 		Summary:  "an operator's tenants at the coordinator: list, get, create,\nupdate, delete (docs/quota.md, \"Tenants\")"},
 	{Path: "quota coordinator", Run: runQuotaCoordinator,
-		Synopsis: "afloat quota coordinator --listen ADDR --config FILE [--etcd ENDPOINTS | --data-dir DIR] [--event-log FILE]\n                         [--event-log-max-mb 256] [--event-log-keep 16] [--advertise URL] [--host NAME]...",
+		Synopsis: "afloat quota coordinator --listen ADDR --config FILE [--etcd ENDPOINTS | --data-dir DIR] [--event-log FILE]\n                         [--event-log-max-mb 256] [--event-log-keep 16] [--advertise URL] [--host NAME]...\n                         [--metrics-tenants NAMES]",
 		Summary:  "the lease coordinator as a service: on etcd (--etcd), or an\nembedded single-member etcd in --data-dir; run several for failover"},
 	{Path: "quota backup", Run: runQuotaBackup,
 		Synopsis: "afloat quota backup --config FILE (--etcd ENDPOINTS | --data-dir DIR) --out FILE",
@@ -118,7 +118,7 @@ var commands = []cli.Entry{
 		Synopsis: "afloat quota restore --config FILE (--etcd ENDPOINTS | --data-dir DIR) --snapshot FILE [--wait D]",
 		Summary:  "write the ledger of an etcd snapshot back, every coordinator\nstopped; the next leader waits out the leases the snapshot may\nlack before it grants (docs/quota.md, \"Backup and restore\")"},
 	{Path: "quota region", Run: runQuotaRegion,
-		Synopsis: "afloat quota region --name NAME --coordinator ADDRS --listen ADDR [--allow-remote] [--host NAME]...\n                   --config FILE [--event-log FILE [--event-log-interval 1s | --event-log-lines]\n                   [--event-log-max-mb 256] [--event-log-keep 16]] [--grpc-listen ADDR] [--upstream URL [--proxy-listen ADDR]]",
+		Synopsis: "afloat quota region --name NAME --coordinator ADDRS --listen ADDR [--allow-remote] [--host NAME]...\n                   --config FILE [--event-log FILE [--event-log-interval 1s | --event-log-lines]\n                   [--event-log-max-mb 256] [--event-log-keep 16]] [--grpc-listen ADDR] [--upstream URL [--proxy-listen ADDR]]\n                   [--metrics-tenants NAMES] [--metrics-top N]",
 		Summary:  "a region agent: the lock-free limiter, renewing over the\nnetwork, and a local decision API (POST /v1/allow); Envoy's\nrate-limit service (--grpc-listen) and a reverse proxy (--upstream)"},
 	// quota etcd runs one embedded etcd member; the end-to-end test starts
 	// three, each in a process of its own. Not in the help: the zero-setup

@@ -49,6 +49,7 @@ func runQuotaCoordinator(c *cli.Command, args []string) int {
 	c.StringVar(&o.TLSCert, "tls-cert", "", "serve the API over TLS with the certificate in `FILE` (PEM); with --tls-key. Without: plain HTTP, warned of beyond loopback")
 	c.StringVar(&o.TLSKey, "tls-key", "", "the private key of --tls-cert, in `FILE` (PEM)")
 	c.StringVar(&o.ClientCA, "client-ca", "", "verify the regions' client certificates against the CAs in `FILE` (PEM): one naming the region ("+remote.RegionURI("NAME")+") stands in for its token")
+	c.Var((*cli.List)(&o.MetricsTenants), "metrics-tenants", "while leading, export on /metrics the tenants' own series (afloat_quota_coordinator_tenant_…) of `NAMES`, comma-separated, at most 100; the sums over every tenant are exported without it")
 	if status, ok := c.ParseFlags(args); !ok {
 		return status
 	}
@@ -92,6 +93,8 @@ func runQuotaRegion(c *cli.Command, args []string) int {
 	c.StringVar(&o.CA, "ca", "", "verify the coordinators' certificates against the CAs in `FILE` (PEM) instead of the system's; --coordinator host:port then means https")
 	c.StringVar(&o.ClientCert, "client-cert", "", "present the region's client certificate in `FILE` (PEM) to the coordinators; one naming the region ("+remote.RegionURI("NAME")+") stands in for its token")
 	c.StringVar(&o.ClientKey, "client-key", "", "the private key of --client-cert, in `FILE` (PEM)")
+	c.Var((*cli.List)(&o.MetricsTenants), "metrics-tenants", "export on /metrics the tenants' own series (afloat_quota_region_tenant_…) of `NAMES`, comma-separated, at most 100; the sums over every tenant are exported without it")
+	c.IntVar(&o.MetricsTop, "metrics-top", 0, "also export the own series of the `N` tenants refused the most tokens since the agent started (besides --metrics-tenants), 0 (none) to 100")
 	if status, ok := c.ParseFlags(args); !ok {
 		return status
 	}

@@ -124,6 +124,15 @@ type Options struct {
 	// (docs/quota.md, "Rotating a token").
 	ConfigFile string
 	Reload     <-chan struct{}
+	// MetricsTenants names the tenants whose own series GET /metrics
+	// exports (afloat_quota_region_tenant_…), beside the sums over every
+	// tenant it always exports: at most 100 names. A name the region
+	// does not serve has none, and is counted
+	// (afloat_quota_region_metrics_tenants_missing): tenants come and go
+	// while the agent runs. MetricsTop adds the tenants refused the most
+	// tokens since the agent started: 0 (none) to 100.
+	MetricsTenants []string
+	MetricsTop     int
 
 	certs     *ops.ServerCerts // the listeners' (TLSCert), nil for plain
 	clientTLS *tls.Config      // to the coordinators, nil for the default
@@ -209,7 +218,7 @@ func New(o Options) (*Agent, error) {
 	if err := a.checkFronts(); err != nil {
 		return nil, err
 	}
-	a.metrics = newAgentMetrics(lim, a.now, func() bool { return a.held.Load() != nil })
+	a.metrics = newAgentMetrics(lim, a.now, func() bool { return a.held.Load() != nil }, o.MetricsTenants, o.MetricsTop)
 	return a, nil
 }
 
@@ -355,6 +364,9 @@ func (o *Options) check() error {
 		return fmt.Errorf("--event-log-interval %v: want %v to %v (0: %v)", i, eventlog.MinCountInterval, eventlog.MaxCountInterval, eventlog.DefaultCountInterval)
 	}
 	if err := ops.CheckRotation(o.EventLogMaxMB, o.EventLogKeep); err != nil {
+		return err
+	}
+	if err := o.checkMetrics(); err != nil {
 		return err
 	}
 	var err error

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/afloat/afloat/quota"
 	"github.com/afloat/afloat/quota/config"
 	"github.com/afloat/afloat/quota/internal/ops"
@@ -62,34 +60,8 @@ func TestRegionReadiness(t *testing.T) {
 		}
 	}
 	s := opstest.Scrape(t, ts.URL)
-	if v := s.Must(t, "afloat_quota_region_lease_valid", "tenant", "beta", "region", "eu"); v != 1 {
-		t.Fatalf("lease_valid of beta: %v", v)
-	}
-}
-
-// TestMonotonic: a counter read lower than last time reports the last
-// value; a series missing from a scrape is forgotten.
-func TestMonotonic(t *testing.T) {
-	var m monotonic
-	d := prometheus.NewDesc("x", "x", nil, nil)
-	a, b := seriesKey{d: d, a: "acme"}, seriesKey{d: d, a: "beta"}
-	for i, step := range []struct {
-		keys []seriesKey
-		vals []float64
-		want []float64
-	}{
-		{[]seriesKey{a, b}, []float64{10, 5}, []float64{10, 5}},
-		{[]seriesKey{a, b}, []float64{9, 7}, []float64{10, 7}},  // a read racing requests: held
-		{[]seriesKey{a}, []float64{12}, []float64{12}},          // beta gone
-		{[]seriesKey{a, b}, []float64{12, 1}, []float64{12, 1}}, // beta back, from its new count
-	} {
-		m.begin()
-		for j, k := range step.keys {
-			if got := m.at(k, step.vals[j]); got != step.want[j] {
-				t.Errorf("step %d: at(%v, %v) = %v, want %v", i, k, step.vals[j], got, step.want[j])
-			}
-		}
-		m.end()
+	if v := s.Must(t, "afloat_quota_region_tenants", "state", "valid", "region", "eu"); v != 2 {
+		t.Fatalf("tenants with a valid lease: %v, want 2", v)
 	}
 }
 

@@ -22,8 +22,9 @@ import (
 // /readyz before the region has a lease, with a leader and a follower,
 // after the lease, and after the leader steps down; each named metric
 // with a value that can be checked — the admission counters equal what
-// the decision API answered, exactly; the leader's epoch is the
-// election's revision in etcd.
+// the decision API answered, exactly, in acme's own series (named by
+// --metrics-tenants) and in the sums over the tenants; the leader's
+// epoch is the election's revision in etcd.
 func TestMetricsAndHealth(t *testing.T) {
 	c := servicetest.New(t, opstest.ConfigFile("metrics.yaml"))
 	cfg := c.Config
@@ -33,7 +34,8 @@ func TestMetricsAndHealth(t *testing.T) {
 
 	// The region first, with no coordinator listening yet: alive, not ready.
 	coordAddrs := []string{opstest.FreeAddr(t), opstest.FreeAddr(t)}
-	region := c.Agent(agent.Options{Name: "eu", Coordinators: []string{"http://" + coordAddrs[0], "http://" + coordAddrs[1]}}, nil).URL
+	region := c.Agent(agent.Options{Name: "eu", Coordinators: []string{"http://" + coordAddrs[0], "http://" + coordAddrs[1]},
+		MetricsTenants: []string{"acme", "beta"}}, nil).URL
 	if code := opstest.Healthz(t, region); code != 200 {
 		t.Fatalf("region /healthz before a lease: %d", code)
 	}
@@ -66,18 +68,33 @@ func TestMetricsAndHealth(t *testing.T) {
 		}
 	}
 	s := opstest.Scrape(t, region)
-	if v := s.Must(t, "afloat_quota_region_refused_tokens_total", "tenant", "acme", "reason", "no_lease"); v != 7 {
+	if v := s.Must(t, "afloat_quota_region_tenant_refused_tokens_total", "tenant", "acme", "reason", "no_lease"); v != 7 {
 		t.Fatalf("refused no_lease before a lease: %v, want 7", v)
 	}
-	if v := s.Must(t, "afloat_quota_region_lease_valid", "tenant", "acme", "region", "eu"); v != 0 {
+	if v := s.Must(t, "afloat_quota_region_refused_tokens_total", "reason", "no_lease"); v != 7 {
+		t.Fatalf("refused no_lease summed before a lease: %v, want 7", v)
+	}
+	if v := s.Must(t, "afloat_quota_region_tenant_lease_valid", "tenant", "acme", "region", "eu"); v != 0 {
 		t.Fatalf("lease_valid before a lease: %v", v)
+	}
+	if v := s.Must(t, "afloat_quota_region_tenants", "state", "none", "region", "eu"); v != 2 {
+		t.Fatalf("tenants without a lease before a lease: %v, want 2", v)
+	}
+
+	// The region's calls fail as a whole while no coordinator listens.
+	opstest.WaitFor(t, "a renewal call failed unavailable", func() bool {
+		v, _ := opstest.Scrape(t, region).Value("afloat_quota_region_batch_failures_total", "reason", "unavailable")
+		return v >= 1
+	})
+	if v := opstest.Scrape(t, region).Must(t, "afloat_quota_region_renewals_total", "result", "failed"); v < 2 {
+		t.Fatalf("renewals failed with no coordinator: %v, want both tenants' at least", v)
 	}
 
 	// Two coordinators on the member.
 	coords := make([]string, 2)
 	procs := make([]*servicetest.Process, 2)
 	for i, addr := range coordAddrs {
-		procs[i] = c.Coordinator(replica.Options{Listen: addr})
+		procs[i] = c.Coordinator(replica.Options{Listen: addr, MetricsTenants: []string{"acme", "beta"}})
 		coords[i] = procs[i].URL
 	}
 	// One leads, the other follows and knows the leader: both ready.
@@ -123,6 +140,9 @@ func TestMetricsAndHealth(t *testing.T) {
 	if _, ok := fs.Value("afloat_quota_coordinator_share_rate_tokens_per_second"); ok {
 		t.Fatal("a follower reports shares")
 	}
+	if _, ok := fs.Value("afloat_quota_coordinator_tenants"); ok {
+		t.Fatal("a follower reports tenants")
+	}
 
 	// The region gets its leases: ready.
 	opstest.WaitFor(t, "region ready", func() bool { c, _ := opstest.Readyz(t, region); return c == 200 })
@@ -136,30 +156,44 @@ func TestMetricsAndHealth(t *testing.T) {
 		allow("acme")
 	}
 	s = opstest.Scrape(t, region)
-	adm := s.Must(t, "afloat_quota_region_admitted_tokens_total", "tenant", "acme", "reason", "lease")
-	ref := s.Must(t, "afloat_quota_region_refused_tokens_total", "tenant", "acme", "reason", "exhausted") +
-		s.Must(t, "afloat_quota_region_refused_tokens_total", "tenant", "acme", "reason", "no_lease")
-	if adm != float64(allowed) || ref != float64(refused) {
-		t.Fatalf("admitted %v and refused %v, want %d and %d (what the decision API answered)", adm, ref, allowed, refused)
+	// acme alone had requests: its own series and the sums agree.
+	for _, own := range []bool{true, false} {
+		name, labels := "afloat_quota_region_", []string{"tenant", "acme"}
+		if own {
+			name += "tenant_"
+		} else {
+			labels = nil
+		}
+		value := func(metric, reason string) float64 {
+			return s.Must(t, name+metric, append(labels, "reason", reason)...)
+		}
+		adm := value("admitted_tokens_total", "lease")
+		ref := value("refused_tokens_total", "exhausted") + value("refused_tokens_total", "no_lease")
+		if adm != float64(allowed) || ref != float64(refused) {
+			t.Fatalf("%s…: admitted %v and refused %v, want %d and %d (what the decision API answered)", name, adm, ref, allowed, refused)
+		}
+		if allowed == 0 || value("refused_tokens_total", "exhausted") == 0 {
+			t.Fatalf("%d admitted, want some, and some refused under the lease", allowed)
+		}
+		if v := value("admitted_tokens_total", "emergency"); v != 0 {
+			t.Fatalf("%s…: emergency admissions in hard mode: %v", name, v)
+		}
 	}
-	if allowed == 0 || s.Must(t, "afloat_quota_region_refused_tokens_total", "tenant", "acme", "reason", "exhausted") == 0 {
-		t.Fatalf("%d admitted, want some, and some refused under the lease", allowed)
-	}
-	if v := s.Must(t, "afloat_quota_region_admitted_tokens_total", "tenant", "acme", "reason", "emergency"); v != 0 {
-		t.Fatalf("emergency admissions in hard mode: %v", v)
+	if v := s.Must(t, "afloat_quota_region_tenants", "state", "valid", "region", "eu"); v != 2 {
+		t.Fatalf("tenants with a valid lease: %v, want 2", v)
 	}
 	for _, tc := range []struct {
 		name, tenant string
 		lo, hi       float64
 	}{
-		{"afloat_quota_region_lease_valid", "acme", 1, 1},
-		{"afloat_quota_region_lease_rate_tokens_per_second", "acme", 10, 10}, // the only region: all of R
-		{"afloat_quota_region_lease_burst_tokens", "acme", 20, 20},
-		{"afloat_quota_region_lease_remaining_seconds", "acme", 0.1, 10},
-		{"afloat_quota_region_balance_tokens", "acme", 0, 20},
-		{"afloat_quota_region_emergency_allowance_tokens", "acme", 0, 0},
-		{"afloat_quota_region_emergency_allowance_tokens", "beta", 5, 5},
-		{"afloat_quota_region_emergency_in_use_tokens", "beta", 0, 0},
+		{"afloat_quota_region_tenant_lease_valid", "acme", 1, 1},
+		{"afloat_quota_region_tenant_lease_rate_tokens_per_second", "acme", 10, 10}, // the only region: all of R
+		{"afloat_quota_region_tenant_lease_burst_tokens", "acme", 20, 20},
+		{"afloat_quota_region_tenant_lease_remaining_seconds", "acme", 0.1, 10},
+		{"afloat_quota_region_tenant_balance_tokens", "acme", 0, 20},
+		{"afloat_quota_region_tenant_emergency_allowance_tokens", "acme", 0, 0},
+		{"afloat_quota_region_tenant_emergency_allowance_tokens", "beta", 5, 5},
+		{"afloat_quota_region_tenant_emergency_in_use_tokens", "beta", 0, 0},
 	} {
 		if v := s.Must(t, tc.name, "tenant", tc.tenant, "region", "eu"); v < tc.lo || v > tc.hi {
 			t.Errorf("%s{tenant=%s} = %v, want %v to %v", tc.name, tc.tenant, v, tc.lo, tc.hi)
@@ -173,29 +207,47 @@ func TestMetricsAndHealth(t *testing.T) {
 	if installed < 2 || renewals < installed {
 		t.Errorf("%v grants installed, %v renewals timed: want 2 or more, and at least as many renewals", installed, renewals)
 	}
+	if granted := s.Must(t, "afloat_quota_region_renewals_total", "result", "granted"); granted < installed {
+		t.Errorf("%v renewals granted, %v grants installed: want at least as many granted", granted, installed)
+	}
+	if v := s.Must(t, "afloat_quota_region_batches_total", "call", "renew"); v < 1 {
+		t.Errorf("renewal calls sent: %v, want 1 or more", v)
+	}
+	if calls := s.Must(t, "afloat_quota_region_batch_requests", "call", "renew"); calls < 1 || s.HistSum("afloat_quota_region_batch_requests", "call", "renew") < renewals {
+		t.Errorf("%v renewal calls carrying %v requests, want 1 or more carrying the %v renewals timed", calls,
+			s.HistSum("afloat_quota_region_batch_requests", "call", "renew"), renewals)
+	}
 	if sum := s.HistSum("afloat_quota_region_renewal_duration_seconds", "result", "granted"); sum <= 0 || sum > renewals*10 {
 		t.Errorf("renewal latency sum %v s over %v renewals", sum, renewals)
 	}
 
-	// The leader's view of the same lease, and its writes.
+	// The leader's view of the same lease, and its writes: the tenants'
+	// own series and the sums over them.
 	ls = opstest.Scrape(t, coords[lead])
 	for _, tc := range []struct {
 		name   string
 		labels []string
 		want   float64
 	}{
+		{"afloat_quota_coordinator_tenants", nil, 2},
+		{"afloat_quota_coordinator_rate_tokens_per_second", nil, 10 + 100},
+		{"afloat_quota_coordinator_burst_tokens", nil, 20 + 100},
+		{"afloat_quota_coordinator_region_tenants", []string{"region", "eu", "state", "leased"}, 2},
 		{"afloat_quota_coordinator_tenant_rate_tokens_per_second", []string{"tenant", "acme"}, 10},
 		{"afloat_quota_coordinator_tenant_burst_tokens", []string{"tenant", "acme"}, 20},
 		{"afloat_quota_coordinator_tenant_emergency_allowance_tokens", []string{"tenant", "beta"}, 5},
-		{"afloat_quota_coordinator_share_rate_tokens_per_second", []string{"tenant", "acme", "region", "eu"}, 10},
-		{"afloat_quota_coordinator_share_burst_tokens", []string{"tenant", "acme", "region", "eu"}, 20},
+		{"afloat_quota_coordinator_tenant_share_rate_tokens_per_second", []string{"tenant", "acme", "region", "eu"}, 10},
+		{"afloat_quota_coordinator_tenant_share_burst_tokens", []string{"tenant", "acme", "region", "eu"}, 20},
 	} {
 		if v := ls.Must(t, tc.name, tc.labels...); v != tc.want {
 			t.Errorf("%s%v = %v, want %v", tc.name, tc.labels, v, tc.want)
 		}
 	}
-	if v := ls.Must(t, "afloat_quota_coordinator_live_leases", "tenant", "acme", "region", "eu"); v < 1 || v > 2 {
+	if v := ls.Must(t, "afloat_quota_coordinator_tenant_live_leases", "tenant", "acme", "region", "eu"); v < 1 || v > 2 {
 		t.Errorf("live leases of acme in eu: %v, want 1 or 2", v)
+	}
+	if v := ls.Must(t, "afloat_quota_coordinator_live_leases", "region", "eu"); v < 2 || v > 4 {
+		t.Errorf("live leases in eu: %v, want 2 to 4 (acme's and beta's, and a replaced one of each not yet confirmed returned)", v)
 	}
 	txns := ls.Must(t, "afloat_quota_coordinator_ledger_txn_duration_seconds", "result", "ok")
 	batches := ls.Must(t, "afloat_quota_coordinator_ledger_txn_ops")

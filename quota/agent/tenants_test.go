@@ -40,7 +40,7 @@ func TestRegionFollowsTenants(t *testing.T) {
 	coord := c.Coordinator(replica.Options{}).URL
 	var logs opstest.Buffer
 	const every = 100 * time.Millisecond
-	a := c.Agent(agent.Options{Name: "eu", Logger: slog.New(slog.NewTextHandler(&logs, nil))},
+	a := c.Agent(agent.Options{Name: "eu", Logger: slog.New(slog.NewTextHandler(&logs, nil)), MetricsTenants: []string{"beta", "gamma"}},
 		func(a *agent.Agent) { agent.SetTenantsEvery(a, every) })
 	region := a.URL
 
@@ -126,14 +126,20 @@ func TestRegionFollowsTenants(t *testing.T) {
 		t.Fatalf("/v1/status lists %s, want acme,beta", got)
 	}
 	s := opstest.Scrape(t, region)
-	if v := s.Must(t, "afloat_quota_region_admitted_tokens_total", "tenant", "beta", "reason", "lease"); v != float64(admitted["beta"]) {
+	if v := s.Must(t, "afloat_quota_region_tenant_admitted_tokens_total", "tenant", "beta", "reason", "lease"); v != float64(admitted["beta"]) {
 		t.Fatalf("beta's admitted tokens in /metrics: %v, want %d (5 per /big)", v, admitted["beta"])
 	}
-	if v := s.Must(t, "afloat_quota_region_lease_valid", "tenant", "beta", "region", "eu"); v != 1 {
+	if v := s.Must(t, "afloat_quota_region_tenant_lease_valid", "tenant", "beta", "region", "eu"); v != 1 {
 		t.Fatalf("beta's lease_valid: %v, want 1", v)
 	}
-	if _, ok := s.Value("afloat_quota_region_lease_valid", "tenant", "gamma", "region", "eu"); ok {
+	if _, ok := s.Value("afloat_quota_region_tenant_lease_valid", "tenant", "gamma", "region", "eu"); ok {
 		t.Fatal("gamma (us only) in eu's /metrics")
+	}
+	if v := s.Must(t, "afloat_quota_region_metrics_tenants_missing"); v != 1 {
+		t.Fatalf("named tenants eu does not serve: %v, want 1 (gamma)", v)
+	}
+	if v := s.Must(t, "afloat_quota_region_tenants", "state", "valid"); v != 2 {
+		t.Fatalf("tenants with a valid lease: %v, want 2 (acme and beta)", v)
 	}
 	added := strings.Contains(logs.String(), `msg="quota region: tenant added" region=eu tenant=beta version=1`)
 	if !added {
@@ -143,27 +149,34 @@ func TestRegionFollowsTenants(t *testing.T) {
 	// Updated: the new cost is in use within a poll.
 	operator("/update", `{"name":"beta","costs":{"/big":2}}`)
 	bounded("beta's new cost", func() bool { tn, ok := agent.TenantOf(a.Agent, "beta"); return ok && tn.Cost("/big") == 2 })
-	before := opstest.Scrape(t, region).Must(t, "afloat_quota_region_admitted_tokens_total", "tenant", "beta", "reason", "lease")
+	before := opstest.Scrape(t, region).Must(t, "afloat_quota_region_tenant_admitted_tokens_total", "tenant", "beta", "reason", "lease")
 	bounded("beta admitted at its new cost", func() bool { _, ok := allow("beta", "/big"); return ok })
-	if v := opstest.Scrape(t, region).Must(t, "afloat_quota_region_admitted_tokens_total", "tenant", "beta", "reason", "lease"); v != before+2 {
+	if v := opstest.Scrape(t, region).Must(t, "afloat_quota_region_tenant_admitted_tokens_total", "tenant", "beta", "reason", "lease"); v != before+2 {
 		t.Fatalf("beta's admitted tokens after one /big at cost 2: %v, want %v", v, before+2)
 	}
 
 	// Deleted: refused with 404, gone from /metrics and /v1/status, no
 	// more renewals.
+	sum := opstest.Scrape(t, region).Must(t, "afloat_quota_region_admitted_tokens_total", "reason", "lease")
 	operator("/delete", `{"name":"beta"}`)
 	bounded("beta refused after its deletion", func() bool { code, _ := allow("beta", "/big"); return code == 404 })
 	if got := strings.Join(status(), ","); got != "acme" {
 		t.Fatalf("/v1/status lists %s after beta's deletion, want acme", got)
 	}
 	s = opstest.Scrape(t, region)
-	for _, name := range []string{"afloat_quota_region_lease_valid", "afloat_quota_region_balance_tokens"} {
+	for _, name := range []string{"afloat_quota_region_tenant_lease_valid", "afloat_quota_region_tenant_balance_tokens"} {
 		if _, ok := s.Value(name, "tenant", "beta", "region", "eu"); ok {
 			t.Fatalf("%s still has beta after its deletion", name)
 		}
 	}
-	if _, ok := s.Value("afloat_quota_region_admitted_tokens_total", "tenant", "beta", "reason", "lease"); ok {
-		t.Fatal("admitted_tokens_total still has beta after its deletion")
+	if _, ok := s.Value("afloat_quota_region_tenant_admitted_tokens_total", "tenant", "beta", "reason", "lease"); ok {
+		t.Fatal("tenant_admitted_tokens_total still has beta after its deletion")
+	}
+	if v := s.Must(t, "afloat_quota_region_admitted_tokens_total", "reason", "lease"); v < sum {
+		t.Fatalf("the region's admitted tokens after beta's deletion: %v, want at least the %v before (a tenant removed takes nothing from the sums)", v, sum)
+	}
+	if v := s.Must(t, "afloat_quota_region_metrics_tenants_missing"); v != 2 {
+		t.Fatalf("named tenants eu does not serve after beta's deletion: %v, want 2", v)
 	}
 	removed := strings.Contains(logs.String(), `msg="quota region: tenant removed; its lease goes back" region=eu tenant=beta`)
 	mark := logs.Len()

@@ -117,7 +117,7 @@ func TestTooLargeOnEveryFront(t *testing.T) {
 	}
 	api := httptest.NewServer(h)
 	defer api.Close()
-	if v := opstest.Scrape(t, api.URL).Must(t, "afloat_quota_region_refused_tokens_total", "tenant", "acme", "reason", "too_large"); v != 40+42+40+100 {
+	if v := opstest.Scrape(t, api.URL).Must(t, "afloat_quota_region_refused_tokens_total", "reason", "too_large"); v != 40+42+40+100 {
 		t.Errorf("refused too_large: %v, want %d", v, 40+42+40+100)
 	}
 }

@@ -167,10 +167,11 @@ func TestAlertRulesNameExposedMetrics(t *testing.T) {
 		t.Error(p)
 	}
 	for i, tc := range []struct{ what, from, to, want string }{
-		{"a metric not exposed", "afloat_quota_region_lease_valid)", "afloat_quota_region_lease_validity)", "is not exposed"},
+		{"a metric not exposed", "afloat_quota_region_tenants{", "afloat_quota_region_tenantz{", "is not exposed"},
 		{"a histogram series not exposed", "afloat_quota_region_decision_duration_seconds_bucket", "afloat_quota_region_decision_duration_seconds_buckets", "is not exposed"},
-		{"a label the metric lacks", `_count{result="failed"}`, `_count{outcome="failed"}`, `has no label "outcome"`},
-		{"grouping by a label none has", "max by (region, tenant)", "max by (region, tenant, zone)", `grouped by "zone"`},
+		{"a label the metric lacks", `renewals_total{result="failed"}`, `renewals_total{outcome="failed"}`, `has no label "outcome"`},
+		{"a tenant label the aggregates lack", `tenants{state="none"}`, `tenants{state="none", tenant="acme"}`, `has no label "tenant"`},
+		{"grouping by a label none has", "min by (region)", "min by (region, zone)", `grouped by "zone"`},
 		{"a recorded name none records", "scalar(afloat:quota_ledger_write_capacity_ops:per_second)", "scalar(afloat:quota_ledger_capacity:per_second)", "recorded by no rule"},
 		{"a runbook section missing", "docs/quota.md#quotanoleader", "docs/quota.md#quota-no-leader", "is not a heading"},
 		{"an alert without a test", "alert: QuotaDecisionLatencyHigh", "alert: QuotaDecisionsSlow", "no test"},
@@ -270,9 +271,14 @@ func TestAlertRulesMutation(t *testing.T) {
 	mutations := []struct{ alert, what, from, to string }{
 		{"QuotaNoLeader", "no absent(): a Prometheus that scrapes no replica stays silent", "\n            or absent(afloat_quota_coordinator_leader)", ""},
 		{"QuotaNoLeader", "for: 10m", "for: 1m\n        labels:\n          severity: page\n        annotations:\n          summary: No coordinator", "for: 10m\n        labels:\n          severity: page\n        annotations:\n          summary: No coordinator"},
-		{"QuotaRegionWithoutLease", "min over the agents: a standby pages", "max by (region, tenant)", "min by (region, tenant)"},
+		{"QuotaRegionWithoutLease", "max over the agents: a standby pages", "min by (region) (afloat_quota_region_tenants", "max by (region) (afloat_quota_region_tenants"},
+		{"QuotaRegionWithoutLease", "more than 3 tenants", `{state="none"}) > 0`, `{state="none"}) > 3`},
 		{"QuotaRenewalsFailing", "a threshold of a half", "            > 0.1\n", "            > 0.5\n"},
 		{"QuotaRenewalsFailing", "for: 1m: a failover's burst pages", "for: 5m", "for: 1m"},
+		{"QuotaRenewalsFailing", "a standby's refusals counted", `sum by (region) (rate(afloat_quota_region_renewals_total{result="failed"}[2m]) unless on (job, instance) afloat_quota_region_standby == 1)
+            / sum by (region) (rate(afloat_quota_region_renewals_total[2m]) unless on (job, instance) afloat_quota_region_standby == 1)`,
+			`sum by (region) (rate(afloat_quota_region_renewals_total{result="failed"}[2m]))
+            / sum by (region) (rate(afloat_quota_region_renewals_total[2m]))`},
 		{"QuotaLedgerTxnErrors", "fenced counted as an error", `result=~"error|unknown"`, `result=~"error|unknown|fenced"`},
 		{"QuotaLedgerTxnErrors", "unknown left out", `result=~"error|unknown"`, `result="error"`},
 		{"QuotaEventLogWriteFailures", "the agents' journal left out", "\n            or sum by (job, instance, region) (increase(afloat_quota_region_journal_failures_total[5m])) > 0", ""},

@@ -32,7 +32,8 @@ const (
 // holds its leases (so that the renewal histogram has a series), and
 // returns every afloat_quota_ series name they expose — a histogram as
 // its _bucket, _sum and _count — with its label names (the scraper's job
-// and instance included).
+// and instance included). Both name both tenants (--metrics-tenants), so
+// that the tenants' own series are among them.
 func exposed(t *testing.T) map[string][]string {
 	t.Helper()
 	cfg := opstest.MustConfig(t, opstest.ConfigFile("metrics.yaml"))
@@ -41,7 +42,7 @@ func exposed(t *testing.T) map[string][]string {
 	opstest.Must(t, err)
 	var wg sync.WaitGroup
 	wg.Go(func() { srv.Run(ctx) }) //nolint:errcheck // ends with ctx
-	m := newCoordMetrics(func() *coordinator.Server { return srv })
+	m := newCoordMetrics(func() *coordinator.Server { return srv }, []string{"acme", "beta"})
 	m.txn.WithLabelValues("ok") // the in-memory ledger is not metered
 	api, err := remote.Handler(remote.HandlerConfig{Tokens: cfg.Tokens(), Lead: func() (remote.Backend, string) { return srv, "" }})
 	opstest.Must(t, err)
@@ -54,7 +55,7 @@ func exposed(t *testing.T) map[string][]string {
 
 	ready := make(chan string, 1)
 	a, err := agent.New(agent.Options{Config: cfg, Name: "eu", Coordinators: []string{cs.URL}, Listen: "127.0.0.1:0",
-		Logger: opstest.QuietLog(), Ready: func(addr string) { ready <- addr }})
+		Logger: opstest.QuietLog(), Ready: func(addr string) { ready <- addr }, MetricsTenants: []string{"acme", "beta"}})
 	opstest.Must(t, err)
 	ran := make(chan error, 1)
 	wg.Go(func() { ran <- a.Run(ctx) })
@@ -223,7 +224,8 @@ func TestDashboardQueriesNameExposedMetrics(t *testing.T) {
 		t.Error(p)
 	}
 	for i, tc := range []struct{ what, from, to, want string }{
-		{"a metric not exposed", "afloat_quota_region_balance_tokens{", "afloat_quota_region_balances_tokens{", "is not exposed"},
+		{"a metric not exposed", "afloat_quota_region_tenant_balance_tokens{", "afloat_quota_region_tenant_balances_tokens{", "is not exposed"},
+		{"a tenant on a sum over the tenants", `afloat_quota_region_admitted_tokens_total{region`, `afloat_quota_region_admitted_tokens_total{tenant=~\"$tenant\", region`, `has no label "tenant"`},
 		{"a label the metric lacks", `afloat_quota_coordinator_leader"`, `afloat_quota_coordinator_leader{tenant=\"x\"}"`, `has no label "tenant"`},
 		{"grouping by a label none has", "sum by (le) (rate(afloat_quota_coordinator_ledger_txn_ops_bucket", "sum by (le, tenant) (rate(afloat_quota_coordinator_ledger_txn_ops_bucket", `grouped by "tenant"`},
 		{"an undefined variable", `region=~\"$region\", result=\"granted\"`, `region=~\"$regions\", result=\"granted\"`, "variable $regions"},

@@ -33,7 +33,7 @@ func TestCoordinatorReadiness(t *testing.T) {
 	)
 	const self = "http://self:7070"
 	current := func() *coordinator.Server { return srv }
-	m := newCoordMetrics(current)
+	m := newCoordMetrics(current, nil)
 	ts := httptest.NewServer(m.handler(http.NotFoundHandler(), coordReady(current, func() string { return leader }, self, func() bool { return fresh })))
 	defer ts.Close()
 
@@ -91,8 +91,9 @@ func TestCoordinatorReadiness(t *testing.T) {
 }
 
 // TestCoordinatorMetricsFollowTenants: a tenant created through the
-// leader's API shows in the next scrape, and is gone from the one after
-// its deletion — the collector reads the leader's own list.
+// leader's API shows in the next scrape — its own series, as it is named
+// (--metrics-tenants), and in the sums — and is gone from the one after
+// its deletion: the collector reads the leader's own list.
 func TestCoordinatorMetricsFollowTenants(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -108,28 +109,53 @@ func TestCoordinatorMetricsFollowTenants(t *testing.T) {
 	go func() { srv.Run(ctx); close(done) }() //nolint:errcheck // ends with ctx
 	defer func() { cancel(); <-done }()
 	current := func() *coordinator.Server { return srv }
-	ts := httptest.NewServer(newCoordMetrics(current).handler(http.NotFoundHandler(), coordReady(current, func() string { return "" }, "", func() bool { return false })))
+	ts := httptest.NewServer(newCoordMetrics(current, []string{"acme", "gamma"}).handler(http.NotFoundHandler(), coordReady(current, func() string { return "" }, "", func() bool { return false })))
 	defer ts.Close()
 	const rate = "afloat_quota_coordinator_tenant_rate_tokens_per_second"
-	if _, ok := opstest.Scrape(t, ts.URL).Value(rate, "tenant", "gamma"); ok {
+	s := opstest.Scrape(t, ts.URL)
+	if _, ok := s.Value(rate, "tenant", "gamma"); ok {
 		t.Fatal("gamma before it exists")
+	}
+	if v := s.Must(t, "afloat_quota_coordinator_metrics_tenants_missing"); v != 1 {
+		t.Fatalf("named tenants missing before gamma exists: %v, want 1", v)
+	}
+	if v := s.Must(t, "afloat_quota_coordinator_tenants"); v != 2 {
+		t.Fatalf("tenants before gamma: %v, want 2", v)
 	}
 	gamma := quota.Tenant{Name: "gamma", Rate: 7 * quota.One, Burst: 70 * quota.One, Regions: []string{"eu"}}.WithDefaults()
 	if _, err := srv.PutTenant(ctx, gamma, "test", true, 0); err != nil {
 		t.Fatal(err)
 	}
-	s := opstest.Scrape(t, ts.URL)
+	s = opstest.Scrape(t, ts.URL)
 	if v := s.Must(t, rate, "tenant", "gamma"); v != 7 {
 		t.Fatalf("gamma's R: %v, want 7", v)
 	}
-	if v := s.Must(t, "afloat_quota_coordinator_share_rate_tokens_per_second", "tenant", "gamma", "region", "eu"); v != 0 {
+	if v := s.Must(t, "afloat_quota_coordinator_tenant_share_rate_tokens_per_second", "tenant", "gamma", "region", "eu"); v != 0 {
 		t.Fatalf("gamma's share before any renewal: %v", v)
+	}
+	for _, x := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"afloat_quota_coordinator_metrics_tenants_missing", nil, 0},
+		{"afloat_quota_coordinator_tenants", nil, 3},
+		{"afloat_quota_coordinator_rate_tokens_per_second", nil, 10 + 100 + 7},
+		{"afloat_quota_coordinator_region_tenants", []string{"region", "eu", "state", "none"}, 3},
+	} {
+		if v := s.Must(t, x.name, x.labels...); v != x.want {
+			t.Fatalf("with gamma: %s%v = %v, want %v", x.name, x.labels, v, x.want)
+		}
 	}
 	if err := srv.DeleteTenant(ctx, "gamma", "test", 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := opstest.Scrape(t, ts.URL).Value(rate, "tenant", "gamma"); ok {
+	s = opstest.Scrape(t, ts.URL)
+	if _, ok := s.Value(rate, "tenant", "gamma"); ok {
 		t.Fatal("gamma after its deletion")
+	}
+	if v := s.Must(t, "afloat_quota_coordinator_tenants"); v != 2 {
+		t.Fatalf("tenants after gamma's deletion: %v, want 2", v)
 	}
 	if v := opstest.Scrape(t, ts.URL).Must(t, rate, "tenant", "acme"); v != 10 {
 		t.Fatalf("acme's R: %v", v)
@@ -148,7 +174,7 @@ func TestScrapeSurvivesABadLabel(t *testing.T) {
 		t.Fatal(err)
 	}
 	current := func() *coordinator.Server { return srv }
-	m := newCoordMetrics(current)
+	m := newCoordMetrics(current, []string{"ok", "bad\xff"})
 	ts := httptest.NewServer(m.handler(http.NotFoundHandler(), coordReady(current, func() string { return "" }, "", func() bool { return false })))
 	defer ts.Close()
 	s := opstest.Scrape(t, ts.URL)

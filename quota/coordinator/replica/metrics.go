@@ -27,33 +27,68 @@ type coordMetrics struct {
 	events  atomic.Pointer[eventlog.File] // the event log, once open
 }
 
-// coordCollector reads the leading server's core at scrape time.
+// coordCollector reads the leading server's core at scrape time. The
+// leader serves up to 100,000 tenants: it exports sums over them by
+// region, and a tenant's own series (afloat_quota_coordinator_tenant_…)
+// only for the tenants named (Options.MetricsTenants), so that a scrape
+// stays a few hundred series whatever their number
+// (TestCoordinatorMetricsAtMaxTenants).
 type coordCollector struct {
 	current func() *coordinator.Server
+	named   map[string]bool // Options.MetricsTenants
 
-	leader, epoch, tenantRate, tenantBurst, tenantAllowance, shareRate, shareBurst, leases *prometheus.Desc
+	leader, epoch, tenants, rate, burst, shareRate, shareBurst, leases, regionTenants, missing *prometheus.Desc
+	queued, queuedOps, busy, abandoned, splits, maxOps, proofs, covered                        *prometheus.Desc
+	// a tenant's own
+	tenantRate, tenantBurst, tenantAllowance, tenantShareRate, tenantShareBurst, tenantLeases *prometheus.Desc
 }
 
 // newCoordMetrics: current is the server while the replica leads (nil
 // while it follows). The tenants are the leader's own list, read at each
 // scrape, so that tenants created or deleted through the API show at
-// once.
-func newCoordMetrics(current func() *coordinator.Server) *coordMetrics {
+// once. named are the tenants whose own series are exported
+// (Options.MetricsTenants).
+func newCoordMetrics(current func() *coordinator.Server, named []string) *coordMetrics {
 	reg := ops.NewRegistry()
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(ops.MetricPrefix+"coordinator_"+name, help, labels, nil)
 	}
-	reg.MustRegister(&coordCollector{
-		current:         current,
-		leader:          d("leader", "1 while this replica leads (won the election and loaded the ledger), else 0."),
-		epoch:           d("epoch", "The fencing epoch this replica leads at (the election key's create revision); 0 while it follows."),
-		tenantRate:      d("tenant_rate_tokens_per_second", "The tenant's global rate R (leader only).", "tenant"),
-		tenantBurst:     d("tenant_burst_tokens", "The tenant's global burst B (leader only).", "tenant"),
-		tenantAllowance: d("tenant_emergency_allowance_tokens", "The tenant's emergency allowance E per region (leader only).", "tenant"),
-		shareRate:       d("share_rate_tokens_per_second", "The region's rate share as the coordinator counts it: the largest of its live leases (leader only).", "tenant", "region"),
-		shareBurst:      d("share_burst_tokens", "The region's burst share as the coordinator counts it: the largest of its live leases (leader only).", "tenant", "region"),
-		leases:          d("live_leases", "Leases the coordinator counts now (an old one not yet confirmed returned and its replacement are two) (leader only).", "tenant", "region"),
-	})
+	const own = " One series per tenant of --metrics-tenants (leader only)."
+	cc := &coordCollector{
+		current: current,
+		named:   map[string]bool{},
+		leader:  d("leader", "1 while this replica leads (won the election and loaded the ledger), else 0."),
+		epoch:   d("epoch", "The fencing epoch this replica leads at (the election key's create revision); 0 while it follows."),
+
+		tenants:       d("tenants", "Tenants the leader serves (leader only)."),
+		rate:          d("rate_tokens_per_second", "The tenants' global rates R, summed (leader only)."),
+		burst:         d("burst_tokens", "The tenants' global bursts B, summed (leader only)."),
+		shareRate:     d("share_rate_tokens_per_second", "The region's rate shares as the coordinator counts them (each tenant's: the largest of its live leases there), summed over the tenants (leader only).", "region"),
+		shareBurst:    d("share_burst_tokens", "The region's burst shares as the coordinator counts them (each tenant's: the largest of its live leases there), summed over the tenants (leader only).", "region"),
+		leases:        d("live_leases", "Leases the coordinator counts now in the region, summed over the tenants (an old one not yet confirmed returned and its replacement are two; a deleted tenant's are left out) (leader only).", "region"),
+		regionTenants: d("region_tenants", "Tenants of the region, by whether the coordinator counts a live lease of theirs there: leased or none (leader only).", "region", "state"),
+		missing:       d("metrics_tenants_missing", "Names of --metrics-tenants the leader does not serve (a typo, a tenant not created yet or deleted): they have no series (leader only)."),
+
+		queued:    d("queued_steps", "Steps (a renewal, a return, a tenant's change) waiting for the committer now (leader only)."),
+		queuedOps: d("queued_ops", "Ledger operations of the steps waiting for the committer now (leader only)."),
+		busy:      d("busy_refusals_total", "Calls (a region's batch, an operator's change) refused at admission because the leader's queue was full: quota.ErrBusy, with a time to wait (leader only; from 0 at each leadership)."),
+		abandoned: d("abandoned_steps_total", "Steps taken back unwritten because their caller's deadline passed before they could be written (leader only; from 0 at each leadership)."),
+		splits:    d("ledger_txn_splits_total", "Ledger writes refused for their size, each then split in two (leader only; from 0 at each leadership)."),
+		maxOps:    d("ledger_txn_max_ops", "The most operations the leader puts in one ledger transaction now: the ledger's limit, halved at each split (leader only)."),
+		proofs:    d("leadership_proofs_total", "Proofs of leadership asked of the ledger before answers without a write, by result: ok, or failed (the answers waiting on it failed) (leader only; from 0 at each leadership).", "result"),
+		covered:   d("covered_renewals_total", "Renewals answered without a ledger write: the region's shares unchanged, the lease standing on a written one (leader only; from 0 at each leadership)."),
+
+		tenantRate:       d("tenant_rate_tokens_per_second", "The tenant's global rate R."+own, "tenant"),
+		tenantBurst:      d("tenant_burst_tokens", "The tenant's global burst B."+own, "tenant"),
+		tenantAllowance:  d("tenant_emergency_allowance_tokens", "The tenant's emergency allowance E per region."+own, "tenant"),
+		tenantShareRate:  d("tenant_share_rate_tokens_per_second", "The region's rate share of the tenant as the coordinator counts it: the largest of its live leases."+own, "tenant", "region"),
+		tenantShareBurst: d("tenant_share_burst_tokens", "The region's burst share of the tenant as the coordinator counts it: the largest of its live leases."+own, "tenant", "region"),
+		tenantLeases:     d("tenant_live_leases", "The tenant's leases the coordinator counts now in the region (an old one not yet confirmed returned and its replacement are two)."+own, "tenant", "region"),
+	}
+	for _, t := range named {
+		cc.named[t] = true
+	}
+	reg.MustRegister(cc)
 	m := &coordMetrics{reg: reg, current: current,
 		txn: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    ops.MetricPrefix + "coordinator_ledger_txn_duration_seconds",
@@ -74,14 +109,35 @@ func newCoordMetrics(current func() *coordinator.Server) *coordMetrics {
 }
 
 func (c *coordCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.leader, c.epoch, c.tenantRate, c.tenantBurst, c.tenantAllowance, c.shareRate, c.shareBurst, c.leases} {
+	for _, d := range []*prometheus.Desc{c.leader, c.epoch, c.tenants, c.rate, c.burst, c.shareRate, c.shareBurst, c.leases,
+		c.regionTenants, c.missing, c.queued, c.queuedOps, c.busy, c.abandoned, c.splits, c.maxOps, c.proofs, c.covered,
+		c.tenantRate, c.tenantBurst, c.tenantAllowance, c.tenantShareRate, c.tenantShareBurst, c.tenantLeases} {
 		ch <- d
 	}
+}
+
+// share is a region's part of one tenant as the leader counts it: the
+// largest rate and burst of its live leases there, and how many.
+type share struct {
+	rate, burst quota.Micro
+	n           int
+}
+
+// regionSum is a region's shares summed over the tenants. In float64:
+// 100,000 tenants' shares of up to 1e9 tokens in micro-tokens would
+// overflow an int64.
+type regionSum struct {
+	rate, burst    float64
+	leases         int
+	leased, unheld int
 }
 
 func (c *coordCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- ops.ConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- ops.ConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
 	srv := c.current()
 	if srv == nil {
@@ -91,19 +147,31 @@ func (c *coordCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(c.leader, 1)
 	gauge(c.epoch, float64(srv.Epoch()))
-	for _, rec := range srv.Tenants() {
+	st := srv.Stats()
+	gauge(c.queued, float64(st.Queued))
+	gauge(c.queuedOps, float64(st.QueuedOps))
+	counter(c.busy, st.Busy)
+	counter(c.abandoned, st.Abandoned)
+	counter(c.splits, st.Split)
+	gauge(c.maxOps, float64(st.MaxOps))
+	counter(c.proofs, st.Confirms-st.Unproven, "ok")
+	counter(c.proofs, st.Unproven, "failed")
+	counter(c.covered, st.Covered)
+
+	recs := srv.Tenants()
+	sums := map[string]*regionSum{}
+	var rate, burst float64
+	served := 0
+	for _, rec := range recs {
 		t, name := rec.Tenant, rec.Name
-		gauge(c.tenantRate, t.Rate.Float(), name)
-		gauge(c.tenantBurst, t.Burst.Float(), name)
-		gauge(c.tenantAllowance, t.Emergency.Float(), name)
-		type share struct {
-			rate, burst quota.Micro
-			n           int
-		}
+		rate += t.Rate.Float()
+		burst += t.Burst.Float()
 		shares := map[string]*share{}
 		for _, r := range t.Regions {
 			shares[r] = &share{}
 		}
+		// One short hold of the server's lock per tenant, not one for
+		// the whole scrape: renewals go on between.
 		for _, l := range srv.Live(name) {
 			s := shares[l.Region]
 			if s == nil {
@@ -113,10 +181,43 @@ func (c *coordCollector) Collect(ch chan<- prometheus.Metric) {
 			s.rate, s.burst, s.n = max(s.rate, l.Rate), max(s.burst, l.Burst), s.n+1
 		}
 		for r, s := range shares {
-			gauge(c.shareRate, s.rate.Float(), name, r)
-			gauge(c.shareBurst, s.burst.Float(), name, r)
-			gauge(c.leases, float64(s.n), name, r)
+			sum := sums[r]
+			if sum == nil {
+				sum = &regionSum{}
+				sums[r] = sum
+			}
+			sum.rate += s.rate.Float()
+			sum.burst += s.burst.Float()
+			sum.leases += s.n
+			if s.n > 0 {
+				sum.leased++
+			} else {
+				sum.unheld++
+			}
 		}
+		if !c.named[name] {
+			continue
+		}
+		served++
+		gauge(c.tenantRate, t.Rate.Float(), name)
+		gauge(c.tenantBurst, t.Burst.Float(), name)
+		gauge(c.tenantAllowance, t.Emergency.Float(), name)
+		for r, s := range shares {
+			gauge(c.tenantShareRate, s.rate.Float(), name, r)
+			gauge(c.tenantShareBurst, s.burst.Float(), name, r)
+			gauge(c.tenantLeases, float64(s.n), name, r)
+		}
+	}
+	gauge(c.tenants, float64(len(recs)))
+	gauge(c.rate, rate)
+	gauge(c.burst, burst)
+	gauge(c.missing, float64(len(c.named)-served))
+	for r, sum := range sums {
+		gauge(c.shareRate, sum.rate, r)
+		gauge(c.shareBurst, sum.burst, r)
+		gauge(c.leases, float64(sum.leases), r)
+		gauge(c.regionTenants, float64(sum.leased), r, "leased")
+		gauge(c.regionTenants, float64(sum.unheld), r, "none")
 	}
 }
 

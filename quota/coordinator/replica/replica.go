@@ -96,6 +96,13 @@ type Options struct {
 	// token").
 	ConfigFile string
 	Reload     <-chan struct{}
+	// MetricsTenants names the tenants whose own series GET /metrics
+	// exports while the replica leads (afloat_quota_coordinator_tenant_…),
+	// beside the sums over every tenant it always exports: at most 100
+	// names. A name the leader does not serve has none, and is counted
+	// (afloat_quota_coordinator_metrics_tenants_missing): tenants are
+	// created and deleted while it runs.
+	MetricsTenants []string
 
 	metrics *coordMetrics // set by Run, for lead
 }
@@ -204,7 +211,7 @@ func Run(ctx context.Context, o Options) error {
 	leader.Store("")
 	var seen sighting // a leader that had loaded the ledger, last seen
 	bound := electionBound(o.Config.Etcd.SessionTTL)
-	o.metrics = newCoordMetrics(current.Load)
+	o.metrics = newCoordMetrics(current.Load, o.MetricsTenants)
 	o.metrics.eventLog(events) // 0 without one
 	mail := &remote.Mailbox{}
 	regionKeys, err := remote.NewKeyring(o.Config.RegionTokens())
@@ -375,6 +382,9 @@ func (o *Options) resolve() (r resolved, err error) {
 		return r, err
 	}
 	if err := ops.CheckRotation(o.EventLogMaxMB, o.EventLogKeep); err != nil {
+		return r, err
+	}
+	if err := ops.CheckMetricsTenants(o.MetricsTenants); err != nil {
 		return r, err
 	}
 	if r.certs, err = ops.LoadServer(ops.TLSFiles{Cert: o.TLSCert, Key: o.TLSKey, ClientCA: o.ClientCA}); err != nil {

@@ -1,6 +1,9 @@
 package ops
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -8,11 +11,16 @@ import (
 // The metrics of the processes, listed with their meaning in
 // docs/quota.md, "Metrics and health". Each process has a registry of its
 // own (no global default registry): the quota's collectors, the Go
-// runtime's and the process's. The per-tenant metrics are read at scrape
-// time from the limiter's or the core's state, so they follow tenants
-// that appear or disappear while the process runs, and the request path
-// pays nothing for them; only the renewal and ledger-write histograms are
-// observed as they happen, off the request path.
+// runtime's and the process's. The tenants' state is read at scrape time
+// from the limiter's or the core's state, so it follows tenants that
+// appear or disappear while the process runs, and the request path pays
+// nothing for it; only the histograms are observed as they happen.
+//
+// A process serves up to 100,000 tenants, so its series are aggregates
+// over them by default; a tenant's own series (named …_tenant_…, with a
+// tenant label) are exported only for a bounded set the operator names
+// (--metrics-tenants) or, at a region, the tenants refused most
+// (--metrics-top): at most MaxMetricsTenants of each.
 
 // MetricPrefix starts every metric of the quota's processes.
 const MetricPrefix = "afloat_quota_"
@@ -41,4 +49,33 @@ func ConstMetric(d *prometheus.Desc, t prometheus.ValueType, v float64, labels .
 		return prometheus.NewInvalidMetric(d, err)
 	}
 	return m
+}
+
+// MaxMetricsTenants bounds --metrics-tenants and --metrics-top: each
+// tenant exported costs a dozen series, so that a hundred of each keep a
+// scrape in the low thousands of series whatever the number of tenants.
+const MaxMetricsTenants = 100
+
+// CheckMetricsTenants refuses a --metrics-tenants list a process cannot
+// export: more than MaxMetricsTenants names, a name a tenant cannot have
+// (1 to 128 bytes, no slash: quota/config's rule), or a name given twice.
+// Whether a name is a tenant is not known when a process starts — tenants
+// are created and deleted while it runs (docs/quota.md, "Tenants") — so a
+// name no tenant has is no error: it has no series, and the process
+// counts it (…_metrics_tenants_missing).
+func CheckMetricsTenants(names []string) error {
+	if len(names) > MaxMetricsTenants {
+		return fmt.Errorf("--metrics-tenants: %d names: want 0 to %d", len(names), MaxMetricsTenants)
+	}
+	seen := make(map[string]bool, len(names))
+	for i, n := range names {
+		switch {
+		case n == "" || len(n) > 128 || strings.ContainsAny(n, "/\n"):
+			return fmt.Errorf("--metrics-tenants: name %d %q: want 1 to 128 bytes, no slash", i+1, n)
+		case seen[n]:
+			return fmt.Errorf("--metrics-tenants: %q given twice", n)
+		}
+		seen[n] = true
+	}
+	return nil
 }
