@@ -153,9 +153,6 @@ type Agent struct {
 	start   time.Time // lim.Start(): the limiter's clock is Unix start + lim.Now()
 	events  *eventlog.File
 
-	mu    sync.Mutex
-	using map[string]usingLease // tenant → the lease in use, for the event log
-
 	envoy   *envoyIndex   // nil without the config's envoy section
 	front   fronts        // the gRPC service and the proxy, while Run serves them
 	metrics *agentMetrics // GET /metrics (metrics.go)
@@ -168,11 +165,6 @@ type Agent struct {
 	heldTimes int       // refusals since
 
 	hosts *hostcheck.Names // the names the decision API answers
-}
-
-type usingLease struct {
-	id    uint64
-	until int64 // on the limiter's clock
 }
 
 // New checks the options and builds an agent; Run runs it. Nothing
@@ -189,7 +181,7 @@ func New(o Options) (*Agent, error) {
 	// The file's tenants of the region, until the coordinator's list
 	// comes (tenants.go); none is fine: the region waits for it.
 	ts := o.Config.TenantsOf(o.Name)
-	a := &Agent{o: o, using: map[string]usingLease{}, hosts: hosts}
+	a := &Agent{o: o, hosts: hosts}
 	names := make([]string, len(ts))
 	first := make(map[string]quota.Tenant, len(ts))
 	for i, t := range ts {
@@ -414,23 +406,24 @@ func (o *Options) listenWarning(addr string) string {
 }
 
 // agentJournal is the limiter's journal: the agent's event log, each
-// record written through to the file before the limiter goes on.
+// record written through to the file before the limiter goes on. The
+// limiter says which lease each tenant spends under, and until when; the
+// lines are eventlog's one translation of that, as the chaos harness's.
 type agentJournal struct{ a *Agent }
 
 func (j agentJournal) Installed(at int64, in region.Installed) error {
-	j.a.installed(at, in)
+	eventlog.InstallEvents(in, at, j.a.unix, j.a.events)
+	return j.a.events.Flush()
+}
+
+func (j agentJournal) Expired(at int64, lease quota.Lease) error {
+	eventlog.ExpireEvent(lease, at, j.a.unix, j.a.events)
 	return j.a.events.Flush()
 }
 
 func (j agentJournal) Returned(at int64, ret quota.Return) error {
-	a := j.a
-	a.mu.Lock()
-	if u := a.using[ret.Tenant]; u.id == ret.LeaseID {
-		delete(a.using, ret.Tenant)
-	}
-	a.mu.Unlock()
-	a.events.Write(&eventlog.Event{T: a.unix(at), Kind: eventlog.Return, Tenant: ret.Tenant, Region: ret.Region, ID: ret.LeaseID, Balance: ret.Balance})
-	return a.events.Flush()
+	eventlog.ReturnEvent(ret, at, j.a.unix, j.a.events)
+	return j.a.events.Flush()
 }
 
 // holdWatch tells the agent what the coordinator says of its hold on the
@@ -463,53 +456,25 @@ func (h holdWatch) RenewBatch(ctx context.Context, reqs []quota.Request) ([]quot
 	return res, err
 }
 
-// installed logs an install, and what it ended.
-func (a *Agent) installed(at int64, in region.Installed) {
-	t := in.Lease.Tenant
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if u, ok := a.using[t]; ok {
-		if in.Dropped.ID == u.id {
-			a.events.Write(&eventlog.Event{T: a.unix(at), Kind: eventlog.Supersede, Tenant: t, Region: a.o.Name, ID: u.id})
-		} else {
-			// It ran out before the new one came.
-			a.events.Write(&eventlog.Event{T: a.unix(u.until), Kind: eventlog.Expire, Tenant: t, Region: a.o.Name, ID: u.id})
-		}
-	}
-	a.using[t] = usingLease{id: in.Lease.ID, until: in.Until}
-	a.events.Write(&eventlog.Event{T: a.unix(at), Kind: eventlog.Install, Tenant: t, Region: a.o.Name, ID: in.Lease.ID, Epoch: in.Lease.Epoch})
-}
-
-// watch logs leases that run out, and polls the coordinator for nudges.
+// watch polls the coordinator for nudges, and for whether the region is
+// still this agent's (leases that run out are the limiter's to say:
+// region.Journal's Expired).
 func (a *Agent) watch(ctx context.Context, client *remote.Client) {
-	t := time.NewTicker(50 * time.Millisecond)
+	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
-	var lastPoll time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		now := a.now()
-		a.mu.Lock()
-		for tenant, u := range a.using {
-			if now >= u.until {
-				a.events.Write(&eventlog.Event{T: a.unix(u.until), Kind: eventlog.Expire, Tenant: tenant, Region: a.o.Name, ID: u.id})
-				delete(a.using, tenant)
-			}
-		}
-		a.mu.Unlock()
-		if time.Since(lastPoll) >= 250*time.Millisecond {
-			lastPoll = time.Now()
-			pctx, cancel := context.WithTimeout(ctx, time.Second)
-			err := client.Poll(pctx) // renewals report the coordinator's state; a poll, whether the region is ours
-			cancel()
-			if err == nil {
-				a.attached()
-			} else {
-				a.refused(err)
-			}
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		err := client.Poll(pctx) // renewals report the coordinator's state; a poll, whether the region is ours
+		cancel()
+		if err == nil {
+			a.attached()
+		} else {
+			a.refused(err)
 		}
 	}
 }

@@ -145,7 +145,6 @@ type regionNode struct {
 	rate   float64
 	next   int64 // next arrival, virtual ns; math.MaxInt64 for none
 	rng    *rng.Rand
-	using  uint64 // the lease it spends under, as logged
 	offers int64
 	admits int64
 	// Agents attach (Config.Duplicate's runs): inc is the incarnation the
@@ -414,18 +413,18 @@ func (s *sim) handle(it item) error {
 	case evToRegion:
 		s.deliverToRegion(it)
 	case evExpire:
+		// The lease's end, as the region measures it: the limiter says
+		// whether the region stopped spending under it then (not if a
+		// newer one replaced it, or a return said so).
 		r := s.regions[it.a]
-		id := uint64(it.m.grant.Lease.ID)
-		if r.using != id {
-			return nil
-		}
-		st := r.lim.Status(r.clock.local(s.now), s.t.Name)
-		if st.Lease.ID == id && st.Valid {
+		local := r.clock.local(s.now)
+		if st := r.lim.Status(local, s.t.Name); st.Lease.ID == it.m.grant.Lease.ID && st.Valid {
 			s.at(s.now+int64(time.Millisecond), it) // rounding: not quite over yet
 			return nil
 		}
-		r.using = 0
-		s.emit(eventlog.Event{Kind: eventlog.Expire, Region: r.name, ID: id})
+		if lease, at, ok := r.lim.Expired(local, s.t.Name); ok {
+			eventlog.ExpireEvent(lease, at, r.clock.real, emitter{s})
+		}
 	case evCoordTick:
 		c := s.coords[it.b]
 		if c.dead || c.fenced || c.core.Stopped() != nil {
@@ -700,16 +699,12 @@ func (s *sim) deliverToRegion(it item) {
 		if !in.OK() {
 			return
 		}
-		if in.Dropped.ID != 0 && r.using == in.Dropped.ID {
-			s.emit(eventlog.Event{Kind: eventlog.Supersede, Region: r.name, ID: in.Dropped.ID})
-		} else if r.using != 0 {
-			s.emit(eventlog.Event{Kind: eventlog.Expire, Region: r.name, ID: r.using})
-		}
-		r.using = in.Lease.ID
-		s.emit(eventlog.Event{Kind: eventlog.Install, Region: r.name, ID: in.Lease.ID, Epoch: in.Lease.Epoch})
+		// The lines the region's process writes (eventlog's translation
+		// of what its limiter did), at the run's time.
+		eventlog.InstallEvents(in, local, r.clock.real, emitter{s})
 		s.at(r.clock.real(in.Until), item{kind: evExpire, a: it.a, m: &message{grant: quota.Grant{Lease: in.Lease}}})
 		if in.Return != nil {
-			s.emit(eventlog.Event{Kind: eventlog.Return, Region: r.name, ID: in.Return.LeaseID, Balance: in.Return.Balance})
+			eventlog.ReturnEvent(*in.Return, local, r.clock.real, emitter{s})
 			ret := *in.Return
 			ret.Incarnation = r.inc
 			s.send(int(it.a), true, r.conn, &message{what: msgReturn, ret: ret})

@@ -64,8 +64,14 @@ type Installed struct {
 	// Return, if not nil, gives the replaced lease back to the coordinator
 	// with the tokens the new burst released; send it.
 	Return *quota.Return
-	// Dropped is the replaced lease, if it was valid until now.
+	// Dropped is the replaced lease, if it was valid until now: the
+	// region stopped spending under it at the install.
 	Dropped quota.Lease
+	// Expired is the lease in use before, if it ran out before the new
+	// one came and that was not yet said (Limiter.Expired): the region
+	// stopped spending under it at ExpiredAt, on this clock.
+	Expired   quota.Lease
+	ExpiredAt int64
 	// Until is when the new lease ends, on this clock.
 	Until int64
 }
@@ -156,6 +162,7 @@ func (l *Limiter) Install(now int64, g quota.Grant) Installed {
 		}
 		kept = min(bal, g.Lease.Burst)
 		inst.Dropped = old.lease
+		b.using = quota.Lease{} // said: superseded now
 		inst.Return = &quota.Return{
 			Tenant: g.Lease.Tenant, Region: l.cfg.Region, LeaseID: old.lease.ID,
 			Epoch: b.epoch, Balance: bal - kept,
@@ -173,6 +180,41 @@ func (l *Limiter) Install(now int64, g quota.Grant) Installed {
 	kept = min(kept+g.Lease.Transfer, g.Lease.Burst)
 	ns.fill(kept, now)
 	b.cur.Store(ns)
+	if b.using.ID != 0 {
+		// In use until it ran out, and not said yet.
+		inst.Expired, inst.ExpiredAt = b.using, b.usingUntil
+	}
+	b.using, b.usingUntil = g.Lease, until
 	inst.Lease, inst.Until = g.Lease, until
 	return inst
+}
+
+// Expired says, once, that the lease tenant spent under has run out: the
+// lease, and when it ended on this clock; false if the tenant spends
+// under a valid lease, or none, or its end was said already (by Expired,
+// by an Install that replaced it, by a return). A runner asks it when a
+// lease's end has come (Run does, from its schedule), so that the region's
+// journal records every lease it stopped spending under, and when — the
+// limiter's own account, not a copy kept beside it.
+func (l *Limiter) Expired(now int64, tenant string) (quota.Lease, int64, bool) {
+	b := l.bucket(tenant)
+	if b == nil {
+		return quota.Lease{}, 0, false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.expired(now)
+}
+
+// expired is Expired for b, under b.mu.
+func (b *bucket) expired(now int64) (quota.Lease, int64, bool) {
+	if b.using.ID == 0 {
+		return quota.Lease{}, 0, false
+	}
+	if s := b.cur.Load(); s.lease.ID == b.using.ID && s.valid(now) {
+		return quota.Lease{}, 0, false
+	}
+	l, at := b.using, b.usingUntil
+	b.using = quota.Lease{}
+	return l, at, true
 }

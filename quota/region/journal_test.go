@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -23,7 +24,18 @@ type journal struct {
 	mu       sync.Mutex
 	failing  bool
 	installs []region.Installed
+	expired  []quota.Lease
 	returns  []quota.Return
+}
+
+func (j *journal) Expired(_ int64, l quota.Lease) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.failing {
+		return errDiskFull
+	}
+	j.expired = append(j.expired, l)
+	return nil
 }
 
 func (j *journal) Installed(_ int64, in region.Installed) error {
@@ -220,3 +232,66 @@ func TestJournal(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// cutOff passes calls to a coordinator until cut, then fails them all: a
+// region cut off from its coordinators.
+type cutOff struct {
+	region.Coordinator
+	cut atomic.Bool
+}
+
+func (c *cutOff) RenewBatch(ctx context.Context, reqs []quota.Request) ([]quota.Result, error) {
+	if c.cut.Load() {
+		return nil, errors.New("cut off")
+	}
+	return c.Coordinator.RenewBatch(ctx, reqs)
+}
+
+// TestJournalSaysLeasesRunOut: a region cut off from its coordinator
+// keeps its lease to the end and no further; Run's journal is told it ran
+// out — once, at the lease's end on the limiter's clock — by the limiter,
+// with no copy of the lease kept beside it. Virtual time (synctest).
+func TestJournalSaysLeasesRunOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, stopSrv := runAcmeAndBeta(t)
+		defer stopSrv()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		l, err := region.New(region.DefaultConfig("eu", "acme"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := &journal{}
+		c := &cutOff{Coordinator: srv}
+		var wg sync.WaitGroup
+		wg.Go(func() { l.Run(ctx, c, region.WithJournal(j)) })
+		var first region.Status
+		for range 20 {
+			time.Sleep(100 * time.Millisecond)
+			synctest.Wait()
+			if first = l.Status(l.Now(), "acme"); first.Valid {
+				break
+			}
+		}
+		if !first.Valid {
+			t.Fatal("no lease in 2 s")
+		}
+		c.cut.Store(true)
+		// Past any lease's end (10 s), with retries failing meanwhile.
+		time.Sleep(15 * time.Second)
+		synctest.Wait()
+		j.mu.Lock()
+		expired := append([]quota.Lease(nil), j.expired...)
+		installs := len(j.installs)
+		j.mu.Unlock()
+		last := j.installed()[installs-1].Lease
+		if len(expired) != 1 || expired[0].ID != last.ID {
+			t.Fatalf("leases said to have run out: %+v; want the last one installed, %d, once", expired, last.ID)
+		}
+		if st := l.Status(l.Now(), "acme"); st.Valid {
+			t.Fatalf("the lease is valid 15 s after the cut: %+v", st)
+		}
+		cancel()
+		wg.Wait()
+	})
+}

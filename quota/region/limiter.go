@@ -45,6 +45,7 @@ type Limiter struct {
 
 	setMu   sync.Mutex     // serializes SetTenants
 	leaving []quota.Return // leases of removed tenants, for Run to give back (under setMu)
+	lapsed  []lapse        // leases of removed tenants that had run out unsaid, for Run to say (under setMu)
 }
 
 // index is a set of tenants and their buckets. It never changes once
@@ -104,8 +105,13 @@ type bucket struct {
 	validFor   int64
 	mode       quota.Mode
 	held       uint64 // highest lease ID installed
-	leaseSent  int64  // when the request that got the lease in use was sent: the ordinary renewal is half a lease later
-	short      bool   // the newest answer said the lease falls short of the target share (quota.Grant.Short)
+	// using is the lease the region spends under as its journal knows
+	// it — installed, and its end not yet said (Expired, Installed) —
+	// and usingUntil that lease's end on this clock.
+	using      quota.Lease
+	usingUntil int64
+	leaseSent  int64 // when the request that got the lease in use was sent: the ordinary renewal is half a lease later
+	short      bool  // the newest answer said the lease falls short of the target share (quota.Grant.Short)
 	reported   bool
 	demand     quota.Micro // the demand last reported
 	jitter     float64     // this request's stretch of the retry interval
@@ -143,6 +149,12 @@ func (l *Limiter) bucket(tenant string) *bucket {
 		return nil
 	}
 	return ix.buckets[tenant]
+}
+
+// lapse is a lease that ran out at at, for a journal to record.
+type lapse struct {
+	lease quota.Lease
+	at    int64
 }
 
 type sentReq struct {

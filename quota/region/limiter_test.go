@@ -659,3 +659,43 @@ func TestJitterIsSeeded(t *testing.T) {
 		t.Errorf("mean %.3f, %d of %d below 0.25: want about 0.25 and half", mean, low, n)
 	}
 }
+
+// TestLimiterSaysItsLeaseChanges: the limiter's own account of the lease
+// a tenant spends under, for its journal. A lease replaced while valid is
+// Dropped at the install; one that ran out first is said once — by
+// Expired when its end has come, or, if nobody asked, by the next
+// install (Expired, ExpiredAt: its end, not the install's instant); a
+// returned one is said by the return and not again.
+func TestLimiterSaysItsLeaseChanges(t *testing.T) {
+	l := newLimiter(t)
+	a := grantAt(t, l, 0, 10*ms, 10, 10, nil)
+	if _, _, ok := l.Expired(5*sec, "acme"); ok {
+		t.Fatal("step 1: Expired while lease a is valid")
+	}
+	b := grantAt(t, l, 5*sec, 5*sec+10*ms, 10, 10, nil)
+	if b.Dropped.ID != a.Lease.ID || b.Expired.ID != 0 {
+		t.Fatalf("step 2: installing b over a valid a: dropped %d, expired %d; want a dropped", b.Dropped.ID, b.Expired.ID)
+	}
+	lease, at, ok := l.Expired(b.Until, "acme")
+	if !ok || lease.ID != b.Lease.ID || at != b.Until {
+		t.Fatalf("step 3: at b's end: %v, %d at %d; want b at %d", ok, lease.ID, at, b.Until)
+	}
+	if _, _, ok := l.Expired(b.Until+sec, "acme"); ok {
+		t.Fatal("step 4: b's end said twice")
+	}
+	c := grantAt(t, l, 20*sec, 20*sec+10*ms, 10, 10, nil)
+	if c.Dropped.ID != 0 || c.Expired.ID != 0 {
+		t.Fatalf("step 5: c after b's end was said: dropped %d, expired %d; want neither", c.Dropped.ID, c.Expired.ID)
+	}
+	// c runs out, nobody asks; d comes later.
+	d := grantAt(t, l, c.Until+3*sec, c.Until+3*sec+10*ms, 10, 10, nil)
+	if d.Expired.ID != c.Lease.ID || d.ExpiredAt != c.Until || d.Dropped.ID != 0 {
+		t.Fatalf("step 6: d after c ran out unsaid: expired %d at %d, dropped %d; want c at %d", d.Expired.ID, d.ExpiredAt, d.Dropped.ID, c.Until)
+	}
+	if _, ok := l.Return(d.Until-sec, "acme"); !ok {
+		t.Fatal("step 7: d not returned")
+	}
+	if _, _, ok := l.Expired(d.Until+sec, "acme"); ok {
+		t.Fatal("step 8: a returned lease said to have run out too")
+	}
+}

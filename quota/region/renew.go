@@ -279,5 +279,8 @@ func (l *Limiter) giveBack(now int64, tenant string, b *bucket) (quota.Return, b
 	}
 	b.offered.Add(s.takeOffered())
 	b.cur.Store(&state{lease: quota.Lease{}, mode: s.mode})
+	if b.using.ID == s.lease.ID {
+		b.using = quota.Lease{} // said by the return
+	}
 	return quota.Return{Tenant: tenant, Region: l.cfg.Region, LeaseID: s.lease.ID, Epoch: b.epoch, Balance: bal}, true
 }

@@ -63,11 +63,22 @@ const shutdownGrace = 2 * time.Second
 //   - Run counts the failure (RunStats.JournalFailures), logs it
 //     (WithLogger: at level Error, once each time the journal starts
 //     failing), and when ctx ends returns it, wrapped in ErrJournal.
+//
+// The three records are the limiter's own account of the lease each
+// tenant spends under — which, from when, until when — so that the
+// journal keeps no copy of its own: package eventlog turns them into the
+// log's events (eventlog.InstallEvents, ExpireEvent, ReturnEvent), for a
+// process and for the chaos harness alike.
 type Journal interface {
 	// Installed records that a grant was put into use at at (this
 	// limiter's clock); in.Dropped is the lease it replaced, if that was
-	// still valid.
+	// still valid, or in.Expired the one that had run out before, at
+	// in.ExpiredAt, unsaid.
 	Installed(at int64, in Installed) error
+	// Expired records that the region stopped spending under lease at
+	// at, when it ran out (Limiter.Expired): Run says it once the lease's
+	// end has come, or at its next install, whichever is first.
+	Expired(at int64, lease quota.Lease) error
 	// Returned records that the region stopped spending under ret's lease
 	// at at, and is about to give it back.
 	Returned(at int64, ret quota.Return) error
@@ -383,6 +394,9 @@ func (r *runner) pass(ctx context.Context, onlyFull bool) {
 			r.returns = append(r.returns, ret)
 		}
 	}
+	for _, lp := range l.takeLapsed() {
+		r.lapsed(lp.at, lp.lease)
+	}
 	if ctx.Err() == nil && now >= r.waitUntil {
 		r.send(ctx, now, onlyFull)
 	}
@@ -409,6 +423,12 @@ func (r *runner) look(now int64, b *bucket) {
 	if l.bucket(b.name) != b {
 		r.drop(b)
 		return
+	}
+	// A lease's end is one of the instants a tenant is looked at: said
+	// here, when it comes (or at the next install, if a call is under
+	// way then).
+	if lease, at, ok := l.Expired(now, b.name); ok {
+		r.lapsed(at, lease)
 	}
 	if l.Due(now, b.name) {
 		b.run.urgency = -1
@@ -708,6 +728,13 @@ func (r *runner) install(g quota.Grant) (quota.Return, bool) {
 	return quota.Return{}, false
 }
 
+// lapsed has the journal record that lease ran out at at.
+func (r *runner) lapsed(at int64, lease quota.Lease) {
+	if r.journal != nil {
+		r.recorded(r.journal.Expired(at, lease), "expire", lease.Tenant)
+	}
+}
+
 // record has the journal record a return at at, and says whether it may
 // be sent.
 func (r *runner) record(at int64, ret quota.Return) bool {
@@ -811,10 +838,15 @@ func (r *runner) returnAll(ctx context.Context) {
 			rets = append(rets, ret)
 		}
 	}
+	for _, lp := range l.takeLapsed() {
+		r.lapsed(lp.at, lp.lease)
+	}
 	for _, n := range l.idx.Load().list {
 		now := l.Now()
 		if ret, ok := l.giveBack(now, n.tenant, n.b); ok && r.record(now, ret) {
 			rets = append(rets, ret)
+		} else if lease, at, ok := l.Expired(now, n.tenant); ok {
+			r.lapsed(at, lease)
 		}
 	}
 	var wg sync.WaitGroup

@@ -82,6 +82,11 @@ func (l *Limiter) SetTenants(now int64, tenants []string) (added, removed []stri
 		if ok {
 			l.leaving = append(l.leaving, ret)
 		}
+		b.mu.Lock()
+		if lease, at, gone := b.expired(now); gone {
+			l.lapsed = append(l.lapsed, lapse{lease, at})
+		}
+		b.mu.Unlock()
 		l.up.push(b) // for Run to drop from its schedule
 	}
 	for _, t := range added {
@@ -89,6 +94,16 @@ func (l *Limiter) SetTenants(now int64, tenants []string) (added, removed []stri
 	}
 	l.poke()
 	return added, removed, nil
+}
+
+// takeLapsed returns and forgets the leases of removed tenants that had
+// run out before, unsaid.
+func (l *Limiter) takeLapsed() []lapse {
+	l.setMu.Lock()
+	defer l.setMu.Unlock()
+	out := l.lapsed
+	l.lapsed = nil
+	return out
 }
 
 // takeLeaving returns and forgets the returns of removed tenants' leases.
