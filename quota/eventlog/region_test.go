@@ -27,7 +27,9 @@ func TestRegionEvents(t *testing.T) {
 	}{
 		{func(w Writer) { InstallEvents(region.Installed{Lease: lease(2), Dropped: lease(1)}, 50, clock, w) },
 			[]string{"1050 supersede acme eu 1 0 0", "1050 install acme eu 2 3 0"}},
-		{func(w Writer) { InstallEvents(region.Installed{Lease: lease(2), Expired: lease(1), ExpiredAt: 40}, 50, clock, w) },
+		{func(w Writer) {
+			InstallEvents(region.Installed{Lease: lease(2), Expired: lease(1), ExpiredAt: 40}, 50, clock, w)
+		},
 			[]string{"1040 expire acme eu 1 0 0", "1050 install acme eu 2 3 0"}},
 		{func(w Writer) { InstallEvents(region.Installed{Lease: lease(2)}, 50, clock, w) },
 			[]string{"1050 install acme eu 2 3 0"}},
