@@ -159,7 +159,7 @@ type Agent struct {
 
 	// held is the coordinator's last refusal to attach, while another
 	// agent holds the region; nil once this one holds it (standby.go).
-	held      atomic.Pointer[quota.HeldError]
+	held      atomic.Pointer[heldAt]
 	heldMu    sync.Mutex
 	heldSaid  time.Time // when the wait was last logged
 	heldTimes int       // refusals since

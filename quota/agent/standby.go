@@ -27,16 +27,35 @@ func (a *Agent) refused(err error) {
 	if !errors.As(err, &held) {
 		return
 	}
-	a.held.Store(held)
+	a.held.Store(&heldAt{held, time.Now()})
 	a.heldMu.Lock()
 	defer a.heldMu.Unlock()
 	a.heldTimes++
 	if !a.heldSaid.IsZero() && time.Since(a.heldSaid) < heldLogEvery {
 		return
 	}
-	a.o.Logger.Warn(fmt.Sprintf("quota region: region %s is held by another agent (%s); waiting until its leases end", a.o.Name, held.Holder),
+	a.o.Logger.Warn("quota region: "+waitText(a.o.Name, held, held.Wait),
 		"region", a.o.Name, "holder", held.Holder, "wait", held.Wait, "refusals", a.heldTimes)
 	a.heldSaid, a.heldTimes = time.Now(), 0
+}
+
+// heldAt is a refusal to attach and when it came.
+type heldAt struct {
+	*quota.HeldError
+	at time.Time
+}
+
+// waitText says who holds the region and how long, at the earliest, the
+// agent waits: until the holder's last lease stops counting — after a
+// crash, up to the longest lease duration and margin among the region's
+// tenants after the holder's last grant (docs/quota.md, "One agent per
+// region").
+func waitText(region string, held *quota.HeldError, left time.Duration) string {
+	if left <= 0 {
+		return fmt.Sprintf("region %s is held by another agent (%s); waiting until its leases end, any moment now", region, held.Holder)
+	}
+	return fmt.Sprintf("region %s is held by another agent (%s); waiting until its leases end, in %v at the earliest",
+		region, held.Holder, (left + 100*time.Millisecond - 1).Truncate(100*time.Millisecond))
 }
 
 // attached notes that a call went through: the agent holds its region.
@@ -57,7 +76,7 @@ func (a *Agent) standby() string {
 	if held == nil {
 		return ""
 	}
-	return fmt.Sprintf("region %s is held by another agent (%s); waiting until its leases end", a.o.Name, held.Holder)
+	return waitText(a.o.Name, held.HeldError, held.Wait-time.Since(held.at))
 }
 
 // detach ends the agent's hold on its region, once it spends nothing.
