@@ -62,7 +62,12 @@ type Installed struct {
 	// Lease is the lease now in use, if the grant was installed.
 	Lease quota.Lease
 	// Return, if not nil, gives the replaced lease back to the coordinator
-	// with the tokens the new burst released; send it.
+	// with the tokens the new burst released; send it. None when giving
+	// it back would free nothing: the new lease is at least as large in
+	// rate and burst and no token was released — a renewal that changed
+	// nothing but the end, most of them — since the region's next request
+	// (which holds the new lease) ends the old one at the coordinator all
+	// the same, and a return for each renewal would double the calls.
 	Return *quota.Return
 	// Dropped is the replaced lease, if it was valid until now: the
 	// region stopped spending under it at the install.
@@ -163,9 +168,11 @@ func (l *Limiter) Install(now int64, g quota.Grant) Installed {
 		kept = min(bal, g.Lease.Burst)
 		inst.Dropped = old.lease
 		b.using = quota.Lease{} // said: superseded now
-		inst.Return = &quota.Return{
-			Tenant: g.Lease.Tenant, Region: l.cfg.Region, LeaseID: old.lease.ID,
-			Epoch: b.epoch, Balance: bal - kept,
+		if bal > kept || old.lease.Rate > g.Lease.Rate || old.lease.Burst > g.Lease.Burst {
+			inst.Return = &quota.Return{
+				Tenant: g.Lease.Tenant, Region: l.cfg.Region, LeaseID: old.lease.ID,
+				Epoch: b.epoch, Balance: bal - kept,
+			}
 		}
 	} else if old.lease.ID != 0 {
 		old.seal()

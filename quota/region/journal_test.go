@@ -111,6 +111,30 @@ func (a *auditing) sent() (int, []uint64) {
 	return a.returns, append([]uint64(nil), a.unjournal...)
 }
 
+// shrinking passes renewals to a coordinator and answers each grant with
+// a burst a token smaller than the last: every renewal then releases
+// share, and the region gives the replaced lease back (a renewal of the
+// same shares gives nothing back). The coordinator counts the larger
+// burst it granted: spending less is safe.
+type shrinking struct {
+	region.Coordinator
+	mu sync.Mutex
+	n  quota.Micro
+}
+
+func (s *shrinking) RenewBatch(ctx context.Context, reqs []quota.Request) ([]quota.Result, error) {
+	res, err := s.Coordinator.RenewBatch(ctx, reqs)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range res {
+		if res[i].Err == nil {
+			s.n += quota.One
+			res[i].Grant.Lease.Burst = max(quota.One, res[i].Grant.Lease.Burst-s.n)
+		}
+	}
+	return res, err
+}
+
 // TestJournal: a return reaches the coordinator only after the journal
 // has recorded it; while the journal fails, installed leases stay in use,
 // returns are not sent, the failures are counted, logged once at level
@@ -127,7 +151,7 @@ func TestJournal(t *testing.T) {
 			t.Fatal(err)
 		}
 		j := &journal{}
-		c := &auditing{Coordinator: srv, j: j}
+		c := &auditing{Coordinator: &shrinking{Coordinator: srv}, j: j}
 		var logs strings.Builder
 		var logMu sync.Mutex
 		logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {

@@ -101,8 +101,8 @@ func TestRenewalKeepsBalance(t *testing.T) {
 	first := grantAt(t, l, 0, 0, 100, 50, nil)
 	// Full after a second: 50.
 	in := grantAt(t, l, sec, sec, 100, 50, nil)
-	if in.Return == nil || in.Return.LeaseID != first.Lease.ID || in.Return.Balance != 0 {
-		t.Fatalf("renewal returned %+v, want lease %d back with nothing released", in.Return, first.Lease.ID)
+	if in.Return != nil || in.Dropped.ID != first.Lease.ID {
+		t.Fatalf("renewal of the same shares returned %+v, dropped %d; want lease %d dropped, nothing to give back", in.Return, in.Dropped.ID, first.Lease.ID)
 	}
 	if st := l.Status(sec, "acme"); st.Balance != 50*quota.One {
 		t.Fatalf("balance %v after renewal, want the 50 kept", st.Balance)
