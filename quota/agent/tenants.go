@@ -39,9 +39,10 @@ func (a *Agent) followTenants(ctx context.Context, client *remote.Client) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	failing := false // the last ask failed: logged once per streak
+	known := ""      // the version of the list applied: unchanged, it is not sent again
 	for {
 		tctx, cancel := context.WithTimeout(ctx, min(every, 5*time.Second))
-		ans, err := client.Tenants(tctx)
+		ans, changed, err := client.Tenants(tctx, known)
 		cancel()
 		switch {
 		case ctx.Err() != nil:
@@ -52,9 +53,13 @@ func (a *Agent) followTenants(ctx context.Context, client *remote.Client) {
 					"region", a.o.Name, "tenants", len(*a.tenants.Load()), "err", err)
 			}
 			failing = true
+		case !changed:
+			failing = false
 		default:
 			failing = false
-			a.applyTenants(ans.Tenants)
+			if a.applyTenants(ans.Tenants) {
+				known = ans.Version
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -68,7 +73,10 @@ func (a *Agent) followTenants(ctx context.Context, client *remote.Client) {
 // first, then the map the decision API, the Envoy service and the proxy
 // read costs from (one atomic swap). Between the two a request for a
 // tenant just added or removed is refused, never admitted without a lease.
-func (a *Agent) applyTenants(ts []remote.RegionTenant) {
+//
+// It says whether the list was taken (false: refused, and the agent
+// serves the tenants it knew).
+func (a *Agent) applyTenants(ts []remote.RegionTenant) bool {
 	names := make([]string, len(ts))
 	next := make(map[string]quota.Tenant, len(ts))
 	versions := make(map[string]uint64, len(ts))
@@ -81,7 +89,7 @@ func (a *Agent) applyTenants(ts []remote.RegionTenant) {
 	added, removed, err := a.lim.SetTenants(a.now(), names)
 	if err != nil {
 		a.o.Logger.Warn("quota region: the coordinator's tenant list refused; serving the tenants known", "region", a.o.Name, "err", err)
-		return
+		return false
 	}
 	same := len(added) == 0 && len(removed) == 0 && len(cur) == len(next)
 	for name, t := range next {
@@ -90,7 +98,7 @@ func (a *Agent) applyTenants(ts []remote.RegionTenant) {
 		}
 	}
 	if same {
-		return
+		return true
 	}
 	a.tenants.Store(&next)
 	for _, name := range added {
@@ -99,4 +107,5 @@ func (a *Agent) applyTenants(ts []remote.RegionTenant) {
 	for _, name := range removed {
 		a.o.Logger.Info("quota region: tenant removed; its lease goes back", "region", a.o.Name, "tenant", name)
 	}
+	return true
 }

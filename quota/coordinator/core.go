@@ -65,6 +65,12 @@ type Core struct {
 	// forgetting: a tenant was deleted or lost a region, and forget has
 	// leases to wait out before it can drop them.
 	forgetting bool
+	// tenantsGen counts the changes of the tenants' list and
+	// configurations (TenantsGen).
+	tenantsGen uint64
+	// byRegion holds, for each region, the tenants that may hold leases
+	// of it (leasing).
+	byRegion map[string]map[*tenantState]struct{}
 }
 
 // endAt is when a lease of ts stops counting (Core.ends).
@@ -77,6 +83,12 @@ type endAt struct {
 func (c *Core) count(ts *tenantState, rs *regionState, l counted) {
 	rs.live = append(rs.live, l)
 	c.ends.Push(endAt{l.until, ts})
+	set := c.byRegion[l.Region]
+	if set == nil {
+		set = map[*tenantState]struct{}{}
+		c.byRegion[l.Region] = set
+	}
+	set[ts] = struct{}{}
 }
 
 // holder is the agent incarnation that holds a region; id 0 once it
@@ -187,6 +199,7 @@ const nudgeEvery = 250 * time.Millisecond
 func New(cfg Config, snap Snapshot, now time.Duration) (*Core, error) {
 	// Nothing is proven yet (Led): not even the instant 0.
 	c := &Core{tenants: map[string]*tenantState{}, holders: map[string]*holder{}, provenAt: -1, provenUntil: -1,
+		byRegion: map[string]map[*tenantState]struct{}{},
 		ends: heap.New(func(a, b endAt) bool { return a.until < b.until }, nil)}
 	for _, h := range snap.Holders {
 		c.holders[h.Region] = &holder{id: h.Incarnation, agent: h.Agent}

@@ -1,10 +1,12 @@
 package coordinator
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/afloat/afloat/quota"
@@ -74,12 +76,8 @@ func (c *Core) Verify(region string, incarnation uint64) error {
 func (c *Core) counts(region string, now time.Duration) (time.Duration, bool) {
 	var last time.Duration
 	any := false
-	for _, ts := range c.order {
-		rs := ts.regions[region]
-		if rs == nil {
-			continue
-		}
-		for _, l := range rs.live {
+	for _, ts := range c.leasing(region) {
+		for _, l := range ts.regions[region].live {
 			if l.until > now {
 				last, any = max(last, l.until), true
 			}
@@ -88,13 +86,29 @@ func (c *Core) counts(region string, now time.Duration) (time.Duration, bool) {
 	return last, any
 }
 
+// leasing lists, by name, the tenants that may hold leases of region —
+// every one that held one since it was last looked at here (count adds
+// it): an attach or a detach then visits those, not 100,000 tenants. A
+// tenant whose leases of the region have all ended leaves the list.
+func (c *Core) leasing(region string) []*tenantState {
+	set := c.byRegion[region]
+	out := make([]*tenantState, 0, len(set))
+	for ts := range set {
+		if rs := ts.regions[region]; rs == nil || len(rs.live) == 0 {
+			delete(set, ts)
+			continue
+		}
+		out = append(out, ts)
+	}
+	slices.SortFunc(out, func(a, b *tenantState) int { return cmp.Compare(a.t.Name, b.t.Name) })
+	return out
+}
+
 // endRegion ends the region's leases, of every tenant, for which drop
 // says so.
 func (x *Step) endRegion(c *Core, region string, why EndReason, drop func(counted) bool) {
-	for _, ts := range c.order {
-		if rs := ts.regions[region]; rs != nil {
-			x.end(rs, why, drop)
-		}
+	for _, ts := range c.leasing(region) {
+		x.end(ts.regions[region], why, drop)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/afloat/afloat/quota"
@@ -194,6 +195,7 @@ func (c *Core) PutTenant(now time.Duration, t quota.Tenant, by string, create bo
 	ts.split = nil // drawn again for the new limits and regions
 	ts.drawn, ts.drawnFrom = nil, nil
 	c.forgetting = true // regions it no longer has go once their leases end
+	c.tenantsGen++
 	ts.version++
 	for _, r := range t.Regions {
 		ts.region(r)
@@ -238,6 +240,7 @@ func (c *Core) DeleteTenant(now time.Duration, name, by string, ifVersion uint64
 	ch := &TenantChange{Op: "delete", By: by, Old: ts.t, Version: ts.version + 1, Dropped: ts.credit}
 	ts.deleted = true
 	c.forgetting = true
+	c.tenantsGen++
 	ts.version++
 	if ts.credit > 0 {
 		ts.credit = 0
@@ -248,6 +251,11 @@ func (c *Core) DeleteTenant(now time.Duration, name, by string, ifVersion uint64
 	c.forget()
 	return x, nil
 }
+
+// TenantsGen changes whenever the tenants' list or a tenant's
+// configuration does (PutTenant, DeleteTenant): a region that polls the
+// list asks whether it changed, not for the list again.
+func (c *Core) TenantsGen() uint64 { return c.tenantsGen }
 
 // Tenants lists the tenants, by name.
 func (c *Core) Tenants() []TenantRecord {
@@ -289,6 +297,15 @@ func (s *Server) PutTenant(ctx context.Context, t quota.Tenant, by string, creat
 // delete is written; errors as PutTenant's.
 func (s *Server) DeleteTenant(ctx context.Context, name, by string, ifVersion uint64) error {
 	return s.call(ctx, func(at time.Duration) (Step, error) { return s.core.DeleteTenant(at, name, by, ifVersion) })
+}
+
+// TenantsVersion names the tenants' list as it is now (Core.TenantsGen,
+// and this server's epoch): it changes whenever the list or a tenant's
+// configuration does.
+func (s *Server) TenantsVersion() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strconv.FormatUint(s.core.Epoch(), 10) + "." + strconv.FormatUint(s.core.TenantsGen(), 10)
 }
 
 // Tenants lists the tenants.

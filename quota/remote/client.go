@@ -395,29 +395,37 @@ func (c *Client) send(ctx context.Context, path string, body any, want int) (Ans
 
 // Tenants asks the leader for the tenants whose traffic enters this
 // region (GET /v1/region/tenants): an agent polls it to serve tenants
-// created through the coordinator's API and to drop deleted ones. An
-// answer for another region, or with a tenant twice or unnamed, is an
-// error: the agent keeps the set it has.
-func (c *Client) Tenants(ctx context.Context) (RegionTenants, error) {
-	var ans RegionTenants
-	_, err := c.l.do(ctx, http.MethodGet, "/v1/region/tenants", nil, func(raw []byte) error {
+// created through the coordinator's API and to drop deleted ones. known
+// is the version of the list the caller has (RegionTenants.Version; ""
+// for none): while the list is that one, the leader answers 304 and
+// Tenants reports changed false, with no list. An answer for another
+// region, or with a tenant twice or unnamed, is an error: the agent keeps
+// the set it has.
+func (c *Client) Tenants(ctx context.Context, known string) (ans RegionTenants, changed bool, err error) {
+	if known != "" {
+		ctx = context.WithValue(ctx, ifNoneMatch{}, `"`+known+`"`)
+	}
+	_, err = c.l.do(ctx, http.MethodGet, "/v1/region/tenants", nil, func(raw []byte) error {
 		if err := json.Unmarshal(raw, &ans); err != nil {
 			return fmt.Errorf("remote: tenants answer: %w", err)
 		}
 		return nil
 	})
+	if errors.Is(err, errNotModified) {
+		return RegionTenants{}, false, nil
+	}
 	if err != nil {
-		return RegionTenants{}, err
+		return RegionTenants{}, false, err
 	}
 	if ans.Region != c.cfg.Region {
-		return RegionTenants{}, fmt.Errorf("remote: tenants answer for region %q, want %q", ans.Region, c.cfg.Region)
+		return RegionTenants{}, false, fmt.Errorf("remote: tenants answer for region %q, want %q", ans.Region, c.cfg.Region)
 	}
 	seen := make(map[string]bool, len(ans.Tenants))
 	for i, t := range ans.Tenants {
 		if t.Name == "" || seen[t.Name] {
-			return RegionTenants{}, fmt.Errorf("remote: tenants answer: tenants[%d] %q: empty or listed twice", i, t.Name)
+			return RegionTenants{}, false, fmt.Errorf("remote: tenants answer: tenants[%d] %q: empty or listed twice", i, t.Name)
 		}
 		seen[t.Name] = true
 	}
-	return ans, nil
+	return ans, true, nil
 }

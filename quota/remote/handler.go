@@ -28,8 +28,12 @@ type Backend interface {
 	RenewBatch(ctx context.Context, reqs []quota.Request) ([]quota.Result, error)
 	ReturnBatch(ctx context.Context, rets []quota.Return) ([]error, error)
 	Epoch() uint64
-	// Tenants lists the tenants (GET /v1/region/tenants).
+	// Tenants lists the tenants (GET /v1/region/tenants), and
+	// TenantsVersion names that list as it is now: it changes whenever
+	// the list does, so that a region polling it is answered "not
+	// modified" rather than sent 100,000 tenants every few seconds.
 	Tenants() []coordinator.TenantRecord
+	TenantsVersion() string
 	// Attach, Detach and Verify fence the regions' agent incarnations
 	// (coordinator.Core.Attach).
 	Attach(ctx context.Context, region, agent string) (uint64, error)
@@ -222,13 +226,22 @@ func (h *handler) tenants(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	// The version first, then the list: a change between the two is
+	// sent again at the next poll, never missed.
+	etag := `"` + b.TenantsVersion() + `"`
+	w.Header().Set("ETag", etag)
+	if r.Header.Get("If-None-Match") == etag {
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
 	ans := RegionTenants{Region: region, Tenants: []RegionTenant{}}
 	for _, rec := range b.Tenants() {
 		if rec.HasRegion(region) {
 			ans.Tenants = append(ans.Tenants, RegionTenant{Name: rec.Name, Version: rec.Version, Costs: rec.Costs})
 		}
 	}
-	ans.Epoch = b.Epoch()
+	ans.Epoch, ans.Version = b.Epoch(), strings.Trim(etag, `"`)
 	writeJSON(w, ans)
 }
 

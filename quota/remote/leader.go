@@ -108,6 +108,13 @@ func (l *leaders) do(ctx context.Context, method, path string, data []byte, deco
 	return 0, fmt.Errorf("%w: %v", ErrNoLeader, last)
 }
 
+// ifNoneMatch is the context key of an If-None-Match a GET carries (the
+// tenants' list: Client.Tenants).
+type ifNoneMatch struct{}
+
+// errNotModified: a GET answered 304 to its If-None-Match.
+var errNotModified = errors.New("remote: not modified")
+
 // request makes one HTTP request. It returns a 200 answer's body; or the
 // error, the leader a follower named, and whether the answer is final (a
 // 4xx: see do).
@@ -125,6 +132,9 @@ func (l *leaders) request(ctx context.Context, method, u string, data []byte) (r
 	}
 	if tok := *l.token.Load(); tok != "" { // else the client certificate names the region
 		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	if tag, ok := ctx.Value(ifNoneMatch{}).(string); ok {
+		req.Header.Set("If-None-Match", tag)
 	}
 	resp, err := l.http.Do(req)
 	if err != nil {
@@ -147,6 +157,9 @@ func (l *leaders) request(ctx context.Context, method, u string, data []byte) (r
 	}
 	if resp.StatusCode == http.StatusOK {
 		return raw, "", false, nil
+	}
+	if resp.StatusCode == http.StatusNotModified {
+		return nil, "", true, errNotModified
 	}
 	var ref Refusal
 	json.Unmarshal(raw, &ref) //nolint:errcheck // the status says enough

@@ -3,6 +3,7 @@ package remote_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -44,12 +45,17 @@ func TestRegionTenants(t *testing.T) {
 	}
 	names := func(c *remote.Client) []remote.RegionTenant {
 		t.Helper()
-		ans, err := c.Tenants(ctx)
+		ans, changed, err := c.Tenants(ctx, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ans.Epoch != srv.Epoch() {
-			t.Fatalf("epoch %d, want %d", ans.Epoch, srv.Epoch())
+		if ans.Epoch != srv.Epoch() || !changed {
+			t.Fatalf("epoch %d (changed %v), want %d", ans.Epoch, changed, srv.Epoch())
+		}
+		// Asked again with the version it got: not modified, no list.
+		again, changed, err := c.Tenants(ctx, ans.Version)
+		if err != nil || changed || again.Tenants != nil {
+			t.Fatalf("asked again with version %q: %+v, changed %v, %v; want not modified", ans.Version, again, changed, err)
 		}
 		return ans.Tenants
 	}
@@ -67,12 +73,16 @@ func TestRegionTenants(t *testing.T) {
 	if got := names(eu); !reflect.DeepEqual(got, want[:1]) {
 		t.Fatalf("eu's tenants after deleting beta %+v, want %+v", got, want[:1])
 	}
-	if _, err := client("eu", "eu-token-wrong-000000").Tenants(ctx); !errors.Is(err, remote.ErrUnauthorized) {
+	// A version from before the delete: the list again.
+	if ans, changed, err := eu.Tenants(ctx, fmt.Sprintf("%d.0", srv.Epoch())); err != nil || !changed || len(ans.Tenants) != 1 {
+		t.Fatalf("asked with a stale version: %+v, changed %v, %v; want the list", ans, changed, err)
+	}
+	if _, _, err := client("eu", "eu-token-wrong-000000").Tenants(ctx, ""); !errors.Is(err, remote.ErrUnauthorized) {
 		t.Fatalf("a wrong token: %v, want ErrUnauthorized", err)
 	}
 	// The region is the token's: us's token asking as eu gets us's list,
 	// which the client refuses.
-	if _, err := client("eu", tokens["us"]).Tenants(ctx); err == nil {
+	if _, _, err := client("eu", tokens["us"]).Tenants(ctx, ""); err == nil {
 		t.Fatal("an answer for us taken as eu's")
 	}
 	resp, _ := post(t, hs.URL+"/v1/region/tenants", tokens["eu"], `{}`)
@@ -102,7 +112,7 @@ func FuzzRegionTenantsAnswer(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		body.Store(&b)
-		ans, err := c.Tenants(context.Background())
+		ans, _, err := c.Tenants(context.Background(), "")
 		if err != nil {
 			return
 		}

@@ -14,7 +14,7 @@ import (
 //	POST /v1/region/detach {"incarnation":N}                  → {"epoch":E} | 409 {"error":…,"code":"superseded"}
 //	POST /v1/renew   {"incarnation":N,"requests":[quota.Request...],"patience_ms":P}  → {"epoch":E,"results":[{"grant":…}|{"error":…,"code":…}],"nudges":[…]} | 503 {"error":…,"code":"busy","retry_after_ms":W}
 //	POST /v1/return  {"incarnation":N,"returns":[quota.Return...],"patience_ms":P}    → {"epoch":E,"results":[{}|{"error":…,"code":…}]} | 503 busy
-//	GET  /v1/region/tenants                                   → {"epoch":E,"region":R,"tenants":[{"name":…,"version":V,"costs":{…}}...]}
+//	GET  /v1/region/tenants                                   → {"epoch":E,"region":R,"tenants":[{"name":…,"version":V,"costs":{…}}...]} + ETag; 304 to a matching If-None-Match
 //
 // One agent spends for a region at a time. An agent attaches first: the
 // coordinator issues it an incarnation N — random, known only to it —
@@ -124,6 +124,9 @@ type RegionTenants struct {
 	Epoch   uint64         `json:"epoch"`
 	Region  string         `json:"region"`
 	Tenants []RegionTenant `json:"tenants"`
+	// Version names the list (the ETag, unquoted): a poll that sends it
+	// back is answered 304 while the list has not changed.
+	Version string `json:"version,omitempty"`
 }
 
 // RegionTenant is a tenant in RegionTenants: what an agent needs to serve
