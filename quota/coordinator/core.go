@@ -200,7 +200,7 @@ func New(cfg Config, snap Snapshot, now time.Duration) (*Core, error) {
 	// Nothing is proven yet (Led): not even the instant 0.
 	c := &Core{tenants: map[string]*tenantState{}, holders: map[string]*holder{}, provenAt: -1, provenUntil: -1,
 		byRegion: map[string]map[*tenantState]struct{}{},
-		ends: heap.New(func(a, b endAt) bool { return a.until < b.until }, nil)}
+		ends:     heap.New(func(a, b endAt) bool { return a.until < b.until }, nil)}
 	for _, h := range snap.Holders {
 		c.holders[h.Region] = &holder{id: h.Incarnation, agent: h.Agent}
 	}
