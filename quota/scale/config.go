@@ -1,0 +1,144 @@
+package scale
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+)
+
+// ErrConfig is wrapped by every error of Config.Validate.
+var ErrConfig = errors.New("scale: invalid config")
+
+// Config says what cluster to run. DefaultConfig fills it; the zero value
+// is not valid (it names no binary).
+type Config struct {
+	// Afloat is the afloat binary the coordinators and agents run.
+	Afloat string
+	// Etcd is the etcd binary (Debian's etcd-server 3.4 is what the
+	// harness is run with).
+	Etcd string
+	// Dir holds the run: the config file, etcd's data directories, the
+	// processes' output (NAME.stderr) and event logs (NAME.jsonl).
+	Dir string
+
+	// Tenants is how many tenants the config holds, every one in every
+	// region, hard mode: 1 to 100,000 (the config's limit).
+	Tenants int
+	// Rate, Burst and Lease are each tenant's R, B and lease duration.
+	Rate, Burst float64
+	Lease       time.Duration
+	// Regions are the region agents, one each.
+	Regions []string
+	// Coordinators is how many coordinator replicas run: 1 to 5.
+	Coordinators int
+
+	// MaxTxnOps is etcd's --max-txn-ops, and the config's
+	// etcd.max_txn_ops: 0 leaves both at etcd's default (128).
+	MaxTxnOps int
+	// EventLogs gives every coordinator and agent an --event-log in Dir,
+	// for afloat quota check.
+	EventLogs bool
+}
+
+// DefaultConfig is the bench's cluster: 100,000 tenants of R 100/s, B
+// 200, 10 s leases, in three regions (eu, us, ap), two coordinators, on
+// etcd's default transaction limit; no event logs.
+func DefaultConfig(afloat, etcd, dir string) Config {
+	return Config{
+		Afloat: afloat, Etcd: etcd, Dir: dir,
+		Tenants: 100_000, Rate: 100, Burst: 200, Lease: 10 * time.Second,
+		Regions: []string{"eu", "us", "ap"}, Coordinators: 2,
+	}
+}
+
+// Validate checks the config, naming the field and the range.
+func (c Config) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case c.Afloat == "":
+		return bad("afloat: no binary")
+	case c.Etcd == "":
+		return bad("etcd: no binary")
+	case c.Dir == "":
+		return bad("dir: no folder")
+	case c.Tenants < 1 || c.Tenants > 100_000:
+		return bad("tenants %d: want 1 to 100000", c.Tenants)
+	case !(c.Rate > 0 && c.Rate <= 1e9):
+		return bad("rate %v: want above 0 and at most 1e9 tokens a second", c.Rate)
+	case !(c.Burst >= 0 && c.Burst <= 1e12):
+		return bad("burst %v: want 0 to 1e12 tokens", c.Burst)
+	case c.Lease < 100*time.Millisecond || c.Lease > time.Hour:
+		return bad("lease %v: want 100ms to 1h", c.Lease)
+	case len(c.Regions) < 1 || len(c.Regions) > 16:
+		return bad("regions %v: want 1 to 16", c.Regions)
+	case c.Coordinators < 1 || c.Coordinators > 5:
+		return bad("coordinators %d: want 1 to 5", c.Coordinators)
+	case c.MaxTxnOps != 0 && (c.MaxTxnOps < 8 || c.MaxTxnOps > 1_000_000):
+		return bad("max txn ops %d: want 0 (etcd's default) or 8 to 1000000", c.MaxTxnOps)
+	}
+	seen := map[string]bool{}
+	for _, r := range c.Regions {
+		if !validName(r) || seen[r] {
+			return bad("regions %v: want distinct names of letters and digits", c.Regions)
+		}
+		seen[r] = true
+	}
+	return nil
+}
+
+func validName(s string) bool {
+	if s == "" || len(s) > 32 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// TenantName is the name of the i-th tenant (from 0): t00000 to t99999.
+func TenantName(i int) string { return fmt.Sprintf("t%05d", i) }
+
+// RegionToken is the bearer token of a region in the generated config.
+func RegionToken(region string) string { return region + "-token-scale-0123456789" }
+
+// WriteQuota writes the cluster's config file (YAML, one flow-style line
+// a tenant, so that 100,000 tenants are 7 MB).
+func (c Config) WriteQuota(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 1<<16)
+	fmt.Fprintf(bw, "# Written by quota/scale: %d tenants in regions %v.\ncluster: scale\nregions:\n", c.Tenants, c.Regions)
+	for _, r := range c.Regions {
+		fmt.Fprintf(bw, "  %s: {token: %q}\n", r, RegionToken(r))
+	}
+	bw.WriteString("tenants:\n")
+	rate := strconv.FormatFloat(c.Rate, 'g', -1, 64)
+	burst := strconv.FormatFloat(c.Burst, 'g', -1, 64)
+	for i := range c.Tenants {
+		fmt.Fprintf(bw, "  - {name: %s, rate: %s, burst: %s, mode: hard, lease_duration: %s}\n", TenantName(i), rate, burst, c.Lease)
+	}
+	if c.MaxTxnOps != 0 {
+		fmt.Fprintf(bw, "etcd: {max_txn_ops: %d}\n", c.MaxTxnOps)
+	}
+	return bw.Flush()
+}
+
+// writeQuotaFile writes WriteQuota's config to path.
+func (c Config) writeQuotaFile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := c.WriteQuota(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
