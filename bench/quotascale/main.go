@@ -233,8 +233,8 @@ func run(args []string, stdout io.Writer) error {
 		st := c.MeasureSteady(ctx, samp, *steady)
 		rep.Steady = &st
 		say("steady, %v: %v", *steady, st)
-		if err := st.Err(); err != nil {
-			say("  %v", err)
+		for _, e := range st.Errors {
+			say("  unread: %s", e)
 		}
 	}
 	switch {
@@ -314,23 +314,42 @@ func printSummary(w io.Writer, rep *report) {
 	}
 	row("every tenant leased in every region, from the start", leased, "≤ "+secs(goals.LeasedWithin))
 	var coordRSS int64
-	var leasingCPU []string
+	var peaks []string
 	for name, rss := range rep.PeakRSS {
 		if strings.HasPrefix(name, "coordinator") {
 			coordRSS = max(coordRSS, rss)
-			leasingCPU = append(leasingCPU, fmt.Sprintf("%s %.2f", strings.TrimPrefix(name, "coordinator "), rep.LeasingCPU[name]))
+		}
+		if !strings.HasPrefix(name, "etcd") {
+			peaks = append(peaks, fmt.Sprintf("%s %s", short(name), mib(rss)))
 		}
 	}
-	sort.Strings(leasingCPU)
+	sort.Strings(peaks)
 	row("coordinator peak RSS (the larger replica)", mib(coordRSS), "≤ "+mib(goals.CoordinatorRSS))
-	row("coordinators' CPU while leasing, cores", strings.Join(leasingCPU, ", "), "")
+	row("peak RSS, each", strings.Join(peaks, ", "), "")
+	row("CPU from the agents' start to every tenant leased, cores", cpuList(rep.LeasingCPU), "")
 	if st := rep.Steady; st != nil {
-		row("steady renewals granted / failed", fmt.Sprintf("%.0f/s / %.0f/s", st.Renewals, st.Failed), "")
-		row("renewal p50 / p99", fmt.Sprintf("%s / %s", msOr(st.P50), msOr(st.P99)), "")
-		row("etcd proposals / txns / puts", fmt.Sprintf("%.0f/s / %.0f/s / %.0f/s", st.EtcdProposals, st.EtcdTxns, st.EtcdPuts), "")
+		renewals := "unmeasured: an agent's run counters unread"
+		if st.Renewals >= 0 {
+			renewals = fmt.Sprintf("%.0f/s / %.0f/s (installed %.0f/s, kept %.0f/s)", st.Renewals, st.Failed, st.Installed, st.Kept)
+		}
+		row("steady renewals granted / failed", renewals, "")
+		latency := fmt.Sprintf("%s / %s", scale.Millis(st.P50), scale.Millis(st.P99))
+		switch {
+		case st.Histograms == 0:
+			latency = "unmeasured: no agent's /metrics answered (see errors)"
+		case st.Histograms < st.Agents:
+			latency += fmt.Sprintf(" (%d of %d agents)", st.Histograms, st.Agents)
+		}
+		row("renewal p50 / p99", latency, "")
+		etcd := "unmeasured"
+		if st.EtcdProposals >= 0 {
+			etcd = fmt.Sprintf("%.0f/s / %.0f/s / %.0f/s", st.EtcdProposals, st.EtcdTxns, st.EtcdPuts)
+		}
+		row("etcd proposals / txns / puts", etcd, "")
 		if st.Leader != "" {
 			row("leading coordinator CPU (steady)", fmt.Sprintf("%.2f cores (%s)", st.CPU[st.Leader], st.Leader), "")
 		}
+		row("CPU over the steady window, cores", cpuList(st.CPU), "")
 		var agents []string
 		for name, rss := range st.RSS {
 			if strings.HasPrefix(name, "region") {
@@ -339,7 +358,10 @@ func printSummary(w io.Writer, rep *report) {
 		}
 		sort.Strings(agents)
 		row("agents' RSS (steady)", strings.Join(agents, ", "), "")
-		row("largest agent scrape", fmt.Sprintf("%.1f MB in %s", float64(st.ScrapeBytes)/1e6, secs(st.ScrapeTook)), "")
+		row("largest agent scrape (GET /metrics)", fmt.Sprintf("%.1f MB, the longest %s", float64(st.ScrapeBytes)/1e6, secs(st.ScrapeTook)), "")
+		for _, e := range st.Errors {
+			row("  unread", e, "")
+		}
 	}
 	for _, set := range []struct {
 		title string
@@ -376,15 +398,25 @@ func printSummary(w io.Writer, rep *report) {
 	}
 }
 
-func secs(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
-func mib(b int64) string          { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
-func msOr(d time.Duration) string {
-	if d < 0 {
-		return "–"
-	}
-	return fmt.Sprintf("%.1f ms", float64(d)/1e6)
+// short names a process in a list: c0, c1 for the coordinators, m0 for
+// etcd's members, eu for a region.
+func short(name string) string {
+	name = strings.Replace(name, "coordinator ", "c", 1)
+	name = strings.TrimPrefix(name, "etcd ")
+	return strings.TrimPrefix(name, "region ")
 }
 
+func cpuList(cpu map[string]float64) string {
+	var out []string
+	for name, v := range cpu {
+		out = append(out, fmt.Sprintf("%s %.2f", short(name), v))
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
+func mib(b int64) string          { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
 func txnOps(n int) string {
 	if n == 0 {
 		return "128 (etcd's default)"

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -171,11 +172,9 @@ func label(labels, name string) string {
 }
 
 // AgentMetrics is what the harness reads of a region agent's GET
-// /metrics: its renewals' latency histogram by result (granted, failed)
-// and the grants it received by outcome (accepted, kept, …).
+// /metrics: its renewals' latency histogram by result (granted, failed).
 type AgentMetrics struct {
 	Renewals map[string]Histogram `json:"renewals"`
-	Grants   map[string]float64   `json:"grants"`
 	// Bytes is the size of the scrape and Took how long it took: with
 	// many tenants a scrape is large, and its cost is the agent's.
 	Bytes int64         `json:"bytes"`
@@ -183,25 +182,22 @@ type AgentMetrics struct {
 	At    time.Time     `json:"at"`
 }
 
-const (
-	renewalMetric = "afloat_quota_region_renewal_duration_seconds"
-	grantsMetric  = "afloat_quota_region_grants_total"
-)
+const renewalMetric = "afloat_quota_region_renewal_duration_seconds"
 
-// ScrapeAgent reads agent i's renewal histogram and grant counters from
-// its GET /metrics.
+// ScrapeAgent reads agent i's renewal histogram from its GET /metrics.
+// The scrape holds every tenant's series (12 a tenant): at 100,000
+// tenants over a million lines, which the agent must write within its
+// own bounds (10 s).
 func (c *Cluster) ScrapeAgent(ctx context.Context, i int) (AgentMetrics, error) {
-	m := AgentMetrics{Renewals: map[string]Histogram{}, Grants: map[string]float64{}}
+	m := AgentMetrics{Renewals: map[string]Histogram{}}
 	began := time.Now()
 	client := &http.Client{Timeout: time.Minute}
 	type bucket struct{ le, n float64 }
 	buckets := map[string][]bucket{}
 	n, err := scrape(ctx, client, c.AgentURLs[i]+"/metrics", func(name string) bool {
-		return name == grantsMetric || strings.HasPrefix(name, renewalMetric)
+		return strings.HasPrefix(name, renewalMetric)
 	}, func(name, labels string, v float64) {
 		switch name {
-		case grantsMetric:
-			m.Grants[label(labels, "outcome")] += v
 		case renewalMetric + "_bucket":
 			le, err := strconv.ParseFloat(label(labels, "le"), 64)
 			if err == nil {
@@ -238,6 +234,45 @@ func cmpFloat(a, b float64) int {
 		return 1
 	}
 	return 0
+}
+
+// RunStats are a region agent's run counters (region.RunStats), as its
+// GET /v1/status reports them: cheap to read at any number of tenants.
+type RunStats struct {
+	Renewals        int64 `json:"renewals"`
+	RenewFailures   int64 `json:"renew_failures"`
+	Installed       int64 `json:"installed"`
+	Kept            int64 `json:"kept"`
+	Ignored         int64 `json:"ignored"`
+	Returns         int64 `json:"returns"`
+	ReturnFailures  int64 `json:"return_failures"`
+	JournalFailures int64 `json:"journal_failures"`
+}
+
+// AgentRun reads agent i's run counters from its GET /v1/status, and
+// when it read them.
+func (c *Cluster) AgentRun(ctx context.Context, i int) (RunStats, time.Time, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", c.AgentURLs[i]+"/v1/status", nil)
+	if err != nil {
+		return RunStats{}, time.Time{}, err
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Do(req)
+	at := time.Now()
+	if err != nil {
+		return RunStats{}, at, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return RunStats{}, at, fmt.Errorf("scale: GET %s/v1/status: %s", c.AgentURLs[i], resp.Status)
+	}
+	var st struct {
+		Run *RunStats `json:"run"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || st.Run == nil {
+		return RunStats{}, at, fmt.Errorf("scale: GET %s/v1/status: no run counters (%v)", c.AgentURLs[i], err)
+	}
+	return *st.Run, at, nil
 }
 
 // EtcdMetrics are etcd's own counters, read from one member's GET

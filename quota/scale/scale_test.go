@@ -143,8 +143,6 @@ const agentMetricsText = `# HELP afloat_quota_region_balance_tokens Tokens in th
 # TYPE afloat_quota_region_balance_tokens gauge
 afloat_quota_region_balance_tokens{region="eu",tenant="t00000"} 200
 afloat_quota_region_grants_total{outcome="accepted",region="eu"} 1500
-afloat_quota_region_grants_total{outcome="kept",region="eu"} 20
-afloat_quota_region_grants_total{outcome="stale_epoch",region="eu"} 1
 afloat_quota_region_renewal_duration_seconds_bucket{region="eu",result="granted",le="0.01"} 900
 afloat_quota_region_renewal_duration_seconds_bucket{region="eu",result="granted",le="0.1"} 1000
 afloat_quota_region_renewal_duration_seconds_bucket{region="eu",result="granted",le="+Inf"} 1000
@@ -157,10 +155,14 @@ afloat_quota_region_renewal_duration_seconds_sum{region="eu",result="failed"} 6
 afloat_quota_region_renewal_duration_seconds_count{region="eu",result="failed"} 3
 `
 
-// TestScrapeAgent reads the renewal histograms and grant counters from a
-// server that answers as an agent does, without gzip.
+// TestScrapeAgent reads the renewal histograms (asked for without gzip)
+// and the run counters from a server that answers as an agent does.
 func TestScrapeAgent(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/status" {
+			w.Write([]byte(`{"region":"eu","tenants":[],"run":{"renewals":4839,"renew_failures":682245,"installed":4800,"kept":3}}`)) //nolint:errcheck
+			return
+		}
 		if r.URL.Path != "/metrics" || r.Header.Get("Accept-Encoding") != "identity" {
 			http.Error(w, "want GET /metrics, Accept-Encoding: identity", 400)
 			return
@@ -186,8 +188,9 @@ func TestScrapeAgent(t *testing.T) {
 	if f := m.Renewals["failed"]; f.Count != 3 || f.Counts[2] != 3 {
 		t.Errorf("failed renewals %+v, want 3", f)
 	}
-	if m.Grants["accepted"] != 1500 || m.Grants["kept"] != 20 || m.Grants["stale_epoch"] != 1 {
-		t.Errorf("grants %v, want accepted 1500, kept 20, stale_epoch 1", m.Grants)
+	run, _, err := c.AgentRun(context.Background(), 0)
+	if err != nil || run.Renewals != 4839 || run.RenewFailures != 682245 || run.Kept != 3 {
+		t.Errorf("AgentRun = %+v, %v: want the status's run counters", run, err)
 	}
 	if m.Bytes != int64(len(agentMetricsText)) {
 		t.Errorf("scrape of %d bytes, want %d", m.Bytes, len(agentMetricsText))

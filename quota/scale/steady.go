@@ -2,9 +2,9 @@ package scale
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"time"
 )
@@ -13,20 +13,29 @@ import (
 // agents' renewals, etcd's writes, and the processes' CPU and memory.
 type Steady struct {
 	Window time.Duration `json:"window_ns"`
-	// Renewals and Failed are the renewals a second granted and failed,
-	// summed over the regions (the agents' renewal histograms' counts);
-	// P50 and P99 are the granted ones' latency, from the histograms'
-	// buckets as Prometheus's histogram_quantile reads them (0.5 ms to
-	// 10 s; −1 without renewals).
-	Renewals float64       `json:"renewals_per_s"`
-	Failed   float64       `json:"failed_per_s"`
-	P50      time.Duration `json:"renewal_p50_ns"`
-	P99      time.Duration `json:"renewal_p99_ns"`
-	// Grants are the grants a second the agents received, by outcome
-	// (accepted: installed; kept: the lease in use, unwritten; …).
-	Grants map[string]float64 `json:"grants_per_s"`
-	// Etcd's writes a second: raft proposals committed, multi-operation
-	// transactions, puts; and its database's size at the end.
+	// Renewals and Failed are the renewals a second answered with a
+	// grant and failed (timed out, refused, unreachable), summed over the
+	// regions; Installed and Kept the grants a second put into use and
+	// answered with the lease in use (unwritten). From the agents' run
+	// counters (GET /v1/status), cheap at any number of tenants; −1 when
+	// an agent's could not be read.
+	Renewals  float64 `json:"renewals_per_s"`
+	Failed    float64 `json:"failed_per_s"`
+	Installed float64 `json:"installed_per_s"`
+	Kept      float64 `json:"kept_per_s"`
+	// P50 and P99 are the granted renewals' latency — from sending to the
+	// answer, batching included — over the window, from the agents'
+	// renewal histograms (GET /metrics) as Prometheus's
+	// histogram_quantile reads them (buckets 0.5 ms to 10 s); −1 when no
+	// agent's histogram could be read at both ends. Histograms says of
+	// how many agents they are.
+	P50        time.Duration `json:"renewal_p50_ns"`
+	P99        time.Duration `json:"renewal_p99_ns"`
+	Histograms int           `json:"histograms"`
+	Agents     int           `json:"agents"`
+	// Etcd's writes a second, on member 0: raft proposals committed,
+	// multi-operation transactions, puts; and its database's size at the
+	// end.
 	EtcdProposals float64 `json:"etcd_proposals_per_s"`
 	EtcdTxns      float64 `json:"etcd_txns_per_s"`
 	EtcdPuts      float64 `json:"etcd_puts_per_s"`
@@ -38,60 +47,74 @@ type Steady struct {
 	CPU map[string]float64 `json:"cpu_cores"`
 	RSS map[string]int64   `json:"rss_bytes"`
 	// ScrapeBytes and ScrapeTook are the largest agent scrape and the
-	// longest one: with many tenants the scrapes are large, and what they
-	// cost the agents is inside the window's edges.
+	// longest one: with many tenants a scrape is large, and what it costs
+	// the agent falls inside the window's edges.
 	ScrapeBytes int64         `json:"scrape_bytes"`
 	ScrapeTook  time.Duration `json:"scrape_took_ns"`
-	// Errors are the scrapes that failed.
+	// Errors are the reads that failed.
 	Errors []string `json:"errors,omitempty"`
 }
 
-// MeasureSteady measures the cluster over window: it scrapes every
-// agent and etcd's member 0, and reads /proc, at the window's start and
-// at its end.
+// agentRead is one read of an agent: its run counters and its renewal
+// histograms.
+type agentRead struct {
+	run             RunStats
+	runAt           time.Time
+	runErr, histErr error
+	hist            AgentMetrics
+}
+
+// MeasureSteady measures the cluster over window: it reads every agent's
+// run counters and renewal histograms, etcd's member 0's counters, and
+// /proc, at the window's start and at its end.
 func (c *Cluster) MeasureSteady(ctx context.Context, s *Sampler, window time.Duration) Steady {
-	st := Steady{Window: window, Grants: map[string]float64{}, CPU: map[string]float64{}, RSS: map[string]int64{}, P50: -1, P99: -1}
+	st := Steady{Window: window, Agents: len(c.Agents), CPU: map[string]float64{}, RSS: map[string]int64{}, P50: -1, P99: -1}
 	if k := c.leader(ctx); k >= 0 {
 		st.Leader = c.Coordinators[k].Name
 	}
-	read := func() ([]AgentMetrics, EtcdMetrics, map[string]Usage, time.Time) {
+	read := func() ([]agentRead, EtcdMetrics, error, map[string]Usage, time.Time) {
 		at := time.Now()
 		use := s.Snapshot()
-		ams := make([]AgentMetrics, len(c.Agents))
-		errs := make([]error, len(c.Agents))
+		reads := make([]agentRead, len(c.Agents))
 		var wg sync.WaitGroup
 		for i := range c.Agents {
-			wg.Go(func() { ams[i], errs[i] = c.ScrapeAgent(ctx, i) })
+			wg.Go(func() {
+				r := &reads[i]
+				r.run, r.runAt, r.runErr = c.AgentRun(ctx, i)
+				r.hist, r.histErr = c.ScrapeAgent(ctx, i)
+			})
 		}
 		em, err := c.ScrapeEtcd(ctx, 0)
 		wg.Wait()
-		for _, e := range append(errs, err) {
-			if e != nil {
-				st.Errors = append(st.Errors, e.Error())
-			}
-		}
-		return ams, em, use, at
+		return reads, em, err, use, at
 	}
-	a0, e0, u0, t0 := read()
+	r0, e0, eerr0, u0, t0 := read()
 	select {
 	case <-ctx.Done():
 	case <-time.After(window):
 	}
-	a1, e1, u1, t1 := read()
+	r1, e1, eerr1, u1, t1 := read()
 	var granted Histogram
 	for i := range c.Agents {
-		if a0[i].At.IsZero() || a1[i].At.IsZero() {
-			continue
+		name := c.Agents[i].Name
+		switch err := firstErr(r0[i].runErr, r1[i].runErr); {
+		case err != nil:
+			st.Errors = append(st.Errors, fmt.Sprintf("%s: run counters: %v", name, err))
+			st.Renewals, st.Failed, st.Installed, st.Kept = -1, -1, -1, -1
+		case st.Renewals >= 0:
+			dt := r1[i].runAt.Sub(r0[i].runAt).Seconds()
+			st.Renewals += float64(r1[i].run.Renewals-r0[i].run.Renewals) / dt
+			st.Failed += float64(r1[i].run.RenewFailures-r0[i].run.RenewFailures) / dt
+			st.Installed += float64(r1[i].run.Installed-r0[i].run.Installed) / dt
+			st.Kept += float64(r1[i].run.Kept-r0[i].run.Kept) / dt
 		}
-		dt := a1[i].At.Sub(a0[i].At).Seconds()
-		g := a1[i].Renewals["granted"].Sub(a0[i].Renewals["granted"])
-		granted = granted.Add(g)
-		st.Renewals += g.Count / dt
-		st.Failed += a1[i].Renewals["failed"].Sub(a0[i].Renewals["failed"]).Count / dt
-		for o, n := range a1[i].Grants {
-			st.Grants[o] += (n - a0[i].Grants[o]) / dt
+		if err := firstErr(r0[i].histErr, r1[i].histErr); err != nil {
+			st.Errors = append(st.Errors, fmt.Sprintf("%s: /metrics: %v", name, err))
+		} else {
+			granted = granted.Add(r1[i].hist.Renewals["granted"].Sub(r0[i].hist.Renewals["granted"]))
+			st.Histograms++
 		}
-		for _, m := range []AgentMetrics{a0[i], a1[i]} {
+		for _, m := range []AgentMetrics{r0[i].hist, r1[i].hist} {
 			st.ScrapeBytes, st.ScrapeTook = max(st.ScrapeBytes, m.Bytes), max(st.ScrapeTook, m.Took)
 		}
 	}
@@ -101,7 +124,10 @@ func (c *Cluster) MeasureSteady(ctx context.Context, s *Sampler, window time.Dur
 	if q := granted.Quantile(0.99); !math.IsNaN(q) {
 		st.P99 = time.Duration(q * float64(time.Second))
 	}
-	if dt := e1.At.Sub(e0.At).Seconds(); dt > 0 && !e0.At.IsZero() {
+	if err := firstErr(eerr0, eerr1); err != nil {
+		st.Errors = append(st.Errors, fmt.Sprintf("etcd m0: /metrics: %v", err))
+		st.EtcdProposals, st.EtcdTxns, st.EtcdPuts = -1, -1, -1
+	} else if dt := e1.At.Sub(e0.At).Seconds(); dt > 0 {
 		st.EtcdProposals = (e1.Proposals - e0.Proposals) / dt
 		st.EtcdTxns = (e1.Txns - e0.Txns) / dt
 		st.EtcdPuts = (e1.Puts - e0.Puts) / dt
@@ -118,24 +144,42 @@ func (c *Cluster) MeasureSteady(ctx context.Context, s *Sampler, window time.Dur
 	return st
 }
 
-func (st Steady) String() string {
-	ms := func(d time.Duration) string {
-		if d < 0 {
-			return "–"
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
 		}
-		return fmt.Sprintf("%.1f ms", float64(d)/1e6)
 	}
-	return fmt.Sprintf("%.0f renewals/s granted (%.0f/s failed), p50 %s, p99 %s; etcd %.0f proposals/s, %.0f txns/s, %.0f puts/s",
-		st.Renewals, st.Failed, ms(st.P50), ms(st.P99), st.EtcdProposals, st.EtcdTxns, st.EtcdPuts)
+	return nil
 }
 
-// errScrapes is returned when a window's scrapes failed.
-var errScrapes = errors.New("scale: scrapes failed")
-
-// Err is nil when every scrape of the window answered.
-func (st Steady) Err() error {
-	if len(st.Errors) == 0 {
-		return nil
+func (st Steady) String() string {
+	var b strings.Builder
+	if st.Renewals < 0 {
+		b.WriteString("renewals unmeasured (an agent's run counters unread)")
+	} else {
+		fmt.Fprintf(&b, "%.0f renewals/s granted, %.0f/s failed (%.0f/s installed, %.0f/s kept)", st.Renewals, st.Failed, st.Installed, st.Kept)
 	}
-	return fmt.Errorf("%w: %v", errScrapes, st.Errors)
+	switch {
+	case st.Histograms == 0:
+		b.WriteString("; latency unmeasured (no agent's /metrics read at both ends)")
+	default:
+		fmt.Fprintf(&b, "; p50 %s, p99 %s", Millis(st.P50), Millis(st.P99))
+		if st.Histograms < st.Agents {
+			fmt.Fprintf(&b, " (of %d agents)", st.Histograms)
+		}
+	}
+	if st.EtcdProposals >= 0 {
+		fmt.Fprintf(&b, "; etcd %.0f proposals/s, %.0f txns/s, %.0f puts/s", st.EtcdProposals, st.EtcdTxns, st.EtcdPuts)
+	}
+	return b.String()
+}
+
+// Millis is d in milliseconds to a tenth, "–" for a negative d (not
+// measured).
+func Millis(d time.Duration) string {
+	if d < 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f ms", float64(d)/1e6)
 }
