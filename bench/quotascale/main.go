@@ -343,9 +343,9 @@ func printSummary(w io.Writer, rep *report) {
 		row("renewal p50 / p99", latency, "")
 		etcd := "unmeasured"
 		if st.EtcdProposals >= 0 {
-			etcd = fmt.Sprintf("%.0f/s / %.0f/s / %.0f/s", st.EtcdProposals, st.EtcdTxns, st.EtcdPuts)
+			etcd = fmt.Sprintf("%.0f/s / %.0f/s / %.0f/s, WAL fsync p99 %s", st.EtcdProposals, st.EtcdTxns, st.EtcdPuts, scale.Millis(st.FsyncP99))
 		}
-		row("etcd proposals / txns / puts", etcd, "")
+		row("etcd proposals / txns / puts (member 0)", etcd, "")
 		if st.Leader != "" {
 			row("leading coordinator CPU (steady)", fmt.Sprintf("%.2f cores (%s)", st.CPU[st.Leader], st.Leader), "")
 		}

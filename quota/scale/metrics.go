@@ -281,25 +281,39 @@ func (c *Cluster) AgentRun(ctx context.Context, i int) (RunStats, time.Time, err
 // transactions or alone), and the database's size. Every member applies
 // every write, so any member's counters count them all.
 type EtcdMetrics struct {
-	Proposals float64   `json:"proposals_committed"`
-	Txns      float64   `json:"txns"`
-	Puts      float64   `json:"puts"`
-	DBBytes   float64   `json:"db_bytes"`
-	Leader    bool      `json:"leader"`
-	At        time.Time `json:"at"`
+	Proposals float64 `json:"proposals_committed"`
+	Txns      float64 `json:"txns"`
+	Puts      float64 `json:"puts"`
+	DBBytes   float64 `json:"db_bytes"`
+	Leader    bool    `json:"leader"`
+	// Fsync is the member's write-ahead log's fsyncs: every commit of
+	// raft entries waits for one.
+	Fsync Histogram `json:"wal_fsync"`
+	At    time.Time `json:"at"`
 }
 
 var etcdNames = map[string]bool{
 	"etcd_server_proposals_committed_total": true, "etcd_mvcc_txn_total": true, "etcd_mvcc_put_total": true,
 	"etcd_mvcc_db_total_size_in_bytes": true, "etcd_server_is_leader": true,
+	fsyncMetric + "_bucket": true, fsyncMetric + "_count": true, fsyncMetric + "_sum": true,
 }
+
+const fsyncMetric = "etcd_disk_wal_fsync_duration_seconds"
 
 // ScrapeEtcd reads member i's counters.
 func (c *Cluster) ScrapeEtcd(ctx context.Context, i int) (EtcdMetrics, error) {
 	var m EtcdMetrics
 	_, err := scrape(ctx, c.http, c.EtcdURLs[i]+"/metrics", func(name string) bool { return etcdNames[name] },
-		func(name, _ string, v float64) {
+		func(name, labels string, v float64) {
 			switch name {
+			case fsyncMetric + "_bucket":
+				if le, err := strconv.ParseFloat(label(labels, "le"), 64); err == nil {
+					m.Fsync.Bounds, m.Fsync.Counts = append(m.Fsync.Bounds, le), append(m.Fsync.Counts, v)
+				}
+			case fsyncMetric + "_count":
+				m.Fsync.Count = v
+			case fsyncMetric + "_sum":
+				m.Fsync.Sum = v
 			case "etcd_server_proposals_committed_total":
 				m.Proposals = v
 			case "etcd_mvcc_txn_total":

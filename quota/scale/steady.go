@@ -40,6 +40,10 @@ type Steady struct {
 	EtcdTxns      float64 `json:"etcd_txns_per_s"`
 	EtcdPuts      float64 `json:"etcd_puts_per_s"`
 	EtcdDBBytes   float64 `json:"etcd_db_bytes"`
+	// FsyncP99 is member 0's write-ahead log's fsync p99 over the window
+	// (−1 without fsyncs): a commit waits for one, so it floors every
+	// write's latency.
+	FsyncP99 time.Duration `json:"etcd_wal_fsync_p99_ns"`
 	// Leader is the coordinator that led at the window's start.
 	Leader string `json:"leader"`
 	// CPU is each process's CPU use over the window, in cores; RSS its
@@ -68,7 +72,7 @@ type agentRead struct {
 // run counters and renewal histograms, etcd's member 0's counters, and
 // /proc, at the window's start and at its end.
 func (c *Cluster) MeasureSteady(ctx context.Context, s *Sampler, window time.Duration) Steady {
-	st := Steady{Window: window, Agents: len(c.Agents), CPU: map[string]float64{}, RSS: map[string]int64{}, P50: -1, P99: -1}
+	st := Steady{Window: window, Agents: len(c.Agents), CPU: map[string]float64{}, RSS: map[string]int64{}, P50: -1, P99: -1, FsyncP99: -1}
 	if k := c.leader(ctx); k >= 0 {
 		st.Leader = c.Coordinators[k].Name
 	}
@@ -132,6 +136,9 @@ func (c *Cluster) MeasureSteady(ctx context.Context, s *Sampler, window time.Dur
 		st.EtcdTxns = (e1.Txns - e0.Txns) / dt
 		st.EtcdPuts = (e1.Puts - e0.Puts) / dt
 		st.EtcdDBBytes = e1.DBBytes
+		if q := e1.Fsync.Sub(e0.Fsync).Quantile(0.99); !math.IsNaN(q) {
+			st.FsyncP99 = time.Duration(q * float64(time.Second))
+		}
 	}
 	for _, p := range c.Processes() {
 		if v := CPUShare(u0, u1, p.Name, t1.Sub(t0)); v >= 0 {
@@ -170,7 +177,7 @@ func (st Steady) String() string {
 		}
 	}
 	if st.EtcdProposals >= 0 {
-		fmt.Fprintf(&b, "; etcd %.0f proposals/s, %.0f txns/s, %.0f puts/s", st.EtcdProposals, st.EtcdTxns, st.EtcdPuts)
+		fmt.Fprintf(&b, "; etcd %.0f proposals/s, %.0f txns/s, %.0f puts/s, WAL fsync p99 %s", st.EtcdProposals, st.EtcdTxns, st.EtcdPuts, Millis(st.FsyncP99))
 	}
 	return b.String()
 }
