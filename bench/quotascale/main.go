@@ -330,9 +330,12 @@ func printSummary(w io.Writer, rep *report) {
 	if st := rep.Steady; st != nil {
 		renewals := "unmeasured: an agent's run counters unread"
 		if st.Renewals >= 0 {
-			renewals = fmt.Sprintf("%.0f/s / %.0f/s (installed %.0f/s, kept %.0f/s)", st.Renewals, st.Failed, st.Installed, st.Kept)
+			renewals = fmt.Sprintf("%.0f/s / %.0f/s (installed %.0f/s, kept %.0f/s) in %.0f calls/s", st.Renewals, st.Failed, st.Installed, st.Kept, st.Calls)
 		}
 		row("steady renewals granted / failed", renewals, "")
+		if f := st.FailureList(); f != "" {
+			row("  failed calls and refused renewals", f, "")
+		}
 		latency := fmt.Sprintf("%s / %s", scale.Millis(st.P50), scale.Millis(st.P99))
 		switch {
 		case st.Histograms == 0:

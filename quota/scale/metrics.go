@@ -238,6 +238,7 @@ func cmpFloat(a, b float64) int {
 
 // RunStats are a region agent's run counters (region.RunStats), as its
 // GET /v1/status reports them: cheap to read at any number of tenants.
+// An agent that predates a counter reports it as 0.
 type RunStats struct {
 	Renewals        int64 `json:"renewals"`
 	RenewFailures   int64 `json:"renew_failures"`
@@ -247,6 +248,27 @@ type RunStats struct {
 	Returns         int64 `json:"returns"`
 	ReturnFailures  int64 `json:"return_failures"`
 	JournalFailures int64 `json:"journal_failures"`
+	// Batches are the renewal calls sent (each carries many tenants'
+	// renewals), and the calls that failed whole, and the renewals
+	// refused one by one, by reason.
+	Batches            int64 `json:"batches"`
+	BatchesBusy        int64 `json:"batches_busy"`
+	BatchesTimedOut    int64 `json:"batches_timed_out"`
+	BatchesUnavailable int64 `json:"batches_unavailable"`
+	BatchesHeld        int64 `json:"batches_held"`
+	RefusedUnknown     int64 `json:"refused_unknown"`
+	RefusedFenced      int64 `json:"refused_fenced"`
+	RefusedBusy        int64 `json:"refused_busy"`
+	RefusedOther       int64 `json:"refused_other"`
+}
+
+// failures are the counters of calls and renewals that failed, by name.
+func (r RunStats) failures() map[string]int64 {
+	return map[string]int64{
+		"calls_busy": r.BatchesBusy, "calls_timed_out": r.BatchesTimedOut, "calls_unavailable": r.BatchesUnavailable,
+		"calls_held": r.BatchesHeld, "refused_unknown": r.RefusedUnknown, "refused_fenced": r.RefusedFenced,
+		"refused_busy": r.RefusedBusy, "refused_other": r.RefusedOther,
+	}
 }
 
 // AgentRun reads agent i's run counters from its GET /v1/status, and

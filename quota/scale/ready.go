@@ -67,16 +67,25 @@ func (cv Coverage) String() string {
 }
 
 // readyz is the part of an agent's GET /readyz the harness reads
-// (quota/internal/ops.Readiness): whether it is ready, how many tenants
-// lack a valid lease, whether it stands by. Leased and Tenants are read
-// where the agent reports them ("X of N tenants leased"); without them
-// the leased count is Config.Tenants less Missing.
+// (quota/internal/ops.Readiness): whether it is ready, how far it is
+// ("7,200 of 10,000 tenants leased"), how many tenants lack a valid
+// lease, whether it stands by. The leased count is read from Progress
+// where the agent reports it, else it is Config.Tenants less Missing.
 type readyz struct {
-	Ready   bool   `json:"ready"`
-	Missing int    `json:"missing"`
-	Standby string `json:"standby"`
-	Leased  *int   `json:"leased"`
-	Tenants *int   `json:"tenants"`
+	Ready    bool   `json:"ready"`
+	Missing  int    `json:"missing"`
+	Progress string `json:"progress"`
+	Standby  string `json:"standby"`
+}
+
+// leased is the count Progress states ("7,200 of 10,000 tenants
+// leased"), and whether it states one.
+func (rd readyz) leased() (int, bool) {
+	var leased, of int
+	if _, err := fmt.Sscanf(strings.ReplaceAll(rd.Progress, ",", ""), "%d of %d tenants leased", &leased, &of); err != nil {
+		return 0, false
+	}
+	return leased, true
 }
 
 // Coverage asks every agent's GET /readyz at once.
@@ -95,12 +104,9 @@ func (c *Cluster) Coverage(ctx context.Context) Coverage {
 			if err != nil || (code != 200 && code != 503) || json.Unmarshal(body, &rd) != nil {
 				return
 			}
-			switch {
-			case rd.Leased != nil:
-				cv.Leased[i] = *rd.Leased
-			case rd.Ready:
-				cv.Leased[i] = c.cfg.Tenants
-			default:
+			if n, ok := rd.leased(); ok {
+				cv.Leased[i] = n
+			} else {
 				cv.Leased[i] = max(0, c.cfg.Tenants-rd.Missing)
 			}
 			if rd.Standby != "" {

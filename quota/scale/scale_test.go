@@ -269,3 +269,24 @@ func TestProcessSignals(t *testing.T) {
 		t.Errorf("the log names %d starts, want 2:\n%s", n, log)
 	}
 }
+
+// TestReadyzLeased reads how far an agent is from its GET /readyz, as
+// the agent writes it, and falls back when it says nothing.
+func TestReadyzLeased(t *testing.T) {
+	for i, tc := range []struct {
+		progress string
+		want     int
+		ok       bool
+	}{
+		{"7,200 of 10,000 tenants leased", 7200, true},
+		{"100,000 of 100,000 tenants leased", 100_000, true},
+		{"0 of 3 tenants leased", 0, true},
+		{"", 0, false},
+		{"standing by", 0, false},
+	} {
+		n, ok := readyz{Progress: tc.progress}.leased()
+		if n != tc.want || ok != tc.ok {
+			t.Errorf("step %d: leased() of %q = %d, %v; want %d, %v", i, tc.progress, n, ok, tc.want, tc.ok)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +24,12 @@ type Steady struct {
 	Failed    float64 `json:"failed_per_s"`
 	Installed float64 `json:"installed_per_s"`
 	Kept      float64 `json:"kept_per_s"`
+	// Calls are the renewal calls a second the agents sent (each carries
+	// many renewals), and Failures the calls that failed whole and the
+	// renewals refused one by one, a second, by reason (RunStats), those
+	// above zero only.
+	Calls    float64            `json:"calls_per_s"`
+	Failures map[string]float64 `json:"failures_per_s,omitempty"`
 	// P50 and P99 are the granted renewals' latency — from sending to the
 	// answer, batching included — over the window, from the agents'
 	// renewal histograms (GET /metrics) as Prometheus's
@@ -72,45 +79,59 @@ type agentRead struct {
 // run counters and renewal histograms, etcd's member 0's counters, and
 // /proc, at the window's start and at its end.
 func (c *Cluster) MeasureSteady(ctx context.Context, s *Sampler, window time.Duration) Steady {
-	st := Steady{Window: window, Agents: len(c.Agents), CPU: map[string]float64{}, RSS: map[string]int64{}, P50: -1, P99: -1, FsyncP99: -1}
+	st := Steady{Window: window, Agents: len(c.Agents), Failures: map[string]float64{}, CPU: map[string]float64{}, RSS: map[string]int64{}, P50: -1, P99: -1, FsyncP99: -1}
 	if k := c.leader(ctx); k >= 0 {
 		st.Leader = c.Coordinators[k].Name
 	}
-	read := func() ([]agentRead, EtcdMetrics, error, map[string]Usage, time.Time) {
-		at := time.Now()
-		use := s.Snapshot()
-		reads := make([]agentRead, len(c.Agents))
+	// edge is one end of the window: every agent, etcd, /proc.
+	type edge struct {
+		agents  []agentRead
+		etcd    EtcdMetrics
+		etcdErr error
+		use     map[string]Usage
+		at      time.Time
+	}
+	read := func() edge {
+		e := edge{at: time.Now(), use: s.Snapshot(), agents: make([]agentRead, len(c.Agents))}
 		var wg sync.WaitGroup
 		for i := range c.Agents {
 			wg.Go(func() {
-				r := &reads[i]
+				r := &e.agents[i]
 				r.run, r.runAt, r.runErr = c.AgentRun(ctx, i)
 				r.hist, r.histErr = c.ScrapeAgent(ctx, i)
 			})
 		}
-		em, err := c.ScrapeEtcd(ctx, 0)
+		e.etcd, e.etcdErr = c.ScrapeEtcd(ctx, 0)
 		wg.Wait()
-		return reads, em, err, use, at
+		return e
 	}
-	r0, e0, eerr0, u0, t0 := read()
+	start := read()
 	select {
 	case <-ctx.Done():
 	case <-time.After(window):
 	}
-	r1, e1, eerr1, u1, t1 := read()
+	end := read()
+	r0, r1, e0, e1, u0, u1 := start.agents, end.agents, start.etcd, end.etcd, start.use, end.use
 	var granted Histogram
 	for i := range c.Agents {
 		name := c.Agents[i].Name
 		switch err := firstErr(r0[i].runErr, r1[i].runErr); {
 		case err != nil:
 			st.Errors = append(st.Errors, fmt.Sprintf("%s: run counters: %v", name, err))
-			st.Renewals, st.Failed, st.Installed, st.Kept = -1, -1, -1, -1
+			st.Renewals, st.Failed, st.Installed, st.Kept, st.Calls = -1, -1, -1, -1, -1
 		case st.Renewals >= 0:
 			dt := r1[i].runAt.Sub(r0[i].runAt).Seconds()
 			st.Renewals += float64(r1[i].run.Renewals-r0[i].run.Renewals) / dt
 			st.Failed += float64(r1[i].run.RenewFailures-r0[i].run.RenewFailures) / dt
 			st.Installed += float64(r1[i].run.Installed-r0[i].run.Installed) / dt
 			st.Kept += float64(r1[i].run.Kept-r0[i].run.Kept) / dt
+			st.Calls += float64(r1[i].run.Batches-r0[i].run.Batches) / dt
+			before := r0[i].run.failures()
+			for k, n := range r1[i].run.failures() {
+				if n > before[k] {
+					st.Failures[k] += float64(n-before[k]) / dt
+				}
+			}
 		}
 		if err := firstErr(r0[i].histErr, r1[i].histErr); err != nil {
 			st.Errors = append(st.Errors, fmt.Sprintf("%s: /metrics: %v", name, err))
@@ -128,7 +149,7 @@ func (c *Cluster) MeasureSteady(ctx context.Context, s *Sampler, window time.Dur
 	if q := granted.Quantile(0.99); !math.IsNaN(q) {
 		st.P99 = time.Duration(q * float64(time.Second))
 	}
-	if err := firstErr(eerr0, eerr1); err != nil {
+	if err := firstErr(start.etcdErr, end.etcdErr); err != nil {
 		st.Errors = append(st.Errors, fmt.Sprintf("etcd m0: /metrics: %v", err))
 		st.EtcdProposals, st.EtcdTxns, st.EtcdPuts = -1, -1, -1
 	} else if dt := e1.At.Sub(e0.At).Seconds(); dt > 0 {
@@ -141,7 +162,7 @@ func (c *Cluster) MeasureSteady(ctx context.Context, s *Sampler, window time.Dur
 		}
 	}
 	for _, p := range c.Processes() {
-		if v := CPUShare(u0, u1, p.Name, t1.Sub(t0)); v >= 0 {
+		if v := CPUShare(u0, u1, p.Name, end.at.Sub(start.at)); v >= 0 {
 			st.CPU[p.Name] = v
 		}
 		if u, ok := u1[p.Name]; ok {
@@ -149,6 +170,17 @@ func (c *Cluster) MeasureSteady(ctx context.Context, s *Sampler, window time.Dur
 		}
 	}
 	return st
+}
+
+// FailureList is Failures as "calls_busy 3.2/s, refused_other 0.5/s",
+// by name.
+func (st Steady) FailureList() string {
+	var out []string
+	for k, v := range st.Failures {
+		out = append(out, fmt.Sprintf("%s %.1f/s", k, v))
+	}
+	slices.Sort(out)
+	return strings.Join(out, ", ")
 }
 
 func firstErr(errs ...error) error {
@@ -165,7 +197,10 @@ func (st Steady) String() string {
 	if st.Renewals < 0 {
 		b.WriteString("renewals unmeasured (an agent's run counters unread)")
 	} else {
-		fmt.Fprintf(&b, "%.0f renewals/s granted, %.0f/s failed (%.0f/s installed, %.0f/s kept)", st.Renewals, st.Failed, st.Installed, st.Kept)
+		fmt.Fprintf(&b, "%.0f renewals/s granted, %.0f/s failed (%.0f/s installed, %.0f/s kept) in %.0f calls/s", st.Renewals, st.Failed, st.Installed, st.Kept, st.Calls)
+		if f := st.FailureList(); f != "" {
+			fmt.Fprintf(&b, " (failed: %s)", f)
+		}
 	}
 	switch {
 	case st.Histograms == 0:
