@@ -673,6 +673,14 @@ func (tc *tenantCheck) close(region string, t int64) {
 // Finish closes the run at time end and checks what needs the whole log:
 // the invariants over time and each lease's use within its interval.
 func (c *Checker) Finish(end int64) Report {
+	// The leases by tenant, each tenant's by ID: one pass over them all,
+	// not one per tenant (10,000 tenants and 500,000 leases took more
+	// than a quarter of an hour that way).
+	byTenant := make(map[string][]*leaseCheck, len(c.tenants))
+	for _, id := range slices.Sorted(maps.Keys(c.leases)) {
+		lc := c.leases[id]
+		byTenant[lc.l.Tenant] = append(byTenant[lc.l.Tenant], lc)
+	}
 	for _, name := range slices.Sorted(maps.Keys(c.tenants)) {
 		tc := c.tenants[name]
 		for _, r := range slices.Sorted(maps.Keys(tc.using)) {
@@ -680,11 +688,7 @@ func (c *Checker) Finish(end int64) Report {
 		}
 		tc.setCredit(end, tc.credit)
 		spans := slices.Clone(tc.spans)
-		for _, id := range slices.Sorted(maps.Keys(c.leases)) {
-			lc := c.leases[id]
-			if lc.l.Tenant != name {
-				continue
-			}
+		for _, lc := range byTenant[name] {
 			spans = append(spans, quota.SpanOf(lc.l, time.Duration(lc.ended)))
 		}
 		c.checkInvariants(tc, spans)
