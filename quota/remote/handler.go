@@ -304,8 +304,13 @@ func incarnationOf(w http.ResponseWriter, what string, body uint64, n int, item 
 }
 
 // deadline is when the backend must have answered a body received at
-// received with patience_ms p: the lesser of the caller's patience and
-// the handler's Timeout. A p out of range is refused, and false.
+// received with patience_ms p: the lesser of three quarters of the
+// caller's patience and the handler's Timeout. The quarter left is for
+// the trip: the body's way here, which started before received, and the
+// answer's way back — a grant written and answered after its caller has
+// given up is a lease nobody installs, counting against its tenant until
+// it expires, and a loaded machine stretches both trips. A p out of range
+// is refused, and false.
 func (h *handler) deadline(w http.ResponseWriter, received time.Time, p int64) (time.Time, bool) {
 	if p < 0 || p > MaxPatience.Milliseconds() {
 		refuse(w, http.StatusBadRequest, Refusal{Error: fmt.Sprintf("remote: patience_ms %d: want 1 to %d (milliseconds), or none", p, MaxPatience.Milliseconds())})
@@ -313,7 +318,7 @@ func (h *handler) deadline(w http.ResponseWriter, received time.Time, p int64) (
 	}
 	wait := h.cfg.Timeout
 	if p > 0 {
-		wait = min(wait, time.Duration(p)*time.Millisecond)
+		wait = min(wait, time.Duration(p)*time.Millisecond*3/4)
 	}
 	return received.Add(wait), true
 }
