@@ -256,6 +256,12 @@ func New(cfg Config, snap Snapshot, now time.Duration) (*Core, error) {
 	for _, rs := range c.allRegions() {
 		slices.SortFunc(rs.live, func(a, b counted) int { return cmp.Compare(a.ID, b.ID) })
 	}
+	// IDs for covered leases from the start: a successor covers its
+	// predecessor's regions' renewals at once (takenOver), not after a
+	// written grant has reserved some.
+	var d Step
+	c.reserveIDs(&d)
+	c.deferred = append(c.deferred, d)
 	if d := c.fenceFor(snap, cfg); d > 0 {
 		// A restored ledger: grant nothing for the longest lease, and keep
 		// none of its credit (restore.go).

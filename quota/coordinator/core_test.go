@@ -27,6 +27,18 @@ type ledgered struct {
 // commit writes a step and acknowledges it: the call's answer, or why it
 // has none (a stale write stops the core, in Advance).
 func (c *ledgered) commit(s Step) (Answer, error) {
+	a, err := c.persist(s)
+	// Then the steps no caller waits for (reservations of IDs, a covered
+	// renewal's ends), as a runner does.
+	for _, d := range c.Deferred() {
+		c.persist(d) //nolint:errcheck // a failure only delays them
+	}
+	return a, err
+}
+
+// persist writes one step, or proves leadership for one that writes
+// nothing, and acknowledges it.
+func (c *ledgered) persist(s Step) (Answer, error) {
 	var err error
 	switch {
 	case len(s.Ops) > 0:

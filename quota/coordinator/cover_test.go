@@ -590,3 +590,64 @@ func TestPausedLeaderAnswersNothingUnwritten(t *testing.T) {
 		}
 	})
 }
+
+// TestSuccessorCoversOnRestoredRecords: after a take-over, a region that
+// holds its predecessor's covered lease and asks for the same shares is
+// answered with a covered lease of the successor's, standing on the
+// predecessor's written record — no write, where it used to cost one per
+// region and tenant. The record then counts as long as the new lease; the
+// invariants hold; a renewal of other shares is written as ever.
+func TestSuccessorCoversOnRestoredRecords(t *testing.T) {
+	l := NewMemLedger()
+	c := newCovering(t, l, 0)
+	ms := time.Millisecond
+	var held uint64
+	for now := time.Duration(0); now < time.Second; now += 50 * ms {
+		x, err := c.Core.Renew(now, quota.Request{Tenant: "acme", Region: "eu", Seq: seq(), Holding: held, Epoch: c.Epoch(), Demand: quota.Tokens(100)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := c.run(t, x).Grant; !g.Unchanged {
+			held = g.Lease.ID
+		}
+	}
+	if _, ok, _ := record(l, held); ok {
+		t.Fatalf("eu holds lease %d, written: want a covered one", held)
+	}
+	s := newCovering(t, l, 0)
+	s.run(t, Step{}) // the successor's first reservation of IDs
+	puts := s.puts
+	x, err := s.Core.Renew(10*ms, quota.Request{Tenant: "acme", Region: "eu", Seq: seq(), Holding: held, Epoch: c.Epoch(), Demand: quota.Tokens(100)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !x.Covered || len(x.Ops) != 0 {
+		t.Fatalf("the successor's answer to eu holding %d: covered %v, ops %+v; want a covered lease", held, x.Covered, x.Ops)
+	}
+	rec, ok, _ := record(l, x.Cover)
+	if !ok || rec.Epoch >= s.Epoch() {
+		t.Fatalf("covered by %d (%+v, in the ledger: %v): want the predecessor's record", x.Cover, rec, ok)
+	}
+	g := s.run(t, x).Grant
+	if g.Lease.Epoch != s.Epoch() || g.Lease.ID <= held || s.puts != puts {
+		t.Fatalf("granted %+v with %d records written: want a lease of the successor's above %d, nothing written", g.Lease, s.puts-puts, held)
+	}
+	var until time.Duration
+	for _, lv := range s.tenants["acme"].regions["eu"].live {
+		if lv.ID == x.Cover {
+			until = lv.until
+		}
+	}
+	if until < g.Lease.Expires {
+		t.Fatalf("the record %d counts until %v, the lease it covers until %v", x.Cover, until, g.Lease.Expires)
+	}
+	invariants(t, &ledgered{s.Core, l})
+	// Other shares: written.
+	x, err = s.Core.Renew(20*ms, quota.Request{Tenant: "acme", Region: "eu", Seq: seq(), Holding: g.Lease.ID, Epoch: s.Epoch(), Demand: quota.Tokens(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g2 := s.run(t, x).Grant; x.Covered && g2.Lease.Rate != g.Lease.Rate {
+		t.Fatalf("a renewal of other shares covered: %+v", g2.Lease)
+	}
+}

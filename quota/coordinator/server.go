@@ -570,7 +570,9 @@ func (s *Server) Run(ctx context.Context) error {
 	backoff := 50 * time.Millisecond
 	// The config's tenants the ledger lacks are written first.
 	s.mu.Lock()
-	if seed := s.core.Seeding(); len(seed) > 0 {
+	// The config's tenants the ledger lacks are written first, and the
+	// core's first reservation of IDs.
+	if seed := append(s.core.Seeding(), s.core.Deferred()...); len(seed) > 0 {
 		at := s.Since()
 		for _, st := range seed {
 			s.queue = append(s.queue, pending{at: at, step: st})
