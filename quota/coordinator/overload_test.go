@@ -219,3 +219,28 @@ func TestWritesFitTheLedger(t *testing.T) {
 		}
 	})
 }
+
+// TestHopelessCallRefused: a call admitted with less time to its deadline
+// than a write takes is refused whole, busy, with nothing proposed: the
+// caller waits and asks again rather than time out on work done too late.
+func TestHopelessCallRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		srv, err := NewServer(ctx, Config{Tenants: []quota.Tenant{seedTenant()}}, NewMemLedger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		go srv.Run(ctx)
+		synctest.Wait()
+		rctx, rcancel := context.WithTimeout(ctx, time.Microsecond)
+		defer rcancel()
+		_, err = srv.RenewBatch(rctx, []quota.Request{{Tenant: "acme", Region: "eu", Seq: seq(), Demand: -1}})
+		if !errors.Is(err, quota.ErrBusy) {
+			t.Fatalf("a call with a microsecond to go: %v, want quota.ErrBusy", err)
+		}
+		if live := srv.LiveIDs(); len(live) != 0 {
+			t.Fatalf("leases %v count after a refused call", live)
+		}
+	})
+}

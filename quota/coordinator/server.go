@@ -407,6 +407,15 @@ func (s *Server) submit(ctx context.Context, prio bulkhead.Priority, n int, prop
 	var deadline time.Duration
 	if d, ok := ctx.Deadline(); ok {
 		deadline = max(1, d.Sub(s.start))
+		if deadline < at+2*s.writeTime {
+			// Admitted too late to write anything before the caller gives
+			// up: nothing proposed, and the caller told to wait, not left
+			// to time out.
+			s.stats.Busy++
+			wait := s.busyWait()
+			s.mu.Unlock()
+			return nil, &quota.BusyError{Wait: wait, Why: "the call's deadline is nearer than a write takes"}
+		}
 	}
 	s.proof()
 	var covered []int    // the calls whose steps are covered and proven,
