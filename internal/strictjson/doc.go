@@ -11,4 +11,10 @@
 // {"tenant":"a","tenant":"b"} reads as b), null leaves a field at its zero
 // value (so "n": null reads as an absent n), and a number too small for a
 // float64, such as 1e-400, reads as 0.
+//
+// A body is read twice: once to check it against the type, token by
+// token and allocating nothing, then by encoding/json to decode it; the
+// check costs a fraction of the decoding (docs/benchmarks.md, "The
+// renewal wire"). A refusal names the member at fault, and words
+// malformed JSON as encoding/json's Decoder does.
 package strictjson

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // MaxDepth bounds the nesting of a value: the quota's deepest body is 3
@@ -64,13 +65,19 @@ func Decode(data []byte, v any) error {
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return &Error{Reason: fmt.Sprintf("decoding into %T: want a non-nil pointer", v)}
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if err := walk(dec, rv.Type().Elem(), "", 0); err != nil {
-		return err
+	n := nodeOf(rv.Type().Elem())
+	w := walkers.Get().(*walker)
+	w.lex = lexer{data: data, stack: w.lex.stack[:0]}
+	err := w.value(n, 0)
+	if err == nil {
+		if _, ok := w.lex.peek(); ok {
+			err = &Error{Reason: "data after the value: want one JSON value"}
+		}
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return &Error{Reason: "data after the value: want one JSON value"}
+	w.reset()
+	walkers.Put(w)
+	if err != nil {
+		return err
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		// The walk refuses what encoding/json would: a disagreement is a
@@ -80,159 +87,269 @@ func Decode(data []byte, v any) error {
 	return nil
 }
 
-var (
-	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
-	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
-)
+// walkers keeps the walk's stacks from one body to the next, so that a
+// body costs no allocation for them.
+var walkers = sync.Pool{New: func() any { return new(walker) }}
 
-// custom says whether t decodes itself: the walk then checks only the
-// generic rules below it.
-func custom(t reflect.Type) bool {
-	p := reflect.PointerTo(t)
-	return t.Implements(jsonUnmarshaler) || p.Implements(jsonUnmarshaler) ||
-		t.Implements(textUnmarshaler) || p.Implements(textUnmarshaler)
+// A walker checks one body against a type: it reads tokens as
+// encoding/json's Decoder.Token does (lexer), so that it stops where that
+// would, with the same words; and it remembers where it is as a stack of
+// keys and indices, made into a path only for an error.
+type walker struct {
+	lex  lexer
+	segs []segment // where the walk is: one entry a level below the body
+	keys [][]byte  // the keys seen so far in the objects under way, for duplicates
 }
 
-// walk reads one value; t is the type it decodes into, nil for any.
-func walk(dec *json.Decoder, t reflect.Type, path string, depth int) error {
-	tok, err := dec.Token()
+// A segment is a step of a path: a key, or an index.
+type segment struct {
+	key     []byte // unquoted
+	index   int
+	isIndex bool
+}
+
+func (w *walker) reset() {
+	clear(w.keys[:cap(w.keys)]) // no body kept alive by the pool
+	clear(w.segs[:cap(w.segs)])
+	w.lex = lexer{stack: w.lex.stack[:0]}
+	w.segs, w.keys = w.segs[:0], w.keys[:0]
+}
+
+// path is where the walk is, as requests[2].epoch.
+func (w *walker) path() string { return pathOf(w.segs) }
+
+func pathOf(segs []segment) string {
+	path := ""
+	for _, s := range segs {
+		if s.isIndex {
+			path += "[" + strconv.Itoa(s.index) + "]"
+		} else {
+			path = join(path, string(s.key))
+		}
+	}
+	return path
+}
+
+// fail refuses the value where the walk is.
+func (w *walker) fail(reason string) error { return &Error{Path: w.path(), Reason: reason} }
+
+func (w *walker) malformed(err error) error {
+	return w.fail("malformed JSON: " + strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// value reads one value; n is the type it decodes into.
+func (w *walker) value(n *node, depth int) error {
+	tok, err := w.lex.token()
 	if err != nil {
 		if err == io.EOF {
-			if path == "" {
-				return &Error{Reason: "empty body: want a JSON value"}
+			if path := w.path(); path != "" {
+				return &Error{Path: path, Reason: "the body ends early"}
 			}
-			return &Error{Path: path, Reason: "the body ends early"}
+			return &Error{Reason: "empty body: want a JSON value"}
 		}
-		return malformed(path, err)
+		return w.malformed(err)
 	}
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t != nil && (t.Kind() == reflect.Interface || custom(t)) {
-		t = nil
-	}
-	switch tok := tok.(type) {
-	case nil:
-		return &Error{Path: path, Reason: "null: want a value (leave the key out for its default)"}
-	case json.Number:
-		return checkNumber(t, path, string(tok))
-	case string:
-		if t != nil && t.Kind() != reflect.String {
-			return wrongKind(t, path, "a string")
+	switch tok.kind {
+	case tokNull:
+		return w.fail("null: want a value (leave the key out for its default)")
+	case tokNumber:
+		if !n.plainNumber(w.lex.data[tok.start:tok.end]) {
+			if reason := checkNumber(n.t, string(w.lex.data[tok.start:tok.end])); reason != "" {
+				return w.fail(reason)
+			}
 		}
-	case bool:
-		if t != nil && t.Kind() != reflect.Bool {
-			return wrongKind(t, path, "true or false")
+	case tokString:
+		if n.kind != kindAny && n.kind != kindString {
+			return w.fail(wrongKind(n.t, "a string"))
 		}
-	case json.Delim:
+	case tokTrue, tokFalse:
+		if n.kind != kindAny && n.kind != kindBool {
+			return w.fail(wrongKind(n.t, "true or false"))
+		}
+	default: // a delimiter
 		if depth >= MaxDepth {
-			return &Error{Path: path, Reason: fmt.Sprintf("nested deeper than %d levels", MaxDepth)}
+			return w.fail(fmt.Sprintf("nested deeper than %d levels", MaxDepth))
 		}
-		if tok == '{' {
-			if err := walkObject(dec, t, path, depth); err != nil {
-				return err
-			}
+		if tok.kind == tokBeginObject {
+			err = w.object(n, depth)
 		} else {
-			var elem reflect.Type
-			if t != nil {
-				if k := t.Kind(); k != reflect.Slice && k != reflect.Array {
-					return wrongKind(t, path, "an array")
-				}
-				elem = t.Elem()
-			}
-			for i := 0; dec.More(); i++ {
-				if err := walk(dec, elem, path+"["+strconv.Itoa(i)+"]", depth+1); err != nil {
-					return err
-				}
-			}
+			err = w.array(n, depth)
 		}
-		if _, err := dec.Token(); err != nil { // the closing delimiter
-			return malformed(path, err)
+		if err != nil {
+			return err
+		}
+		if _, err := w.lex.token(); err != nil { // the closing delimiter
+			return w.malformed(err)
 		}
 	}
 	return nil
 }
 
-func walkObject(dec *json.Decoder, t reflect.Type, path string, depth int) error {
-	var fields map[string]reflect.Type
-	var elem reflect.Type
-	if t != nil {
-		switch t.Kind() {
-		case reflect.Struct:
-			fields = fieldsOf(t)
-		case reflect.Map:
-			if t.Key().Kind() != reflect.String {
-				return wrongKind(t, path, "an object")
-			}
-			elem = t.Elem()
-		default:
-			return wrongKind(t, path, "an object")
+func (w *walker) array(n *node, depth int) error {
+	elem := n
+	if n.kind != kindAny {
+		if n.kind != kindArray {
+			return w.fail(wrongKind(n.t, "an array"))
 		}
+		elem = n.elem
 	}
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return malformed(path, err)
-		}
-		key, _ := tok.(string)
-		member := join(path, key)
-		if seen[key] {
-			return &Error{Path: member, Reason: fmt.Sprintf("key %q given more than once in %s", clip(key), where(path))}
-		}
-		seen[key] = true
-		vt := elem
-		if fields != nil {
-			ft, ok := fields[key]
-			if !ok {
-				for name := range fields {
-					if strings.EqualFold(name, key) || foldEqual(name, key) {
-						return &Error{Path: member, Reason: fmt.Sprintf("unknown field (names are case-sensitive: want %q)", name)}
-					}
-				}
-				return &Error{Path: member, Reason: "unknown field; this object takes " + names(fields)}
-			}
-			vt = ft
-		}
-		if err := walk(dec, vt, member, depth+1); err != nil {
+	k := len(w.segs)
+	w.segs = append(w.segs, segment{isIndex: true})
+	for i := 0; w.lex.more(); i++ {
+		w.segs[k].index = i
+		if err := w.value(elem, depth+1); err != nil {
 			return err
 		}
 	}
+	w.segs = w.segs[:k]
 	return nil
 }
 
-// checkNumber refuses a literal its field cannot hold exactly.
-func checkNumber(t reflect.Type, path, lit string) error {
+func (w *walker) object(n *node, depth int) error {
+	elem := n // an object of any: its members are any too
+	switch n.kind {
+	case kindAny:
+	case kindStruct:
+	case kindMap:
+		elem = n.elem
+	default:
+		return w.fail(wrongKind(n.t, "an object"))
+	}
+	seen := keySet{base: len(w.keys)}
+	k := len(w.segs)
+	for w.lex.more() {
+		tok, err := w.lex.token()
+		if err != nil {
+			return w.malformed(err)
+		}
+		var key []byte
+		if tok.kind == tokString {
+			key = w.lex.key(tok)
+		}
+		w.segs = append(w.segs, segment{key: key})
+		vn := elem
+		if n.kind == kindStruct {
+			i, ok := n.fields.index[string(key)]
+			if ok && !seen.addIndex(i) {
+				return w.duplicate(key, k)
+			}
+			if !ok {
+				return w.fail(n.fields.unknown(string(key)))
+			}
+			vn = n.fields.nodes[i]
+		} else if !seen.addKey(w, key) {
+			return w.duplicate(key, k)
+		}
+		if err := w.value(vn, depth+1); err != nil {
+			return err
+		}
+		w.segs = w.segs[:k]
+	}
+	w.keys = w.keys[:seen.base]
+	return nil
+}
+
+// duplicate refuses key, given twice in the object whose path is the
+// walk's first k segments.
+func (w *walker) duplicate(key []byte, k int) error {
+	return w.fail(fmt.Sprintf("key %q given more than once in %s", clip(string(key)), where(pathOf(w.segs[:k]))))
+}
+
+// A keySet is the keys an object has given so far: by field index for a
+// struct (a key that is no field is refused at once, so a known field is
+// the only one that can come twice), by name for anything else — in a
+// slice while it is short, as most objects are, in a map beyond.
+type keySet struct {
+	bits  uint64   // fields 0 to 63
+	more  []uint64 // fields 64 and on
+	base  int      // where this object's keys start in walker.keys
+	names map[string]struct{}
+}
+
+// addIndex adds field i, and says false if it was there.
+func (s *keySet) addIndex(i int) bool {
+	if i < 64 {
+		if s.bits&(1<<i) != 0 {
+			return false
+		}
+		s.bits |= 1 << i
+		return true
+	}
+	i -= 64
+	if i/64 >= len(s.more) {
+		s.more = append(s.more, make([]uint64, i/64+1-len(s.more))...)
+	}
+	if s.more[i/64]&(1<<(i%64)) != 0 {
+		return false
+	}
+	s.more[i/64] |= 1 << (i % 64)
+	return true
+}
+
+// shortKeys is how many keys an object's set keeps in a slice, searched
+// in full at each key, before it moves them to a map: a body of many keys
+// costs no more than a map's work per key.
+const shortKeys = 16
+
+// addKey adds key, and says false if it was there.
+func (s *keySet) addKey(w *walker, key []byte) bool {
+	if s.names != nil {
+		if _, ok := s.names[string(key)]; ok {
+			return false
+		}
+		s.names[string(key)] = struct{}{}
+		return true
+	}
+	for _, k := range w.keys[s.base:] {
+		if string(k) == string(key) {
+			return false
+		}
+	}
+	if len(w.keys)-s.base < shortKeys {
+		w.keys = append(w.keys, key)
+		return true
+	}
+	s.names = make(map[string]struct{}, 2*shortKeys)
+	for _, k := range w.keys[s.base:] {
+		s.names[string(k)] = struct{}{}
+	}
+	s.names[string(key)] = struct{}{}
+	return true
+}
+
+// checkNumber says what is wrong with literal lit for a value of type t
+// (nil for any), or "" when t holds it exactly.
+func checkNumber(t reflect.Type, lit string) string {
 	f, err := strconv.ParseFloat(lit, 64)
 	if err != nil || math.IsInf(f, 0) {
-		return &Error{Path: path, Reason: fmt.Sprintf("number %s: beyond the range of a float64", clip(lit))}
+		return fmt.Sprintf("number %s: beyond the range of a float64", clip(lit))
 	}
 	if f == 0 && !zeroLiteral(lit) {
-		return &Error{Path: path, Reason: fmt.Sprintf("number %s: too small to hold: it would read as 0", clip(lit))}
+		return fmt.Sprintf("number %s: too small to hold: it would read as 0", clip(lit))
 	}
 	if t == nil {
-		return nil
+		return ""
 	}
 	switch t.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		n, err := strconv.ParseInt(lit, 10, 64)
 		if err != nil || reflect.Zero(t).OverflowInt(n) {
-			return &Error{Path: path, Reason: fmt.Sprintf("number %s: want an integer, without fraction or exponent, that fits %s", clip(lit), kindName(t))}
+			return fmt.Sprintf("number %s: want an integer, without fraction or exponent, that fits %s", clip(lit), kindName(t))
 		}
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
 		n, err := strconv.ParseUint(lit, 10, 64)
 		if err != nil || reflect.Zero(t).OverflowUint(n) {
-			return &Error{Path: path, Reason: fmt.Sprintf("number %s: want a whole number of at least 0, without fraction or exponent, that fits %s", clip(lit), kindName(t))}
+			return fmt.Sprintf("number %s: want a whole number of at least 0, without fraction or exponent, that fits %s", clip(lit), kindName(t))
 		}
 	case reflect.Float32:
 		if math.Abs(f) > math.MaxFloat32 || (float32(f) == 0 && f != 0) {
-			return &Error{Path: path, Reason: fmt.Sprintf("number %s: beyond the range of a float32", clip(lit))}
+			return fmt.Sprintf("number %s: beyond the range of a float32", clip(lit))
 		}
 	case reflect.Float64:
 	default:
-		return wrongKind(t, path, "a number")
+		return wrongKind(t, "a number")
 	}
-	return nil
+	return ""
 }
 
 // zeroLiteral says whether a JSON number's digits before any exponent
@@ -249,8 +366,9 @@ func zeroLiteral(lit string) bool {
 	return true
 }
 
-// wrongKind refuses a value of the wrong kind: got says what came.
-func wrongKind(t reflect.Type, path, got string) error {
+// wrongKind is the refusal of a value of the wrong kind for t: got says
+// what came.
+func wrongKind(t reflect.Type, got string) string {
 	want := "a value of type " + t.String()
 	switch t.Kind() {
 	case reflect.String:
@@ -266,23 +384,208 @@ func wrongKind(t reflect.Type, path, got string) error {
 		reflect.Float32, reflect.Float64:
 		want = "a number"
 	}
-	return &Error{Path: path, Reason: fmt.Sprintf("%s: want %s", got, want)}
+	return fmt.Sprintf("%s: want %s", got, want)
 }
 
 func kindName(t reflect.Type) string { return t.Kind().String() }
 
-// fields maps a struct's JSON names to their types, as encoding/json
-// sees them (embedded structs' fields promoted), cached per type.
-var fieldCache sync.Map // reflect.Type → map[string]reflect.Type
-
-func fieldsOf(t reflect.Type) map[string]reflect.Type {
-	if m, ok := fieldCache.Load(t); ok {
-		return m.(map[string]reflect.Type)
+func join(path, key string) string {
+	if path == "" {
+		return clip(key)
 	}
-	m := map[string]reflect.Type{}
-	addFields(m, t, 0)
-	fieldCache.Store(t, m)
-	return m
+	return path + "." + clip(key)
+}
+
+func where(path string) string {
+	if path == "" {
+		return "the body"
+	}
+	return path
+}
+
+// clip shortens what a client sent, for a message.
+func clip(s string) string {
+	if r := []rune(s); len(r) > 40 {
+		return string(r[:40]) + "…"
+	}
+	return s
+}
+
+// A node is what the walk needs to know of a type, worked out once per
+// type rather than at every value: what kind of value it takes once
+// pointers are followed, its fields or elements, and the range of its
+// numbers.
+type node struct {
+	kind kind
+	t    reflect.Type // pointers followed; nil for kindAny
+	elem *node        // of a map, slice or array
+	// fields, of a struct.
+	fields *fields
+	// The range of an integer kind.
+	min    int64
+	max    uint64
+	signed bool
+}
+
+type kind uint8
+
+const (
+	kindAny    kind = iota // an interface, or a type that decodes itself: generic rules only
+	kindString             // a string kind
+	kindBool
+	kindInt   // any integer kind
+	kindFloat // float32 or float64
+	kindStruct
+	kindMap   // with keys of a string kind
+	kindArray // a slice or an array
+	kindOther // a map with other keys, a channel, a complex number, …: only its wrong kinds
+)
+
+// fields maps a struct's JSON names to its fields, as encoding/json sees
+// them (embedded structs' fields promoted).
+type fields struct {
+	index map[string]int
+	nodes []*node
+	names []string // sorted
+	takes string   // names, quoted, for a message
+}
+
+// unknown is the refusal of key, which names no field: the field it
+// names when case is ignored, if any (of two such names, the first in
+// order), or the fields there are.
+func (f *fields) unknown(key string) string {
+	for _, name := range f.names {
+		if strings.EqualFold(name, key) || foldEqual(name, key) {
+			return fmt.Sprintf("unknown field (names are case-sensitive: want %q)", name)
+		}
+	}
+	return "unknown field; this object takes " + f.takes
+}
+
+// plainNumber says whether n surely holds literal lit, a JSON number,
+// without the parsing checkNumber does: true for an integer of at most
+// 18 digits that fits n, false for anything else (fractions, exponents,
+// long literals, refusals), which checkNumber then judges. Of such an
+// integer, all checkNumber asks of a float holds (finite, within
+// float32's range, 0 only when written as 0), so only an integer kind's
+// range remains to check.
+func (n *node) plainNumber(lit []byte) bool {
+	neg := lit[0] == '-'
+	digits := lit
+	if neg {
+		digits = lit[1:]
+	}
+	if len(digits) > 18 {
+		return false
+	}
+	var u uint64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+		u = u*10 + uint64(c-'0')
+	}
+	switch n.kind {
+	case kindAny, kindFloat:
+		return true
+	case kindInt:
+		if !n.signed {
+			return !neg && u <= n.max // as strconv.ParseUint, which takes no sign
+		}
+		if neg {
+			return -int64(u) >= n.min
+		}
+		return u <= n.max
+	}
+	return false
+}
+
+// nodes caches a node per type, built complete before it is published,
+// as types may refer to themselves.
+var (
+	nodes   sync.Map // reflect.Type → *node
+	buildMu sync.Mutex
+	built   = map[reflect.Type]*node{} // under buildMu
+)
+
+func nodeOf(t reflect.Type) *node {
+	if n, ok := nodes.Load(t); ok {
+		return n.(*node)
+	}
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	n := build(t)
+	nodes.Store(t, n)
+	return n
+}
+
+var (
+	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// custom says whether t decodes itself: the walk then checks only the
+// generic rules below it.
+func custom(t reflect.Type) bool {
+	p := reflect.PointerTo(t)
+	return t.Implements(jsonUnmarshaler) || p.Implements(jsonUnmarshaler) ||
+		t.Implements(textUnmarshaler) || p.Implements(textUnmarshaler)
+}
+
+// build makes t's node; the caller holds buildMu.
+func build(t reflect.Type) *node {
+	if n, ok := built[t]; ok {
+		return n
+	}
+	n := &node{}
+	built[t] = n
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() == reflect.Interface || custom(t) {
+		return n // kindAny
+	}
+	n.t = t
+	switch t.Kind() {
+	case reflect.String:
+		n.kind = kindString
+	case reflect.Bool:
+		n.kind = kindBool
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n.kind, n.signed = kindInt, true
+		n.min, n.max = -1<<(t.Bits()-1), 1<<(t.Bits()-1)-1
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		n.kind, n.max = kindInt, math.MaxUint64>>(64-t.Bits())
+	case reflect.Float32, reflect.Float64:
+		n.kind = kindFloat
+	case reflect.Struct:
+		n.kind = kindStruct
+		byName := map[string]reflect.Type{}
+		addFields(byName, t, 0)
+		f := &fields{index: make(map[string]int, len(byName))}
+		for name := range byName {
+			f.names = append(f.names, name)
+		}
+		slices.Sort(f.names)
+		quoted := make([]string, len(f.names))
+		for i, name := range f.names {
+			f.index[name] = i
+			f.nodes = append(f.nodes, build(byName[name]))
+			quoted[i] = strconv.Quote(name)
+		}
+		f.takes = strings.Join(quoted, ", ")
+		n.fields = f
+	case reflect.Map:
+		n.kind = kindOther
+		if t.Key().Kind() == reflect.String {
+			n.kind, n.elem = kindMap, build(t.Elem())
+		}
+	case reflect.Slice, reflect.Array:
+		n.kind, n.elem = kindArray, build(t.Elem())
+	default:
+		n.kind = kindOther
+	}
+	return n
 }
 
 func addFields(m map[string]reflect.Type, t reflect.Type, depth int) {
@@ -315,15 +618,6 @@ func addFields(m map[string]reflect.Type, t reflect.Type, depth int) {
 	}
 }
 
-func names(fields map[string]reflect.Type) string {
-	list := make([]string, 0, len(fields))
-	for name := range fields {
-		list = append(list, strconv.Quote(name))
-	}
-	slices.Sort(list)
-	return strings.Join(list, ", ")
-}
-
 // foldEqual is encoding/json's key match beyond ASCII: it takes the
 // Kelvin sign for k and the long s for s.
 func foldEqual(a, b string) bool {
@@ -341,28 +635,20 @@ func foldEqual(a, b string) bool {
 	return fold(a) == fold(b)
 }
 
-func malformed(path string, err error) error {
-	return &Error{Path: path, Reason: "malformed JSON: " + strings.TrimPrefix(err.Error(), "json: ")}
-}
-
-func join(path, key string) string {
-	if path == "" {
-		return clip(key)
+// unquote is a key, raw with its quotes, as encoding/json reads it: its
+// bytes when it is plain ASCII, or has no escape and is valid UTF-8, else
+// what encoding/json makes of it (escapes resolved, bad UTF-8 replaced),
+// by asking it.
+func unquote(raw []byte, plain bool) []byte {
+	s := raw[1 : len(raw)-1]
+	if plain || bytes.IndexByte(s, '\\') < 0 && utf8.Valid(s) {
+		return s
 	}
-	return path + "." + clip(key)
-}
-
-func where(path string) string {
-	if path == "" {
-		return "the body"
+	var out string
+	if err := json.Unmarshal(raw, &out); err != nil {
+		// The lexer takes what encoding/json takes: were they to disagree,
+		// Decode's json.Unmarshal refuses the body and says so.
+		return s
 	}
-	return path
-}
-
-// clip shortens what a client sent, for a message.
-func clip(s string) string {
-	if r := []rune(s); len(r) > 40 {
-		return string(r[:40]) + "…"
-	}
-	return s
+	return []byte(out)
 }
