@@ -379,7 +379,8 @@ func (c *Client) send(ctx context.Context, path string, body any, want int) (Ans
 	}
 	var ans Answer
 	k, err := c.l.do(ctx, http.MethodPost, path, data, func(raw []byte) error {
-		if err := json.Unmarshal(raw, &ans); err != nil {
+		var err error
+		if ans, err = decodeAnswer(raw, want); err != nil {
 			return fmt.Errorf("remote: answer: %w", err)
 		}
 		return nil

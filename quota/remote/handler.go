@@ -369,7 +369,7 @@ func (h *handler) renew(w http.ResponseWriter, r *http.Request) {
 	if h.cfg.Nudges != nil && body.Incarnation != 0 && b.Verify(region, body.Incarnation) == nil {
 		ans.Nudges = h.cfg.Nudges.Take(region)
 	}
-	writeJSON(w, ans)
+	writeAnswer(w, ans)
 }
 
 func (h *handler) ret(w http.ResponseWriter, r *http.Request) {
@@ -401,7 +401,7 @@ func (h *handler) ret(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	ans.Epoch = b.Epoch()
-	writeJSON(w, ans)
+	writeAnswer(w, ans)
 }
 
 // refuseCall answers a call the backend refused as a whole: 503 with code
@@ -474,7 +474,7 @@ func (h *handler) detach(w http.ResponseWriter, r *http.Request) {
 		if h.cfg.Logger != nil {
 			h.cfg.Logger.Info("quota coordinator: a region agent detached", "region", region)
 		}
-		writeJSON(w, Answer{Epoch: b.Epoch(), Results: []Result{}})
+		writeAnswer(w, Answer{Epoch: b.Epoch(), Results: []Result{}})
 	}
 }
 
