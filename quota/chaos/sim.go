@@ -169,6 +169,9 @@ type coordNode struct {
 	// virtual clock: a successor takes over no earlier (etcd elects none
 	// while the leader's session lives).
 	ledUntil int64
+	// bg holds the background steps (Step.Background) until its next
+	// tick (writeStep), and loses them if it dies first.
+	bg []coordinator.Step
 }
 
 // leadWindow is how long a coordinator's proof of leadership lasts, on
@@ -431,6 +434,13 @@ func (s *sim) handle(it item) error {
 			return nil
 		}
 		if !c.paused {
+			bg := c.bg
+			c.bg = nil
+			for _, st := range bg {
+				if _, err := s.writeStep(int(it.b), st, true); errors.Is(err, quota.ErrStaleEpoch) {
+					return nil
+				}
+			}
 			steps, _ := c.core.Expire(time.Duration(c.clock.local(s.now)))
 			for _, st := range steps {
 				if _, err := s.write(int(it.b), st); errors.Is(err, quota.ErrStaleEpoch) {
@@ -471,7 +481,7 @@ func (s *sim) handle(it item) error {
 			s.at(s.now+int64(o.Wake), item{kind: evWake, a: it.a, b: int32(s.cur)})
 		} else {
 			c.dead = true
-			c.queue = nil
+			c.queue, c.bg = nil, nil
 			s.emit(eventlog.Event{Kind: eventlog.Crash, Epoch: c.core.Epoch()})
 		}
 		c.deposed = true
@@ -516,7 +526,19 @@ func (s *sim) handle(it item) error {
 // gives the call's answer. A write refused for a stale epoch stops the
 // coordinator.
 func (s *sim) write(k int, st coordinator.Step) (coordinator.Answer, error) {
+	return s.writeStep(k, st, false)
+}
+
+// writeStep writes st; a background step (Step.Background) only when
+// due, and otherwise keeps it for the coordinator's next tick: a real
+// runner writes those when it has nothing else to, after steps taken
+// later.
+func (s *sim) writeStep(k int, st coordinator.Step, due bool) (coordinator.Answer, error) {
 	c := s.coords[k]
+	if st.Background && !due {
+		c.bg = append(c.bg, st) // for the next tick
+		return coordinator.Answer{}, nil
+	}
 	var err error
 	if len(st.Ops) > 0 {
 		err = s.ledger.Commit(context.Background(), c.core.Epoch(), st.Ops...)
@@ -538,6 +560,10 @@ func (s *sim) write(k int, st coordinator.Step) (coordinator.Answer, error) {
 	// The steps no caller waits for (a covered renewal's: the extension of
 	// its cover's record, a reservation of IDs, its ends), after it.
 	for _, d := range c.core.Deferred() {
+		if d.Background {
+			c.bg = append(c.bg, d)
+			continue
+		}
 		if len(d.Ops) > 0 {
 			err := s.ledger.Commit(context.Background(), c.core.Epoch(), d.Ops...)
 			if err == nil {

@@ -359,6 +359,15 @@ type Step struct {
 	// the written lease whose ledger record stands for Granted.
 	Covered bool
 	Cover   uint64
+	// Background says that the step only deletes records of leases that
+	// no longer count here — it answers nobody, and nothing later depends
+	// on it — so the runner may persist it after steps proposed later,
+	// when the ledger has nothing else to do: after every agent of a
+	// region restarted, tens of thousands of such ends would otherwise
+	// stand in the way of the grants that bring the region back. Until
+	// it is written a successor counts those leases on (safe: it counts
+	// more, never less).
+	Background bool
 
 	ans answer // the call's answer, for Advance to give
 	// ext is what a step that reserves IDs tells Advance once written
@@ -564,6 +573,27 @@ func (x *Step) end(rs *regionState, why EndReason, drop func(counted) bool) {
 	}
 	clear(rs.live[len(kept):])
 	rs.live = kept
+}
+
+// background moves x's ends of written leases (EndLease ops) into a step
+// of their own that the runner may persist later (Step.Background); x
+// keeps its other ops and every end's event. For leases that stop counting
+// now but whose ledger records may go when the ledger is idle: an agent's
+// detach ends every lease of its region at once.
+func (c *Core) background(x *Step) {
+	var ends, rest []Op
+	for _, op := range x.Ops {
+		if op.Kind == EndLease {
+			ends = append(ends, op)
+		} else {
+			rest = append(rest, op)
+		}
+	}
+	if len(ends) == 0 {
+		return
+	}
+	x.Ops = rest
+	c.deferred = append(c.deferred, Step{Ops: ends, Background: true, at: x.at})
 }
 
 // ended records the end of lease l.
@@ -1059,7 +1089,7 @@ func (c *Core) Expire(now time.Duration) ([]Step, error) {
 	// By name, so that runs replay exactly.
 	slices.SortFunc(due, func(a, b *tenantState) int { return cmp.Compare(a.t.Name, b.t.Name) })
 	for _, ts := range due {
-		x := Step{at: now}
+		x := Step{at: now, Background: true}
 		x.expire(ts, now)
 		// A covered lease ends without an op, and with no event either:
 		// it ends when its own lease event says it expires.

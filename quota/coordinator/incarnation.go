@@ -144,6 +144,8 @@ func (c *Core) Attach(now time.Duration, region string, id uint64, agent string)
 		return Step{}, &quota.HeldError{Region: region, Holder: who, Wait: last - now}
 	}
 	x.endRegion(c, region, Expired, func(l counted) bool { return l.until <= now })
+	x.at = now
+	c.background(&x)
 	c.holders[region] = &holder{id: id, agent: agent}
 	x.Ops = append(x.Ops, Op{Kind: PutHolder, Holder: Holder{Region: region, Incarnation: id, Agent: agent}})
 	return x, nil
@@ -168,6 +170,9 @@ func (c *Core) Detach(now time.Duration, region string, id uint64) (x Step, err 
 	}
 	x.endRegion(c, region, Expired, func(l counted) bool { return l.until <= now })
 	x.endRegion(c, region, Detached, func(counted) bool { return true })
+	// The ends' events go with the detach; their records may go later.
+	x.at = now
+	c.background(&x)
 	c.holders[region] = &holder{}
 	x.Ops = append(x.Ops, Op{Kind: PutHolder, Holder: Holder{Region: region}})
 	return x, nil

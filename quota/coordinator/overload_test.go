@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -241,6 +242,99 @@ func TestHopelessCallRefused(t *testing.T) {
 		}
 		if live := srv.LiveIDs(); len(live) != 0 {
 			t.Fatalf("leases %v count after a refused call", live)
+		}
+	})
+}
+
+// opsLedger is a MemLedger that keeps every write's ops, in order.
+type opsLedger struct {
+	*MemLedger
+	slow   atomic.Bool // each write takes a millisecond an op
+	mu     sync.Mutex
+	writes [][]Op
+}
+
+func (l *opsLedger) Commit(ctx context.Context, epoch uint64, ops ...Op) error {
+	l.mu.Lock()
+	l.writes = append(l.writes, ops)
+	l.mu.Unlock()
+	if l.slow.Load() {
+		time.Sleep(time.Duration(len(ops)) * time.Millisecond)
+	}
+	return l.MemLedger.Commit(ctx, epoch, ops...)
+}
+
+// TestDetachEndsInTheBackground: an agent's detach ends every lease of
+// its region at once; its answer waits only for the holder's record, and
+// the leases' records go when the ledger has nothing else to write — a
+// renewal of another region asked for meanwhile is written first — but
+// they all go, and the events of the ends come with the detach.
+func TestDetachEndsInTheBackground(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		tenants := manyTenants(200)
+		l := &opsLedger{MemLedger: NewMemLedger()}
+		j := &coverJournal{}
+		srv, err := NewServer(ctx, Config{Tenants: tenants}, l, WithJournal(j))
+		if err != nil {
+			t.Fatal(err)
+		}
+		go srv.Run(ctx)
+		inc, err := srv.Attach(ctx, "eu", "test:1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs := make([]quota.Request, len(tenants))
+		for i, tn := range tenants {
+			reqs[i] = quota.Request{Tenant: tn.Name, Region: "eu", Seq: seq(), Demand: -1, Incarnation: inc}
+		}
+		if _, err := srv.RenewBatch(ctx, reqs); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		l.mu.Lock()
+		before := len(l.writes)
+		l.mu.Unlock()
+		// The detach, then another region's first lease while the
+		// detach's write is under way (each write takes a millisecond an
+		// op here).
+		l.slow.Store(true)
+		done := make(chan error, 2)
+		go func() { done <- srv.Detach(ctx, "eu", inc) }()
+		time.Sleep(500 * time.Microsecond)
+		go func() {
+			_, err := srv.Renew(ctx, quota.Request{Tenant: tenants[0].Name, Region: "us", Seq: seq(), Demand: -1})
+			done <- err
+		}()
+		for range 2 {
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The background writes are still under way (a slow write is a
+		// durable sleep, which synctest.Wait does not wait out).
+		time.Sleep(time.Second)
+		synctest.Wait()
+		l.mu.Lock()
+		writes := l.writes[before:]
+		l.mu.Unlock()
+		firstEnd, lastGrant := -1, -1
+		for i, w := range writes {
+			for _, op := range w {
+				switch {
+				case op.Kind == EndLease && firstEnd < 0:
+					firstEnd = i
+				case op.Kind == PutLease && op.Lease.Region == "us":
+					lastGrant = i
+				}
+			}
+		}
+		if firstEnd < 0 || lastGrant < 0 || firstEnd < lastGrant {
+			t.Fatalf("writes after the renewals: the first end in write %d, us's grant in write %d: want the grant first", firstEnd, lastGrant)
+		}
+		if n := len(l.Backup().snap.Leases); n != 1 {
+			t.Fatalf("the ledger holds %d leases once idle: want us's one", n)
 		}
 	})
 }

@@ -44,10 +44,13 @@ type Server struct {
 	opts   serverOptions
 	admit  *bulkhead.Bulkhead
 
-	mu      sync.Mutex
-	jmu     sync.Mutex // one journal append at a time: the committer's and covered answers'
-	core    *Core
-	queue   []pending // steps not yet persisted, in order
+	mu    sync.Mutex
+	jmu   sync.Mutex // one journal append at a time: the committer's and covered answers'
+	core  *Core
+	queue []pending // steps not yet persisted, in order
+	// bg holds the background steps (Step.Background), persisted when
+	// queue is empty.
+	bg      []pending
 	kick    chan struct{}
 	stopped chan struct{}
 	stopErr error
@@ -122,7 +125,7 @@ type Stats struct {
 	Confirms int64
 	Unproven int64
 	// Queued is the steps waiting for the committer now, and QueuedOps
-	// their operations.
+	// their operations (the background's included: Step.Background).
 	Queued    int
 	QueuedOps int
 }
@@ -294,8 +297,11 @@ func (s *Server) Stats() Stats {
 	defer s.mu.Unlock()
 	st := s.stats
 	st.MaxOps = s.maxOps
-	st.Queued = len(s.queue)
+	st.Queued = len(s.queue) + len(s.bg)
 	for _, p := range s.queue {
+		st.QueuedOps += len(p.step.Ops)
+	}
+	for _, p := range s.bg {
 		st.QueuedOps += len(p.step.Ops)
 	}
 	return st
@@ -436,7 +442,7 @@ func (s *Server) submit(ctx context.Context, prio bulkhead.Priority, n int, prop
 		s.queue = append(s.queue, pending{at: at, step: step, done: done[i], deadline: deadline})
 	}
 	for _, st := range s.core.Deferred() {
-		s.queue = append(s.queue, pending{at: at, step: st})
+		s.enqueue(pending{at: at, step: st})
 	}
 	s.answerCovered(at, covered, coveredSt, out)
 	s.kickCommitter()
@@ -505,6 +511,16 @@ func (s *Server) answerCovered(at time.Duration, idx []int, steps []Step, out []
 		ans, aerr := s.core.Advance(steps[k], err)
 		out[i] = outcome{ans, aerr}
 	}
+}
+
+// enqueue queues a step no caller waits for: in the background queue if
+// it may wait (Step.Background), else in order. Called under mu.
+func (s *Server) enqueue(p pending) {
+	if p.step.Background {
+		s.bg = append(s.bg, p)
+		return
+	}
+	s.queue = append(s.queue, p)
 }
 
 func (s *Server) kickCommitter() {
@@ -584,7 +600,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if seed := append(s.core.Seeding(), s.core.Deferred()...); len(seed) > 0 {
 		at := s.Since()
 		for _, st := range seed {
-			s.queue = append(s.queue, pending{at: at, step: st})
+			s.enqueue(pending{at: at, step: st})
 		}
 		s.kickCommitter()
 	}
@@ -600,7 +616,7 @@ func (s *Server) Run(ctx context.Context) error {
 			at := s.Since()
 			steps, err := s.core.Expire(at)
 			for _, st := range steps {
-				s.queue = append(s.queue, pending{at: at, step: st})
+				s.enqueue(pending{at: at, step: st})
 			}
 			s.mu.Unlock()
 			if err != nil {
@@ -679,7 +695,7 @@ func (s *Server) stop(err error) {
 			p.done <- outcome{err: fmt.Errorf("%w: %w", ErrNotWritten, s.stopErr)}
 		}
 	}
-	s.queue = nil
+	s.queue, s.bg = nil, nil
 	close(s.stopped)
 }
 
@@ -698,6 +714,11 @@ func (s *Server) flush(ctx context.Context) error {
 		s.mu.Lock()
 		batch := s.queue
 		s.queue = nil
+		background := len(batch) == 0
+		if background {
+			// Nothing waits: the background's turn.
+			batch, s.bg = s.bg, nil
+		}
 		epoch := s.core.Epoch()
 		s.mu.Unlock()
 		if len(batch) == 0 {
@@ -738,12 +759,16 @@ func (s *Server) flush(ctx context.Context) error {
 					s.opts.logger.Warn("quota coordinator: a write failed; its calls fail and its steps are written again",
 						"ops", ops, "steps", n, "err", err)
 				}
-				rest := make([]pending, 0, len(batch)+len(s.queue))
+				back := &s.queue
+				if background {
+					back = &s.bg // it waits its turn again
+				}
+				rest := make([]pending, 0, len(batch)+len(*back))
 				for _, p := range batch {
 					s.acknowledge(p, err)
 					rest = append(rest, pending{at: p.at, step: p.step, again: true})
 				}
-				s.queue = append(rest, s.queue...)
+				*back = append(rest, *back...)
 				s.mu.Unlock()
 				return err
 			}
