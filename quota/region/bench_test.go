@@ -222,3 +222,103 @@ func BenchmarkSharedCASFloor(b *testing.B) {
 		}
 	})
 }
+
+// A front's whole decision for one request — admitted or not, the balance
+// left, and for a refusal when to retry or that it never can be — on
+// explicit time: admitted (a lease with room), refused under a valid
+// lease (empty: the next refill is a promise), and refused without a
+// lease (the retry policy); admitted under RunParallel too.
+func BenchmarkDecision(b *testing.B) {
+	empty := func(b *testing.B) *region.Limiter {
+		l, err := region.New(region.DefaultConfig("eu", "acme"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		req, _ := l.Request(0, "acme")
+		if in := l.Install(0, quota.Grant{
+			Lease: quota.Lease{ID: 1, Tenant: "acme", Region: "eu", Epoch: 1, Rate: quota.One, Burst: quota.One},
+			Seq:   req.Seq, ValidFor: time.Hour, Margin: time.Second,
+		}); !in.OK() {
+			b.Fatal(in.Outcome)
+		}
+		return l
+	}
+	b.Run("admitted", func(b *testing.B) {
+		l := leased(b)
+		now := l.Now()
+		b.ReportAllocs()
+		var sum quota.Micro
+		for b.Loop() {
+			ok, rem, _ := decide(l, now, "acme", 1)
+			if !ok {
+				b.Fatal("refused")
+			}
+			sum += rem
+		}
+		sinkMicro = sum
+	})
+	b.Run("admitted-parallel", func(b *testing.B) {
+		l := leased(b)
+		now := l.Now()
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			var sum quota.Micro
+			for pb.Next() {
+				ok, rem, _ := decide(l, now, "acme", 1)
+				if !ok {
+					b.Fatal("refused")
+				}
+				sum += rem
+			}
+			sinkMicros.Add(int64(sum))
+		})
+	})
+	b.Run("refused", func(b *testing.B) {
+		l := empty(b)
+		b.ReportAllocs()
+		var sum time.Duration
+		for b.Loop() {
+			ok, _, retry := decide(l, 0, "acme", 1)
+			if ok {
+				b.Fatal("admitted from an empty bucket")
+			}
+			sum += retry
+		}
+		sinkDuration = sum
+	})
+	b.Run("refused-no-lease", func(b *testing.B) {
+		l, _ := region.New(region.DefaultConfig("eu", "acme"))
+		b.ReportAllocs()
+		var sum time.Duration
+		for b.Loop() {
+			ok, _, retry := decide(l, 0, "acme", 1)
+			if ok {
+				b.Fatal("admitted without a lease")
+			}
+			sum += retry
+		}
+		sinkDuration = sum
+	})
+}
+
+var (
+	sinkMicro  quota.Micro
+	sinkMicros atomic.Int64
+)
+
+// decide is what every front composed: AllowAt, then MaxCost, then
+// RetryAfter, then Status for the balance. It returns whether the
+// request was admitted, the balance left and, for a refusal, when to
+// retry (−1 for never).
+func decide(l *region.Limiter, now int64, tenant string, cost int64) (bool, quota.Micro, time.Duration) {
+	var retry time.Duration
+	ok := l.AllowAt(now, tenant, cost)
+	if !ok {
+		if most, known := l.MaxCost(tenant); known && cost > most {
+			retry = -1
+		} else {
+			retry, _ = l.RetryAfter(now, tenant, cost)
+		}
+	}
+	return ok, l.Status(now, tenant).Balance, retry
+}
