@@ -495,12 +495,12 @@ type AllowAnswer struct {
 	// Remaining is the tokens left in the region's bucket for the tenant.
 	Remaining float64 `json:"remaining"`
 	// RetryAfter is, when refused, the seconds to wait (see
-	// region.Limiter.RetryAfter); RetryKnown says whether it is a
+	// region.Limiter.DecideAt); RetryKnown says whether it is a
 	// promise or the bounded retry policy.
 	RetryAfter float64 `json:"retry_after"`
 	RetryKnown bool    `json:"retry_known"`
 	// Never says that the request costs more than the tenant's quota can
-	// ever hold in this region (region.Limiter.Admissible): it will not
+	// ever hold in this region (region.Decision.Never): it will not
 	// be admitted however long the client waits, so it should not retry
 	// (RetryAfter is 0). MaxCost is then the most a request may cost.
 	Never   bool  `json:"never"`
@@ -512,8 +512,8 @@ const maxAllowBody = 4 << 10
 
 // Handler is the decision API: POST /v1/allow, and GET /v1/status for a
 // look at the leases; GET /metrics, /healthz and /readyz as well. It
-// answers from local state only: no call to the coordinator is made for
-// a decision. It answers only requests whose Host is one of the agent's
+// answers each check from one region.Decision (Limiter.DecideAt) on local
+// state only: no call to the coordinator is made for a decision. It answers only requests whose Host is one of the agent's
 // names (quota/internal/ops, hosts.go; Options.Hosts), others 421.
 func (a *Agent) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -564,20 +564,20 @@ func (a *Agent) allow(w http.ResponseWriter, r *http.Request) {
 	}
 	cost := req.N * t.Cost(req.Endpoint)
 	now := a.now()
-	var ans AllowAnswer
-	if a.lim.AllowAt(now, req.Tenant, cost) {
-		ans.Allowed = true
+	// One decision, the whole answer: the balance and the time to retry
+	// come from the lease that decided.
+	d := a.lim.DecideAt(now, req.Tenant, cost)
+	ans := AllowAnswer{Allowed: d.Allowed, Remaining: d.Remaining.Float()}
+	switch {
+	case d.Allowed:
 		a.event(now, eventlog.Admit, req.Tenant, cost)
-	} else if most, ok := a.lim.MaxCost(req.Tenant); ok && cost > most {
-		ans.Never, ans.MaxCost = true, most
+	case d.Never:
+		ans.Never, ans.MaxCost = true, d.MaxCost
 		a.event(now, eventlog.Reject, req.Tenant, cost)
-	} else {
-		d, known := a.lim.RetryAfter(now, req.Tenant, cost)
-		ans.RetryAfter, ans.RetryKnown = math.Ceil(d.Seconds()*1000)/1000, known
+	default:
+		ans.RetryAfter, ans.RetryKnown = math.Ceil(d.RetryAfter.Seconds()*1000)/1000, d.RetryKnown
 		a.event(now, eventlog.Reject, req.Tenant, cost)
 	}
-	st := a.lim.Status(now, req.Tenant)
-	ans.Remaining = st.Balance.Float()
 	out := appendAllowAnswer(buf.AvailableBuffer()[:0], ans)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")

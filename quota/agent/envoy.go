@@ -103,7 +103,9 @@ type rlsServer struct {
 // ShouldRateLimit answers each descriptor the config maps to a tenant
 // with OVER_LIMIT exactly when the region's limiter refuses hits times
 // the endpoint's cost (the descriptor's hits_addend, else the request's,
-// else 1), and OK otherwise, spending as it admits; a descriptor the
+// else 1), and OK otherwise, spending as it admits — one
+// region.Limiter.DecideAt per descriptor, whose one read gives its
+// status, limit, remaining tokens and reset; a descriptor the
 // config does not map is OK and spends nothing. The overall code is
 // OVER_LIMIT when any descriptor is. As with Envoy's ratelimit service,
 // the descriptors admitted in a request that is over the limit as a
@@ -249,26 +251,25 @@ func (s *rlsServer) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReq
 			continue
 		}
 		cost := c.hits * c.cost
-		ok := a.lim.AllowAt(now, c.tenant, cost)
-		ls := a.lim.Status(now, c.tenant)
-		var rate float64 // the region's share now: none without a valid lease
-		if ls.Valid {
-			rate = ls.Lease.Rate.Float()
-		}
+		// One decision, the whole status: the limit, the remaining tokens
+		// and the reset all come from the lease that decided.
+		dec := a.lim.DecideAt(now, c.tenant, cost)
+		rate := dec.Rate.Float() // the region's share now: none without a valid lease
 		st.limit.Name = c.tenant
 		st.limit.RequestsPerUnit = clampU32(rate / float64(c.cost))
 		st.limit.Unit = rlsv3.RateLimitResponse_RateLimit_SECOND
 		ds.CurrentLimit = &st.limit
-		ds.LimitRemaining = clampU32(ls.Balance.Float() / float64(c.cost))
-		if ok {
+		ds.LimitRemaining = clampU32(dec.Remaining.Float() / float64(c.cost))
+		switch {
+		case dec.Allowed:
 			a.event(now, eventlog.Admit, c.tenant, cost)
 			// A token bucket's window "resets" when it is full again.
 			var full time.Duration
 			if rate > 0 {
-				full = time.Duration(math.Ceil(max(0, ls.Lease.Burst.Float()-ls.Balance.Float()) / rate * 1e9))
+				full = time.Duration(math.Ceil(max(0, dec.Burst.Float()-dec.Remaining.Float()) / rate * 1e9))
 			}
 			ds.DurationUntilReset = st.reset(full)
-		} else if most, known := a.lim.MaxCost(c.tenant); known && cost > most {
+		case dec.Never:
 			// Never admittable: over the limit with no time to reset, and
 			// the request's answer says so (below).
 			a.event(now, eventlog.Reject, c.tenant, cost)
@@ -276,15 +277,14 @@ func (s *rlsServer) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReq
 			resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
 			if never == "" {
 				never = fmt.Sprintf("quota: this request can never be admitted: it costs %d tokens of tenant %q's quota, which holds at most %d in region %q; do not retry it\n",
-					cost, c.tenant, most, a.o.Name)
+					cost, c.tenant, dec.MaxCost, a.o.Name)
 			}
-		} else {
+		default:
 			a.event(now, eventlog.Reject, c.tenant, cost)
-			d, _ := a.lim.RetryAfter(now, c.tenant, cost)
 			ds.Code = rlsv3.RateLimitResponse_OVER_LIMIT
-			ds.DurationUntilReset = st.reset(d)
+			ds.DurationUntilReset = st.reset(dec.RetryAfter)
 			resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
-			retry = max(retry, d)
+			retry = max(retry, dec.RetryAfter)
 		}
 		// The headers describe the tightest descriptor: over the limit
 		// first, then the fewest remaining (Envoy's ratelimit service

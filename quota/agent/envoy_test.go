@@ -92,7 +92,7 @@ func desc(kv ...string) *ratelimitv3.RateLimitDescriptor {
 // ShouldRateLimit on a region agent over loopback, 600 times on a seeded
 // script of descriptors, hits and clock steps; a twin limiter on the same
 // clock, with the same lease, is asked the same questions through its own
-// AllowAt. Every descriptor is OVER_LIMIT exactly when the twin refuses,
+// DecideAt. Every descriptor is OVER_LIMIT exactly when the twin refuses,
 // with the twin's remaining tokens and retry time; unmatched descriptors
 // are OK and spend nothing.
 func TestEnvoyRLSMatchesLimiter(t *testing.T) {
@@ -164,7 +164,8 @@ func TestEnvoyRLSMatchesLimiter(t *testing.T) {
 				hits = int64(p.d.HitsAddend.Value)
 			}
 			cost := hits * p.cost
-			admitted := twin.AllowAt(now, p.tenant, cost)
+			td := twin.DecideAt(now, p.tenant, cost)
+			admitted := td.Allowed
 			want := rlsv3.RateLimitResponse_OK
 			if !admitted {
 				want, wantOverall = rlsv3.RateLimitResponse_OVER_LIMIT, rlsv3.RateLimitResponse_OVER_LIMIT
@@ -175,23 +176,17 @@ func TestEnvoyRLSMatchesLimiter(t *testing.T) {
 			} else {
 				ok++
 			}
-			ts := twin.Status(now, p.tenant)
-			remaining := uint32(max(0, math.Floor(ts.Balance.Float()/float64(p.cost))))
+			remaining := uint32(max(0, math.Floor(td.Remaining.Float()/float64(p.cost))))
 			if st.Code != want || st.LimitRemaining != remaining {
 				t.Fatalf("step %d: descriptor %d (%s, cost %d): %v remaining %d; the twin: %v remaining %d",
 					step, i, p.tenant, cost, st.Code, st.LimitRemaining, want, remaining)
 			}
 			if !admitted {
-				d, _ := twin.RetryAfter(now, p.tenant, cost)
-				if got := st.DurationUntilReset.AsDuration(); got != d {
+				if got, d := st.DurationUntilReset.AsDuration(), td.RetryAfter; got != d {
 					t.Fatalf("step %d: descriptor %d: reset %v, the twin's retry %v", step, i, got, d)
 				}
 			}
-			rate := 0.0
-			if ts.Valid {
-				rate = ts.Lease.Rate.Float()
-			}
-			if want := uint32(rate / float64(p.cost)); st.CurrentLimit.RequestsPerUnit != want ||
+			if want := uint32(td.Rate.Float() / float64(p.cost)); st.CurrentLimit.RequestsPerUnit != want ||
 				st.CurrentLimit.Unit != rlsv3.RateLimitResponse_RateLimit_SECOND {
 				t.Fatalf("step %d: limit %v, want %d a second", step, st.CurrentLimit, want)
 			}

@@ -2,21 +2,20 @@ package region
 
 import (
 	"errors"
-	"fmt"
 	"sync/atomic"
 
 	"github.com/afloat/afloat/quota"
 )
 
 // Allow takes cost tokens of tenant's quota now, or refuses. Shorthand
-// for AllowAt(l.Now(), tenant, cost).
+// for AllowAt(l.Now(), tenant, cost); safe for concurrent use.
 func (l *Limiter) Allow(tenant string, cost int64) bool {
 	return l.AllowAt(l.Now(), tenant, cost)
 }
 
-// ErrTooLarge is what Admissible returns, wrapped with the figures, for
-// a request that costs more than the tenant's quota can ever hold in the
-// region under its current limits (quota.MaxBurstShare, or the emergency
+// ErrTooLarge is what Decision.Err wraps, with the figures, for a request
+// that costs more than the tenant's quota can ever hold in the region
+// under its current limits (quota.MaxBurstShare, or the emergency
 // allowance if larger): waiting will not help, so a front answers that
 // the request can never be admitted, with no time to retry.
 var ErrTooLarge = errors.New("region: the request costs more than the tenant's quota can ever admit")
@@ -25,23 +24,34 @@ var ErrTooLarge = errors.New("region: the request costs more than the tenant's q
 // leased bucket while the lease is valid; in best-effort mode, without a
 // valid lease, from the emergency allowance. An unknown tenant and a cost
 // below 1 are refused, and so is a cost above what the tenant's quota can
-// ever hold here, once a grant has said what that is (Admissible): that
-// refusal is counted apart (Counts.TooLarge), neither as demand the
-// region reports nor as a reason to ask for more.
+// ever hold here, once a grant has said what that is (Decision.MaxCost):
+// that refusal is counted apart (Counts.TooLarge), neither as demand the
+// region reports nor as a reason to ask for more. It is DecideAt's
+// decision without the rest of the answer, for a caller that needs only
+// yes or no; a front that answers more asks DecideAt, once. It takes no
+// lock; safe for concurrent use.
 func (l *Limiter) AllowAt(now int64, tenant string, cost int64) bool {
 	b := l.bucket(tenant)
 	if b == nil {
 		l.unknown.Add(1)
 		return false
 	}
-	if cost < 1 {
-		return false
-	}
-	if c := b.ceil.Load(); c != 0 && cost >= c {
-		b.refusedLarge.Add(cost)
-		return false
-	}
+	_, ok := b.spend(now, cost, b.ceil.Load())
+	return ok
+}
+
+// spend is AllowAt's decision on b, given ceil (b.ceil as the caller read
+// it), and the state it was made on: the lease in use, reloaded if the
+// one read first was replaced meanwhile.
+func (b *bucket) spend(now, cost, ceil int64) (*state, bool) {
 	s := b.cur.Load()
+	if cost < 1 {
+		return s, false
+	}
+	if ceil != 0 && cost >= ceil {
+		b.refusedLarge.Add(cost)
+		return s, false
+	}
 	for s.valid(now) {
 		ok, retry, idle := s.take(now, cost)
 		if retry {
@@ -52,55 +62,22 @@ func (l *Limiter) AllowAt(now int64, tenant string, cost int64) bool {
 			if idle > 0 && s.mode == quota.BestEffort {
 				b.refillReserve(s.overflow(idle))
 			}
-			return true
+			return s, true
 		}
 		b.refuse(&b.refusedEmpty, cost)
-		return false
+		return s, false
 	}
 	b.offered.Add(cost)
 	if s.mode == quota.BestEffort {
 		if b.spendReserve(cost) {
 			b.emergency.Add(cost)
-			return true
+			return s, true
 		}
 		b.refuse(&b.refusedSpent, cost)
-		return false
+		return s, false
 	}
 	b.refuse(&b.refusedNoLease, cost)
-	return false
-}
-
-// Admissible says whether a request of cost tokens of tenant's quota can
-// ever be admitted in the region: nil if it can (or if no grant has said
-// yet how large the tenant's quota may grow here); an error wrapping
-// ErrTooLarge, with the most a request may cost, if it never can under
-// the tenant's current limits; one wrapping quota.ErrUnknownTenant for a
-// tenant the limiter does not serve. A front asks it after AllowAt
-// refuses, to answer "never" instead of a time to retry. It takes no
-// lock; safe for concurrent use.
-func (l *Limiter) Admissible(tenant string, cost int64) error {
-	b := l.bucket(tenant)
-	if b == nil {
-		return fmt.Errorf("%w: %q is not served in region %q", quota.ErrUnknownTenant, tenant, l.cfg.Region)
-	}
-	if c := b.ceil.Load(); c != 0 && cost >= c {
-		return fmt.Errorf("%w: a cost of %d tokens; tenant %q's quota holds at most %d in region %q", ErrTooLarge, cost, tenant, c-1, l.cfg.Region)
-	}
-	return nil
-}
-
-// MaxCost is the most a request of tenant's may cost and still be
-// admitted some day in the region under the tenant's current limits (a
-// grant's Ceiling, or the emergency allowance if larger, in whole
-// tokens); false while no grant has said, or for a tenant not served.
-// Safe for concurrent use.
-func (l *Limiter) MaxCost(tenant string) (int64, bool) {
-	b := l.bucket(tenant)
-	if b == nil {
-		return 0, false
-	}
-	c := b.ceil.Load()
-	return c - 1, c != 0
+	return s, false
 }
 
 // setCeiling records the most a request may cost, from a grant: the

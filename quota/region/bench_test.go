@@ -306,19 +306,16 @@ var (
 	sinkMicros atomic.Int64
 )
 
-// decide is what every front composed: AllowAt, then MaxCost, then
-// RetryAfter, then Status for the balance. It returns whether the
+// decide is a front's decision — one DecideAt — and returns whether the
 // request was admitted, the balance left and, for a refusal, when to
-// retry (−1 for never).
+// retry (−1 for never). (Before DecideAt, every front composed it from
+// AllowAt, MaxCost, RetryAfter and Status, which took the tenant's lock:
+// BenchmarkDecision at the commit that added it measures that path under
+// the same names, docs/benchmarks.md.)
 func decide(l *region.Limiter, now int64, tenant string, cost int64) (bool, quota.Micro, time.Duration) {
-	var retry time.Duration
-	ok := l.AllowAt(now, tenant, cost)
-	if !ok {
-		if most, known := l.MaxCost(tenant); known && cost > most {
-			retry = -1
-		} else {
-			retry, _ = l.RetryAfter(now, tenant, cost)
-		}
+	d := l.DecideAt(now, tenant, cost)
+	if d.Never {
+		return false, d.Remaining, -1
 	}
-	return ok, l.Status(now, tenant).Balance, retry
+	return d.Allowed, d.Remaining, d.RetryAfter
 }

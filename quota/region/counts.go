@@ -27,7 +27,7 @@ type Counts struct {
 	// allowance spent (best-effort mode).
 	AllowanceSpent int64
 	// TooLarge: refused as costing more than the tenant's quota can ever
-	// hold in the region (Admissible); not counted as demand.
+	// hold in the region (Decision.Never); not counted as demand.
 	TooLarge int64
 }
 

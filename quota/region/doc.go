@@ -3,8 +3,18 @@
 // network call per request.
 //
 //	lim, err := region.New(region.DefaultConfig("eu", "acme"))
-//	go lim.Run(ctx, coord)     // renews leases through the coordinator
-//	ok := lim.Allow("acme", 1) // spends a token of acme's quota, or refuses
+//	go lim.Run(ctx, coord)      // renews leases through the coordinator
+//	d := lim.Decide("acme", 1)  // spends a token of acme's quota, or refuses
+//	if !d.Allowed { ... d.RetryAfter, d.RetryKnown, d.Never ... }
+//
+// A front answers each request from one Decision (Decide, DecideAt): admitted
+// or not, the balance left, for a refusal when to retry — a promise under
+// the lease in use, else when the region will next ask the coordinator —
+// or that it never can be admitted, and the lease that decided. It is
+// read from one state of the tenant's bucket, with no lock and no
+// allocation, so that no part of an answer comes from another lease than
+// the one that decided (a renewal may replace it at any instant). Allow
+// and AllowAt are the same decision without the rest of the answer.
 //
 // Package regionhttp puts a limiter in front of net/http handlers (429
 // with Retry-After); this package imports no net/http, so that the
@@ -38,8 +48,8 @@
 // when a call fails. It records what it does to the leases in a Journal
 // whose failures it counts and reports (a return goes to the coordinator
 // only once recorded); package quota/chaos drives the same methods in
-// virtual time. SetTenants changes the tenants served while
-// all of this runs (tenants are data on the coordinator): Allow finds a
-// tenant through an immutable index that SetTenants replaces whole, so
-// it still takes no lock. Limiter is safe for concurrent use.
+// virtual time. SetTenants changes the tenants served while all of this
+// runs (tenants are data on the coordinator): a decision finds a tenant
+// through an immutable index that SetTenants replaces whole, so it still
+// takes no lock. Limiter is safe for concurrent use.
 package region

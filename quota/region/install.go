@@ -96,6 +96,7 @@ func (l *Limiter) Install(now int64, g quota.Grant) Installed {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	defer l.noteAsk(b) // for decisions, which read no field under mu
 	sent := b.sent[g.Seq%uint64(len(b.sent))]
 	switch {
 	case g.Lease.Epoch < b.epoch:

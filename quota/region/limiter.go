@@ -10,10 +10,10 @@ import (
 )
 
 // Limiter is a region's side of the global quota: one leased token bucket
-// per tenant. Allow is lock-free and makes no network call; the renewal
-// side (Request, Install, Nudge, Due) steps on explicit time and is what a
-// runner — Run, or the chaos harness — drives. All methods are safe for
-// concurrent use.
+// per tenant. DecideAt and AllowAt are lock-free and make no network
+// call; the renewal side (Request, Install, Nudge, Due) steps on explicit
+// time and is what a runner — Run, or the chaos harness — drives. All
+// methods are safe for concurrent use.
 //
 // Times are the region's own monotonic clock in nanoseconds (Now reads
 // it); the lease's end is measured from when the region sent the request
@@ -68,7 +68,11 @@ type bucket struct {
 	// admitted (the grants' Ceiling, or E if larger); 0 while unknown.
 	// Beside cur, as Allow reads both and Install alone writes it (and
 	// only when it changes).
-	ceil    atomic.Int64
+	ceil atomic.Int64
+	// ask is the renewal bookkeeping a refusal's Retry-After needs, in
+	// one word that Install and Request update under mu (noteAsk), so
+	// that a decision reads it without mu.
+	ask     atomic.Int64
 	offered atomic.Int64 // tokens offered since the last request, without a valid lease (and carried over from replaced ones)
 	// The refusals and the allowance's admissions since New, in tokens
 	// (Counts): one add on paths that already wrote a counter, none on
@@ -226,8 +230,8 @@ func (l *Limiter) Serves(tenant string) bool { return l.bucket(tenant) != nil }
 // time.Since of a reading with a monotonic part, which reads the
 // monotonic clock alone (no wall clock): the cheapest clock the standard
 // library has. A runner that steps virtual time passes its own readings
-// to the methods that take now (AllowAt, Request, Install, Due, Status)
-// instead.
+// to the methods that take now (DecideAt, AllowAt, Request, Install, Due,
+// Status) instead.
 func (l *Limiter) Now() int64 { return int64(time.Since(l.start)) }
 
 // Start is the wall-clock instant at which Now read 0: the origin that

@@ -488,15 +488,18 @@ func TestCachesAndWordNeverExceedTheBurst(t *testing.T) {
 	}
 }
 
-// TestRetryAfterRule: the next refill that fits, a promise; else the
-// next renewal the region will try, as a policy (not a promise).
+// TestRetryAfterRule: a refusal's RetryAfter is the next refill that
+// fits, a promise; else the next renewal the region will try, as a
+// policy (not a promise).
 func TestRetryAfterRule(t *testing.T) {
 	l := newLimiter(t)
 	ms := time.Millisecond
 	step := func(i int, now int64, cost int64, wantD time.Duration, wantOK bool) {
 		t.Helper()
-		if d, ok := l.RetryAfter(now, "acme", cost); d != wantD || ok != wantOK {
-			t.Errorf("step %d: RetryAfter(%v, %d) = %v, %v; want %v, %v", i, time.Duration(now), cost, d, ok, wantD, wantOK)
+		d := l.DecideAt(now, "acme", cost)
+		if d.Allowed || d.RetryAfter != wantD || d.RetryKnown != wantOK {
+			t.Errorf("step %d: DecideAt(%v, %d) = allowed %v, retry after %v, %v; want refused, %v, %v",
+				i, time.Duration(now), cost, d.Allowed, d.RetryAfter, d.RetryKnown, wantD, wantOK)
 		}
 	}
 	// Never asked: the first renewal comes within the retry interval.
@@ -526,10 +529,10 @@ func TestRetryAfterRule(t *testing.T) {
 // TestTooLarge: once a grant says how large the tenant's quota may grow
 // in the region (Grant.Ceiling), a request that costs more is refused as
 // never admittable — counted apart, no demand, no hurry to renew — and
-// Admissible says so with the figures; up to the ceiling, it is an
-// ordinary refusal with a time to retry. In best-effort mode the
-// emergency allowance counts if it is larger; a grant without a ceiling
-// leaves the region unable to tell.
+// its Decision says so (Never, MaxCost, Err with the figures); up to the
+// ceiling, it is an ordinary refusal with a time to retry. In best-effort
+// mode the emergency allowance counts if it is larger; a grant without a
+// ceiling leaves the region unable to tell.
 func TestTooLarge(t *testing.T) {
 	l := newLimiter(t)
 	ceil := func(c, e float64, mode quota.Mode) func(*quota.Grant) {
@@ -540,15 +543,16 @@ func TestTooLarge(t *testing.T) {
 		cost     int64
 		admitted bool
 		tooLarge bool
+		most     int64
 	}{
-		0: {nil, 1000, false, false},                          // no ceiling known: an ordinary refusal
-		1: {ceil(30, 0, quota.Hard), 31, false, true},         // over the ceiling
-		2: {ceil(30, 0, quota.Hard), 30, false, false},        // at it: waits for a larger share
-		3: {ceil(30, 0, quota.Hard), 10, true, false},         // within the lease
-		4: {ceil(30.9, 0, quota.Hard), 31, false, true},       // whole tokens only
-		5: {ceil(30, 40, quota.BestEffort), 40, false, false}, // E is larger
-		6: {ceil(30, 40, quota.BestEffort), 41, false, true},
-		7: {nil, 1000, false, false}, // a grant without it: unknown again
+		0: {nil, 1000, false, false, -1},                          // no ceiling known: an ordinary refusal
+		1: {ceil(30, 0, quota.Hard), 31, false, true, 30},         // over the ceiling
+		2: {ceil(30, 0, quota.Hard), 30, false, false, 30},        // at it: waits for a larger share
+		3: {ceil(30, 0, quota.Hard), 10, true, false, 30},         // within the lease
+		4: {ceil(30.9, 0, quota.Hard), 31, false, true, 30},       // whole tokens only
+		5: {ceil(30, 40, quota.BestEffort), 40, false, false, 40}, // E is larger
+		6: {ceil(30, 40, quota.BestEffort), 41, false, true, 40},
+		7: {nil, 1000, false, false, -1}, // a grant without it: unknown again
 	}
 	for i, st := range steps {
 		now := int64(i) * 20 * sec
@@ -558,13 +562,21 @@ func TestTooLarge(t *testing.T) {
 		before, _ := l.Counts("acme")
 		demand := l.bucket("acme").offeredSince(false)
 		// The lease starts empty: 2 s of refill fill it.
-		if got := l.AllowAt(now+2*sec, "acme", st.cost); got != st.admitted {
-			t.Errorf("step %d: AllowAt(cost %d) = %v, want %v", i, st.cost, got, st.admitted)
+		d := l.DecideAt(now+2*sec, "acme", st.cost)
+		if d.Allowed != st.admitted || d.Never != st.tooLarge || d.MaxCost != st.most {
+			t.Errorf("step %d: DecideAt(cost %d) = allowed %v, never %v, max cost %d; want %v, %v, %d",
+				i, st.cost, d.Allowed, d.Never, d.MaxCost, st.admitted, st.tooLarge, st.most)
 		}
 		after, _ := l.Counts("acme")
-		err := l.Admissible("acme", st.cost)
+		err := d.Err()
 		if got := errors.Is(err, ErrTooLarge); got != st.tooLarge {
-			t.Errorf("step %d: Admissible(%d) = %v, want too large %v", i, st.cost, err, st.tooLarge)
+			t.Errorf("step %d: Err() = %v, want too large %v", i, err, st.tooLarge)
+		}
+		if st.tooLarge && (d.RetryAfter != 0 || d.RetryKnown) {
+			t.Errorf("step %d: never admittable, yet retry after %v (%v)", i, d.RetryAfter, d.RetryKnown)
+		}
+		if !st.admitted && !st.tooLarge && d.RetryAfter <= 0 {
+			t.Errorf("step %d: an ordinary refusal with no time to retry", i)
 		}
 		if got := after.TooLarge - before.TooLarge; st.tooLarge != (got == st.cost) || !st.tooLarge && got != 0 {
 			t.Errorf("step %d: TooLarge counted %d, want %d if too large", i, got, st.cost)
@@ -573,11 +585,11 @@ func TestTooLarge(t *testing.T) {
 			t.Errorf("step %d: a request too large counted %d as demand", i, d)
 		}
 		if i == 6 && (err == nil || !strings.HasPrefix(err.Error(), "region: ") || !strings.Contains(err.Error(), "at most 40")) {
-			t.Errorf("step %d: Admissible's message: %v", i, err)
+			t.Errorf("step %d: Err's message: %v", i, err)
 		}
 	}
-	if err := l.Admissible("mallory", 1); !errors.Is(err, quota.ErrUnknownTenant) {
-		t.Errorf("Admissible of a tenant not served: %v", err)
+	if d := l.DecideAt(0, "mallory", 1); !d.Unknown || d.Allowed || !errors.Is(d.Err(), quota.ErrUnknownTenant) {
+		t.Errorf("a tenant not served: %+v, %v", d, d.Err())
 	}
 }
 

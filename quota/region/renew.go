@@ -18,6 +18,7 @@ func (l *Limiter) Request(now int64, tenant string) (quota.Request, error) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	defer l.noteAsk(b) // for decisions, which read no field under mu
 	offered := b.offeredSince(true)
 	b.offeredAcc += offered
 	b.hot.Store(false)

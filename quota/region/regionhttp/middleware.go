@@ -1,7 +1,6 @@
 package regionhttp
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -62,7 +61,7 @@ type TenantFunc func(*http.Request) string
 
 // Middleware returns net/http middleware that spends each request's cost
 // from its tenant's quota in l and answers 429 Too Many Requests when
-// there is none, with Retry-After (region.Limiter.RetryAfter's rule): the
+// there is none, with Retry-After (region.Limiter.DecideAt's rule): the
 // earliest of the next local refill that fits the request and the
 // activation of a lease already received, rounded up to the second (the
 // header's precision); or, when no time can be promised (no valid lease:
@@ -70,13 +69,15 @@ type TenantFunc func(*http.Request) string
 // region will next try the coordinator, backing off while it fails, at
 // most region.Config.MaxRetryAfter — with the body saying so. A tenant l
 // does not serve gets 403. A request that costs more than its tenant's
-// quota can ever hold in the region (region.Limiter.Admissible) gets 413
+// quota can ever hold in the region (region.Decision.Never) gets 413
 // Content Too Large — the request, as priced, is too large for the quota
 // — with no Retry-After, since waiting will not help, and a body saying
 // so with the most a request may cost; clients do not retry a 413
-// without Retry-After, where they would a 429. tenant is required: without it the middleware
-// is refused with an error wrapping quota.ErrConfig. The middleware is
-// safe for concurrent use, as the limiter is.
+// without Retry-After, where they would a 429. Each request's answer
+// comes from one region.Decision (Limiter.DecideAt), so that its status
+// and Retry-After come from the same lease. tenant is required: without
+// it the middleware is refused with an error wrapping quota.ErrConfig.
+// The middleware is safe for concurrent use, as the limiter is.
 func Middleware(l *region.Limiter, tenant TenantFunc, opts ...Option) (func(http.Handler) http.Handler, error) {
 	if l == nil || tenant == nil {
 		return nil, fmt.Errorf("%w: regionhttp: Middleware needs a limiter and a tenant function (whose quota a request spends)", quota.ErrConfig)
@@ -95,24 +96,29 @@ func Middleware(l *region.Limiter, tenant TenantFunc, opts ...Option) (func(http
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			name := tenant(r)
+			// Before pricing: a cost function need price only requests of
+			// tenants served (WithCost's example looks the tenant up).
 			if !l.Serves(name) {
-				http.Error(w, fmt.Sprintf("quota: unknown tenant %q", name), http.StatusForbidden)
+				forbid(w, name)
 				return
 			}
-			cost := o.cost(r)
-			now := o.now()
-			if l.AllowAt(now, name, cost) {
+			d := l.DecideAt(o.now(), name, o.cost(r))
+			switch {
+			case d.Allowed:
 				next.ServeHTTP(w, r)
-				return
+			case d.Unknown: // removed since Serves said it was served
+				forbid(w, name)
+			case d.Never:
+				o.tooLarge(w, r, d.Err())
+			default:
+				o.reject(w, r, d.RetryAfter, d.RetryKnown)
 			}
-			if err := l.Admissible(name, cost); errors.Is(err, region.ErrTooLarge) {
-				o.tooLarge(w, r, err)
-				return
-			}
-			d, known := l.RetryAfter(now, name, cost)
-			o.reject(w, r, d, known)
 		})
 	}, nil
+}
+
+func forbid(w http.ResponseWriter, tenant string) {
+	http.Error(w, fmt.Sprintf("quota: unknown tenant %q", tenant), http.StatusForbidden)
 }
 
 func rejectDefault(w http.ResponseWriter, r *http.Request, d time.Duration, known bool) {
