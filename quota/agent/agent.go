@@ -495,7 +495,7 @@ type AllowAnswer struct {
 	// Remaining is the tokens left in the region's bucket for the tenant.
 	Remaining float64 `json:"remaining"`
 	// RetryAfter is, when refused, the seconds to wait (see
-	// region.Limiter.DecideAt); RetryKnown says whether it is a
+	// region.Decision.RetryAfter); RetryKnown says whether it is a
 	// promise or the bounded retry policy.
 	RetryAfter float64 `json:"retry_after"`
 	RetryKnown bool    `json:"retry_known"`
@@ -513,8 +513,9 @@ const maxAllowBody = 4 << 10
 // Handler is the decision API: POST /v1/allow, and GET /v1/status for a
 // look at the leases; GET /metrics, /healthz and /readyz as well. It
 // answers each check from one region.Decision (Limiter.DecideAt) on local
-// state only: no call to the coordinator is made for a decision. It answers only requests whose Host is one of the agent's
-// names (quota/internal/ops, hosts.go; Options.Hosts), others 421.
+// state only: no call to the coordinator is made for a decision. It
+// answers only requests whose Host is one of the agent's names
+// (quota/internal/ops, hosts.go; Options.Hosts), others 421.
 func (a *Agent) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/allow", a.allow)
