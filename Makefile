@@ -248,7 +248,7 @@ unit-browser:
 # LONG_TESTS are the tests that skip under -short, or do less under it,
 # outside the models (whose every test runs again at full size below). internal/conventions
 # checks that every test that skips under -short is named here.
-LONG_TESTS := ^(TestGameAccessibilityEndToEnd|TestMysteryDebriefEndToEnd|TestConsoleEndToEnd|TestOverloadLabEndToEnd|TestQuotaLabEndToEnd|TestQuotaEndToEnd|TestQuotaRegionKilled|TestQuotaLeaderPaused|TestTwoAgentsOneRegion|TestForgedEpochUnderTraffic|TestQuotaCoordinatorDamagedDataDir|TestQuotaStartUpEndsOnSIGTERM|TestServeUnderAbuse|TestBusyMachineIsFlagged|TestSoakShort|TestShrinkUnderLoad|TestQuotaSurvivesEtcdElections|TestFiftyWorkersStayLevel|TestTokenRotationUnderTraffic|TestQuotaRestoreUnderTraffic|TestLeversEndToEnd|TestRunStopsEndToEnd|TestBotsPlayTheGameEndToEnd|TestAssignLLMDemoEndToEnd|TestPickMatchesModel)$$
+LONG_TESTS := ^(TestGameAccessibilityEndToEnd|TestMysteryDebriefEndToEnd|TestConsoleEndToEnd|TestOverloadLabEndToEnd|TestQuotaLabEndToEnd|TestQuotaEndToEnd|TestQuotaRegionKilled|TestQuotaLeaderPaused|TestQuotaAtScale|TestTwoAgentsOneRegion|TestForgedEpochUnderTraffic|TestQuotaCoordinatorDamagedDataDir|TestQuotaStartUpEndsOnSIGTERM|TestServeUnderAbuse|TestBusyMachineIsFlagged|TestSoakShort|TestShrinkUnderLoad|TestQuotaSurvivesEtcdElections|TestFiftyWorkersStayLevel|TestTokenRotationUnderTraffic|TestQuotaRestoreUnderTraffic|TestLeversEndToEnd|TestRunStopsEndToEnd|TestBotsPlayTheGameEndToEnd|TestAssignLLMDemoEndToEnd|TestPickMatchesModel)$$
 
 # long is make test-long's: the tests that skip under -short, with the
 # binaries they exec built once; the models at full size (the 120-seed
@@ -378,6 +378,8 @@ fuzz:
 	$(GO) test ./quota/agent -run '^$$' -fuzz '^FuzzShouldRateLimit$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/agent -run '^$$' -fuzz '^FuzzCanonicalPath$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/strictjson -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/strictjson -run '^$$' -fuzz '^FuzzSameAsReference$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./quota/remote -run '^$$' -fuzz '^FuzzDecodeAnswer$$' -fuzztime $(FUZZTIME)
 
 # bench runs the benchmarks docs/benchmarks.md quotes and summarises them
 # with benchstat (go install golang.org/x/perf/cmd/benchstat@latest). The

@@ -59,7 +59,8 @@ func (e *HeldError) Unwrap() error { return ErrRegionHeld }
 
 // ErrBusy: the coordinator is at the bound of the work it takes in (its
 // admission bulkhead is full, or the call's deadline cannot be met behind
-// the work queued): nothing of the call was done. The caller waits
+// the work queued): nothing of the call (or of the request, when a
+// batch's result says so) was done. The caller waits
 // BusyError.Wait, at least, before it asks again — a region backs off as
 // a whole, not tenant by tenant — so that an overloaded coordinator sheds
 // load instead of serving callers that have given up.
@@ -73,6 +74,11 @@ type BusyError struct {
 	Wait time.Duration
 	// Why says what is full, for the logs.
 	Why string
+	// Need, when not 0, is how long from now the coordinator expects the
+	// writes queued ahead of a call, and one of the call's own, to take:
+	// a call given less time before its deadline would be refused again,
+	// so the caller waits longer for its next one.
+	Need time.Duration
 }
 
 func (e *BusyError) Error() string {
@@ -82,6 +88,9 @@ func (e *BusyError) Error() string {
 	}
 	if e.Wait > 0 {
 		msg += fmt.Sprintf("; ask again in %v", (e.Wait + time.Millisecond - 1).Truncate(time.Millisecond))
+	}
+	if e.Need > 0 {
+		msg += fmt.Sprintf(", with %v or more to the deadline", (e.Need + time.Millisecond - 1).Truncate(time.Millisecond))
 	}
 	return msg
 }

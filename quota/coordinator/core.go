@@ -827,12 +827,27 @@ func (c *Core) Renew(now time.Duration, req quota.Request) (x Step, err error) {
 		}
 	}
 	rate := max(0, min(target.Rate, t.Rate-otherRate))
-	burst := max(0, min(target.Burst, t.Burst-ts.credit-otherBurst))
+	// The burst B leaves beside the other regions' and the credit held.
+	// Credit — tokens returned and confirmed — starts the lease with a
+	// balance instead of an empty bucket, as far as it fits; what moves
+	// into the lease is no longer held as credit, so the lease's burst
+	// may take its room: with the region's own balance within what is
+	// left (avail), Σ burst + credit stays within B whether all of the
+	// credit moves (burst ≤ avail + credit) or only what fits above the
+	// balance (burst − transfer = balance ≤ avail). Else the credit waits,
+	// and only avail is the lease's. (Without this, credit returned as
+	// every region shut down crowded the regions' next leases out of the
+	// burst it stood for: each got a sliver and took that sliver of the
+	// credit, so that every renewal for minutes changed the burst and
+	// cost a write — the writes a restarted region's tenants wait for.)
+	avail := t.Burst - ts.credit - otherBurst
+	burst := max(0, min(target.Burst, avail))
+	if rs.balance <= avail {
+		burst = max(0, min(target.Burst, avail+ts.credit))
+	}
 	if c.broken.fullToEvery() {
 		rate, burst = t.Rate, t.Burst
 	}
-	// Credit — tokens returned and confirmed — starts the lease with a
-	// balance instead of an empty bucket, as far as it fits.
 	transfer := min(ts.credit, max(0, burst-rs.balance))
 	short := rate < target.Rate || burst < target.Burst
 	if g, ok := c.unchanged(t, rs, req, now, rate, burst, transfer); ok {

@@ -204,6 +204,57 @@ func TestReturnsAreIdempotent(t *testing.T) {
 	}
 }
 
+// TestCreditMakesRoomForItself: every region returns its lease with a
+// full bucket — as a region shuts down — so that the credit holds the
+// tenant's whole burst. The regions' next leases each get their full
+// burst share at once, with as much of the credit as fits moved into
+// them, and their renewals after change nothing (no write). (Before,
+// the credit crowded the burst it stood for out of the leases: each got
+// a sliver of burst and took that sliver of the credit, so that the
+// bursts crept up over dozens of renewals, every one of them a write.)
+func TestCreditMakesRoomForItself(t *testing.T) {
+	c := newCore(t, NewMemLedger(), 0)
+	s := time.Second
+	held := map[string]quota.Grant{}
+	for _, r := range []string{"eu", "us", "ap"} {
+		held[r] = renew(t, c, 0, r, 0, 0)
+	}
+	for _, r := range []string{"eu", "us", "ap"} {
+		g := renew(t, c, s, r, held[r].Lease.ID, 0) // the others' leases known: the even shares
+		held[r] = g
+	}
+	for _, r := range []string{"eu", "us", "ap"} {
+		g := held[r]
+		if err := c.Return(ctx, 2*s, quota.Return{Tenant: "acme", Region: r, LeaseID: g.Lease.ID, Epoch: c.Epoch(), Balance: g.Lease.Burst}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cr := c.Credit("acme"); cr != seedTenant().Burst {
+		t.Fatalf("credit %v once every region returned a full bucket, want the burst %v", cr, seedTenant().Burst)
+	}
+	invariants(t, c)
+	for _, r := range []string{"eu", "us", "ap"} {
+		g := renew(t, c, 3*s, r, 0, 0)
+		if g.Lease.Burst != held[r].Lease.Burst || g.Lease.Transfer != g.Lease.Burst {
+			t.Fatalf("%s's lease after the returns: burst %v with %v moved in; want its share %v, full", r, g.Lease.Burst, g.Lease.Transfer, held[r].Lease.Burst)
+		}
+		held[r] = g
+		invariants(t, c)
+	}
+	for _, r := range []string{"eu", "us", "ap"} {
+		step, err := c.Core.Renew(8*s, quota.Request{Tenant: "acme", Region: r, Seq: seq(), Holding: held[r].Lease.ID, Epoch: c.Epoch(), Demand: 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(step.Ops); n > 0 && !step.Covered {
+			t.Fatalf("%s's renewal after: %d ops %+v, want none (its shares unchanged)", r, n, step.Ops)
+		}
+		if _, err := c.commit(step); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestFencingAndRestore: a successor fences the ledger, keeps counting the
 // leases it restores, and the old coordinator can no longer write.
 func TestFencingAndRestore(t *testing.T) {

@@ -36,11 +36,12 @@ type slowLedger struct {
 func (l *slowLedger) Commit(ctx context.Context, epoch uint64, ops ...Op) error {
 	l.mu.Lock()
 	l.sizes = append(l.sizes, len(ops))
+	per := l.per
 	l.mu.Unlock()
 	if l.maxOps > 0 && len(ops) > l.maxOps {
 		return fmt.Errorf("slow ledger: %d ops: %w", len(ops), ErrTxnTooLarge)
 	}
-	time.Sleep(time.Duration(len(ops)) * l.per)
+	time.Sleep(time.Duration(len(ops)) * per)
 	return l.MemLedger.Commit(ctx, epoch, ops...)
 }
 
@@ -48,7 +49,9 @@ func (l *slowLedger) Commit(ctx context.Context, epoch uint64, ops ...Op) error 
 // the first leases of 2,000 tenants with a patience of 200 ms, and the
 // ledger takes 100 µs an op, so that a batch's writes take 200 ms and
 // more. What the committer could not write before the caller's deadline
-// is taken back, not written, and counts nowhere: every lease the
+// — by its estimate when the call comes (the request is refused busy),
+// or when the write's turn comes (it is taken back) — is never written,
+// and counts nowhere: every lease the
 // coordinator counts afterwards was answered to the caller, and the
 // ledger holds no other. The region asks again for the rest, and all are
 // granted in a few rounds. (Before, every grant was written and counted
@@ -67,6 +70,7 @@ func TestGivenUpWorkIsDropped(t *testing.T) {
 		go srv.Run(ctx)
 		time.Sleep(2 * time.Second) // the seeding's writes
 		granted := map[uint64]bool{}
+		refusedWhole, refusedOne := 0, 0
 		want := map[string]bool{}
 		for _, tn := range tenants {
 			want[tn.Name] = true
@@ -82,13 +86,24 @@ func TestGivenUpWorkIsDropped(t *testing.T) {
 			rctx, rcancel := context.WithTimeout(ctx, 200*time.Millisecond)
 			res, err := srv.RenewBatch(rctx, reqs)
 			rcancel()
-			if err != nil {
+			var busy *quota.BusyError
+			switch {
+			case errors.As(err, &busy):
+				// Nothing of it could be written in time: refused whole.
+				if busy.Need <= 0 {
+					t.Fatalf("round %d: %v: says not how long a call needs", round, err)
+				}
+				refusedWhole++
+			case err != nil:
 				t.Fatalf("round %d: %v", round, err)
 			}
 			for i, r := range res {
-				if r.Err == nil {
+				switch {
+				case r.Err == nil:
 					granted[r.Grant.Lease.ID] = true
 					delete(want, reqs[i].Tenant)
+				case errors.Is(r.Err, quota.ErrBusy):
+					refusedOne++
 				}
 			}
 			time.Sleep(50 * time.Millisecond)
@@ -106,10 +121,68 @@ func TestGivenUpWorkIsDropped(t *testing.T) {
 			}
 		}
 		st := srv.Stats()
-		if st.Abandoned == 0 {
-			t.Fatalf("nothing abandoned (%+v): the test shows nothing", st)
+		if st.Abandoned+int64(refusedOne) == 0 {
+			t.Fatalf("nothing taken back nor refused (%+v): the test shows nothing", st)
 		}
-		t.Logf("%d granted, %d abandoned, %d txns", len(granted), st.Abandoned, st.Txns)
+		t.Logf("%d granted, %d requests refused busy (the writes ahead too long), %d calls refused whole, %d taken back, %d txns",
+			len(granted), refusedOne, refusedWhole, st.Abandoned, st.Txns)
+	})
+}
+
+// TestLateStepsTakenBack: a ledger that slows down after a call was
+// admitted — its writes had been quick, so the whole call seemed to fit
+// before its deadline — still writes nothing its caller has given up on:
+// when a step's turn comes too near the deadline it is taken back, and
+// every lease counted or held in the ledger afterwards was answered.
+func TestLateStepsTakenBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		tenants := manyTenants(1000)
+		l := &slowLedger{MemLedger: NewMemLedger()}
+		srv, err := NewServer(ctx, Config{Tenants: tenants}, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go srv.Run(ctx)
+		time.Sleep(time.Second) // the seeding's writes, instant
+		l.mu.Lock()
+		l.per = time.Millisecond // from now on, 128 ms a full write
+		l.mu.Unlock()
+		reqs := make([]quota.Request, len(tenants))
+		for i, tn := range tenants {
+			reqs[i] = quota.Request{Tenant: tn.Name, Region: "eu", Seq: seq(), Demand: -1}
+		}
+		rctx, rcancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		res, err := srv.RenewBatch(rctx, reqs)
+		rcancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		granted := map[uint64]bool{}
+		for _, r := range res {
+			if r.Err == nil {
+				granted[r.Grant.Lease.ID] = true
+			} else if !errors.Is(r.Err, ErrAbandoned) {
+				t.Fatalf("a renewal refused with %v, want ErrAbandoned or a grant", r.Err)
+			}
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		st := srv.Stats()
+		if st.Abandoned == 0 || len(granted) == 0 {
+			t.Fatalf("%d granted, %d taken back: want both", len(granted), st.Abandoned)
+		}
+		for _, id := range srv.LiveIDs() {
+			if !granted[id] {
+				t.Errorf("lease %d counts, but no caller was answered with it", id)
+			}
+		}
+		for _, ls := range l.Backup().snap.Leases {
+			if !granted[ls.ID] {
+				t.Errorf("the ledger holds lease %d, which no caller was answered with", ls.ID)
+			}
+		}
 	})
 }
 

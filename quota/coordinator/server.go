@@ -59,10 +59,16 @@ type Server struct {
 	// limit (MaxOpser), halved each time the ledger refuses a write for
 	// its size.
 	maxOps int
-	// writeTime is a moving average of how long a ledger write takes:
-	// how close to its deadline a queued step may be and still be
-	// written in time, and how long a busy refusal asks callers to wait.
+	// writeTime is a moving average of how long the committer takes over
+	// a transaction — the ledger's write, the journal, the answers, all
+	// that keeps it from the next one: how many operations a call's
+	// deadline leaves room for behind those queued (fits), how close to
+	// its deadline a queued step may be and still be written in time
+	// (drop), and how long a busy refusal asks callers to wait.
 	writeTime time.Duration
+	// flushOps is how many operations of the batch the committer took
+	// from the queue are not written yet: ahead of any step queued now.
+	flushOps int
 	// draining: Run's context ended; the calls queued are being written,
 	// and new ones are refused (ErrStopping).
 	draining bool
@@ -411,21 +417,16 @@ func (s *Server) submit(ctx context.Context, prio bulkhead.Priority, n int, prop
 	}
 	at := s.Since()
 	var deadline time.Duration
+	ahead := 0 // the operations to be written before this call's
 	if d, ok := ctx.Deadline(); ok {
 		deadline = max(1, d.Sub(s.start))
-		if deadline < at+2*s.writeTime {
-			// Admitted too late to write anything before the caller gives
-			// up: nothing proposed, and the caller told to wait, not left
-			// to time out.
-			s.stats.Busy++
-			wait := s.busyWait()
-			s.mu.Unlock()
-			return nil, &quota.BusyError{Wait: wait, Why: "the call's deadline is nearer than a write takes"}
-		}
+		ahead = s.aheadOps()
 	}
 	s.proof()
 	var covered []int    // the calls whose steps are covered and proven,
 	var coveredSt []Step // and those steps: none in most calls
+	var late *quota.BusyError
+	refused := 0
 	for i := range n {
 		step, err := propose(at, i)
 		if err != nil {
@@ -438,6 +439,29 @@ func (s *Server) submit(ctx context.Context, prio bulkhead.Priority, n int, prop
 			covered, coveredSt = append(covered, i), append(coveredSt, step)
 			continue
 		}
+		// A step without ops needs a proof of leadership instead, which
+		// may take a round trip to the ledger: counted as one.
+		cost := max(1, len(step.Ops))
+		if deadline != 0 && !s.fits(at, deadline, ahead+cost) {
+			// Its write would land after the caller gave up: taken back
+			// before anything of it is written, and the request refused
+			// busy — not granted a lease the region never gets, which
+			// would count against its tenant until it expired.
+			if rest, ok := s.core.Abandon(step); ok {
+				if late == nil {
+					s.stats.Busy++
+					late = &quota.BusyError{Wait: s.busyWait(), Why: "the writes queued ahead would land after the call's deadline",
+						Need: s.need(ahead + cost)}
+				}
+				out[i].err, refused = late, refused+1
+				if len(rest.Ops) > 0 || len(rest.Ended) > 0 {
+					s.queue = append(s.queue, pending{at: at, step: rest})
+					ahead += len(rest.Ops)
+				}
+				continue
+			}
+		}
+		ahead += cost
 		done[i] = make(chan outcome, 1)
 		s.queue = append(s.queue, pending{at: at, step: step, done: done[i], deadline: deadline})
 	}
@@ -447,6 +471,11 @@ func (s *Server) submit(ctx context.Context, prio bulkhead.Priority, n int, prop
 	s.answerCovered(at, covered, coveredSt, out)
 	s.kickCommitter()
 	s.mu.Unlock()
+	if n > 0 && refused == n {
+		// Nothing of the call can be done in time: refused whole, so that
+		// the caller backs off, and learns how long a call now needs.
+		return nil, late
+	}
 	for i, d := range done {
 		if d != nil {
 			out[i] = s.wait(ctx, d)
@@ -470,6 +499,32 @@ func (s *Server) proof() {
 		return
 	}
 	s.core.Led(sent.Sub(s.start), until.Sub(s.start))
+}
+
+// aheadOps is how many operations are to be written before a step
+// queued now: the queue's and what the committer has taken and not yet
+// written. Called under mu.
+func (s *Server) aheadOps() int {
+	ops := s.flushOps
+	for _, p := range s.queue {
+		ops += len(p.step.Ops)
+	}
+	return ops
+}
+
+// fits says whether ops operations, from at, can be written a write's
+// time before deadline — the time the answer needs on its way — at the
+// ledger's pace: maxOps a transaction, one transaction a writeTime.
+// Called under mu.
+func (s *Server) fits(at, deadline time.Duration, ops int) bool {
+	return at+s.need(ops) <= deadline
+}
+
+// need is how long from now ops operations take to write, plus the
+// margin of one write (fits). Called under mu.
+func (s *Server) need(ops int) time.Duration {
+	txns := (ops + s.maxOps - 1) / max(1, s.maxOps)
+	return time.Duration(txns+1) * s.writeTime
 }
 
 // busyWait is how long a busy refusal asks its caller to wait: about
@@ -720,12 +775,26 @@ func (s *Server) flush(ctx context.Context) error {
 			batch, s.bg = s.bg, nil
 		}
 		epoch := s.core.Epoch()
+		s.flushOps = 0
+		for _, p := range batch {
+			s.flushOps += len(p.step.Ops)
+		}
 		s.mu.Unlock()
 		if len(batch) == 0 {
 			return nil
 		}
 		for len(batch) > 0 {
 			s.mu.Lock()
+			if background && len(s.queue) > 0 {
+				// A call waits: its steps go first, the background's
+				// rest after them.
+				s.bg = append(batch, s.bg...)
+				s.flushOps = 0
+				s.mu.Unlock()
+				break
+			}
+			// (What drop takes back still counts in flushOps until the
+			// batch is written: a little more than is ahead, never less.)
 			batch = s.drop(batch)
 			maxOps := s.maxOps
 			s.mu.Unlock()
@@ -738,6 +807,7 @@ func (s *Server) flush(ctx context.Context) error {
 				n++
 			}
 			txn := batch[:n]
+			began := time.Now()
 			err := s.persist(ctx, epoch, txn, ops)
 			if errors.Is(err, ErrTxnTooLarge) {
 				s.mu.Lock()
@@ -769,6 +839,7 @@ func (s *Server) flush(ctx context.Context) error {
 					rest = append(rest, pending{at: p.at, step: p.step, again: true})
 				}
 				*back = append(rest, *back...)
+				s.flushOps = 0
 				s.mu.Unlock()
 				return err
 			}
@@ -776,9 +847,18 @@ func (s *Server) flush(ctx context.Context) error {
 			for _, p := range txn {
 				s.acknowledge(p, nil)
 			}
+			if ops > 0 {
+				// A moving average over about eight transactions, each
+				// as long as the committer was kept from the next one.
+				s.writeTime += (time.Since(began) - s.writeTime) / 8
+			}
+			s.flushOps = max(0, s.flushOps-ops)
 			s.mu.Unlock()
 			batch = batch[n:]
 		}
+		s.mu.Lock()
+		s.flushOps = 0
+		s.mu.Unlock()
 	}
 }
 
@@ -928,16 +1008,10 @@ func (s *Server) commit(ctx context.Context, epoch uint64, ops []Op) error {
 			return err
 		}
 	}
-	began := time.Now()
 	err := s.ledger.Commit(ctx, epoch, ops...)
-	took := time.Since(began)
 	s.mu.Lock()
 	s.stats.Txns++
 	s.stats.Ops += int64(len(ops))
-	if err == nil {
-		// A moving average over about eight writes.
-		s.writeTime += (took - s.writeTime) / 8
-	}
 	s.mu.Unlock()
 	if !errors.Is(err, ErrOutcomeUnknown) {
 		return err

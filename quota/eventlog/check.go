@@ -488,7 +488,14 @@ func (c *Checker) lease(e *Event) {
 	}
 	c.leases[e.ID] = lc
 	if e.Transfer > 0 {
-		tc.setCredit(e.T, tc.credit-e.Transfer)
+		// The credit moves into the lease as it activates — one step of
+		// the coordinator's, one instant — which the log may write a
+		// nanosecond before the event's own time, mapping clocks.
+		at := e.T
+		if e.Activates < at && e.Activates >= tc.creditAt {
+			at = e.Activates
+		}
+		tc.setCredit(at, tc.credit-e.Transfer)
 		if tc.credit < 0 {
 			c.violate(e.T, "lease %d transfers %v tokens; only %v were returned and not yet moved", e.ID, e.Transfer, tc.credit+e.Transfer)
 		}

@@ -89,6 +89,35 @@ func TestCheckerCatches(t *testing.T) {
 	}
 }
 
+// TestTransferMovesCreditAtActivation: credit moved into a lease stops
+// counting as the lease starts to — one step of the coordinator's —
+// though the log writes the lease's activation a nanosecond before its
+// event, mapping the coordinator's clock: a lease of burst 7 with all 3
+// of the credit moved in, beside another of 3, is within B = 10; a lease
+// that moves less than it crowds out is not.
+func TestTransferMovesCreditAtActivation(t *testing.T) {
+	start := Event{Kind: Start, Tenant: "t", Rate: 10 * quota.One, Burst: 10 * quota.One, N: 2, Why: "hard"}
+	for _, tc := range []struct {
+		transfer   float64
+		violations bool
+	}{{3, false}, {2, true}} {
+		c := NewChecker()
+		for _, e := range []Event{
+			start,
+			{T: 0, Kind: Lease, Tenant: "t", Region: "b", ID: 1, Epoch: 1, Rate: 5 * quota.One, Burst: 3 * quota.One, Activates: 0, Expires: int64(10 * s)},
+			{T: 0, Kind: Credit, Tenant: "t", Region: "a", Balance: 3 * quota.One},
+			{T: int64(s) + 1, Kind: Lease, Tenant: "t", Region: "a", ID: 2, Epoch: 1, Rate: 5 * quota.One, Burst: 7 * quota.One,
+				Transfer: quota.Tokens(tc.transfer), Activates: int64(s), Expires: int64(11 * s)},
+		} {
+			c.Write(&e)
+		}
+		rep := c.Finish(int64(20 * s))
+		if (rep.Violations > 0) != tc.violations {
+			t.Errorf("transfer %v: %d violations %q, want violations: %v", tc.transfer, rep.Violations, rep.Messages, tc.violations)
+		}
+	}
+}
+
 // TestRestartLive: a real coordinator killed between a write to its
 // ledger and the line in its log loses the line, not the write. Its
 // successor's restart says which leases it restored; an older lease not

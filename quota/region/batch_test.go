@@ -327,10 +327,62 @@ func TestBusyBacksOffTheRegion(t *testing.T) {
 	})
 }
 
+// TestBusyNeedWaitsLonger: a coordinator whose writes queued ahead would
+// land after a call's deadline refuses it busy and says how long a call
+// needs (quota.BusyError.Need); the region's next call waits that long —
+// past MaxRetry, as no timeout would make it — but no longer than
+// MaxPatience, and once answers come quickly its patience comes back.
+// Virtual time (synctest).
+func TestBusyNeedWaitsLonger(t *testing.T) {
+	for _, tc := range []struct {
+		need, want time.Duration
+	}{
+		{need: 5 * time.Second, want: 5 * time.Second},
+		{need: 40 * time.Second, want: 10 * time.Second}, // MaxPatience
+	} {
+		t.Run(tc.need.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				names, srv, stop := manyTenants(t, 50)
+				defer stop()
+				busy := &quota.BusyError{Wait: time.Second, Why: "the writes queued ahead", Need: tc.need}
+				f := &flaky{Coordinator: srv, fail: func(k int) error {
+					if k == 0 {
+						return busy
+					}
+					return nil
+				}}
+				rec := &recorder{Coordinator: f, start: time.Now()}
+				cfg := region.DefaultConfig("eu", names...)
+				cfg.MaxRetry = 2 * time.Second
+				l, err := region.New(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				var wg sync.WaitGroup
+				defer wg.Wait()
+				defer cancel()
+				wg.Go(func() { l.Run(ctx, rec) })
+				time.Sleep(3 * time.Second)
+				synctest.Wait()
+				calls := rec.snapshot()
+				if len(calls) < 2 || calls[0].patience != cfg.Retry || calls[1].patience != tc.want {
+					t.Fatalf("calls %+v: want the first with a deadline %v after it was sent, the next %v", calls, cfg.Retry, tc.want)
+				}
+				time.Sleep(30 * time.Second)
+				synctest.Wait()
+				if st := l.RunStats(); st.Patience != cfg.Retry {
+					t.Errorf("patience %v after answers came at once: want %v", st.Patience, cfg.Retry)
+				}
+			})
+		})
+	}
+}
+
 // TestTimeoutsBackOffAndWaitLonger: a coordinator that answers nothing
 // times the region's calls out; each call's deadline is the region's
 // patience, which doubles with each timeout (0.5, 1, 2, 4, 8 s, then no
-// more), and the region waits before each next call at least half its
+// more: MaxRetry), and the region waits before each next call at least half its
 // backoff (the retry interval doubled per failure in a row); once the
 // coordinator answers, every tenant is leased and the patience and the
 // size of a call come back. The same backoff follows calls that fail unreachable
@@ -380,7 +432,7 @@ func TestTimeoutsBackOffAndWaitLonger(t *testing.T) {
 					}
 					want := retry
 					if tc.err == errHang {
-						want = min(most, retry<<i) // doubled by each timeout
+						want = min(most, retry<<i) // doubled by each timeout, up to MaxRetry
 					}
 					if i < len(calls) && calls[i].patience != want {
 						t.Errorf("call %d's deadline %v after it was sent, want %v", i, calls[i].patience, want)

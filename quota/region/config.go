@@ -30,6 +30,15 @@ type Config struct {
 	Retry, MaxRetry time.Duration
 	// MaxRetryAfter caps the Retry-After the middleware promises; 30 s.
 	MaxRetryAfter time.Duration
+	// MaxPatience is the longest Run waits for a call's answer. Its
+	// patience starts at Retry and doubles after each call that timed
+	// out, up to MaxRetry; it goes past MaxRetry only when the
+	// coordinator, refusing a call busy, says that a call now needs more
+	// (quota.BusyError.Need: its writes queued ahead take that long), and
+	// then no further than MaxPatience. Default 10 s (a lease's length:
+	// waiting longer would not keep a lease valid); at least MaxRetry, at
+	// most a minute.
+	MaxPatience time.Duration
 	// Jitter spreads re-sends: each wait before re-sending an unanswered
 	// request is stretched by a random fraction up to Jitter, so that
 	// regions (and tenants) cut off together do not come back in step.
@@ -97,8 +106,8 @@ func DefaultConfig(region string, tenants ...string) Config {
 		Region: region, Tenants: tenants,
 		MaxDrift: 500e-6, HotInterval: 250 * time.Millisecond,
 		Retry: 500 * time.Millisecond, MaxRetry: 8 * time.Second,
-		MaxRetryAfter: 30 * time.Second,
-		BatchSize:     DefaultBatchSize, InFlight: DefaultInFlight, Spread: DefaultSpread,
+		MaxRetryAfter: 30 * time.Second, MaxPatience: 10 * time.Second,
+		BatchSize: DefaultBatchSize, InFlight: DefaultInFlight, Spread: DefaultSpread,
 	}
 }
 
@@ -118,6 +127,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxRetryAfter == 0 {
 		c.MaxRetryAfter = d.MaxRetryAfter
+	}
+	if c.MaxPatience == 0 {
+		c.MaxPatience = max(d.MaxPatience, c.MaxRetry)
 	}
 	if c.BatchSize == 0 {
 		c.BatchSize = d.BatchSize
@@ -145,6 +157,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: hot interval %v: want 1ms to 1m", quota.ErrConfig, c.HotInterval)
 	case c.Retry < time.Millisecond || c.MaxRetry < c.Retry || c.MaxRetry > time.Hour:
 		return fmt.Errorf("%w: retry %v up to %v: want 1ms ≤ retry ≤ max retry ≤ 1h", quota.ErrConfig, c.Retry, c.MaxRetry)
+	case c.MaxPatience < c.MaxRetry || c.MaxPatience > time.Minute:
+		return fmt.Errorf("%w: max patience %v: want max retry (%v) to 1m", quota.ErrConfig, c.MaxPatience, c.MaxRetry)
 	case c.MaxRetryAfter < time.Second || c.MaxRetryAfter > time.Hour:
 		return fmt.Errorf("%w: max Retry-After %v: want 1s to 1h", quota.ErrConfig, c.MaxRetryAfter)
 	case !(c.Jitter >= 0 && c.Jitter <= 1):

@@ -223,11 +223,17 @@ func (l *Limiter) RunStats() RunStats {
 //
 // Each call has a deadline, the region's patience: the retry interval,
 // doubled by each call that timed out (up to MaxRetry), and halved again
-// once answers come back within half the shorter one. A timeout also
-// halves what a call carries (down to 64 requests), so that calls get
-// through a coordinator too slow to answer a whole batch within
-// MaxRetry; answers within half the patience double it again, up to
-// BatchSize. A call that fails as a whole — the coordinator busy, no
+// once answers come back within half the shorter one; and at least what
+// a busy refusal said a call needs now (quota.BusyError.Need, up to
+// MaxPatience): a coordinator behind on its writes takes in only what it
+// can write by a call's deadline, and says how long that is. (Timeouts
+// alone do not take the patience past MaxRetry: an answer that comes
+// late carries a lease measured from the request's sending, already
+// partly gone, and a leader that stopped answering is left for the next
+// one only once the patience has run out.) A timeout also halves what a
+// call carries (down to 64 requests), so that calls get through a
+// coordinator too slow to answer a whole batch in time; answers within
+// half the patience double it again, up to BatchSize. A call that fails as a whole — the coordinator busy, no
 // answer in time, no leader, the region held by another agent, or every
 // renewal in it refused for the coordinator's own reasons (not written,
 // dropped past its deadline) — makes the whole region wait before it
@@ -312,9 +318,13 @@ type runner struct {
 	done          chan callDone  // their ends
 	fails         int            // calls failed in a row
 	failedCalls   uint64         // calls failed in all: draws the backoff's jitter
-	level         int            // the patience is Retry·2^level
-	size          int            // the most requests a call carries now: Config.BatchSize, halved by timeouts
-	waitUntil     int64          // nothing is sent before, on the limiter's clock
+	level         int            // the patience is Retry·2^level, up to MaxRetry
+	// need is the patience the coordinator last said a call needs
+	// (quota.BusyError.Need), up to MaxPatience: the patience is at least
+	// that, until answers come in half of it.
+	need      time.Duration
+	size      int   // the most requests a call carries now: Config.BatchSize, halved by timeouts
+	waitUntil int64 // nothing is sent before, on the limiter's clock
 
 	failing  atomic.Bool // the journal's last record failed
 	mu       sync.Mutex
@@ -351,19 +361,19 @@ func (f failure) String() string {
 
 // failureOf classifies a call's error; timedOut says that its deadline
 // passed.
-func failureOf(err error, timedOut bool) (failure, time.Duration) {
+func failureOf(err error, timedOut bool) (f failure, wait, need time.Duration) {
 	var busy *quota.BusyError
 	switch {
 	case errors.As(err, &busy):
-		return failBusy, busy.Wait
+		return failBusy, busy.Wait, busy.Need
 	case errors.Is(err, quota.ErrBusy):
-		return failBusy, 0
+		return failBusy, 0, 0
 	case errors.Is(err, quota.ErrRegionHeld):
-		return failHeld, 0
+		return failHeld, 0, 0
 	case timedOut || errors.Is(err, context.DeadlineExceeded):
-		return failTimeout, 0
+		return failTimeout, 0, 0
 	}
-	return failUnavailable, 0
+	return failUnavailable, 0, 0
 }
 
 // callDone is what a call's goroutine reports when the call ends.
@@ -374,6 +384,7 @@ type callDone struct {
 	patience time.Duration // the call's
 	why      failure
 	wait     time.Duration // the coordinator's, if it said busy
+	need     time.Duration // the patience it said a call needs, if it said busy
 	err      error
 	what     string // "renewals" or "returns", for the log
 	n        int    // requests or returns it carried
@@ -513,7 +524,7 @@ func (r *runner) start(call func(patience time.Duration) callDone) {
 
 // patience is the deadline Run gives a call now.
 func (r *runner) patience() time.Duration {
-	return min(r.l.cfg.MaxRetry, r.l.cfg.Retry<<r.level)
+	return max(min(r.l.cfg.MaxRetry, r.l.cfg.Retry<<r.level), min(r.need, r.l.cfg.MaxPatience))
 }
 
 // finish takes in a call's end: its tenants back into the schedule, the
@@ -540,6 +551,12 @@ func (r *runner) finish(d callDone) {
 		if r.level > 0 && d.took < min(l.cfg.MaxRetry, l.cfg.Retry<<(r.level-1))/2 {
 			r.level--
 		}
+		if r.need > 0 && d.took < r.need/2 {
+			r.need /= 2
+			if r.need < l.cfg.Retry {
+				r.need = 0
+			}
+		}
 	default:
 		r.failed(now, d)
 	}
@@ -555,11 +572,17 @@ func (r *runner) failed(now int64, d callDone) {
 	wait := time.Duration(float64(base) * (0.5 + l.draw("", r.failedCalls)))
 	wait = max(wait, d.wait)
 	r.waitUntil = max(r.waitUntil, now+int64(wait))
+	if d.why == failBusy && d.need > r.patience() {
+		// Refused because what the coordinator has queued ahead would not
+		// be written by the call's deadline: the next call waits as long
+		// as it said a call needs now, rather than be refused again.
+		r.need = min(d.need, l.cfg.MaxPatience)
+	}
 	if d.why == failTimeout {
 		// The coordinator is slow: wait longer for it, and ask it for
 		// less at a time, so that some calls make it even when it cannot
-		// answer a whole batch within MaxRetry.
-		if r.patience() < l.cfg.MaxRetry {
+		// answer a whole batch within the patience.
+		if r.l.cfg.Retry<<r.level < l.cfg.MaxRetry {
 			r.level++
 		}
 		r.size = max(r.size/2, min(minBatch, l.cfg.BatchSize))
@@ -601,7 +624,7 @@ func (r *runner) renew(ctx context.Context, batch []*bucket, reqs []quota.Reques
 		}
 		if !d.shutdown { // else no failure of the coordinator's
 			l.counters.renewFailures.Add(int64(len(reqs)))
-			d.why, d.wait = failureOf(err, timedOut)
+			d.why, d.wait, d.need = failureOf(err, timedOut)
 			d.err = err
 		}
 		return d
@@ -762,7 +785,7 @@ func (r *runner) sendReturns(ctx context.Context, rets []quota.Return, patience 
 	d.shutdown = ctx.Err() != nil
 	if err != nil {
 		l.counters.returnFailures.Add(int64(len(rets)))
-		d.why, d.wait = failureOf(err, cctx.Err() != nil)
+		d.why, d.wait, d.need = failureOf(err, cctx.Err() != nil)
 		d.err = err
 		return d
 	}

@@ -323,6 +323,16 @@ func (h *handler) deadline(w http.ResponseWriter, received time.Time, p int64) (
 	return received.Add(wait), true
 }
 
+// patienceFor is the patience a caller must claim for the backend to
+// have need before its deadline (deadline's inverse), rounded up to the
+// millisecond, at most MaxPatience; 0 for 0.
+func patienceFor(need time.Duration) time.Duration {
+	if need <= 0 {
+		return 0
+	}
+	return min(MaxPatience, (need*4/3 + time.Millisecond - 1).Truncate(time.Millisecond))
+}
+
 func (h *handler) renew(w http.ResponseWriter, r *http.Request) {
 	received := time.Now()
 	var body RenewBody
@@ -411,7 +421,8 @@ func refuseCall(w http.ResponseWriter, err error) {
 	var busy *quota.BusyError
 	if errors.As(err, &busy) {
 		w.Header().Set("Retry-After", strconv.FormatInt(max(1, int64(math.Ceil(busy.Wait.Seconds()))), 10))
-		refuse(w, http.StatusServiceUnavailable, Refusal{Error: err.Error(), Code: CodeBusy, RetryAfterMS: busy.Wait.Milliseconds()})
+		refuse(w, http.StatusServiceUnavailable, Refusal{Error: err.Error(), Code: CodeBusy, RetryAfterMS: busy.Wait.Milliseconds(),
+			PatienceMS: patienceFor(busy.Need).Milliseconds()})
 		return
 	}
 	refuse(w, http.StatusServiceUnavailable, Refusal{Error: err.Error(), Code: codeOf(err)})

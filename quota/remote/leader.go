@@ -182,7 +182,8 @@ func (l *leaders) request(ctx context.Context, method, u string, data []byte) (r
 			secs, _ := strconv.ParseInt(resp.Header.Get("Retry-After"), 10, 64)
 			wait = time.Duration(min(max(secs, 0), 60)) * time.Second
 		}
-		return nil, "", true, &quota.BusyError{Wait: wait, Why: ref.Error}
+		need := time.Duration(min(max(ref.PatienceMS, 0), MaxPatience.Milliseconds())) * time.Millisecond
+		return nil, "", true, &quota.BusyError{Wait: wait, Why: ref.Error, Need: need}
 	case resp.StatusCode == http.StatusConflict && ref.Code == CodeSuperseded:
 		return nil, "", final, &remoteError{msg: ref.Error, base: quota.ErrSuperseded}
 	}

@@ -29,6 +29,7 @@ type deadlines struct {
 	mu   sync.Mutex
 	left []time.Duration // 0: no deadline
 	busy error
+	each error // each request's result, when not nil
 }
 
 func (d *deadlines) note(ctx context.Context) error {
@@ -51,6 +52,16 @@ func (d *deadlines) last() time.Duration {
 func (d *deadlines) RenewBatch(ctx context.Context, reqs []quota.Request) ([]quota.Result, error) {
 	if err := d.note(ctx); err != nil {
 		return nil, err
+	}
+	d.mu.Lock()
+	each := d.each
+	d.mu.Unlock()
+	if each != nil {
+		res := make([]quota.Result, len(reqs))
+		for i := range res {
+			res[i].Err = each
+		}
+		return res, nil
 	}
 	return d.Server.RenewBatch(ctx, reqs)
 }
@@ -236,6 +247,24 @@ func TestBusyAndBatches(t *testing.T) {
 	}
 	if _, err := c.ReturnBatch(ctx, []quota.Return{{Tenant: "acme", Region: "eu", LeaseID: res[0].Grant.Lease.ID}}); !errors.As(err, &busy) || busy.Wait != 1500*time.Millisecond {
 		t.Errorf("returns refused busy: %v, want a *quota.BusyError asking 1.5 s", err)
+	}
+
+	// Refused for the writes queued ahead: the coordinator needs 3 s
+	// before a call's deadline, which it sets at three quarters of the
+	// caller's patience: a call needs 4 s of patience.
+	back.mu.Lock()
+	back.busy = &quota.BusyError{Wait: 200 * time.Millisecond, Why: "the writes queued ahead", Need: 3 * time.Second}
+	back.mu.Unlock()
+	if _, err := c.RenewBatch(ctx, reqs[:1]); !errors.As(err, &busy) || busy.Need != 4*time.Second {
+		t.Errorf("renewals refused busy for the writes ahead: %v, want a *quota.BusyError needing 4 s", err)
+	}
+	// One request refused so, in a call answered: its result is busy.
+	back.mu.Lock()
+	back.busy, back.each = nil, &quota.BusyError{Why: "the writes queued ahead"}
+	back.mu.Unlock()
+	res, err = c.RenewBatch(ctx, reqs[:1])
+	if err != nil || len(res) != 1 || !errors.Is(res[0].Err, quota.ErrBusy) {
+		t.Errorf("a request refused busy alone: %+v, %v: want its result busy", res, err)
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 //
 //	POST /v1/region/attach {"agent":"host:pid"}               → {"epoch":E,"incarnation":N} | 409 {"error":…,"code":"region_held","holder":…} + Retry-After
 //	POST /v1/region/detach {"incarnation":N}                  → {"epoch":E} | 409 {"error":…,"code":"superseded"}
-//	POST /v1/renew   {"incarnation":N,"requests":[quota.Request...],"patience_ms":P}  → {"epoch":E,"results":[{"grant":…}|{"error":…,"code":…}],"nudges":[…]} | 503 {"error":…,"code":"busy","retry_after_ms":W}
+//	POST /v1/renew   {"incarnation":N,"requests":[quota.Request...],"patience_ms":P}  → {"epoch":E,"results":[{"grant":…}|{"error":…,"code":…}],"nudges":[…]} | 503 {"error":…,"code":"busy","retry_after_ms":W,"patience_ms":P'}
 //	POST /v1/return  {"incarnation":N,"returns":[quota.Return...],"patience_ms":P}    → {"epoch":E,"results":[{}|{"error":…,"code":…}]} | 503 busy
 //	GET  /v1/region/tenants                                   → {"epoch":E,"region":R,"tenants":[{"name":…,"version":V,"costs":{…}}...]} + ETag; 304 to a matching If-None-Match
 //
@@ -35,10 +35,16 @@ import (
 // A renewal or return body may say how long its caller waits for the
 // answer (patience_ms, 1 to 60,000; absent: the coordinator's own
 // bound): the coordinator gives its work a deadline of the body's
-// receipt plus the lesser of the two, and drops what it cannot answer by
-// then, or refuses the whole body at once with 503 busy and the wait it
-// asks for, when it is taking in all it can. Either way the region backs
-// off as a whole, not tenant by tenant.
+// receipt plus the lesser of three quarters of it (the rest is the
+// answer's way) and its own bound. A request whose write would land
+// after that deadline, behind the writes queued ahead of it, is refused
+// at once with code busy, nothing of it done; a body none of whose
+// requests can be answered in time is refused whole with 503 busy, the
+// wait it asks for, and the patience a body needs now (patience_ms, P');
+// what it took in and cannot write by the deadline after all, it drops.
+// A whole body is refused busy, too, when the coordinator is taking in
+// all it can. Either way the region backs off as a whole, not tenant by
+// tenant.
 //
 // GET /v1/region/tenants lists the tenants whose regions include the
 // token's region, as the leader has them now: region agents poll it to
@@ -155,6 +161,11 @@ type Refusal struct {
 	// again, in milliseconds: finer than the Retry-After header's whole
 	// seconds, which says the same rounded up.
 	RetryAfterMS int64 `json:"retry_after_ms,omitempty"`
+	// PatienceMS is, in a 503 busy refused for the writes queued ahead of
+	// the call, the least patience (as a body's patience_ms) with which
+	// the coordinator expects to answer a call now: a caller that asked
+	// with less may ask again with more.
+	PatienceMS int64 `json:"patience_ms,omitempty"`
 }
 
 // Codes of a Result's error, for the errors a region can branch on.
@@ -174,7 +185,8 @@ const (
 	// (quota.ErrRegionHeld), in a 409.
 	CodeRegionHeld = "region_held"
 	// CodeBusy: the coordinator refused the whole call (503) to shed load
-	// (quota.ErrBusy); its Retry-After says when to ask again.
+	// (quota.ErrBusy); its Retry-After says when to ask again. In a
+	// result: that request alone, for the writes queued ahead of it.
 	CodeBusy = "busy"
 )
 
@@ -237,6 +249,10 @@ func errOf(r Result) error {
 		base = quota.ErrUnverifiedEpoch
 	case CodeInvalid:
 		base = quota.ErrConfig
+	case CodeBusy:
+		// A request refused alone: its write would have landed after
+		// the call's deadline.
+		base = quota.ErrBusy
 	default:
 		return &remoteError{msg: r.Error}
 	}

@@ -20,6 +20,9 @@ type Recovery struct {
 	// answering); Worst is the fewest pairs leased at one poll.
 	Lost  bool     `json:"lost"`
 	Worst Coverage `json:"worst"`
+	// Last is the last poll that found a tenant without a valid lease:
+	// what the recovery waited for at the end.
+	Last Coverage `json:"last"`
 	// Recovered says whether every tenant was leased in every region
 	// again, and stayed so for the settle time, within the bound; Took
 	// is from the fault's start until the last spell without (0 if
@@ -40,9 +43,9 @@ func (r Recovery) String() string {
 	case !r.Lost:
 		b.WriteString("no tenant lost its lease")
 	case r.Recovered:
-		fmt.Fprintf(&b, "every tenant valid again after %v (worst: %v)", r.Took.Round(10*time.Millisecond), r.Worst)
+		fmt.Fprintf(&b, "every tenant valid again after %v (worst: %v; the last poll without: %v)", r.Took.Round(10*time.Millisecond), r.Worst, r.Last)
 	default:
-		fmt.Fprintf(&b, "NOT RECOVERED within %v (worst: %v)", r.Bound.Round(time.Second), r.Worst)
+		fmt.Fprintf(&b, "NOT RECOVERED within %v (worst: %v; last: %v)", r.Bound.Round(time.Second), r.Worst, r.Last)
 	}
 	if r.Err != "" {
 		fmt.Fprintf(&b, "; error: %s", r.Err)
@@ -128,6 +131,7 @@ func (w *watch) observe(cv Coverage, actDone time.Time) bool {
 	switch {
 	case !good:
 		w.r.Lost = true
+		w.r.Last = cv
 		w.okSince = time.Time{}
 	case w.okSince.IsZero():
 		w.okSince = cv.At

@@ -20,6 +20,9 @@ type Coverage struct {
 	Tenants int `json:"tenants"`
 	// Standby names the regions whose agent stands by for another.
 	Standby []string `json:"standby,omitempty"`
+	// Waiting names, by region, a few of the tenants without a valid
+	// lease (those the agent named first).
+	Waiting [][]string `json:"waiting,omitempty"`
 }
 
 // Pairs is how many tenant–region pairs hold a valid lease (an agent
@@ -60,6 +63,11 @@ func (cv Coverage) String() string {
 		}
 	}
 	b.WriteString(")")
+	for i, w := range cv.Waiting {
+		if len(w) > 0 && i < len(cv.Leased) {
+			fmt.Fprintf(&b, "; region %d waits for %s", i+1, strings.Join(w, ", "))
+		}
+	}
 	if len(cv.Standby) > 0 {
 		fmt.Fprintf(&b, ", standing by: %s", strings.Join(cv.Standby, ", "))
 	}
@@ -72,10 +80,11 @@ func (cv Coverage) String() string {
 // lease, whether it stands by. The leased count is read from Progress
 // where the agent reports it, else it is Config.Tenants less Missing.
 type readyz struct {
-	Ready    bool   `json:"ready"`
-	Missing  int    `json:"missing"`
-	Progress string `json:"progress"`
-	Standby  string `json:"standby"`
+	Ready    bool     `json:"ready"`
+	Missing  int      `json:"missing"`
+	Progress string   `json:"progress"`
+	Standby  string   `json:"standby"`
+	Waiting  []string `json:"waiting"`
 }
 
 // leased is the count Progress states ("7,200 of 10,000 tenants
@@ -90,7 +99,7 @@ func (rd readyz) leased() (int, bool) {
 
 // Coverage asks every agent's GET /readyz at once.
 func (c *Cluster) Coverage(ctx context.Context) Coverage {
-	cv := Coverage{At: time.Now(), Leased: make([]int, len(c.Agents)), Tenants: c.cfg.Tenants}
+	cv := Coverage{At: time.Now(), Leased: make([]int, len(c.Agents)), Tenants: c.cfg.Tenants, Waiting: make([][]string, len(c.Agents))}
 	standby := make([]string, len(c.Agents))
 	var wg sync.WaitGroup
 	for i, u := range c.AgentURLs {
@@ -112,6 +121,7 @@ func (c *Cluster) Coverage(ctx context.Context) Coverage {
 			if rd.Standby != "" {
 				standby[i] = c.cfg.Regions[i]
 			}
+			cv.Waiting[i] = rd.Waiting[:min(len(rd.Waiting), waitingNamed)]
 		})
 	}
 	wg.Wait()
@@ -122,6 +132,10 @@ func (c *Cluster) Coverage(ctx context.Context) Coverage {
 	}
 	return cv
 }
+
+// waitingNamed is how many of a region's tenants without a lease a
+// Coverage names.
+const waitingNamed = 5
 
 // pollEvery is how often the harness asks the agents' readiness.
 const pollEvery = 250 * time.Millisecond

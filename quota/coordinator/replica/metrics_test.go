@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/afloat/afloat/quota"
 	"github.com/afloat/afloat/quota/coordinator"
@@ -130,7 +131,10 @@ func TestCoordinatorMetricsAtMaxTenants(t *testing.T) {
 	names := make([]string, n)
 	for i := range tenants {
 		names[i] = fmt.Sprintf("tenant-%06d", i)
-		tenants[i] = quota.Tenant{Name: names[i], Rate: quota.One, Burst: quota.One, Regions: []string{"eu", "us", "ap"}}.WithDefaults()
+		// Hour-long leases: none expires while a loaded machine takes
+		// its time over the scrapes.
+		tenants[i] = quota.Tenant{Name: names[i], Rate: quota.One, Burst: quota.One, Regions: []string{"eu", "us", "ap"},
+			LeaseDuration: time.Hour}.WithDefaults()
 	}
 	srv := leadingServer(t, tenants)
 	renew(t, srv, "eu", names)
