@@ -115,9 +115,11 @@ type Stats struct {
 	JournalFailures int64
 	// Covered counts the calls answered without a write (cover.go).
 	Covered int64
-	// Busy counts the calls refused at admission (quota.ErrBusy), and
-	// Abandoned the steps taken back because their caller's deadline
-	// passed before they could be written (Core.Abandon).
+	// Busy counts the calls refused busy (quota.ErrBusy) — at admission,
+	// or with requests whose writes would land past the call's deadline
+	// behind the writes queued ahead — and Abandoned the steps taken back
+	// because their caller's deadline passed before they could be
+	// written (Core.Abandon).
 	Busy      int64
 	Abandoned int64
 	// Split counts the writes the ledger refused for their size, each

@@ -573,3 +573,103 @@ func TestAllRefusedIsACallFailure(t *testing.T) {
 		})
 	}
 }
+
+// gated answers every renewal call that asks for a first lease (a
+// request that holds none) only after a delay — a first lease always
+// costs the coordinator a write — and the others at once; it notes how
+// many of each kind every call carried.
+type gated struct {
+	region.Coordinator
+	delay time.Duration
+
+	mu    sync.Mutex
+	calls [][2]int // renewals, first leases
+}
+
+func (g *gated) RenewBatch(ctx context.Context, reqs []quota.Request) ([]quota.Result, error) {
+	var kinds [2]int
+	for _, q := range reqs {
+		if q.Holding == 0 {
+			kinds[1]++
+		} else {
+			kinds[0]++
+		}
+	}
+	g.mu.Lock()
+	g.calls = append(g.calls, kinds)
+	g.mu.Unlock()
+	if kinds[1] > 0 {
+		time.Sleep(g.delay)
+	}
+	return g.Coordinator.RenewBatch(ctx, reqs)
+}
+
+// TestRenewalsBeforeFirstLeases: 20 tenants hold leases and 100 have
+// none, and the coordinator takes 3 s over each call of first leases
+// (ten calls of ten, two at a time: 15 s). When the leases come due for
+// renewal, halfway through, the region renews them before it asks for
+// more first leases — keeping a lease costs the coordinator no write,
+// getting one back after it lapsed does — and no call carries both
+// kinds: every lease is kept while the first leases still come in.
+// (Leasing first, the held leases lapsed at 10 s.) Virtual time
+// (synctest).
+func TestRenewalsBeforeFirstLeases(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		names, srv, stop := manyTenants(t, 120)
+		defer stop()
+		held := names[:20]
+		cfg := region.DefaultConfig("eu", names...)
+		cfg.BatchSize, cfg.Spread, cfg.Retry = 10, -1, 4*time.Second // patience 4 s
+		l, err := region.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The held leases, granted before Run starts.
+		reqs := make([]quota.Request, len(held))
+		for i, name := range held {
+			if reqs[i], err = l.Request(l.Now(), name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err := srv.RenewBatch(context.Background(), reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Err != nil || !l.Install(l.Now(), r.Grant).OK() {
+				t.Fatalf("installing %+v", r)
+			}
+		}
+		g := &gated{Coordinator: srv, delay: 3 * time.Second}
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		defer cancel()
+		wg.Go(func() { l.Run(ctx, g) })
+		for at := time.Second; at <= 14*time.Second; at += time.Second {
+			time.Sleep(time.Second)
+			synctest.Wait()
+			valid := 0
+			for _, name := range held {
+				if l.Status(l.Now(), name).Valid {
+					valid++
+				}
+			}
+			if valid != len(held) {
+				t.Fatalf("at %v, %d of the %d held leases valid while the first leases came in", at, valid, len(held))
+			}
+		}
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		g.mu.Lock()
+		for i, k := range g.calls {
+			if k[0] > 0 && k[1] > 0 {
+				t.Errorf("call %d carries %d renewals and %d first leases: want one kind", i, k[0], k[1])
+			}
+		}
+		g.mu.Unlock()
+		if ls := l.Leases(l.Now(), 0); ls.Leased != len(names) {
+			t.Errorf("%d of %d leased once the first leases came in", ls.Leased, len(names))
+		}
+	})
+}

@@ -35,9 +35,9 @@ type Config struct {
 	// out, up to MaxRetry; it goes past MaxRetry only when the
 	// coordinator, refusing a call busy, says that a call now needs more
 	// (quota.BusyError.Need: its writes queued ahead take that long), and
-	// then no further than MaxPatience. Default 10 s (a lease's length:
-	// waiting longer would not keep a lease valid); at least MaxRetry, at
-	// most a minute.
+	// then no further than MaxPatience. 0 for the default: 10 s (a
+	// lease's length: waiting longer would not keep a lease valid), or
+	// MaxRetry if longer; at least MaxRetry, at most a minute.
 	MaxPatience time.Duration
 	// Jitter spreads re-sends: each wait before re-sending an unanswered
 	// request is stretched by a random fraction up to Jitter, so that
@@ -100,14 +100,18 @@ const (
 	DefaultSpread = 0.2
 )
 
+// defaultMaxPatience is Config.MaxPatience's default (with MaxRetry, if
+// longer).
+const defaultMaxPatience = 10 * time.Second
+
 // DefaultConfig returns the defaults for a region.
 func DefaultConfig(region string, tenants ...string) Config {
 	return Config{
 		Region: region, Tenants: tenants,
 		MaxDrift: 500e-6, HotInterval: 250 * time.Millisecond,
 		Retry: 500 * time.Millisecond, MaxRetry: 8 * time.Second,
-		MaxRetryAfter: 30 * time.Second, MaxPatience: 10 * time.Second,
-		BatchSize: DefaultBatchSize, InFlight: DefaultInFlight, Spread: DefaultSpread,
+		MaxRetryAfter: 30 * time.Second,
+		BatchSize:     DefaultBatchSize, InFlight: DefaultInFlight, Spread: DefaultSpread,
 	}
 }
 
@@ -129,7 +133,7 @@ func (c Config) withDefaults() Config {
 		c.MaxRetryAfter = d.MaxRetryAfter
 	}
 	if c.MaxPatience == 0 {
-		c.MaxPatience = max(d.MaxPatience, c.MaxRetry)
+		c.MaxPatience = max(defaultMaxPatience, c.MaxRetry)
 	}
 	if c.BatchSize == 0 {
 		c.BatchSize = d.BatchSize

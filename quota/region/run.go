@@ -211,8 +211,10 @@ func (l *Limiter) RunStats() RunStats {
 // It keeps a schedule of when each tenant next needs a look (schedule.go),
 // so that a pass — every 50 ms, whenever a call ends, and whenever a
 // tenant is added or nudged — asks Due of the tenants whose time has come
-// and of no others. It sends those due, the most urgent first (no valid
-// lease, then the lease closest to its end), in calls of at most
+// and of no others. It sends those due, renewals of valid leases first
+// (the closest to its end first), then the tenants without one — a call
+// carries one kind or the other, since renewals mostly need no write and
+// first leases all do — in calls of at most
 // Config.BatchSize requests, at most Config.InFlight calls at once: a
 // region that starts with many tenants gets their first leases as fast as
 // the coordinator answers, and a slow coordinator holds at most
@@ -442,7 +444,7 @@ func (r *runner) look(now int64, b *bucket) {
 		r.lapsed(at, lease)
 	}
 	if l.Due(now, b.name) {
-		b.run.urgency = -1
+		b.run.urgency = noLease
 		if s := b.cur.Load(); s.valid(now) {
 			b.run.urgency = s.until
 		}
@@ -491,6 +493,13 @@ func (r *runner) send(ctx context.Context, now int64, onlyFull bool) {
 		var batch []*bucket
 		var reqs []quota.Request
 		for len(batch) < size && r.ready.len() > 0 {
+			if len(batch) > 0 && (batch[0].run.urgency == noLease) != (r.ready.min().run.urgency == noLease) {
+				// A call carries renewals or first leases, not both:
+				// the coordinator answers a call once all of it is
+				// written, and renewals, mostly answered without a
+				// write, would wait for the first leases' writes.
+				break
+			}
 			b := r.ready.pop()
 			if l.bucket(b.name) != b {
 				r.drop(b)

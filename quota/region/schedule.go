@@ -11,8 +11,13 @@ import "sync/atomic"
 //     time alone may make them due (Limiter.nextLook, which follows Due's
 //     rules); a pass pops those whose instant has come and asks Due.
 //   - ready: a heap of the tenants Due said yes to that wait for a place
-//     in a call, most urgent first: without a valid lease, then by the
-//     end of their lease.
+//     in a call: those with a valid lease first, by its end, then those
+//     without. Keeping a lease is the cheap work — a renewal that changes
+//     nothing needs no write at the coordinator (a covered renewal) —
+//     and a lease lost costs a write to get back: under a coordinator
+//     that cannot keep up, renewing first keeps the leases there are,
+//     where leasing first would let them lapse, each lapse one more write
+//     for it to make.
 //   - attention: the tenants that an event put up at once — a refusal
 //     that made a tenant hot, a nudge, a tenant added or removed —
 //     pushed by paths that must not lock or wait (Allow's among them).
@@ -58,10 +63,14 @@ func (a *attention) take(f func(*bucket)) {
 type runState struct {
 	pos     [2]int // 1 + its index in the timers and ready heaps; 0 when not in one
 	at      int64  // timers: when to look at it next
-	urgency int64  // ready: -1 without a valid lease, else its lease's end
+	urgency int64  // ready: its lease's end; noLease without a valid lease
 	order   uint64 // ready: the order it became ready in, among equals
 	calling bool   // a call carries its request
 }
+
+// noLease is the urgency of a tenant without a valid lease: after every
+// lease's end.
+const noLease = int64(^uint64(0) >> 1)
 
 // Which heap.
 const (
