@@ -575,12 +575,12 @@ func TestAllRefusedIsACallFailure(t *testing.T) {
 }
 
 // gated answers every renewal call that asks for a first lease (a
-// request that holds none) only after a delay — a first lease always
-// costs the coordinator a write — and the others at once; it notes how
-// many of each kind every call carried.
+// request that holds none) only after delay — a first lease always
+// costs the coordinator a write — and the others after renewing (0 by
+// default); it notes how many of each kind every call carried.
 type gated struct {
 	region.Coordinator
-	delay time.Duration
+	delay, renewing time.Duration
 
 	mu    sync.Mutex
 	calls [][2]int // renewals, first leases
@@ -597,11 +597,60 @@ func (g *gated) RenewBatch(ctx context.Context, reqs []quota.Request) ([]quota.R
 	}
 	g.mu.Lock()
 	g.calls = append(g.calls, kinds)
-	g.mu.Unlock()
+	delay := g.renewing
 	if kinds[1] > 0 {
-		time.Sleep(g.delay)
+		delay = g.delay
 	}
+	g.mu.Unlock()
+	time.Sleep(delay)
 	return g.Coordinator.RenewBatch(ctx, reqs)
+}
+
+// TestFirstLeasesNotStarved: renewals that take the coordinator 10 s
+// hold both of the region's places for calls; tenants added meanwhile
+// still get their first leases at once, in the one call more that first
+// leases may have beside them. Virtual time (synctest).
+func TestFirstLeasesNotStarved(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		names, srv, stop := manyTenants(t, 50)
+		defer stop()
+		held, added := names[:40], names[40:]
+		cfg := region.DefaultConfig("eu", held...)
+		cfg.BatchSize, cfg.Spread, cfg.Retry, cfg.MaxRetry = 10, -1, 12*time.Second, 12*time.Second // patience 12 s
+		l, err := region.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := &gated{Coordinator: srv}
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		defer cancel()
+		wg.Go(func() { l.Run(ctx, g) })
+		time.Sleep(time.Second) // the held leases, granted at once
+		synctest.Wait()
+		g.mu.Lock()
+		g.renewing = 10 * time.Second
+		g.mu.Unlock()
+		time.Sleep(5 * time.Second) // renewals due at half a lease: two calls, 10 s each
+		synctest.Wait()
+		if st := l.RunStats(); st.InFlight != int64(cfg.InFlight) {
+			t.Fatalf("%d calls under way at 6 s, want the %d renewals'", st.InFlight, cfg.InFlight)
+		}
+		if _, _, err := l.SetTenants(l.Now(), names); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		synctest.Wait()
+		for _, name := range added {
+			if !l.Status(l.Now(), name).Valid {
+				t.Fatalf("%s, added while renewals held every place, has no lease half a second later", name)
+			}
+		}
+		if st := l.RunStats(); st.InFlight != int64(cfg.InFlight) {
+			t.Fatalf("%d calls under way once the first leases were answered, want the %d renewals'", st.InFlight, cfg.InFlight)
+		}
+	})
 }
 
 // TestRenewalsBeforeFirstLeases: 20 tenants hold leases and 100 have

@@ -64,10 +64,11 @@ type Config struct {
 	// API takes in one body (quota/remote's MaxBatch).
 	BatchSize int
 	// InFlight is the most calls Run has under way at once, renewals and
-	// returns together; default DefaultInFlight. It paces a region that
-	// starts with many tenants to the speed at which the coordinator
-	// answers, and bounds what a slow coordinator has queued for the
-	// region: at most InFlight × BatchSize requests.
+	// returns together — and one call of first leases more while the
+	// others hold every place (Run); default DefaultInFlight. It paces a
+	// region that starts with many tenants to the speed at which the
+	// coordinator answers, and bounds what a slow coordinator has queued
+	// for the region: at most (InFlight + 1) × BatchSize requests.
 	InFlight int
 	// Spread spreads Run's ordinary renewals over that fraction of a
 	// lease around its half — each lease's instant drawn from Seed, the

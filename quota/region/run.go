@@ -215,10 +215,12 @@ func (l *Limiter) RunStats() RunStats {
 // (the closest to its end first), then the tenants without one — a call
 // carries one kind or the other, since renewals mostly need no write and
 // first leases all do — in calls of at most
-// Config.BatchSize requests, at most Config.InFlight calls at once: a
-// region that starts with many tenants gets their first leases as fast as
-// the coordinator answers, and a slow coordinator holds at most
-// InFlight × BatchSize of the region's requests. Run spreads each lease's
+// Config.BatchSize requests, at most Config.InFlight calls at once — and
+// one call of first leases more while renewals hold every place, so that
+// renewals never starve them: a region that starts with many tenants
+// gets their first leases as fast as the coordinator answers, and a slow
+// coordinator holds at most (InFlight + 1) × BatchSize of the region's
+// requests. Run spreads each lease's
 // ordinary renewal over Config.Spread of a lease around its half, drawn
 // from Config.Seed, so that tenants granted together do not renew
 // together.
@@ -259,7 +261,7 @@ func (l *Limiter) Run(ctx context.Context, c Coordinator, opts ...RunOption) err
 	}
 	defer l.running.Store(false)
 	r := &runner{l: l, c: c, timers: bucketHeap{which: timersHeap}, ready: bucketHeap{which: readyHeap},
-		done: make(chan callDone, l.cfg.InFlight), size: l.cfg.BatchSize}
+		fresh: bucketHeap{which: readyHeap}, done: make(chan callDone, l.cfg.InFlight+1), size: l.cfg.BatchSize}
 	for _, f := range opts {
 		f(&r.runOptions)
 	}
@@ -313,10 +315,15 @@ type runner struct {
 	c      Coordinator
 	retCtx context.Context // the returns' calls': ctx's values, and the grace period past it
 
-	timers, ready bucketHeap
-	order         uint64         // tenants made ready so far: ties in ready go first come, first served
-	returns       []quota.Return // recorded, waiting for a call
-	inFlight      int            // calls under way
+	// timers: when to look at a tenant next; ready: the tenants due with
+	// a valid lease (renewals), by its end; fresh: those due without one
+	// (first leases), first come, first served. A tenant is in one of
+	// them at most (ready and fresh share the heap index).
+	timers, ready, fresh bucketHeap
+	order                uint64         // tenants made ready so far: ties go first come, first served
+	returns              []quota.Return // recorded, waiting for a call
+	inFlight             int            // calls under way
+	inFlightFresh        int            // of them, calls of first leases
 	done          chan callDone  // their ends
 	fails         int            // calls failed in a row
 	failedCalls   uint64         // calls failed in all: draws the backoff's jitter
@@ -390,6 +397,7 @@ type callDone struct {
 	err      error
 	what     string // "renewals" or "returns", for the log
 	n        int    // requests or returns it carried
+	fresh    bool   // a call of first leases
 	shutdown bool   // ctx ended: no failure of the coordinator's
 }
 
@@ -422,7 +430,7 @@ func (r *runner) attend(now int64, b *bucket) {
 	switch {
 	case r.l.bucket(b.name) != b:
 		r.drop(b) // removed
-	case b.run.calling, r.ready.has(b):
+	case b.run.calling, r.ready.has(b), r.fresh.has(b):
 	default:
 		r.timers.remove(b)
 		r.look(now, b)
@@ -444,13 +452,15 @@ func (r *runner) look(now int64, b *bucket) {
 		r.lapsed(at, lease)
 	}
 	if l.Due(now, b.name) {
-		b.run.urgency = noLease
-		if s := b.cur.Load(); s.valid(now) {
-			b.run.urgency = s.until
-		}
 		b.run.order = r.order
 		r.order++
-		r.ready.push(b)
+		if s := b.cur.Load(); s.valid(now) {
+			b.run.urgency = s.until
+			r.ready.push(b)
+		} else {
+			b.run.urgency = noLease
+			r.fresh.push(b)
+		}
 		return
 	}
 	r.later(now, b)
@@ -466,6 +476,7 @@ func (r *runner) later(now int64, b *bucket) {
 func (r *runner) drop(b *bucket) {
 	r.timers.remove(b)
 	r.ready.remove(b)
+	r.fresh.remove(b)
 }
 
 // send starts calls while there is room: returns first (they free share
@@ -489,39 +500,58 @@ func (r *runner) send(ctx context.Context, now int64, onlyFull bool) {
 		r.start(func(patience time.Duration) callDone { return r.sendReturns(r.retCtx, rets, patience) })
 		l.counters.returnBatches.Add(1)
 	}
+	// Renewals first, within InFlight; then first leases, within
+	// InFlight too — or, when renewals hold every place and no call of
+	// first leases is under way, in one call more, so that tenants
+	// without a lease are never starved by renewals that never end.
 	for r.inFlight < l.cfg.InFlight && r.ready.len() >= least {
-		var batch []*bucket
-		var reqs []quota.Request
-		for len(batch) < size && r.ready.len() > 0 {
-			if len(batch) > 0 && (batch[0].run.urgency == noLease) != (r.ready.min().run.urgency == noLease) {
-				// A call carries renewals or first leases, not both:
-				// the coordinator answers a call once all of it is
-				// written, and renewals, mostly answered without a
-				// write, would wait for the first leases' writes.
-				break
-			}
-			b := r.ready.pop()
-			if l.bucket(b.name) != b {
-				r.drop(b)
-				continue
-			}
-			if !l.Due(now, b.name) { // no longer (its demand settled, say)
-				r.later(now, b)
-				continue
-			}
-			req, err := l.Request(now, b.name)
-			if err != nil {
-				continue // removed meanwhile
-			}
-			b.run.calling = true
-			batch, reqs = append(batch, b), append(reqs, req)
+		if !r.sendRenewals(ctx, now, &r.ready, size, false) {
+			break
 		}
-		if len(batch) == 0 {
-			return
-		}
-		r.start(func(patience time.Duration) callDone { return r.renew(ctx, batch, reqs, patience) })
-		l.counters.batches.Add(1)
 	}
+	for (r.inFlight < l.cfg.InFlight || r.inFlightFresh == 0 && r.inFlight < l.cfg.InFlight+1) && r.fresh.len() >= least {
+		if !r.sendRenewals(ctx, now, &r.fresh, size, true) {
+			break
+		}
+	}
+}
+
+// sendRenewals starts a call of up to size of the tenants in h, most
+// urgent first; false if none of them was due after all.
+func (r *runner) sendRenewals(ctx context.Context, now int64, h *bucketHeap, size int, fresh bool) bool {
+	l := r.l
+	var batch []*bucket
+	var reqs []quota.Request
+	for len(batch) < size && h.len() > 0 {
+		b := h.pop()
+		if l.bucket(b.name) != b {
+			r.drop(b)
+			continue
+		}
+		if !l.Due(now, b.name) { // no longer (its demand settled, say)
+			r.later(now, b)
+			continue
+		}
+		req, err := l.Request(now, b.name)
+		if err != nil {
+			continue // removed meanwhile
+		}
+		b.run.calling = true
+		batch, reqs = append(batch, b), append(reqs, req)
+	}
+	if len(batch) == 0 {
+		return false
+	}
+	if fresh {
+		r.inFlightFresh++
+	}
+	r.start(func(patience time.Duration) callDone {
+		d := r.renew(ctx, batch, reqs, patience)
+		d.fresh = fresh
+		return d
+	})
+	l.counters.batches.Add(1)
+	return true
 }
 
 // start runs a call on a goroutine of its own, with the region's patience.
@@ -541,6 +571,9 @@ func (r *runner) patience() time.Duration {
 func (r *runner) finish(d callDone) {
 	l := r.l
 	r.inFlight--
+	if d.fresh {
+		r.inFlightFresh--
+	}
 	now := l.Now()
 	for _, b := range d.renewals {
 		b.run.calling = false
@@ -606,7 +639,7 @@ func (r *runner) failed(now int64, d callDone) {
 func (r *runner) publish() {
 	c := &r.l.counters
 	c.inFlight.Store(int64(r.inFlight))
-	c.backlog.Store(int64(r.ready.len()))
+	c.backlog.Store(int64(r.ready.len() + r.fresh.len()))
 	c.backoffUntil.Store(r.waitUntil)
 	c.patience.Store(int64(r.patience()))
 	c.size.Store(int64(r.size))

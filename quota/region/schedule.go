@@ -10,14 +10,17 @@ import "sync/atomic"
 //   - timers: a heap of tenants by the instant at which the passing of
 //     time alone may make them due (Limiter.nextLook, which follows Due's
 //     rules); a pass pops those whose instant has come and asks Due.
-//   - ready: a heap of the tenants Due said yes to that wait for a place
-//     in a call: those with a valid lease first, by its end, then those
-//     without. Keeping a lease is the cheap work — a renewal that changes
-//     nothing needs no write at the coordinator (a covered renewal) —
-//     and a lease lost costs a write to get back: under a coordinator
-//     that cannot keep up, renewing first keeps the leases there are,
-//     where leasing first would let them lapse, each lapse one more write
-//     for it to make.
+//   - ready and fresh: heaps of the tenants Due said yes to that wait
+//     for a place in a call — ready those with a valid lease, by its end;
+//     fresh those without, first come, first served. Renewals go first,
+//     and first leases in calls of their own, with a place of their own
+//     beside them (Run): keeping a lease is the cheap work — a renewal
+//     that changes nothing needs no write at the coordinator (a covered
+//     renewal) — and a lease lost costs a write to get back, so under a
+//     coordinator that cannot keep up, renewing first keeps the leases
+//     there are, where leasing first would let them lapse, each lapse one
+//     more write for it to make; and a renewal waiting behind first
+//     leases in one call would wait for their writes.
 //   - attention: the tenants that an event put up at once — a refusal
 //     that made a tenant hot, a nudge, a tenant added or removed —
 //     pushed by paths that must not lock or wait (Allow's among them).
@@ -63,8 +66,8 @@ func (a *attention) take(f func(*bucket)) {
 type runState struct {
 	pos     [2]int // 1 + its index in the timers and ready heaps; 0 when not in one
 	at      int64  // timers: when to look at it next
-	urgency int64  // ready: its lease's end; noLease without a valid lease
-	order   uint64 // ready: the order it became ready in, among equals
+	urgency int64  // ready: its lease's end; fresh: noLease
+	order   uint64 // ready, fresh: the order it became due in, among equals
 	calling bool   // a call carries its request
 }
 
