@@ -324,10 +324,10 @@ type runner struct {
 	returns              []quota.Return // recorded, waiting for a call
 	inFlight             int            // calls under way
 	inFlightFresh        int            // of them, calls of first leases
-	done          chan callDone  // their ends
-	fails         int            // calls failed in a row
-	failedCalls   uint64         // calls failed in all: draws the backoff's jitter
-	level         int            // the patience is Retry·2^level, up to MaxRetry
+	done                 chan callDone  // their ends
+	fails                int            // calls failed in a row
+	failedCalls          uint64         // calls failed in all: draws the backoff's jitter
+	level                int            // the patience is Retry·2^level, up to MaxRetry
 	// need is the patience the coordinator last said a call needs
 	// (quota.BusyError.Need), up to MaxPatience: the patience is at least
 	// that, until answers come in half of it.
