@@ -581,6 +581,7 @@ func TestAllRefusedIsACallFailure(t *testing.T) {
 type gated struct {
 	region.Coordinator
 	delay, renewing time.Duration
+	busyOnce        bool // the next call's first request is refused busy
 
 	mu    sync.Mutex
 	calls [][2]int // renewals, first leases
@@ -601,8 +602,17 @@ func (g *gated) RenewBatch(ctx context.Context, reqs []quota.Request) ([]quota.R
 	if kinds[1] > 0 {
 		delay = g.delay
 	}
+	busy := g.busyOnce
+	g.busyOnce = false
 	g.mu.Unlock()
 	time.Sleep(delay)
+	if busy {
+		res, err := g.Coordinator.RenewBatch(ctx, reqs[1:])
+		if err != nil {
+			return nil, err
+		}
+		return append([]quota.Result{{Err: &quota.BusyError{Why: "a test's"}}}, res...), nil
+	}
 	return g.Coordinator.RenewBatch(ctx, reqs)
 }
 
@@ -649,6 +659,58 @@ func TestFirstLeasesNotStarved(t *testing.T) {
 		}
 		if st := l.RunStats(); st.InFlight != int64(cfg.InFlight) {
 			t.Fatalf("%d calls under way once the first leases were answered, want the %d renewals'", st.InFlight, cfg.InFlight)
+		}
+	})
+}
+
+// TestFirstLeasesWaitWhileStrained: as TestFirstLeasesNotStarved, but
+// the coordinator refused a request busy a second before: the one call
+// more is withheld while the coordinator may still be short of writes
+// (MaxPatience, 12 s here) — a call of first leases would take writes
+// from renewals — and made once that has passed. Virtual time (synctest).
+func TestFirstLeasesWaitWhileStrained(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		names, srv, stop := manyTenants(t, 50)
+		defer stop()
+		held, added := names[:40], names[40:]
+		cfg := region.DefaultConfig("eu", held...)
+		cfg.BatchSize, cfg.Spread, cfg.Retry, cfg.MaxRetry = 10, -1, 12*time.Second, 12*time.Second // patience 12 s
+		l, err := region.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := &gated{Coordinator: srv, busyOnce: true}
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		defer cancel()
+		wg.Go(func() { l.Run(ctx, g) })
+		time.Sleep(time.Second) // the held leases, granted at once, but one refused busy
+		synctest.Wait()
+		g.mu.Lock()
+		g.renewing = 10 * time.Second
+		g.mu.Unlock()
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if st := l.RunStats(); st.InFlight != int64(cfg.InFlight) || st.RefusedBusy != 1 {
+			t.Fatalf("%d calls under way at 6 s and %d requests refused busy, want the %d renewals' and 1", st.InFlight, st.RefusedBusy, cfg.InFlight)
+		}
+		if _, _, err := l.SetTenants(l.Now(), names); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		synctest.Wait()
+		for _, name := range added {
+			if l.Status(l.Now(), name).Valid {
+				t.Fatalf("%s has a lease half a second after it was added: a call beyond InFlight while the coordinator is strained", name)
+			}
+		}
+		time.Sleep(7 * time.Second) // past 12 s since the refusal
+		synctest.Wait()
+		for _, name := range added {
+			if !l.Status(l.Now(), name).Valid {
+				t.Fatalf("%s has no lease 13.5 s in: the call more was not made once the strain had passed", name)
+			}
 		}
 	})
 }

@@ -331,9 +331,13 @@ type runner struct {
 	// need is the patience the coordinator last said a call needs
 	// (quota.BusyError.Need), up to MaxPatience: the patience is at least
 	// that, until answers come in half of it.
-	need      time.Duration
-	size      int   // the most requests a call carries now: Config.BatchSize, halved by timeouts
-	waitUntil int64 // nothing is sent before, on the limiter's clock
+	need time.Duration
+	// strainedAt is when a call last ended with the coordinator saying
+	// it could not keep up (callDone.strained, or a failed call); 0 for
+	// never.
+	strainedAt int64
+	size       int   // the most requests a call carries now: Config.BatchSize, halved by timeouts
+	waitUntil  int64 // nothing is sent before, on the limiter's clock
 
 	failing  atomic.Bool // the journal's last record failed
 	mu       sync.Mutex
@@ -399,6 +403,11 @@ type callDone struct {
 	n        int    // requests or returns it carried
 	fresh    bool   // a call of first leases
 	shutdown bool   // ctx ended: no failure of the coordinator's
+	// strained: the coordinator said it could not keep up — the call
+	// failed as a whole (busy, timed out, every request refused for its
+	// own reasons), or some of its requests were refused busy or not
+	// written by their deadline.
+	strained bool
 }
 
 // pass is one look at the schedule: the tenants put up, then those whose
@@ -501,15 +510,22 @@ func (r *runner) send(ctx context.Context, now int64, onlyFull bool) {
 		l.counters.returnBatches.Add(1)
 	}
 	// Renewals first, within InFlight; then first leases, within
-	// InFlight too — or, when renewals hold every place and no call of
-	// first leases is under way, in one call more, so that tenants
-	// without a lease are never starved by renewals that never end.
+	// InFlight too — or, when renewals hold every place, no call of first
+	// leases is under way and the coordinator has not said it could not
+	// keep up for MaxPatience, in one call more, so that tenants without
+	// a lease are not starved by slow renewals. A coordinator that
+	// refuses or times out is short of writes, not slow to answer: there
+	// a call of first leases more would take writes from renewals, leases
+	// would lapse, and each lapse would cost a first lease more — the
+	// spiral that took a run of 100,000 tenants from 246,432 pairs
+	// leased down to 34,676 in 11 s (docs/benchmarks.md).
 	for r.inFlight < l.cfg.InFlight && r.ready.len() >= least {
 		if !r.sendRenewals(ctx, now, &r.ready, size, false) {
 			break
 		}
 	}
-	for (r.inFlight < l.cfg.InFlight || r.inFlightFresh == 0 && r.inFlight < l.cfg.InFlight+1) && r.fresh.len() >= least {
+	unstrained := r.strainedAt == 0 || now-r.strainedAt >= int64(l.cfg.MaxPatience)
+	for (r.inFlight < l.cfg.InFlight || unstrained && r.inFlightFresh == 0 && r.inFlight < l.cfg.InFlight+1) && r.fresh.len() >= least {
 		if !r.sendRenewals(ctx, now, &r.fresh, size, true) {
 			break
 		}
@@ -580,6 +596,9 @@ func (r *runner) finish(d callDone) {
 		r.look(now, b)
 	}
 	r.returns = append(r.returns, d.returns...)
+	if d.strained || !d.shutdown && d.why != answered && d.why != failHeld {
+		r.strainedAt = max(now, 1)
+	}
 	switch {
 	case d.shutdown:
 	case d.why == answered:
@@ -706,6 +725,9 @@ func (r *runner) renew(ctx context.Context, batch []*bucket, reqs []quota.Reques
 				l.lose(reqs[i].Tenant, reqs[i].Seq)
 			}
 			refusal(&l.counters, res.Err).Add(1)
+			if !tenants(res.Err) && !errors.Is(res.Err, quota.ErrRegionHeld) {
+				d.strained = true
+			}
 			if !errors.Is(res.Err, quota.ErrRegionHeld) {
 				if refused++; firstErr == nil {
 					firstErr, firstTenant = res.Err, reqs[i].Tenant
