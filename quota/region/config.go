@@ -65,7 +65,8 @@ type Config struct {
 	BatchSize int
 	// InFlight is the most calls Run has under way at once, renewals and
 	// returns together — and one call of first leases more while the
-	// others hold every place (Run); default DefaultInFlight. It paces a
+	// others hold every place and the coordinator has kept up for
+	// MaxPatience (Run); default DefaultInFlight. It paces a
 	// region that starts with many tenants to the speed at which the
 	// coordinator answers, and bounds what a slow coordinator has queued
 	// for the region: at most (InFlight + 1) × BatchSize requests.

@@ -216,11 +216,13 @@ func (l *Limiter) RunStats() RunStats {
 // carries one kind or the other, since renewals mostly need no write and
 // first leases all do — in calls of at most
 // Config.BatchSize requests, at most Config.InFlight calls at once — and
-// one call of first leases more while renewals hold every place, so that
-// renewals never starve them: a region that starts with many tenants
-// gets their first leases as fast as the coordinator answers, and a slow
-// coordinator holds at most (InFlight + 1) × BatchSize of the region's
-// requests. Run spreads each lease's
+// one call of first leases more while renewals hold every place and the
+// coordinator has kept up (no call refused, timed out or with requests
+// not written by their deadline) for MaxPatience, so that slow renewals
+// do not starve them: a region that starts with many tenants gets their
+// first leases as fast as the coordinator answers, a coordinator short of
+// writes spends them on renewals first, and a slow coordinator holds at
+// most (InFlight + 1) × BatchSize of the region's requests. Run spreads each lease's
 // ordinary renewal over Config.Spread of a lease around its half, drawn
 // from Config.Seed, so that tenants granted together do not renew
 // together.
