@@ -248,7 +248,7 @@ unit-browser:
 # LONG_TESTS are the tests that skip under -short, or do less under it,
 # outside the models (whose every test runs again at full size below). internal/conventions
 # checks that every test that skips under -short is named here.
-LONG_TESTS := ^(TestGameAccessibilityEndToEnd|TestMysteryDebriefEndToEnd|TestConsoleEndToEnd|TestOverloadLabEndToEnd|TestQuotaLabEndToEnd|TestQuotaEndToEnd|TestQuotaRegionKilled|TestQuotaLeaderPaused|TestQuotaAtScale|TestTwoAgentsOneRegion|TestForgedEpochUnderTraffic|TestQuotaCoordinatorDamagedDataDir|TestQuotaStartUpEndsOnSIGTERM|TestServeUnderAbuse|TestBusyMachineIsFlagged|TestSoakShort|TestShrinkUnderLoad|TestQuotaSurvivesEtcdElections|TestFiftyWorkersStayLevel|TestTokenRotationUnderTraffic|TestQuotaRestoreUnderTraffic|TestLeversEndToEnd|TestRunStopsEndToEnd|TestBotsPlayTheGameEndToEnd|TestAssignLLMDemoEndToEnd|TestPickMatchesModel)$$
+LONG_TESTS := ^(TestVersionNamesTheCommit|TestGameAccessibilityEndToEnd|TestMysteryDebriefEndToEnd|TestConsoleEndToEnd|TestOverloadLabEndToEnd|TestQuotaLabEndToEnd|TestQuotaEndToEnd|TestQuotaRegionKilled|TestQuotaLeaderPaused|TestQuotaAtScale|TestTwoAgentsOneRegion|TestForgedEpochUnderTraffic|TestQuotaCoordinatorDamagedDataDir|TestQuotaStartUpEndsOnSIGTERM|TestServeUnderAbuse|TestBusyMachineIsFlagged|TestSoakShort|TestShrinkUnderLoad|TestQuotaSurvivesEtcdElections|TestFiftyWorkersStayLevel|TestTokenRotationUnderTraffic|TestQuotaRestoreUnderTraffic|TestLeversEndToEnd|TestRunStopsEndToEnd|TestBotsPlayTheGameEndToEnd|TestAssignLLMDemoEndToEnd|TestPickMatchesModel)$$
 
 # long is make test-long's: the tests that skip under -short, with the
 # binaries they exec built once; the models at full size (the 120-seed
@@ -261,8 +261,8 @@ long: export AFLOAT_REQUIRE_ETCD := 1
 long: export AFLOAT_TEST_BINARY := $(BUILD)/afloat
 long: export AFLOAT_TEST_ETCD_BINARY := $(BUILD)/afloat-embedetcd
 long:
-	$(GO) build -o $(BUILD)/afloat ./cmd/afloat
-	$(GO) build -tags embedetcd -o $(BUILD)/afloat-embedetcd ./cmd/afloat
+	$(GO) build -buildvcs=auto -o $(BUILD)/afloat ./cmd/afloat
+	$(GO) build -buildvcs=auto -tags embedetcd -o $(BUILD)/afloat-embedetcd ./cmd/afloat
 	$(GO) test -count=1 -tags embedetcd -run '$(LONG_TESTS)' -v ./cmd/afloat ./quota/agent ./quota/coordinator/replica ./overload/live ./web ./assign
 	$(GO) test -count=1 $$($(GO) list ./... | grep -E '$(NORACE_RE)')
 	$(GO) test -count=1 $(MUTATION)
@@ -290,9 +290,10 @@ soak:
 # 10,000 tenants × 3 regions renewing over the network API on an embedded
 # etcd — synthetic renewals, then the regions' own limiters with one tenant
 # in ten over its limit — and a region's decision API at 10,000 checks a
-# second; about 90 s.
+# second; about 90 s. -p 1: one package at a time, so that neither
+# benchmark measures the other.
 bench-quota:
-	AFLOAT_QUOTA_BENCH=1 $(GO) test -tags embedetcd -count=1 -run '^(TestBenchRenewals|TestBenchDecisionAPI)$$' -v ./quota/agent ./quota/coordinator/replica
+	AFLOAT_QUOTA_BENCH=1 $(GO) test -p 1 -tags embedetcd -count=1 -run '^(TestBenchRenewals|TestBenchDecisionAPI)$$' -v ./quota/agent ./quota/coordinator/replica
 
 # bench-quota-peers runs afloat's global quota against Gubernator (GLOBAL
 # and its default mode), envoyproxy/ratelimit (one Redis shared by the

@@ -46,7 +46,9 @@ func testBinary(t *testing.T, tags string) string {
 		builds.dir = dir
 	}
 	bin := filepath.Join(builds.dir, "afloat"+strings.ReplaceAll(tags, ",", "-"))
-	args := []string{"build", "-o", bin}
+	// -buildvcs=auto, whatever GOFLAGS says: the binary names its commit
+	// (afloat --version), as one built for release does.
+	args := []string{"build", "-buildvcs=auto", "-o", bin}
 	if tags != "" {
 		args = append(args, "-tags", tags)
 	}

@@ -126,6 +126,19 @@ var commands = []cli.Entry{
 	// deployed with etcd's own tools.
 	{Path: "quota etcd", Run: runQuotaEtcd, Hidden: true,
 		Synopsis: "afloat quota etcd --name N --data-dir DIR [--client-url URL] [--peer-url URL] [--initial-cluster N=URL,...]"},
+
+	{Path: "version", Run: runVersion,
+		Synopsis: "afloat version   (or afloat --version)",
+		Summary:  "print afloat's version, the commit it was built from and the Go version"},
+}
+
+// runVersion prints the build's version (cli.BuildVersion).
+func runVersion(c *cli.Command, args []string) int {
+	if status, ok := c.ParseFlags(args); !ok {
+		return status
+	}
+	fmt.Fprintln(c.Stdout, "afloat", cli.BuildVersion())
+	return cli.ExitOK
 }
 
 // groups holds the nouns of the commands whose subcommands are not

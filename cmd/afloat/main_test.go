@@ -7,7 +7,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -155,7 +157,9 @@ func TestUsageErrors(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"simulate"}, []string{`unknown command "simulate"`}},
+		{[]string{"simulate"}, []string{`unknown command "simulate"`, "afloat --help"}},
+		{[]string{"sevre"}, []string{`unknown command "sevre" (did you mean "serve"?)`}},
+		{[]string{"version", "extra"}, []string{`unexpected argument "extra"`}},
 		{[]string{"sim"}, []string{"missing subcommand"}},
 		{[]string{"sim", "walk"}, []string{`unknown subcommand "walk"`}},
 		{[]string{"sim", "run"}, []string{"--scenario is required", "steady, bad-deploy, surge, cache-flush"}},
@@ -368,5 +372,42 @@ func TestServeWarnsOfAllowRemoteOnLoopback(t *testing.T) {
 	status, errOut = serveOnce(t, "rebound.example:8080")
 	if status != 403 || strings.Contains(errOut, "WARN") {
 		t.Errorf("without --allow-remote: a foreign Host got %d (want 403), stderr %s", status, errOut)
+	}
+}
+
+// TestVersion: afloat version and afloat --version print one line — the
+// program's name, its module version, and the Go version it was built
+// with — on stdout, exit 0.
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}, {"-version"}} {
+		var out, errOut bytes.Buffer
+		status := run(args, nil, &out, &errOut)
+		line := out.String()
+		if status != 0 || errOut.Len() != 0 || !strings.HasPrefix(line, "afloat ") || !strings.Contains(line, runtime.Version()) ||
+			strings.Count(line, "\n") != 1 {
+			t.Errorf("afloat %v: status %d, stdout %q, stderr %q; want one line \"afloat VERSION … %s …\"", args, status, line, errOut.String(), runtime.Version())
+		}
+	}
+}
+
+// TestVersionNamesTheCommit: the afloat binary built from a git checkout
+// (-buildvcs=auto, as testBinary and make test-long build it) names the
+// checkout's commit in afloat --version. Outside a git checkout it only
+// checks the line's shape.
+func TestVersionNamesTheCommit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the afloat binary: make test-long runs it")
+	}
+	out, err := exec.Command(testBinary(t, ""), "--version").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "afloat ") || !strings.Contains(string(out), runtime.Version()) {
+		t.Fatalf("afloat --version: %v, %q", err, out)
+	}
+	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Logf("not a git checkout (%v): %q", err, out)
+		return
+	}
+	if rev := strings.TrimSpace(string(head)); !strings.Contains(string(out), "revision "+rev) {
+		t.Errorf("afloat --version printed %q: want the revision %s", out, rev)
 	}
 }

@@ -54,7 +54,9 @@ func TestDispatch(t *testing.T) {
 		{[]string{"lab", "secret"}, ExitOK, "lab secret \n", ""},
 		{[]string{"lab", "one", "--n", "-1"}, ExitUsage, "lab one \n", "tool lab one: --n: want 0 or more\nRun 'tool lab one --help' for usage.\n"},
 		{[]string{"lab", "one", "--n", "x"}, ExitUsage, "", "tool lab one: invalid value \"x\" for flag -n: parse error\nRun 'tool lab one --help' for usage.\n"},
-		{[]string{"nosuch"}, ExitUsage, "", "tool: unknown command \"nosuch\"\n\ntool does things.\n"},
+		{[]string{"nosuch"}, ExitUsage, "", "tool: unknown command \"nosuch\"; run 'tool --help' for the commands\n"},
+		{[]string{"serv"}, ExitUsage, "", "tool: unknown command \"serv\" (did you mean \"serve\"?); run 'tool --help' for the commands\n"},
+		{[]string{"--bogus"}, ExitUsage, "", "tool: unknown command \"--bogus\"; run 'tool --help' for the commands\n"},
 		{[]string{"lab"}, ExitUsage, "", "tool lab: missing lab\n\nUsage:\n  tool lab one [--n N]\n  tool lab two\n\nThe labs.\n\nLabs:\n" +
 			"  one   the first lab\n        over two lines\n  two   the second\n\nRun 'tool lab <lab> --help' for its flags.\n"},
 		{[]string{"lab", "three"}, ExitUsage, "", "tool lab: unknown lab \"three\"\n\nUsage:"},

@@ -55,13 +55,16 @@ func (p *Program) Run(args []string, stdin io.Reader, stdout, stderr io.Writer) 
 		return status
 	}
 	name, rest := args[0], args[1:]
+	if name == "--version" || name == "-version" {
+		name = "version" // as the go command's tools answer it, when the table has it
+	}
 	if e := p.find(name); e != nil {
 		return p.start(e, rest, std)
 	}
 	subs := p.subcommands(name)
 	if len(subs) == 0 {
-		fmt.Fprintf(stderr, "%s: unknown command %q\n\n", p.Name, name)
-		p.writeUsage(stderr)
+		// One line, not the whole list: the list is a --help away.
+		fmt.Fprintf(stderr, "%s: unknown command %q%s; run '%s --help' for the commands\n", p.Name, args[0], p.didYouMean(args[0]), p.Name)
 		return ExitUsage
 	}
 	noun := p.noun(name)
@@ -80,6 +83,51 @@ func (p *Program) Run(args []string, stdin io.Reader, stdout, stderr io.Writer) 
 	fmt.Fprintf(stderr, "%s %s: unknown %s %q\n\n", p.Name, name, noun, rest[0])
 	p.writeGroupUsage(stderr, name, subs)
 	return ExitUsage
+}
+
+// didYouMean names the command closest to a misspelt one — within two
+// edits, and closer than to any other — as ` (did you mean "serve"?)`,
+// or says nothing.
+func (p *Program) didYouMean(name string) string {
+	best, bestD, tie := "", 3, false
+	seen := map[string]bool{}
+	for _, e := range p.Commands {
+		first, _, _ := strings.Cut(e.Path, " ")
+		if e.Hidden || seen[first] {
+			continue
+		}
+		seen[first] = true
+		switch d := editDistance(name, first); {
+		case d < bestD:
+			best, bestD, tie = first, d, false
+		case d == bestD:
+			tie = true
+		}
+	}
+	if best == "" || tie {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // IsHelp reports whether arg asks for help in place of a command.
