@@ -194,7 +194,7 @@ func TestAdmissionBounds(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		g := &gate{MemLedger: NewMemLedger(), open: make(chan struct{})}
-		srv, err := NewServer(ctx, Config{Tenants: []quota.Tenant{seedTenant()}}, g, WithAdmission(1, 1))
+		srv, err := NewServer(ctx, Config{Tenants: []quota.Tenant{seedTenant()}}, g, WithAdmission(1, 1), WithSmallAdmission(1, 1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,6 +227,66 @@ func TestAdmissionBounds(t *testing.T) {
 		}
 		if st := srv.Stats(); st.Busy != 1 {
 			t.Fatalf("%d busy refusals counted, want 1", st.Busy)
+		}
+	})
+}
+
+// TestSmallCallsHavePlacesOfTheirOwn: with the one place for large calls
+// taken and its one queue place too, a third large call is refused at
+// once, but a call of one renewal is admitted — it brings one step, not
+// a batch's — and answered once the ledger writes again. (Counted in the
+// same places, it was refused: sixteen places capped a coordinator at
+// 3,100 single renewals a second.)
+func TestSmallCallsHavePlacesOfTheirOwn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		tenants := manyTenants(3*(SmallCall+1) + 1)
+		g := &gate{MemLedger: NewMemLedger(), open: make(chan struct{})}
+		srv, err := NewServer(ctx, Config{Tenants: tenants}, g, WithAdmission(1, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		go srv.Run(ctx)
+		batch := func(from, n int) []quota.Request {
+			reqs := make([]quota.Request, n)
+			for i := range reqs {
+				reqs[i] = quota.Request{Tenant: tenants[from+i].Name, Region: "eu", Seq: seq(), Demand: -1}
+			}
+			return reqs
+		}
+		large := make(chan error, 3)
+		for i := range 3 {
+			go func() {
+				_, err := srv.RenewBatch(ctx, batch(i*(SmallCall+1), SmallCall+1))
+				large <- err
+			}()
+			synctest.Wait() // in flight; queued; refused
+		}
+		select {
+		case err := <-large:
+			if !errors.Is(err, quota.ErrBusy) {
+				t.Fatalf("the third large call: %v; want refused busy", err)
+			}
+		default:
+			t.Fatal("the third large call waits: want it refused at once")
+		}
+		small := make(chan error, 1)
+		go func() {
+			_, err := srv.RenewBatch(ctx, batch(3*(SmallCall+1), 1))
+			small <- err
+		}()
+		synctest.Wait()
+		select {
+		case err := <-small:
+			t.Fatalf("a call of one renewal, with the large calls' places full: %v; want it admitted and waiting for the ledger", err)
+		default:
+		}
+		close(g.open)
+		for _, ch := range []chan error{large, large, small} {
+			if err := <-ch; err != nil {
+				t.Fatalf("an admitted call: %v", err)
+			}
 		}
 	})
 }

@@ -39,10 +39,11 @@ import (
 // through it, and package quota/remote serves it over HTTP. It is safe for
 // concurrent use.
 type Server struct {
-	ledger Ledger
-	start  time.Time
-	opts   serverOptions
-	admit  *bulkhead.Bulkhead
+	ledger     Ledger
+	start      time.Time
+	opts       serverOptions
+	admit      *bulkhead.Bulkhead // calls of more than SmallCall requests
+	admitSmall *bulkhead.Bulkhead // the others
 
 	mu    sync.Mutex
 	jmu   sync.Mutex // one journal append at a time: the committer's and covered answers'
@@ -166,6 +167,10 @@ type serverOptions struct {
 	drain    time.Duration
 	inFlight int
 	queued   int
+	// The places of calls of at most SmallCall requests
+	// (WithSmallAdmission).
+	smallInFlight int
+	smallQueued   int
 }
 
 // ServerOption is an option of NewServer.
@@ -200,9 +205,36 @@ func WithDrain(d time.Duration) ServerOption { return func(o *serverOptions) { o
 // *quota.BusyError. Returns, attaches and detaches go ahead of renewals
 // in the queue: they free share. Defaults DefaultInFlight and
 // DefaultQueued; both at least 1.
+//
+// Calls of at most SmallCall requests have places of their own
+// (WithSmallAdmission): the bound is on the steps a call brings, and a
+// call of one renewal — an agent that does not batch, a return, an
+// attach — brings a 2,048th of what a region's full batch does. Counted
+// in the same places, sixteen of them capped a coordinator on a fast
+// etcd at 3,100 single renewals a second (docs/benchmarks.md).
 func WithAdmission(inFlight, queued int) ServerOption {
 	return func(o *serverOptions) { o.inFlight, o.queued = inFlight, queued }
 }
+
+// WithSmallAdmission bounds the calls of at most SmallCall requests the
+// server takes in, as WithAdmission does the others: at most inFlight at
+// once, queued more waiting. Defaults DefaultSmallInFlight and
+// DefaultSmallQueued; both at least 1.
+func WithSmallAdmission(inFlight, queued int) ServerOption {
+	return func(o *serverOptions) { o.smallInFlight, o.smallQueued = inFlight, queued }
+}
+
+// SmallCall is the most requests of a call that takes one of the places
+// of WithSmallAdmission.
+const SmallCall = 128
+
+// The small calls' defaults: as many steps in flight as the large calls'
+// (DefaultInFlight batches of remote.MaxBatch = 256 calls of SmallCall),
+// and four times as many waiting.
+const (
+	DefaultSmallInFlight = 256
+	DefaultSmallQueued   = 1024
+)
 
 // The admission's defaults: a region sends a few batches at once, so that
 // sixteen calls in flight keep three regions' renewals and returns moving
@@ -243,11 +275,15 @@ func NewServer(ctx context.Context, cfg Config, ledger Ledger, opts ...ServerOpt
 	s.opts.expiry = 100 * time.Millisecond
 	s.opts.drain = DefaultDrain
 	s.opts.inFlight, s.opts.queued = DefaultInFlight, DefaultQueued
+	s.opts.smallInFlight, s.opts.smallQueued = DefaultSmallInFlight, DefaultSmallQueued
 	for _, o := range opts {
 		o(&s.opts)
 	}
 	if s.opts.inFlight < 1 || s.opts.queued < 1 {
 		return nil, fmt.Errorf("%w: coordinator: admission of %d calls in flight and %d queued: want at least 1 each", quota.ErrConfig, s.opts.inFlight, s.opts.queued)
+	}
+	if s.opts.smallInFlight < 1 || s.opts.smallQueued < 1 {
+		return nil, fmt.Errorf("%w: coordinator: admission of %d small calls in flight and %d queued: want at least 1 each", quota.ErrConfig, s.opts.smallInFlight, s.opts.smallQueued)
 	}
 	if ledger == nil {
 		return nil, fmt.Errorf("%w: nil ledger", quota.ErrConfig)
@@ -259,6 +295,9 @@ func NewServer(ctx context.Context, cfg Config, ledger Ledger, opts ...ServerOpt
 	s.writeTime = 20 * time.Millisecond
 	var err error
 	if s.admit, err = bulkhead.New(s.opts.inFlight, bulkhead.WithQueue(s.opts.queued)); err != nil {
+		return nil, err
+	}
+	if s.admitSmall, err = bulkhead.New(s.opts.smallInFlight, bulkhead.WithQueue(s.opts.smallQueued)); err != nil {
 		return nil, err
 	}
 	snap, err := ledger.Fence(ctx) // may wait long: a campaign
@@ -398,7 +437,11 @@ func (s *Server) call(ctx context.Context, propose func(at time.Duration) (Step,
 // deadline (its context's) goes with its steps: the committer drops those
 // it could no longer write in time (Core.Abandon).
 func (s *Server) submit(ctx context.Context, prio bulkhead.Priority, n int, propose func(at time.Duration, i int) (Step, error)) ([]outcome, error) {
-	permit, err := s.admit.Acquire(bulkhead.WithPriority(ctx, prio))
+	admit, inFlight, queued := s.admit, s.opts.inFlight, s.opts.queued
+	if n <= SmallCall {
+		admit, inFlight, queued = s.admitSmall, s.opts.smallInFlight, s.opts.smallQueued
+	}
+	permit, err := admit.Acquire(bulkhead.WithPriority(ctx, prio))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%w: waiting for admission: %w", ErrNotWritten, ctx.Err())
@@ -407,7 +450,7 @@ func (s *Server) submit(ctx context.Context, prio bulkhead.Priority, n int, prop
 		s.stats.Busy++
 		wait := s.busyWait()
 		s.mu.Unlock()
-		return nil, &quota.BusyError{Wait: wait, Why: fmt.Sprintf("%d calls in flight and %d queued: %v", s.opts.inFlight, s.opts.queued, bulkhead.ReasonOf(err))}
+		return nil, &quota.BusyError{Wait: wait, Why: fmt.Sprintf("%d calls in flight and %d queued: %v", inFlight, queued, bulkhead.ReasonOf(err))}
 	}
 	defer permit.Release()
 	out := make([]outcome, n)

@@ -153,6 +153,7 @@ func renewLoad(t *testing.T, clients map[string]*remote.Client, cfg *config.Conf
 		defer cancel()
 		g, err := clients[req.Region].Renew(ctx, req)
 		if err != nil {
+			errs.note(err)
 			return err
 		}
 		p.mu.Lock()
@@ -161,16 +162,59 @@ func renewLoad(t *testing.T, clients map[string]*remote.Client, cfg *config.Conf
 		return nil
 	}
 	before := srv.Stats()
+	errs.take()
 	l := opstest.OpenLoop(rate, d, 2048, call)
 	lat, lag, failed, elapsed := l.Lat, l.Lag, l.Failed, l.Elapsed
 	after := srv.Stats()
 	txns, ops := after.Txns-before.Txns, after.Ops-before.Ops
-	return fmt.Sprintf("%d renewals in %v = %.0f/s (offered %.0f/s), %d failed; latency p50 %v p99 %v max %v; sends behind schedule p99 %v; %d etcd txns = %.0f/s, %.1f ops/txn",
-		len(lat), elapsed.Round(time.Millisecond), float64(len(lat))/elapsed.Seconds(), rate, failed,
+	return fmt.Sprintf("%d renewals in %v = %.0f/s (offered %.0f/s), %d failed%s; latency p50 %v p99 %v max %v; sends behind schedule p99 %v; %d etcd txns = %.0f/s, %.1f ops/txn",
+		len(lat), elapsed.Round(time.Millisecond), float64(len(lat))/elapsed.Seconds(), rate, failed, errs.take(),
 		opstest.Pct(lat, 0.5), opstest.Pct(lat, 0.99), opstest.Pct(lat, 1), opstest.Pct(lag, 0.99), txns, float64(txns)/elapsed.Seconds(), float64(ops)/max(1, float64(txns)))
 }
 
 var benchRegions = []string{"eu", "us", "ap"}
+
+// errs counts a phase's failed renewals by what failed them.
+var errs errCounts
+
+type errCounts struct {
+	mu sync.Mutex
+	by map[string]int
+}
+
+func (e *errCounts) note(err error) {
+	msg := err.Error()
+	if len(msg) > 120 {
+		msg = msg[:120]
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.by == nil {
+		e.by = map[string]int{}
+	}
+	e.by[msg]++
+}
+
+// take says the counts since the last take, most frequent first: " (N: err; …)".
+func (e *errCounts) take() string {
+	e.mu.Lock()
+	by := e.by
+	e.by = nil
+	e.mu.Unlock()
+	if len(by) == 0 {
+		return ""
+	}
+	msgs := make([]string, 0, len(by))
+	for m := range by {
+		msgs = append(msgs, m)
+	}
+	slices.SortFunc(msgs, func(a, b string) int { return by[b] - by[a] })
+	var parts []string
+	for _, m := range msgs[:min(3, len(msgs))] {
+		parts = append(parts, fmt.Sprintf("%d: %s", by[m], m))
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
+}
 
 // overLimit: the regions' own limiters (region.Limiter and its Run, as an
 // agent runs them, over the clients) under traffic in which one tenant in
