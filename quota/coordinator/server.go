@@ -233,7 +233,7 @@ const SmallCall = 128
 // and sixteen times as many calls waiting — a waiting call holds its
 // body and a goroutine, no step — so that a client renewing one lease a
 // call at 6,000 a second rides out an etcd write that stalls for half a
-// second (1,024 did not: a tenth of such renewals were refused busy).
+// second (1,024 did not: one in seven of such renewals was refused busy).
 const (
 	DefaultSmallInFlight = 256
 	DefaultSmallQueued   = 4096
