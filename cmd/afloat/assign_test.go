@@ -33,7 +33,7 @@ func TestAssignCommands(t *testing.T) {
 		{r("remove", "a"), 2, `"a" is not an active member of pool "cli"; nothing was changed`},
 		{r("restore", "--policy", "zero", "a"), 0, `restored 1 to pool "cli" at zero`},
 		{r("list"), 0, "MEMBER  COUNT  STATE   FAILURES\na       0      active  0\nb       5      active  0\nc       5      active  0\n"},
-		{r("restore", "--policy", "newest", "a"), 2, `invalid value "newest" for flag -policy: assign: invalid argument: restore policy "newest": want current-minimum, keep-history, zero`},
+		{r("restore", "--policy", "newest", "a"), 2, `--policy "newest": assign: invalid argument: restore policy "newest": want current-minimum, keep-history, zero`},
 		{r("add", "--count", "-1", "x"), 2, "initial count -1: want an integer from 0 to 9007199254740992"},
 		{r("add"), 2, "add: 0 members: want 1 to 10000"},
 		{r("add", "--count", "1", "--at-minimum", "x"), 2, "--count does not go with --at-minimum"},
@@ -94,7 +94,7 @@ func TestAssignCooldownAndStatus(t *testing.T) {
 		{r("limit", "--rate", "1", "nobody"), 2, `"nobody" is not a member of pool "keys"`},
 		{r("cooldown", "k1"), 2, "--for is required"},
 		{r("cooldown", "--for", "0s", "k1"), 2, "cooldown 0s: want 1ms to 720h0m0s"},
-		{r("cooldown", "--for", "soon", "k1"), 2, `invalid value "soon" for flag -for`},
+		{r("cooldown", "--for", "soon", "k1"), 2, `--for "soon": want a duration such as 500ms`},
 		{r("cooldown", "--for", "1s"), 2, "cooldown: 0 members: want 1 to 10000"},
 		{r("cooldown", "--for", "1s", "k1", "nobody"), 2, `"nobody" is not an active member of pool "keys"; nothing was changed`},
 		{r("add", "--weight", "0", "k4"), 2, "weight 0: want 1 to 1000"},
@@ -102,7 +102,7 @@ func TestAssignCooldownAndStatus(t *testing.T) {
 		{r("status", "--format", "xml"), 2, `format "xml": want table or json`},
 		{r("status", "extra"), 2, `unexpected argument "extra"`},
 		{r("settings", "--evict-after", "-1"), 2, "evict after -1 failures: want 0 (never) to 1000"},
-		{r("settings", "--last-resort", "any"), 2, `invalid value "any" for flag -last-resort: assign: invalid argument: last resort "any": want fail, earliest`},
+		{r("settings", "--last-resort", "any"), 2, `--last-resort "any": assign: invalid argument: last resort "any": want fail, earliest`},
 		{[]string{"assign", "status", "--redis", srv.URL}, 2, "--pool is required"},
 	})
 	// Concurrency caps: pick --lease leases the least-used member with

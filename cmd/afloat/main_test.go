@@ -160,6 +160,14 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"simulate"}, []string{`unknown command "simulate"`, "afloat --help"}},
 		{[]string{"sevre"}, []string{`unknown command "sevre" (did you mean "serve"?)`}},
 		{[]string{"version", "extra"}, []string{`unexpected argument "extra"`}},
+		// Bad durations and numbers name the flag and show a value that
+		// would do; a misspelt flag gets the nearest one.
+		{[]string{"bench", "bulkhead", "--work", "10"}, []string{`--work "10": want a duration such as 500ms, 10s or 1m30s`}},
+		{[]string{"bench", "bulkhead", "--deadline", "fast"}, []string{`--deadline "fast": want a duration such as 500ms`}},
+		{[]string{"lab", "overload", "--inside", "ten"}, []string{`--inside "ten": want a whole number such as 42`}},
+		{[]string{"quota", "chaos", "--seeds", "1-2", "--workers", "two"}, []string{`--workers "two": want a whole number such as 42`}},
+		{[]string{"sim", "run", "--scenario", "steady", "--minutes", "1.5"}, []string{`--minutes "1.5": want a whole number such as 42`}},
+		{[]string{"sim", "run", "--scenari", "steady"}, []string{"unknown flag --scenari (did you mean --scenario?)"}},
 		{[]string{"sim"}, []string{"missing subcommand"}},
 		{[]string{"sim", "walk"}, []string{`unknown subcommand "walk"`}},
 		{[]string{"sim", "run"}, []string{"--scenario is required", "steady, bad-deploy, surge, cache-flush"}},

@@ -122,7 +122,7 @@ func TestQuotaUsageErrors(t *testing.T) {
 		{[]string{"quota", "coordinator", "--config", "/nonexistent.yaml"}, "--config: config: invalid config file"},
 		{[]string{"quota", "coordinator", "--config", "testdata/quota-bad-rate.yaml"}, "tenants[0].rate -5: want above 0"},
 		{[]string{"quota", "coordinator", "--config", "../../docs/quota-cluster.yaml", "--etcd", "127.0.0.1:99999"}, `--etcd: "http://127.0.0.1:99999": want a port from 1 to 65535`},
-		{[]string{"quota", "coordinator", "--config", "../../docs/quota-cluster.yaml", "--etcd", ","}, `invalid value "," for flag -etcd: empty`},
+		{[]string{"quota", "coordinator", "--config", "../../docs/quota-cluster.yaml", "--etcd", ","}, `--etcd ",": empty`},
 		{[]string{"quota", "coordinator", "--config", "../../docs/quota-cluster.yaml", "--etcd", "a:1", "--data-dir", "x"}, "--etcd and --data-dir"},
 		{[]string{"quota", "coordinator", "--config", "../../docs/quota-cluster.yaml", "--listen", "127.0.0.1:70000"}, "--listen"},
 		{[]string{"quota", "region", "--coordinator", "a:1", "--config", "../../docs/quota-cluster.yaml"}, `--name "": not in the config's regions: want one of`},

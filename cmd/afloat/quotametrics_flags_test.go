@@ -32,7 +32,7 @@ tenants:
 		{append(region, "--metrics-top", "-1"), "--metrics-top -1: want 0 (none) to 100 tenants"},
 		{append(region, "--metrics-tenants", "acme,beta,acme"), `--metrics-tenants: "acme" given twice`},
 		{append(region, "--metrics-tenants", "a/b"), `--metrics-tenants: name 1 "a/b": want 1 to 128 bytes, no slash`},
-		{append(region, "--metrics-tenants", ","), "invalid value \",\" for flag -metrics-tenants: empty"},
+		{append(region, "--metrics-tenants", ","), "--metrics-tenants \",\": empty"},
 		{append(coordinator, "--metrics-tenants", "acme,acme"), `--metrics-tenants: "acme" given twice`},
 		{append(coordinator, "--metrics-tenants", strings.Repeat("t,", 100)+"u"), "--metrics-tenants: 101 names: want 0 to 100"},
 	} {

@@ -32,7 +32,7 @@ func TestQuotaTenantsFlags(t *testing.T) {
 		{[]string{"quota", "tenants", "list", "--coordinator", "127.0.0.1:7070", "--token-file", short}, "a token of 3 bytes: want at least 16"},
 		{[]string{"quota", "tenants", "list", "--coordinator", "127.0.0.1:7070", "--token-file", filepath.Join(dir, "none")}, "--token-file: open"},
 		{append([]string{"quota", "tenants", "get"}, base...), "--name: want the tenant's name"},
-		{append([]string{"quota", "tenants", "delete", "--name", "x", "--rate", "1"}, base...), "flag provided but not defined: -rate"},
+		{append([]string{"quota", "tenants", "delete", "--name", "x", "--rate", "1"}, base...), "unknown flag --rate"},
 	} {
 		var out, errOut bytes.Buffer
 		st := run(c.args, strings.NewReader(""), &out, &errOut)

@@ -52,7 +52,7 @@ func (c *Command) ParseArgs(args []string) (rest []string, status int, ok bool) 
 		}
 		return nil, ExitOK, false
 	case err != nil:
-		return nil, c.Refuse(err), false
+		return nil, c.Refuse(c.explain(err)), false
 	}
 	return c.Args(), ExitOK, true
 }
