@@ -120,12 +120,12 @@ var commands = []cli.Entry{
 	{Path: "quota region", Run: runQuotaRegion,
 		Synopsis: "afloat quota region --name NAME --coordinator ADDRS --listen ADDR [--allow-remote] [--host NAME]...\n                   --config FILE [--event-log FILE [--event-log-interval 1s | --event-log-lines]\n                   [--event-log-max-mb 256] [--event-log-keep 16]] [--grpc-listen ADDR] [--upstream URL [--proxy-listen ADDR]]\n                   [--metrics-tenants NAMES] [--metrics-top N]",
 		Summary:  "a region agent: the lock-free limiter, renewing over the\nnetwork, and a local decision API (POST /v1/allow); Envoy's\nrate-limit service (--grpc-listen) and a reverse proxy (--upstream)"},
-	// quota etcd runs one embedded etcd member; the end-to-end test starts
-	// three, each in a process of its own. Not in the help: the zero-setup
-	// path is quota coordinator without --etcd, and a real cluster is
-	// deployed with etcd's own tools.
-	{Path: "quota etcd", Run: runQuotaEtcd, Hidden: true,
-		Synopsis: "afloat quota etcd --name N --data-dir DIR [--client-url URL] [--peer-url URL] [--initial-cluster N=URL,...]"},
+	// quota etcd runs one embedded etcd member (a binary built with -tags
+	// embedetcd); three of them, each in a process of its own, are a
+	// cluster (docs/quota.md, "Running it").
+	{Path: "quota etcd", Run: runQuotaEtcd,
+		Synopsis: "afloat quota etcd --name N --data-dir DIR [--client-url URL] [--peer-url URL] [--initial-cluster N=URL,...]",
+		Summary:  "one member of an etcd cluster for the coordinators, embedded\n(a binary built with -tags embedetcd); it says when it is ready"},
 
 	{Path: "version", Run: runVersion,
 		Synopsis: "afloat version   (or afloat --version)",

@@ -194,8 +194,8 @@ func TestQuotaStartUpEndsOnSIGTERM(t *testing.T) {
 		client, peer, absent := "http://"+freeAddr(t), "http://"+freeAddr(t), "http://"+freeAddr(t)
 		cmd := exec.Command(bin, "quota", "etcd", "--name", "a", "--data-dir", t.TempDir(),
 			"--client-url", client, "--peer-url", peer, "--initial-cluster", "a="+peer+",b="+absent)
-		var errOut syncBuffer
-		cmd.Stderr = &errOut
+		var out, errOut syncBuffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -212,6 +212,29 @@ func TestQuotaStartUpEndsOnSIGTERM(t *testing.T) {
 			}
 			if time.Now().After(deadline) {
 				t.Fatalf("the member never listened:\n%s", errOut.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if strings.Contains(out.String(), "ready") {
+			t.Errorf("a member without its quorum said %q: it is not ready", out.String())
+		}
+		endsOnSIGTERM(t, cmd, &errOut)
+	})
+
+	// A member alone is its own quorum: it says so on stdout, once it
+	// serves, with the URL its clients dial.
+	t.Run("member-alone-says-ready", func(t *testing.T) {
+		cmd := exec.Command(bin, "quota", "etcd", "--name", "a", "--data-dir", t.TempDir())
+		var out, errOut syncBuffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer cmd.Process.Kill()
+		deadline := time.Now().Add(startUpBound)
+		for !strings.Contains(out.String(), "afloat quota etcd: member a ready, clients on http://127.0.0.1:") {
+			if time.Now().After(deadline) {
+				t.Fatalf("no ready line within %v: stdout %q\n%s", startUpBound, out.String(), errOut.String())
 			}
 			time.Sleep(20 * time.Millisecond)
 		}

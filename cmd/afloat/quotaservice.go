@@ -184,6 +184,9 @@ func runQuotaEtcd(c *cli.Command, args []string) int {
 		}
 		m.RootPassword = pw
 	}
+	m.OnReady = func(clientURL string) {
+		fmt.Fprintf(c.Stdout, "afloat quota etcd: member %s ready, clients on %s, data in %s\n", m.Name, clientURL, m.DataDir)
+	}
 	ctx, stop := cli.Interruptible()
 	defer stop()
 	return c.Fail(etcdmember.RunMember(ctx, m), etcdmember.ErrConfig)

@@ -333,6 +333,9 @@ func RunMember(ctx context.Context, cfg MemberConfig) error {
 		return err
 	}
 	defer m.Close()
+	if cfg.OnReady != nil {
+		cfg.OnReady(m.ClientURL)
+	}
 	select {
 	case <-ctx.Done():
 		return nil

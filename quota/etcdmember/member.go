@@ -13,6 +13,10 @@ import (
 type MemberConfig struct {
 	Name    string
 	DataDir string
+	// OnReady, if set, is called once by RunMember when the member
+	// serves, with the URL its clients connect to: a supervisor's or a
+	// person's cue that it is up.
+	OnReady func(clientURL string)
 	// ClientURL and PeerURL are where the member listens (http://127.0.0.1:port);
 	// empty: a free loopback port, kept in the data directory so that a
 	// restart listens where it did.
