@@ -152,6 +152,13 @@ func (t Tenant) WithDefaults() Tenant {
 	return t
 }
 
+// MinRate is the least rate a tenant may have: a thousandth of a token a
+// second, one token in 16 minutes 40 seconds. Less is taken for a rate
+// written in tokens where millionths are meant (Rate: 100 for
+// quota.Tokens(100)), as is a burst of more than 0 and less than one
+// token, under which no request is ever admitted.
+const MinRate Micro = One / 1000
+
 // Validate reports the first field out of range, naming it and the range.
 func (t Tenant) Validate() error {
 	t = t.WithDefaults()
@@ -161,10 +168,10 @@ func (t Tenant) Validate() error {
 	switch {
 	case t.Name == "" || len(t.Name) > 128:
 		return fmt.Errorf("%w: tenant name %q: want 1 to 128 bytes", ErrConfig, t.Name)
-	case t.Rate <= 0 || t.Rate > 1e9*One:
-		return bad("rate %v: want above 0 and at most 1e9 per second", t.Rate)
-	case t.Burst < 0 || t.Burst > 1e12*One:
-		return bad("burst %v: want 0 to 1e12", t.Burst)
+	case t.Rate < MinRate || t.Rate > 1e9*One:
+		return bad("rate %v tokens a second: want %v to 1e9 (Rate is in millionths of a token: quota.Tokens(100) is 100 a second)", t.Rate, MinRate)
+	case t.Burst < 0 || t.Burst > 1e12*One || t.Burst > 0 && t.Burst < One:
+		return bad("burst %v tokens: want 0, or 1 to 1e12 (Burst is in millionths of a token: quota.Tokens(200) is 200)", t.Burst)
 	case len(t.Regions) == 0 || len(t.Regions) > 64:
 		return bad("%d regions: want 1 to 64", len(t.Regions))
 	case t.Mode != Hard && t.Mode != BestEffort:

@@ -21,7 +21,10 @@ func TestTenantValidate(t *testing.T) {
 	}{
 		{func(*quota.Tenant) {}, ""},
 		{func(t *quota.Tenant) { t.Name = "" }, "tenant name"},
-		{func(t *quota.Tenant) { t.Rate = 0 }, "rate 0: want above 0"},
+		{func(t *quota.Tenant) { t.Rate = 0 }, "rate 0 tokens a second: want 0.001 to 1e9"},
+		// The trap of a rate or burst written in tokens, not millionths.
+		{func(t *quota.Tenant) { t.Rate = 100 }, "rate 0.0001 tokens a second: want 0.001 to 1e9 (Rate is in millionths of a token: quota.Tokens(100) is 100 a second)"},
+		{func(t *quota.Tenant) { t.Burst = 200 }, "burst 0.0002 tokens: want 0, or 1 to 1e12"},
 		{func(t *quota.Tenant) { t.Burst = -1 }, "burst"},
 		{func(t *quota.Tenant) { t.Regions = nil }, "0 regions: want 1 to 64"},
 		{func(t *quota.Tenant) { t.Regions = []string{"eu", "eu"} }, `regions[1] "eu": listed twice`},
