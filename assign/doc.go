@@ -13,9 +13,19 @@
 //	p, err := assign.New(c, "proxies")
 //	p.Add(ctx, 0, "http://10.0.0.1:3128", "http://10.0.0.2:3128")
 //	m, err := p.Pick(ctx)
-//	if errors.Is(err, assign.ErrPoolEmpty) {
-//		return err // no eligible member: make no request
+//	if errors.Is(err, assign.ErrPoolEmpty) || errors.Is(err, assign.ErrUnknownPool) {
+//		return err // no eligible member, or no pool of that name yet: make no request
 //	}
+//
+// A pick's errors, together (errors.Is): ErrUnknownPool — no pool of that
+// name has had a member on this Redis (never filled, or deleted);
+// ErrPoolEmpty — the pool exists but no member is eligible (all removed,
+// or all cooling: then it is also ErrAllCooling, a *CoolingError that
+// says when the first comes back); ErrAmbiguous — the connection was lost
+// after the script was sent, so the pick may have counted (retry with
+// PickID and the same request id); ErrInvalid — an argument out of range,
+// named. The first two mean the same to a caller that only wants a
+// member — there is none — and are apart for the one that fills pools.
 //
 // The score counts assignments, whatever became of them; it is not a
 // measure of work in progress. Leases is the least-in-flight variant for
