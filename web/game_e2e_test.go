@@ -22,7 +22,7 @@ import (
 	"github.com/afloat/afloat/sim/bots"
 )
 
-var docsScreenshots = flag.Bool("docs-screenshots", false, "write the layout screenshots to docs/screenshots (the README shows them)")
+var docsScreenshots = flag.Bool("docs-screenshots", false, "write the layout screenshots to docs/screenshots (the README and docs/guide.md show them)")
 
 // displayScale is how the page shows a lever: percentages for the target
 // and shedding.
@@ -448,7 +448,7 @@ const layoutCheck = `(() => {
 // TestLayoutEndToEnd: at 1366×768 and 1920×1080 the clock, the page, the
 // twelve figures, the levers and the two key charts are on screen without
 // scrolling; at 390×844 the clock, the page, the key figures and the
-// levers are, and the charts are tabs. It takes the screenshots the README
+// levers are, and the charts are tabs. It takes the screenshots docs/guide.md
 // shows (go test ./web -run TestLayoutEndToEnd -docs-screenshots writes
 // them to docs/screenshots).
 func TestLayoutEndToEnd(t *testing.T) {
@@ -473,7 +473,7 @@ func TestLayoutEndToEnd(t *testing.T) {
 			}
 		}
 	}
-	// The debrief at the end of a game, for the README.
+	// The debrief at the end of a game, for docs/guide.md.
 	b.do(ctx, "size 1366x768", chromedp.EmulateViewport(1366, 768, chromedp.EmulateScale(1)))
 	cfg := sim.Config{Scenario: "bad-deploy", Seed: 7, Noise: true, Actions: []sim.Action{sim.Press(29, sim.ControlRollback)}}
 	b.do(ctx, "the debrief", chromedp.Navigate(base+"/?"+cfg.Query().Encode()+"&at=120&mode=training#debrief"), waitReady(),

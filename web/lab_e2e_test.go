@@ -291,7 +291,7 @@ func TestOverloadLabEndToEnd(t *testing.T) {
 }
 
 // viewShot saves what a window of the given height shows with an element
-// at its top: a part of a long page, for the README; when screenshots
+// at its top: a part of a long page, for docs/guide.md; when screenshots
 // are asked for (-screenshots).
 func viewShot(b *browser, ctx context.Context, name, css string, height int64) {
 	b.t.Helper()

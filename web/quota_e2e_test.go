@@ -295,9 +295,9 @@ func TestQuotaLabEndToEnd(t *testing.T) {
 			}
 		}
 		if lang == "en" {
-			// The README's picture: the run at 1:00, after the shift and
+			// docs/guide.md's picture: the run at 1:00, after the shift and
 			// during the partition.
-			b.do(ctx, "the README's moment", chromedp.Navigate(strings.Replace(link, "at=90", "at=75", 1)), waitReady(), quotaIdle(7), quotaAt("1:15"))
+			b.do(ctx, "the guide's moment", chromedp.Navigate(strings.Replace(link, "at=90", "at=75", 1)), waitReady(), quotaIdle(7), quotaAt("1:15"))
 			b.shot(ctx, "quota-lab-page")
 			quotaViewShot(t, b, ctx, "quota-lab")
 		} else {
@@ -399,7 +399,7 @@ func checkQuotaDrawn(t *testing.T, b *browser, ctx context.Context, lang string,
 
 // quotaViewShot saves what a person sees of the lab from its clock down,
 // on a tall screen: the verdict, the controls and the charts (the
-// README's picture; shot saves the whole page); when screenshots are
+// docs/guide.md's picture; shot saves the whole page); when screenshots are
 // asked for (-screenshots).
 func quotaViewShot(t *testing.T, b *browser, ctx context.Context, name string) {
 	t.Helper()

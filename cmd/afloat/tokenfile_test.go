@@ -8,7 +8,7 @@ import (
 )
 
 // TestOperatorTokenFileMustBePrivate: afloat quota tenants refuses a
-// --token-file its group or others may read (the README's own walkthrough
+// --token-file its group or others may read (docs/guide.md's own walkthrough
 // wrote one with the umask's 0644), exit 2, before anything is sent.
 func TestOperatorTokenFileMustBePrivate(t *testing.T) {
 	tok := filepath.Join(t.TempDir(), "op.token")
