@@ -616,27 +616,38 @@ func (g *gated) RenewBatch(ctx context.Context, reqs []quota.Request) ([]quota.R
 	return g.Coordinator.RenewBatch(ctx, reqs)
 }
 
+// fortyHeld runs a region of 40 of 50 tenants (batches of 10, patience
+// 12 s) against a gated coordinator — the next call's first request
+// refused busy if busyOnce — and gives the names and the 10 not served
+// yet. stop ends the region's Run and the coordinator. Inside a synctest
+// bubble.
+func fortyHeld(t *testing.T, busyOnce bool) (l *region.Limiter, cfg region.Config, names, added []string, g *gated, stop func()) {
+	t.Helper()
+	names, srv, stopSrv := manyTenants(t, 50)
+	held := names[:40]
+	added = names[40:]
+	cfg = region.DefaultConfig("eu", held...)
+	cfg.BatchSize, cfg.Spread, cfg.Retry, cfg.MaxRetry = 10, -1, 12*time.Second, 12*time.Second // patience 12 s
+	l, err := region.New(cfg)
+	if err != nil {
+		stopSrv()
+		t.Fatal(err)
+	}
+	g = &gated{Coordinator: srv, busyOnce: busyOnce}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { l.Run(ctx, g) })
+	return l, cfg, names, added, g, func() { cancel(); wg.Wait(); stopSrv() }
+}
+
 // TestFirstLeasesNotStarved: renewals that take the coordinator 10 s
 // hold both of the region's places for calls; tenants added meanwhile
 // still get their first leases at once, in the one call more that first
 // leases may have beside them. Virtual time (synctest).
 func TestFirstLeasesNotStarved(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		names, srv, stop := manyTenants(t, 50)
+		l, cfg, names, added, g, stop := fortyHeld(t, false)
 		defer stop()
-		held, added := names[:40], names[40:]
-		cfg := region.DefaultConfig("eu", held...)
-		cfg.BatchSize, cfg.Spread, cfg.Retry, cfg.MaxRetry = 10, -1, 12*time.Second, 12*time.Second // patience 12 s
-		l, err := region.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g := &gated{Coordinator: srv}
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		defer wg.Wait()
-		defer cancel()
-		wg.Go(func() { l.Run(ctx, g) })
 		time.Sleep(time.Second) // the held leases, granted at once
 		synctest.Wait()
 		g.mu.Lock()
@@ -670,21 +681,8 @@ func TestFirstLeasesNotStarved(t *testing.T) {
 // from renewals — and made once that has passed. Virtual time (synctest).
 func TestFirstLeasesWaitWhileStrained(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		names, srv, stop := manyTenants(t, 50)
+		l, cfg, names, added, g, stop := fortyHeld(t, true)
 		defer stop()
-		held, added := names[:40], names[40:]
-		cfg := region.DefaultConfig("eu", held...)
-		cfg.BatchSize, cfg.Spread, cfg.Retry, cfg.MaxRetry = 10, -1, 12*time.Second, 12*time.Second // patience 12 s
-		l, err := region.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g := &gated{Coordinator: srv, busyOnce: true}
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		defer wg.Wait()
-		defer cancel()
-		wg.Go(func() { l.Run(ctx, g) })
 		time.Sleep(time.Second) // the held leases, granted at once, but one refused busy
 		synctest.Wait()
 		g.mu.Lock()
