@@ -656,16 +656,22 @@ func TestRunStopsEndToEnd(t *testing.T) {
 		b.do(ctx, lang+": back to the game", click(`#nav-play`), chromedp.WaitVisible(chromedp.CSS(`#control-fleet_floor`)))
 		b.do(ctx, lang+": an invalid floor", typeInto(`#control-fleet_floor`, "99"), waitFor(`document.getElementById("error-fleet_floor").textContent !== ""`))
 		b.do(ctx, lang+": a step", click(`#step`), waitFor(fmt.Sprintf(`window.afloat.state.shown === %d`, left+1)))
-		if msg := b.text(ctx, "#error-fleet_floor"); msg != "" || evaluate[string](b, ctx, `document.getElementById("control-fleet_floor").value`) == "99" {
+		if msg := evaluate[string](b, ctx, `(document.getElementById("error-fleet_floor") || {}).textContent || ""`); msg != "" || evaluate[string](b, ctx, `document.getElementById("control-fleet_floor").value`) == "99" {
 			t.Errorf("%s: after a step the floor shows %q with the error %q", lang, evaluate[string](b, ctx, `document.getElementById("control-fleet_floor").value`), msg)
 		}
 		other := map[string]string{"en": "cy", "cy": "tl", "tl": "en"}[lang]
-		b.do(ctx, lang+": an invalid floor again, then "+other, typeInto(`#control-fleet_floor`, "99"), chromedp.SetValue(chromedp.CSS(`#lang`), other),
-			chromedp.Evaluate[chromedp.Void](`document.getElementById("lang").dispatchEvent(new Event("change", { bubbles: true }))`),
-			waitFor(fmt.Sprintf(`document.documentElement.lang === %q`, other)))
 		oc := catalogue(t, other)
 		want := fill(oc["control.error.range"], map[string]string{"label": oc["control.fleet_floor.label"], "min": "0", "max": "40"})
-		if v, msg := evaluate[string](b, ctx, `document.getElementById("control-fleet_floor").value`), b.text(ctx, "#error-fleet_floor"); v != "99" || msg != want {
+		// The change of language builds the levers again: the message is
+		// read in the page, in one go, once the new one is there (reading
+		// the node from here could find it replaced between the query and
+		// the read).
+		errorText := `(document.getElementById("error-fleet_floor") || {}).textContent || ""`
+		b.do(ctx, lang+": an invalid floor again, then "+other, typeInto(`#control-fleet_floor`, "99"), chromedp.SetValue(chromedp.CSS(`#lang`), other),
+			chromedp.Evaluate[chromedp.Void](`document.getElementById("lang").dispatchEvent(new Event("change", { bubbles: true }))`),
+			waitFor(fmt.Sprintf(`document.documentElement.lang === %q`, other)),
+			waitFor(fmt.Sprintf(`(%s) === %q`, errorText, want)))
+		if v, msg := evaluate[string](b, ctx, `document.getElementById("control-fleet_floor").value`), evaluate[string](b, ctx, errorText); v != "99" || msg != want {
 			t.Errorf("%s → %s: the floor shows %q with %q, want 99 with %q", lang, other, v, msg, want)
 		}
 
