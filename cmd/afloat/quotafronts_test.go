@@ -11,7 +11,7 @@ import (
 func TestQuotaRegionFrontFlags(t *testing.T) {
 	base := []string{"quota", "region", "--name", "eu", "--coordinator", "127.0.0.1:1"}
 	fronts := append(base[:len(base):len(base)], "--config", "testdata/quota-fronts.yaml")
-	bare := append(base[:len(base):len(base)], "--config", "../../docs/quota-cluster.yaml")
+	bare := append(base[:len(base):len(base)], "--config", "testdata/quota-bare.yaml")
 	with := func(b []string, more ...string) []string { return append(b[:len(b):len(b)], more...) }
 	for i, tc := range []struct {
 		args []string

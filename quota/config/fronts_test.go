@@ -58,3 +58,20 @@ func TestFrontConfigErrors(t *testing.T) {
 		t.Fatalf("a short envoy.token_file: %v", err)
 	}
 }
+
+// TestExampleConfigHasEveryFront: the example config (docs/quota-cluster.yaml,
+// the walkthrough's) loads, and carries an envoy: and a proxy: section, so
+// that a region agent started from it runs every front docs/quota.md
+// documents — --grpc-listen and --upstream — without a section copied in.
+func TestExampleConfigHasEveryFront(t *testing.T) {
+	cfg, err := LoadConfig(filepath.Join("..", "..", "docs", "quota-cluster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Envoy.Descriptors) == 0 || cfg.Envoy.Domain == "" {
+		t.Errorf("the example config's envoy section: %+v: want a domain and descriptors", cfg.Envoy)
+	}
+	if len(cfg.Proxy.Routes) == 0 {
+		t.Errorf("the example config's proxy section: %+v: want routes", cfg.Proxy)
+	}
+}
