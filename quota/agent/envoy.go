@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -114,6 +115,10 @@ type rlsServer struct {
 // 1000000, negative hits, a limit override) are refused whole, before
 // anything is spent, with InvalidArgument naming the field; a deadline
 // already past, with DeadlineExceeded.
+//
+// The server answers gRPC server reflection (grpc.reflection.v1), so
+// that grpcurl lists and calls the service without its .proto files; with
+// envoy.token, reflection needs the token as every call does.
 func (a *Agent) GRPCServer() (*grpc.Server, error) {
 	if a.envoy == nil {
 		return nil, fmt.Errorf("%w: --grpc-listen: the config has no envoy section (docs/quota.md, \"Envoy and reverse proxy\")", ErrOptions)
@@ -124,24 +129,39 @@ func (a *Agent) GRPCServer() (*grpc.Server, error) {
 		grpc.ConnectionTimeout(10 * time.Second),
 	}
 	if tok := a.o.Config.Envoy.Token; tok != "" {
-		opts = append(opts, grpc.UnaryInterceptor(bearer(tok)))
+		// Streams too: server reflection is one.
+		check := bearer(tok)
+		opts = append(opts, grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			if err := check(ctx); err != nil {
+				return nil, err
+			}
+			return h(ctx, req)
+		}), grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+			if err := check(ss.Context()); err != nil {
+				return err
+			}
+			return h(srv, ss)
+		}))
 	}
 	s := grpc.NewServer(opts...)
 	rlsv3.RegisterRateLimitServiceServer(s, &rlsServer{a: a})
+	// Server reflection, so that grpcurl and grpcui list and call the
+	// service without its .proto files at hand.
+	reflection.Register(s)
 	return s, nil
 }
 
-// bearer refuses calls without "authorization: Bearer TOKEN". The token
-// is compared in constant time and never echoed.
-func bearer(token string) grpc.UnaryServerInterceptor {
+// bearer checks a call's "authorization: Bearer TOKEN". The token is
+// compared in constant time and never echoed.
+func bearer(token string) func(context.Context) error {
 	want := []byte("Bearer " + token)
-	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	return func(ctx context.Context) error {
 		md, _ := metadata.FromIncomingContext(ctx)
 		got := md.Get("authorization")
 		if len(got) != 1 || subtle.ConstantTimeCompare([]byte(got[0]), want) != 1 {
-			return nil, status.Error(codes.Unauthenticated, "quota region: want metadata authorization: Bearer <envoy.token>")
+			return status.Error(codes.Unauthenticated, "quota region: want metadata authorization: Bearer <envoy.token>")
 		}
-		return h(ctx, req)
+		return nil
 	}
 }
 

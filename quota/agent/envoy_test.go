@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -68,6 +70,13 @@ func lease(t testing.TB, lim *region.Limiter, now int64, tenant string, id uint6
 // go-control-plane's client for it.
 func serveGRPC(t testing.TB, a *Agent) rlsv3.RateLimitServiceClient {
 	t.Helper()
+	return rlsv3.NewRateLimitServiceClient(serveGRPCConn(t, a))
+}
+
+// serveGRPCConn serves a's gRPC server on a free loopback port and
+// returns a connection to it; both end with the test.
+func serveGRPCConn(t testing.TB, a *Agent) *grpc.ClientConn {
+	t.Helper()
 	gs, err := a.GRPCServer()
 	opstest.Must(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -77,7 +86,7 @@ func serveGRPC(t testing.TB, a *Agent) rlsv3.RateLimitServiceClient {
 	cc, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	opstest.Must(t, err)
 	t.Cleanup(func() { cc.Close() })
-	return rlsv3.NewRateLimitServiceClient(cc)
+	return cc
 }
 
 func desc(kv ...string) *ratelimitv3.RateLimitDescriptor {
@@ -377,5 +386,46 @@ func TestEnvoyRLSToken(t *testing.T) {
 	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+token)
 	if r, err := client.ShouldRateLimit(ctx, req); err != nil || r.OverallCode != rlsv3.RateLimitResponse_OK {
 		t.Fatalf("with the token: %v %v", r, err)
+	}
+}
+
+// TestEnvoyRLSReflection: the agent's gRPC server answers server
+// reflection — grpcurl lists the rate-limit service — and, with
+// envoy.token, only to a caller that has the token: reflection is a
+// stream, and streams are checked as unary calls are.
+func TestEnvoyRLSReflection(t *testing.T) {
+	list := func(ctx context.Context, cc *grpc.ClientConn) ([]string, error) {
+		st, err := reflectionpb.NewServerReflectionClient(cc).ServerReflectionInfo(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := st.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}}); err != nil {
+			return nil, err
+		}
+		r, err := st.Recv()
+		if err != nil {
+			return nil, err
+		}
+		var names []string
+		for _, s := range r.GetListServicesResponse().GetService() {
+			names = append(names, s.GetName())
+		}
+		return names, nil
+	}
+	const rls = "envoy.service.ratelimit.v3.RateLimitService"
+	open := fixedAgent(t, fronted, &fakeClock{})
+	if names, err := list(context.Background(), serveGRPCConn(t, open)); err != nil || !slices.Contains(names, rls) {
+		t.Fatalf("reflection lists %v, %v; want %s among them", names, err, rls)
+	}
+
+	const token = "envoy-token-0123456789"
+	closed := fixedAgent(t, strings.Replace(fronted, "domain: edge", "domain: edge\n  token: "+token, 1), &fakeClock{})
+	cc := serveGRPCConn(t, closed)
+	if names, err := list(context.Background(), cc); status.Code(err) != codes.Unauthenticated || strings.Contains(err.Error(), token) {
+		t.Fatalf("reflection without the token: %v, %v; want Unauthenticated, the token not echoed", names, err)
+	}
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+token)
+	if names, err := list(ctx, cc); err != nil || !slices.Contains(names, rls) {
+		t.Fatalf("reflection with the token lists %v, %v; want %s among them", names, err, rls)
 	}
 }
