@@ -52,7 +52,20 @@ CHECKS := vet fmt-check lint tidy-check cross-build boundaries litter alerts
 UNITS := unit-browser unit-race unit-models unit-etcd
 test: export NICE := nice -n 10
 test: deps
-	@$(MAKE) --no-print-directory -j 6 --output-sync=target $(UNITS) $(CHECKS)
+	@mkdir -p $(BUILD)
+	@$(MAKE) --no-print-directory -j 6 $(addprefix group-,$(UNITS) $(CHECKS))
+
+# group-X runs the target X for make test: a line when it starts, its
+# output whole (kept in .build/test-X.log) and a line when it ends, with
+# its time — so that a long run says what it is doing while it does it,
+# and the groups' outputs, run side by side, never interleave.
+group-%:
+	@echo "make test: $* started"
+	@start=$$(date +%s); if $(MAKE) --no-print-directory $* > $(BUILD)/test-$*.log 2>&1; then \
+		cat $(BUILD)/test-$*.log; echo "make test: $* passed in $$(( $$(date +%s) - start )) s"; \
+	else \
+		cat $(BUILD)/test-$*.log; echo "make test: $* FAILED after $$(( $$(date +%s) - start )) s (its output above, and in .build/test-$*.log)"; exit 1; \
+	fi
 test-long: deps deps-etcd long
 
 # deps installs what the tests need when it is missing: Debian's
