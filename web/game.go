@@ -159,9 +159,11 @@ func percentiles(req request, s sim.Score) map[string]float64 {
 }
 
 // coachAnswer is what POST /api/debrief adds with "coach": true. Par is
-// the expert's run, which sees what the player saw; Hindsight is what
-// perfect foresight of the seed would have scored, shown beside it and
-// never graded against.
+// the run graded against (bots.Par): the expert's, which sees what the
+// player saw, or the runbook's on a seed where it does better — Par.Bot
+// says which. Hindsight is what perfect foresight of the seed would have
+// scored, shown beside it and never graded against: never more than par,
+// the runbook or any what-if shown with it (hindsightOf).
 type coachAnswer struct {
 	Grade     bots.Grade    `json:"grade"`
 	Par       botAnswer     `json:"par"`
@@ -175,7 +177,7 @@ type coachAnswer struct {
 func (a *api) coach(ctx context.Context, req request, s sim.Score) (coachAnswer, error) {
 	plain := req.cfg
 	plain.Actions = nil
-	par, err := bots.Expert(ctx, plain)
+	par, parBot, err := bots.Par(ctx, plain)
 	if err != nil {
 		return coachAnswer{}, err
 	}
@@ -196,13 +198,44 @@ func (a *api) coach(ctx context.Context, req request, s sim.Score) (coachAnswer,
 	if whatIfs == nil {
 		whatIfs = []bots.WhatIf{}
 	}
+	hs, err = hindsightOf(req.cfg, hs, whatIfs)
+	if err != nil {
+		return coachAnswer{}, err
+	}
 	return coachAnswer{
 		Grade:     bots.GradeScore(s, par.Score.Points, rb.Score.Points),
-		Par:       answerOf(bots.BotExpert, req.length, par),
+		Par:       answerOf(parBot, req.length, par),
 		Runbook:   answerOf(bots.BotRunbook, req.length, rb),
 		Hindsight: answerOf(bots.BotHindsight, req.length, hs),
 		WhatIfs:   whatIfs,
 	}, nil
+}
+
+// hindsightOf is the perfect-foresight run shown beside the what-ifs: the
+// search's (bots.Hindsight, already no worse than par and the runbook), or
+// the best what-if where one beats it. The search tries the timing of a
+// few key moves on a run without actions; a what-if is the player's own
+// run with one move changed, which the search never starts from — and
+// "perfect foresight" scoring worse than a tip beside it would be a
+// contradiction on the screen. The search's run is kept as the seed's
+// (game.hindsight caches it); this one is the debrief's.
+func hindsightOf(cfg sim.Config, hs bots.Run, whatIfs []bots.WhatIf) (bots.Run, error) {
+	best := -1
+	for i, w := range whatIfs {
+		if w.Points < hs.Score.Points && (best < 0 || w.Points < whatIfs[best].Points) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return hs, nil
+	}
+	cfg.Actions = whatIfs[best].Actions
+	frames, err := sim.Run(cfg)
+	if err != nil {
+		return bots.Run{}, err
+	}
+	sc, _ := sim.Lookup(cfg.Scenario)
+	return bots.Run{Config: cfg, Score: sim.ScoreFrames(sc, frames)}, nil
 }
 
 // hint is the runbook's advice after a minute, for the training mode.

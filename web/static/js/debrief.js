@@ -110,7 +110,8 @@ function drawVerdict(body, whole) {
       par: num(c.grade.par, 1),
       over: `${c.grade.over_par >= 0 ? "+" : "−"}${num(Math.abs(c.grade.over_par), 1)}`,
       runbook: num(c.grade.runbook, 1),
-    }) + (c.hindsight ? ` ${t("score.hindsight", { points: num(c.hindsight.score.points, 1) })}` : "");
+    }) + (c.par.bot === "runbook" ? ` ${t("score.par_runbook")}` : "") +
+      (c.hindsight ? ` ${t("score.hindsight", { points: num(c.hindsight.score.points, 1) })}` : "");
     const watch = $("watch-par");
     const run = { scenario: state.scenario.name, seed: state.seed, noise: state.noise, minutes: 0, actions: c.par.actions.map(fromAPI) };
     watch.href = `/?${encodeRun(run, state.info.controls)}&at=1&mode=${state.difficulty}&shared=1&watch=1`;
