@@ -41,6 +41,7 @@ var thinRunners = map[string]string{
 	"quota/eventlog/file.go":           "File, a process's log: its flush ticker and the time of its stop event",
 	"quota/region/limiter.go":          "Allow and Now read the monotonic clock: shorthand for AllowAt, as x/time/rate's Allow is for AllowN",
 	"quota/region/run.go":              "Run, the renewal loop that drives the limiter on the machine's clock",
+	"quota/region/wait.go":             "Wait sleeps between decisions on the machine's clock: a runner over Decide, as x/time/rate's Wait is over Reserve",
 }
 
 // TestBoundariesInSource: the models and pure cores (the Makefile's
