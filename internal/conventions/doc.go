@@ -9,5 +9,7 @@
 // the quota's test helpers.
 // The models and pure cores (the Makefile's
 // BOUNDED) neither read the wall clock nor draw from a global random
-// source, outside a short list of thin runners.
+// source, outside a short list of thin runners. Two documents keep their
+// shape: the README stays a front page, and docs/benchmarks.md keeps its
+// dates in its tables (the prose says what is true now; git the history).
 package conventions
