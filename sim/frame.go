@@ -11,6 +11,28 @@ type Controls struct {
 	HeavyFeature      bool    `json:"heavy_feature"`
 }
 
+// With returns the controls with a applied: the lever's new position. A
+// button (warm-up, rollback) moves no lever. It is the one place that
+// says which field each control sets: the model applies actions through
+// it, and the coach reads a lever's position before a move with it.
+func (c Controls) With(a Action) Controls {
+	switch a.Control {
+	case ControlFleetFloor:
+		c.FleetFloor = int(a.Value)
+	case ControlAutoscaling:
+		c.Autoscaling = a.Bool()
+	case ControlTargetUtilization:
+		c.TargetUtilization = a.Value
+	case ControlCacheTTL:
+		c.CacheTTL = a.Value
+	case ControlShedLowPriority:
+		c.ShedLowPriority = a.Value
+	case ControlHeavyFeature:
+		c.HeavyFeature = a.Bool()
+	}
+	return c
+}
+
 // Frame is what one simulated minute looked like: that minute's traffic and
 // queueing figures, the fleet that served it, the budget after it, and the
 // cost so far before it (so minute 0 shows $0.00). Shares and utilizations

@@ -144,9 +144,9 @@ func indexed(err error, i int) error {
 
 // apply moves a lever. The action has been validated.
 func (s *Sim) apply(a Action) {
+	s.ctl = s.ctl.With(a)
 	switch a.Control {
 	case ControlFleetFloor:
-		s.ctl.FleetFloor = int(a.Value)
 		if s.ctl.Autoscaling {
 			// Raising the floor launches at once; lowering it leaves the
 			// autoscaler to scale in when the fleet has been quiet.
@@ -155,19 +155,10 @@ func (s *Sim) apply(a Action) {
 			s.resize(s.ctl.FleetFloor)
 		}
 	case ControlAutoscaling:
-		s.ctl.Autoscaling = a.Bool()
 		if !s.ctl.Autoscaling {
 			s.resize(s.ctl.FleetFloor)
 		}
 		s.quiet = 0
-	case ControlTargetUtilization:
-		s.ctl.TargetUtilization = a.Value
-	case ControlCacheTTL:
-		s.ctl.CacheTTL = a.Value
-	case ControlShedLowPriority:
-		s.ctl.ShedLowPriority = a.Value
-	case ControlHeavyFeature:
-		s.ctl.HeavyFeature = a.Bool()
 	case ControlWarmup:
 		if s.warmupLeft == 0 { // pressing it while it runs does nothing
 			s.warmupLeft = warmupMinutes
@@ -177,6 +168,10 @@ func (s *Sim) apply(a Action) {
 		s.rollbackOf = s.rolloutStart    // the build live now, if any
 	}
 }
+
+// Controls returns the levers' positions now: before the minute's
+// actions, for a Sim that has not stepped it yet.
+func (s *Sim) Controls() Controls { return s.ctl }
 
 // fleet is every instance that bills: serving and booting.
 func (s *Sim) fleet() int { return s.serving + s.nBooting }

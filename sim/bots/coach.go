@@ -62,6 +62,7 @@ const (
 	SignErrors   = "errors"   // the error rate passed the SLO's 0.1 % (Value)
 	SignPage     = "page"     // the burn-rate page fired
 	SignDatabase = "database" // the database reached 99 % of its capacity (Value)
+	SignCalm     = "calm"     // the first minute back to normal after trouble (no errors over the SLO, no page, the database under 99 %): what a move that relaxes a lever answers
 )
 
 const (
@@ -103,6 +104,8 @@ func Coach(ctx context.Context, cfg sim.Config, expert []sim.Action) ([]WhatIf, 
 		earliest = 1
 	}
 	moments := momentsOf(base, sc, incident)
+	signs := signsOf(base, sc, moments)
+	open := base.before[0].Controls()
 
 	var out []WhatIf
 	seen := map[string]bool{}
@@ -132,9 +135,12 @@ func Coach(ctx context.Context, cfg sim.Config, expert []sim.Action) ([]WhatIf, 
 			w.Clock = sim.Clock(sc.Start + w.To)
 		}
 		w.Actions = acts
-		if w.Kind != "removed" && w.Sign == nil {
-			sign := incident
-			w.Sign = &sign
+		if w.Kind != "removed" {
+			sign, ok := signFor(w, acts, open, incident, signs, base.frames)
+			if !ok {
+				return // nothing on the screen called for this move then
+			}
+			w.Sign = sign
 		}
 		if w.Gain >= minGain {
 			out = append(out, w)
@@ -217,24 +223,178 @@ func Coach(ctx context.Context, cfg sim.Config, expert []sim.Action) ([]WhatIf, 
 		}
 		return 0
 	})
-	// One what-if per action: the best move of each.
+	// One what-if per action — the best move of each — and one per move
+	// and per saving: two of the player's actions moved to the same
+	// minute are one tip, and two changes that save exactly as much
+	// (removing a change and removing the change that reverted it, say)
+	// are one idea worded twice.
 	var best []WhatIf
 	kept := map[string]bool{}
+	savings := map[float64]bool{}
 	for _, w := range out {
 		key := fmt.Sprint(w.Kind == "added", w.Action.Control, w.Action.Minute)
 		if w.Kind != "added" {
 			key = fmt.Sprint("player", w.Action)
 		}
-		if kept[key] {
+		if kept[key] || kept[w.move()] || savings[w.Points] {
 			continue
 		}
-		kept[key] = true
+		kept[key], kept[w.move()], savings[w.Points] = true, true, true
 		best = append(best, w)
 		if len(best) == coachResults {
 			break
 		}
 	}
 	return best, nil
+}
+
+// move is what the what-if does, as a key: the action it removes, or the
+// lever, value and minute of the action it moves or adds.
+func (w WhatIf) move() string {
+	if w.Kind == "removed" {
+		return fmt.Sprint("removed ", w.Action)
+	}
+	return fmt.Sprint(w.Action.Control, " ", w.Action.Value, " at ", w.To)
+}
+
+// signsOf is every sign of the player's run a move may answer, by minute:
+// each incident's first sign (a bad deploy's marker, the cache's fall,
+// the surge's requests) and the moments' (errors, the page, the
+// database, requests).
+func signsOf(r *replay, sc sim.Scenario, moments []moment) []Sign {
+	var out []Sign
+	for _, f := range findings(r.before[0], sc, r.minutes, r.frames, true) {
+		out = append(out, f.Shown)
+	}
+	for _, m := range moments {
+		if m.sign != nil {
+			out = append(out, *m.sign)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Sign) int { return a.Minute - b.Minute })
+	return out
+}
+
+// signFor is the sign a what-if names: what was on the player's screen
+// before the move, that the move answers — false when nothing was, and
+// the move is no advice a player could have followed. A move to a
+// moment (the minute after a sign) names that sign, and is no advice
+// when the move does not answer it (a target utilization moved to the
+// minute after a deploy's marker); any other names the latest sign before
+// it that it answers. A move that relaxes a lever (fewer instances, less
+// shedding, the heavy feature back on) answers no sign of trouble, but
+// the dashboards back to normal (relaxSign). A bad deploy's marker stops
+// calling for anything once the run has rolled back after it. On a day
+// with nothing scheduled, the sign is the briefing.
+func signFor(w WhatIf, acts []sim.Action, open sim.Controls, incident Sign, signs []Sign, frames []sim.Frame) (*Sign, bool) {
+	if incident.Kind == SignBriefing {
+		return &incident, true
+	}
+	before := open
+	for _, a := range acts {
+		if a.Minute < w.To {
+			before = before.With(a)
+		}
+	}
+	a := w.Action
+	if before.With(a) == before && a.Control != sim.ControlRollback && a.Control != sim.ControlWarmup {
+		return nil, false // the lever is there already: not a move
+	}
+	protects := protective(a, before)
+	rolledBack := func(after int) bool {
+		for _, b := range acts {
+			if b.Control == sim.ControlRollback && b.Minute > after && b.Minute < w.To {
+				return true
+			}
+		}
+		return false
+	}
+	deployBefore := func(m int) bool {
+		for _, s := range signs {
+			if s.Kind == SignDeploy && s.Minute <= m && !rolledBack(s.Minute) {
+				return true
+			}
+		}
+		return false
+	}
+	answers := func(s Sign) bool {
+		if s.Minute >= w.To || !protects {
+			return false
+		}
+		switch a.Control {
+		case sim.ControlRollback:
+			return (s.Kind == SignDeploy && !rolledBack(s.Minute)) ||
+				((s.Kind == SignErrors || s.Kind == SignPage) && deployBefore(s.Minute))
+		case sim.ControlFleetFloor, sim.ControlAutoscaling, sim.ControlTargetUtilization:
+			return s.Kind == SignRequests || s.Kind == SignErrors || s.Kind == SignPage
+		case sim.ControlShedLowPriority, sim.ControlHeavyFeature:
+			return s.Kind != SignDeploy
+		case sim.ControlCacheTTL, sim.ControlWarmup:
+			return s.Kind == SignFlush || s.Kind == SignDatabase
+		}
+		return false
+	}
+	if w.Sign != nil { // a moment's
+		if !answers(*w.Sign) {
+			return nil, false
+		}
+		return w.Sign, true
+	}
+	if !protects {
+		return relaxSign(frames, w.To)
+	}
+	for i := len(signs) - 1; i >= 0; i-- {
+		if answers(signs[i]) {
+			s := signs[i]
+			return &s, true
+		}
+	}
+	return nil, false
+}
+
+// relaxSign is the sign a move that relaxes a lever at minute to answers:
+// the dashboards back to normal (SignCalm) at the first minute after the
+// last trouble before it — or the briefing when there was none (nothing
+// called for the protection it takes back). False while the trouble
+// lasts up to the move: relaxing then is no advice.
+func relaxSign(frames []sim.Frame, to int) (*Sign, bool) {
+	trouble := func(f sim.Frame) bool { return f.ErrorRate > sloErrors || f.Paged || f.DBUtilization >= 0.99 }
+	last := -1
+	for m := 0; m < to && m < len(frames); m++ {
+		if trouble(frames[m]) {
+			last = m
+		}
+	}
+	switch {
+	case last < 0:
+		return &Sign{Kind: SignBriefing, Clock: frames[0].Clock}, true
+	case last+1 < to:
+		f := frames[last+1]
+		return &Sign{Kind: SignCalm, Minute: f.Minute, Clock: f.Clock}, true
+	}
+	return nil, false
+}
+
+// protective says whether a, from the positions before it, adds capacity
+// or protection — a rollback, a warm-up, more instances, a lower target,
+// a longer TTL, more shedding, the heavy feature off — rather than
+// relaxing it.
+func protective(a sim.Action, before sim.Controls) bool {
+	switch a.Control {
+	case sim.ControlFleetFloor:
+		return int(a.Value) > before.FleetFloor
+	case sim.ControlAutoscaling:
+		return a.Bool()
+	case sim.ControlTargetUtilization:
+		return a.Value < before.TargetUtilization
+	case sim.ControlCacheTTL:
+		return a.Value > before.CacheTTL
+	case sim.ControlShedLowPriority:
+		return a.Value > before.ShedLowPriority
+	case sim.ControlHeavyFeature:
+		return !a.Bool()
+	}
+	return true // a button: rollback, warm-up
 }
 
 // sortedInsert puts an action after those of its minute and before later
