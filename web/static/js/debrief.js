@@ -92,6 +92,17 @@ function stars(n) {
   return "★".repeat(n) + "☆".repeat(3 - n);
 }
 
+// watchLink is the link that watches a run the server played to its end
+// (par's, or a what-if's) on this seed, actions as the API gives them: a
+// shared run whose sharer's minute is the scenario's last (at is the whole
+// length), played from minute 0 at once (watch=1). A share link stops at
+// its sharer's minute, and these once wrote at=1, a run stopped at minute
+// 0 that played nothing (issue 46).
+function watchLink(actions) {
+  const run = { scenario: state.scenario.name, seed: state.seed, noise: state.noise, minutes: 0, actions: actions.map(fromAPI) };
+  return `/?${encodeRun(run, state.info.controls)}&at=${state.scenario.minutes}&mode=${state.difficulty}&shared=1&watch=1`;
+}
+
 function drawVerdict(body, whole) {
   const s = body.score;
   const c = body.coach;
@@ -104,7 +115,9 @@ function drawVerdict(body, whole) {
     span.textContent = stars(c.grade.stars);
     grade.append(span, t(`grade.${c.grade.stars}`));
     grade.dataset.stars = String(c.grade.stars);
-    if (whole) keepStars(state.scenario.name, state.difficulty, c.grade.stars);
+    // Someone else's run watched to its end (par's, a what-if's) earns
+    // the player nothing.
+    if (whole && !state.shared) keepStars(state.scenario.name, state.difficulty, c.grade.stars);
     $("score-line").textContent = t("score.line", {
       points: num(s.points, 1),
       par: num(c.grade.par, 1),
@@ -113,8 +126,7 @@ function drawVerdict(body, whole) {
     }) + (c.par.bot === "runbook" ? ` ${t("score.par_runbook")}` : "") +
       (c.hindsight ? ` ${t("score.hindsight", { points: num(c.hindsight.score.points, 1) })}` : "");
     const watch = $("watch-par");
-    const run = { scenario: state.scenario.name, seed: state.seed, noise: state.noise, minutes: 0, actions: c.par.actions.map(fromAPI) };
-    watch.href = `/?${encodeRun(run, state.info.controls)}&at=1&mode=${state.difficulty}&shared=1&watch=1`;
+    watch.href = watchLink(c.par.actions);
     watch.hidden = false;
   } else {
     grade.textContent = whole ? "" : t("grade.so_far");
@@ -226,9 +238,8 @@ function drawWhatIfs(c) {
       const value = w.sign.kind === "requests" ? num(w.sign.value, 0) : num(100 * w.sign.value, 0);
       li.append(` (${t(`coach.sign.${w.sign.kind}`, { clock: w.sign.clock, value })})`);
     }
-    const run = { scenario: state.scenario.name, seed: state.seed, noise: state.noise, minutes: 0, actions: w.actions.map(fromAPI) };
     const a = document.createElement("a");
-    a.href = `/?${encodeRun(run, state.info.controls)}&at=1&mode=${state.difficulty}&shared=1&watch=1`;
+    a.href = watchLink(w.actions);
     a.target = "_blank";
     // "Watch it", and for screen readers which: the visible words begin
     // the link's name.

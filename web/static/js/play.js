@@ -96,9 +96,10 @@ function randomSeed() {
   return crypto.getRandomValues(new Uint32Array(1))[0];
 }
 
-// startGame opens a run at minute upTo−1. shared marks someone else's run
-// (from a share link), played back rather than played until forked.
-export async function startGame(name, seed, noise, actions = [], upTo = 1, difficulty = state.difficulty, shared = false) {
+// startGame opens a run at minute upTo−1. sharedTo, when not 0, marks
+// someone else's run (from a share link) and the minutes its sharer had
+// played: it is played back that far rather than played until forked.
+export async function startGame(name, seed, noise, actions = [], upTo = 1, difficulty = state.difficulty, sharedTo = 0) {
   pause();
   stopFlash();
   state.scenario = state.info.scenarios.find((s) => s.name === name);
@@ -111,8 +112,8 @@ export async function startGame(name, seed, noise, actions = [], upTo = 1, diffi
   state.shown = -1;
   state.over = false;
   state.watching = false;
-  state.shared = shared;
-  state.replayedTo = 0;
+  state.shared = sharedTo > 0;
+  state.replayedTo = sharedTo;
   state.generation++;
   $("page-alert").hidden = true;
   $("share-box").hidden = true;
@@ -144,7 +145,11 @@ function labelRun() {
 function saveRun() {
   if (!state.scenario || state.shown < 0) return;
   const extra = { at: state.shown + 1, mode: state.difficulty };
-  if (state.shared) extra.shared = 1;
+  // A shared run keeps the link it came from: at stays the sharer's
+  // minute, not the one shown (else a reload 10 minutes into a watch
+  // would stop the run at minute 9), and a watch stays one (a reload
+  // watches it again).
+  if (state.shared) Object.assign(extra, { at: state.replayedTo, shared: 1 }, state.watching ? { watch: 1 } : {});
   const query = runParams(extra);
   const url = `/?${query}${location.hash}`;
   if (url !== location.pathname + location.search + location.hash) history.replaceState(null, "", url);
@@ -182,13 +187,17 @@ async function openRun(params) {
   if (!Number.isInteger(at) || at < 1 || at > length) at = 1;
   const shared = params.get("shared") === "1";
   const watch = shared && params.get("watch") === "1";
+  // A watch stopped at minute 0 would show nothing but the minute it opens
+  // at: a watch link at 1 — as the debrief wrote "watch par" and "watch
+  // it" before they carried the run's length (issue 46) — watches the
+  // whole run.
+  if (watch && at === 1) at = length;
   try {
-    await startGame(run.scenario, run.seed, run.noise, run.actions, watch ? 1 : at, params.get("mode"), shared);
+    await startGame(run.scenario, run.seed, run.noise, run.actions, watch ? 1 : at, params.get("mode"), shared ? at : 0);
   } catch {
     return false;
   }
   if (shared) {
-    state.replayedTo = at;
     showReplay();
     updatePlayButton();
     if (watch) startWatching();
@@ -198,7 +207,10 @@ async function openRun(params) {
 
 function showReplay() {
   const at = state.replayedTo;
-  $("replay-note").textContent = t("replay.note", { clock: clockOf(at - 1), minute: at - 1 });
+  // A run shared whole (a watch link's, or one shared at its end) is
+  // said to be whole: a watch opens it at minute 0, not at its last.
+  const whole = at >= state.scenario.minutes;
+  $("replay-note").textContent = t(whole ? "replay.note_whole" : "replay.note", { clock: clockOf(at - 1), minute: at - 1 });
   $("fork-minute").value = String(state.shown);
   $("replay").hidden = false;
 }
