@@ -300,3 +300,26 @@ func TestPluralMessages(t *testing.T) {
 		t.Errorf("only %d plural messages over the three languages", n)
 	}
 }
+
+// TestPageIDsAreUnique: no id is given twice in the page — a label, an
+// aria-labelledby or getElementById finds the first only, so the second
+// element would go unnamed (the game's heading and the lab's games once
+// shared "game-h").
+func TestPageIDsAreUnique(t *testing.T) {
+	html, err := fs.ReadFile(static, "static/index.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, m := range regexp.MustCompile(`\sid="([^"]+)"`).FindAllStringSubmatch(string(html), -1) {
+		seen[m[1]]++
+	}
+	if len(seen) < 50 {
+		t.Fatalf("%d ids in index.html: the page was not read", len(seen))
+	}
+	for id, n := range seen {
+		if n > 1 {
+			t.Errorf("id %q is given %d times in index.html", id, n)
+		}
+	}
+}
