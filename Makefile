@@ -96,8 +96,8 @@ deps:
 
 # deps-etcd installs Debian's etcd-server when no etcd is on PATH, for
 # make test-long only: TestQuotaSurvivesEtcdElections runs a 3-member
-# cluster of it with etcd's stock timeouts (docs/quota.md, "etcd's own
-# leader elections"). The package also enables a systemd unit; the tests
+# cluster of it with etcd's stock timeouts (docs/quota/design.md, "etcd's
+# own leader elections"). The package also enables a systemd unit; the tests
 # start members of their own on free loopback ports and never use it.
 deps-etcd:
 	@if ! command -v etcd >/dev/null 2>&1; then \
@@ -106,7 +106,7 @@ deps-etcd:
 	fi
 
 # vet checks every build-tag set: the quota's embedded etcd is behind the
-# tag embedetcd (docs/quota.md, "Build"), and the deliberate faults of the
+# tag embedetcd (docs/quota/operations.md, "Build"), and the deliberate faults of the
 # chaos harness's mutation checks behind the tag mutation (MUTATION).
 vet:
 	$(NICE) $(GO) vet ./...
@@ -179,8 +179,8 @@ boundaries:
 	@if grep -rn --include='*.go' 'go:linkname' .; then echo "go:linkname is not allowed"; exit 1; fi
 
 # alerts runs the unit tests of the quota's alert rules in Prometheus's
-# own format (docs/quota.md, "Alerts and runbook"); it fails, not skips,
-# without promtool. TestAlertRulesMutation (unit-race) shows that these
+# own format (docs/quota/operations.md, "Alerts and runbook"); it fails,
+# not skips, without promtool. TestAlertRulesMutation (unit-race) shows that these
 # tests fail when a rule is broken.
 alerts:
 	@command -v promtool >/dev/null || { echo "make alerts: promtool is not on PATH (Debian's prometheus package; make deps installs it)"; exit 1; }

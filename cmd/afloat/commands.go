@@ -107,22 +107,22 @@ var commands = []cli.Entry{
 		Summary:  "check event logs — quota chaos --log's, or several processes'\n--event-log files, merged by time"},
 	{Path: "quota tenants", Run: runQuotaTenants,
 		Synopsis: "afloat quota tenants list|get|create|update|delete --coordinator URLS --token-file FILE\n                     [--name NAME] [--version V] [--rate R] [--burst B] [--mode hard|best-effort]\n                     [--emergency E] [--lease 10s] [--skew-margin 500ms] [--regions LIST]",
-		Summary:  "an operator's tenants at the coordinator: list, get, create,\nupdate, delete (docs/quota.md, \"Tenants\")"},
+		Summary:  "an operator's tenants at the coordinator: list, get, create,\nupdate, delete (docs/quota/operations.md, \"Tenants\")"},
 	{Path: "quota coordinator", Run: runQuotaCoordinator,
 		Synopsis: "afloat quota coordinator --listen ADDR --config FILE [--etcd ENDPOINTS | --data-dir DIR] [--event-log FILE]\n                         [--event-log-max-mb 256] [--event-log-keep 16] [--advertise URL] [--host NAME]...\n                         [--metrics-tenants NAMES]",
 		Summary:  "the lease coordinator as a service: on etcd (--etcd), or an\nembedded single-member etcd in --data-dir; run several for failover"},
 	{Path: "quota backup", Run: runQuotaBackup,
 		Synopsis: "afloat quota backup --config FILE (--etcd ENDPOINTS | --data-dir DIR) --out FILE",
-		Summary:  "save an etcd snapshot of the ledger's etcd (as etcdctl\nsnapshot save does), for quota restore (docs/quota.md, \"Backup and restore\")"},
+		Summary:  "save an etcd snapshot of the ledger's etcd (as etcdctl\nsnapshot save does), for quota restore\n(docs/quota/operations.md, \"Backup and restore\")"},
 	{Path: "quota restore", Run: runQuotaRestore,
 		Synopsis: "afloat quota restore --config FILE (--etcd ENDPOINTS | --data-dir DIR) --snapshot FILE [--wait D]",
-		Summary:  "write the ledger of an etcd snapshot back, every coordinator\nstopped; the next leader waits out the leases the snapshot may\nlack before it grants (docs/quota.md, \"Backup and restore\")"},
+		Summary:  "write the ledger of an etcd snapshot back, every coordinator\nstopped; the next leader waits out the leases the snapshot may\nlack before it grants\n(docs/quota/operations.md, \"Backup and restore\")"},
 	{Path: "quota region", Run: runQuotaRegion,
 		Synopsis: "afloat quota region --name NAME --coordinator ADDRS --listen ADDR [--allow-remote] [--host NAME]...\n                   --config FILE [--event-log FILE [--event-log-interval 1s | --event-log-lines]\n                   [--event-log-max-mb 256] [--event-log-keep 16]] [--grpc-listen ADDR] [--upstream URL [--proxy-listen ADDR]]\n                   [--metrics-tenants NAMES] [--metrics-top N]",
 		Summary:  "a region agent: the lock-free limiter, renewing over the\nnetwork, and a local decision API (POST /v1/allow); Envoy's\nrate-limit service (--grpc-listen) and a reverse proxy (--upstream)"},
 	// quota etcd runs one embedded etcd member (a binary built with -tags
 	// embedetcd); three of them, each in a process of its own, are a
-	// cluster (docs/quota.md, "Running it").
+	// cluster (docs/quota/operations.md, "An etcd cluster of afloat's own").
 	{Path: "quota etcd", Run: runQuotaEtcd,
 		Synopsis: "afloat quota etcd --name N --data-dir DIR [--client-url URL] [--peer-url URL] [--initial-cluster N=URL,...]",
 		Summary:  "one member of an etcd cluster for the coordinators, embedded\n(a binary built with -tags embedetcd); it says when it is ready"},

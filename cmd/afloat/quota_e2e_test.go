@@ -523,7 +523,7 @@ func (c *cluster) stopEverything() {
 
 // restartEachInTurn stops each process with SIGTERM and starts it again,
 // one at a time, waiting for the cluster to be whole before the next, in
-// the order of a rolling upgrade (docs/quota.md, "Rolling upgrade"): the
+// the order of a rolling upgrade (docs/quota/operations.md, "Rolling upgrade"): the
 // coordinators that follow, then the leader; the regions; the etcd
 // members.
 func (c *cluster) restartEachInTurn() {

@@ -40,14 +40,15 @@ import (
 // Then the leading coordinator is killed twice (kill -9, restarted in
 // between): the other must grant within 3 s of the kill (depose_after,
 // 2 s, and a second to campaign and read the ledger). It prints every
-// gap; docs/quota.md quotes them.
+// gap; docs/quota/design.md quotes them.
 //
 // The etcd binary is AFLOAT_ETCD_BINARY, else etcd on PATH (make
 // test-long installs Debian's etcd-server when it is missing); without
 // one the test skips, unless AFLOAT_REQUIRE_ETCD is set. When it fails,
 // the event logs and the processes' output are kept in a folder the
 // failure names; AFLOAT_QUOTA_ELECTIONS_LOGS=DIR keeps them in DIR in any
-// case. For the table in docs/quota.md, AFLOAT_QUOTA_ELECTIONS_ETCD=HB/EL
+// case. For the table in docs/quota/design.md,
+// AFLOAT_QUOTA_ELECTIONS_ETCD=HB/EL
 // runs etcd with --heartbeat-interval HB --election-timeout EL, and
 // AFLOAT_QUOTA_ELECTIONS_TTL=N sets etcd.session_ttl.
 func TestQuotaSurvivesEtcdElections(t *testing.T) {
@@ -188,7 +189,7 @@ func newElectionCluster(t *testing.T, etcdBin, bin, dir string) *electionCluster
 			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
 			"--initial-cluster-token", "afloat-elections"}
 		// etcd's own defaults (heartbeat 100 ms, election 1000 ms) unless
-		// the table in docs/quota.md is being measured.
+		// the table in docs/quota/design.md is being measured.
 		if hb, el, ok := strings.Cut(os.Getenv("AFLOAT_QUOTA_ELECTIONS_ETCD"), "/"); ok {
 			args = append(args, "--heartbeat-interval", hb, "--election-timeout", el)
 		}

@@ -13,7 +13,7 @@ import (
 )
 
 // TestQuotaRegionKilled kills a region agent (kill -9) under traffic and
-// starts it again with the same event log, as docs/quota.md says to, on
+// starts it again with the same event log, as docs/quota/operations.md says to, on
 // TestQuotaEndToEnd's cluster (3 etcd members, 2 coordinators, 3 regions,
 // each a process): the new agent stands by until the dead one's leases
 // stop counting, then serves. Once eu admits the hard tenant again,

@@ -23,8 +23,8 @@ import (
 // answered with covered leases). A leader woken after its successor took
 // over must grant nothing beside it, covered or written: the bug report's
 // leader, paused 3 s, logged a covered renewal 2 ms after kill -CONT and
-// found itself fenced only 11 ms later (docs/quota.md, "Only under a
-// proof of leadership").
+// found itself fenced only 11 ms later (docs/quota/design.md,
+// "Only under a proof of leadership").
 //
 // Each round waits until the leader has answered a covered renewal,
 // pauses it for 3 s, continues it, and waits until things settle: the

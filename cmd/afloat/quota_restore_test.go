@@ -13,8 +13,8 @@ import (
 )
 
 // TestQuotaRestoreUnderTraffic restores an etcd snapshot of the ledger
-// taken a few seconds earlier, under traffic, as docs/quota.md's "Backup
-// and restore" says, on TestQuotaEndToEnd's cluster (3 etcd members, 2
+// taken a few seconds earlier, under traffic, as docs/quota/operations.md's
+// "Backup and restore" says, on TestQuotaEndToEnd's cluster (3 etcd members, 2
 // coordinators, 3 regions, each a process): afloat quota backup while
 // traffic runs in every region; then all traffic moves into us, so that
 // the leases granted since the snapshot — us's large one above all — are

@@ -154,10 +154,10 @@ func rotationFlags(c *cli.Command, maxMB, keep *int) {
 	c.IntVar(keep, "event-log-keep", 16, "keep `N` rotated event-log files, 1 to 10000 (the oldest go; a check needs them all)")
 }
 
-// runQuotaEtcd runs one embedded etcd member: the end-to-end test starts
-// three, each in a process of its own. Not in the help: the zero-setup
-// path is quota coordinator without --etcd, and a real cluster is
-// deployed with etcd's own tools.
+// runQuotaEtcd runs one embedded etcd member: three, each in a process
+// of its own, are a cluster, as the end-to-end test starts them and
+// docs/quota/operations.md ("An etcd cluster of afloat's own") walks
+// through.
 func runQuotaEtcd(c *cli.Command, args []string) int {
 	var m etcdmember.MemberConfig
 	c.StringVar(&m.Name, "name", "afloat", "member `NAME`")

@@ -65,8 +65,8 @@ type Options struct {
 	// 10,000 checks a second. Without it, the log counts each tenant's
 	// decisions over EventLogInterval (eventlog.Counted): 10 ms to 10 s,
 	// 0 for eventlog.DefaultCountInterval (1 s); the checker allows R
-	// times the interval of slack for counts (docs/quota.md, "Event logs
-	// in production"). The two do not go together.
+	// times the interval of slack for counts (docs/quota/operations.md,
+	// "Event logs in production"). The two do not go together.
 	EventLogLines    bool
 	EventLogInterval time.Duration
 	// EventLogMaxMB rotates the event log once it reaches that many MiB,
@@ -121,7 +121,7 @@ type Options struct {
 	// ClientCA) change; the log says whether the token changed, never the
 	// token. A file that does not load, or adds or removes a region, is
 	// refused whole and logged, and the config in use stays
-	// (docs/quota.md, "Rotating a token").
+	// (docs/quota/operations.md, "Rotating a token").
 	ConfigFile string
 	Reload     <-chan struct{}
 	// MetricsTenants names the tenants whose own series GET /metrics
@@ -327,7 +327,7 @@ func (a *Agent) Run(ctx context.Context) error {
 func (o *Options) check() error {
 	switch {
 	case o.Config == nil:
-		return errors.New(`--config: want the cluster's config (YAML or JSON: docs/quota.md, "Deployment")`)
+		return errors.New(`--config: want the cluster's config (YAML or JSON: docs/quota/config.md)`)
 	case o.Logger == nil:
 		return errors.New("a logger is required")
 	case o.Reload != nil && o.ConfigFile == "":

@@ -7,8 +7,8 @@
 // gRPC (GRPCServer; the config's envoy section) and a reverse proxy that
 // answers 429 with Retry-After (ProxyHandler; the config's proxy
 // section). It serves GET /metrics (Prometheus, a registry of its own),
-// /healthz and /readyz beside the decision API (docs/quota.md, "Metrics
-// and health"), and writes the event log afloat quota check reads
+// /healthz and /readyz beside the decision API (docs/quota/operations.md,
+// "Metrics and health"), and writes the event log afloat quota check reads
 // (Options.EventLog).
 //
 //	cfg, err := config.LoadConfig("quota.yaml")
@@ -17,6 +17,6 @@
 //
 // New checks the options first, naming each by its flag (ErrOptions).
 // cmd/afloat's quota region parses flags and calls these; the
-// coordinators are quota/coordinator/replica; docs/quota.md,
+// coordinators are quota/coordinator/replica; docs/quota/operations.md,
 // "Deployment", shows a cluster end to end.
 package agent

@@ -121,7 +121,7 @@ type rlsServer struct {
 // envoy.token, reflection needs the token as every call does.
 func (a *Agent) GRPCServer() (*grpc.Server, error) {
 	if a.envoy == nil {
-		return nil, fmt.Errorf("%w: --grpc-listen: the config has no envoy section (docs/quota.md, \"Envoy and reverse proxy\")", ErrOptions)
+		return nil, fmt.Errorf("%w: --grpc-listen: the config has no envoy section (docs/quota/config.md, \"envoy\")", ErrOptions)
 	}
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(256 << 10),

@@ -38,7 +38,8 @@ agent: {retry: 500ms, max_retry: 2s}
 // logs pass the checker (afloat quota check's), and the admissions of all
 // three agents together stay within R·Δ + B in every window. (Before
 // agents were fenced, both eu agents held leases at once and the bound
-// broke within seconds: docs/quota.md, "Failure modes, measured".)
+// broke within seconds: docs/quota/design.md, "Failure modes,
+// measured".)
 func TestTwoAgentsOneRegion(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a cluster with traffic for about 7 s")

@@ -35,7 +35,7 @@ func (a *Agent) checkFronts() error {
 	}
 	if o.GRPCListen != "" {
 		if a.envoy == nil {
-			return fmt.Errorf("%w: --grpc-listen: the config has no envoy section (docs/quota.md, \"Envoy and reverse proxy\")", ErrOptions)
+			return fmt.Errorf("%w: --grpc-listen: the config has no envoy section (docs/quota/config.md, \"envoy\")", ErrOptions)
 		}
 		if o.Config.Envoy.Token == "" && !isLoopback(o.GRPCListen) {
 			return fmt.Errorf("%w: --grpc-listen %s: not a loopback address: set envoy.token (or token_file) so that only Envoy may spend the quota", ErrOptions, o.GRPCListen)
@@ -49,7 +49,7 @@ func (a *Agent) checkFronts() error {
 			return err
 		}
 		if !o.Config.Proxy.Configured() {
-			return fmt.Errorf("%w: --upstream: the config has no proxy section: routes or tenant_header (docs/quota.md, \"Envoy and reverse proxy\")", ErrOptions)
+			return fmt.Errorf("%w: --upstream: the config has no proxy section: routes or tenant_header (docs/quota/config.md, \"proxy\")", ErrOptions)
 		}
 	}
 	return nil

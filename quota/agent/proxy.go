@@ -96,7 +96,7 @@ func (a *Agent) ProxyHandler(upstream string) (http.Handler, error) {
 	}
 	p := &a.o.Config.Proxy
 	if !p.Configured() {
-		return nil, fmt.Errorf("%w: --upstream: the config has no proxy section: routes or tenant_header (docs/quota.md, \"Envoy and reverse proxy\")", ErrOptions)
+		return nil, fmt.Errorf("%w: --upstream: the config has no proxy section: routes or tenant_header (docs/quota/config.md, \"proxy\")", ErrOptions)
 	}
 	log := a.o.Logger
 	tr := http.DefaultTransport.(*http.Transport).Clone()

@@ -30,7 +30,8 @@ operators:
 `
 
 // TestTokenRotationUnderTraffic rotates region eu's token without a
-// restart, under traffic, as docs/quota.md's "Rotating a token" says:
+// restart, under traffic, as docs/quota/operations.md's "Rotating a token"
+// says:
 // the coordinator accepts the new token besides the old (SIGHUP), the
 // agent presents the new one (SIGHUP), the coordinator drops the old
 // (SIGHUP). No renewal is refused on the way; a bad file sent between is

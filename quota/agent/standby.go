@@ -48,8 +48,8 @@ type heldAt struct {
 // waitText says who holds the region and how long, at the earliest, the
 // agent waits: until the holder's last lease stops counting — after a
 // crash, up to the longest lease duration and margin among the region's
-// tenants after the holder's last grant (docs/quota.md, "One agent per
-// region").
+// tenants after the holder's last grant (docs/quota/design.md, "One agent
+// per region").
 func waitText(region string, held *quota.HeldError, left time.Duration) string {
 	if left <= 0 {
 		return fmt.Sprintf("region %s is held by another agent (%s); waiting until its leases end, any moment now", region, held.Holder)

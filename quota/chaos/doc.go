@@ -24,5 +24,6 @@
 // read it for drawing. The mutation checks plant each classic mistake —
 // renewals that refill, returns reused before confirmation, no epoch
 // fencing, the full R to every region, token caches over the burst — and
-// show the checker flags every one (docs/quota.md, "The chaos harness").
+// show the checker flags every one (docs/quota/design.md, "The chaos
+// harness").
 package chaos

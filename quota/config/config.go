@@ -25,7 +25,8 @@ import (
 // agent, its tenants and its own token. YAML, or JSON (a YAML subset).
 // Its tenants seed the coordinators' ledger in etcd once, on a new
 // cluster; from then on the ledger is the truth and the tenants API
-// changes them (docs/quota.md, "Tenants").
+// changes them (docs/quota/operations.md, "Tenants"). Every key, its
+// default and its range: docs/quota/config.md.
 type Config struct {
 	// Cluster names the quota cluster; the etcd prefix records it, and a
 	// coordinator refuses a prefix written by another. Default "afloat".
@@ -43,7 +44,7 @@ type Config struct {
 	// Proxy maps the reverse proxy's requests to tenants (proxy.go).
 	Proxy ProxyConfig `yaml:"proxy"`
 	// Operators may change the tenants through the coordinator's API
-	// (docs/quota.md, "Tenants"), each with its own token; the name is
+	// (docs/quota/operations.md, "Tenants"), each with its own token; the name is
 	// who made a change in the audit log.
 	Operators map[string]OperatorConfig `yaml:"operators"`
 }
@@ -64,15 +65,15 @@ type RegionConfig struct {
 	// Token is the bearer token the region presents to the coordinator:
 	// at least 16 bytes. TokenFile, instead, names a file holding it.
 	// Neither: the region authenticates with a client certificate that
-	// names it (docs/quota.md, "TLS"), which the coordinators verify
+	// names it (docs/quota/operations.md, "TLS"), which the coordinators verify
 	// with --client-ca, and its agent presents with --client-cert.
 	Token     string `yaml:"token"`
 	TokenFile string `yaml:"token_file"`
 	// AcceptedTokens are tokens the coordinators accept for the region
 	// besides Token, at least 16 bytes each, and AcceptedTokenFiles files
 	// holding more: the old and the new token while it is rotated
-	// without a restart (docs/quota.md, "Rotating a token"). Its agent
-	// presents Token only.
+	// without a restart (docs/quota/operations.md, "Rotating a token").
+	// Its agent presents Token only.
 	AcceptedTokens     []string `yaml:"accepted_tokens"`
 	AcceptedTokenFiles []string `yaml:"accepted_token_files"`
 }
@@ -106,7 +107,7 @@ func (c *Config) Deprecated() []string {
 	var out []string
 	if c.Etcd.Reserve != nil {
 		out = append(out, "etcd.reserve: no longer used: a renewal that changes nothing but its lease's end is answered without a write "+
-			"while etcd confirms the coordinator's leadership (docs/quota.md, \"Covered renewals\"); remove it")
+			"while etcd confirms the coordinator's leadership (docs/quota/design.md, \"Covered renewals\"); remove it")
 	}
 	return out
 }
@@ -194,7 +195,7 @@ var (
 // as a file not given, not read as no tenants.
 func LoadConfig(path string) (*Config, error) {
 	if path == "" {
-		return nil, fmt.Errorf("%w: no file given: want the cluster's YAML or JSON file (docs/quota.md, \"Deployment\")", ErrConfigFile)
+		return nil, fmt.Errorf("%w: no file given: want the cluster's YAML or JSON file (docs/quota/config.md)", ErrConfigFile)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {

@@ -38,7 +38,7 @@ func yamlBlocks(t *testing.T, path string) []string {
 // points at the domain and the port the docs give the agent.
 func TestEnvoyDocSnippets(t *testing.T) {
 	var sawEnvoy, sawProxy, sawBootstrap bool
-	for _, b := range yamlBlocks(t, "../../docs/quota.md") {
+	for _, b := range yamlBlocks(t, "../../docs/quota/operations.md") {
 		switch {
 		case strings.HasPrefix(b, "envoy:"), strings.HasPrefix(b, "proxy:"):
 			sawEnvoy = sawEnvoy || strings.HasPrefix(b, "envoy:")
@@ -67,6 +67,6 @@ func TestEnvoyDocSnippets(t *testing.T) {
 		}
 	}
 	if !sawEnvoy || !sawProxy || !sawBootstrap {
-		t.Fatalf("docs/quota.md: envoy block %v, proxy block %v, Envoy config %v", sawEnvoy, sawProxy, sawBootstrap)
+		t.Fatalf("docs/quota/operations.md: envoy block %v, proxy block %v, Envoy config %v", sawEnvoy, sawProxy, sawBootstrap)
 	}
 }

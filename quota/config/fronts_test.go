@@ -61,8 +61,9 @@ func TestFrontConfigErrors(t *testing.T) {
 
 // TestExampleConfigHasEveryFront: the example config (docs/quota-cluster.yaml,
 // the walkthrough's) loads, and carries an envoy: and a proxy: section, so
-// that a region agent started from it runs every front docs/quota.md
-// documents — --grpc-listen and --upstream — without a section copied in.
+// that a region agent started from it runs every front
+// docs/quota/operations.md documents — --grpc-listen and --upstream —
+// without a section copied in.
 func TestExampleConfigHasEveryFront(t *testing.T) {
 	cfg, err := LoadConfig(filepath.Join("..", "..", "docs", "quota-cluster.yaml"))
 	if err != nil {

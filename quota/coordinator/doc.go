@@ -35,5 +35,5 @@
 // max-min fairness on reported demand above them for the rate, and the
 // burst in proportion to each region's recent peak of demand, which the
 // core keeps (held, then decaying slowly, and a split kept steady).
-// docs/quota.md gives the guarantees and the numbers measured.
+// docs/quota/design.md gives the guarantees and the numbers measured.
 package coordinator

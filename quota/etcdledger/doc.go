@@ -15,7 +15,8 @@
 // for its whole TTL; and a replica campaigning behind a leader revokes
 // the leader's lease once etcd counts it DeposeAfter without a
 // keep-alive, so that a dead leader is replaced in about a second however
-// long the TTL (docs/quota.md, "etcd's own leader elections").
+// long the TTL (docs/quota/design.md, "etcd's own leader
+// elections").
 //
 //	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints})
 //	ledger, err := etcdledger.Open(ctx, etcdledger.Config{Client: cli, Cluster: "prod", Candidate: myURL})
@@ -24,7 +25,8 @@
 // Backup saves an etcd snapshot (etcdctl snapshot save's file); Restore
 // writes the ledger it holds back under the prefix, marked restored, so
 // that the next leader waits out the leases the snapshot may lack before
-// it grants (coordinator.Restored, docs/quota.md, "Backup and restore").
+// it grants (coordinator.Restored, docs/quota/operations.md, "Backup and
+// restore").
 //
 // Its tests run against a real embedded etcd: go test -tags embedetcd.
 package etcdledger

@@ -43,7 +43,8 @@ type MemberConfig struct {
 	// RootPassword, if not empty, turns etcd's authentication on: the
 	// member creates the user root with this password (on its first
 	// start; a later start finds it) and enables auth, so that every
-	// client must log in (docs/quota.md, "etcd with TLS and auth"). The
+	// client must log in (docs/quota/operations.md, "etcd with TLS and
+	// auth"). The
 	// ledger's client then logs in as root or as a user the operator
 	// made with etcdctl, with read and write on its prefix. It is never
 	// logged.
@@ -53,7 +54,8 @@ type MemberConfig struct {
 	// authentication and no TLS, and whoever reaches its client port can
 	// rewrite the ledger and the tenants with etcdctl, bypassing the
 	// operators' tokens. (On loopback, every local user of the machine
-	// can: docs/quota.md, "Who can reach the embedded etcd".)
+	// can: docs/quota/operations.md, "Who can reach the embedded
+	// etcd".)
 	AllowRemote bool
 }
 
@@ -96,7 +98,7 @@ var ErrDataDirDamaged = errors.New("etcdmember: the data directory is damaged")
 // embedded server (go.etcd.io/etcd/server/v3/embed) is built only with
 // the build tag embedetcd: it more than doubles a cold build of
 // cmd/afloat, and a new user's first go run of
-// the console must stay quick (docs/quota.md, "Build").
+// the console must stay quick (docs/quota/operations.md, "Build").
 const EmbeddedEtcd = embeddedEtcd
 
 // DefaultDataDir is the embedded etcd's default data directory.

@@ -15,8 +15,8 @@ const (
 	MinCountInterval = 10 * time.Millisecond
 	MaxCountInterval = 10 * time.Second
 	// DefaultCountInterval is the region agent's: a line a second for
-	// each tenant that had traffic, for a slack of R·1 s (docs/quota.md,
-	// "Event logs in production").
+	// each tenant that had traffic, for a slack of R·1 s
+	// (docs/quota/operations.md, "Event logs in production").
 	DefaultCountInterval = time.Second
 )
 

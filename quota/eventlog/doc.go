@@ -33,5 +33,5 @@
 // that no share is granted twice, and that nothing is admitted without a
 // lease in hard mode. The chaos harness's mutation tests plant each
 // classic mistake in the real components and show the checker flags
-// every one (docs/quota.md, "The chaos harness").
+// every one (docs/quota/design.md, "The chaos harness").
 package eventlog

@@ -24,8 +24,8 @@ func (c *countingWriter) Write(e *Event) {
 // or counts over 1 s and 100 ms (--event-log-interval), with the checks
 // spread evenly at random over 1 to 10,000 tenants; Unix times, tenants
 // named tenant-NNNNN, 5 % refused. Each iteration is a second of
-// decisions; GB/day is its bytes × 86,400 (docs/quota.md, "Event logs in
-// production"):
+// decisions; GB/day is its bytes × 86,400
+// (docs/quota/operations.md, "Event logs in production"):
 //
 //	go test ./quota/eventlog -run '^$' -bench LogSize -benchtime 20x
 func BenchmarkLogSize(b *testing.B) {

@@ -38,7 +38,7 @@
 // tokens at a time from the lease's shared bucket, whose capacity is the
 // burst less what the caches may hold — so the tokens a region holds
 // never exceed its burst, and an idle spell may leave up to a 64th of it
-// unused (Config.Caches; docs/quota.md, "Token caches").
+// unused (Config.Caches; docs/quota/design.md, "Token caches").
 //
 // The renewal side — Request, Install, Nudge, Due, Return — steps on
 // explicit time; Run drives it per region, not per tenant: a schedule of

@@ -104,7 +104,8 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 }
 
 // SetToken replaces the region's token from the next request on: the
-// agent's SIGHUP, in a rotation (docs/quota.md, "Rotating a token"),
+// agent's SIGHUP, in a rotation (docs/quota/operations.md, "Rotating a
+// token"),
 // once the coordinators accept the new token besides the old. "" sends
 // none, for a client certificate that names the region. Calls under way
 // keep the token they were sent with.

@@ -1,6 +1,6 @@
 // Package remote is the network API between region agents and the
-// coordinator: HTTP/1.1 and JSON (why not gRPC: docs/quota.md, "The
-// network API").
+// coordinator: HTTP/1.1 and JSON (why not gRPC: docs/quota/design.md,
+// "The network API").
 //
 // Handler serves a coordinator (a coordinator.Server, or whichever
 // replica leads: a follower answers 503 and names the leader). Each

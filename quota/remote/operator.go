@@ -32,7 +32,7 @@ type OperatorConfig struct {
 const MaxOperatorAnswer = 16 << 20
 
 // Operator is an operator's side of the tenants API, which coordinators
-// serve beside the regions' API (docs/quota.md, "Tenants"):
+// serve beside the regions' API (docs/quota/operations.md, "Tenants"):
 //
 //	GET  /v1/tenants, GET /v1/tenants/{name}
 //	POST /v1/tenants/create, /v1/tenants/update, /v1/tenants/delete

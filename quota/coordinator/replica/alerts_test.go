@@ -61,8 +61,8 @@ func anchor(heading string) string {
 
 // checkAlerts lists what is wrong with the rules file raw: a metric not
 // exposed, a recorded name no rule records, a label the metrics lack, an
-// alert without a runbook_url to a heading of docs/quota.md or without a
-// test in tests.
+// alert without a runbook_url to a heading of docs/quota/operations.md or
+// without a test in tests.
 func checkAlerts(t *testing.T, raw []byte, have map[string][]string, doc, tests string) []string {
 	t.Helper()
 	var problems []string
@@ -129,8 +129,8 @@ func checkAlerts(t *testing.T, raw []byte, have map[string][]string, doc, tests 
 				}
 			}
 			url := r.Annotations["runbook_url"]
-			if a, ok := strings.CutPrefix(url, "docs/quota.md#"); !ok || !anchors[a] {
-				bad("alert %s: runbook_url %q is not a heading of docs/quota.md", name, url)
+			if a, ok := strings.CutPrefix(url, "docs/quota/operations.md#"); !ok || !anchors[a] {
+				bad("alert %s: runbook_url %q is not a heading of docs/quota/operations.md", name, url)
 			}
 			if !strings.Contains(tests, "alertname: "+r.Alert+"\n") {
 				bad("alert %s: no test in %s", name, alertTestsFile)
@@ -145,8 +145,8 @@ func checkAlerts(t *testing.T, raw []byte, have map[string][]string, doc, tests 
 
 // TestAlertRulesNameExposedMetrics: every metric docs/quota-alerts.yml
 // queries is one /metrics exposes, with the labels it matches and groups
-// by; every alert's runbook_url is a section of docs/quota.md and every
-// alert has a test in docs/quota-alerts.test.yml. And the check catches
+// by; every alert's runbook_url is a section of docs/quota/operations.md and
+// every alert has a test in docs/quota-alerts.test.yml. And the check catches
 // each planted mistake below.
 func TestAlertRulesNameExposedMetrics(t *testing.T) {
 	have := exposed(t)
@@ -173,7 +173,7 @@ func TestAlertRulesNameExposedMetrics(t *testing.T) {
 		{"a tenant label the aggregates lack", `tenants{state="none"}`, `tenants{state="none", tenant="acme"}`, `has no label "tenant"`},
 		{"grouping by a label none has", "min by (region)", "min by (region, zone)", `grouped by "zone"`},
 		{"a recorded name none records", "scalar(afloat:quota_ledger_write_capacity_ops:per_second)", "scalar(afloat:quota_ledger_capacity:per_second)", "recorded by no rule"},
-		{"a runbook section missing", "docs/quota.md#quotanoleader", "docs/quota.md#quota-no-leader", "is not a heading"},
+		{"a runbook section missing", "docs/quota/operations.md#quotanoleader", "docs/quota/operations.md#quota-no-leader", "is not a heading"},
 		{"an alert without a test", "alert: QuotaDecisionLatencyHigh", "alert: QuotaDecisionsSlow", "no test"},
 	} {
 		if !strings.Contains(string(raw), tc.from) {

@@ -24,7 +24,7 @@ import (
 const (
 	dashboardFile = "../../../docs/grafana-quota.json"
 	schemaFile    = "testdata/grafana-dashboard.schema.json"
-	quotaDoc      = "../../../docs/quota.md"
+	quotaDoc      = "../../../docs/quota/operations.md"
 )
 
 // exposed scrapes a region agent and a leading coordinator (on an
@@ -338,8 +338,8 @@ func checkDashboard(t *testing.T, raw []byte, have map[string][]string) []string
 	return problems
 }
 
-// TestMetricsDocumented: docs/quota.md's table lists every metric the
-// processes expose, and no other.
+// TestMetricsDocumented: docs/quota/operations.md's table lists every metric
+// the processes expose, and no other.
 func TestMetricsDocumented(t *testing.T) {
 	raw, err := os.ReadFile(quotaDoc)
 	if err != nil {

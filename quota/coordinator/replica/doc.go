@@ -6,7 +6,7 @@
 // replicas on one etcd cluster fail over to each other; with no etcd
 // given, a replica starts an embedded single member (quota/etcdmember).
 // It serves GET /metrics, /healthz and /readyz on its API listener
-// (docs/quota.md, "Metrics and health"), and writes the event log afloat
+// (docs/quota/operations.md, "Metrics and health"), and writes the event log afloat
 // quota check reads (Options.EventLog).
 //
 //	cfg, err := config.LoadConfig("quota.yaml")
@@ -15,5 +15,5 @@
 // Options.Validate (which Run calls first) refuses what a replica cannot
 // run with, naming each option by its flag (ErrOptions). cmd/afloat's
 // quota coordinator parses flags and calls Validate and Run;
-// docs/quota.md, "Deployment", shows a cluster end to end.
+// docs/quota/operations.md, "Deployment", shows a cluster end to end.
 package replica

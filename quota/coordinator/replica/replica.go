@@ -92,8 +92,8 @@ type Options struct {
 	// the log says which principals changed, never a token, and which
 	// sections changed but apply only at the next start. A file that
 	// does not load, or adds or removes a region, is refused whole and
-	// logged, and the config in use stays (docs/quota.md, "Rotating a
-	// token").
+	// logged, and the config in use stays (docs/quota/operations.md,
+	// "Rotating a token").
 	ConfigFile string
 	Reload     <-chan struct{}
 	// MetricsTenants names the tenants whose own series GET /metrics
@@ -372,7 +372,7 @@ func (o *Options) resolve() (r resolved, err error) {
 	}()
 	switch {
 	case o.Config == nil:
-		return r, errors.New(`--config: want the cluster's config (YAML or JSON: docs/quota.md, "Deployment")`)
+		return r, errors.New(`--config: want the cluster's config (YAML or JSON: docs/quota/config.md)`)
 	case o.Logger == nil:
 		return r, errors.New("a logger is required")
 	case o.Reload != nil && o.ConfigFile == "":
@@ -544,7 +544,7 @@ func probeTLS(endpoints []string, cfg *tls.Config) error {
 
 // etcdHint says which settings an etcd refusal may be about.
 func etcdHint(e config.EtcdConfig, tlsCfg *tls.Config) string {
-	return fmt.Sprintf(" (the config's etcd section: TLS %v, client certificate %v, user %q; docs/quota.md, \"etcd with TLS and auth\")",
+	return fmt.Sprintf(" (the config's etcd section: TLS %v, client certificate %v, user %q; docs/quota/operations.md, \"etcd with TLS and auth\")",
 		tlsCfg != nil, e.CertFile != "", e.User)
 }
 

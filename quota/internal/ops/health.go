@@ -13,7 +13,8 @@ import (
 // /healthz (the process is alive and serving: always 200) and GET /readyz
 // (200 when ready, 503 when not, with a JSON body that says why), on the
 // process's API listener. They are cheap and read-only: no call leaves
-// the process, nothing is written. docs/quota.md, "Metrics and health",
+// the process, nothing is written. docs/quota/operations.md, "Metrics and
+// health",
 // says what ready means for each process and why.
 
 // maxScrapes bounds the scrapes served at once: a scrape reads every

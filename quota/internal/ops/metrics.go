@@ -9,8 +9,8 @@ import (
 )
 
 // The metrics of the processes, listed with their meaning in
-// docs/quota.md, "Metrics and health". Each process has a registry of its
-// own (no global default registry): the quota's collectors, the Go
+// docs/quota/operations.md, "Metrics and health". Each process has a
+// registry of its own (no global default registry): the quota's collectors, the Go
 // runtime's and the process's. The tenants' state is read at scrape time
 // from the limiter's or the core's state, so it follows tenants that
 // appear or disappear while the process runs, and the request path pays
@@ -60,7 +60,7 @@ const MaxMetricsTenants = 100
 // export: more than MaxMetricsTenants names, a name a tenant cannot have
 // (1 to 128 bytes, no slash: quota/config's rule), or a name given twice.
 // Whether a name is a tenant is not known when a process starts — tenants
-// are created and deleted while it runs (docs/quota.md, "Tenants") — so a
+// are created and deleted while it runs (docs/quota/operations.md, "Tenants") — so a
 // name no tenant has is no error: it has no series, and the process
 // counts it (…_metrics_tenants_missing).
 func CheckMetricsTenants(names []string) error {

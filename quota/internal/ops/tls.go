@@ -121,7 +121,7 @@ func PlainWarning(who, field, addr string, tlsOn bool) string {
 		return ""
 	}
 	return fmt.Sprintf("%s: %s %s serves plain HTTP beyond loopback: whoever is on the network can read and change what crosses it, "+
-		"tokens included; give --tls-cert and --tls-key (docs/quota.md, \"Deployment checklist\")", who, field, addr)
+		"tokens included; give --tls-cert and --tls-key (docs/quota/operations.md, \"Deployment checklist\")", who, field, addr)
 }
 
 // ServerLog is an http.Server's ErrorLog that writes to the process's
