@@ -101,16 +101,23 @@ func checkNumbers(n *yaml.Node, t reflect.Type, path string, depth int) error {
 // yamlField finds the field of struct t that key names.
 func yamlField(t reflect.Type, key string) (reflect.Type, bool) {
 	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if name == "" {
-			name = strings.ToLower(f.Name)
-		}
-		if name == key && f.IsExported() {
-			return f.Type, true
+		if name, ok := yamlKey(t.Field(i)); ok && name == key {
+			return t.Field(i).Type, true
 		}
 	}
 	return nil, false
+}
+
+// yamlKey is the key that names f in the file, as the YAML decoder reads
+// it: its yaml tag's name, else its name in lower case; false for a field
+// the decoder never sets (unexported, or tagged "-"). The configuration
+// reference lists every key (TestReferenceListsEveryField).
+func yamlKey(f reflect.StructField) (string, bool) {
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	if name == "" {
+		name = strings.ToLower(f.Name)
+	}
+	return name, f.IsExported() && name != "-"
 }
 
 // mantissa is a number's digits before its exponent.
