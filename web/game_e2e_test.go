@@ -843,17 +843,32 @@ func TestMysteryDebriefEndToEnd(t *testing.T) {
 			t.Errorf("%s: seed %d drew %v, the debrief's incidents are %v", c.lang, seed, drawn, named)
 		}
 		reveal := b.text(ctx, "#debrief-reveal")
-		for _, f := range found {
+		// One sentence an incident, numbered: "Incident 1 of 2: …".
+		for k, f := range found {
 			value := enNumber(100 * f.Shown.Value)
 			if f.Shown.Kind == bots.SignRequests {
 				value = enNumber(f.Shown.Value)
 			}
 			sign := fill(cat["coach.sign."+f.Shown.Kind], map[string]string{"clock": f.Shown.Clock, "value": value})
-			want := fill(cat["debrief.incident"], map[string]string{
+			want := fill(cat["debrief.incident.nth"], map[string]string{
 				"incident": cat["incident."+string(f.Incident)], "clock": f.Shown.Clock, "minute": strconv.Itoa(f.Shown.Minute), "sign": sign,
+				"n": strconv.Itoa(k + 1), "count": strconv.Itoa(len(found)),
 			})
 			if !strings.Contains(reveal, want) {
 				t.Errorf("%s: seed %d: the debrief says %q, which does not name %s as %q", c.lang, seed, reveal, f.Incident, want)
+			}
+			// The surge's figures come after the sentence that names it.
+			if surge, _, _ := strings.Cut(cat["debrief.surge"], "{"); f.Incident == sim.IncidentSurge &&
+				strings.Index(reveal, surge) < strings.Index(reveal, want) {
+				t.Errorf("%s: seed %d: the debrief says %q: the surge's figures before the sentence that names it", c.lang, seed, reveal)
+			}
+		}
+		// A healthy deploy, the morning's decoy, is named as healthy.
+		s, _ := sim.New(sc, uint32(seed), true)
+		if m, _ := s.Morning(); m.Deploy >= 0 && m.BuildErrors == 0 {
+			want := fill(cat["debrief.healthy_deploy"], map[string]string{"clock": sim.Clock(sc.Start + m.Deploy)})
+			if !strings.Contains(reveal, want) {
+				t.Errorf("%s: seed %d: the debrief says %q, which does not name the healthy deploy as %q", c.lang, seed, reveal, want)
 			}
 		}
 		b.checkAxe(ctx, c.lang+": the mystery's debrief")

@@ -292,10 +292,12 @@ function drawFigures(d, name, whole) {
 // hid. Before the end it tells nothing: the game goes on.
 function drawReveal(body, d, name, whole) {
   const parts = [];
-  if (whole && body.surge) {
-    const s = body.surge;
-    parts.push(t("debrief.surge", { clock: clockOf(s.start_minute), peak: s.peak.toFixed(1), ramp: s.ramp_minutes.toFixed(0), plateau: s.plateau_minutes.toFixed(0) }));
-  }
+  // The surge's figures; on a mystery morning, after the sentence that
+  // names the surge as one of its incidents.
+  const surge = whole && body.surge
+    ? t("debrief.surge", { clock: clockOf(body.surge.start_minute), peak: body.surge.peak.toFixed(1), ramp: body.surge.ramp_minutes.toFixed(0), plateau: body.surge.plateau_minutes.toFixed(0) })
+    : "";
+  if (surge && !body.incidents) parts.push(surge);
   if (whole && state.difficulty === "realistic" && name === "bad-deploy") {
     const first = last.frames.find((f) => f.bad_build_share > 0);
     if (first) parts.push(tn("debrief.reveal.bad_build", d.bad_build_minutes, { clock: first.clock }));
@@ -304,14 +306,23 @@ function drawReveal(body, d, name, whole) {
     parts.push(t("debrief.reveal.warm"));
   }
   if (whole && body.incidents) {
-    parts.push(body.incidents.length === 0
-      ? t("debrief.incident.none")
-      : body.incidents.map((i) => {
-        const s = i.shown;
-        const value = s.kind === "requests" ? num(s.value, 0) : num(100 * s.value, 0);
-        const sign = t(`coach.sign.${s.kind}`, { clock: s.clock, value });
-        return t("debrief.incident", { incident: t(`incident.${i.incident}`), clock: s.clock, minute: s.minute, sign });
-      }).join(" "));
+    // One sentence an incident — numbered when there are two — and the
+    // surge's figures after the sentence that names it.
+    const n = body.incidents.length;
+    if (n === 0) parts.push(t("debrief.incident.none"));
+    body.incidents.forEach((i, k) => {
+      const s = i.shown;
+      const value = s.kind === "requests" ? num(s.value, 0) : num(100 * s.value, 0);
+      const vars = { incident: t(`incident.${i.incident}`), clock: s.clock, minute: s.minute, sign: t(`coach.sign.${s.kind}`, { clock: s.clock, value }), n: k + 1, count: n };
+      parts.push(t(n > 1 ? "debrief.incident.nth" : "debrief.incident", vars));
+      if (i.incident === "surge" && surge) parts.push(surge);
+    });
+    // A healthy deploy is the morning's decoy: the lesson is that its
+    // marker alone called for nothing.
+    const m = body.morning;
+    if (m && m.deploy_minute >= 0 && !(m.build_errors > 0)) {
+      parts.push(t("debrief.healthy_deploy", { clock: clockOf(m.deploy_minute) }));
+    }
   }
   $("debrief-reveal").hidden = parts.length === 0;
   $("debrief-reveal").textContent = parts.join(" ");
