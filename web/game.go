@@ -168,6 +168,7 @@ type coachAnswer struct {
 	Grade     bots.Grade    `json:"grade"`
 	Par       botAnswer     `json:"par"`
 	Runbook   botAnswer     `json:"runbook"`
+	Nothing   botAnswer     `json:"nothing"` // doing nothing on the seed: what the incident costs left alone
 	Hindsight botAnswer     `json:"hindsight"`
 	WhatIfs   []bots.WhatIf `json:"what_ifs"`
 }
@@ -189,6 +190,10 @@ func (a *api) coach(ctx context.Context, req request, s sim.Score) (coachAnswer,
 	if err != nil {
 		return coachAnswer{}, err
 	}
+	nothing, err := bots.PlayBot(ctx, plain, bots.BotNothing)
+	if err != nil {
+		return coachAnswer{}, err
+	}
 	whatIfs, err := a.game.coaches.do(ctx, req.cfg.Query().Encode(), func(ctx context.Context) ([]bots.WhatIf, error) {
 		return bots.Coach(ctx, req.cfg, par.Config.Actions)
 	})
@@ -206,6 +211,7 @@ func (a *api) coach(ctx context.Context, req request, s sim.Score) (coachAnswer,
 		Grade:     bots.GradeScore(s, par.Score.Points, rb.Score.Points),
 		Par:       answerOf(parBot, req.length, par),
 		Runbook:   answerOf(bots.BotRunbook, req.length, rb),
+		Nothing:   answerOf(bots.BotNothing, req.length, nothing),
 		Hindsight: answerOf(bots.BotHindsight, req.length, hs),
 		WhatIfs:   whatIfs,
 	}, nil

@@ -863,6 +863,14 @@ func TestMysteryDebriefEndToEnd(t *testing.T) {
 				t.Errorf("%s: seed %d: the debrief says %q: the surge's figures before the sentence that names it", c.lang, seed, reveal)
 			}
 		}
+		// The score against doing nothing on this seed, and no
+		// percentiles (they rank a score among other mornings).
+		if score := b.text(ctx, "#score-line"); !strings.Contains(score, strings.SplitN(cat["score.nothing_seed"], "{", 2)[0]) {
+			t.Errorf("%s: seed %d: the score line %q does not say what doing nothing cost on this seed", c.lang, seed, score)
+		}
+		if evaluate[bool](b, ctx, `!document.getElementById("percentiles").hidden`) {
+			t.Errorf("%s: seed %d: the mystery's debrief ranks the score among other mornings", c.lang, seed)
+		}
 		// A healthy deploy, the morning's decoy, is named as healthy.
 		s, _ := sim.New(sc, uint32(seed), true)
 		if m, _ := s.Morning(); m.Deploy >= 0 && m.BuildErrors == 0 {

@@ -83,6 +83,10 @@ func TestDebriefScoreAndCoach(t *testing.T) {
 	if g["stars"] != 2.0 || g["par"] != c["par"].(map[string]any)["score"].(map[string]any)["points"] {
 		t.Errorf("grade %v: want two stars (the runbook's run), par the expert's points", g)
 	}
+	nothing, _ := bots.Play(sim.Config{Scenario: "bad-deploy", Seed: 7, Noise: true}, bots.Nothing)
+	if p := c["nothing"].(map[string]any)["score"].(map[string]any)["points"]; p != nothing.Score.Points {
+		t.Errorf("coach's nothing scores %v, doing nothing on the seed %v", p, nothing.Score.Points)
+	}
 	w := c["what_ifs"].([]any)[0].(map[string]any)
 	if w["kind"] != "moved" || w["clock"] != "09:11" || w["why"] != "deploy" {
 		t.Errorf("first what-if %v: want the rollback moved to 09:11", w)

@@ -124,6 +124,10 @@ function drawVerdict(body, whole) {
       over: `${c.grade.over_par >= 0 ? "+" : "−"}${num(Math.abs(c.grade.over_par), 1)}`,
       runbook: num(c.grade.runbook, 1),
     }) + (c.par.bot === "runbook" ? ` ${t("score.par_runbook")}` : "") +
+      // A mystery morning is one of many kinds: beside par and the
+      // runbook, what leaving it alone cost on this seed, not how other
+      // seeds' mornings went (the percentiles, hidden below).
+      (state.scenario.name === "mystery" ? ` ${t("score.nothing_seed", { points: num(c.nothing.score.points, 1) })}` : "") +
       (c.hindsight ? ` ${t("score.hindsight", { points: num(c.hindsight.score.points, 1) })}` : "");
     const watch = $("watch-par");
     watch.href = watchLink(c.par.actions);
@@ -138,7 +142,10 @@ function drawVerdict(body, whole) {
   if (s.failed) {
     $("failed-note").textContent = t("score.failed", { clock: clockOf(s.failed_minute) });
   }
-  const p = body.percentiles;
+  // The percentiles rank a score among the scenario's 1,000 seeds: on a
+  // mystery, among other mornings (a quiet one against a flush), which
+  // says nothing about this one.
+  const p = state.scenario.name === "mystery" ? null : body.percentiles;
   $("percentiles").hidden = !p;
   if (p) {
     $("percentiles").textContent = t("score.percentiles", {
