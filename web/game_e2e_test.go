@@ -689,6 +689,10 @@ func TestRunStopsEndToEnd(t *testing.T) {
 		if !evaluate[bool](b, ctx, `document.getElementById("play").disabled && document.getElementById("step").disabled && !window.afloat.state.over`) {
 			t.Errorf("%s: at the sharer's minute the run can still be played on, or is over", lang)
 		}
+		// Why Play and Step are disabled is on the page, for everyone.
+		if note, want := b.text(ctx, "#replay-note"), strings.SplitN(catalogue(t, lang)["replay.ended"], "{", 2)[0]; !strings.Contains(note, want) {
+			t.Errorf("%s: at the sharer's minute the page says %q, not why the run stopped (%q…)", lang, note, want)
+		}
 		b.do(ctx, lang+": its debrief", click(`#nav-debrief`), waitFor(`document.querySelectorAll("#debrief-figures div").length > 0`))
 		if evaluate[bool](b, ctx, `document.getElementById("grade").dataset.stars !== undefined`) {
 			t.Errorf("%s: the shared run is graded as a whole run", lang)

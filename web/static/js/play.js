@@ -218,6 +218,7 @@ function showReplay() {
 // startWatching plays the shared run back from minute 0, its levers locked.
 async function startWatching() {
   pause();
+  showReplay(); // the note as the link opened, not a previous watch's end
   state.watching = true;
   state.over = false;
   if (state.shown !== 0) {
@@ -369,7 +370,11 @@ function setup() {
     if (!state.watching) return;
     state.watching = false;
     syncControls();
-    announce(t("replay.ended", { clock: clockOf(state.shown) }));
+    // Said on the page, not only to screen readers: Play and Step are
+    // disabled now, and the note says why.
+    const ended = t("replay.ended", { clock: clockOf(state.shown) });
+    $("replay-note").textContent = ended;
+    announce(ended);
   };
   hooks.finished = () => {
     stopFlash();
