@@ -448,7 +448,8 @@ const layoutCheck = `(() => {
 // TestLayoutEndToEnd: at 1366×768 and 1920×1080 the clock, the page, the
 // twelve figures, the levers and the two key charts are on screen without
 // scrolling; at 390×844 the clock, the page, the key figures and the
-// levers are, and the charts are tabs. It takes the screenshots docs/guide.md
+// levers are, and the charts are tabs. At 1366×768, in every language,
+// the setup's Start is on screen and no tile's label overflows. It takes the screenshots docs/guide.md
 // shows (go test ./web -run TestLayoutEndToEnd -docs-screenshots writes
 // them to docs/screenshots).
 func TestLayoutEndToEnd(t *testing.T) {
@@ -471,6 +472,29 @@ func TestLayoutEndToEnd(t *testing.T) {
 			if err := os.WriteFile(filepath.Join("..", "docs", "screenshots", "game-"+name+".png"), png, 0o644); err != nil {
 				t.Fatal(err)
 			}
+		}
+	}
+	// At a laptop's 1366×768, in every language (English alone under
+	// -short): Start is on screen on the setup page, however long the
+	// briefings; and no tile's label runs out of its tile, a warning's
+	// flag beside it included (a cache flush, a minute after the page).
+	langs := []string{"en", "cy", "tl"}
+	if testing.Short() {
+		langs = langs[:1]
+	}
+	b.do(ctx, "size 1366x768", chromedp.EmulateViewport(1366, 768, chromedp.EmulateScale(1)))
+	for _, lang := range langs {
+		b.do(ctx, lang+": the setup", chromedp.Navigate(base+"/?lang="+lang+"#play"), waitReady(), waitSettled(),
+			chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
+		if bottom := evaluate[float64](b, ctx, `document.getElementById("start").getBoundingClientRect().bottom`); bottom > 768.5 {
+			t.Errorf("%s: at 1366x768 Start ends at %.0f px, below the fold", lang, bottom)
+		}
+		startGameAs(b, ctx, base, lang, "cache-flush", 7, "realistic", true)
+		stepTo(b, ctx, 16)
+		b.do(ctx, lang+": settle", waitSettled())
+		if over := evaluate[[]string](b, ctx, `[...document.querySelectorAll("#dashboard .tile, #dashboard .tile *")]
+			.filter((e) => e.scrollWidth > e.clientWidth + 1).map((e) => e.textContent)`); len(over) > 0 {
+			t.Errorf("%s: at 1366x768 these run out of their tile: %q", lang, over)
 		}
 	}
 	// The debrief at the end of a game, for docs/guide.md.
