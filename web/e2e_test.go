@@ -73,6 +73,7 @@ var dashboardRules = map[string]dashboardRule{
 	"requests":        {"requests_per_s", 1, 0, "unit.req_s"},
 	"serving":         {"serving", 1, 0, ""},
 	"booting":         {"booting", 1, 0, ""},
+	"utilization":     {"utilization", 100, 0, " %"},
 	"cache_hit":       {"cache_hit", 100, 0, " %"},
 	"db_utilization":  {"db_utilization", 100, 0, " %"},
 	"shed":            {"shed_share", 100, 0, " %"},
@@ -89,7 +90,7 @@ var dashboardRules = map[string]dashboardRule{
 func checkDashboard(t *testing.T, lang string, shown map[string]string, frame map[string]any, minute int) {
 	t.Helper()
 	if len(shown) != len(dashboardRules) {
-		t.Fatalf("minute %d: the dashboard has %d figures, want the spec's 12 and the error rate and p99: %v", minute, len(shown), shown)
+		t.Fatalf("minute %d: the dashboard has %d figures, want the spec's 12, the error rate, p99 and the fleet's utilization: %v", minute, len(shown), shown)
 	}
 	cat := catalogue(t, lang)
 	for id, rule := range dashboardRules {

@@ -1,4 +1,4 @@
-// The dashboard: the twelve figures (warnings said in words, not only
+// The dashboard: its figures (warnings said in words, not only
 // coloured), the page banner that pauses the game and flashes the tab's
 // title, and the training mode's hints.
 import { t } from "./i18n.js";
@@ -18,6 +18,9 @@ const metrics = [
   { id: "requests", text: (f) => `${Math.round(f.requests_per_s)} ${t("unit.req_s")}` },
   { id: "serving", text: (f) => `${f.serving}` },
   { id: "booting", text: (f) => `${f.booting}` },
+  // What the autoscaler tracks against its target: the serving workers'
+  // utilization, so a player can see why it scales (or does not).
+  { id: "utilization", text: (f) => `${Math.round(100 * f.utilization)} %` },
   { id: "cache_hit", text: (f) => `${Math.round(100 * f.cache_hit)} %`, warn: (f) => f.cache_hit < 0.5 },
   { id: "db_utilization", text: (f) => `${Math.round(100 * f.db_utilization)} %`, warn: (f) => f.db_utilization >= 0.9 },
   { id: "shed", text: (f) => `${Math.round(100 * f.shed_share)} %` },
