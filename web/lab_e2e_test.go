@@ -144,6 +144,11 @@ func TestOverloadLabEndToEnd(t *testing.T) {
 		}
 	}
 	b.do(ctx, "charts", waitFor(`document.querySelectorAll("#lab-charts .uplot").length === 5 && document.querySelectorAll("#lab-little .uplot").length === 2`))
+	// Off the chart, each legend shows the last values, not "—" until a
+	// hover.
+	if dashes := evaluate[int](b, ctx, `[...document.querySelectorAll("#lab-charts .u-legend .u-value, #lab-little .u-legend .u-value")].filter((v) => v.textContent.trim() === "—").length`); dashes > 0 {
+		t.Errorf("%d legend values read \"—\" with the cursor off the charts: want the last values", dashes)
+	}
 	note := b.text(ctx, "#lab-little-0 .little-note")
 	if !strings.Contains(note, "requests were inside") {
 		t.Errorf("Little's law note %q", note)

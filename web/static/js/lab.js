@@ -27,6 +27,16 @@ const seriesDefs = [
 const modeColours = ["#000000", "#0072b2", "#009e73", "#d55e00"];
 const modeDashes = [[2, 3], [], [6, 4], [10, 3, 2, 3]];
 
+// legendAtEnd makes a chart's legend show its last values while the
+// cursor is off the chart — uPlot shows "—" there until a hover, which
+// told a reader nothing (and a keyboard or touch reader never hovers).
+const legendAtEnd = {
+  ready: [(u) => u.setLegend({ idx: u.data[0].length - 1 })],
+  setCursor: [(u) => {
+    if (u.cursor.idx == null) u.setLegend({ idx: u.data[0].length - 1 });
+  }],
+};
+
 const gamePeriods = 24; // the page plays this many periods of a game
 
 let last = null; // the last comparison, to redraw in another language
@@ -609,6 +619,7 @@ function drawRuns(c, long) {
               value: (u, v) => (v == null ? "—" : v.toFixed(s.scale === "c" ? 0 : 1)),
             })),
           ],
+          hooks: legendAtEnd,
         },
         [xs, ...cols],
         el,
@@ -713,7 +724,7 @@ function drawLittle(c, long) {
             { label: t("lab.little.arrived"), stroke: "#0072b2", width: 2, points: { show: false }, value: (u, v) => (v == null ? "—" : num(v)) },
             { label: t("lab.little.left"), stroke: "#009e73", dash: [6, 4], width: 2, points: { show: false }, value: (u, v) => (v == null ? "—" : num(v)) },
           ],
-          hooks: { draw: [draw] },
+          hooks: { ...legendAtEnd, draw: [draw] },
         },
         [cum.ends, cum.arrived, cum.left],
         el,
@@ -885,6 +896,7 @@ function liveCharts(rep, root) {
               value: (u, v) => (v == null ? "—" : v.toFixed(digits)),
             })),
           ],
+          hooks: legendAtEnd,
         },
         [xs, ...rep.modes.map((m) => m.phases.map((p) => value(m, p)))],
         el,
