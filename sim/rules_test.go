@@ -768,3 +768,28 @@ func TestPlayIsAPrefixOfRun(t *testing.T) {
 		t.Errorf("Play(10) with actions at 28 and 90: %v", err)
 	}
 }
+
+// TestRolloutFollowsDeployAndRollback: the live rollout starts with the
+// deploy and ends when a rollback of it completes, five minutes after the
+// press.
+func TestRolloutFollowsDeployAndRollback(t *testing.T) {
+	sc, _ := Lookup("bad-deploy")
+	s, err := New(sc, 1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := 0; m < 30; m++ {
+		var acts []Action
+		if m == 20 {
+			acts = []Action{Press(m, ControlRollback)}
+		}
+		if _, err := s.Step(acts); err != nil {
+			t.Fatal(err)
+		}
+		start, live := s.Rollout()
+		wantLive := m >= 10 && m < 24 // the rollback pressed at 20 completes at the end of minute 24
+		if live != wantLive || (live && start != 10) {
+			t.Errorf("step %d: after minute %d: Rollout() = %d, %v; want 10, %v", m, m, start, live, wantLive)
+		}
+	}
+}

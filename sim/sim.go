@@ -111,6 +111,13 @@ func (s *Sim) Morning() (Morning, bool) {
 	return m, true
 }
 
+// Rollout returns the minute the live rollout started — the newest
+// deploy, until a rollback of it completes — and false while the build
+// live is the one the run opened with or the one a rollback went back to:
+// what a service's build_info shows, read after a Step for the minutes
+// after it. Whether the build is bad it does not tell.
+func (s *Sim) Rollout() (start int, live bool) { return s.rolloutStart, s.rolloutStart >= 0 }
+
 // Events returns the run's scheduled events, the scenario's and those the
 // seed drew for a mystery morning, in minute order.
 func (s *Sim) Events() []Event { return slices.Clone(s.events) }

@@ -250,3 +250,41 @@ func BenchmarkErlangBRecursion640(b *testing.B) {
 		sink = ErlangBRecursion(400, 640)
 	}
 }
+
+// TestResponseExceedsInvertsQuantile: for queues from idle to nearly
+// saturated, the share of responses above Quantile(c, p) is 1 − p — the
+// fast closed form checked against the quantile it inverts — and the
+// tail falls as t grows.
+func TestResponseExceedsInvertsQuantile(t *testing.T) {
+	step := 0
+	for _, q := range []MMN{
+		{Lambda: 0, S: 0.07, N: 160},
+		{Lambda: 1125, S: 0.074, N: 160},
+		{Lambda: 2000, S: 0.074, N: 160},
+		{Lambda: 150, S: 0.1, N: 16},
+		{Lambda: 159, S: 0.1, N: 16},
+		{Lambda: 4, S: 0.2, N: 1},
+	} {
+		c := q.ErlangC()
+		for _, p := range []float64{0.01, 0.1, 0.5, 0.9, 0.99, 0.999, 0.99999} {
+			step++
+			tq := q.Quantile(c, p)
+			if got := q.ResponseExceeds(c, tq); math.Abs(got-(1-p))/(1-p) > 1e-9 {
+				t.Errorf("step %d: %+v, C %.4g: ResponseExceeds(Quantile(%v) = %v) = %v, want %v", step, q, c, p, tq, got, 1-p)
+			}
+		}
+		prev := 1.0
+		for x := 0.0; x < 3; x += 0.01 {
+			got := q.ResponseExceeds(c, x)
+			if got > prev || got < 0 {
+				t.Errorf("%+v: ResponseExceeds(%v) = %v after %v: want a falling tail in [0, 1]", q, x, got, prev)
+				break
+			}
+			prev = got
+		}
+	}
+	unstable := MMN{Lambda: 300, S: 0.1, N: 16}
+	if got := unstable.ResponseExceeds(unstable.ErlangC(), 5); got != 1 {
+		t.Errorf("unstable queue: ResponseExceeds = %v, want 1", got)
+	}
+}

@@ -141,3 +141,27 @@ func (q MMN) Quantile(c, p float64) float64 {
 
 // P99 is Quantile(c, 0.99): S·ln 100 + max(0, ln(C/0.01))/(N/S − λ).
 func (q MMN) P99(c float64) float64 { return q.Quantile(c, 0.99) }
+
+// ResponseExceeds returns the share of responses longer than t seconds
+// under the approximation Quantile makes, given c = ErlangC(): it is
+// Quantile's inverse, 1 − p for the p whose Quantile is t, so that a
+// histogram built from it (the drill's latency histogram) gives back the
+// model's p99. In closed form, with k = S + 1/(N/S − λ):
+//
+//	e^(−t/S)                          while that is at least C (only the service term),
+//	C·e^(−(t + S·ln C)/k)             beyond (the waiting term too).
+//
+// An unstable queue gives 1 for every t (no response ever comes); t ≤ 0
+// gives 1.
+func (q MMN) ResponseExceeds(c, t float64) float64 {
+	if !q.Stable() || t <= 0 {
+		return 1
+	}
+	if tail := math.Exp(-t / q.S); tail >= c {
+		return tail
+	}
+	// Past t0 = −S·ln C the waiting term adds max(0, ln(C/u))/(N/S − λ):
+	// the tail decays from C at t0 with time constant S + 1/(N/S − λ).
+	t0 := -q.S * math.Log(c)
+	return c * math.Exp(-(t-t0)/(q.S+1/q.drain()))
+}
