@@ -195,15 +195,6 @@ func checkJSONType(ct string) error {
 	return nil
 }
 
-// leverAnswer is what POST /lever answers: the action as recorded, with
-// the simulated minute it takes effect and when that is on the wall
-// clock.
-type leverAnswer struct {
-	Action sim.Action `json:"action"`
-	Clock  string     `json:"clock"`           // simulated time of day the lever takes effect
-	At     time.Time  `json:"takes_effect_at"` // wall time it does
-}
-
 func (s *Server) lever(w http.ResponseWriter, r *http.Request, body []byte) {
 	control, value, err := ParseLever(body)
 	if err != nil {
@@ -225,7 +216,7 @@ func (s *Server) lever(w http.ResponseWriter, r *http.Request, body []byte) {
 		writeError(w, http.StatusInternalServerError, "", err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, leverAnswer{Action: a, Clock: sim.Clock(s.d.sc.Start + a.Minute), At: s.d.minuteStart(a.Minute)})
+	writeJSON(w, http.StatusOK, Pulled{Action: a, Clock: sim.Clock(s.d.sc.Start + a.Minute), At: s.d.minuteStart(a.Minute)})
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {

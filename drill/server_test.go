@@ -3,6 +3,7 @@ package drill
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -269,4 +270,56 @@ func promtool(t *testing.T) string {
 		t.Skip("promtool is not on PATH (Debian's prometheus package brings it; make deps installs it)")
 	}
 	return p
+}
+
+// TestPullLever: the command line's client sends what it is given and
+// returns the drill's refusals in its words, matching its sentinels.
+func TestPullLever(t *testing.T) {
+	_, hs, clock := startServer(t, "bad-deploy", time.Second)
+	ctx := t.Context()
+	clock.Advance(20 * time.Second)
+	p, err := PullLever(ctx, hs.Client(), hs.URL, testToken, "fleet-floor", "20")
+	if err != nil || p.Action != sim.Set(21, sim.ControlFleetFloor, 20) || p.Clock != "09:21" || !p.At.Equal(t0.Add(21*time.Second)) {
+		t.Fatalf("fleet-floor 20 at minute 20: %+v, %v", p, err)
+	}
+	for i, tc := range []struct {
+		token, name, value string
+		is                 error
+		msg                string
+	}{
+		{testToken, "reboot", "", ErrInvalidLever, `control: unknown control "reboot"`},
+		{testToken, "fleet-floor", "99", ErrInvalidLever, "value: fleet_floor takes an integer from 0 to 40, got 99"},
+		{testToken, "fleet-floor", "lots", ErrInvalidLever, `fleet_floor takes an integer from 0 to 40, got "lots"`},
+		{testToken, "heavy-feature", "off", ErrInvalidLever, `heavy_feature takes true or false, got "off"`},
+		{testToken, "rollback", "now", ErrInvalidLever, `rollback takes no value (it is a button), got "now"`},
+		{"not-the-token-0123", "rollback", "", ErrUnauthorized, "a valid token is required"},
+	} {
+		_, err := PullLever(ctx, hs.Client(), hs.URL, tc.token, tc.name, tc.value)
+		if !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("step %d: PullLever(%s %s) = %v; want %v saying %q", i, tc.name, tc.value, err, tc.is, tc.msg)
+		}
+	}
+	clock.Advance(5 * time.Minute)
+	if _, err := PullLever(ctx, hs.Client(), hs.URL, testToken, "rollback", ""); !errors.Is(err, ErrEnded) {
+		t.Errorf("after the end: %v, want ErrEnded", err)
+	}
+	if got := getStatus(t, hs.URL).Actions; !reflect.DeepEqual(got, []sim.Action{p.Action}) {
+		t.Errorf("actions %v, want only %v", got, p.Action)
+	}
+}
+
+func TestLeverBody(t *testing.T) {
+	for i, tc := range []struct{ name, value, want string }{
+		{"rollback", "", `{"control":"rollback"}`},
+		{"fleet-floor", "20", `{"control":"fleet_floor","value":20}`},
+		{"cache_ttl_s", "1e2", `{"control":"cache_ttl_s","value":1e2}`},
+		{"heavy-feature", "false", `{"control":"heavy_feature","value":false}`},
+		{"target-utilization", ".5", `{"control":"target_utilization","value":".5"}`},
+		{"fleet-floor", "NaN", `{"control":"fleet_floor","value":"NaN"}`},
+		{"fleet-floor", `1}`, `{"control":"fleet_floor","value":"1}"}`},
+	} {
+		if got := string(LeverBody(tc.name, tc.value)); got != tc.want {
+			t.Errorf("step %d: LeverBody(%q, %q) = %s, want %s", i, tc.name, tc.value, got, tc.want)
+		}
+	}
 }

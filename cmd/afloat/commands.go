@@ -44,6 +44,13 @@ var commands = []cli.Entry{
 		Synopsis: "afloat sim bots --scenario NAME [--seeds A-B] [--bots LIST] | --all | --shipped",
 		Summary:  "the bots' points over many seeds: do nothing, runbook, expert"},
 
+	{Path: "drill", Run: runDrill, Notes: printLevers,
+		Synopsis: "afloat drill [--listen HOST:PORT [--allow-remote]] [--scenario NAME] [--seed N] [--speed 5s|realtime]\n             [--token-file FILE] [--console URL] [--postmortem FILE]",
+		Summary:  "run a scenario as a live service for your own Prometheus and\nAlertmanager: /metrics, levers, a postmortem at the end"},
+	{Path: "drill lever", Run: runDrillLever, Notes: printLevers,
+		Synopsis: "afloat drill lever [--addr HOST:PORT] [--token-file FILE] NAME [VALUE]",
+		Summary:  "pull a lever of a running drill (rollback, fleet-floor 20, …)"},
+
 	{Path: "lab overload", Run: runLabOverload, Notes: printProfiles,
 		Synopsis: "afloat lab overload [--profile worldcup] [--inside 100 --outside 100 [--adaptive] | --threads 20] [--compare] [--format table|csv|jsonl] | --game game1 [--periods 12]",
 		Summary:  "the overload lab: a server's death after a peak, and the bulkhead"},

@@ -32,6 +32,7 @@ func testProgram() *Program {
 		Name: "tool", About: "tool does things.", Default: "serve",
 		Commands: []Entry{
 			{Path: "serve", Synopsis: "tool serve", Summary: "serve", Run: echo},
+			{Path: "serve stop", Synopsis: "tool serve stop", Summary: "stop serving", Run: echo, Hidden: true},
 			{Path: "lab one", Synopsis: "tool lab one [--n N]", Summary: "the first lab\nover two lines", Run: echo,
 				Notes: func(w io.Writer) { io.WriteString(w, "\nNotes of one.\n") }},
 			{Path: "lab two", Synopsis: "tool lab two", Summary: "the second", Run: echo},
@@ -51,6 +52,9 @@ func TestDispatch(t *testing.T) {
 	}{
 		{nil, ExitOK, "serve \n", ""},
 		{[]string{"lab", "one", "a", "b"}, ExitOK, "lab one a b\n", ""},
+		{[]string{"serve", "stop", "a"}, ExitOK, "serve stop a\n", ""},
+		{[]string{"serve", "a", "stop"}, ExitOK, "serve a stop\n", ""},
+		{[]string{"serve", "--n", "1", "stop"}, ExitOK, "serve stop\n", ""},
 		{[]string{"lab", "secret"}, ExitOK, "lab secret \n", ""},
 		{[]string{"lab", "one", "--n", "-1"}, ExitUsage, "lab one \n", "tool lab one: --n: want 0 or more\nRun 'tool lab one --help' for usage.\n"},
 		{[]string{"lab", "one", "--n", "x"}, ExitUsage, "", "tool lab one: --n \"x\": want a whole number such as 42\nRun 'tool lab one --help' for usage.\n"},

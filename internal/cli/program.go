@@ -58,6 +58,14 @@ func (p *Program) Run(args []string, stdin io.Reader, stdout, stderr io.Writer) 
 	if name == "--version" || name == "-version" {
 		name = "version" // as the go command's tools answer it, when the table has it
 	}
+	// A command may have subcommands of its own (afloat drill, afloat
+	// drill lever): a word after it that names one selects it, anything
+	// else is the command's argument.
+	if len(rest) > 0 {
+		if e := p.find(name + " " + rest[0]); e != nil && p.find(name) != nil {
+			return p.start(e, rest[1:], std)
+		}
+	}
 	if e := p.find(name); e != nil {
 		return p.start(e, rest, std)
 	}
