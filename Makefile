@@ -76,8 +76,9 @@ test-long: deps deps-etcd long
 # it), Debian's redis-server (which brings redis-benchmark and
 # redis-cli with redis-tools) for the tests of assign/, each of which
 # starts a server of its own on a free loopback port, and Debian's
-# prometheus package for its promtool, which tests the quota's alert
-# rules (alerts, and TestAlertRulesMutation). The package also enables a
+# prometheus package for its promtool, which tests the quota's and the
+# drill's alert rules (alerts, and TestAlertRulesMutation) and the
+# drill's /metrics (TestDrillMetrics). The package also enables a
 # systemd unit; nothing here uses it.
 deps:
 	@command -v $(GO) >/dev/null || { echo "make test: Go is not on PATH (https://go.dev/dl/)"; exit 1; }
@@ -178,13 +179,15 @@ boundaries:
 	END { exit bad }' || { echo "make boundaries: a model or pure core imports what it must not; go list -deps -f '{{.ImportPath}}: {{.Imports}}' PKG shows through what"; exit 1; }
 	@if grep -rn --include='*.go' 'go:linkname' .; then echo "go:linkname is not allowed"; exit 1; fi
 
-# alerts runs the unit tests of the quota's alert rules in Prometheus's
-# own format (docs/quota/operations.md, "Alerts and runbook"); it fails,
-# not skips, without promtool. TestAlertRulesMutation (unit-race) shows that these
-# tests fail when a rule is broken.
+# alerts runs the unit tests of the quota's and the drill's alert rules
+# in Prometheus's own format (docs/quota/operations.md, "Alerts and
+# runbook"; docs/drill.md, "Alerts"); it fails, not skips, without
+# promtool. The TestAlertRulesMutation of each (unit-race) shows that
+# these tests fail when a rule is broken.
 alerts:
 	@command -v promtool >/dev/null || { echo "make alerts: promtool is not on PATH (Debian's prometheus package; make deps installs it)"; exit 1; }
 	promtool test rules docs/quota-alerts.test.yml
+	promtool test rules docs/drill-alerts.test.yml docs/drill-alerts-slow.test.yml
 
 # litter fails on a tracked file over 1 MB that is not listed on purpose
 # in .ci/large-files (build outputs belong in .gitignore: every clone

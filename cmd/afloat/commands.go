@@ -50,6 +50,9 @@ var commands = []cli.Entry{
 	{Path: "drill lever", Run: runDrillLever, Notes: printLevers,
 		Synopsis: "afloat drill lever [--addr HOST:PORT] [--token-file FILE] NAME [VALUE]",
 		Summary:  "pull a lever of a running drill (rollback, fleet-floor 20, …)"},
+	{Path: "drill rules", Run: runDrillRules,
+		Synopsis: "afloat drill rules [--speed 5s|realtime] FILE",
+		Summary:  "a Prometheus rules file with its windows scaled to a drill's\nspeed (docs/drill-alerts.yml's [1h] is [5m] at 5 s a minute)"},
 
 	{Path: "lab overload", Run: runLabOverload, Notes: printProfiles,
 		Synopsis: "afloat lab overload [--profile worldcup] [--inside 100 --outside 100 [--adaptive] | --threads 20] [--compare] [--format table|csv|jsonl] | --game game1 [--periods 12]",

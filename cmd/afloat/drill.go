@@ -167,3 +167,35 @@ func printLevers(w io.Writer) {
 	note("drill")(w)
 	sim.WriteControls(w)
 }
+
+// runDrillRules writes a rules file scaled to a drill's speed.
+func runDrillRules(c *cli.Command, args []string) int {
+	var speed string
+	c.StringVar(&speed, "speed", drill.DefaultConfig().Speed.String(), "the drill's speed: a `DURATION` a simulated minute, 100ms to 10m, or realtime")
+	files, status, ok := parseInterleaved(c, args)
+	if !ok {
+		return status
+	}
+	if len(files) != 1 {
+		return c.Refuse(errors.New("want one rules FILE (- for standard input), such as docs/drill-alerts.yml"))
+	}
+	d, err := drill.ParseSpeed(speed)
+	if err != nil {
+		return c.Refuse(err)
+	}
+	in, title, err := c.Open(files[0])
+	if err != nil {
+		return c.Refuse(err)
+	}
+	defer in.Close()
+	raw, err := io.ReadAll(io.LimitReader(in, 16<<20))
+	if err != nil {
+		return c.Failed(fmt.Errorf("%s: %w", title, err))
+	}
+	out, err := drill.ScaleRules(raw, d)
+	if err != nil {
+		return c.Refuse(fmt.Errorf("%s: %w", title, err))
+	}
+	c.Stdout.Write(out) //nolint:errcheck
+	return cli.ExitOK
+}

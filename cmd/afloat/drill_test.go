@@ -113,3 +113,36 @@ func TestDrillLeverCommand(t *testing.T) {
 		t.Errorf("actions %v after the end, want %v", got, want)
 	}
 }
+
+// TestDrillRulesCommand: afloat drill rules scales a rules file's windows
+// to the drill's speed, and names what it refuses.
+func TestDrillRulesCommand(t *testing.T) {
+	rules := filepath.Join("..", "..", "docs", "drill-alerts.yml")
+	status, out, errOut := call(t, "", "drill", "rules", "--speed", "5s", rules)
+	if status != 0 || !strings.Contains(out, `rate(http_requests_total{code=~"5.."}[5m])`) || strings.Contains(out, "[1h]") || !strings.Contains(out, "for: 10s") {
+		t.Fatalf("drill rules --speed 5s: status %d, stderr %q, stdout:\n%s", status, errOut, out)
+	}
+	status, out, _ = call(t, "groups: []\n", "drill", "rules", "-", "--speed", "realtime")
+	if status != 0 || out != "groups: []\n" {
+		t.Errorf("drill rules - --speed realtime: status %d, stdout %q", status, out)
+	}
+	for i, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--speed", "fast", rules}, `speed "fast": want realtime`},
+		{[]string{}, "want one rules FILE"},
+		{[]string{"nosuch.yml"}, "nosuch.yml"},
+		{[]string{"-"}, ""},
+	} {
+		stdin := "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: rate(x[5q]) > 0\n"
+		status, out, errOut := call(t, stdin, append([]string{"drill", "rules"}, tc.args...)...)
+		want := tc.want
+		if want == "" {
+			want = `drill: rules: A: expr: "5q"`
+		}
+		if status != 2 || out != "" || !strings.Contains(errOut, want) {
+			t.Errorf("step %d: drill rules %q: status %d, stdout %q, stderr %q; want 2 saying %q", i, tc.args, status, out, errOut, want)
+		}
+	}
+}
