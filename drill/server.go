@@ -13,6 +13,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,11 +39,21 @@ type Server struct {
 	logger *slog.Logger
 	mux    *http.ServeMux
 
-	mu    sync.Mutex // guards d and the alerts
-	d     *Drill
-	timer Timer
-	ended chan struct{}
-	once  sync.Once
+	mu     sync.Mutex // guards d and the alerts
+	d      *Drill
+	alerts []AlertEvent
+	seen   map[string]bool // the alerts' keys told so far
+	timer  Timer
+	ended  chan struct{}
+	once   sync.Once
+
+	// The postmortem's score, par and coach, computed once when the drill
+	// ends (a second or so), until Stop.
+	ctx     context.Context
+	stop    context.CancelFunc
+	judged  judged
+	judgeOK error
+	ready   chan struct{}
 }
 
 // NewServer starts a drill of cfg at its clock's now: minute 0 is under
@@ -52,7 +63,8 @@ func NewServer(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, clock: cfg.Clock, logger: cfg.Logger, ended: make(chan struct{})}
+	s := &Server{cfg: cfg, clock: cfg.Clock, logger: cfg.Logger, ended: make(chan struct{}), ready: make(chan struct{}), seen: map[string]bool{}}
+	s.ctx, s.stop = context.WithCancel(context.Background())
 	if s.clock == nil {
 		s.clock = realClock{}
 	}
@@ -73,6 +85,8 @@ func NewServer(cfg Config) (*Server, error) {
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}))
 	s.mux.HandleFunc("GET /status", s.status)
 	s.mux.HandleFunc("POST /lever", s.authorized(s.lever))
+	s.mux.HandleFunc("POST /alerts", s.authorized(s.alertmanager))
+	s.mux.HandleFunc("GET /postmortem", s.postmortem)
 	s.timer = s.clock.AfterFunc(d.End().Sub(now), s.finish)
 	return s, nil
 }
@@ -92,16 +106,58 @@ func (s *Server) sample() sample {
 	return s.d.sampleAt(s.clock.Now())
 }
 
-// finish marks the drill ended.
+// finish marks the drill ended and starts judging it.
 func (s *Server) finish() {
-	s.once.Do(func() { close(s.ended) })
+	s.once.Do(func() {
+		close(s.ended)
+		s.mu.Lock()
+		run, frames := s.d.Run(), s.d.Frames(s.d.End())
+		s.mu.Unlock()
+		go func() {
+			s.judged, s.judgeOK = judge(s.ctx, run, frames)
+			close(s.ready)
+		}()
+	})
 }
 
 // Ended is closed when the drill ends.
 func (s *Server) Ended() <-chan struct{} { return s.ended }
 
-// Stop stops the drill's timer: Ended is never closed unless it was.
-func (s *Server) Stop() { s.timer.Stop() }
+// Stop stops the drill's timer and any judging under way: Ended is never
+// closed unless it was.
+func (s *Server) Stop() {
+	s.timer.Stop()
+	s.stop()
+}
+
+// Postmortem returns the drill's postmortem in Markdown (docs/drill.md,
+// "The postmortem"), with the alerts delivered so far. Before the end it
+// returns ErrNotEnded: the postmortem reveals the incident. It waits for
+// the score, par and the coach, computed once when the drill ends, or
+// for ctx.
+func (s *Server) Postmortem(ctx context.Context) (string, error) {
+	select {
+	case <-s.ended:
+	default:
+		s.mu.Lock()
+		end := s.d.End()
+		s.mu.Unlock()
+		return "", fmt.Errorf("%w until %s: the postmortem reveals the incident", ErrNotEnded, end.Format(time.RFC3339))
+	}
+	select {
+	case <-s.ready:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	if s.judgeOK != nil {
+		return "", fmt.Errorf("drill: judging the run: %w", s.judgeOK)
+	}
+	var b strings.Builder
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := s.d.writePostmortem(&b, s.judged, s.alerts, s.cfg.Console)
+	return b.String(), err
+}
 
 // Status returns the drill's status now.
 func (s *Server) Status() Status {
@@ -219,6 +275,71 @@ func (s *Server) lever(w http.ResponseWriter, r *http.Request, body []byte) {
 	writeJSON(w, http.StatusOK, Pulled{Action: a, Clock: sim.Clock(s.d.sc.Start + a.Minute), At: s.d.minuteStart(a.Minute)})
 }
 
+func (s *Server) postmortem(w http.ResponseWriter, r *http.Request) {
+	pm, err := s.Postmortem(r.Context())
+	switch {
+	case errors.Is(err, ErrNotEnded):
+		writeError(w, http.StatusConflict, "", err.Error())
+	case r.Context().Err() != nil:
+		// the client has gone
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, "", err.Error())
+	default:
+		w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
+		io.WriteString(w, pm) //nolint:errcheck
+	}
+}
+
+// webhook is the part of an Alertmanager notification the drill reads
+// (its webhook_config's JSON, version 4).
+type webhook struct {
+	Alerts []struct {
+		Status      string            `json:"status"`
+		Labels      map[string]string `json:"labels"`
+		StartsAt    time.Time         `json:"startsAt"`
+		EndsAt      time.Time         `json:"endsAt"`
+		Fingerprint string            `json:"fingerprint"`
+	} `json:"alerts"`
+}
+
+// alertmanager takes the team's Alertmanager's notifications (a
+// webhook_config whose url is the drill's /alerts, with the drill's token
+// as its bearer credentials), for the postmortem's timeline: each alert
+// firing and resolving is told once, however often Alertmanager repeats
+// it.
+func (s *Server) alertmanager(w http.ResponseWriter, r *http.Request, body []byte) {
+	var n webhook
+	if err := json.Unmarshal(body, &n); err != nil {
+		writeError(w, http.StatusBadRequest, "", "drill: not an Alertmanager notification (webhook, version 4): "+err.Error())
+		return
+	}
+	now := s.clock.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range n.Alerts {
+		ev := AlertEvent{Name: a.Labels["alertname"], Severity: a.Labels["severity"], Status: a.Status, At: a.StartsAt, Received: now}
+		if a.Status == "resolved" {
+			ev.At = a.EndsAt
+		}
+		ev.key = a.Fingerprint + " " + a.Status + " " + a.StartsAt.String()
+		if ev.Name == "" || (a.Status != "firing" && a.Status != "resolved") || s.seen[ev.key] {
+			continue
+		}
+		s.seen[ev.key] = true
+		s.alerts = append(s.alerts, ev)
+		s.logger.Info("alert", "name", ev.Name, "severity", ev.Severity, "status", ev.Status)
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"alerts": len(s.alerts)})
+}
+
+// Alerts returns the alerts the team's Alertmanager has delivered, in the
+// order they came.
+func (s *Server) Alerts() []AlertEvent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.alerts)
+}
+
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.Status())
 }
@@ -231,7 +352,9 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprint(w, "GET  /metrics     the service's metrics, for Prometheus\n"+
 		"GET  /status      the drill's minute and the levers pulled (JSON)\n"+
 		"POST /lever       pull a lever: {\"control\": \"fleet_floor\", \"value\": 20}, Authorization: Bearer TOKEN\n"+
-		"                  (afloat drill lever NAME [VALUE] does it from the command line)\n")
+		"                  (afloat drill lever NAME [VALUE] does it from the command line)\n"+
+		"POST /alerts      the team's Alertmanager's webhook (the same token), for the postmortem's timeline\n"+
+		"GET  /postmortem  the postmortem in Markdown, once the drill has ended\n")
 }
 
 // Serve runs the drill on ln until ctx is done, then shuts down: requests
@@ -259,7 +382,14 @@ func Serve(ctx context.Context, ln net.Listener, cfg Config) error {
 	case err := <-done:
 		return fmt.Errorf("drill: serve: %w", err)
 	case <-s.Ended():
-		s.logger.Info("drill ended; still serving its final state until interrupted")
+		s.logger.Info("drill ended; judging it, then serving its final state until interrupted")
+		if pm, err := s.Postmortem(ctx); err == nil && cfg.Postmortem != nil {
+			if _, err := io.WriteString(cfg.Postmortem, pm); err != nil {
+				s.logger.Warn("writing the postmortem", "err", err)
+			}
+		} else if err != nil && ctx.Err() == nil {
+			s.logger.Warn("postmortem", "err", err)
+		}
 	case <-ctx.Done():
 	}
 	<-ctx.Done()

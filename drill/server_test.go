@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"reflect"
@@ -322,4 +324,107 @@ func TestLeverBody(t *testing.T) {
 			t.Errorf("step %d: LeverBody(%q, %q) = %s, want %s", i, tc.name, tc.value, got, tc.want)
 		}
 	}
+}
+
+// amNotification is an Alertmanager webhook notification of one alert.
+func amNotification(status, name, severity string, starts, ends time.Time) string {
+	b, _ := json.Marshal(map[string]any{
+		"version": "4", "status": status, "receiver": "drill", "groupKey": "{}:{}",
+		"alerts": []map[string]any{{
+			"status": status, "labels": map[string]string{"alertname": name, "severity": severity, "job": "drill"},
+			"annotations": map[string]string{"summary": "…"}, "startsAt": starts, "endsAt": ends,
+			"generatorURL": "http://prometheus/graph", "fingerprint": "c0ffee",
+		}},
+	})
+	return string(b)
+}
+
+func postAlerts(t *testing.T, url, body string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url+"/alerts", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestDrillPostmortem: once the drill has ended (not before), the
+// postmortem reveals the incident, lists the alerts Alertmanager
+// delivered (each once) and the levers, and scores the run as the
+// console's debrief of its share link does.
+func TestDrillPostmortem(t *testing.T) {
+	s, hs, clock := startServer(t, "bad-deploy", time.Second)
+	clock.Advance(12500 * time.Millisecond)
+	if _, err := s.Lever(sim.ControlRollback, 0); err != nil {
+		t.Fatal(err)
+	}
+	fired := t0.Add(12 * time.Second)
+	for range 2 { // Alertmanager repeats itself
+		if status := postAlerts(t, hs.URL, amNotification("firing", "ErrorBudgetBurnFast", "page", fired, time.Time{})); status != 200 {
+			t.Fatalf("POST /alerts: %d", status)
+		}
+	}
+	resp, err := http.Get(hs.URL + "/postmortem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusConflict {
+		t.Errorf("GET /postmortem during the drill: %d, want 409", resp.StatusCode)
+	}
+	clock.Advance(10 * time.Second)
+	postAlerts(t, hs.URL, amNotification("resolved", "ErrorBudgetBurnFast", "page", fired, t0.Add(21*time.Second)))
+	clock.Advance(2 * time.Minute)
+
+	resp, err = http.Get(hs.URL + "/postmortem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	pm := string(raw)
+	st := getStatus(t, hs.URL)
+	cfg, err := sim.ParseQuery(mustQuery(t, st.Share))
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames, err := sim.Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := sim.Lookup(cfg.Scenario)
+	points := sim.ScoreFrames(sc, frames).Points
+	for _, want := range []string{
+		"# Postmortem: Bad deploy (drill, seed 7)",
+		"A bad deploy at 09:10: the new build failed 5.0 % of its requests and needed 1.25× the CPU.",
+		"| 09:10 | 10 | Deploy of build 1.42.0 — a bad build, failing 5.0 % of its requests (revealed now) |",
+		"| 09:12 | 12 | Alert **ErrorBudgetBurnFast** (page) fired; Alertmanager delivered it at 09:12 |",
+		"| 09:13 | 13 | Lever: rollback (pulled during 09:12) |",
+		"| 09:18 | 18 | Build 1.41.0 serves again (build_info) |",
+		"| 09:21 | 21 | Alert **ErrorBudgetBurnFast** (page) resolved; Alertmanager delivered it at 09:22 |",
+		fmt.Sprintf("**%.1f points**", points),
+		"Par (the expert, who sees what you saw)",
+		"## What the coach would have done",
+		"http://127.0.0.1:8080/?" + st.Share + "#debrief",
+	} {
+		if !strings.Contains(pm, want) {
+			t.Errorf("the postmortem lacks %q:\n%s", want, pm)
+		}
+	}
+	if n := strings.Count(pm, "fired; Alertmanager"); n != 1 {
+		t.Errorf("the firing alert told %d times, want once", n)
+	}
+}
+
+func mustQuery(t *testing.T, q string) url.Values {
+	t.Helper()
+	v, err := url.ParseQuery(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
