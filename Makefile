@@ -38,7 +38,7 @@ TOOLS := $(HOME)/.cache/afloat/bin
 # .build/ (ignored by git) and handed to the tests by environment.
 BUILD := $(CURDIR)/.build
 
-.PHONY: test test-long deps deps-etcd vet fmt-check lint tidy-check cross-build boundaries litter alerts unit unit-race unit-models unit-etcd unit-browser long fuzz bench bench-assign bench-quota bench-quota-peers bench-quota-scale check-quota-peers soak
+.PHONY: test test-long deps deps-etcd deps-alertmanager vet fmt-check lint tidy-check cross-build boundaries litter alerts unit unit-race unit-models unit-etcd unit-browser long fuzz bench bench-assign bench-quota bench-quota-peers bench-quota-scale check-quota-peers soak
 
 # The checks and the four groups of unit tests run side by side (make -j,
 # each one's output printed whole when it ends): the browser tests wait on
@@ -66,7 +66,7 @@ group-%:
 	else \
 		cat $(BUILD)/test-$*.log; echo "make test: $* FAILED after $$(( $$(date +%s) - start )) s (its output above, and in .build/test-$*.log)"; exit 1; \
 	fi
-test-long: deps deps-etcd long
+test-long: deps deps-etcd deps-alertmanager long
 
 # deps installs what the tests need when it is missing: Debian's
 # chromium-headless-shell for the console's browser tests, unless a
@@ -104,6 +104,17 @@ deps-etcd:
 	@if ! command -v etcd >/dev/null 2>&1; then \
 		echo "make test-long: installing etcd-server for the etcd election test"; \
 		$(SUDO) apt-get update -q && $(APT_INSTALL) etcd-server; \
+	fi
+
+# deps-alertmanager installs Debian's prometheus-alertmanager when it is
+# missing, for make test-long only: TestDrillAlertsEndToEnd runs it beside
+# Debian's prometheus (make deps installs that one, for promtool) against
+# afloat drill. The package also enables a systemd unit; the test starts
+# one of its own on a free loopback port, clustering off.
+deps-alertmanager:
+	@if ! command -v prometheus-alertmanager >/dev/null 2>&1; then \
+		echo "make test-long: installing prometheus-alertmanager for the drill's end-to-end test"; \
+		$(SUDO) apt-get update -q && $(APT_INSTALL) prometheus-alertmanager; \
 	fi
 
 # vet checks every build-tag set: the quota's embedded etcd is behind the
@@ -266,7 +277,7 @@ unit-browser:
 # LONG_TESTS are the tests that skip under -short, or do less under it,
 # outside the models (whose every test runs again at full size below). internal/conventions
 # checks that every test that skips under -short is named here.
-LONG_TESTS := ^(TestVersionNamesTheCommit|TestLayoutEndToEnd|TestHindsightBoundsEveryFigure|TestGameAccessibilityEndToEnd|TestMysteryDebriefEndToEnd|TestConsoleEndToEnd|TestOverloadLabEndToEnd|TestQuotaLabEndToEnd|TestQuotaEndToEnd|TestQuotaRegionKilled|TestQuotaLeaderPaused|TestQuotaAtScale|TestTwoAgentsOneRegion|TestForgedEpochUnderTraffic|TestQuotaCoordinatorDamagedDataDir|TestQuotaStartUpEndsOnSIGTERM|TestServeUnderAbuse|TestBusyMachineIsFlagged|TestSoakShort|TestShrinkUnderLoad|TestQuotaSurvivesEtcdElections|TestFiftyWorkersStayLevel|TestTokenRotationUnderTraffic|TestQuotaRestoreUnderTraffic|TestLeversEndToEnd|TestRunStopsEndToEnd|TestWatchLinksEndToEnd|TestBotsPlayTheGameEndToEnd|TestAssignLLMDemoEndToEnd|TestPickMatchesModel)$$
+LONG_TESTS := ^(TestVersionNamesTheCommit|TestLayoutEndToEnd|TestHindsightBoundsEveryFigure|TestGameAccessibilityEndToEnd|TestMysteryDebriefEndToEnd|TestConsoleEndToEnd|TestOverloadLabEndToEnd|TestQuotaLabEndToEnd|TestQuotaEndToEnd|TestQuotaRegionKilled|TestQuotaLeaderPaused|TestQuotaAtScale|TestTwoAgentsOneRegion|TestForgedEpochUnderTraffic|TestQuotaCoordinatorDamagedDataDir|TestQuotaStartUpEndsOnSIGTERM|TestServeUnderAbuse|TestBusyMachineIsFlagged|TestSoakShort|TestShrinkUnderLoad|TestQuotaSurvivesEtcdElections|TestFiftyWorkersStayLevel|TestTokenRotationUnderTraffic|TestQuotaRestoreUnderTraffic|TestLeversEndToEnd|TestRunStopsEndToEnd|TestWatchLinksEndToEnd|TestBotsPlayTheGameEndToEnd|TestAssignLLMDemoEndToEnd|TestPickMatchesModel|TestDrillAlertsEndToEnd)$$
 
 # long is make test-long's: the tests that skip under -short, with the
 # binaries they exec built once; the models at full size (the 120-seed
@@ -276,6 +287,7 @@ LONG_TESTS := ^(TestVersionNamesTheCommit|TestLayoutEndToEnd|TestHindsightBounds
 long: export AFLOAT_REQUIRE_REDIS := 1
 long: export AFLOAT_REQUIRE_BROWSER := 1
 long: export AFLOAT_REQUIRE_ETCD := 1
+long: export AFLOAT_REQUIRE_PROMETHEUS := 1
 long: export AFLOAT_TEST_BINARY := $(BUILD)/afloat
 long: export AFLOAT_TEST_ETCD_BINARY := $(BUILD)/afloat-embedetcd
 long:

@@ -80,8 +80,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: speed %v: want a simulated minute in %v to %v of wall time (realtime is 1m)", ErrInvalidConfig, c.Speed, MinSpeed, MaxSpeed)
 	}
 	_, port, err := net.SplitHostPort(c.Addr)
-	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > 65535 {
+	if err != nil {
 		return fmt.Errorf("%w: listen %q: want host:port, such as 127.0.0.1:8081 (port 0: any free port)", ErrInvalidConfig, c.Addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%w: listen %q: want a port from 0 to 65535", ErrInvalidConfig, c.Addr)
 	}
 	if !c.AllowRemote && !hostcheck.ListenLoopback(c.Addr) {
 		return fmt.Errorf("%w: listen %q is beyond loopback: listen on 127.0.0.1 or [::1], or allow it explicitly (allow-remote) with a token of your own", ErrInvalidConfig, c.Addr)

@@ -30,6 +30,7 @@ func TestDrillRefusesBadCommandLines(t *testing.T) {
 		{[]string{"--listen", "0.0.0.0:0"}, `listen "0.0.0.0:0" is beyond loopback`},
 		{[]string{"--listen", "0.0.0.0:0", "--allow-remote"}, "--allow-remote needs a token of your own"},
 		{[]string{"--listen", "9000"}, `listen "9000": want host:port`},
+		{[]string{"--listen", "127.0.0.1:99999"}, `listen "127.0.0.1:99999": want a port from 0 to 65535`},
 		{[]string{"--speeed", "1s"}, "unknown flag --speeed (did you mean --speed?)"},
 	} {
 		status, out, errOut := call(t, "", append([]string{"drill", "--listen", "127.0.0.1:0"}, tc.args...)...)
