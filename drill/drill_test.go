@@ -304,3 +304,24 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("allow-remote: %v, warning %q", err, remote.Warning())
 	}
 }
+
+// FuzzParseLever: a lever's body is taken only as an action the console
+// takes, and anything else is a LeverError naming a field.
+func FuzzParseLever(f *testing.F) {
+	for _, b := range []string{`{"control": "fleet_floor", "value": 20}`, `{"control": "rollback"}`, `{"control": "heavy_feature", "value": false}`,
+		`{"control": "cache_ttl_s", "value": 1e2}`, `{"minute": 3}`, `{"control": "rollback", "control": "warmup"}`, `[]`, `{"value": null}`} {
+		f.Add([]byte(b))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		c, v, err := ParseLever(body)
+		var le *LeverError
+		switch {
+		case err == nil:
+			if verr := (sim.Action{Control: c, Value: v}).Validate(1); verr != nil {
+				t.Fatalf("ParseLever(%q) = %q, %v: the console refuses it: %v", body, c, v, verr)
+			}
+		case !errors.As(err, &le) || !errors.Is(err, ErrInvalidLever):
+			t.Fatalf("ParseLever(%q): %v is not a LeverError", body, err)
+		}
+	})
+}
