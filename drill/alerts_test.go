@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -191,73 +190,106 @@ func TestAlertRulesNameExposedMetrics(t *testing.T) {
 	}
 }
 
-// runAlertTests writes rules and the unit tests of the cases given (the
-// test groups whose series carry case="…") into a folder of their own
-// and runs promtool test rules on them: only those, as a case costs
-// promtool a second of evaluations. It reports whether they passed, and
-// promtool's output.
-func runAlertTests(t *testing.T, tool, rules string, cases ...string) (bool, string, error) {
-	dir, err := os.MkdirTemp(t.TempDir(), "alerts")
-	if err != nil {
-		return false, "", err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "drill-alerts.yml"), []byte(rules), 0o644); err != nil {
-		return false, "", err
-	}
-	args := []string{"test", "rules"}
-	found := 0
-	for i, name := range alertTestFiles {
+// ruleRun is a rules file and the cases of the unit tests (the test
+// groups whose series carry case="…") to run on it.
+type ruleRun struct {
+	rules string
+	cases []string
+}
+
+// promtoolRe is promtool test rules's verdict on a test file.
+var promtoolRe = regexp.MustCompile(`(?m)^Unit Testing: +(\S+)\n +(SUCCESS|FAILED)`)
+
+// runAlertTests writes each run's rules and the unit tests of its cases
+// into a folder, and runs promtool test rules on them all at once — a
+// promtool process costs a quarter of a second to start, more than most
+// cases — and reports which runs passed, with promtool's output.
+func runAlertTests(t *testing.T, tool string, runs []ruleRun) ([]bool, string, error) {
+	dir := t.TempDir()
+	var tests []map[string]any
+	for _, name := range alertTestFiles {
 		raw, err := os.ReadFile(name)
 		if err != nil {
-			return false, "", err
+			return nil, "", err
 		}
 		var tf map[string]any
 		if err := yaml.Unmarshal(raw, &tf); err != nil {
-			return false, "", err
+			return nil, "", err
 		}
-		var kept []any
-		for _, g := range tf["tests"].([]any) {
-			series := g.(map[string]any)["input_series"].([]any)[0].(map[string]any)["series"].(string)
-			for _, c := range cases {
-				if strings.Contains(series, `case="`+c+`"`) {
-					kept = append(kept, g)
-					found++
+		tests = append(tests, tf)
+	}
+	args := []string{"test", "rules"}
+	owner := map[string]int{} // test file → run
+	for r, run := range runs {
+		rulesFile := fmt.Sprintf("rules-%d.yml", r)
+		if err := os.WriteFile(filepath.Join(dir, rulesFile), []byte(run.rules), 0o644); err != nil {
+			return nil, "", err
+		}
+		found := 0
+		for i, tf := range tests {
+			var kept []any
+			for _, g := range tf["tests"].([]any) {
+				series := g.(map[string]any)["input_series"].([]any)[0].(map[string]any)["series"].(string)
+				for _, c := range run.cases {
+					if strings.Contains(series, `case="`+c+`"`) {
+						kept = append(kept, g)
+						found++
+					}
 				}
 			}
+			if len(kept) == 0 {
+				continue
+			}
+			out := map[string]any{}
+			for k, v := range tf {
+				out[k] = v
+			}
+			out["tests"], out["rule_files"] = kept, []string{rulesFile}
+			b, err := yaml.Marshal(out)
+			if err != nil {
+				return nil, "", err
+			}
+			file := fmt.Sprintf("t-%d-%d.yml", r, i)
+			if err := os.WriteFile(filepath.Join(dir, file), b, 0o644); err != nil {
+				return nil, "", err
+			}
+			args = append(args, file)
+			owner[file] = r
 		}
-		if len(kept) == 0 {
-			continue
+		if found != len(run.cases) {
+			return nil, "", fmt.Errorf("cases %q: %d found in the tests", run.cases, found)
 		}
-		tf["tests"] = kept
-		b, err := yaml.Marshal(tf)
-		if err != nil {
-			return false, "", err
-		}
-		file := fmt.Sprintf("t%d.yml", i)
-		if err := os.WriteFile(filepath.Join(dir, file), b, 0o644); err != nil {
-			return false, "", err
-		}
-		args = append(args, file)
-	}
-	if found != len(cases) {
-		return false, "", fmt.Errorf("cases %q: %d found in the tests", cases, found)
 	}
 	cmd := exec.Command(tool, args...)
 	cmd.Dir = dir
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
-	err = cmd.Run()
-	if _, ok := err.(*exec.ExitError); err != nil && !ok {
-		return false, "", fmt.Errorf("promtool: %w", err)
+	if err := cmd.Run(); err != nil {
+		if _, ok := err.(*exec.ExitError); !ok {
+			return nil, "", fmt.Errorf("promtool: %w", err)
+		}
 	}
-	return err == nil, buf.String(), nil
+	passed := make([]bool, len(runs))
+	for i := range passed {
+		passed[i] = true
+	}
+	verdicts := promtoolRe.FindAllStringSubmatch(buf.String(), -1)
+	if len(verdicts) != len(owner) {
+		return nil, buf.String(), fmt.Errorf("promtool gave %d verdicts on %d test files", len(verdicts), len(owner))
+	}
+	for _, v := range verdicts {
+		if v[2] != "SUCCESS" {
+			passed[owner[v[1]]] = false
+		}
+	}
+	return passed, buf.String(), nil
 }
 
 // TestAlertRulesMutation: promtool's tests of the rules catch a broken
 // rule. Each mutation rewrites one rule in a copy of the rules file, and
-// the tests of the alert it breaks must fail on the copy; the unmutated
-// copy, filtered the same way, must pass: a failure for another reason
-// would prove nothing.
+// the case named to catch it must fail on the copy; the unmutated rules,
+// with every case, must pass: a failure for another reason would prove
+// nothing.
 func TestAlertRulesMutation(t *testing.T) {
 	tool := promtool(t)
 	raw, err := os.ReadFile(alertsFile)
@@ -265,7 +297,6 @@ func TestAlertRulesMutation(t *testing.T) {
 		t.Fatal(err)
 	}
 	rules := string(raw)
-	// Each mutation names the case that must catch it.
 	mutations := []struct{ alert, what, from, to, catcher string }{
 		{"ErrorBudgetBurnFast", "the hour's threshold at 20×", "ratio_rate1h > (14.4 * 0.001)", "ratio_rate1h > (20 * 0.001)", "hour"},
 		{"ErrorBudgetBurnFast", "the hour's burn read over 30 minutes", "ratio_rate1h > (14.4", "ratio_rate30m > (14.4", "hour"},
@@ -282,35 +313,38 @@ func TestAlertRulesMutation(t *testing.T) {
 		{"CacheHitRateCollapse", "a collapse under 30 %", "< 0.5", "< 0.3", "cache"},
 		{"CacheHitRateCollapse", "hits over misses", "\n            / (sum by (job) (rate(cache_hits_total[5m])) + sum by (job) (rate(cache_misses_total[5m])))", "\n            / sum by (job) (rate(cache_misses_total[5m]))", "cache"},
 	}
-	// Two promtool runs at a time: each is a core's work for up to a
-	// second, and make test runs other groups beside this one.
-	sem := make(chan struct{}, max(1, min(2, runtime.GOMAXPROCS(0))))
-	var wg sync.WaitGroup
-	all := []string{"hour", "reset", "database", "cache", "six-hours", "three-days", "one-day"}
-	wg.Go(func() {
-		sem <- struct{}{}
-		defer func() { <-sem }()
-		switch ok, out, err := runAlertTests(t, tool, rules, all...); {
-		case err != nil:
-			t.Errorf("the rules as they are: %v", err)
-		case !ok:
-			t.Errorf("the rules as they are fail their tests:\n%s", out)
-		}
-	})
+	runs := []ruleRun{{rules, []string{"hour", "reset", "database", "cache", "six-hours", "three-days", "one-day"}}}
 	for i, m := range mutations {
 		if strings.Count(rules, m.from) != 1 {
 			t.Fatalf("step %d: %s: %q is not once in the rules", i, m.what, m.from)
 		}
+		runs = append(runs, ruleRun{strings.Replace(rules, m.from, m.to, 1), []string{m.catcher}})
+	}
+	// Two promtool processes, each a core's work for a second or two.
+	half := len(runs) / 2
+	var wg sync.WaitGroup
+	passed := make([][]bool, 2)
+	for b, batch := range [][]ruleRun{runs[:half], runs[half:]} {
 		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			switch ok, _, err := runAlertTests(t, tool, strings.Replace(rules, m.from, m.to, 1), m.catcher); {
-			case err != nil:
-				t.Errorf("step %d: %s, %s: %v", i, m.alert, m.what, err)
-			case ok:
-				t.Errorf("step %d: %s, %s: the case %s passes, want a failure", i, m.alert, m.what, m.catcher)
+			ok, out, err := runAlertTests(t, tool, batch)
+			if err != nil {
+				t.Errorf("promtool: %v\n%s", err, out)
+				return
 			}
+			passed[b] = ok
 		})
 	}
 	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	all := append(passed[0], passed[1]...)
+	if !all[0] {
+		t.Errorf("the rules as they are fail their tests")
+	}
+	for i, m := range mutations {
+		if all[i+1] {
+			t.Errorf("step %d: %s, %s: the case %s passes, want a failure", i, m.alert, m.what, m.catcher)
+		}
+	}
 }
