@@ -394,7 +394,7 @@ fuzz:
 	$(GO) test ./internal/loadgen -run '^$$' -fuzz '^FuzzGRPCRead$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/loadgen -run '^$$' -fuzz '^FuzzParseSteal$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./assign -run '^$$' -fuzz '^FuzzParseProxyList$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./assign -run '^$$' -fuzz '^FuzzClientOptions$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/redisurl -run '^$$' -fuzz '^FuzzClientOptions$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/eventlog -run '^$$' -fuzz '^FuzzParseEvent$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/eventlog -run '^$$' -fuzz '^FuzzParseLimits$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/eventlog -run '^$$' -fuzz '^FuzzCheckLogs$$' -fuzztime $(FUZZTIME)

@@ -5,49 +5,57 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/afloat/afloat/assign/assigntest"
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/rueidis"
 
-	"github.com/afloat/afloat/assign/internal/lua"
+	"github.com/afloat/afloat/assign/assigntest"
+	"github.com/afloat/afloat/internal/redisurl"
 )
 
 // BenchmarkClients measures the pick through the two Go clients the issue
 // names, on the same redis-server in the same run, with 50 goroutines
-// (RunParallel with parallelism 50/GOMAXPROCS) on a 100-member pool:
+// (RunParallel with parallelism 50/GOMAXPROCS) on a 100-member pool, each
+// client given to this package (FromRueidis, FromGoRedis with MaxRetries
+// -1, retries off):
 //
-//   - rueidis: this package's Pick (auto-pipelined), and a pipeline of 16
-//     single-pick EVALSHAs (runManyBuilt, as PickBatch was until it made
-//     its picks in one script);
-//   - go-redis: Script.Run (EVALSHA with the EVAL fallback), and a
-//     pipeline of 16 EVALSHAs, with MaxRetries -1 (retries off);
-//   - and PickBatch(16), one pick_many script a call, which no go-redis
-//     row matches: the server does less for it.
+//   - single: Pick, one script a call (rueidis pipelines the goroutines'
+//     calls on a shared connection by itself; go-redis gives each its own
+//     connection and round trip);
+//   - pipeline16: a pipeline of 16 single-pick EVALSHAs (runMany, as
+//     PickBatch was until it made its picks in one script);
+//   - pickbatch16: PickBatch(16), one pick_many script a call: the server
+//     does less for it than for 16 single picks.
 //
 // ns/op is per pick. docs/assign.md explains the choice it led to.
 func BenchmarkClients(b *testing.B) {
 	srv := assigntest.Start(b)
 	ctx := context.Background()
-	c, err := Dial(srv.URL)
+	rc, err := redisurl.Dial(srv.URL, ErrInvalid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer c.Close()
-	p, err := New(c, "bench")
-	if err != nil {
-		b.Fatal(err)
+	defer rc.Close()
+	gr := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, PoolSize: 64, MinIdleConns: 50})
+	defer gr.Close()
+	pools := map[string]*Pool{}
+	for name, c := range map[string]func() (*Client, error){
+		"rueidis": func() (*Client, error) { return FromRueidis(rc) },
+		"goredis": func() (*Client, error) { return FromGoRedis(gr) },
+	} {
+		cc, err := c()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if pools[name], err = New(cc, "bench"); err != nil {
+			b.Fatal(err)
+		}
 	}
 	members := make([]string, 100)
 	for i := range members {
 		members[i] = "proxy-" + strconv.Itoa(i)
 	}
-	if _, err := p.Add(ctx, 0, members...); err != nil {
+	if _, err := pools["rueidis"].Add(ctx, 0, members...); err != nil {
 		b.Fatal(err)
 	}
-	gr := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, PoolSize: 64, MinIdleConns: 50})
-	defer gr.Close()
-	grScript := redis.NewScript(lua.Pick.Src)
-	keys := p.keys
 	parallel := func(b *testing.B, batch int, pick func() error) {
 		b.SetParallelism(max(1, 50/testingProcs()))
 		b.ResetTimer()
@@ -61,58 +69,38 @@ func BenchmarkClients(b *testing.B) {
 		})
 		b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "picks/s")
 	}
-
-	b.Run("rueidis/single", func(b *testing.B) {
-		parallel(b, 1, func() error { _, err := p.Pick(ctx); return err })
-	})
-	b.Run("goredis/single", func(b *testing.B) {
-		parallel(b, 1, func() error { return grScript.Run(ctx, gr, keys).Err() })
-	})
-	b.Run("rueidis/pipeline16", func(b *testing.B) {
-		parallel(b, 16, func() error {
-			cmds := make(rueidis.Commands, 16)
-			for i := range cmds {
-				cmds[i] = p.pick
-			}
-			for _, r := range p.r.runManyBuilt(ctx, cmds, lua.Pick, func(int) ([]string, []string) { return keys, nil }) {
-				if err := r.Error(); err != nil {
-					return err
-				}
-			}
-			return nil
+	for _, name := range []string{"rueidis", "goredis"} {
+		p := pools[name]
+		b.Run(name+"/single", func(b *testing.B) {
+			parallel(b, 1, func() error { _, err := p.Pick(ctx); return err })
 		})
-	})
-	b.Run("rueidis/pickbatch16", func(b *testing.B) {
-		parallel(b, 16, func() error {
-			res, err := p.PickBatch(ctx, 16)
-			if err != nil {
-				return err
-			}
-			for _, r := range res {
-				if r.Err != nil {
-					return r.Err
+		b.Run(name+"/pipeline16", func(b *testing.B) {
+			parallel(b, 16, func() error {
+				calls := make([]*call, 16)
+				for i := range calls {
+					calls[i] = p.pick
 				}
-			}
-			return nil
-		})
-	})
-	b.Run("goredis/pipeline16", func(b *testing.B) {
-		parallel(b, 16, func() error {
-			cmds, err := gr.Pipelined(ctx, func(pp redis.Pipeliner) error {
-				for range 16 {
-					grScript.EvalSha(ctx, pp, keys)
+				for _, r := range p.r.runMany(ctx, calls) {
+					if err := r.Error(); err != nil {
+						return err
+					}
 				}
 				return nil
 			})
-			if err != nil {
-				return err
-			}
-			for _, c := range cmds {
-				if c.Err() != nil {
-					return c.Err()
-				}
-			}
-			return nil
 		})
-	})
+		b.Run(name+"/pickbatch16", func(b *testing.B) {
+			parallel(b, 16, func() error {
+				res, err := p.PickBatch(ctx, 16)
+				if err != nil {
+					return err
+				}
+				for _, r := range res {
+					if r.Err != nil {
+						return r.Err
+					}
+				}
+				return nil
+			})
+		})
+	}
 }

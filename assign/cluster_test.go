@@ -12,6 +12,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/afloat/afloat/assign/assigntest"
+	"github.com/afloat/afloat/internal/redisurl"
 
 	"github.com/afloat/afloat/assign/internal/lua"
 )
@@ -106,12 +107,11 @@ func owner(t *testing.T, nodes []clusterNode, key string) int {
 func TestRedisCluster(t *testing.T) {
 	nodes := startCluster(t)
 	ctx := ctxFor(t)
-	cc, err := Dial(nodes[0].srv.URL)
+	c, err := redisurl.Dial(nodes[0].srv.URL, ErrInvalid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cc.Close()
-	c := cc.rc
+	defer c.Close()
 	if c.Mode() != rueidis.ClientModeCluster {
 		t.Fatalf("client mode %s, want cluster", c.Mode())
 	}
@@ -211,7 +211,7 @@ func TestRedisCluster(t *testing.T) {
 			t.Fatalf("pool %s: sum %d after remove and restore keeping the history, want %d", names[i], sum, 2*10*116+1)
 		}
 
-		l, err := NewLeases(&Client{rc: c}, names[i])
+		l, err := NewLeases(wrap(t, c), names[i])
 		if err != nil {
 			t.Fatal(err)
 		}

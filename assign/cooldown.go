@@ -113,22 +113,17 @@ func (p *Pool) SetSettings(ctx context.Context, s Settings) error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
-	cmd := p.r.c.B().Hset().Key(p.k.Settings).FieldValue().
-		FieldValue("evict", strconv.Itoa(s.EvictAfter)).FieldValue("last", s.LastResort.String()).Build()
-	return classify("settings", p.name, p.r.c.Do(ctx, cmd).Error())
+	err := p.r.c.do(ctx, "HSET", []string{p.k.Settings}, "evict", strconv.Itoa(s.EvictAfter), "last", s.LastResort.String()).Error()
+	return classify("settings", p.name, err)
 }
 
 // Settings returns the pool's settings (the defaults when none were set).
 func (p *Pool) Settings(ctx context.Context) (Settings, error) {
-	kv, err := p.r.c.Do(ctx, p.r.c.B().Hgetall().Key(p.k.Settings).Build()).AsStrMap()
+	kv, err := p.r.c.do(ctx, "HGETALL", []string{p.k.Settings}).AsStrSlice()
 	if err != nil {
 		return Settings{}, classify("settings", p.name, err)
 	}
-	flat := make([]string, 0, 2*len(kv))
-	for k, v := range kv {
-		flat = append(flat, k, v)
-	}
-	return settingsFrom(flat), nil
+	return settingsFrom(kv), nil
 }
 
 // Cooldown puts member aside until the time until on Redis's clock: no
@@ -263,7 +258,7 @@ func (p *Pool) RecordSuccess(ctx context.Context, member string) error {
 	if err := checkMember(member); err != nil {
 		return err
 	}
-	err := p.r.c.Do(ctx, p.r.c.B().Hdel().Key(p.k.Streaks).Field(member).Build()).Error()
+	err := p.r.c.do(ctx, "HDEL", []string{p.k.Streaks}, member).Error()
 	return classify("record success", p.name, err)
 }
 

@@ -9,7 +9,8 @@
 // ZINCRBY key 1 member. No other worker's pick can fall between the read
 // and the increment.
 //
-//	c, err := assign.Dial("redis://127.0.0.1:6379") // client retries off
+//	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", MaxRetries: -1})
+//	c, err := assign.FromGoRedis(rdb) // or FromRueidis: the caller's client
 //	p, err := assign.New(c, "proxies")
 //	p.Add(ctx, 0, "http://10.0.0.1:3128", "http://10.0.0.2:3128")
 //	m, err := p.Pick(ctx)
@@ -52,7 +53,9 @@
 //
 // Scripts run by SHA-1 and fall back to EVAL when the server has lost its
 // script cache (restart, failover, SCRIPT FLUSH), resending only what the
-// server refused — on the batched path too. Client retries are off: a lost
+// server refused — on the batched path too. A pool runs on the caller's
+// own client, go-redis (FromGoRedis, which refuses one whose retries are
+// on) or rueidis (FromRueidis), and never resends a call: a lost
 // connection gives ErrAmbiguous, and a request id (PickID) makes a retry
 // return the first answer instead of counting twice. Every key of a pool
 // carries its name as a hash tag ({name}), so the scripts run on Redis

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/redis/rueidis"
 )
 
 // Errors of the pool, the least-in-flight leases and the proxy pool. Test
@@ -87,11 +85,13 @@ func classify(op, pool string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if rueidis.IsRedisNil(err) {
+	if err == errNil {
 		return fmt.Errorf("%w: %q (%s)", ErrPoolEmpty, pool, op)
 	}
-	if re, ok := rueidis.IsRedisErr(err); ok {
-		msg := re.Error()
+	if re, ok := err.(replyError); ok {
+		// A server may put its generic code before the script's own (the
+		// in-process demo server does, to a RESP3 client).
+		msg := strings.TrimPrefix(string(re), "ERR ")
 		switch {
 		case msg == "AFLOAT_UNKNOWN_POOL":
 			return fmt.Errorf("%w %q (%s): add a member first", ErrUnknownPool, pool, op)
@@ -111,7 +111,8 @@ func classify(op, pool string, err error) error {
 		return fmt.Errorf("assign: %s on pool %q: redis: %w", op, pool, err)
 	}
 	var ne *net.OpError
-	if errors.As(err, &ne) && ne.Op == "dial" {
+	var un *unsent
+	if errors.As(err, &ne) && ne.Op == "dial" || errors.As(err, &un) {
 		return fmt.Errorf("assign: %s on pool %q: redis unreachable, nothing sent: %w", op, pool, err)
 	}
 	return &ambiguous{op: op + " on pool " + fmt.Sprintf("%q", pool), cause: err}

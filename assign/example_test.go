@@ -13,23 +13,25 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/afloat/afloat/assign"
 )
 
-// dialDemo connects to an in-process Redis-compatible server (miniredis),
-// so that the examples run anywhere; a service dials its own Redis,
-// assign.Dial("redis://127.0.0.1:6379"), in the same way.
+// dialDemo gives the pools a go-redis client of an in-process
+// Redis-compatible server (miniredis), so that the examples run anywhere;
+// a service passes its own client in the same way (ExampleFromGoRedis).
 func dialDemo() (*assign.Client, func()) {
 	srv, err := miniredis.Run()
 	if err != nil {
 		panic(err)
 	}
-	c, err := assign.Dial("redis://" + srv.Addr())
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
+	c, err := assign.FromGoRedis(rdb)
 	if err != nil {
 		panic(err)
 	}
-	return c, func() { c.Close(); srv.Close() }
+	return c, func() { rdb.Close(); srv.Close() }
 }
 
 // A pool on a Redis server: add members at an agreed count, pick the least

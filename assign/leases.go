@@ -45,13 +45,13 @@ const (
 // NewLeases opens the least-in-flight pool name on the Redis that c talks
 // to. It sends nothing.
 func NewLeases(c *Client, name string) (*Leases, error) {
-	if c == nil || c.rc == nil {
+	if c == nil || c.conn == nil {
 		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalid)
 	}
 	if err := checkPoolName(name); err != nil {
 		return nil, err
 	}
-	return &Leases{name: name, k: lua.PoolKeys(name), r: &runner{c: c.rc}}, nil
+	return &Leases{name: name, k: lua.PoolKeys(name), r: &runner{c: c.conn}}, nil
 }
 
 // Name returns the pool's name.

@@ -464,7 +464,8 @@ func testClockPool(t testing.TB, c rueidis.Client, name string, ms int64) (*Pool
 	p := newPool(t, c, name)
 	p.s = lua.TestClock
 	p.reclaim = 1 // an Acquire settles the member's own expired leases beyond these
-	p.pick = evalsha(c, p.s.Pick, p.keys, nil).Pin()
+	p.pick = &call{s: p.s.Pick, keys: p.keys}
+	p.r.c.pin(p.pick)
 	key := p.k.Active[:len(p.k.Active)-len("counts")] + "testclock"
 	set := func(ms int64) {
 		if err := c.Do(ctxFor(t), c.B().Set().Key(key).Value(strconv.FormatInt(ms, 10)).Build()).Error(); err != nil {

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/redis/rueidis"
-
 	"github.com/afloat/afloat/assign/internal/lua"
 )
 
@@ -39,9 +37,9 @@ func (p *Pool) Create(ctx context.Context, owner string, count int64, members ..
 // Owner returns the creator Create recorded for the pool, "" when it has
 // none (Create did not make it, or there is no pool).
 func (p *Pool) Owner(ctx context.Context) (string, error) {
-	s, err := p.r.c.Do(ctx, p.r.c.B().Get().Key(p.k.Owner).Build()).ToString()
+	s, err := p.r.c.do(ctx, "GET", []string{p.k.Owner}).ToString()
 	if err != nil {
-		if rueidis.IsRedisNil(err) { // no key: no creator
+		if err == errNil { // no key: no creator
 			return "", nil
 		}
 		return "", classify("owner", p.name, err)

@@ -125,7 +125,7 @@ func TestAddNeverOverwrites(t *testing.T) {
 func TestLeases(t *testing.T) {
 	srv, c := newClient(t, "--enable-debug-command", "yes")
 	ctx := ctxFor(t)
-	l, err := NewLeases(&Client{rc: c}, "inflight")
+	l, err := NewLeases(wrap(t, c), "inflight")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestLeases(t *testing.T) {
 func TestLeasesUnderLoad(t *testing.T) {
 	srv, c := newClient(t, "--enable-debug-command", "yes")
 	ctx := ctxFor(t)
-	l, _ := NewLeases(&Client{rc: c}, "inflight-load")
+	l, _ := NewLeases(wrap(t, c), "inflight-load")
 	l.Add(ctx, members(10)...)
 	var wg sync.WaitGroup
 	for w := range 20 {

@@ -10,8 +10,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/redis/rueidis"
-
 	"github.com/afloat/afloat/assign/internal/lua"
 )
 
@@ -88,11 +86,9 @@ type Pool struct {
 	r    *runner
 	opts options
 
-	// pick is the EVALSHA of a pick without a request id, built once and
-	// pinned (never recycled by the client): every such pick sends the
-	// same bytes, and building it per pick was a measurable share of the
-	// client's CPU, which shares the machine with Redis.
-	pick rueidis.Completed
+	// pick is the call of a pick without a request id, built once and
+	// pinned (call.built): every such pick sends the same bytes.
+	pick *call
 
 	// reclaim is how many expired leases of the pool an Acquire settles
 	// first (reclaimOnAcquire; the property test lowers it, so that the
@@ -123,7 +119,7 @@ func defaultOptions() options {
 // New opens the pool name on the Redis that c talks to. It sends nothing:
 // a pool comes into being with its first Add.
 func New(c *Client, name string, opts ...Option) (*Pool, error) {
-	if c == nil || c.rc == nil {
+	if c == nil || c.conn == nil {
 		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalid)
 	}
 	if err := checkPoolName(name); err != nil {
@@ -139,10 +135,11 @@ func New(c *Client, name string, opts ...Option) (*Pool, error) {
 	if err := checkDuration("sticky TTL", o.stickyTTL, time.Second, 7*24*time.Hour); err != nil {
 		return nil, err
 	}
-	p := &Pool{name: name, k: lua.PoolKeys(name), s: lua.Pool, r: &runner{c: c.rc}, opts: o, reclaim: reclaimOnAcquire}
+	p := &Pool{name: name, k: lua.PoolKeys(name), s: lua.Pool, r: &runner{c: c.conn}, opts: o, reclaim: reclaimOnAcquire}
 	p.keys = []string{p.k.Active, p.k.Removed, p.k.Cooling, p.k.Meta, p.k.Settings}
 	p.r.upgrade = p.keys
-	p.pick = evalsha(c.rc, p.s.Pick, p.keys, nil).Pin()
+	p.pick = &call{s: p.s.Pick, keys: p.keys}
+	c.conn.pin(p.pick)
 	return p, nil
 }
 
@@ -164,7 +161,7 @@ func (p *Pool) Pick(ctx context.Context) (string, error) {
 	if err := notStarted(ctx); err != nil {
 		return "", err
 	}
-	res := p.r.runPinned(ctx, p.pick, p.s.Pick, p.keys, nil)
+	res := p.r.runCall(ctx, p.pick)
 	return p.member("pick", res)
 }
 
@@ -211,7 +208,7 @@ func (p *Pool) idArgs() []string {
 	return []string{strconv.FormatInt(p.opts.requestTTL.Milliseconds(), 10)}
 }
 
-func (p *Pool) member(op string, res rueidis.RedisResult) (string, error) {
+func (p *Pool) member(op string, res reply) (string, error) {
 	m, err := res.ToString()
 	if err != nil {
 		return "", classify(op, p.name, err)
@@ -244,16 +241,13 @@ func (p *Pool) PickBatch(ctx context.Context, n int) ([]Result, error) {
 	if err := notStarted(ctx); err != nil {
 		return nil, err
 	}
-	k := p.keys
 	size := func(i int) int { return min(PickChunk, n-i*PickChunk) }
-	args := func(i int) ([]string, []string) { return k, []string{strconv.Itoa(size(i))} }
-	cmds := make(rueidis.Commands, (n+PickChunk-1)/PickChunk)
-	for i := range cmds {
-		keys, a := args(i)
-		cmds[i] = evalsha(p.r.c, p.s.PickMany, keys, a)
+	calls := make([]*call, (n+PickChunk-1)/PickChunk)
+	for i := range calls {
+		calls[i] = &call{s: p.s.PickMany, keys: p.keys, args: []string{strconv.Itoa(size(i))}}
 	}
 	out := make([]Result, 0, n)
-	for i, r := range p.r.runManyBuilt(ctx, cmds, p.s.PickMany, args) {
+	for i, r := range p.r.runMany(ctx, calls) {
 		out = append(out, p.chunk(r, size(i))...)
 	}
 	return out, nil
@@ -262,7 +256,7 @@ func (p *Pool) PickBatch(ctx context.Context, n int) ([]Result, error) {
 // chunk reads one pick_many answer of n picks: the members picked, then
 // maybe the answer of the pick that found none, which the picks not made
 // after it share.
-func (p *Pool) chunk(r rueidis.RedisResult, n int) []Result {
+func (p *Pool) chunk(r reply, n int) []Result {
 	out := make([]Result, 0, n)
 	fill := func(err error) []Result {
 		for len(out) < n {
@@ -309,16 +303,15 @@ func (p *Pool) PickBatchIDs(ctx context.Context, ids []string) ([]Result, error)
 	if err := notStarted(ctx); err != nil {
 		return nil, err
 	}
-	keys := make([][]string, len(ids))
-	args := make([][]string, len(ids))
+	calls := make([]*call, len(ids))
 	a := p.idArgs()
 	for i, id := range ids {
-		keys[i], args[i] = p.idKeys(id), a
+		calls[i] = &call{s: p.s.Pick, keys: p.idKeys(id), args: a}
 	}
-	return p.results(p.r.runMany(ctx, p.s.Pick, keys, args)), nil
+	return p.results(p.r.runMany(ctx, calls)), nil
 }
 
-func (p *Pool) results(res []rueidis.RedisResult) []Result {
+func (p *Pool) results(res []reply) []Result {
 	out := make([]Result, len(res))
 	for i, r := range res {
 		out[i].Member, out[i].Err = p.member("pick", r)
@@ -598,8 +591,8 @@ func (p *Pool) Status(ctx context.Context) (Status, error) {
 // cooldowns, weights, limits, streaks, settings, leases, its creator. Request-id records
 // expire on their own.
 func (p *Pool) Delete(ctx context.Context) error {
-	err := p.r.c.Do(ctx, p.r.c.B().Del().Key(p.k.Active, p.k.Removed, p.k.Failures, p.k.Owner,
-		p.k.Cooling, p.k.Meta, p.k.Streaks, p.k.Settings, p.k.PoolLeases, p.k.PoolLeaseIndex).Build()).Error()
+	err := p.r.c.do(ctx, "DEL", []string{p.k.Active, p.k.Removed, p.k.Failures, p.k.Owner,
+		p.k.Cooling, p.k.Meta, p.k.Streaks, p.k.Settings, p.k.PoolLeases, p.k.PoolLeaseIndex}).Error()
 	return classify("delete", p.name, err)
 }
 
@@ -610,7 +603,7 @@ type pair struct {
 }
 
 // pairs reads a flat name, number list (WITHSCORES or HGETALL).
-func pairs(m rueidis.RedisMessage) ([]pair, error) {
+func pairs(m reply) ([]pair, error) {
 	xs, err := m.AsStrSlice()
 	if err != nil {
 		return nil, err

@@ -8,27 +8,39 @@ import (
 	"testing"
 	"time"
 
-	"github.com/afloat/afloat/assign/assigntest"
 	"github.com/redis/rueidis"
+
+	"github.com/afloat/afloat/assign/assigntest"
+	"github.com/afloat/afloat/internal/redisurl"
 )
 
 // newClient starts a redis-server of the test's own and connects to it.
 func newClient(t testing.TB, extra ...string) (*assigntest.Server, rueidis.Client) {
 	t.Helper()
 	srv := assigntest.Start(t, extra...)
-	c, err := Dial(srv.URL)
+	c, err := redisurl.Dial(srv.URL, ErrInvalid)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	return srv, c.rc
+	return srv, c
+}
+
+// wrap is FromRueidis for a test's own client.
+func wrap(t testing.TB, c rueidis.Client) *Client {
+	t.Helper()
+	cc, err := FromRueidis(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cc
 }
 
 // newPool opens a pool on c, a client the test may also send its own
 // commands on.
 func newPool(t testing.TB, c rueidis.Client, name string, opts ...Option) *Pool {
 	t.Helper()
-	p, err := New(&Client{rc: c}, name, opts...)
+	p, err := New(wrap(t, c), name, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +107,7 @@ func TestPickManyRefusesBadCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range []string{"0", "257", "1.5", "x", "-1"} {
-		err := c.Do(ctx, eval(c, p.s.PickMany, p.keys, []string{n})).Error()
+		err := p.r.c.eval(ctx, &call{s: p.s.PickMany, keys: p.keys, args: []string{n}, src: true}).Error()
 		if err == nil || !strings.Contains(err.Error(), "want 1 to 256 picks") {
 			t.Errorf("pick_many with %q picks: %v, want the range", n, err)
 		}

@@ -99,23 +99,3 @@ func FuzzParseProxyList(f *testing.F) {
 		}
 	})
 }
-
-// FuzzClientOptions: a Redis URL is accepted or refused with ErrInvalid,
-// never with a panic.
-func FuzzClientOptions(f *testing.F) {
-	for _, s := range []string{"redis://127.0.0.1:6379", "rediss://u:p@h:1/2", "redis://h", "unix:///tmp/x", "redis://[::1]:6379/0", "redis://h:1/x"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		opt, err := clientOptions(s)
-		if err != nil {
-			if !errors.Is(err, ErrInvalid) {
-				t.Fatalf("%q: %v is not ErrInvalid", s, err)
-			}
-			return
-		}
-		if len(opt.InitAddress) == 0 || !opt.DisableRetry {
-			t.Fatalf("%q: options %+v", s, opt)
-		}
-	})
-}

@@ -2,9 +2,8 @@ package assign
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
-
-	"github.com/redis/rueidis"
 
 	"github.com/afloat/afloat/assign/internal/lua"
 )
@@ -16,17 +15,9 @@ import (
 // the fallback works on Redis Cluster too, where SCRIPT LOAD would go to a
 // random node.
 
-func evalsha(c rueidis.Client, s *lua.Script, keys, args []string) rueidis.Completed {
-	return c.B().Evalsha().Sha1(s.SHA).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
-}
-
-func eval(c rueidis.Client, s *lua.Script, keys, args []string) rueidis.Completed {
-	return c.B().Eval().Script(s.Src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
-}
-
 func isNoScript(err error) bool {
-	re, ok := rueidis.IsRedisErr(err)
-	return ok && re.IsNoScript()
+	re, ok := err.(replyError)
+	return ok && strings.HasPrefix(string(re), "NOSCRIPT")
 }
 
 // runner runs scripts with the NOSCRIPT fallback and counts the fallbacks.
@@ -37,7 +28,7 @@ func isNoScript(err error) bool {
 // no meta at all, and a pick on a pool it takes for plain would count its
 // weighted members wrongly and skip its limits.
 type runner struct {
-	c       rueidis.Client
+	c       conn
 	reloads atomic.Int64
 
 	// upgrade is the pool's keys for lua.Upgrade, nil for a runner of no
@@ -48,11 +39,11 @@ type runner struct {
 
 // ready runs lua.Upgrade if it has not run since the runner started or
 // the server last lost its scripts: nil, or the result of a failed run.
-func (r *runner) ready(ctx context.Context) *rueidis.RedisResult {
+func (r *runner) ready(ctx context.Context) *reply {
 	if r.upgrade == nil || r.upgraded.Load() {
 		return nil
 	}
-	res := r.do(ctx, evalsha(r.c, lua.Upgrade, r.upgrade, nil), lua.Upgrade, r.upgrade, nil)
+	res := r.do(ctx, &call{s: lua.Upgrade, keys: r.upgrade})
 	if res.Error() == nil {
 		r.upgraded.Store(true)
 		return nil
@@ -63,34 +54,34 @@ func (r *runner) ready(ctx context.Context) *rueidis.RedisResult {
 // run runs s by SHA and, if the server has lost its script cache (a
 // restart, a failover, SCRIPT FLUSH), once more with the source. NOSCRIPT
 // is a refusal before the script ran, so the retry cannot count twice.
-func (r *runner) run(ctx context.Context, s *lua.Script, keys, args []string) rueidis.RedisResult {
-	return r.runPinned(ctx, evalsha(r.c, s, keys, args), s, keys, args)
+func (r *runner) run(ctx context.Context, s *lua.Script, keys, args []string) reply {
+	return r.runCall(ctx, &call{s: s, keys: keys, args: args})
 }
 
-// runPinned is run with the EVALSHA built (and maybe pinned) by the caller.
-func (r *runner) runPinned(ctx context.Context, cmd rueidis.Completed, s *lua.Script, keys, args []string) rueidis.RedisResult {
+// runCall is run of a call made (and maybe pinned) by the caller.
+func (r *runner) runCall(ctx context.Context, c *call) reply {
 	if res := r.ready(ctx); res != nil {
 		return *res
 	}
-	return r.do(ctx, cmd, s, keys, args)
+	return r.do(ctx, c)
 }
 
-func (r *runner) do(ctx context.Context, cmd rueidis.Completed, s *lua.Script, keys, args []string) rueidis.RedisResult {
-	res := r.c.Do(ctx, cmd)
+func (r *runner) do(ctx context.Context, c *call) reply {
+	res := r.c.eval(ctx, c)
 	if isNoScript(res.Error()) {
 		r.reloads.Add(1)
-		if s != lua.Upgrade {
+		if c.s != lua.Upgrade {
 			if res := r.lost(ctx); res != nil {
 				return *res
 			}
 		}
-		res = r.c.Do(ctx, eval(r.c, s, keys, args))
+		res = r.c.eval(ctx, c.withSource())
 	}
 	return res
 }
 
 // lost is ready after a NOSCRIPT: the server may hold an older snapshot.
-func (r *runner) lost(ctx context.Context) *rueidis.RedisResult {
+func (r *runner) lost(ctx context.Context) *reply {
 	r.upgraded.Store(false)
 	return r.ready(ctx)
 }
@@ -99,26 +90,16 @@ func (r *runner) lost(ctx context.Context) *rueidis.RedisResult {
 // NOSCRIPT — after a SCRIPT FLUSH every pipelined EVALSHA is, since none of
 // them loads the script — a second pipeline of EVALs for just those. The
 // calls that ran, or whose outcome is unknown, are never sent again.
-func (r *runner) runMany(ctx context.Context, s *lua.Script, keys [][]string, args [][]string) []rueidis.RedisResult {
-	cmds := make(rueidis.Commands, len(keys))
-	for i := range keys {
-		cmds[i] = evalsha(r.c, s, keys[i], args[i])
-	}
-	return r.runManyBuilt(ctx, cmds, s, func(i int) ([]string, []string) { return keys[i], args[i] })
-}
-
-// runManyBuilt is runMany with the EVALSHAs built by the caller; call
-// gives the keys and arguments of call i for its EVAL.
-func (r *runner) runManyBuilt(ctx context.Context, cmds rueidis.Commands, s *lua.Script, call func(int) ([]string, []string)) []rueidis.RedisResult {
+func (r *runner) runMany(ctx context.Context, cs []*call) []reply {
 	if x := r.ready(ctx); x != nil {
 		// Nothing of the batch was sent: every call shares the failure.
-		res := make([]rueidis.RedisResult, len(cmds))
+		res := make([]reply, len(cs))
 		for i := range res {
 			res[i] = *x
 		}
 		return res
 	}
-	res := r.c.DoMulti(ctx, cmds...)
+	res := r.c.evalMulti(ctx, cs)
 	var again []int
 	for i, x := range res {
 		if isNoScript(x.Error()) {
@@ -135,12 +116,11 @@ func (r *runner) runManyBuilt(ctx context.Context, cmds rueidis.Commands, s *lua
 		}
 		return res
 	}
-	retry := make(rueidis.Commands, 0, len(again)) // sent commands are recycled by the client
-	for _, i := range again {
-		k, a := call(i)
-		retry = append(retry, eval(r.c, s, k, a))
+	retry := make([]*call, len(again))
+	for j, i := range again {
+		retry[j] = cs[i].withSource()
 	}
-	for j, x := range r.c.DoMulti(ctx, retry...) {
+	for j, x := range r.c.evalMulti(ctx, retry) {
 		res[again[j]] = x
 	}
 	return res

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/afloat/afloat/assign/assigntest"
+	"github.com/afloat/afloat/internal/redisurl"
 )
 
 // seedPick is the seed's script as the spec gives it (ZRANGE key 0 0,
@@ -34,11 +35,12 @@ return m`
 func BenchmarkScriptCost(b *testing.B) {
 	srv := assigntest.Start(b)
 	ctx := context.Background()
-	c, err := Dial(srv.URL)
+	rc, err := redisurl.Dial(srv.URL, ErrInvalid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer c.Close()
+	defer rc.Close()
+	c := wrap(b, rc)
 	members := make([]string, 100)
 	for i := range members {
 		members[i] = "proxy-" + strconv.Itoa(i)
@@ -65,7 +67,6 @@ func BenchmarkScriptCost(b *testing.B) {
 	if err := busy.SetLimit(ctx, Limit{Rate: MaxRate, Per: time.Second, Burst: MaxBurst}, members[60:70]...); err != nil {
 		b.Fatal(err)
 	}
-	rc := c.rc
 	sha, err := rc.Do(ctx, rc.B().ScriptLoad().Script(seedPick).Build()).ToString()
 	if err != nil {
 		b.Fatal(err)

@@ -11,7 +11,7 @@ import (
 // allowed range, and nothing is sent.
 func TestBadInput(t *testing.T) {
 	_, rc := newClient(t)
-	c := &Client{rc: rc}
+	c := wrap(t, rc)
 	ctx := ctxFor(t)
 	p := newPool(t, rc, "valid")
 	l, _ := NewLeases(c, "valid")
@@ -36,9 +36,6 @@ func TestBadInput(t *testing.T) {
 		{"failure's request id", func() error { _, err := p.RecordFailureID(ctx, "", "a", 0); return err }(), `request id "": want 1 to 200 bytes`},
 		{"lease TTL", func() error { _, err := l.Acquire(ctx, 0); return err }(), "lease TTL 0s: want 1ms to 24h0m0s"},
 		{"lease id", func() error { _, err := l.Release(ctx, Lease{ID: "x"}); return err }(), `lease id "x"`},
-		{"redis URL scheme", func() error { _, err := clientOptions("http://127.0.0.1:1"); return err }(), "want redis://host:port[/db]"},
-		{"redis URL port", func() error { _, err := clientOptions("redis://127.0.0.1"); return err }(), "no port: want 1 to 65535"},
-		{"redis URL query", func() error { _, err := clientOptions("redis://127.0.0.1:6379?x=1"); return err }(), "no query"},
 		{"policy name", func() error { _, err := ParseRestorePolicy("newest"); return err }(), `restore policy "newest": want current-minimum, keep-history, zero`},
 		{"probe URL", DefaultProbeConfig("ftp://x").Validate(), "probe URL \"ftp://x\": want an absolute http:// or https:// URL"},
 		{"probe port", DefaultProbeConfig("http://u:hunter2@127.0.0.1:99999/health").Validate(), `probe URL "http://xxxxx@127.0.0.1:99999/health": port 99999: want 1 to 65535`},

@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/rueidis"
 
 	"github.com/afloat/afloat/assign"
 	"github.com/afloat/afloat/internal/redact"
+	"github.com/afloat/afloat/internal/redisurl"
 )
 
 // assignLab serves the least-used assignment page: a pool on Redis, its
@@ -40,7 +42,7 @@ type assignLab struct {
 	startMu sync.Mutex
 	demo    bool
 	mini    *miniredis.Miniredis
-	client  *assign.Client
+	client  rueidis.Client // closed with the lab
 	pool    *assign.Pool
 
 	mu         sync.Mutex
@@ -138,16 +140,20 @@ func (a *assignLab) start() error {
 		}
 		url = "redis://" + a.mini.Addr()
 	}
-	c, err := assign.Dial(url)
+	rc, err := redisurl.Dial(url, assign.ErrInvalid)
 	if err != nil {
 		return err
 	}
-	p, err := assign.New(c, a.poolName)
+	c, err := assign.FromRueidis(rc)
+	var p *assign.Pool
+	if err == nil {
+		p, err = assign.New(c, a.poolName)
+	}
 	if err != nil {
-		c.Close()
+		rc.Close()
 		return err
 	}
-	a.client, a.pool = c, p
+	a.client, a.pool = rc, p
 	return nil
 }
 

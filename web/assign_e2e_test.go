@@ -60,11 +60,7 @@ func serveAssignConsole(t *testing.T, srv *assigntest.Server, pool string) strin
 // program of the user's would: members with count picks each.
 func poolOnRedis(t *testing.T, srv *assigntest.Server, name string, count int64, members ...string) *assign.Pool {
 	t.Helper()
-	c, err := assign.Dial(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := assignClient(t, srv.URL)
 	pool, err := assign.New(c, name)
 	if err != nil {
 		t.Fatal(err)
@@ -304,11 +300,7 @@ func TestAssignLabReadOnlyEndToEnd(t *testing.T) {
 // stay (before, the lab took the pool for absent and replaced it).
 func TestAssignLabNotOverFailureRecordsEndToEnd(t *testing.T) {
 	srv := assigntest.Start(t)
-	c, err := assign.Dial(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := assignClient(t, srv.URL)
 	theirs, _ := assign.New(c, "records")
 	if err := theirs.RecordFailure(assigntest.Context(t, 5*time.Second), "http://10.0.0.9:3128"); err != nil {
 		t.Fatal(err)

@@ -10,9 +10,30 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/afloat/afloat/assign"
 	"github.com/afloat/afloat/assign/assigntest"
 )
+
+// assignClient is a go-redis client of the Redis at redisURL, given to
+// package assign as a user gives theirs (retries off), and closed when the
+// test ends.
+func assignClient(t *testing.T, redisURL string) *assign.Client {
+	t.Helper()
+	opt, err := goredis.ParseURL(redisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.MaxRetries = -1
+	rdb := goredis.NewClient(opt)
+	t.Cleanup(func() { rdb.Close() })
+	c, err := assign.FromGoRedis(rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
 
 // assignHandler is the console on a redis-server of the test's own ("" for
 // the in-process demo server).
@@ -493,11 +514,7 @@ func TestAssignRedisDownThenUp(t *testing.T) {
 // restart of the console.
 func TestAssignLabLeavesOthersPoolsAlone(t *testing.T) {
 	srv := assigntest.Start(t)
-	c, err := assign.Dial(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := assignClient(t, srv.URL)
 	ctx := assigntest.Context(t, time.Minute)
 	failures, _ := assign.New(c, "console-test")
 	if err := failures.RecordFailure(ctx, "http://10.0.0.9:3128"); err != nil {

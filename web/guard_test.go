@@ -20,11 +20,7 @@ import (
 // poolCounts reads a pool straight from Redis, not through the console.
 func poolCounts(t *testing.T, redisURL, pool string) map[string]int64 {
 	t.Helper()
-	c, err := assign.Dial(redisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := assignClient(t, redisURL)
 	p, err := assign.New(c, pool)
 	if err != nil {
 		t.Fatal(err)
@@ -325,11 +321,7 @@ func TestInFlightIsBounded(t *testing.T) {
 // was on the Redis before is shown, and every change is refused with 403.
 func TestAssignLabLeavesOtherPoolsAlone(t *testing.T) {
 	redis := assigntest.Start(t)
-	c, err := assign.Dial(redis.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := assignClient(t, redis.URL)
 	theirs, _ := assign.New(c, "production-proxies")
 	ctx := assigntest.Context(t, 5*time.Second)
 	if _, err := theirs.Add(ctx, 7, "http://10.0.0.1:3128", "http://10.0.0.2:3128"); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/afloat/afloat/assign"
 	"github.com/afloat/afloat/bulkhead"
+	"github.com/afloat/afloat/internal/redisurl"
 )
 
 // static holds the console's page, scripts, styles, message catalogues and
@@ -106,7 +107,7 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.RedisURL != "" {
-		if err := assign.CheckURL(c.RedisURL); err != nil {
+		if err := redisurl.Check(c.RedisURL, assign.ErrInvalid); err != nil {
 			return fmt.Errorf("%w: redis URL: %v", ErrConfig, err)
 		}
 	}

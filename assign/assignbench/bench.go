@@ -17,6 +17,7 @@ import (
 
 	"github.com/afloat/afloat/assign"
 	"github.com/afloat/afloat/assign/internal/lua"
+	"github.com/afloat/afloat/internal/redisurl"
 )
 
 // Config is a throughput run of afloat assign bench.
@@ -51,7 +52,7 @@ func DefaultConfig(redisURL string) Config {
 // Validate checks the configuration, naming the field at fault. Its
 // errors wrap assign.assign.ErrInvalid.
 func (c Config) Validate() error {
-	if err := assign.CheckURL(c.RedisURL); err != nil {
+	if err := redisurl.Check(c.RedisURL, assign.ErrInvalid); err != nil {
 		return err
 	}
 	if err := assign.CheckPoolName(c.Pool); err != nil {
@@ -114,11 +115,15 @@ func Run(ctx context.Context, c Config, progress func(string)) ([]Result, error)
 		}
 		c.RedisBenchmark = path
 	}
-	client, err := assign.Dial(c.RedisURL)
+	rc, err := redisurl.Dial(c.RedisURL, assign.ErrInvalid)
 	if err != nil {
 		return nil, err
 	}
-	defer client.Close()
+	defer rc.Close()
+	client, err := assign.FromRueidis(rc)
+	if err != nil {
+		return nil, err
+	}
 	p, err := assign.New(client, c.Pool)
 	if err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"github.com/afloat/afloat/assign"
 	"github.com/afloat/afloat/assign/assignbench"
 	"github.com/afloat/afloat/internal/cli"
+	"github.com/afloat/afloat/internal/redisurl"
 )
 
 var errRedisRequired = errors.New("--redis is required (or set AFLOAT_REDIS_URL): want redis://host:port")
@@ -38,7 +39,7 @@ func (f *poolFlags) check() error {
 	case f.pool == "":
 		return errors.New("--pool is required: want a pool name")
 	}
-	if err := assign.CheckURL(f.redisURL); err != nil {
+	if err := redisurl.Check(f.redisURL, assign.ErrInvalid); err != nil {
 		return fmt.Errorf("--redis: %w", err)
 	}
 	if err := assign.CheckPoolName(f.pool); err != nil {
@@ -76,11 +77,15 @@ func (f *poolFlags) connect(c *cli.Command, timeout time.Duration, op func(conte
 	if err := f.check(); err != nil {
 		return c.Refuse(err)
 	}
-	client, err := assign.Dial(f.redisURL)
+	rc, err := redisurl.Dial(f.redisURL, assign.ErrInvalid)
 	if err != nil {
 		return assignFail(c, err)
 	}
-	defer client.Close()
+	defer rc.Close()
+	client, err := assign.FromRueidis(rc)
+	if err != nil {
+		return assignFail(c, err)
+	}
 	ctx, stop := cli.Interruptible()
 	defer stop()
 	if timeout > 0 {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/afloat/afloat/assign"
 	"github.com/afloat/afloat/assign/assigntest"
+	"github.com/afloat/afloat/internal/redisurl"
 )
 
 // The review attacked `afloat serve` from outside, as a web page its user
@@ -265,11 +266,12 @@ func TestServeUnderAbuse(t *testing.T) {
 		if r, err := post(context.Background(), p.url+"/api/assign/pick", `{"n": 20}`, nil); err != nil || r.StatusCode != 200 {
 			t.Fatalf("a pick from the console's own client: %v %v", r, err)
 		}
-		c, err := assign.Dial(url)
+		rc, err := redisurl.Dial(url, assign.ErrInvalid)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
+		defer rc.Close()
+		c, _ := assign.FromRueidis(rc)
 		pool, _ := assign.New(c, "lab")
 		list := func() string {
 			ms, err := pool.List(assigntest.Context(t, 5*time.Second))
