@@ -164,8 +164,8 @@ func TestUsersClients(t *testing.T) {
 					t.Fatalf("%s: batch with ids %v: %+v %v, want the first id's member twice", stage, ids, res, err)
 				}
 			}
-			batch("before", 2*PickChunk+3) // three scripts in one pipeline
-			if d, sum := spread(t, p); d > 1 || sum != 5+2*PickChunk+3+2 {
+			batch("before", 2*pickChunk+3) // three scripts in one pipeline
+			if d, sum := spread(t, p); d > 1 || sum != 5+2*pickChunk+3+2 {
 				t.Fatalf("after the batches: max−min %d, sum %d", d, sum)
 			}
 			srv.MustDo("SCRIPT", "FLUSH")
@@ -177,23 +177,23 @@ func TestUsersClients(t *testing.T) {
 			if p.ScriptReloads() < 2 {
 				t.Errorf("%d script reloads after two SCRIPT FLUSHes, want 2 or more", p.ScriptReloads())
 			}
-			if d, sum := spread(t, p); d > 1 || sum != 5+2*PickChunk+3+2+1+300+2 {
+			if d, sum := spread(t, p); d > 1 || sum != 5+2*pickChunk+3+2+1+300+2 {
 				t.Fatalf("after the flushes: max−min %d, sum %d", d, sum)
 			}
 
 			if err := p.SetSettings(ctx, Settings{EvictAfter: 2, LastResort: LastResortEarliest}); err != nil {
 				t.Fatal(err)
 			}
-			if s, err := p.Settings(ctx); err != nil || s.EvictAfter != 2 || s.LastResort != LastResortEarliest {
+			if s, err := p.settings(ctx); err != nil || s.EvictAfter != 2 || s.LastResort != LastResortEarliest {
 				t.Fatalf("settings read back: %+v %v", s, err)
 			}
-			if _, err := p.RecordFailureRetryAfter(ctx, "a", 0); err != nil {
+			if _, err := p.RecordFailure(ctx, "a", 0); err != nil {
 				t.Fatal(err)
 			}
 			if err := p.RecordSuccess(ctx, "a"); err != nil {
 				t.Fatal(err)
 			}
-			if owner, err := p.Owner(ctx); owner != "tester" || err != nil {
+			if owner, err := p.owner(ctx); owner != "tester" || err != nil {
 				t.Fatalf("owner: %q %v", owner, err)
 			}
 			if err := p.Remove(ctx, "a", "b", "c"); err != nil {
@@ -213,8 +213,8 @@ func TestUsersClients(t *testing.T) {
 			if _, err := l.Add(ctx, "w1", "w2"); err != nil {
 				t.Fatal(err)
 			}
-			a, err1 := l.Acquire(ctx, time.Minute)
-			b, err2 := l.Acquire(ctx, time.Minute)
+			a, err1 := l.PickLeastInFlight(ctx, time.Minute)
+			b, err2 := l.PickLeastInFlight(ctx, time.Minute)
 			if err := errors.Join(err1, err2); err != nil || a.Member != "w1" || b.Member != "w2" {
 				t.Fatalf("two leases: %+v %+v %v", a, b, err)
 			}

@@ -155,18 +155,18 @@ func TestRedisCluster(t *testing.T) {
 				wg.Go(func() {
 					for range 100 {
 						if _, err := p.Pick(ctx); err != nil {
-							t.Errorf("%s: pick on %s: %v", stage, p.Name(), err)
+							t.Errorf("%s: pick on %s: %v", stage, p.name, err)
 							return
 						}
 					}
 					res, err := p.PickBatch(ctx, 16)
 					if err != nil {
-						t.Errorf("%s: batch on %s: %v", stage, p.Name(), err)
+						t.Errorf("%s: batch on %s: %v", stage, p.name, err)
 						return
 					}
 					for _, r := range res {
 						if r.Err != nil {
-							t.Errorf("%s: batch on %s: %v", stage, p.Name(), r.Err)
+							t.Errorf("%s: batch on %s: %v", stage, p.name, r.Err)
 						}
 					}
 				})
@@ -218,7 +218,7 @@ func TestRedisCluster(t *testing.T) {
 		if n, err := l.Add(ctx, "a", "b"); err != nil || n != 2 {
 			t.Fatalf("pool %s: leases add: %d %v", names[i], n, err)
 		}
-		lease, err := l.Acquire(ctx, time.Minute)
+		lease, err := l.PickLeastInFlight(ctx, time.Minute)
 		if err != nil || lease.Member != "a" {
 			t.Fatalf("pool %s: acquire: %+v %v", names[i], lease, err)
 		}

@@ -7,31 +7,19 @@ import (
 	"time"
 )
 
-// MaxConcurrency is the largest concurrency cap of a member.
-const MaxConcurrency = 1_000_000
-
 // SetConcurrency caps members' leases in flight at n (1 to
-// MaxConcurrency): Acquire never leases a member with n leases open, and
-// no pick (Pick, PickBatch, PickSticky, Acquire) gets it while it has no
+// MaxConcurrency): PickLease never leases a member with n leases open, and
+// no pick (Pick, PickBatch, PickSticky, PickLease) gets it while it has no
 // room: it is out as a cooling member is, until one of its leases ends
 // (Release, or its deadline), so picks skip it at no cost. A pick when
 // every member is cooling or full answers as the pool's LastResort says;
-// Acquire always refuses then. All or nothing: every member must be in
-// the pool, active, cooling or removed.
+// PickLease always refuses then. n = 0 takes the members' caps away: a
+// member that was full is back at once (unless it is cooling). All or
+// nothing: every member must be in the pool, active, cooling or removed.
 func (p *Pool) SetConcurrency(ctx context.Context, n int, members ...string) error {
-	if n < 1 || n > MaxConcurrency {
-		return fmt.Errorf("%w: concurrency %d: want 1 to %d leases in flight", ErrInvalid, n, MaxConcurrency)
+	if n < 0 || n > MaxConcurrency {
+		return fmt.Errorf("%w: concurrency %d: want 1 to %d leases in flight, or 0 for no cap", ErrInvalid, n, MaxConcurrency)
 	}
-	return p.concurrency(ctx, n, members)
-}
-
-// ClearConcurrency takes members' concurrency caps away; a member that
-// was full is back at once (unless it is cooling).
-func (p *Pool) ClearConcurrency(ctx context.Context, members ...string) error {
-	return p.concurrency(ctx, 0, members)
-}
-
-func (p *Pool) concurrency(ctx context.Context, n int, members []string) error {
 	if err := checkMembers("concurrency", members); err != nil {
 		return err
 	}
@@ -43,17 +31,19 @@ func (p *Pool) leaseKeys() []string {
 	return append(p.keys[:len(p.keys):len(p.keys)], p.k.PoolLeases, p.k.PoolLeaseIndex)
 }
 
-// Acquire picks the least-used member that has room now — not cooling,
-// under its rate limit and with fewer leases in flight than its
-// concurrency cap — counts the pick and leases the member for ttl (1 ms
-// to 24 h), all in one atomic step. Release the lease when the work is
+// PickLease is Pick for work that takes a while: it picks the least-used
+// member that has room now — not cooling, under its rate limit and with
+// fewer leases in flight than its concurrency cap (SetConcurrency) —
+// counts the pick and leases the member for ttl (MinLeaseTTL to
+// MaxLeaseTTL), all in one atomic step. Release the lease when the work is
 // done; one not released by its deadline is settled by the server, by
 // Redis's clock. When no member has room the answer is a *CoolingError
 // with the earliest time one will (a lease never goes over a cap, so the
 // pool's LastResort does not apply), ErrPoolEmpty or ErrUnknownPool.
 // After ErrAmbiguous a lease may be open that the caller never saw: it
-// ends at its deadline, so keep TTLs short.
-func (p *Pool) Acquire(ctx context.Context, ttl time.Duration) (Lease, error) {
+// ends at its deadline, so keep TTLs short. (Leases is the other
+// algorithm, least in flight: the member with the fewest leases open.)
+func (p *Pool) PickLease(ctx context.Context, ttl time.Duration) (Lease, error) {
 	if err := checkDuration("lease TTL", ttl, MinLeaseTTL, MaxLeaseTTL); err != nil {
 		return Lease{}, err
 	}
@@ -65,12 +55,12 @@ func (p *Pool) Acquire(ctx context.Context, ttl time.Duration) (Lease, error) {
 	return leaseFrom(p.name, xs, err)
 }
 
-// Release ends a lease Acquire returned, and the member has its room back
+// Release ends a lease PickLease returned, and the member has its room back
 // at once. It reports whether the lease was open: false for one released
 // already or past its deadline, which is harmless.
 func (p *Pool) Release(ctx context.Context, lease Lease) (bool, error) {
 	if _, err := strconv.ParseUint(lease.ID, 10, 64); err != nil {
-		return false, fmt.Errorf("%w: lease id %q: want the id Acquire returned", ErrInvalid, clip(lease.ID))
+		return false, fmt.Errorf("%w: lease id %q: want the id PickLease returned", ErrInvalid, clip(lease.ID))
 	}
 	if err := checkMember(lease.Member); err != nil {
 		return false, err

@@ -10,14 +10,14 @@ import (
 
 // Limits of cooldowns, weights and failure streaks.
 const (
-	// MaxCooldown is the longest cooldown a call can ask for.
-	MaxCooldown = 30 * 24 * time.Hour
-	// MaxWeight is the largest weight: a member of weight w takes w times
+	// maxCooldown is the longest cooldown a call can ask for.
+	maxCooldown = 30 * 24 * time.Hour
+	// maxWeight is the largest weight: a member of weight w takes w times
 	// the picks of a member of weight 1.
-	MaxWeight = 1000
-	// MaxEvictAfter is the longest streak of failures a pool can be set
+	maxWeight = 1000
+	// maxEvictAfter is the longest streak of failures a pool can be set
 	// to tolerate before it evicts the member.
-	MaxEvictAfter = 1000
+	maxEvictAfter = 1000
 )
 
 // LastResort says what a pick does when every member of the pool is
@@ -43,8 +43,8 @@ func (l LastResort) String() string {
 	return lastResortNames[l]
 }
 
-// ParseLastResort reads a last resort's name: fail or earliest.
-func ParseLastResort(s string) (LastResort, error) {
+// parseLastResort reads a last resort's name: fail or earliest.
+func parseLastResort(s string) (LastResort, error) {
 	for i, n := range lastResortNames {
 		if s == n {
 			return LastResort(i), nil
@@ -61,9 +61,11 @@ func (l LastResort) MarshalText() ([]byte, error) {
 	return []byte(lastResortNames[l]), nil
 }
 
-// UnmarshalText reads a last resort's name as ParseLastResort does.
+// UnmarshalText reads a last resort's name, fail or earliest, so that it
+// can be a flag (flag.TextVar) or a field of a JSON body. Another name is
+// ErrInvalid, and l is left as it was.
 func (l *LastResort) UnmarshalText(text []byte) error {
-	v, err := ParseLastResort(string(text))
+	v, err := parseLastResort(string(text))
 	if err == nil {
 		*l = v
 	}
@@ -76,7 +78,7 @@ func (l *LastResort) UnmarshalText(text []byte) error {
 type Settings struct {
 	// EvictAfter is how many failures in a row (RecordFailure, with no
 	// RecordSuccess between) evict a member, as Remove does: 0 never, or
-	// 1 to MaxEvictAfter. Restore brings it back by its RestorePolicy.
+	// 1 to 1000. Restore brings it back by its RestorePolicy.
 	EvictAfter int `json:"evict_after"`
 	// LastResort is what a pick does when every member is cooling.
 	LastResort LastResort `json:"last_resort"`
@@ -84,8 +86,8 @@ type Settings struct {
 
 // Validate names the first field out of its range.
 func (s Settings) Validate() error {
-	if s.EvictAfter < 0 || s.EvictAfter > MaxEvictAfter {
-		return fmt.Errorf("%w: evict after %d failures: want 0 (never) to %d", ErrInvalid, s.EvictAfter, MaxEvictAfter)
+	if s.EvictAfter < 0 || s.EvictAfter > maxEvictAfter {
+		return fmt.Errorf("%w: evict after %d failures: want 0 (never) to %d", ErrInvalid, s.EvictAfter, maxEvictAfter)
 	}
 	if _, err := s.LastResort.MarshalText(); err != nil {
 		return err
@@ -100,15 +102,16 @@ func settingsFrom(kv []string) Settings {
 		case "evict":
 			s.EvictAfter, _ = strconv.Atoi(kv[i+1]) // written by SetSettings only
 		case "last":
-			s.LastResort, _ = ParseLastResort(kv[i+1])
+			s.LastResort, _ = parseLastResort(kv[i+1])
 		}
 	}
 	return s
 }
 
 // SetSettings replaces the pool's settings; they apply from the next
-// script any worker runs. A pool's settings may come before its members,
-// and Reset keeps them (Delete does not).
+// script any worker runs; Status reads them (the defaults when none were
+// set). A pool's settings may come before its members, and Reset keeps
+// them (Delete does not).
 func (p *Pool) SetSettings(ctx context.Context, s Settings) error {
 	if err := s.Validate(); err != nil {
 		return err
@@ -117,39 +120,30 @@ func (p *Pool) SetSettings(ctx context.Context, s Settings) error {
 	return classify("settings", p.name, err)
 }
 
-// Settings returns the pool's settings (the defaults when none were set).
-func (p *Pool) Settings(ctx context.Context) (Settings, error) {
-	kv, err := p.r.c.do(ctx, "HGETALL", []string{p.k.Settings}).AsStrSlice()
-	if err != nil {
-		return Settings{}, classify("settings", p.name, err)
-	}
-	return settingsFrom(kv), nil
-}
-
-// Cooldown puts member aside until the time until on Redis's clock: no
-// pick, by any worker, gets it before then, and the first script to run
-// after then brings it back by itself with its count. A member cooling
-// already keeps the later of the two times. A time past changes nothing.
-// The member must be active (ErrUnknownMember). until is compared with
-// Redis's clock, not the caller's: with clocks apart, use CooldownFor.
-func (p *Pool) Cooldown(ctx context.Context, member string, until time.Time) error {
+// cooldownUntil puts member aside until the time until on Redis's clock,
+// as CooldownFor does for a duration (a time past changes nothing). Only
+// the tests, whose clock is the pool's, call it: a caller's own clock is
+// not Redis's.
+func (p *Pool) cooldownUntil(ctx context.Context, member string, until time.Time) error {
 	if err := checkMember(member); err != nil {
 		return err
 	}
 	ms := until.UnixMilli()
-	if until.IsZero() || ms < 1 || ms > MaxCount {
-		return fmt.Errorf("%w: cooldown until %v: want a time after 1970 as Unix milliseconds up to %d", ErrInvalid, until, int64(MaxCount))
+	if until.IsZero() || ms < 1 || ms > maxCount {
+		return fmt.Errorf("%w: cooldown until %v: want a time after 1970 as Unix milliseconds up to %d", ErrInvalid, until, int64(maxCount))
 	}
 	_, err := p.cooldown(ctx, "at", ms, []string{member})
 	return err
 }
 
-// CooldownFor puts members aside for d (1 ms to MaxCooldown) from now on
-// Redis's clock, as Cooldown does, and returns when each comes back (the
-// later of this and a cooldown already running). All or nothing: if one
-// member is not active, nothing changes (ErrUnknownMember).
+// CooldownFor puts members aside for d (1 ms to 30 days) from now on
+// Redis's clock: no pick, by any worker, gets them before then, and the
+// first script to run after then brings each back by itself with its
+// count. It returns when each comes back: the later of this and a
+// cooldown already running, which is never cut short. All or nothing: if
+// one member is not active, nothing changes (ErrUnknownMember).
 func (p *Pool) CooldownFor(ctx context.Context, d time.Duration, members ...string) ([]time.Time, error) {
-	if err := checkDuration("cooldown", d, time.Millisecond, MaxCooldown); err != nil {
+	if err := checkDuration("cooldown", d, time.Millisecond, maxCooldown); err != nil {
 		return nil, err
 	}
 	if err := checkMembers("cooldown", members); err != nil {
@@ -177,7 +171,7 @@ func ceilMS(d time.Duration) int64 {
 	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
 
-// FailureOutcome is what RecordFailureRetryAfter did to the member.
+// FailureOutcome is what RecordFailure did to the member.
 type FailureOutcome struct {
 	// Member: it was active or cooling (a failure through a member
 	// removed, or never in the pool, is only counted).
@@ -194,23 +188,15 @@ type FailureOutcome struct {
 // RecordFailure counts a failed request through member, apart from its
 // assignments (the score counts assignments, whatever became of them),
 // and lengthens its streak of failures in a row: at the pool's
-// EvictAfter, the member is evicted. It is RecordFailureRetryAfter with no
-// retry-after.
-func (p *Pool) RecordFailure(ctx context.Context, member string) error {
-	_, err := p.RecordFailureRetryAfter(ctx, member, 0)
-	return err
-}
-
-// RecordFailureRetryAfter is RecordFailure for a failure that said when to
-// come back (an HTTP 429 or 503 with Retry-After): unless the streak
-// evicts it, the member cools down for retryAfter (0: not at all; up to
-// MaxCooldown) from now on Redis's clock, as CooldownFor does — all in one
-// atomic step.
-func (p *Pool) RecordFailureRetryAfter(ctx context.Context, member string, retryAfter time.Duration) (FailureOutcome, error) {
+// EvictAfter, the member is evicted. For a failure that said when to come
+// back (an HTTP 429 or 503 with Retry-After), unless the streak evicts it,
+// the member cools down for retryAfter (0: not at all; up to 30 days) from
+// now on Redis's clock, as CooldownFor does — all in one atomic step.
+func (p *Pool) RecordFailure(ctx context.Context, member string, retryAfter time.Duration) (FailureOutcome, error) {
 	return p.recordFailure(ctx, "", member, retryAfter)
 }
 
-// RecordFailureID is RecordFailureRetryAfter with a request id: the script
+// RecordFailureID is RecordFailure with a request id: the script
 // records id → outcome (with the pool's request TTL) in the same atomic
 // step, so a failure sent again after ErrAmbiguous answers the outcome of
 // the first attempt if it ran, and neither the failure nor the streak is
@@ -228,7 +214,7 @@ func (p *Pool) recordFailure(ctx context.Context, id, member string, retryAfter 
 		return FailureOutcome{}, err
 	}
 	if retryAfter != 0 {
-		if err := checkDuration("retry after", retryAfter, time.Millisecond, MaxCooldown); err != nil {
+		if err := checkDuration("retry after", retryAfter, time.Millisecond, maxCooldown); err != nil {
 			return FailureOutcome{}, err
 		}
 	}
@@ -262,7 +248,7 @@ func (p *Pool) RecordSuccess(ctx context.Context, member string) error {
 	return classify("record success", p.name, err)
 }
 
-// SetWeight gives members the weight w (1 to MaxWeight), keeping their
+// SetWeight gives members the weight w (1 to 1000), keeping their
 // counts: from the next pick on, a member of weight w takes w times the
 // share of a member of weight 1 (its score is count / w, compared exactly
 // as the quotient of two integers rounded once). All or nothing: every
@@ -279,14 +265,15 @@ func (p *Pool) SetWeight(ctx context.Context, weight int, members ...string) err
 }
 
 func checkWeight(w int) error {
-	if w < 1 || w > MaxWeight {
-		return fmt.Errorf("%w: weight %d: want 1 to %d", ErrInvalid, w, MaxWeight)
+	if w < 1 || w > maxWeight {
+		return fmt.Errorf("%w: weight %d: want 1 to %d", ErrInvalid, w, maxWeight)
 	}
 	return nil
 }
 
-// Limit is a member's rate limit: Rate requests per Per, in bursts of up
-// to Burst, enforced by GCRA on Redis's clock.
+// Limit is a member's rate limit: Rate requests (1 to 1,000,000) per Per
+// (whole milliseconds, 1 ms to 24 h), in bursts of up to Burst (1 to
+// 1,000,000), enforced by GCRA on Redis's clock. The zero Limit is none.
 type Limit struct {
 	Rate  int           `json:"rate"`
 	Per   time.Duration `json:"per"`
@@ -295,20 +282,24 @@ type Limit struct {
 
 // Limits of rate limits.
 const (
-	MaxRate  = 1_000_000
-	MaxBurst = 1_000_000
-	MaxPer   = 24 * time.Hour
+	maxRate  = 1_000_000
+	maxBurst = 1_000_000
+	maxPer   = 24 * time.Hour
 )
 
-// Validate names the first field out of its range.
+// Validate names the first field out of its range. The zero Limit, none,
+// is valid.
 func (l Limit) Validate() error {
+	if l == (Limit{}) {
+		return nil
+	}
 	switch {
-	case l.Rate < 1 || l.Rate > MaxRate:
-		return fmt.Errorf("%w: rate %d: want 1 to %d requests", ErrInvalid, l.Rate, MaxRate)
-	case l.Per < time.Millisecond || l.Per > MaxPer || l.Per%time.Millisecond != 0:
-		return fmt.Errorf("%w: rate per %v: want whole milliseconds from 1ms to %v", ErrInvalid, l.Per, MaxPer)
-	case l.Burst < 1 || l.Burst > MaxBurst:
-		return fmt.Errorf("%w: burst %d: want 1 to %d", ErrInvalid, l.Burst, MaxBurst)
+	case l.Rate < 1 || l.Rate > maxRate:
+		return fmt.Errorf("%w: rate %d: want 1 to %d requests", ErrInvalid, l.Rate, maxRate)
+	case l.Per < time.Millisecond || l.Per > maxPer || l.Per%time.Millisecond != 0:
+		return fmt.Errorf("%w: rate per %v: want whole milliseconds from 1ms to %v", ErrInvalid, l.Per, maxPer)
+	case l.Burst < 1 || l.Burst > maxBurst:
+		return fmt.Errorf("%w: burst %d: want 1 to %d", ErrInvalid, l.Burst, maxBurst)
 	}
 	return nil
 }
@@ -317,22 +308,14 @@ func (l Limit) Validate() error {
 // than l allows. A member with no room left is cooled until it has room
 // (CoolingUntil shows when), so picks skip it at no cost, and a pick when
 // every member is cooling or full answers as the pool's LastResort says
-// (LastResortEarliest picks over the limit). All or nothing: every member
-// must be in the pool, active, cooling or removed.
+// (LastResortEarliest picks over the limit). The zero Limit takes the
+// members' limits away (a member cooling for want of room stays cooling
+// until then). All or nothing: every member must be in the pool, active,
+// cooling or removed.
 func (p *Pool) SetLimit(ctx context.Context, l Limit, members ...string) error {
 	if err := l.Validate(); err != nil {
 		return err
 	}
-	return p.limit(ctx, l, members)
-}
-
-// ClearLimit takes members' rate limits away. A member cooling for want
-// of room stays cooling until then.
-func (p *Pool) ClearLimit(ctx context.Context, members ...string) error {
-	return p.limit(ctx, Limit{}, members)
-}
-
-func (p *Pool) limit(ctx context.Context, l Limit, members []string) error {
 	if err := checkMembers("limit", members); err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ func TestCooldownSkipsAndReturns(t *testing.T) {
 	if _, err := p.Add(ctx, 0, "a", "b", "c"); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Cooldown(ctx, "a", time.UnixMilli(t0+1000)); err != nil {
+	if err := p.cooldownUntil(ctx, "a", time.UnixMilli(t0+1000)); err != nil {
 		t.Fatal(err)
 	}
 	// A shorter cooldown does not cut a longer one short.
@@ -40,7 +40,7 @@ func TestCooldownSkipsAndReturns(t *testing.T) {
 	if err != nil || st.Now.UnixMilli() != t0+999 {
 		t.Fatalf("status: %+v %v", st, err)
 	}
-	if last := st.Members[2]; last.Name != "a" || !last.Cooling() || last.CoolingUntil.UnixMilli() != t0+1000 || last.Count != 0 {
+	if last := st.Members[2]; last.Name != "a" || !!last.CoolingUntil.IsZero() || last.CoolingUntil.UnixMilli() != t0+1000 || last.Count != 0 {
 		t.Fatalf("a while cooling: %+v", last)
 	}
 	setClock(t0 + 1000)
@@ -53,7 +53,7 @@ func TestCooldownSkipsAndReturns(t *testing.T) {
 	if _, err := p.CooldownFor(ctx, time.Second, "b", "zz"); !errors.Is(err, ErrUnknownMember) {
 		t.Fatalf("cooldown of b and an unknown member: %v, want ErrUnknownMember", err)
 	}
-	if ms, _ := p.List(ctx); ms[0].Cooling() || ms[1].Cooling() || ms[2].Cooling() {
+	if ms, _ := p.list(ctx); !ms[0].CoolingUntil.IsZero() || !ms[1].CoolingUntil.IsZero() || !ms[2].CoolingUntil.IsZero() {
 		t.Fatalf("after a refused cooldown: %+v, want none cooling", ms)
 	}
 }
@@ -89,9 +89,9 @@ func TestFailureStreakEvicts(t *testing.T) {
 		var err error
 		switch s.op {
 		case "fail":
-			got, err = p.RecordFailureRetryAfter(ctx, "a", 0)
+			got, err = p.RecordFailure(ctx, "a", 0)
 		case "fail 429":
-			got, err = p.RecordFailureRetryAfter(ctx, "a", 2*time.Second)
+			got, err = p.RecordFailure(ctx, "a", 2*time.Second)
 		case "success":
 			err = p.RecordSuccess(ctx, "a")
 		}
@@ -99,8 +99,8 @@ func TestFailureStreakEvicts(t *testing.T) {
 			t.Fatalf("step %d: %s = %+v %v, want %+v", i, s.op, got, err, s.want)
 		}
 	}
-	ms, err := p.List(ctx)
-	if err != nil || len(ms) != 2 || ms[1].Name != "a" || ms[1].Active || ms[1].Cooling() || ms[1].Failures != 6 || ms[1].Streak != 0 || ms[1].Count != 4 {
+	ms, err := p.list(ctx)
+	if err != nil || len(ms) != 2 || ms[1].Name != "a" || ms[1].Active || !ms[1].CoolingUntil.IsZero() || ms[1].Failures != 6 || ms[1].Streak != 0 || ms[1].Count != 4 {
 		t.Fatalf("after the eviction: %+v %v", ms, err)
 	}
 	if m, err := p.Pick(ctx); m != "b" || err != nil {
@@ -109,7 +109,7 @@ func TestFailureStreakEvicts(t *testing.T) {
 	if err := p.Restore(ctx, RestoreCurrentMinimum, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if ms, _ := p.List(ctx); ms[0].Name != "a" || ms[0].Count != 5 || !ms[0].Active {
+	if ms, _ := p.list(ctx); ms[0].Name != "a" || ms[0].Count != 5 || !ms[0].Active {
 		t.Fatalf("a restored at the minimum: %+v", ms)
 	}
 }
@@ -149,8 +149,8 @@ func TestLastResort(t *testing.T) {
 			t.Fatalf("last-resort pick %d: %q %v, want %s", i, m, err, want)
 		}
 	}
-	ms, _ := p.List(ctx)
-	if ms[0].Name != "b" || ms[0].Count != 2 || !ms[0].Cooling() {
+	ms, _ := p.list(ctx)
+	if ms[0].Name != "b" || ms[0].Count != 2 || !!ms[0].CoolingUntil.IsZero() {
 		t.Fatalf("after last-resort picks: %+v, want b counted twice and still cooling", ms)
 	}
 	setClock(t0 + 2000)
@@ -265,7 +265,7 @@ func TestNoPickWhileCooling(t *testing.T) {
 	if v := violations.Load(); v != 0 || picks.Load() != 50*200 {
 		t.Fatalf("%d picks of a cooling member in %d picks", v, picks.Load())
 	}
-	ms, err := p.List(ctx)
+	ms, err := p.list(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,9 +311,9 @@ func TestCooldownSurvivesFlushAndRestart(t *testing.T) {
 				t.Fatalf("%s: pick %d: %q %v, want b while a cools", step, i, m, err)
 			}
 		}
-		ms, err := p.List(ctx)
+		ms, err := p.list(ctx)
 		for i := 0; errors.Is(err, ErrAmbiguous) && i < 10; i++ {
-			ms, err = p.List(ctx)
+			ms, err = p.list(ctx)
 		}
 		if err != nil || ms[1].Name != "a" || !ms[1].CoolingUntil.Equal(until[0]) || ms[1].Weight != 2 {
 			t.Fatalf("%s: %+v %v, want a cooling until %v", step, ms, err, until[0])
@@ -439,9 +439,9 @@ func TestNoPickOverItsLimit(t *testing.T) {
 	if total != 50 || refused.Load() != 25*4+25*4*3-50 {
 		t.Fatalf("%d picks made and %d refused, want 50 and %d", total, refused.Load(), 25*4+25*4*3-50)
 	}
-	ms, _ := p.List(ctx)
+	ms, _ := p.list(ctx)
 	for _, m := range ms {
-		if m.Count != 5 || !m.Cooling() || m.Limit == nil || *m.Limit != (Limit{Rate: 5, Per: time.Hour, Burst: 5}) {
+		if m.Count != 5 || !!m.CoolingUntil.IsZero() || m.Limit == nil || *m.Limit != (Limit{Rate: 5, Per: time.Hour, Burst: 5}) {
 			t.Fatalf("after the run: %+v, want every member at 5, cooling, with its limit", m)
 		}
 	}
@@ -501,7 +501,7 @@ func TestNoLeaseOverItsCap(t *testing.T) {
 				mu.Unlock()
 			}
 			for range 20 {
-				l, err := p.Acquire(ctx, time.Minute)
+				l, err := p.PickLease(ctx, time.Minute)
 				if err != nil {
 					if !errors.Is(err, ErrAllCooling) {
 						t.Errorf("worker %d: acquire: %v", w, err)
@@ -570,7 +570,7 @@ func TestWeightedCountExact(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			ms, err := p.List(ctx)
+			ms, err := p.list(ctx)
 			if err != nil || len(ms) != 1 || ms[0].Count != n+3 {
 				t.Fatalf("weight %d, count %d, three picks: %+v %v, want count %d", w, n, ms, err, n+3)
 			}
@@ -627,7 +627,7 @@ func TestMetaDueAndTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	want("a's weight back to 1", false, "")
-	if err := firstErr(p.Cooldown(ctx, "b", time.UnixMilli(t0+100)), p.Cooldown(ctx, "c", time.UnixMilli(t0+50))); err != nil {
+	if err := firstErr(p.cooldownUntil(ctx, "b", time.UnixMilli(t0+100)), p.cooldownUntil(ctx, "c", time.UnixMilli(t0+50))); err != nil {
 		t.Fatal(err)
 	}
 	want("b and c cooling", true, strconv.Itoa(t0+50))

@@ -52,8 +52,8 @@ func Example() {
 		}
 		fmt.Println(id, m, err)
 	}
-	ms, _ := p.List(ctx)
-	for _, m := range ms {
+	st, _ := p.Status(ctx)
+	for _, m := range st.Members {
 		fmt.Println(m.Name, m.Count)
 	}
 	// Output:
@@ -87,9 +87,12 @@ ftp://127.0.0.1:21
 	// line 5: "ftp://127.0.0.1:21": assign: invalid argument: proxy: scheme "ftp": want http, https or socks5
 }
 
-func ExampleParseRestorePolicy() {
+// A policy reads its name as a flag or a JSON field does; an unknown
+// name is refused, and the policy keeps its value.
+func ExampleRestorePolicy_UnmarshalText() {
 	for _, s := range []string{"current-minimum", "keep-history", "zero", "newest"} {
-		p, err := assign.ParseRestorePolicy(s)
+		var p assign.RestorePolicy
+		err := p.UnmarshalText([]byte(s))
 		fmt.Println(p, err)
 	}
 	// Output:
@@ -151,17 +154,17 @@ func ExampleLeases() {
 	ctx := context.Background()
 	l, _ := assign.NewLeases(c, "workers")
 	l.Add(ctx, "w1", "w2")
-	a, err := l.Acquire(ctx, 30*time.Second) // reclaimed by the server if not released by then
+	a, err := l.PickLeastInFlight(ctx, 30*time.Second) // reclaimed by the server if not released by then
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	b, _ := l.Acquire(ctx, 30*time.Second)
+	b, _ := l.PickLeastInFlight(ctx, 30*time.Second)
 	fmt.Println("working on", a.Member, "and", b.Member)
 	l.Release(ctx, a)
 	again, _ := l.Release(ctx, a) // releasing twice is harmless
 	fmt.Println("released twice:", again)
-	next, _ := l.Acquire(ctx, 30*time.Second)
+	next, _ := l.PickLeastInFlight(ctx, 30*time.Second)
 	fmt.Println("next on", next.Member)
 	// Output:
 	// working on w1 and w2
@@ -222,7 +225,7 @@ func ExampleWriteCheckReport() {
 // An API key that answered 429 with Retry-After cools down: no worker
 // picks it until then. When every key is cooling, a pick fails with the
 // time the first comes back, which a server can pass on as Retry-After.
-func ExamplePool_RecordFailureRetryAfter() {
+func ExamplePool_RecordFailure() {
 	c, stop := dialDemo()
 	defer stop()
 	ctx := context.Background()
@@ -240,7 +243,7 @@ func ExamplePool_RecordFailureRetryAfter() {
 	}
 	picks(4)
 
-	o, _ := p.RecordFailureRetryAfter(ctx, "key-big", 30*time.Second) // a 429
+	o, _ := p.RecordFailure(ctx, "key-big", 30*time.Second) // a 429
 	fmt.Println("key-big streak", o.Streak, "cooling", !o.CoolingUntil.IsZero())
 	picks(2)
 
@@ -272,18 +275,18 @@ func ExamplePool_RecordFailureID() {
 		o, err := p.RecordFailureID(ctx, "req-42", "key-1", 10*time.Second)
 		fmt.Println("streak", o.Streak, "cooling", !o.CoolingUntil.IsZero(), err)
 	}
-	ms, _ := p.List(ctx)
-	fmt.Println("failures", ms[0].Failures)
+	st, _ := p.Status(ctx)
+	fmt.Println("failures", st.Members[0].Failures)
 	// Output:
 	// streak 1 cooling true <nil>
 	// streak 1 cooling true <nil>
 	// failures 1
 }
 
-// A pool of API keys that each take two requests at a time: Acquire
+// A pool of API keys that each take two requests at a time: PickLease
 // leases the least-used key with room, and a full key is skipped until a
 // lease ends.
-func ExamplePool_Acquire() {
+func ExamplePool_PickLease() {
 	c, stop := dialDemo()
 	defer stop()
 	ctx := context.Background()
@@ -292,7 +295,7 @@ func ExamplePool_Acquire() {
 	p.SetConcurrency(ctx, 2, "key-1", "key-2")
 	var held []assign.Lease
 	for range 4 {
-		l, err := p.Acquire(ctx, 30*time.Second) // ends by itself then if not released
+		l, err := p.PickLease(ctx, 30*time.Second) // ends by itself then if not released
 		if err != nil {
 			fmt.Println(err)
 			return
@@ -300,10 +303,10 @@ func ExamplePool_Acquire() {
 		held = append(held, l)
 	}
 	fmt.Println(held[0].Member, held[1].Member, held[2].Member, held[3].Member)
-	_, err := p.Acquire(ctx, 30*time.Second)
+	_, err := p.PickLease(ctx, 30*time.Second)
 	fmt.Println("a fifth:", errors.Is(err, assign.ErrAllCooling))
 	p.Release(ctx, held[1]) // key-2 has room again
-	l, _ := p.Acquire(ctx, 30*time.Second)
+	l, _ := p.PickLease(ctx, 30*time.Second)
 	fmt.Println("after a release:", l.Member)
 	// Output:
 	// key-1 key-2 key-1 key-2

@@ -87,9 +87,9 @@ func memberState(m Member) string {
 	switch {
 	case !m.Active:
 		return "removed"
-	case m.Full():
+	case m.Concurrency > 0 && m.InFlight >= int64(m.Concurrency):
 		return "full"
-	case m.Cooling():
+	case !m.CoolingUntil.IsZero():
 		return "cooling"
 	}
 	return "active"
@@ -126,7 +126,7 @@ func WriteStatus(w io.Writer, st Status, format string) error {
 		if m.Concurrency > 0 {
 			inflight += "/" + strconv.Itoa(m.Concurrency)
 		}
-		if m.Cooling() {
+		if !m.CoolingUntil.IsZero() {
 			until = fmt.Sprintf("%s (in %v)", m.CoolingUntil.UTC().Format(time.RFC3339Nano), m.CoolingUntil.Sub(st.Now))
 		}
 		if m.Limit != nil {
@@ -167,7 +167,11 @@ func WriteCooling(w io.Writer, pool string, members []string, until []time.Time)
 // "json", one object with the pool, the leases open and each member's
 // in-flight count, or "table": the leases open on a line, then a line per
 // member.
-func WriteInFlight(w io.Writer, pool string, in InFlight, format string) error {
+func WriteInFlight(w io.Writer, pool string, members []Member, open int, format string) error {
+	in := struct {
+		Members []Member
+		Open    int
+	}{members, open}
 	if err := CheckStatusFormat(format); err != nil {
 		return err
 	}

@@ -12,13 +12,16 @@ import (
 )
 
 // Leases is the least-in-flight variant of a pool: a member's score is the
-// work in progress on it, not its assignments. Acquire leases the member
-// with the fewest leases open and returns a Lease; Release ends it; a lease
-// not released by its deadline is reclaimed on the server, by Redis's own
-// clock (TIME), on the next Acquire or Reclaim. Counts never go below zero
-// and releasing twice is harmless. It is safe for concurrent use.
+// work in progress on it, not its assignments. PickLeastInFlight leases
+// the member with the fewest leases open and returns a Lease; Release ends
+// it; a lease not released by its deadline is reclaimed on the server, by
+// Redis's own clock (TIME), on the next PickLeastInFlight or List. Counts
+// never go below zero and releasing twice is harmless. It is safe for
+// concurrent use.
 //
-// Its keys are apart from the least-used pool's of the same name.
+// Its keys are apart from the least-used pool's of the same name. (A
+// Pool's PickLease is the other algorithm: the least used that has room
+// under a cap.)
 type Leases struct {
 	name string
 	k    lua.Keys
@@ -32,14 +35,12 @@ type Lease struct {
 	Deadline time.Time `json:"deadline"` // by the Redis server's clock
 }
 
-// Reclaim limits: how many expired leases one Acquire settles before it
-// picks (so that one call after a long outage stays short), and one
-// Reclaim call.
+// Reclaim limits: how many expired leases one pick of a lease settles
+// before it picks (so that one call after a long outage stays short), and
+// one List or Status.
 const (
 	reclaimOnAcquire = 100
 	reclaimPerCall   = 10000
-	MinLeaseTTL      = time.Millisecond
-	MaxLeaseTTL      = 24 * time.Hour
 )
 
 // NewLeases opens the least-in-flight pool name on the Redis that c talks
@@ -53,9 +54,6 @@ func NewLeases(c *Client, name string) (*Leases, error) {
 	}
 	return &Leases{name: name, k: lua.PoolKeys(name), r: &runner{c: c.conn}}, nil
 }
-
-// Name returns the pool's name.
-func (l *Leases) Name() string { return l.name }
 
 func (l *Leases) keys() []string {
 	return []string{l.k.Inflight, l.k.Parked, l.k.Leases, l.k.LeaseMembers, l.k.LeaseSeq}
@@ -82,12 +80,12 @@ func (l *Leases) Remove(ctx context.Context, members ...string) error {
 	return classify("remove", l.name, err)
 }
 
-// Acquire leases the active member with the fewest open leases (ties by
-// name) for ttl, from 1 ms to 24 h, first reclaiming up to 100 expired
-// leases. ErrPoolEmpty when no member is active. After ErrAmbiguous a
-// lease may be open that the caller never saw: it is reclaimed at its
-// deadline.
-func (l *Leases) Acquire(ctx context.Context, ttl time.Duration) (Lease, error) {
+// PickLeastInFlight leases the active member with the fewest open leases
+// (ties by name) for ttl, MinLeaseTTL to MaxLeaseTTL, first reclaiming up
+// to 100 expired leases. ErrPoolEmpty when no member is active. After
+// ErrAmbiguous a lease may be open that the caller never saw: it is
+// reclaimed at its deadline.
+func (l *Leases) PickLeastInFlight(ctx context.Context, ttl time.Duration) (Lease, error) {
 	if err := checkDuration("lease TTL", ttl, MinLeaseTTL, MaxLeaseTTL); err != nil {
 		return Lease{}, err
 	}
@@ -120,7 +118,7 @@ func leaseFrom(name string, xs []string, err error) (Lease, error) {
 // harmless.
 func (l *Leases) Release(ctx context.Context, lease Lease) (bool, error) {
 	if _, err := strconv.ParseUint(lease.ID, 10, 64); err != nil {
-		return false, fmt.Errorf("%w: lease id %q: want the id Acquire returned", ErrInvalid, clip(lease.ID))
+		return false, fmt.Errorf("%w: lease id %q: want the id PickLeastInFlight returned", ErrInvalid, clip(lease.ID))
 	}
 	n, err := l.r.run(ctx, lua.Release, l.keys(), []string{lease.ID}).AsInt64()
 	if err != nil {
@@ -129,43 +127,40 @@ func (l *Leases) Release(ctx context.Context, lease Lease) (bool, error) {
 	return n == 1, nil
 }
 
-// Reclaim settles the leases whose deadline has passed, up to 10,000, and
-// returns how many. Acquire does this too; call Reclaim to bring the counts
-// up to date when no Acquire comes.
-func (l *Leases) Reclaim(ctx context.Context) (int, error) {
+// reclaim settles the leases whose deadline has passed, up to 10,000, and
+// returns how many.
+func (l *Leases) reclaim(ctx context.Context) (int, error) {
 	n, err := l.r.run(ctx, lua.Reclaim, l.keys(), []string{strconv.Itoa(reclaimPerCall)}).AsInt64()
 	return int(n), classify("reclaim", l.name, err)
 }
 
-// InFlight is a least-in-flight pool at one instant.
-type InFlight struct {
-	Members []Member // Count is the open leases; active ones first, in pick order
-	Open    int      // leases open, expired ones not yet reclaimed included
-}
-
-// List returns the in-flight counts.
-func (l *Leases) List(ctx context.Context) (InFlight, error) {
+// List returns the members with their leases open (Member.Count),
+// the active ones first in pick order, then the removed ones by name,
+// and how many leases are open, once the expired ones (up to 10,000) are
+// reclaimed.
+func (l *Leases) List(ctx context.Context) (members []Member, open int, err error) {
+	if _, err := l.reclaim(ctx); err != nil {
+		return nil, 0, err
+	}
 	arr, err := l.r.run(ctx, lua.LeaseList, l.keys(), nil).ToArray()
 	if err != nil {
-		return InFlight{}, classify("list", l.name, err)
+		return nil, 0, classify("list", l.name, err)
 	}
 	if len(arr) != 3 {
-		return InFlight{}, fmt.Errorf("assign: list: unexpected answer of %d parts", len(arr))
+		return nil, 0, fmt.Errorf("assign: list: unexpected answer of %d parts", len(arr))
 	}
 	active, err1 := pairs(arr[0])
 	parked, err2 := pairs(arr[1])
-	open, err3 := arr[2].AsInt64()
+	n, err3 := arr[2].AsInt64()
 	if err := firstErr(err1, err2, err3); err != nil {
-		return InFlight{}, fmt.Errorf("assign: list: %w", err)
+		return nil, 0, fmt.Errorf("assign: list: %w", err)
 	}
-	var out InFlight
-	out.Open = int(open)
 	for _, a := range active {
-		out.Members = append(out.Members, Member{Name: a.name, Count: a.n, Active: true})
+		members = append(members, Member{Name: a.name, Count: a.n, Active: true})
 	}
 	slices.SortFunc(parked, func(a, b pair) int { return strings.Compare(a.name, b.name) })
 	for _, p := range parked {
-		out.Members = append(out.Members, Member{Name: p.name, Count: p.n})
+		members = append(members, Member{Name: p.name, Count: p.n})
 	}
-	return out, nil
+	return members, int(n), nil
 }

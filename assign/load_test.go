@@ -23,7 +23,7 @@ func members(n int) []string {
 // spread returns max−min and the sum of the active members' counts.
 func spread(t *testing.T, p *Pool) (int64, int64) {
 	t.Helper()
-	ms, err := p.List(context.Background())
+	ms, err := p.list(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -479,7 +479,7 @@ func testClockPool(t testing.TB, c rueidis.Client, name string, ms int64) (*Pool
 // TestPickMatchesModel runs random sequences of add (weighted or not, at
 // a count or at the minimum), remove, restore (every policy), pick,
 // pick-with-id, batched picks (of one script and of several: sizes around
-// PickChunk), cooldowns, failures (with and without retry-after),
+// pickChunk), cooldowns, failures (with and without retry-after),
 // successes, weights, settings, sticky picks, leases (acquire and
 // release) under concurrency caps and steps of the clock
 // against Redis and the model, and compares every answer and the whole
@@ -520,7 +520,7 @@ func TestPickMatchesModel(t *testing.T) {
 				var got AddResult
 				var err error
 				if atMin {
-					got, err = p.AddWeightedAtMinimum(ctx, w, ns...)
+					got, err = p.AddWeighted(ctx, w, AtMinimum, ns...)
 				} else {
 					got, err = p.AddWeighted(ctx, w, count, ns...)
 				}
@@ -540,7 +540,7 @@ func TestPickMatchesModel(t *testing.T) {
 					fail(err, want)
 				}
 			case op < 6:
-				n := []int{1, 2, 3, 7, PickChunk - 1, PickChunk, PickChunk + 1, 2*PickChunk + 5}[rng.IntN(8)]
+				n := []int{1, 2, 3, 7, pickChunk - 1, pickChunk, pickChunk + 1, 2*pickChunk + 5}[rng.IntN(8)]
 				what = fmt.Sprintf("pickBatch(%d)", n)
 				res, err := p.PickBatch(ctx, n)
 				if err != nil || len(res) != n {
@@ -548,7 +548,7 @@ func TestPickMatchesModel(t *testing.T) {
 				}
 				var stopped error // a pick that found none ends its script's picks
 				for i, r := range res {
-					if i%PickChunk == 0 {
+					if i%pickChunk == 0 {
 						stopped = nil
 					}
 					want, werr := "", stopped
@@ -575,7 +575,7 @@ func TestPickMatchesModel(t *testing.T) {
 			case op < 10:
 				n, after := names[rng.IntN(len(names))], []int64{0, 0, 500, 2000}[rng.IntN(4)]
 				what = fmt.Sprintf("recordFailure(%q, retry after %d ms)", n, after)
-				got, err := p.RecordFailureRetryAfter(ctx, n, time.Duration(after)*time.Millisecond)
+				got, err := p.RecordFailure(ctx, n, time.Duration(after)*time.Millisecond)
 				if want := m.failure(n, after); err != nil || got != want {
 					fail(fmt.Sprintf("%+v %v", got, err), fmt.Sprintf("%+v", want))
 				}
@@ -605,7 +605,7 @@ func TestPickMatchesModel(t *testing.T) {
 				what = fmt.Sprintf("setLimit(%+v, %v)", l, ns)
 				var err error
 				if l.Rate == 0 {
-					err = p.ClearLimit(ctx, ns...)
+					err = p.SetLimit(ctx, Limit{}, ns...)
 				} else {
 					err = p.SetLimit(ctx, l, ns...)
 				}
@@ -628,7 +628,7 @@ func TestPickMatchesModel(t *testing.T) {
 			case op == 20 || op == 21:
 				ttl := []int64{1, 500, 1000, 3000}[rng.IntN(4)]
 				what = fmt.Sprintf("acquire(%d ms)", ttl)
-				got, err := p.Acquire(ctx, time.Duration(ttl)*time.Millisecond)
+				got, err := p.PickLease(ctx, time.Duration(ttl)*time.Millisecond)
 				want, werr := m.acquire(ttl)
 				if got != want || !sameErr(err, werr) {
 					fail(fmt.Sprintf("%+v %v", got, err), fmt.Sprintf("%+v %v", want, werr))
@@ -651,7 +651,7 @@ func TestPickMatchesModel(t *testing.T) {
 				what = fmt.Sprintf("setConcurrency(%d, %v)", n, ns)
 				var err error
 				if n == 0 {
-					err = p.ClearConcurrency(ctx, ns...)
+					err = p.SetConcurrency(ctx, 0, ns...)
 				} else {
 					err = p.SetConcurrency(ctx, n, ns...)
 				}
@@ -682,7 +682,7 @@ func TestPickMatchesModel(t *testing.T) {
 				// some are left.
 				continue
 			}
-			got, err := p.List(ctx)
+			got, err := p.list(ctx)
 			if !m.exists() {
 				if !errors.Is(err, ErrUnknownPool) {
 					t.Fatalf("seed %d step %d: after %s, list of a pool never created: %v", seed, step, what, err)

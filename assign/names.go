@@ -7,27 +7,35 @@ import (
 	"unicode/utf8"
 )
 
-// Limits of names and durations.
+// Limits of a call's arguments that a caller may want to check first (a
+// command line, a form): each call refuses what is outside its range with
+// ErrInvalid, naming the range, and its documentation gives the rest.
 const (
-	MaxPoolName   = 100
-	MaxMemberName = 512
-	MaxRequestID  = 200
-	MaxMembers    = 10000 // members per call of Add, Remove, Restore
-	MaxBatch      = 10000 // picks per PickBatch
-	// PickChunk is how many picks of a batch one script makes: 256 picks
+	MaxMembers     = 10000 // members per call of Add, Remove, Restore, …
+	MaxMemberName  = 512   // bytes of a member's name, UTF-8
+	MaxBatch       = 10000 // picks per PickBatch and PickBatchIDs
+	MaxConcurrency = 1_000_000
+	MinLeaseTTL    = time.Millisecond
+	MaxLeaseTTL    = 24 * time.Hour
+)
+
+const (
+	maxPoolName  = 100
+	maxRequestID = 200
+	// pickChunk is how many picks of a batch one script makes: 256 picks
 	// hold the server for about a quarter of a millisecond.
-	PickChunk = 256
-	// MaxCount is the largest count a member can be given: scores are
+	pickChunk = 256
+	// maxCount is the largest count a member can be given: scores are
 	// doubles, exact for integers up to 2^53.
-	MaxCount = 1 << 53
+	maxCount = 1 << 53
 )
 
 // checkPoolName refuses names that are empty, too long, or would break the
 // hash tag: the name goes inside {…} so that every key of a pool lands in
 // one Redis Cluster slot and its scripts can run there.
 func checkPoolName(name string) error {
-	if name == "" || len(name) > MaxPoolName {
-		return fmt.Errorf("%w: pool name %q: want 1 to %d characters", ErrInvalid, clip(name), MaxPoolName)
+	if name == "" || len(name) > maxPoolName {
+		return fmt.Errorf("%w: pool name %q: want 1 to %d characters", ErrInvalid, clip(name), maxPoolName)
 	}
 	for _, r := range name {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:", r)) {
@@ -76,15 +84,15 @@ func memberProblem(m string) string {
 }
 
 func checkRequestID(id string) error {
-	if id == "" || len(id) > MaxRequestID || !utf8.ValidString(id) {
-		return fmt.Errorf("%w: request id %q: want 1 to %d bytes of UTF-8", ErrInvalid, clip(id), MaxRequestID)
+	if id == "" || len(id) > maxRequestID || !utf8.ValidString(id) {
+		return fmt.Errorf("%w: request id %q: want 1 to %d bytes of UTF-8", ErrInvalid, clip(id), maxRequestID)
 	}
 	return nil
 }
 
 func checkCount(field string, n int64) error {
-	if n < 0 || n > MaxCount {
-		return fmt.Errorf("%w: %s %d: want an integer from 0 to %d", ErrInvalid, field, n, int64(MaxCount))
+	if n < 0 || n > maxCount {
+		return fmt.Errorf("%w: %s %d: want an integer from 0 to %d", ErrInvalid, field, n, int64(maxCount))
 	}
 	return nil
 }
@@ -104,6 +112,7 @@ func clip(s string) string {
 	return s
 }
 
-// CheckPoolName reports whether name can name a pool, so that a command
-// line can be refused before anything connects.
+// CheckPoolName reports whether name can name a pool — 1 to 100 letters,
+// digits and - _ . : (no braces: the name is the hash tag of the pool's
+// keys) — so that a configuration can be refused before anything connects.
 func CheckPoolName(name string) error { return checkPoolName(name) }

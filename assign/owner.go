@@ -9,8 +9,8 @@ import (
 	"github.com/afloat/afloat/assign/internal/lua"
 )
 
-// MaxOwner is the longest creator name Create records.
-const MaxOwner = 200
+// maxOwner is the longest creator name Create records.
+const maxOwner = 200
 
 // A pool's creator is a name recorded beside its keys
 // (afloat:assign:{name}:owner) by Create, in the same step as its first
@@ -22,7 +22,8 @@ const MaxOwner = 200
 // Create makes the pool with members at count and records owner as its
 // creator, in one atomic step, if nothing of the pool is on the Redis: no
 // member, active or removed, no failure record, no creator. It reports
-// whether it made the pool; when it did not, it changed nothing.
+// whether it made the pool; when it did not, it changed nothing. Status
+// says who made a pool (Status.Owner).
 func (p *Pool) Create(ctx context.Context, owner string, count int64, members ...string) (bool, error) {
 	if err := checkOwnerCall("create", owner, count, members); err != nil {
 		return false, err
@@ -32,19 +33,6 @@ func (p *Pool) Create(ctx context.Context, owner string, count int64, members ..
 		return false, classify("create", p.name, err)
 	}
 	return v == 1, nil
-}
-
-// Owner returns the creator Create recorded for the pool, "" when it has
-// none (Create did not make it, or there is no pool).
-func (p *Pool) Owner(ctx context.Context) (string, error) {
-	s, err := p.r.c.do(ctx, "GET", []string{p.k.Owner}).ToString()
-	if err != nil {
-		if err == errNil { // no key: no creator
-			return "", nil
-		}
-		return "", classify("owner", p.name, err)
-	}
-	return s, nil
 }
 
 // Reset empties the pool — members, removed members, failure records —
@@ -68,8 +56,8 @@ func (p *Pool) ownerArgs(owner string, count int64, members []string) []string {
 }
 
 func checkOwnerCall(op, owner string, count int64, members []string) error {
-	if owner == "" || len(owner) > MaxOwner || !utf8.ValidString(owner) {
-		return fmt.Errorf("%w: %s: owner %q: want 1 to %d bytes of UTF-8", ErrInvalid, op, clip(owner), MaxOwner)
+	if owner == "" || len(owner) > maxOwner || !utf8.ValidString(owner) {
+		return fmt.Errorf("%w: %s: owner %q: want 1 to %d bytes of UTF-8", ErrInvalid, op, clip(owner), maxOwner)
 	}
 	if err := checkCount("count", count); err != nil {
 		return err

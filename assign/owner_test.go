@@ -17,18 +17,18 @@ func TestCreateOwnerReset(t *testing.T) {
 	if ok, err := mine.Create(ctx, "lab", 0, "a", "b"); !ok || err != nil {
 		t.Fatalf("create from nothing: %v %v", ok, err)
 	}
-	if o, err := mine.Owner(ctx); o != "lab" || err != nil {
+	if o, err := mine.owner(ctx); o != "lab" || err != nil {
 		t.Errorf("owner: %q %v", o, err)
 	}
 	if ok, err := mine.Create(ctx, "lab", 0, "c"); ok || err != nil {
 		t.Errorf("create over a pool: %v %v, want false", ok, err)
 	}
 	mine.Pick(ctx)
-	mine.RecordFailure(ctx, "a")
+	mine.RecordFailure(ctx, "a", 0)
 	if err := mine.Reset(ctx, "lab", 0, "x", "y", "z"); err != nil {
 		t.Fatal(err)
 	}
-	ms, _ := mine.List(ctx)
+	ms, _ := mine.list(ctx)
 	if len(ms) != 3 || ms[0].Name != "x" || ms[0].Count != 0 || ms[0].Failures != 0 {
 		t.Errorf("after reset: %+v", ms)
 	}
@@ -41,9 +41,9 @@ func TestCreateOwnerReset(t *testing.T) {
 	theirs := newPool(t, c, "theirs")
 	theirs.Add(ctx, 5, "p1")
 	failures := newPool(t, c, "failures-only")
-	failures.RecordFailure(ctx, "p9")
+	failures.RecordFailure(ctx, "p9", 0)
 	for i, p := range []*Pool{theirs, failures} {
-		if o, err := p.Owner(ctx); o != "" || err != nil {
+		if o, err := p.owner(ctx); o != "" || err != nil {
 			t.Errorf("step %d: owner of a pool Create did not make: %q %v", i, o, err)
 		}
 		if ok, err := p.Create(ctx, "lab", 0, "a"); ok || err != nil {
@@ -53,7 +53,7 @@ func TestCreateOwnerReset(t *testing.T) {
 			t.Errorf("step %d: reset: %v, want ErrNotOwner", i, err)
 		}
 	}
-	if ms, err := theirs.List(ctx); err != nil || len(ms) != 1 || ms[0].Count != 5 {
+	if ms, err := theirs.list(ctx); err != nil || len(ms) != 1 || ms[0].Count != 5 {
 		t.Errorf("the worker's pool after: %+v %v", ms, err)
 	}
 	if n, err := c.Do(ctx, c.B().Hlen().Key(failures.k.Failures).Build()).AsInt64(); n != 1 || err != nil {
@@ -64,7 +64,7 @@ func TestCreateOwnerReset(t *testing.T) {
 	if err := mine.Delete(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if o, _ := mine.Owner(ctx); o != "" {
+	if o, _ := mine.owner(ctx); o != "" {
 		t.Errorf("owner after delete: %q", o)
 	}
 	if _, err := mine.Create(ctx, "", 0, "a"); !errors.Is(err, ErrInvalid) {

@@ -12,7 +12,7 @@ import (
 
 func counts(t *testing.T, p *Pool) map[string]int64 {
 	t.Helper()
-	ms, err := p.List(context.Background())
+	ms, err := p.list(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestAddNeverOverwrites(t *testing.T) {
 	if got := fmt.Sprint(counts(t, p)); got != "map[a:6 b:5 c:0]" {
 		t.Fatalf("counts %s", got)
 	}
-	r, err = p.AddAtMinimum(ctx, "d")
+	r, err = p.Add(ctx, AtMinimum, "d")
 	if err != nil || r.Added != 1 || counts(t, p)["d"] != 0 {
 		t.Fatalf("add at minimum: %+v %v %v", r, err, counts(t, p))
 	}
@@ -108,10 +108,10 @@ func TestAddNeverOverwrites(t *testing.T) {
 	if got := fmt.Sprint(counts(t, p)); got != "map[a:6 b:5 c:0 d:0]" {
 		t.Fatalf("a refused call changed the pool: %s", got)
 	}
-	if err := p.RecordFailure(ctx, "a"); err != nil {
+	if _, err := p.RecordFailure(ctx, "a", 0); err != nil {
 		t.Fatal(err)
 	}
-	ms, _ := p.List(ctx)
+	ms, _ := p.list(ctx)
 	for _, m := range ms {
 		if m.Name == "a" && (m.Failures != 1 || m.Count != 6) {
 			t.Fatalf("a failure was not counted apart from the assignments: %+v", m)
@@ -129,15 +129,15 @@ func TestLeases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Acquire(ctx, time.Second); !errors.Is(err, ErrUnknownPool) {
+	if _, err := l.PickLeastInFlight(ctx, time.Second); !errors.Is(err, ErrUnknownPool) {
 		t.Fatalf("acquire on a pool never created: %v", err)
 	}
 	if n, err := l.Add(ctx, "a", "b"); n != 2 || err != nil {
 		t.Fatal(n, err)
 	}
-	x1, _ := l.Acquire(ctx, time.Hour)
-	x2, _ := l.Acquire(ctx, time.Hour)
-	x3, _ := l.Acquire(ctx, time.Hour)
+	x1, _ := l.PickLeastInFlight(ctx, time.Hour)
+	x2, _ := l.PickLeastInFlight(ctx, time.Hour)
+	x3, _ := l.PickLeastInFlight(ctx, time.Hour)
 	if x1.Member != "a" || x2.Member != "b" || x3.Member != "a" {
 		t.Fatalf("leases on %s %s %s, want a b a", x1.Member, x2.Member, x3.Member)
 	}
@@ -147,25 +147,25 @@ func TestLeases(t *testing.T) {
 	if ok, err := l.Release(ctx, x1); ok || err != nil {
 		t.Fatalf("second release: %v %v, want false and no error", ok, err)
 	}
-	if x4, _ := l.Acquire(ctx, time.Hour); x4.Member != "a" {
+	if x4, _ := l.PickLeastInFlight(ctx, time.Hour); x4.Member != "a" {
 		t.Fatalf("after a's release the next lease is on %s, want a (1 open against b's 1, a first)", x4.Member)
 	}
 
 	// A short lease expires by the server's clock: DEBUG SLEEP makes the
 	// server's time pass without the test measuring any.
-	short, err := l.Acquire(ctx, 5*time.Millisecond)
+	short, err := l.PickLeastInFlight(ctx, 5*time.Millisecond)
 	if err != nil || short.Member != "b" {
 		t.Fatalf("short lease: %+v %v", short, err)
 	}
 	srv.MustDo("DEBUG", "SLEEP", "0.02")
-	if n, err := l.Reclaim(ctx); n != 1 || err != nil {
+	if n, err := l.reclaim(ctx); n != 1 || err != nil {
 		t.Fatalf("reclaim: %d %v, want 1", n, err)
 	}
 	if ok, _ := l.Release(ctx, short); ok {
 		t.Fatal("release of a reclaimed lease reported it open")
 	}
-	st, _ := l.List(ctx)
-	if got := fmt.Sprintf("{%s %d}", brief(st.Members), st.Open); got != "{[{b 1 true 0} {a 2 true 0}] 3}" {
+	ms, open, _ := l.List(ctx)
+	if got := fmt.Sprintf("{%s %d}", brief(ms), open); got != "{[{b 1 true 0} {a 2 true 0}] 3}" {
 		t.Fatalf("in flight %s", got)
 	}
 
@@ -177,8 +177,8 @@ func TestLeases(t *testing.T) {
 		t.Fatal("release of a lease on a removed member")
 	}
 	l.Add(ctx, "a")
-	st, _ = l.List(ctx)
-	if got := fmt.Sprintf("{%s %d}", brief(st.Members), st.Open); got != "{[{a 1 true 0} {b 1 true 0}] 2}" {
+	ms, open, _ = l.List(ctx)
+	if got := fmt.Sprintf("{%s %d}", brief(ms), open); got != "{[{a 1 true 0} {b 1 true 0}] 2}" {
 		t.Fatalf("in flight after remove, release, add: %s", got)
 	}
 }
@@ -198,7 +198,7 @@ func TestLeasesUnderLoad(t *testing.T) {
 				if i%10 == 0 {
 					ttl = 5 * time.Millisecond // abandoned: left to expire
 				}
-				x, err := l.Acquire(ctx, ttl)
+				x, err := l.PickLeastInFlight(ctx, ttl)
 				if err != nil {
 					t.Error(err)
 					return
@@ -214,20 +214,20 @@ func TestLeasesUnderLoad(t *testing.T) {
 	}
 	wg.Wait()
 	srv.MustDo("DEBUG", "SLEEP", "0.02")
-	if _, err := l.Reclaim(ctx); err != nil {
+	if _, err := l.reclaim(ctx); err != nil {
 		t.Fatal(err)
 	}
-	st, err := l.List(ctx)
+	ms, open, err := l.List(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range st.Members {
+	for _, m := range ms {
 		if m.Count != 0 {
 			t.Errorf("%s has %d in flight after every lease ended", m.Name, m.Count)
 		}
 	}
-	if st.Open != 0 {
-		t.Errorf("%d leases open", st.Open)
+	if open != 0 {
+		t.Errorf("%d leases open", open)
 	}
 }
 

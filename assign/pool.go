@@ -43,9 +43,9 @@ func (p RestorePolicy) String() string {
 	return policyNames[p]
 }
 
-// ParseRestorePolicy reads a policy's name: current-minimum, keep-history
+// parseRestorePolicy reads a policy's name: current-minimum, keep-history
 // or zero.
-func ParseRestorePolicy(s string) (RestorePolicy, error) {
+func parseRestorePolicy(s string) (RestorePolicy, error) {
 	for i, n := range policyNames {
 		if s == n {
 			return RestorePolicy(i), nil
@@ -63,10 +63,11 @@ func (p RestorePolicy) MarshalText() ([]byte, error) {
 	return []byte(policyNames[p]), nil
 }
 
-// UnmarshalText reads a policy's name as ParseRestorePolicy does, so that
-// a policy can be a flag (flag.TextVar) or a field of a JSON body.
+// UnmarshalText reads a policy's name — current-minimum, keep-history or
+// zero — so that a policy can be a flag (flag.TextVar) or a field of a
+// JSON body. Another name is ErrInvalid, and p is left as it was.
 func (p *RestorePolicy) UnmarshalText(text []byte) error {
-	v, err := ParseRestorePolicy(string(text))
+	v, err := parseRestorePolicy(string(text))
 	if err == nil {
 		*p = v
 	}
@@ -143,9 +144,6 @@ func New(c *Client, name string, opts ...Option) (*Pool, error) {
 	return p, nil
 }
 
-// Name returns the pool's name.
-func (p *Pool) Name() string { return p.name }
-
 // ScriptReloads returns how many times a script had to be sent again
 // because the server had lost it (NOSCRIPT): after a restart, a failover or
 // SCRIPT FLUSH.
@@ -186,11 +184,11 @@ func (p *Pool) PickID(ctx context.Context, id string) (string, error) {
 // (counted); otherwise, or the first time, the key gets the least-used
 // member and keeps it. The record lives for the pool's sticky TTL
 // (WithStickyTTL) from the key's last pick, in Redis, so every worker
-// sends the key to the same member. A key is 1 to MaxRequestID bytes of
+// sends the key to the same member. A key is 1 to maxRequestID bytes of
 // UTF-8.
 func (p *Pool) PickSticky(ctx context.Context, key string) (string, error) {
-	if key == "" || len(key) > MaxRequestID || !utf8.ValidString(key) {
-		return "", fmt.Errorf("%w: sticky key %q: want 1 to %d bytes of UTF-8", ErrInvalid, clip(key), MaxRequestID)
+	if key == "" || len(key) > maxRequestID || !utf8.ValidString(key) {
+		return "", fmt.Errorf("%w: sticky key %q: want 1 to %d bytes of UTF-8", ErrInvalid, clip(key), maxRequestID)
 	}
 	if err := notStarted(ctx); err != nil {
 		return "", err
@@ -223,12 +221,12 @@ type Result struct {
 }
 
 // PickBatch makes n picks in one round trip, for throughput. The picks go
-// to the server in scripts of up to PickChunk picks each (one script for a
-// batch of up to PickChunk): a script makes its picks back to back, with
+// to the server in scripts of up to pickChunk picks each (one script for a
+// batch of up to pickChunk): a script makes its picks back to back, with
 // nothing between them, so they are exactly the members n single picks in
 // a row would get; other workers' picks may fall between two scripts of a
 // larger batch. Calling a script is most of what a pick costs the server,
-// and a batch pays it once per PickChunk picks instead of once per pick.
+// and a batch pays it once per pickChunk picks instead of once per pick.
 // Scripts refused with NOSCRIPT are sent again, and only those. The picks
 // of one script share its outcome: all made, or none (ErrPoolEmpty,
 // ErrUnknownPool, a *CoolingError), or all ambiguous — or, when a rate
@@ -241,8 +239,8 @@ func (p *Pool) PickBatch(ctx context.Context, n int) ([]Result, error) {
 	if err := notStarted(ctx); err != nil {
 		return nil, err
 	}
-	size := func(i int) int { return min(PickChunk, n-i*PickChunk) }
-	calls := make([]*call, (n+PickChunk-1)/PickChunk)
+	size := func(i int) int { return min(pickChunk, n-i*pickChunk) }
+	calls := make([]*call, (n+pickChunk-1)/pickChunk)
 	for i := range calls {
 		calls[i] = &call{s: p.s.PickMany, keys: p.keys, args: []string{strconv.Itoa(size(i))}}
 	}
@@ -326,36 +324,34 @@ type AddResult struct {
 	Removed int // are removed: left removed (Restore brings them back)
 }
 
-// Add makes members eligible with the agreed initial count. A member
-// already active (cooling or not) keeps its count (nothing is
-// overwritten), and a removed member stays removed. Adding to a pool that
-// does not exist yet creates it.
+// AtMinimum is the count for Add and AddWeighted that starts members
+// level with the least used: at the active members' current minimum (0
+// for a pool with no active member), instead of piling work on them until
+// they catch up with the rest. It is no count a member can have, so that
+// a count computed wrong is refused, not taken for it.
+const AtMinimum = math.MinInt64
+
+// Add makes members eligible with the agreed initial count (0 to 2^53),
+// or AtMinimum. A member already active (cooling or not) keeps its count
+// (nothing is overwritten), and a removed member stays removed. Adding to
+// a pool that does not exist yet creates it.
 func (p *Pool) Add(ctx context.Context, count int64, members ...string) (AddResult, error) {
 	return p.AddWeighted(ctx, 1, count, members...)
 }
 
-// AddAtMinimum is Add with the active members' current minimum as the
-// initial count (0 for a pool with no active member): newcomers start
-// level with the least used instead of piling up work on themselves.
-func (p *Pool) AddAtMinimum(ctx context.Context, members ...string) (AddResult, error) {
-	return p.AddWeightedAtMinimum(ctx, 1, members...)
-}
-
-// AddWeighted is Add for members of weight 1 to MaxWeight: a member of
-// weight w takes w times the share of picks of a member of weight 1 (its
-// score is count / w). Members already in the pool keep their weights
-// (SetWeight changes them).
+// AddWeighted is Add for members of weight 1 to 1000: a member of weight w
+// takes w times the share of picks of a member of weight 1 (its score is
+// count / w); AtMinimum starts it where the lowest score puts a member of
+// that weight, ceil(score × w). Members already in the pool keep their
+// weights (SetWeight changes them).
 func (p *Pool) AddWeighted(ctx context.Context, weight int, count int64, members ...string) (AddResult, error) {
+	if count == AtMinimum {
+		return p.add(ctx, "min", weight, 0, members)
+	}
 	if err := checkCount("initial count", count); err != nil {
 		return AddResult{}, err
 	}
 	return p.add(ctx, "count", weight, count, members)
-}
-
-// AddWeightedAtMinimum is AddAtMinimum for members of weight w: they start
-// where the lowest score puts a member of that weight, ceil(score × w).
-func (p *Pool) AddWeightedAtMinimum(ctx context.Context, weight int, members ...string) (AddResult, error) {
-	return p.add(ctx, "min", weight, 0, members)
 }
 
 func (p *Pool) add(ctx context.Context, mode string, weight int, count int64, members []string) (AddResult, error) {
@@ -402,7 +398,7 @@ func (p *Pool) Restore(ctx context.Context, policy RestorePolicy, members ...str
 	return classify("restore", p.name, err)
 }
 
-// Member is one member of a pool as List reports it.
+// Member is one member of a pool as Status reports it.
 type Member struct {
 	Name  string `json:"member"`
 	Count int64  `json:"count"` // assignments (for a removed member, when it left)
@@ -420,53 +416,46 @@ type Member struct {
 	Concurrency int   `json:"concurrency,omitempty"`
 	InFlight    int64 `json:"in_flight,omitempty"`
 	// CoolingUntil is when its cooldown ends by Redis's clock; zero when
-	// it is not cooling. For a member full under its concurrency cap, it
-	// is when it has room at the latest (the lease that brings it under
-	// its cap reaches its deadline), or its cooldown ends if later.
+	// it is not cooling. For a member full under its concurrency cap
+	// (InFlight at Concurrency), it is when it has room at the latest (the
+	// lease that brings it under its cap reaches its deadline), or its
+	// cooldown ends if later.
 	CoolingUntil time.Time `json:"cooling_until,omitzero"`
 }
 
-// Full reports whether the member has no room under its concurrency cap.
-func (m Member) Full() bool { return m.Concurrency > 0 && m.InFlight >= int64(m.Concurrency) }
-
-// Cooling reports whether the member is cooling down.
-func (m Member) Cooling() bool { return !m.CoolingUntil.IsZero() }
-
-// List returns the pool at one instant: the active members not cooling in
-// pick order (count / weight, then name), the cooling ones by the end of
-// their cooldown, then the removed ones by name. Cooldowns that have
-// ended by then are over.
-func (p *Pool) List(ctx context.Context) ([]Member, error) {
-	st, err := p.Status(ctx)
-	return st.Members, err
-}
-
-// Status is a pool at one instant: its members, settings and Redis's
-// clock.
+// Status is a pool at one instant: its members, settings, creator and
+// Redis's clock.
 type Status struct {
 	Pool     string    `json:"pool"`
 	Now      time.Time `json:"now"` // Redis's clock when it was read
 	Settings Settings  `json:"settings"`
-	Members  []Member  `json:"members"` // as List orders them
-	// Leases are the first StatusLeases leases open (Acquire) to reach
-	// their deadline; OpenLeases counts them all.
+	// Owner is the creator Create recorded, "" for a pool Create did not
+	// make.
+	Owner string `json:"owner,omitempty"`
+	// Members are the active members not cooling in pick order (count /
+	// weight, then name), the cooling ones by the end of their cooldown,
+	// then the removed ones by name.
+	Members []Member `json:"members"`
+	// Leases are the first 100 leases open (PickLease) to reach their
+	// deadline; OpenLeases counts them all.
 	Leases     []Lease `json:"leases,omitempty"`
 	OpenLeases int     `json:"open_leases"`
 }
 
-// StatusLeases is how many of the leases open Status lists.
-const StatusLeases = 100
+// statusLeases is how many of the leases open Status lists.
+const statusLeases = 100
 
-// Status returns the pool's members (as List does), its settings and
-// Redis's clock, read in one atomic step.
+// Status returns the pool's members, settings and creator and Redis's
+// clock, read in one atomic step, once the cooldowns that have ended by
+// then are over and the expired leases (up to 10,000) settled.
 func (p *Pool) Status(ctx context.Context) (Status, error) {
-	keys := append(p.keys[:len(p.keys):len(p.keys)], p.k.Failures, p.k.Streaks, p.k.PoolLeases, p.k.PoolLeaseIndex)
-	args := []string{strconv.Itoa(reclaimPerCall), strconv.Itoa(StatusLeases)}
+	keys := append(p.keys[:len(p.keys):len(p.keys)], p.k.Failures, p.k.Streaks, p.k.PoolLeases, p.k.PoolLeaseIndex, p.k.Owner)
+	args := []string{strconv.Itoa(reclaimPerCall), strconv.Itoa(statusLeases)}
 	arr, err := p.r.run(ctx, p.s.List, keys, args).ToArray()
 	if err != nil {
 		return Status{}, classify("list", p.name, err)
 	}
-	if len(arr) != 10 {
+	if len(arr) != 11 {
 		return Status{}, fmt.Errorf("assign: list: unexpected answer of %d parts", len(arr))
 	}
 	var parts [6][]pair
@@ -584,6 +573,12 @@ func (p *Pool) Status(ctx context.Context) (Status, error) {
 		return Status{}, fmt.Errorf("assign: list: leases open: %w", err)
 	}
 	st.OpenLeases = int(open)
+	if st.Owner, err = arr[10].ToString(); err == errNil {
+		st.Owner, err = "", nil // no creator
+	}
+	if err != nil {
+		return Status{}, fmt.Errorf("assign: list: owner: %w", err)
+	}
 	return st, nil
 }
 

@@ -87,7 +87,7 @@ func TestPickOrderTiesAndEmpty(t *testing.T) {
 			t.Errorf("batch pick %d on an emptied pool: %v, want ErrPoolEmpty", i, r.Err)
 		}
 	}
-	ms, err := p.List(ctx)
+	ms, err := p.list(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestPickManyRefusesBadCounts(t *testing.T) {
 			t.Errorf("pick_many with %q picks: %v, want the range", n, err)
 		}
 	}
-	if ms, err := p.List(ctx); err != nil || ms[0].Count != 0 {
+	if ms, err := p.list(ctx); err != nil || ms[0].Count != 0 {
 		t.Errorf("after refused calls: %v %v, want the count untouched", ms, err)
 	}
 }
@@ -126,3 +126,27 @@ func brief(ms []Member) string {
 	}
 	return "[" + strings.Join(out, " ") + "]"
 }
+
+// list is the pool's members as Status reads them.
+func (p *Pool) list(ctx context.Context) ([]Member, error) {
+	st, err := p.Status(ctx)
+	return st.Members, err
+}
+
+// settings is the pool's settings as Status reads them.
+func (p *Pool) settings(ctx context.Context) (Settings, error) {
+	st, err := p.Status(ctx)
+	return st.Settings, err
+}
+
+// owner is the pool's creator as Status reads it ("" for none, or no pool).
+func (p *Pool) owner(ctx context.Context) (string, error) {
+	st, err := p.Status(ctx)
+	if errors.Is(err, ErrUnknownPool) {
+		return "", nil
+	}
+	return st.Owner, err
+}
+
+// full reports whether m has no room under its concurrency cap.
+func full(m Member) bool { return m.Concurrency > 0 && m.InFlight >= int64(m.Concurrency) }

@@ -230,11 +230,11 @@ func (pp *ProxyPool) Check(ctx context.Context) (CheckReport, error) {
 	pp.mu.Unlock()
 
 	active, removed := map[string]bool{}, map[string]bool{}
-	members, err := pp.pool.List(ctx)
+	st, err := pp.pool.Status(ctx)
 	if err != nil && !errors.Is(err, ErrUnknownPool) {
 		return rep, err
 	}
-	for _, m := range members {
+	for _, m := range st.Members {
 		if m.Active {
 			active[m.Name] = true
 		} else {
@@ -257,7 +257,7 @@ func (pp *ProxyPool) Check(ctx context.Context) (CheckReport, error) {
 	// calls are all or nothing, so on a conflict go one member at a time
 	// and let the other worker's change stand.
 	if len(join) > 0 {
-		if _, err := pp.pool.AddAtMinimum(ctx, join...); err != nil {
+		if _, err := pp.pool.Add(ctx, AtMinimum, join...); err != nil {
 			return rep, err
 		}
 		rep.Joined = join
@@ -397,7 +397,7 @@ func (t *proxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil && slot.member != "" && ctx.Err() == nil {
 		// A failure to count is not the request's error: report the
 		// request's own.
-		t.pp.pool.RecordFailure(context.WithoutCancel(ctx), slot.member)
+		t.pp.pool.RecordFailure(context.WithoutCancel(ctx), slot.member, 0)
 	}
 	return resp, err
 }

@@ -152,7 +152,7 @@ func TestProxyPool(t *testing.T) {
 	if len(errs) != 10 {
 		t.Fatalf("%d of 30 requests failed, want good2's 10: %v", len(errs), errs)
 	}
-	ms, _ := p.List(ctx)
+	ms, _ := p.list(ctx)
 	for _, m := range ms {
 		if m.Name == good2.member() && (m.Failures != 10 || m.Count != 60) {
 			t.Fatalf("good2: %+v, want 60 assignments and 10 failures", m)

@@ -64,7 +64,7 @@ func BenchmarkScriptCost(b *testing.B) {
 	if _, err := busy.CooldownFor(ctx, time.Hour, members[50:60]...); err != nil {
 		b.Fatal(err)
 	}
-	if err := busy.SetLimit(ctx, Limit{Rate: MaxRate, Per: time.Second, Burst: MaxBurst}, members[60:70]...); err != nil {
+	if err := busy.SetLimit(ctx, Limit{Rate: maxRate, Per: time.Second, Burst: maxBurst}, members[60:70]...); err != nil {
 		b.Fatal(err)
 	}
 	sha, err := rc.Do(ctx, rc.B().ScriptLoad().Script(seedPick).Build()).ToString()

@@ -71,7 +71,7 @@ func TestUpgradeFromOldLayout(t *testing.T) {
 			func() error { _, err := twin.AddWeighted(ctx, 3, 6, "e"); return err }(),
 			twin.SetLimit(ctx, Limit{Rate: 1000, Per: time.Second, Burst: 5}, "c"),
 			twin.SetLimit(ctx, Limit{Rate: 500, Per: time.Second, Burst: 4}, "e"),
-			twin.Cooldown(ctx, "d", time.UnixMilli(t0+100)),
+			twin.cooldownUntil(ctx, "d", time.UnixMilli(t0+100)),
 		}
 		for i, err := range steps {
 			if err != nil {

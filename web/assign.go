@@ -263,11 +263,7 @@ func (a *assignLab) state(ctx context.Context) (assignState, error) {
 		return assignState{}, err
 	}
 	ms := ps.Members
-	owner, err := a.pool.Owner(ctx)
-	if err != nil {
-		return assignState{}, err
-	}
-	owned := owner == assignOwner
+	owned := ps.Owner == assignOwner
 	st := assignState{Demo: a.demo, Exists: exists, Owned: owned, Writable: exists && (owned || a.writeAny),
 		Pool: a.poolName, Members: ms, ScriptReloads: a.pool.ScriptReloads(), Now: ps.Now, LastResort: ps.Settings.LastResort,
 		Leases: ps.Leases, OpenLeases: ps.OpenLeases}
@@ -329,12 +325,12 @@ func (a *assignLab) readyToWrite(w http.ResponseWriter, r *http.Request) bool {
 	if a.writeAny {
 		return true
 	}
-	owner, err := a.pool.Owner(r.Context())
-	if err != nil {
+	st, err := a.pool.Status(r.Context())
+	if err != nil && !errors.Is(err, assign.ErrUnknownPool) { // no pool: no creator
 		a.fail(w, err)
 		return false
 	}
-	if owner != assignOwner {
+	if st.Owner != assignOwner {
 		writeError(w, http.StatusForbidden, "", fmt.Sprintf("pool %q was not created by the lab, so the lab only shows it; "+
 			"serve with --assign-write to let the lab change it (or, if it is not there yet, POST /api/assign/create makes it)", a.poolName))
 		return false
@@ -468,7 +464,7 @@ func (a *assignLab) picks(ctx context.Context, n int) ([]string, []string, error
 		fail := m == llmFailingKey && llm.calls[m]%llmFailEvery == 0
 		a.mu.Unlock()
 		if fail {
-			if _, err := a.pool.RecordFailureRetryAfter(ctx, m, llmRetryAfter); err != nil {
+			if _, err := a.pool.RecordFailure(ctx, m, llmRetryAfter); err != nil {
 				return picked, answered429, err
 			}
 			answered429 = append(answered429, m)
@@ -495,7 +491,7 @@ func (a *assignLab) cooldown() http.HandlerFunc {
 // has room).
 func (a *assignLab) acquire() http.HandlerFunc {
 	return change(a, decodeAcquire, func(ctx context.Context, seconds int) (map[string]any, error) {
-		l, err := a.pool.Acquire(ctx, time.Duration(seconds)*time.Second)
+		l, err := a.pool.PickLease(ctx, time.Duration(seconds)*time.Second)
 		if err != nil {
 			return nil, err
 		}
@@ -527,9 +523,6 @@ func (a *assignLab) concurrency() http.HandlerFunc {
 		for i, m := range st.Members {
 			names[i] = m.Name
 		}
-		if n == 0 {
-			return nil, a.pool.ClearConcurrency(ctx, names...)
-		}
 		return nil, a.pool.SetConcurrency(ctx, n, names...)
 	})
 }
@@ -543,10 +536,11 @@ type cooldownRequest struct {
 // the pool's last resort, its failure-streak eviction kept.
 func (a *assignLab) settings() http.HandlerFunc {
 	return change(a, decodeSettings, func(ctx context.Context, lr assign.LastResort) (map[string]any, error) {
-		s, err := a.pool.Settings(ctx)
+		st, err := a.pool.Status(ctx)
 		if err != nil {
 			return nil, err
 		}
+		s := st.Settings
 		s.LastResort = lr
 		return nil, a.pool.SetSettings(ctx, s)
 	})
@@ -570,10 +564,11 @@ func (a *assignLab) llmDemo() http.HandlerFunc {
 		if err := a.pool.SetLimit(ctx, assign.Limit{Rate: llmRPM, Per: time.Minute, Burst: llmBurst}, keys...); err != nil {
 			return nil, err
 		}
-		s, err := a.pool.Settings(ctx)
+		st, err := a.pool.Status(ctx)
 		if err != nil {
 			return nil, err
 		}
+		s := st.Settings
 		s.LastResort = assign.LastResortFail
 		if err := a.pool.SetSettings(ctx, s); err != nil {
 			return nil, err
@@ -747,11 +742,9 @@ func decodeMember(body []byte, restore bool) (string, assign.RestorePolicy, *api
 		if unmarshal(raw, &s) != nil {
 			return "", 0, badRequest("policy", "policy %s: want current-minimum, keep-history or zero", clip(raw))
 		}
-		p, err := assign.ParseRestorePolicy(s)
-		if err != nil {
+		if err := policy.UnmarshalText([]byte(s)); err != nil {
 			return "", 0, badRequest("policy", "%v", err)
 		}
-		policy = p
 	}
 	return m, policy, nil
 }
@@ -808,8 +801,8 @@ func decodeSettings(body []byte) (assign.LastResort, *apiError) {
 	if !ok || unmarshal(raw, &s) != nil {
 		return 0, badRequest("last_resort", "last_resort %s: want fail or earliest", clip(raw))
 	}
-	lr, err := assign.ParseLastResort(s)
-	if err != nil {
+	var lr assign.LastResort
+	if err := lr.UnmarshalText([]byte(s)); err != nil {
 		return 0, badRequest("last_resort", "%v", err)
 	}
 	return lr, nil

@@ -282,11 +282,11 @@ func TestAssignLabReadOnlyEndToEnd(t *testing.T) {
 	}
 	b.shot(ctx, "assign-06-read-only")
 	evaluate[bool](b, ctx, "("+controls+").forEach((e) => e.click()) || true")
-	ms, err := theirs.List(assigntest.Context(t, 5*time.Second))
+	st, err := theirs.Status(assigntest.Context(t, 5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range ms {
+	for _, m := range st.Members {
 		if m.Count != 3 || !m.Active {
 			t.Errorf("the page changed a pool it does not own: %+v", m)
 		}
@@ -302,7 +302,7 @@ func TestAssignLabNotOverFailureRecordsEndToEnd(t *testing.T) {
 	srv := assigntest.Start(t)
 	c := assignClient(t, srv.URL)
 	theirs, _ := assign.New(c, "records")
-	if err := theirs.RecordFailure(assigntest.Context(t, 5*time.Second), "http://10.0.0.9:3128"); err != nil {
+	if _, err := theirs.RecordFailure(assigntest.Context(t, 5*time.Second), "http://10.0.0.9:3128", 0); err != nil {
 		t.Fatal(err)
 	}
 	base := serveAssignConsole(t, srv, "records")

@@ -263,7 +263,7 @@ func TestAssignLLMDemoAPI(t *testing.T) {
 		t.Fatalf("pick 100 in the LLM demo: %v (%d), 429 from %v", per, len(picks.Picked), picks.Answered429)
 	}
 	for _, m := range picks.State.Members {
-		if !m.Cooling() {
+		if m.CoolingUntil.IsZero() {
 			t.Errorf("%s is not cooling after the picks: %+v", m.Name, m)
 		}
 		if m.Name == "key-3" && (m.Streak != 1 || m.CoolingUntil.Sub(picks.State.Now) < 29*time.Second) {
@@ -335,7 +335,7 @@ func TestAssignLeasesAPI(t *testing.T) {
 		t.Fatalf("acquire with every member full: %d %+v", code, a)
 	}
 	_, st := callAssign(t, h, "GET", "/api/assign", "")
-	if len(st.Leases) != 8 || st.Leases[0] != leases[0] || st.Members[0].InFlight != 1 || !st.Members[0].Full() {
+	if len(st.Leases) != 8 || st.Leases[0] != leases[0] || st.Members[0].InFlight != 1 || st.Members[0].Concurrency != 1 {
 		t.Fatalf("state with eight leases: %+v", st.assignState)
 	}
 	body := fmt.Sprintf(`{"id": %q, "member": %q}`, leases[2].ID, leases[2].Member)
@@ -348,7 +348,7 @@ func TestAssignLeasesAPI(t *testing.T) {
 	if code, a := callAssign(t, h, "POST", "/api/assign/acquire", `{"seconds": 60}`); code != 200 || a.Lease.Member != "proxy-03" {
 		t.Fatalf("acquire after the release: %d %+v", code, a)
 	}
-	if code, a := callAssign(t, h, "POST", "/api/assign/concurrency", `{"cap": 0}`); code != 200 || a.Members[0].Concurrency != 0 || a.Members[0].Cooling() {
+	if code, a := callAssign(t, h, "POST", "/api/assign/concurrency", `{"cap": 0}`); code != 200 || a.Members[0].Concurrency != 0 || !a.Members[0].CoolingUntil.IsZero() {
 		t.Fatalf("cap cleared: %d %+v", code, a)
 	}
 }
@@ -517,7 +517,7 @@ func TestAssignLabLeavesOthersPoolsAlone(t *testing.T) {
 	c := assignClient(t, srv.URL)
 	ctx := assigntest.Context(t, time.Minute)
 	failures, _ := assign.New(c, "console-test")
-	if err := failures.RecordFailure(ctx, "http://10.0.0.9:3128"); err != nil {
+	if _, err := failures.RecordFailure(ctx, "http://10.0.0.9:3128", 0); err != nil {
 		t.Fatal(err)
 	}
 	h := assignHandler(t, srv.URL)
@@ -552,8 +552,8 @@ func TestAssignLabLeavesOthersPoolsAlone(t *testing.T) {
 	if code, a := callAssign(t, hw, "POST", "/api/assign/reset", `{}`); code != 403 || !strings.Contains(a.Error, "resets only a pool it created") {
 		t.Errorf("a reset of a worker's pool with --assign-write: %d %+v", code, a)
 	}
-	if ms, err := theirs.List(ctx); err != nil || len(ms) != 2 || ms[0].Count != 4 {
-		t.Errorf("the worker's pool after: %+v %v", ms, err)
+	if st, err := theirs.Status(ctx); err != nil || len(st.Members) != 2 || st.Members[0].Count != 4 {
+		t.Errorf("the worker's pool after: %+v %v", st.Members, err)
 	}
 
 	// The lab's own pool stays its own across a restart.

@@ -25,12 +25,12 @@ func poolCounts(t *testing.T, redisURL, pool string) map[string]int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms, err := p.List(assigntest.Context(t, 5*time.Second))
+	st, err := p.Status(assigntest.Context(t, 5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]int64{}
-	for _, m := range ms {
+	for _, m := range st.Members {
 		out[m.Name] = m.Count
 	}
 	return out

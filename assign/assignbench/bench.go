@@ -192,7 +192,9 @@ func busy(ctx context.Context, p *assign.Pool, members []string) error {
 		}
 	}
 	for chunk := range slices.Chunk(limited, assign.MaxMembers) {
-		if err := p.SetLimit(ctx, assign.Limit{Rate: assign.MaxRate, Per: time.Second, Burst: assign.MaxBurst}, chunk...); err != nil {
+		// The most a Limit allows (assign.Limit): a million a second, which
+		// no bench uses up.
+		if err := p.SetLimit(ctx, assign.Limit{Rate: 1_000_000, Per: time.Second, Burst: 1_000_000}, chunk...); err != nil {
 			return err
 		}
 	}
@@ -278,13 +280,13 @@ func benchAfloat(ctx context.Context, p *assign.Pool, c Config, batch int) (Resu
 // settle reads the pool after a run: the spread of the counts, and the
 // total, which must have grown by exactly the picks counted.
 func settle(ctx context.Context, p *assign.Pool, r *Result, before int64) error {
-	ms, err := p.List(ctx)
+	st, err := p.Status(ctx)
 	if err != nil {
 		r.Spread, r.TotalCount = -1, -1
 		return err
 	}
 	lo, hi := int64(1<<62), int64(-1)
-	for _, m := range ms {
+	for _, m := range st.Members {
 		if m.Active {
 			lo, hi, r.TotalCount = min(lo, m.Count), max(hi, m.Count), r.TotalCount+m.Count
 		}
@@ -297,9 +299,9 @@ func settle(ctx context.Context, p *assign.Pool, r *Result, before int64) error 
 }
 
 func poolTotal(ctx context.Context, p *assign.Pool) (int64, error) {
-	ms, err := p.List(ctx)
+	st, err := p.Status(ctx)
 	var sum int64
-	for _, m := range ms {
+	for _, m := range st.Members {
 		sum += m.Count
 	}
 	return sum, err
@@ -335,7 +337,7 @@ func benchPeer(ctx context.Context, p *assign.Pool, c Config, batch int, picks i
 	if u.Scheme == "rediss" {
 		args = append(args, "--tls")
 	}
-	k := lua.PoolKeys(p.Name())
+	k := lua.PoolKeys(c.Pool)
 	args = append(args, "EVALSHA", lua.Pick.SHA, "5", k.Active, k.Removed, k.Cooling, k.Meta, k.Settings)
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, c.RedisBenchmark, args...)

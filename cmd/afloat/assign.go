@@ -134,11 +134,11 @@ func runAssignMembers(op string) func(c *cli.Command, args []string) int {
 			var err error
 			switch {
 			case op == "remove":
-				err, done = p.Remove(ctx, members...), fmt.Sprintf("removed %d from pool %q (counts kept for restore)", len(members), p.Name())
+				err, done = p.Remove(ctx, members...), fmt.Sprintf("removed %d from pool %q (counts kept for restore)", len(members), f.pool)
 			case op == "restore":
-				err, done = p.Restore(ctx, pol, members...), fmt.Sprintf("restored %d to pool %q at %s", len(members), p.Name(), pol)
+				err, done = p.Restore(ctx, pol, members...), fmt.Sprintf("restored %d to pool %q at %s", len(members), f.pool, pol)
 			case atMin:
-				r, err = p.AddWeightedAtMinimum(ctx, weight, members...)
+				r, err = p.AddWeighted(ctx, weight, assign.AtMinimum, members...)
 			default:
 				r, err = p.AddWeighted(ctx, weight, count, members...)
 			}
@@ -146,7 +146,7 @@ func runAssignMembers(op string) func(c *cli.Command, args []string) int {
 			case err != nil:
 				return err
 			case op == "add":
-				return assign.WriteAdded(c.Stdout, p.Name(), r)
+				return assign.WriteAdded(c.Stdout, f.pool, r)
 			}
 			_, err = fmt.Fprintln(c.Stdout, done)
 			return err
@@ -163,11 +163,11 @@ func runAssignList(c *cli.Command, args []string) int {
 		return status
 	}
 	return f.run(c, time.Minute, func(ctx context.Context, p *assign.Pool) error {
-		ms, err := p.List(ctx)
+		st, err := p.Status(ctx)
 		if err != nil {
 			return err
 		}
-		return assign.WriteMembers(c.Stdout, ms, format)
+		return assign.WriteMembers(c.Stdout, st.Members, format)
 	})
 }
 
@@ -189,7 +189,7 @@ func runAssignCooldown(c *cli.Command, args []string) int {
 		if err != nil {
 			return err
 		}
-		return assign.WriteCooling(c.Stdout, p.Name(), members, until)
+		return assign.WriteCooling(c.Stdout, f.pool, members, until)
 	})
 }
 
@@ -235,39 +235,36 @@ func runAssignLimit(c *cli.Command, args []string) int {
 	}
 	return f.run(c, time.Minute, func(ctx context.Context, p *assign.Pool) error {
 		if c.Given("concurrency") {
-			if err := capConcurrency(ctx, c, p, conc, members); err != nil || !rate {
+			if err := capConcurrency(ctx, c, p, f.pool, conc, members); err != nil || !rate {
 				return err
 			}
 		}
 		if clear {
-			if err := p.ClearLimit(ctx, members...); err != nil {
+			if err := p.SetLimit(ctx, assign.Limit{}, members...); err != nil {
 				return err
 			}
-			_, err := fmt.Fprintf(c.Stdout, "cleared the rate limits of %d members of pool %q\n", len(members), p.Name())
+			_, err := fmt.Fprintf(c.Stdout, "cleared the rate limits of %d members of pool %q\n", len(members), f.pool)
 			return err
 		}
 		if err := p.SetLimit(ctx, l, members...); err != nil {
 			return err
 		}
-		_, err := fmt.Fprintf(c.Stdout, "limited %d members of pool %q to %d per %v, bursts of %d\n", len(members), p.Name(), l.Rate, l.Per, l.Burst)
+		_, err := fmt.Fprintf(c.Stdout, "limited %d members of pool %q to %d per %v, bursts of %d\n", len(members), f.pool, l.Rate, l.Per, l.Burst)
 		return err
 	})
 }
 
 // capConcurrency sets members' concurrency caps (0 clears them) and says
 // so.
-func capConcurrency(ctx context.Context, c *cli.Command, p *assign.Pool, n int, members []string) error {
-	if n == 0 {
-		if err := p.ClearConcurrency(ctx, members...); err != nil {
-			return err
-		}
-		_, err := fmt.Fprintf(c.Stdout, "cleared the concurrency caps of %d members of pool %q\n", len(members), p.Name())
-		return err
-	}
+func capConcurrency(ctx context.Context, c *cli.Command, p *assign.Pool, pool string, n int, members []string) error {
 	if err := p.SetConcurrency(ctx, n, members...); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(c.Stdout, "capped %d members of pool %q at %d leases in flight\n", len(members), p.Name(), n)
+	if n == 0 {
+		_, err := fmt.Fprintf(c.Stdout, "cleared the concurrency caps of %d members of pool %q\n", len(members), pool)
+		return err
+	}
+	_, err := fmt.Fprintf(c.Stdout, "capped %d members of pool %q at %d leases in flight\n", len(members), pool, n)
 	return err
 }
 
@@ -308,10 +305,11 @@ func runAssignSettings(c *cli.Command, args []string) int {
 		return c.Refuse(err)
 	}
 	return f.run(c, time.Minute, func(ctx context.Context, p *assign.Pool) error {
-		was, err := p.Settings(ctx)
+		st, err := p.Status(ctx)
 		if err != nil {
 			return err
 		}
+		was := st.Settings
 		if !c.Given("evict-after") {
 			s.EvictAfter = was.EvictAfter
 		}
@@ -321,7 +319,7 @@ func runAssignSettings(c *cli.Command, args []string) int {
 		if err := p.SetSettings(ctx, s); err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(c.Stdout, "pool %q: evict after %d failures in a row (0: never), last resort %s\n", p.Name(), s.EvictAfter, s.LastResort)
+		_, err = fmt.Fprintf(c.Stdout, "pool %q: evict after %d failures in a row (0: never), last resort %s\n", f.pool, s.EvictAfter, s.LastResort)
 		return err
 	})
 }
@@ -347,7 +345,7 @@ func runAssignPick(c *cli.Command, args []string) int {
 			return c.Refuse(fmt.Errorf("--lease %v: want %v to %v", lease, assign.MinLeaseTTL, assign.MaxLeaseTTL))
 		}
 		return f.run(c, time.Minute, func(ctx context.Context, p *assign.Pool) error {
-			l, err := p.Acquire(ctx, lease)
+			l, err := p.PickLease(ctx, lease)
 			if err != nil {
 				return err
 			}
@@ -401,7 +399,7 @@ func runAssignAcquire(c *cli.Command, args []string) int {
 		return c.Refuse(fmt.Errorf("--ttl %v: want %v to %v", ttl, assign.MinLeaseTTL, assign.MaxLeaseTTL))
 	}
 	return f.runLeases(c, time.Minute, func(ctx context.Context, l *assign.Leases) error {
-		lease, err := l.Acquire(ctx, ttl)
+		lease, err := l.PickLeastInFlight(ctx, ttl)
 		if err != nil {
 			return err
 		}
@@ -437,7 +435,7 @@ func runAssignRelease(c *cli.Command, args []string) int {
 				}
 			}
 			_, err := fmt.Fprintf(c.Stdout, "released %d leases of %q in pool %q; %d settled already (released before, or past their deadline)\n",
-				open, member, p.Name(), len(ids)-open)
+				open, member, f.pool, len(ids)-open)
 			return err
 		})
 	}
@@ -453,7 +451,7 @@ func runAssignRelease(c *cli.Command, args []string) int {
 			}
 		}
 		_, err := fmt.Fprintf(c.Stdout, "released %d leases of pool %q; %d settled already (released before, or reclaimed at their deadline)\n",
-			open, l.Name(), len(ids)-open)
+			open, f.pool, len(ids)-open)
 		return err
 	})
 }
@@ -489,20 +487,20 @@ func runAssignLeases(c *cli.Command, args []string) int {
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(c.Stdout, "added %d to the leases of pool %q; %d there already\n", n, l.Name(), len(members)-n)
+			_, err = fmt.Fprintf(c.Stdout, "added %d to the leases of pool %q; %d there already\n", n, f.pool, len(members)-n)
 			return err
 		case remove:
 			if err := l.Remove(ctx, members...); err != nil {
 				return err
 			}
-			_, err := fmt.Fprintf(c.Stdout, "removed %d from the leases of pool %q (their open leases settle as usual)\n", len(members), l.Name())
+			_, err := fmt.Fprintf(c.Stdout, "removed %d from the leases of pool %q (their open leases settle as usual)\n", len(members), f.pool)
 			return err
 		}
-		in, err := l.List(ctx)
+		ms, open, err := l.List(ctx)
 		if err != nil {
 			return err
 		}
-		return assign.WriteInFlight(c.Stdout, l.Name(), in, format)
+		return assign.WriteInFlight(c.Stdout, f.pool, ms, open, format)
 	})
 }
 
@@ -589,7 +587,7 @@ func runProxyCheck(c *cli.Command, args []string) int {
 		pp.Import(proxies...)
 		rep, err := pp.Check(ctx)
 		if err == nil {
-			err = assign.WriteCheckReport(c.Stdout, p.Name(), rep)
+			err = assign.WriteCheckReport(c.Stdout, f.pool, rep)
 		}
 		return err
 	})

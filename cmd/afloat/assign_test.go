@@ -133,7 +133,7 @@ func TestAssignCooldownAndStatus(t *testing.T) {
 		{c("pick", "--lease", "1s", "--n", "2"), 2, "--n does not go with --lease"},
 		{c("pick", "--lease", "1s", "--sticky", "s"), 2, "--sticky does not go with --lease"},
 		{c("release", "--member", "", "1"), 2, `member name "": want 1 to 512 bytes of UTF-8`},
-		{c("release", "--member", "a", "x"), 2, `lease id "x": want the id Acquire returned`},
+		{c("release", "--member", "a", "x"), 2, `lease id "x": want the id PickLease returned`},
 	})
 
 	status, out, _ := call(t, "", r("status", "--format", "json")...)
@@ -430,7 +430,7 @@ func TestAssignLeasesCommands(t *testing.T) {
 		{r("acquire", "--ttl", "0s"), "--ttl 0s: want 1ms to 24h0m0s"},
 		{r("acquire", "--ttl", "25h"), "--ttl 25h0m0s: want 1ms to 24h0m0s"},
 		{r("release"), "release: 0 lease ids: want 1 to 10000"},
-		{r("release", "xyz"), `lease id "xyz": want the id Acquire returned`},
+		{r("release", "xyz"), `lease id "xyz": want the id PickLeastInFlight returned`},
 		{r("leases", "a"), `members given without --add or --remove: ["a"]`},
 		{r("leases", "--add", "--remove", "a"), "does not go with"},
 		{r("leases", "--add"), "add: 0 members: want 1 to 10000"},

@@ -274,11 +274,11 @@ func TestServeUnderAbuse(t *testing.T) {
 		c, _ := assign.FromRueidis(rc)
 		pool, _ := assign.New(c, "lab")
 		list := func() string {
-			ms, err := pool.List(assigntest.Context(t, 5*time.Second))
+			st, err := pool.Status(assigntest.Context(t, 5*time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}
-			return fmt.Sprint(ms)
+			return fmt.Sprint(st.Members)
 		}
 		before := list()
 		for i, at := range []map[string]string{

@@ -2,12 +2,13 @@
 -- first.
 -- KEYS[1..5] the pool (pool_common), KEYS[6] failures hash, KEYS[7]
 -- failure streaks hash, KEYS[8..9] its leases (expired ones are settled
--- first, up to ARGV[1])
+-- first, up to ARGV[1]), KEYS[10] its creator
 -- Returns {active members and scores, removed members and counts,
 -- failures by member, cooling members and release times, meta, streaks,
 -- settings, now, the leases open ('id member' and deadline, up to ARGV[2]
--- of the first to end), how many are open}, each but now and the number
--- a flat list of name, value.
+-- of the first to end), how many are open, the creator (false for
+-- none)}, each but now, the number and the creator a flat list of name,
+-- value.
 LEASES, LEASEIDX = KEYS[8], KEYS[9]
 lease_lib()
 if not exists_pool() then
@@ -27,4 +28,5 @@ return {
   num(now),
   redis.call('ZRANGE', LEASES, 0, tonumber(ARGV[2]) - 1, 'WITHSCORES'),
   redis.call('ZCARD', LEASES),
+  redis.call('GET', KEYS[10]),
 }
