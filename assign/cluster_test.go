@@ -2,13 +2,16 @@ package assign
 
 import (
 	"context"
+	"errors"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 
 	"github.com/afloat/afloat/assign/assigntest"
@@ -227,6 +230,73 @@ func TestRedisCluster(t *testing.T) {
 		}
 		if err := p.Delete(ctx); err != nil {
 			t.Fatal(err)
+		}
+	}
+
+	// The same pools on the caller's own go-redis cluster client, retries
+	// and redirects off: level batches of one script and of several, a
+	// retried request id counted once, a sticky key, the EVAL fallback in
+	// a pipeline that go-redis splits by node, and a Delete that leaves
+	// nothing of the pool on the node that holds it but the least-in-flight
+	// leases' keys.
+	gc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{nodes[0].srv.Addr}, MaxRetries: -1, MaxRedirects: -1})
+	defer gc.Close()
+	gcc, err := FromGoRedis(gc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := func(p *Pool, n int) {
+		t.Helper()
+		res, err := p.PickBatch(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				t.Fatalf("pool %s on go-redis: batch pick: %v", p.name, r.Err)
+			}
+		}
+	}
+	for i, name := range names {
+		p, err := New(gcc, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Add(ctx, 0, members(20)...); err != nil {
+			t.Fatal(err)
+		}
+		batch(p, 2*pickChunk+1)
+		first, err1 := p.PickID(ctx, "order-2")
+		again, err2 := p.PickID(ctx, "order-2")
+		_, err3 := p.PickSticky(ctx, "session-1")
+		if err := errors.Join(err1, err2, err3); err != nil || again != first {
+			t.Fatalf("pool %s on go-redis: retried pick gave %q, then %q: %v", name, first, again, err)
+		}
+		for _, n := range nodes {
+			n.srv.MustDo("SCRIPT", "FLUSH")
+		}
+		batch(p, 300)
+		if d, sum := spread(t, p); d > 1 || sum != 2*pickChunk+1+1+1+300 {
+			t.Fatalf("pool %s on go-redis: max−min %d (want ≤ 1), sum %d", name, d, sum)
+		}
+		if err := p.Delete(ctx); err != nil {
+			t.Fatal(err)
+		}
+		k := lua.PoolKeys(name)
+		node := nodes[owner(t, nodes, k.Active)]
+		nc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{node.srv.Addr}, ForceSingleClient: true, DisableCache: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		left, err := nc.Do(ctx, nc.B().Keys().Pattern(k.Prefix+"*").Build()).AsStrSlice()
+		nc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range left {
+			if !slices.Contains([]string{k.Inflight, k.Parked, k.Leases, k.LeaseMembers, k.LeaseSeq}, key) {
+				t.Errorf("pool %s (%d) on go-redis: %s left after Delete on its node", name, i, key)
+			}
 		}
 	}
 }

@@ -313,3 +313,39 @@ func ExamplePool_PickLease() {
 	// a fifth: true
 	// after a release: key-2
 }
+
+// Delete removes everything the pool made — members, settings, and the
+// records of request ids and sticky keys too — and nothing else.
+func ExamplePool_Delete() {
+	srv, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
+	defer rdb.Close()
+	c, _ := assign.FromGoRedis(rdb)
+	ctx := context.Background()
+	rdb.Set(ctx, "someone-else's", "x", 0)
+	p, _ := assign.New(c, "proxies")
+	p.Add(ctx, 0, "http://10.0.0.1:3128", "http://10.0.0.2:3128")
+	p.PickID(ctx, "order-1234")    // recorded under its id for 10 minutes
+	p.PickSticky(ctx, "session-7") // and this one for 30
+	p.SetSettings(ctx, assign.Settings{EvictAfter: 3})
+	for _, k := range srv.Keys() {
+		fmt.Println(k)
+	}
+
+	err = p.Delete(ctx)
+	fmt.Println("after Delete:", srv.Keys(), err)
+	_, err = p.Pick(ctx)
+	fmt.Println(errors.Is(err, assign.ErrUnknownPool))
+	// Output:
+	// afloat:assign:{proxies}:counts
+	// afloat:assign:{proxies}:req:order-1234
+	// afloat:assign:{proxies}:settings
+	// afloat:assign:{proxies}:sticky:session-7
+	// someone-else's
+	// after Delete: [someone-else's] <nil>
+	// true
+}

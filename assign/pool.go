@@ -582,14 +582,43 @@ func (p *Pool) Status(ctx context.Context) (Status, error) {
 	return st, nil
 }
 
-// Delete removes the whole pool: members, removed members, failures,
-// cooldowns, weights, limits, streaks, settings, leases, its creator. Request-id records
-// expire on their own.
+// Delete removes everything the pool made on the Redis: its members,
+// removed members, failures, cooldowns, weights, limits, streaks,
+// settings, leases and creator at once — picks answer ErrUnknownPool from
+// then on — and then the records it keeps by request id (PickID,
+// PickBatchIDs, RecordFailureID) and by sticky key, which it finds by a
+// SCAN of the server's keys (by the pool's prefix, in steps of 1,000
+// keys, each a short script, so that a large database is not held up).
+// A least-in-flight Leases of the same name is apart, and stays.
 func (p *Pool) Delete(ctx context.Context) error {
-	err := p.r.c.do(ctx, "DEL", []string{p.k.Active, p.k.Removed, p.k.Failures, p.k.Owner,
-		p.k.Cooling, p.k.Meta, p.k.Streaks, p.k.Settings, p.k.PoolLeases, p.k.PoolLeaseIndex}).Error()
-	return classify("delete", p.name, err)
+	k := p.k
+	err := p.r.c.do(ctx, "DEL", []string{k.Active, k.Removed, k.Failures, k.Owner,
+		k.Cooling, k.Meta, k.Streaks, k.Settings, k.PoolLeases, k.PoolLeaseIndex}).Error()
+	if err != nil {
+		return classify("delete", p.name, err)
+	}
+	args := []string{"0", k.Prefix + "*", strconv.Itoa(sweepStep), k.Inflight, k.Parked, k.Leases, k.LeaseMembers, k.LeaseSeq}
+	for {
+		if err := notStarted(ctx); err != nil {
+			return err
+		}
+		// do, not run: a pool upgraded to the scripts' layout of meta has
+		// none to upgrade now.
+		xs, err := p.r.do(ctx, &call{s: lua.Sweep, keys: []string{k.Active}, args: args}).AsStrSlice()
+		if err != nil {
+			return classify("delete", p.name, err)
+		}
+		if len(xs) != 2 {
+			return fmt.Errorf("assign: delete on pool %q: unexpected answer %q", p.name, xs)
+		}
+		if args[0] = xs[0]; args[0] == "0" {
+			return nil
+		}
+	}
 }
+
+// sweepStep is how many keys one step of Delete's sweep looks at.
+const sweepStep = 1000
 
 type pair struct {
 	name string

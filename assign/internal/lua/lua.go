@@ -88,6 +88,8 @@ var (
 	// Create and Reset make and remake a pool with its creator recorded.
 	Create = load("create")
 	Reset  = load("reset")
+	// Sweep is a step of Delete's sweep of the pool's records by id.
+	Sweep = load("sweep")
 	// Upgrade brings a pool of an older layout of meta to the scripts'
 	// (upgrade.lua); the client runs it before its first script on a pool.
 	Upgrade = load("upgrade", read("skiplist"))
@@ -103,6 +105,8 @@ var (
 // a hash tag ({name}), so that a pool's keys share a Redis Cluster slot
 // and its scripts can run there.
 type Keys struct {
+	// Prefix begins every key of the pool: afloat:assign:{name}:
+	Prefix                               string
 	Active, Removed, Failures, ReqPrefix string
 	FailReqPrefix                        string // a failure's request id: FailReqPrefix + id
 	StickyPrefix                         string // a sticky key's member: StickyPrefix + key
@@ -119,6 +123,7 @@ type Keys struct {
 func PoolKeys(name string) Keys {
 	p := "afloat:assign:{" + name + "}:"
 	return Keys{
+		Prefix: p,
 		Active: p + "counts", Removed: p + "removed", Failures: p + "failures", ReqPrefix: p + "req:", FailReqPrefix: p + "failreq:", Owner: p + "owner", StickyPrefix: p + "sticky:",
 		Cooling: p + "cooling", Meta: p + "meta", Streaks: p + "streaks", Settings: p + "settings",
 		PoolLeases: p + "held", PoolLeaseIndex: p + "held-by-member",
