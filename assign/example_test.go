@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
-	"os"
 	"strings"
 	"time"
 
@@ -170,56 +169,6 @@ func ExampleLeases() {
 	// working on w1 and w2
 	// released twice: false
 	// next on w1
-}
-
-// WriteMembers prints what List returns, as afloat assign list does.
-func ExampleWriteMembers() {
-	ms := []assign.Member{{Name: "a", Count: 3, Active: true}, {Name: "b", Count: 5, Failures: 2}}
-	assign.WriteMembers(os.Stdout, ms, "table")
-	assign.WriteMembers(os.Stdout, ms[:1], "jsonl")
-	fmt.Println(assign.WriteMembers(os.Stdout, ms, "xml"))
-	// Output:
-	// MEMBER  COUNT  STATE    FAILURES
-	// a       3      active   0
-	// b       5      removed  2
-	// {"member":"a","count":3,"active":true,"failures":0}
-	// assign: invalid argument: format "xml": want table or jsonl
-}
-
-// WriteHealth prints probes' outcomes, as afloat proxy check does.
-func ExampleWriteHealth() {
-	assign.WriteHealth(os.Stdout, []assign.Health{
-		{Proxy: "http://127.0.0.1:3128", Healthy: true, Status: 200, Took: 12 * time.Millisecond},
-		{Proxy: "http://127.0.0.1:1", Took: time.Millisecond, Err: "connection refused"},
-	})
-	// Output:
-	// PROXY                  HEALTHY  STATUS  TOOK  ERROR
-	// http://127.0.0.1:3128  true     200     12ms  -
-	// http://127.0.0.1:1     false    -       1ms   connection refused
-	// 1 of 2 healthy
-}
-
-// WriteAdded says what Add did, as afloat assign add does.
-func ExampleWriteAdded() {
-	assign.WriteAdded(os.Stdout, "proxies", assign.AddResult{Added: 2})
-	assign.WriteAdded(os.Stdout, "proxies", assign.AddResult{Added: 1, Active: 1, Removed: 2})
-	// Output:
-	// added 2 to pool "proxies"
-	// added 1 to pool "proxies"; 1 already active (counts untouched); 2 removed (afloat assign restore brings them back)
-}
-
-// WriteCheckReport prints what a ProxyPool's Check did, as afloat proxy
-// check --pool does.
-func ExampleWriteCheckReport() {
-	assign.WriteCheckReport(os.Stdout, "proxies", assign.CheckReport{
-		Health: []assign.Health{{Proxy: "http://127.0.0.1:3128", Healthy: true, Status: 200, Took: 12 * time.Millisecond}},
-		Joined: []string{"http://127.0.0.1:3128"},
-	})
-	// Output:
-	// PROXY                  HEALTHY  STATUS  TOOK  ERROR
-	// http://127.0.0.1:3128  true     200     12ms  -
-	// 1 of 1 healthy
-	// pool "proxies": 1 joined, 0 restored, 0 left
 }
 
 // An API key that answered 429 with Retry-After cools down: no worker

@@ -1,4 +1,4 @@
-package assign
+package assigncli
 
 import (
 	"cmp"
@@ -8,13 +8,15 @@ import (
 	"strconv"
 	"text/tabwriter"
 	"time"
+
+	"github.com/afloat/afloat/assign"
 )
 
-// WriteMembers prints a pool's members (List) in format: "table", a
-// column each for the name, the count, the state and the failures, or
-// "jsonl", one Member a line. An unknown format is ErrInvalid, and nothing
-// is written.
-func WriteMembers(w io.Writer, ms []Member, format string) error {
+// writeMembers prints a pool's members (Status.Members) in format:
+// "table", a column each for the name, the count, the state and the
+// failures, or "jsonl", one assign.Member a line. An unknown format is
+// assign.ErrInvalid, and nothing is written.
+func writeMembers(w io.Writer, ms []assign.Member, format string) error {
 	switch format {
 	case "jsonl":
 		enc := json.NewEncoder(w)
@@ -33,13 +35,13 @@ func WriteMembers(w io.Writer, ms []Member, format string) error {
 		}
 		return tw.Flush()
 	}
-	return fmt.Errorf("%w: format %q: want table or jsonl", ErrInvalid, format)
+	return fmt.Errorf("%w: format %q: want table or jsonl", assign.ErrInvalid, format)
 }
 
-// WriteHealth prints probes' outcomes (CheckProxies, CheckReport.Health)
+// writeHealth prints probes' outcomes (CheckProxies, CheckReport.Health)
 // as a table, "-" where a probe has no status or no error, then how many
 // of them were healthy.
-func WriteHealth(w io.Writer, hs []Health) error {
+func writeHealth(w io.Writer, hs []assign.Health) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROXY\tHEALTHY\tSTATUS\tTOOK\tERROR")
 	healthy := 0
@@ -60,8 +62,8 @@ func WriteHealth(w io.Writer, hs []Health) error {
 	return err
 }
 
-// WriteAdded prints what Add or AddAtMinimum did to the pool, one line.
-func WriteAdded(w io.Writer, pool string, r AddResult) error {
+// writeAdded prints what Add did to the pool, one line.
+func writeAdded(w io.Writer, pool string, r assign.AddResult) error {
 	line := fmt.Sprintf("added %d to pool %q", r.Added, pool)
 	if r.Active > 0 {
 		line += fmt.Sprintf("; %d already active (counts untouched)", r.Active)
@@ -73,17 +75,17 @@ func WriteAdded(w io.Writer, pool string, r AddResult) error {
 	return err
 }
 
-// WriteCheckReport prints what ProxyPool.Check did: every probe
-// (WriteHealth), then how many members joined, came back and left.
-func WriteCheckReport(w io.Writer, pool string, r CheckReport) error {
-	if err := WriteHealth(w, r.Health); err != nil {
+// writeCheckReport prints what ProxyPool.Check did: every probe
+// (writeHealth), then how many members joined, came back and left.
+func writeCheckReport(w io.Writer, pool string, r assign.CheckReport) error {
+	if err := writeHealth(w, r.Health); err != nil {
 		return err
 	}
 	_, err := fmt.Fprintf(w, "pool %q: %d joined, %d restored, %d left\n", pool, len(r.Joined), len(r.Restored), len(r.Left))
 	return err
 }
 
-func memberState(m Member) string {
+func memberState(m assign.Member) string {
 	switch {
 	case !m.Active:
 		return "removed"
@@ -95,23 +97,23 @@ func memberState(m Member) string {
 	return "active"
 }
 
-// CheckStatusFormat refuses a format WriteStatus does not write, so that
-// a command line can be refused before anything connects.
-func CheckStatusFormat(format string) error {
+// checkFormat refuses a format writeStatus and writeInFlight do not
+// write, so that a command line can be refused before anything connects.
+func checkFormat(format string) error {
 	if format != "table" && format != "json" {
-		return fmt.Errorf("%w: format %q: want table or json", ErrInvalid, format)
+		return fmt.Errorf("%w: format %q: want table or json", assign.ErrInvalid, format)
 	}
 	return nil
 }
 
-// WriteStatus prints a pool's status in format: "json", the Status as one
-// JSON object, or "table": the settings and Redis's clock on a line, then
+// writeStatus prints a pool's status in format: "json", the assign.Status
+// as one JSON object, or "table": the settings and Redis's clock on a line, then
 // a line per member with its count, weight, limit, leases in flight (and
 // cap), state, streak, failures and, for a cooling or full member, when it
 // comes back and how long that is from the clock's reading; then the
 // leases open, if any.
-func WriteStatus(w io.Writer, st Status, format string) error {
-	if err := CheckStatusFormat(format); err != nil {
+func writeStatus(w io.Writer, st assign.Status, format string) error {
+	if err := checkFormat(format); err != nil {
 		return err
 	}
 	if format == "json" {
@@ -149,9 +151,9 @@ func WriteStatus(w io.Writer, st Status, format string) error {
 	return tw.Flush()
 }
 
-// WriteCooling prints when each member comes back (CooldownFor's answer),
+// writeCooling prints when each member comes back (CooldownFor's answer),
 // a line each.
-func WriteCooling(w io.Writer, pool string, members []string, until []time.Time) error {
+func writeCooling(w io.Writer, pool string, members []string, until []time.Time) error {
 	for i, m := range members {
 		if i >= len(until) {
 			break
@@ -163,16 +165,12 @@ func WriteCooling(w io.Writer, pool string, members []string, until []time.Time)
 	return nil
 }
 
-// WriteInFlight prints a least-in-flight pool (Leases.List) in format:
+// writeInFlight prints a least-in-flight pool (Leases.List) in format:
 // "json", one object with the pool, the leases open and each member's
 // in-flight count, or "table": the leases open on a line, then a line per
 // member.
-func WriteInFlight(w io.Writer, pool string, members []Member, open int, format string) error {
-	in := struct {
-		Members []Member
-		Open    int
-	}{members, open}
-	if err := CheckStatusFormat(format); err != nil {
+func writeInFlight(w io.Writer, pool string, members []assign.Member, open int, format string) error {
+	if err := checkFormat(format); err != nil {
 		return err
 	}
 	type member struct {
@@ -180,8 +178,8 @@ func WriteInFlight(w io.Writer, pool string, members []Member, open int, format 
 		InFlight int64  `json:"in_flight"`
 		Active   bool   `json:"active"`
 	}
-	ms := make([]member, len(in.Members))
-	for i, m := range in.Members {
+	ms := make([]member, len(members))
+	for i, m := range members {
 		ms[i] = member{m.Name, m.Count, m.Active}
 	}
 	if format == "json" {
@@ -189,9 +187,9 @@ func WriteInFlight(w io.Writer, pool string, members []Member, open int, format 
 			Pool    string   `json:"pool"`
 			Open    int      `json:"open"`
 			Members []member `json:"members"`
-		}{pool, in.Open, ms})
+		}{pool, open, ms})
 	}
-	fmt.Fprintf(w, "pool %q: %d leases open (expired ones not yet reclaimed included)\n", pool, in.Open)
+	fmt.Fprintf(w, "pool %q: %d leases open (expired ones not yet reclaimed included)\n", pool, open)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MEMBER\tIN FLIGHT\tSTATE")
 	for _, m := range ms {

@@ -1,4 +1,4 @@
-package main
+package assigncli
 
 import (
 	"cmp"
@@ -103,9 +103,9 @@ func assignFail(c *cli.Command, err error) int {
 	return c.Fail(err, assign.ErrInvalid, assign.ErrUnknownPool, assign.ErrUnknownMember)
 }
 
-// runAssignMembers runs add, remove or restore: the commands that change
-// the members given as arguments and say what they did in one line.
-func runAssignMembers(op string) func(c *cli.Command, args []string) int {
+// Members is assign add, remove or restore (op): the commands that
+// change the members given as arguments and say what they did in one line.
+func Members(op string) func(c *cli.Command, args []string) int {
 	return func(c *cli.Command, args []string) int {
 		var f poolFlags
 		var count int64
@@ -146,7 +146,7 @@ func runAssignMembers(op string) func(c *cli.Command, args []string) int {
 			case err != nil:
 				return err
 			case op == "add":
-				return assign.WriteAdded(c.Stdout, f.pool, r)
+				return writeAdded(c.Stdout, f.pool, r)
 			}
 			_, err = fmt.Fprintln(c.Stdout, done)
 			return err
@@ -154,7 +154,9 @@ func runAssignMembers(op string) func(c *cli.Command, args []string) int {
 	}
 }
 
-func runAssignList(c *cli.Command, args []string) int {
+// List is assign list: a pool's members and counts, as a table or JSON
+// lines.
+func List(c *cli.Command, args []string) int {
 	var f poolFlags
 	var format string
 	f.register(c)
@@ -167,12 +169,13 @@ func runAssignList(c *cli.Command, args []string) int {
 		if err != nil {
 			return err
 		}
-		return assign.WriteMembers(c.Stdout, st.Members, format)
+		return writeMembers(c.Stdout, st.Members, format)
 	})
 }
 
-// runAssignCooldown puts members aside for a while, all or none.
-func runAssignCooldown(c *cli.Command, args []string) int {
+// Cooldown is assign cooldown: members put aside for a while, all or
+// none.
+func Cooldown(c *cli.Command, args []string) int {
 	var f poolFlags
 	var d time.Duration
 	f.register(c)
@@ -189,13 +192,13 @@ func runAssignCooldown(c *cli.Command, args []string) int {
 		if err != nil {
 			return err
 		}
-		return assign.WriteCooling(c.Stdout, f.pool, members, until)
+		return writeCooling(c.Stdout, f.pool, members, until)
 	})
 }
 
-// runAssignLimit sets or clears members' rate limits and concurrency
-// caps, all or none.
-func runAssignLimit(c *cli.Command, args []string) int {
+// Limit is assign limit: members' rate limits and concurrency caps set
+// or cleared, all or none.
+func Limit(c *cli.Command, args []string) int {
 	var f poolFlags
 	var l assign.Limit
 	var clear bool
@@ -268,8 +271,9 @@ func capConcurrency(ctx context.Context, c *cli.Command, p *assign.Pool, pool st
 	return err
 }
 
-// runAssignStatus prints a pool's members, settings and cooldowns.
-func runAssignStatus(c *cli.Command, args []string) int {
+// Status is assign status: a pool's members, settings, cooldowns and
+// leases open.
+func Status(c *cli.Command, args []string) int {
 	var f poolFlags
 	var format string
 	f.register(c)
@@ -277,7 +281,7 @@ func runAssignStatus(c *cli.Command, args []string) int {
 	if status, ok := c.ParseFlags(args); !ok {
 		return status
 	}
-	if err := assign.CheckStatusFormat(format); err != nil {
+	if err := checkFormat(format); err != nil {
 		return c.Refuse(err)
 	}
 	return f.run(c, time.Minute, func(ctx context.Context, p *assign.Pool) error {
@@ -285,14 +289,15 @@ func runAssignStatus(c *cli.Command, args []string) int {
 		if err != nil {
 			return err
 		}
-		return assign.WriteStatus(c.Stdout, st, format)
+		return writeStatus(c.Stdout, st, format)
 	})
 }
 
-// runAssignSettings sets a pool's eviction streak and last resort: the
-// flags given change, the others keep their values (read, then written:
-// two people setting a pool's settings at once may undo each other's).
-func runAssignSettings(c *cli.Command, args []string) int {
+// Settings is assign settings: a pool's eviction streak and last resort.
+// The flags given change, the others keep their values (read, then
+// written: two people setting a pool's settings at once may undo each
+// other's).
+func Settings(c *cli.Command, args []string) int {
 	var f poolFlags
 	var s assign.Settings
 	f.register(c)
@@ -324,7 +329,10 @@ func runAssignSettings(c *cli.Command, args []string) int {
 	})
 }
 
-func runAssignPick(c *cli.Command, args []string) int {
+// Pick is assign pick: the least-used member, or n of them in one round
+// trip, with a request id or a sticky key; with --lease, the least used
+// with room, leased (Pool.PickLease).
+func Pick(c *cli.Command, args []string) int {
 	var f poolFlags
 	var n int
 	var id, sticky string
@@ -381,10 +389,11 @@ func runAssignPick(c *cli.Command, args []string) int {
 	})
 }
 
-// runAssignAcquire leases the member with the fewest leases open, of the
-// pool's least-in-flight variant, and prints the member, the lease id and
-// its deadline on Redis's clock, tab-separated, on one line.
-func runAssignAcquire(c *cli.Command, args []string) int {
+// Acquire is assign acquire: a lease on the member with the fewest leases
+// open, of the pool's least-in-flight variant (Leases.PickLeastInFlight),
+// printed as the member, the lease id and its deadline on Redis's clock,
+// tab-separated, on one line.
+func Acquire(c *cli.Command, args []string) int {
 	var f poolFlags
 	var ttl time.Duration
 	f.register(c)
@@ -408,9 +417,9 @@ func runAssignAcquire(c *cli.Command, args []string) int {
 	})
 }
 
-// runAssignRelease ends leases by their ids; one released already, or
-// reclaimed at its deadline, is counted apart and is no error.
-func runAssignRelease(c *cli.Command, args []string) int {
+// Release is assign release: leases ended by their ids; one released
+// already, or reclaimed at its deadline, is counted apart and is no error.
+func Release(c *cli.Command, args []string) int {
 	var f poolFlags
 	var member string
 	f.register(c)
@@ -456,10 +465,10 @@ func runAssignRelease(c *cli.Command, args []string) int {
 	})
 }
 
-// runAssignLeases shows the pool's least-in-flight variant: the leases
-// open on each member. With --add or --remove it changes its members
-// instead.
-func runAssignLeases(c *cli.Command, args []string) int {
+// Leases is assign leases: the pool's least-in-flight variant, the
+// leases open on each member. With --add or --remove it changes its
+// members instead.
+func Leases(c *cli.Command, args []string) int {
 	var f poolFlags
 	var format string
 	var add, remove bool
@@ -477,7 +486,7 @@ func runAssignLeases(c *cli.Command, args []string) int {
 	if !add && !remove && len(members) > 0 {
 		return c.Refuse(fmt.Errorf("members given without --add or --remove: %q", members))
 	}
-	if err := assign.CheckStatusFormat(format); err != nil {
+	if err := checkFormat(format); err != nil {
 		return c.Refuse(err)
 	}
 	return f.runLeases(c, time.Minute, func(ctx context.Context, l *assign.Leases) error {
@@ -500,11 +509,13 @@ func runAssignLeases(c *cli.Command, args []string) int {
 		if err != nil {
 			return err
 		}
-		return assign.WriteInFlight(c.Stdout, f.pool, ms, open, format)
+		return writeInFlight(c.Stdout, f.pool, ms, open, format)
 	})
 }
 
-func runAssignBench(c *cli.Command, args []string) int {
+// Bench is assign bench: picks a second on a pool of the given Redis,
+// beside redis-benchmark (package assignbench).
+func Bench(c *cli.Command, args []string) int {
 	cfg := assignbench.DefaultConfig("")
 	var asJSON bool
 	redisFlag(c, &cfg.RedisURL)
@@ -537,7 +548,9 @@ func runAssignBench(c *cli.Command, args []string) int {
 	return assignFail(c, err)
 }
 
-func runProxyCheck(c *cli.Command, args []string) int {
+// ProxyCheck is proxy check: candidate proxies from a list probed, and a
+// pool brought in line with the probes when one is named.
+func ProxyCheck(c *cli.Command, args []string) int {
 	probe := assign.DefaultProbeConfig("")
 	// One check, one probe each: there is no streak to wait for, so the
 	// pool follows this probe (Fall and Rise damp a ProxyPool.Run loop).
@@ -575,7 +588,7 @@ func runProxyCheck(c *cli.Command, args []string) int {
 		defer stop()
 		health, err := assign.CheckProxies(ctx, proxies, probe)
 		if err == nil {
-			err = assign.WriteHealth(c.Stdout, health)
+			err = writeHealth(c.Stdout, health)
 		}
 		return c.Fail(err)
 	}
@@ -587,7 +600,7 @@ func runProxyCheck(c *cli.Command, args []string) int {
 		pp.Import(proxies...)
 		rep, err := pp.Check(ctx)
 		if err == nil {
-			err = assign.WriteCheckReport(c.Stdout, f.pool, rep)
+			err = writeCheckReport(c.Stdout, f.pool, rep)
 		}
 		return err
 	})
