@@ -393,7 +393,7 @@ fuzz:
 	$(GO) test ./internal/loadgen -run '^$$' -fuzz '^FuzzHTTPWhole$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/loadgen -run '^$$' -fuzz '^FuzzGRPCRead$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/loadgen -run '^$$' -fuzz '^FuzzParseSteal$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./assign -run '^$$' -fuzz '^FuzzParseProxyList$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./assign/proxypool -run '^$$' -fuzz '^FuzzParseList$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/redisurl -run '^$$' -fuzz '^FuzzClientOptions$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/eventlog -run '^$$' -fuzz '^FuzzParseEvent$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/eventlog -run '^$$' -fuzz '^FuzzParseLimits$$' -fuzztime $(FUZZTIME)

@@ -29,20 +29,24 @@
 // member — there is none — and are apart for the one that fills pools.
 //
 // The score counts assignments, whatever became of them; it is not a
-// measure of work in progress. Leases is the least-in-flight variant for
-// that: Acquire returns a lease, Release ends it, and the server reclaims a
-// lease at its deadline by its own clock.
+// measure of work in progress. For work that takes a while there are two
+// algorithms, each returning a Lease that Release ends (or the server, at
+// its deadline, by its own clock): Pool.PickLease, the least used that
+// has room under its concurrency cap (SetConcurrency), counted as a pick;
+// and Leases.PickLeastInFlight, the member with the fewest leases open.
 //
 // Eligibility lives in Redis, so every worker agrees on it: Remove moves a
 // member's count aside, Restore brings it back by a RestorePolicy (the
 // current minimum by default; keeping the history or starting at zero pile
-// picks onto it until it catches up). ProxyPool health-checks proxies from
-// a list and gives an http.Transport the least-used healthy one per request.
+// picks onto it until it catches up); Add with AtMinimum starts newcomers
+// level. Status reads it all at one instant; Delete removes everything a
+// pool made. Package proxypool health-checks proxies from a list on a
+// pool and gives an http.Client the least-used healthy one per request.
 //
-// A member can be put aside for a while (Cooldown, CooldownFor, or
-// RecordFailureRetryAfter for a 429 with Retry-After): no worker picks it
-// until then, by Redis's clock, and it comes back by itself. N failures in
-// a row (Settings.EvictAfter) evict a member; RecordSuccess ends a streak.
+// A member can be put aside for a while (CooldownFor, or RecordFailure
+// with the retry-after of a 429): no worker picks it until then, by
+// Redis's clock, and it comes back by itself. N failures in a row
+// (Settings.EvictAfter) evict a member; RecordSuccess ends a streak.
 // When every member is cooling, a pick fails with a *CoolingError that
 // says when the first comes back, or (LastResortEarliest) takes that one.
 // A member of weight w (AddWeighted, SetWeight) takes w times the share;

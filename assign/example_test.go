@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
 	"strings"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 
 	"github.com/afloat/afloat/assign"
 )
@@ -63,27 +60,93 @@ func Example() {
 	// http://10.0.0.2:3128 1
 }
 
-// ParseProxyList reads a candidate list; bad lines are reported with their
-// numbers, and the rest is kept.
-func ExampleParseProxyList() {
-	list := `# candidates
-127.0.0.1:3128
-socks5://user:secret@127.0.0.1:1080
-127.0.0.1:99999
-ftp://127.0.0.1:21
-`
-	proxies, bad, _ := assign.ParseProxyList(strings.NewReader(list))
-	for _, u := range proxies {
-		fmt.Println(u.Redacted())
+// A service gives package assign the go-redis client it has — a
+// *redis.Client, a *redis.ClusterClient or a *redis.Ring — with go-redis's
+// retries off: a pick is not idempotent, and go-redis resends a command
+// after a lost connection by default, which would count assignments
+// nobody received. A client with retries on is refused.
+func ExampleFromGoRedis() {
+	srv, err := miniredis.Run() // the service's Redis
+	if err != nil {
+		panic(err)
 	}
-	for _, b := range bad {
-		fmt.Println(b)
+	defer srv.Close()
+
+	def := redis.NewClient(&redis.Options{Addr: srv.Addr()}) // MaxRetries 3 by default
+	defer def.Close()
+	_, err = assign.FromGoRedis(def)
+	fmt.Println(errors.Is(err, assign.ErrInvalid))
+
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
+	defer rdb.Close() // the service's client: it closes it, not package assign
+	c, err := assign.FromGoRedis(rdb)
+	if err != nil {
+		fmt.Println(err)
+		return
 	}
+	ctx := context.Background()
+	p, _ := assign.New(c, "proxies")
+	p.Add(ctx, 0, "http://10.0.0.1:3128", "http://10.0.0.2:3128")
+	res, _ := p.PickBatch(ctx, 3) // one round trip
+	for _, r := range res {
+		fmt.Println(r.Member, r.Err)
+	}
+	fmt.Println(rdb.Ping(ctx).Val()) // still the service's, and open
 	// Output:
-	// http://127.0.0.1:3128
-	// socks5://user:xxxxx@127.0.0.1:1080
-	// line 4: "127.0.0.1:99999": assign: invalid argument: proxy: port "99999": want 1 to 65535
-	// line 5: "ftp://127.0.0.1:21": assign: invalid argument: proxy: scheme "ftp": want http, https or socks5
+	// true
+	// http://10.0.0.1:3128 <nil>
+	// http://10.0.0.2:3128 <nil>
+	// http://10.0.0.1:3128 <nil>
+	// PONG
+}
+
+// A service on rueidis gives its client as it is: rueidis never resends a
+// write such as the pick's script, and it pipelines the calls of many
+// goroutines on one connection by itself.
+func ExampleFromRueidis() {
+	srv, err := miniredis.Run() // the service's Redis
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	// Client-side caching off only because the in-process server here
+	// lacks it; package assign does not use it.
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true})
+	if err != nil {
+		panic(err)
+	}
+	defer rc.Close()
+	c, _ := assign.FromRueidis(rc)
+	ctx := context.Background()
+	p, _ := assign.New(c, "api-keys")
+	p.Add(ctx, 0, "key-1", "key-2")
+	m1, _ := p.PickID(ctx, "req-1")
+	m2, _ := p.PickID(ctx, "req-1") // the same request, retried: the same key, counted once
+	m3, _ := p.Pick(ctx)
+	fmt.Println(m1, m2, m3)
+	// Output:
+	// key-1 key-1 key-2
+}
+
+// Newcomers start level with the least used (AtMinimum), not at zero,
+// where they would take every pick until they caught up.
+func ExamplePool_Add() {
+	c, stop := dialDemo()
+	defer stop()
+	ctx := context.Background()
+	p, _ := assign.New(c, "proxies")
+	p.Add(ctx, 40, "a", "b")
+	r, _ := p.Add(ctx, assign.AtMinimum, "c", "a") // a is there already: untouched
+	fmt.Printf("%+v\n", r)
+	var picks []string
+	for range 6 {
+		m, _ := p.Pick(ctx)
+		picks = append(picks, m)
+	}
+	fmt.Println(strings.Join(picks, " "))
+	// Output:
+	// {Added:1 Active:1 Removed:0}
+	// a b c a b c
 }
 
 // A policy reads its name as a flag or a JSON field does; an unknown
@@ -101,53 +164,9 @@ func ExampleRestorePolicy_UnmarshalText() {
 	// current-minimum assign: invalid argument: restore policy "newest": want current-minimum, keep-history, zero
 }
 
-// An http.Client that sends each request through the least-used healthy
-// proxy of the pool. Of the two candidates, one is a forward proxy on
-// loopback and the other is down: a check lets only the first in.
-func ExampleProxyPool_Transport() {
-	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "%s %s through a proxy", r.Method, r.URL.Path)
-	}))
-	defer backend.Close()
-	proxy := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(*httputil.ProxyRequest) {}})
-	defer proxy.Close()
-	down := httptest.NewServer(http.NotFoundHandler())
-	down.Close() // nothing listens there any more
-
-	c, stop := dialDemo()
-	defer stop()
-	ctx := context.Background()
-	p, _ := assign.New(c, "proxies")
-	probe := assign.DefaultProbeConfig(backend.URL + "/health")
-	probe.Fall, probe.Rise = 1, 1 // one probe decides; the default damps flapping
-	pp, _ := assign.NewProxyPool(p, probe, assign.RestoreCurrentMinimum)
-	proxies, _, _ := assign.ParseProxyList(strings.NewReader(proxy.URL + "\n" + down.URL + "\n"))
-	pp.Import(proxies...)
-	// A service runs go pp.Run(ctx, 30*time.Second): a check now, then
-	// every 30 s. Here one check.
-	rep, err := pp.Check(ctx)
-	fmt.Println(len(rep.Joined), "of", len(rep.Health), "candidates joined", err)
-
-	client := &http.Client{Transport: pp.Transport(nil)}
-	resp, err := client.Get(backend.URL + "/orders")
-	if errors.Is(err, assign.ErrPoolEmpty) {
-		return // no healthy proxy: nothing was dialled
-	}
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	fmt.Println(string(body))
-	// Output:
-	// 1 of 2 candidates joined <nil>
-	// GET /orders through a proxy
-}
-
 // Least in flight: lease a member for the work, release it after; the
 // next lease goes to the member with the fewest open.
-func ExampleLeases() {
+func ExampleLeases_PickLeastInFlight() {
 	c, stop := dialDemo()
 	defer stop()
 	ctx := context.Background()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/afloat/afloat/assign"
 	"github.com/afloat/afloat/assign/assignbench"
+	"github.com/afloat/afloat/assign/proxypool"
 	"github.com/afloat/afloat/internal/cli"
 	"github.com/afloat/afloat/internal/redisurl"
 )
@@ -551,9 +552,9 @@ func Bench(c *cli.Command, args []string) int {
 // ProxyCheck is proxy check: candidate proxies from a list probed, and a
 // pool brought in line with the probes when one is named.
 func ProxyCheck(c *cli.Command, args []string) int {
-	probe := assign.DefaultProbeConfig("")
+	probe := proxypool.DefaultProbeConfig("")
 	// One check, one probe each: there is no streak to wait for, so the
-	// pool follows this probe (Fall and Rise damp a ProxyPool.Run loop).
+	// pool follows this probe (Fall and Rise damp a proxypool.Pool.Run loop).
 	probe.Fall, probe.Rise = 1, 1
 	var f poolFlags
 	var pol assign.RestorePolicy
@@ -586,14 +587,14 @@ func ProxyCheck(c *cli.Command, args []string) int {
 	if f.pool == "" {
 		ctx, stop := cli.Interruptible()
 		defer stop()
-		health, err := assign.CheckProxies(ctx, proxies, probe)
+		health, err := proxypool.Probe(ctx, proxies, probe)
 		if err == nil {
 			err = writeHealth(c.Stdout, health)
 		}
 		return c.Fail(err)
 	}
 	return f.run(c, 0, func(ctx context.Context, p *assign.Pool) error {
-		pp, err := assign.NewProxyPool(p, probe, pol)
+		pp, err := proxypool.New(p, probe, pol)
 		if err != nil {
 			return err
 		}
@@ -614,7 +615,7 @@ func readProxies(c *cli.Command, file string) ([]*url.URL, error) {
 		return nil, err
 	}
 	defer in.Close()
-	proxies, bad, err := assign.ParseProxyList(in)
+	proxies, bad, err := proxypool.ParseList(in)
 	for _, b := range bad {
 		fmt.Fprintf(c.Stderr, "afloat proxy check: %s: skipped %v\n", name, b)
 	}

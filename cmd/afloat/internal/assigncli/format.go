@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/afloat/afloat/assign"
+	"github.com/afloat/afloat/assign/proxypool"
 )
 
 // writeMembers prints a pool's members (Status.Members) in format:
@@ -38,10 +39,10 @@ func writeMembers(w io.Writer, ms []assign.Member, format string) error {
 	return fmt.Errorf("%w: format %q: want table or jsonl", assign.ErrInvalid, format)
 }
 
-// writeHealth prints probes' outcomes (CheckProxies, CheckReport.Health)
+// writeHealth prints probes' outcomes (proxypool.Probe, Report.Health)
 // as a table, "-" where a probe has no status or no error, then how many
 // of them were healthy.
-func writeHealth(w io.Writer, hs []assign.Health) error {
+func writeHealth(w io.Writer, hs []proxypool.Health) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROXY\tHEALTHY\tSTATUS\tTOOK\tERROR")
 	healthy := 0
@@ -75,9 +76,9 @@ func writeAdded(w io.Writer, pool string, r assign.AddResult) error {
 	return err
 }
 
-// writeCheckReport prints what ProxyPool.Check did: every probe
+// writeCheckReport prints what proxypool.Pool.Check did: every probe
 // (writeHealth), then how many members joined, came back and left.
-func writeCheckReport(w io.Writer, pool string, r assign.CheckReport) error {
+func writeCheckReport(w io.Writer, pool string, r proxypool.Report) error {
 	if err := writeHealth(w, r.Health); err != nil {
 		return err
 	}

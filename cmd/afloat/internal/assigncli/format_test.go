@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/afloat/afloat/assign"
+	"github.com/afloat/afloat/assign/proxypool"
 )
 
 // TestFormatters: what each command prints, byte for byte, from values
@@ -44,7 +45,7 @@ func TestFormatters(t *testing.T) {
 		}, "added 2 to pool \"proxies\"\n" +
 			"added 1 to pool \"proxies\"; 1 already active (counts untouched); 2 removed (afloat assign restore brings them back)\n"},
 		{"health", func(w *bytes.Buffer) error {
-			return writeHealth(w, []assign.Health{
+			return writeHealth(w, []proxypool.Health{
 				{Proxy: "http://127.0.0.1:3128", Healthy: true, Status: 200, Took: 12 * time.Millisecond},
 				{Proxy: "http://127.0.0.1:1", Took: time.Millisecond, Err: "connection refused"},
 			})
@@ -53,8 +54,8 @@ func TestFormatters(t *testing.T) {
 			"http://127.0.0.1:1     false    -       1ms   connection refused\n" +
 			"1 of 2 healthy\n"},
 		{"a check's report", func(w *bytes.Buffer) error {
-			return writeCheckReport(w, "proxies", assign.CheckReport{
-				Health: []assign.Health{{Proxy: "http://127.0.0.1:3128", Healthy: true, Status: 200, Took: 12 * time.Millisecond}},
+			return writeCheckReport(w, "proxies", proxypool.Report{
+				Health: []proxypool.Health{{Proxy: "http://127.0.0.1:3128", Healthy: true, Status: 200, Took: 12 * time.Millisecond}},
 				Joined: []string{"http://127.0.0.1:3128"},
 			})
 		}, "PROXY                  HEALTHY  STATUS  TOOK  ERROR\n" +

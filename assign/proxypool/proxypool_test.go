@@ -1,4 +1,4 @@
-package assign
+package proxypool
 
 import (
 	"context"
@@ -13,7 +13,57 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/afloat/afloat/assign"
+	"github.com/afloat/afloat/assign/assigntest"
 )
+
+// newClient starts a redis-server of the test's own and gives package
+// assign a go-redis client of it, as a user does.
+func newClient(t *testing.T) *assign.Client {
+	t.Helper()
+	srv := assigntest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	c, err := assign.FromGoRedis(rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func newPool(t *testing.T, c *assign.Client, name string) *assign.Pool {
+	t.Helper()
+	p, err := assign.New(c, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func ctxFor(t *testing.T) context.Context { return assigntest.Context(t, time.Minute) }
+
+// counts is each member's count.
+func counts(t *testing.T, p *assign.Pool) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	for _, m := range list(t, p) {
+		out[m.Name] = m.Count
+	}
+	return out
+}
+
+// list is the pool's members.
+func list(t *testing.T, p *assign.Pool) []assign.Member {
+	t.Helper()
+	st, err := p.Status(ctxFor(t))
+	if err != nil && !errors.Is(err, assign.ErrUnknownPool) {
+		t.Fatal(err)
+	}
+	return st.Members
+}
 
 // forwardProxy is a real HTTP forward proxy on loopback that can be made
 // to fail: it answers 502 while broken, as a proxy that cannot reach the
@@ -65,8 +115,8 @@ func closedPort(t *testing.T) string {
 	return addr
 }
 
-func TestProxyPool(t *testing.T) {
-	_, c := newClient(t)
+func TestPool(t *testing.T) {
+	c := newClient(t)
 	ctx := ctxFor(t)
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
 	defer target.Close()
@@ -75,15 +125,15 @@ func TestProxyPool(t *testing.T) {
 	bad.broken.Store(true)
 	flaky.broken.Store(true)
 	refused := closedPort(t)
-	list := fmt.Sprintf("%s\n%s\n%s\n%s\n%s\nnot a proxy\n", good1.member(), strings.TrimPrefix(good2.member(), "http://"), bad.member(), refused, flaky.member())
-	urls, badLines, err := ParseProxyList(strings.NewReader(list))
-	if err != nil || len(urls) != 5 || len(badLines) != 1 || badLines[0].Line != 6 {
+	text := fmt.Sprintf("%s\n%s\n%s\n%s\n%s\nnot a proxy\n", good1.member(), strings.TrimPrefix(good2.member(), "http://"), bad.member(), refused, flaky.member())
+	urls, badLines, err := ParseList(strings.NewReader(text))
+	if err != nil || len(urls) != 5 || len(badLines) != 1 || badLines[0].(lineError).line != 6 {
 		t.Fatalf("list: %d proxies, bad lines %v, %v", len(urls), badLines, err)
 	}
 
 	p := newPool(t, c, "proxies")
 	probe := ProbeConfig{URL: target.URL + "/health", Timeout: 2 * time.Second, Concurrency: 4}
-	pp, err := NewProxyPool(p, probe, RestoreCurrentMinimum)
+	pp, err := New(p, probe, assign.RestoreCurrentMinimum)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +169,7 @@ func TestProxyPool(t *testing.T) {
 	}
 
 	// Before any check nothing is eligible: no pool at all yet.
-	if _, err := client.Get(target.URL); !errors.Is(err, ErrUnknownPool) || dials.Load() != 0 {
+	if _, err := client.Get(target.URL); !errors.Is(err, assign.ErrUnknownPool) || dials.Load() != 0 {
 		t.Fatalf("request before the first check: %v, %d dials", err, dials.Load())
 	}
 
@@ -152,7 +202,7 @@ func TestProxyPool(t *testing.T) {
 	if len(errs) != 10 {
 		t.Fatalf("%d of 30 requests failed, want good2's 10: %v", len(errs), errs)
 	}
-	ms, _ := p.list(ctx)
+	ms := list(t, p)
 	for _, m := range ms {
 		if m.Name == good2.member() && (m.Failures != 10 || m.Count != 60) {
 			t.Fatalf("good2: %+v, want 60 assignments and 10 failures", m)
@@ -164,14 +214,14 @@ func TestProxyPool(t *testing.T) {
 	}
 
 	// 4. Everything breaks: the pool empties, and a request fails with
-	// ErrPoolEmpty before any dial.
+	// assign.ErrPoolEmpty before any dial.
 	good1.broken.Store(true)
 	flaky.broken.Store(true)
 	check("all break", nil, nil, []string{good1.member(), flaky.member()})
 	before := dials.Load()
 	_, err = client.Get(target.URL)
-	if !errors.Is(err, ErrPoolEmpty) {
-		t.Fatalf("request on an empty pool: %v, want ErrPoolEmpty", err)
+	if !errors.Is(err, assign.ErrPoolEmpty) {
+		t.Fatalf("request on an empty pool: %v, want assign.ErrPoolEmpty", err)
 	}
 	if dials.Load() != before {
 		t.Fatalf("an empty pool dialled %d times", dials.Load()-before)
@@ -184,7 +234,7 @@ func TestProxyPool(t *testing.T) {
 	if ok, errs := get(5); ok != 5 || flaky.carried.Load() == 0 {
 		t.Fatalf("after the restore: %d of 5: %v", ok, errs)
 	}
-	for _, h := range pp.LastHealth() {
+	for _, h := range pp.lastHealth() {
 		if h.Proxy == bad.member() && (h.Healthy || h.Status != 502) {
 			t.Errorf("the broken proxy's health %+v", h)
 		}
@@ -201,11 +251,11 @@ func TestProbeTimeout(t *testing.T) {
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-hang }))
 	defer slow.Close()
 	defer close(hang)
-	u, err := ParseProxy(slow.Listener.Addr().String())
+	u, err := parseProxy(slow.Listener.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs, err := CheckProxies(context.Background(), []*url.URL{u}, ProbeConfig{URL: "http://127.0.0.1:1/", Timeout: 50 * time.Millisecond, Concurrency: 1})
+	hs, err := Probe(context.Background(), []*url.URL{u}, ProbeConfig{URL: "http://127.0.0.1:1/", Timeout: 50 * time.Millisecond, Concurrency: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,12 +264,12 @@ func TestProbeTimeout(t *testing.T) {
 	}
 }
 
-// TestProxyPoolHysteresis: with Fall 2 and Rise 2, one failed probe does
+// TestPoolHysteresis: with Fall 2 and Rise 2, one failed probe does
 // not take a serving proxy out and one healthy probe does not bring a
 // failed one back; two in a row do. A new candidate joins on its first
 // healthy probe, and one that failed first needs two.
-func TestProxyPoolHysteresis(t *testing.T) {
-	_, c := newClient(t)
+func TestPoolHysteresis(t *testing.T) {
+	c := newClient(t)
 	ctx := ctxFor(t)
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
 	defer target.Close()
@@ -227,7 +277,7 @@ func TestProxyPoolHysteresis(t *testing.T) {
 	late.broken.Store(true)
 	var urls []*url.URL
 	for _, fp := range []*forwardProxy{steady, wobbly, late} {
-		u, err := ParseProxy(fp.member())
+		u, err := parseProxy(fp.member())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,7 +288,7 @@ func TestProxyPoolHysteresis(t *testing.T) {
 	if probe.Fall != 2 || probe.Rise != 2 {
 		t.Fatalf("default fall %d rise %d, want 2 and 2", probe.Fall, probe.Rise)
 	}
-	pp, err := NewProxyPool(newPool(t, c, "hysteresis"), probe, RestoreKeepHistory)
+	pp, err := New(newPool(t, c, "hysteresis"), probe, assign.RestoreKeepHistory)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +323,7 @@ func TestProxyPoolHysteresis(t *testing.T) {
 
 	bad := DefaultProbeConfig(target.URL)
 	bad.Fall = 101
-	if _, err := NewProxyPool(newPool(t, c, "x"), bad, RestoreKeepHistory); err == nil || !strings.Contains(err.Error(), "probe fall 101: want 1 to 100") {
+	if _, err := New(newPool(t, c, "x"), bad, assign.RestoreKeepHistory); err == nil || !strings.Contains(err.Error(), "probe fall 101: want 1 to 100") {
 		t.Fatalf("fall 101: %v", err)
 	}
 	bad = DefaultProbeConfig(target.URL)
@@ -285,7 +335,7 @@ func TestProxyPoolHysteresis(t *testing.T) {
 
 // checkPool runs one health check of pp and fails the test unless it
 // joined, restored and removed exactly the members given.
-func checkPool(t *testing.T, ctx context.Context, pp *ProxyPool, step string, joined, restored, left []string) {
+func checkPool(t *testing.T, ctx context.Context, pp *Pool, step string, joined, restored, left []string) {
 	t.Helper()
 	rep, err := pp.Check(ctx)
 	if err != nil {
@@ -299,20 +349,20 @@ func checkPool(t *testing.T, ctx context.Context, pp *ProxyPool, step string, jo
 // TestTransportRetryIsOneAssignment: http.Transport asks its Proxy func
 // again when it retries a request on a fresh connection (the kept-alive
 // one was closed under it). The retry goes through the proxy already
-// picked and counts nothing more: TestProxyPool once saw 61 assignments
+// picked and counts nothing more: TestPool once saw 61 assignments
 // where 60 requests were sent, when good2's idle connection died.
 func TestTransportRetryIsOneAssignment(t *testing.T) {
-	_, c := newClient(t)
+	c := newClient(t)
 	ctx := ctxFor(t)
 	p := newPool(t, c, "retry")
-	pp, err := NewProxyPool(p, ProbeConfig{URL: "http://127.0.0.1:1/", Timeout: time.Second, Concurrency: 1}, RestoreCurrentMinimum)
+	pp, err := New(p, ProbeConfig{URL: "http://127.0.0.1:1/", Timeout: time.Second, Concurrency: 1}, assign.RestoreCurrentMinimum)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.Add(ctx, 0, "http://10.0.0.1:3128", "http://10.0.0.2:3128"); err != nil {
 		t.Fatal(err)
 	}
-	proxy := pp.ProxyFunc()
+	proxy := pp.proxyFunc()
 	slot := &pickSlot{}
 	req := httptest.NewRequest("GET", "http://example.test/", nil).WithContext(context.WithValue(ctx, slotKey{}, slot))
 	first, err := proxy(req)
@@ -332,5 +382,32 @@ func TestTransportRetryIsOneAssignment(t *testing.T) {
 	}
 	if cs := counts(t, p); cs["http://10.0.0.1:3128"]+cs["http://10.0.0.2:3128"] != 2 {
 		t.Fatalf("counts %v, want two assignments", cs)
+	}
+}
+
+// TestProbeConfigRefusals: a probe configuration out of range is refused
+// with assign.ErrInvalid naming the field, and no URL's password shows.
+func TestProbeConfigRefusals(t *testing.T) {
+	for i, tc := range []struct {
+		err  error
+		want string
+	}{
+		{DefaultProbeConfig("ftp://x").Validate(), "probe URL \"ftp://x\": want an absolute http:// or https:// URL"},
+		{DefaultProbeConfig("http://u:hunter2@127.0.0.1:99999/health").Validate(), `probe URL "http://xxxxx@127.0.0.1:99999/health": port 99999: want 1 to 65535`},
+		{ProbeConfig{URL: "http://x/", Timeout: time.Hour, Concurrency: 1}.Validate(), "probe timeout 1h0m0s: want 10ms to 1m0s"},
+		{ProbeConfig{URL: "http://x/", Timeout: time.Second, Concurrency: 0}.Validate(), "probe concurrency 0: want 1 to 1000"},
+		{func() error { _, err := New(nil, DefaultProbeConfig("http://x/"), assign.RestoreZero); return err }(), "nil pool"},
+		{func() error {
+			_, err := New(&assign.Pool{}, DefaultProbeConfig("http://x/"), assign.RestorePolicy(7))
+			return err
+		}(), "restore policy 7"},
+		{func() error {
+			_, err := Probe(context.Background(), nil, ProbeConfig{URL: "http://x/"})
+			return err
+		}(), "probe timeout 0s"},
+	} {
+		if !errors.Is(tc.err, assign.ErrInvalid) || !strings.Contains(tc.err.Error(), tc.want) || !strings.HasPrefix(tc.err.Error(), "assign: invalid argument: ") {
+			t.Errorf("step %d: %v, want assign.ErrInvalid saying %q", i, tc.err, tc.want)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package assign
+package proxypool
 
 import (
 	"context"
@@ -13,13 +13,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/afloat/afloat/assign"
 	"github.com/afloat/afloat/internal/redact"
 )
 
 // ProbeConfig says how a proxy's health is checked: a GET of URL through
 // the proxy must answer 2xx within Timeout.
 //
-// Fall and Rise damp flapping in a ProxyPool that checks again and again
+// Fall and Rise damp flapping in a Pool that checks again and again
 // (Run): a serving proxy leaves after Fall failed probes in a row, and one
 // that has failed comes back after Rise healthy probes in a row. A
 // candidate that has never failed joins on its first healthy probe. The
@@ -47,24 +48,24 @@ func (c ProbeConfig) streaks() (fall, rise int) { return max(1, c.Fall), max(1, 
 func (c ProbeConfig) Validate() error {
 	u, err := url.Parse(c.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%w: probe URL %q: want an absolute http:// or https:// URL", ErrInvalid, clip(redact.URL(c.URL)))
+		return fmt.Errorf("%w: probe URL %q: want an absolute http:// or https:// URL", assign.ErrInvalid, clip(redact.URL(c.URL)))
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("%w: probe URL %q: port %s: want 1 to 65535", ErrInvalid, clip(redact.URL(c.URL)), clip(p))
+			return fmt.Errorf("%w: probe URL %q: port %s: want 1 to 65535", assign.ErrInvalid, clip(redact.URL(c.URL)), clip(p))
 		}
 	}
-	if err := checkDuration("probe timeout", c.Timeout, 10*time.Millisecond, time.Minute); err != nil {
-		return err
+	if c.Timeout < 10*time.Millisecond || c.Timeout > time.Minute {
+		return fmt.Errorf("%w: probe timeout %v: want 10ms to 1m0s", assign.ErrInvalid, c.Timeout)
 	}
 	if c.Concurrency < 1 || c.Concurrency > 1000 {
-		return fmt.Errorf("%w: probe concurrency %d: want 1 to 1000", ErrInvalid, c.Concurrency)
+		return fmt.Errorf("%w: probe concurrency %d: want 1 to 1000", assign.ErrInvalid, c.Concurrency)
 	}
 	if c.Fall < 0 || c.Fall > 100 {
-		return fmt.Errorf("%w: probe fall %d: want 1 to 100 (0 means 1)", ErrInvalid, c.Fall)
+		return fmt.Errorf("%w: probe fall %d: want 1 to 100 (0 means 1)", assign.ErrInvalid, c.Fall)
 	}
 	if c.Rise < 0 || c.Rise > 100 {
-		return fmt.Errorf("%w: probe rise %d: want 1 to 100 (0 means 1)", ErrInvalid, c.Rise)
+		return fmt.Errorf("%w: probe rise %d: want 1 to 100 (0 means 1)", assign.ErrInvalid, c.Rise)
 	}
 	return nil
 }
@@ -78,9 +79,10 @@ type Health struct {
 	Err     string        `json:"error,omitempty"`
 }
 
-// CheckProxies probes every proxy (at most c.Concurrency at once) and
-// returns their health in the order given.
-func CheckProxies(ctx context.Context, proxies []*url.URL, c ProbeConfig) ([]Health, error) {
+// Probe probes every proxy (at most c.Concurrency at once) and returns
+// their health in the order given, with no pool: what a Check does before
+// it changes the pool.
+func Probe(ctx context.Context, proxies []*url.URL, c ProbeConfig) ([]Health, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -133,17 +135,17 @@ func probe(ctx context.Context, proxy *url.URL, c ProbeConfig) Health {
 	return h
 }
 
-// ProxyPool is a least-used pool of outbound HTTP proxies: candidates are
+// Pool is a least-used pool of outbound HTTP proxies: candidates are
 // imported from a list, probed before they become eligible and on every
 // Check while they serve; unhealthy ones leave the pool and come back by
-// the restore policy. ProxyFunc gives an http.Transport the least-used
+// the restore policy. Transport gives an http.Client the least-used
 // healthy proxy for each request. It is safe for concurrent use; several
 // processes may run one on the same pool, and they agree on eligibility
 // because it lives in Redis.
-type ProxyPool struct {
-	pool    *Pool
+type Pool struct {
+	pool    *assign.Pool
 	probe   ProbeConfig
-	restore RestorePolicy
+	restore assign.RestorePolicy
 
 	mu     sync.Mutex
 	cands  map[string]*url.URL // member name → URL with credentials
@@ -156,24 +158,24 @@ type ProxyPool struct {
 // in a row.
 type streak struct{ failed, healthy int }
 
-// NewProxyPool runs a proxy pool on pool, probing by probe and restoring
-// recovered proxies by policy.
-func NewProxyPool(pool *Pool, probe ProbeConfig, policy RestorePolicy) (*ProxyPool, error) {
+// New runs a proxy pool on pool, probing by probe and restoring recovered
+// proxies by policy.
+func New(pool *assign.Pool, probe ProbeConfig, policy assign.RestorePolicy) (*Pool, error) {
 	if pool == nil {
-		return nil, fmt.Errorf("%w: nil pool", ErrInvalid)
+		return nil, fmt.Errorf("%w: nil pool", assign.ErrInvalid)
 	}
 	if err := probe.Validate(); err != nil {
 		return nil, err
 	}
-	if policy < 0 || int(policy) >= len(policyNames) {
-		return nil, fmt.Errorf("%w: restore policy %d", ErrInvalid, int(policy))
+	if _, err := policy.MarshalText(); err != nil {
+		return nil, err
 	}
-	return &ProxyPool{pool: pool, probe: probe, restore: policy, cands: map[string]*url.URL{}, health: map[string]Health{}, streak: map[string]*streak{}}, nil
+	return &Pool{pool: pool, probe: probe, restore: policy, cands: map[string]*url.URL{}, health: map[string]Health{}, streak: map[string]*streak{}}, nil
 }
 
 // Import adds candidates. They are not eligible until a Check finds them
 // healthy.
-func (pp *ProxyPool) Import(proxies ...*url.URL) {
+func (pp *Pool) Import(proxies ...*url.URL) {
 	pp.mu.Lock()
 	defer pp.mu.Unlock()
 	for _, u := range proxies {
@@ -188,8 +190,8 @@ func (pp *ProxyPool) Import(proxies ...*url.URL) {
 	}
 }
 
-// CheckReport is what one Check did.
-type CheckReport struct {
+// Report is what one Check did.
+type Report struct {
 	Health   []Health // every candidate's probe
 	Joined   []string // healthy candidates that became eligible
 	Restored []string // recovered members brought back by the policy
@@ -200,7 +202,7 @@ type CheckReport struct {
 // join (new ones at the current minimum, recovered ones by the restore
 // policy), unhealthy active ones leave with their counts kept — each once
 // its streak of probes reaches Rise or Fall (ProbeConfig).
-func (pp *ProxyPool) Check(ctx context.Context) (CheckReport, error) {
+func (pp *Pool) Check(ctx context.Context) (Report, error) {
 	pp.mu.Lock()
 	urls := make([]*url.URL, len(pp.order))
 	for i, name := range pp.order {
@@ -208,11 +210,11 @@ func (pp *ProxyPool) Check(ctx context.Context) (CheckReport, error) {
 	}
 	pp.mu.Unlock()
 
-	health, err := CheckProxies(ctx, urls, pp.probe)
+	health, err := Probe(ctx, urls, pp.probe)
 	if err != nil {
-		return CheckReport{}, err
+		return Report{}, err
 	}
-	rep := CheckReport{Health: health}
+	rep := Report{Health: health}
 	fall, rise := pp.probe.streaks()
 	settled := make(map[string]bool, len(health)) // the streak reached Fall or Rise
 	pp.mu.Lock()
@@ -231,7 +233,7 @@ func (pp *ProxyPool) Check(ctx context.Context) (CheckReport, error) {
 
 	active, removed := map[string]bool{}, map[string]bool{}
 	st, err := pp.pool.Status(ctx)
-	if err != nil && !errors.Is(err, ErrUnknownPool) {
+	if err != nil && !errors.Is(err, assign.ErrUnknownPool) {
 		return rep, err
 	}
 	for _, m := range st.Members {
@@ -257,7 +259,7 @@ func (pp *ProxyPool) Check(ctx context.Context) (CheckReport, error) {
 	// calls are all or nothing, so on a conflict go one member at a time
 	// and let the other worker's change stand.
 	if len(join) > 0 {
-		if _, err := pp.pool.Add(ctx, AtMinimum, join...); err != nil {
+		if _, err := pp.pool.Add(ctx, assign.AtMinimum, join...); err != nil {
 			return rep, err
 		}
 		rep.Joined = join
@@ -270,7 +272,7 @@ func (pp *ProxyPool) Check(ctx context.Context) (CheckReport, error) {
 	return rep, err
 }
 
-func (pp *ProxyPool) each(ctx context.Context, members []string, op func(...string) error) ([]string, error) {
+func (pp *Pool) each(ctx context.Context, members []string, op func(...string) error) ([]string, error) {
 	if len(members) == 0 {
 		return nil, nil
 	}
@@ -278,7 +280,7 @@ func (pp *ProxyPool) each(ctx context.Context, members []string, op func(...stri
 	if err == nil {
 		return members, nil
 	}
-	if !errors.Is(err, ErrUnknownMember) {
+	if !errors.Is(err, assign.ErrUnknownMember) {
 		return nil, err
 	}
 	var done []string
@@ -286,7 +288,7 @@ func (pp *ProxyPool) each(ctx context.Context, members []string, op func(...stri
 		switch err := op(m); {
 		case err == nil:
 			done = append(done, m)
-		case errors.Is(err, ErrUnknownMember):
+		case errors.Is(err, assign.ErrUnknownMember):
 		default:
 			return done, err
 		}
@@ -297,9 +299,9 @@ func (pp *ProxyPool) each(ctx context.Context, members []string, op func(...stri
 // Run checks at once, then every interval until ctx ends. It returns the
 // first error that is not a probe's (a probe's failure is a health
 // verdict, not an error).
-func (pp *ProxyPool) Run(ctx context.Context, interval time.Duration) error {
-	if err := checkDuration("check interval", interval, 10*time.Millisecond, 24*time.Hour); err != nil {
-		return err
+func (pp *Pool) Run(ctx context.Context, interval time.Duration) error {
+	if interval < 10*time.Millisecond || interval > 24*time.Hour {
+		return fmt.Errorf("%w: check interval %v: want 10ms to 24h0m0s", assign.ErrInvalid, interval)
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -315,9 +317,9 @@ func (pp *ProxyPool) Run(ctx context.Context, interval time.Duration) error {
 	}
 }
 
-// LastHealth returns each candidate's last probe, in import order
+// lastHealth returns each candidate's last probe, in import order
 // (Healthy false and no Took for one not probed yet).
-func (pp *ProxyPool) LastHealth() []Health {
+func (pp *Pool) lastHealth() []Health {
 	pp.mu.Lock()
 	defer pp.mu.Unlock()
 	out := make([]Health, 0, len(pp.order))
@@ -334,10 +336,11 @@ func (pp *ProxyPool) LastHealth() []Health {
 type pickSlot struct{ member string }
 type slotKey struct{}
 
-// ProxyFunc returns a function for http.Transport.Proxy: each request gets
+// proxyFunc returns a function for http.Transport.Proxy: each request gets
 // the least-used healthy proxy, counted in the pool. With no eligible
-// proxy the request fails with ErrPoolEmpty before anything is dialled.
-func (pp *ProxyPool) ProxyFunc() func(*http.Request) (*url.URL, error) {
+// proxy the request fails with assign.ErrPoolEmpty before anything is
+// dialled.
+func (pp *Pool) proxyFunc() func(*http.Request) (*url.URL, error) {
 	return func(req *http.Request) (*url.URL, error) {
 		// http.Transport asks again when it retries a request on a fresh
 		// connection (the kept-alive one was closed under it): one request
@@ -366,27 +369,30 @@ func (pp *ProxyPool) ProxyFunc() func(*http.Request) (*url.URL, error) {
 		// Imported by another worker: its name is its URL.
 		u, err := url.Parse(m)
 		if err != nil {
-			return nil, fmt.Errorf("assign: pool member %q is not a proxy URL: %w", clip(m), err)
+			return nil, fmt.Errorf("proxypool: pool member %q is not a proxy URL: %w", clip(m), err)
 		}
 		return u, nil
 	}
 }
 
 // Transport returns base (cloned, or a clone of http.DefaultTransport if
-// nil) with Proxy set to ProxyFunc, wrapped so that a request that fails
-// in transport (the proxy refused the connection, reset it, timed out) is
-// counted as a failure of its proxy, apart from its assignment.
-func (pp *ProxyPool) Transport(base *http.Transport) http.RoundTripper {
+// nil) with Proxy set so that each request gets the least-used healthy
+// proxy, counted in the pool — with no eligible proxy the request fails
+// with assign.ErrPoolEmpty before anything is dialled — and wrapped so
+// that a request that fails in transport (the proxy refused the
+// connection, reset it, timed out) is counted as a failure of its proxy,
+// apart from its assignment.
+func (pp *Pool) Transport(base *http.Transport) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport.(*http.Transport)
 	}
 	tr := base.Clone()
-	tr.Proxy = pp.ProxyFunc()
+	tr.Proxy = pp.proxyFunc()
 	return &proxyTransport{pp: pp, base: tr}
 }
 
 type proxyTransport struct {
-	pp   *ProxyPool
+	pp   *Pool
 	base *http.Transport
 }
 
@@ -402,9 +408,9 @@ func (t *proxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// Candidates returns the imported candidates' member names, in import
+// candidates returns the imported candidates' member names, in import
 // order.
-func (pp *ProxyPool) Candidates() []string {
+func (pp *Pool) candidates() []string {
 	pp.mu.Lock()
 	defer pp.mu.Unlock()
 	return slices.Clone(pp.order)

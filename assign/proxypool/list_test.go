@@ -1,4 +1,4 @@
-package assign
+package proxypool
 
 import (
 	"errors"
@@ -6,9 +6,12 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/afloat/afloat/assign"
 )
 
-func TestParseProxyList(t *testing.T) {
+func TestParseList(t *testing.T) {
 	list := `# free proxies, checked before use
 127.0.0.1:8080
 http://127.0.0.1:8081
@@ -23,7 +26,7 @@ ftp://127.0.0.1:21
 http://127.0.0.1:80/path
 [::1
 `
-	got, bad, err := ParseProxyList(strings.NewReader(list))
+	got, bad, err := ParseList(strings.NewReader(list))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,9 +44,10 @@ http://127.0.0.1:80/path
 	if len(bad) != len(wantBad) {
 		t.Fatalf("bad lines %v, want lines %v", bad, wantBad)
 	}
-	for _, b := range bad {
-		if w, ok := wantBad[b.Line]; !ok || !strings.Contains(b.Error(), w) || !errors.Is(b.Err, ErrInvalid) {
-			t.Errorf("line %d: %v, want an error about the %s", b.Line, b, w)
+	for _, err := range bad {
+		b := err.(lineError)
+		if w, ok := wantBad[b.line]; !ok || !strings.Contains(b.Error(), w) || !errors.Is(b, assign.ErrInvalid) {
+			t.Errorf("line %d: %v, want an error about the %s", b.line, b, w)
 		}
 	}
 }
@@ -62,39 +66,43 @@ func TestProxyListWithoutProxies(t *testing.T) {
 		{"nonsense\n", 1, "proxy list: no valid proxy line: 1 bad line"},
 		{"nonsense\n# a comment\nftp://x:1\n127.0.0.1:99999\n", 3, "no valid proxy line: 3 bad lines"},
 	} {
-		got, bad, err := ParseProxyList(strings.NewReader(tc.list))
-		if len(got) != 0 || len(bad) != tc.bad || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+		got, bad, err := ParseList(strings.NewReader(tc.list))
+		if len(got) != 0 || len(bad) != tc.bad || !errors.Is(err, assign.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("step %d: %d proxies, %d bad lines, %v; want none, %d and %q", i, len(got), len(bad), err, tc.bad, tc.want)
 		}
 	}
 }
 
-// FuzzParseProxyList: any input is read without panicking; every proxy it
+// FuzzParseList: any input is read without panicking; every proxy it
 // accepts parses again to itself, and every refused line names its number.
-func FuzzParseProxyList(f *testing.F) {
+func FuzzParseList(f *testing.F) {
 	seed, _ := os.ReadFile("testdata/proxies.txt")
 	f.Add(string(seed))
 	for _, s := range []string{"127.0.0.1:1", "http://a:b@h:1", "socks5://[::1]:9", "h:0", ":80", "http://[fe80::1%25eth0]:8080", "\xff:1", "# only\n\n"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got, bad, err := ParseProxyList(strings.NewReader(s)) // on an error, what was read until then
+		got, bad, err := ParseList(strings.NewReader(s)) // on an error, what was read until then
 		if err == nil && len(got) == 0 {
 			t.Fatalf("%q: a list without a proxy was taken", s)
 		}
 		lines := strings.Count(s, "\n") + 1
-		for _, b := range bad {
-			if b.Line < 1 || b.Line > lines || b.Err == nil {
-				t.Fatalf("bad line %+v of %d lines", b, lines)
+		for _, err := range bad {
+			b, ok := err.(lineError)
+			if !ok || b.line < 1 || b.line > lines || b.err == nil {
+				t.Fatalf("bad line %+v of %d lines", err, lines)
 			}
 		}
 		for _, u := range got {
-			again, err := ParseProxy(u.String())
+			again, err := parseProxy(u.String())
 			if err != nil || again.String() != u.String() {
 				t.Fatalf("%q parsed to %q, which parses to %v %v", s, u, again, err)
 			}
-			if err := checkMember(memberName(u)); err != nil {
-				t.Fatalf("%q gives the member name %q: %v", s, memberName(u), err)
+			// A name package assign takes as a member: no control
+			// character, valid UTF-8, not too long.
+			m := memberName(u)
+			if len(m) > assign.MaxMemberName || !utf8.ValidString(m) || strings.ContainsFunc(m, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+				t.Fatalf("%q gives the member name %q", s, m)
 			}
 		}
 	})
