@@ -184,7 +184,7 @@ func TestUsersClients(t *testing.T) {
 			if err := p.SetSettings(ctx, Settings{EvictAfter: 2, LastResort: LastResortEarliest}); err != nil {
 				t.Fatal(err)
 			}
-			if s, err := p.settings(ctx); err != nil || s.EvictAfter != 2 || s.LastResort != LastResortEarliest {
+			if s, err := p.Settings(ctx); err != nil || s.EvictAfter != 2 || s.LastResort != LastResortEarliest {
 				t.Fatalf("settings read back: %+v %v", s, err)
 			}
 			if _, err := p.RecordFailure(ctx, "a", 0); err != nil {

@@ -109,15 +109,25 @@ func settingsFrom(kv []string) Settings {
 }
 
 // SetSettings replaces the pool's settings; they apply from the next
-// script any worker runs; Status reads them (the defaults when none were
-// set). A pool's settings may come before its members, and Reset keeps
-// them (Delete does not).
+// script any worker runs. A pool's settings may come before its members,
+// and Reset keeps them (Delete does not).
 func (p *Pool) SetSettings(ctx context.Context, s Settings) error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
 	err := p.r.c.do(ctx, "HSET", []string{p.k.Settings}, "evict", strconv.Itoa(s.EvictAfter), "last", s.LastResort.String()).Error()
 	return classify("settings", p.name, err)
+}
+
+// Settings returns the pool's settings (the defaults when none were set),
+// whether or not the pool has members yet: Status has them too, of a pool
+// that has.
+func (p *Pool) Settings(ctx context.Context) (Settings, error) {
+	kv, err := p.r.c.do(ctx, "HGETALL", []string{p.k.Settings}).AsStrSlice()
+	if err != nil {
+		return Settings{}, classify("settings", p.name, err)
+	}
+	return settingsFrom(kv), nil
 }
 
 // cooldownUntil puts member aside until the time until on Redis's clock,

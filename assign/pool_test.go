@@ -133,12 +133,6 @@ func (p *Pool) list(ctx context.Context) ([]Member, error) {
 	return st.Members, err
 }
 
-// settings is the pool's settings as Status reads them.
-func (p *Pool) settings(ctx context.Context) (Settings, error) {
-	st, err := p.Status(ctx)
-	return st.Settings, err
-}
-
 // owner is the pool's creator as Status reads it ("" for none, or no pool).
 func (p *Pool) owner(ctx context.Context) (string, error) {
 	st, err := p.Status(ctx)

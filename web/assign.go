@@ -536,11 +536,10 @@ type cooldownRequest struct {
 // the pool's last resort, its failure-streak eviction kept.
 func (a *assignLab) settings() http.HandlerFunc {
 	return change(a, decodeSettings, func(ctx context.Context, lr assign.LastResort) (map[string]any, error) {
-		st, err := a.pool.Status(ctx)
+		s, err := a.pool.Settings(ctx)
 		if err != nil {
 			return nil, err
 		}
-		s := st.Settings
 		s.LastResort = lr
 		return nil, a.pool.SetSettings(ctx, s)
 	})
@@ -564,11 +563,10 @@ func (a *assignLab) llmDemo() http.HandlerFunc {
 		if err := a.pool.SetLimit(ctx, assign.Limit{Rate: llmRPM, Per: time.Minute, Burst: llmBurst}, keys...); err != nil {
 			return nil, err
 		}
-		st, err := a.pool.Status(ctx)
+		s, err := a.pool.Settings(ctx)
 		if err != nil {
 			return nil, err
 		}
-		s := st.Settings
 		s.LastResort = assign.LastResortFail
 		if err := a.pool.SetSettings(ctx, s); err != nil {
 			return nil, err

@@ -311,11 +311,10 @@ func Settings(c *cli.Command, args []string) int {
 		return c.Refuse(err)
 	}
 	return f.run(c, time.Minute, func(ctx context.Context, p *assign.Pool) error {
-		st, err := p.Status(ctx)
+		was, err := p.Settings(ctx)
 		if err != nil {
 			return err
 		}
-		was := st.Settings
 		if !c.Given("evict-after") {
 			s.EvictAfter = was.EvictAfter
 		}
