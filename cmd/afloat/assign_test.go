@@ -105,6 +105,16 @@ func TestAssignCooldownAndStatus(t *testing.T) {
 		{r("settings", "--last-resort", "any"), 2, `--last-resort "any": assign: invalid argument: last resort "any": want fail, earliest`},
 		{[]string{"assign", "status", "--redis", srv.URL}, 2, "--pool is required"},
 	})
+	// Settings may come before a pool's members, and each flag changes
+	// only its own setting.
+	e := func(args ...string) []string {
+		return append([]string{"assign", args[0], "--redis", srv.URL, "--pool", "early"}, args[1:]...)
+	}
+	runSteps(t, []cliStep{
+		{e("settings", "--evict-after", "4"), 0, `pool "early": evict after 4 failures in a row (0: never), last resort fail`},
+		{e("settings", "--last-resort", "earliest"), 0, `pool "early": evict after 4 failures in a row (0: never), last resort earliest`},
+		{e("status"), 2, `assign: unknown pool "early"`},
+	})
 	// Concurrency caps: pick --lease leases the least-used member with
 	// room; a full one is out until a lease ends.
 	c := func(args ...string) []string {
