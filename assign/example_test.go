@@ -184,10 +184,13 @@ func ExampleLeases_PickLeastInFlight() {
 	fmt.Println("released twice:", again)
 	next, _ := l.PickLeastInFlight(ctx, 30*time.Second)
 	fmt.Println("next on", next.Member)
+	ms, open, _ := l.List(ctx) // each member's leases open (Count)
+	fmt.Println(open, "open:", ms[0].Name, ms[0].Count, ms[1].Name, ms[1].Count)
 	// Output:
 	// working on w1 and w2
 	// released twice: false
 	// next on w1
+	// 2 open: w1 1 w2 1
 }
 
 // An API key that answered 429 with Retry-After cools down: no worker
@@ -276,10 +279,20 @@ func ExamplePool_PickLease() {
 	p.Release(ctx, held[1]) // key-2 has room again
 	l, _ := p.PickLease(ctx, 30*time.Second)
 	fmt.Println("after a release:", l.Member)
+	p.SetConcurrency(ctx, 0, "key-1", "key-2") // no cap any more
+	l, err = p.PickLease(ctx, 30*time.Second)
+	fmt.Println("uncapped:", l.Member, err)
+	st, _ := p.Status(ctx)
+	for _, m := range st.Members {
+		fmt.Println(m.Name, "count", m.Count, "in flight", m.InFlight)
+	}
 	// Output:
 	// key-1 key-2 key-1 key-2
 	// a fifth: true
 	// after a release: key-2
+	// uncapped: key-1 <nil>
+	// key-1 count 3 in flight 3
+	// key-2 count 3 in flight 2
 }
 
 // Delete removes everything the pool made — members, settings, and the
