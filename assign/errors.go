@@ -38,7 +38,7 @@ var (
 	ErrNotOwner = errors.New("assign: not the pool's creator")
 	// ErrAllCooling: every member of the pool is cooling down (or out of
 	// room: a rate limit, a concurrency cap) and the pool's last resort is
-	// LastResortFail, or the call is an Acquire. Nothing was counted. The error
+	// LastResortFail, or the call is a PickLease. Nothing was counted. The error
 	// is a *CoolingError, which carries the earliest time a member comes
 	// back, and it matches ErrPoolEmpty too: no member is eligible.
 	ErrAllCooling = errors.New("assign: every member is cooling down")

@@ -91,7 +91,7 @@ type Pool struct {
 	// pinned (call.built): every such pick sends the same bytes.
 	pick *call
 
-	// reclaim is how many expired leases of the pool an Acquire settles
+	// reclaim is how many expired leases of the pool a PickLease settles
 	// first (reclaimOnAcquire; the property test lowers it, so that the
 	// member's own reclaim is what it checks).
 	reclaim int
@@ -412,7 +412,7 @@ type Member struct {
 	// Limit is its rate limit, nil for none.
 	Limit *Limit `json:"limit,omitempty"`
 	// Concurrency is its cap on leases in flight (SetConcurrency), 0 for
-	// none; InFlight its leases open (Acquire), whatever its cap.
+	// none; InFlight its leases open (PickLease), whatever its cap.
 	Concurrency int   `json:"concurrency,omitempty"`
 	InFlight    int64 `json:"in_flight,omitempty"`
 	// CoolingUntil is when its cooldown ends by Redis's clock; zero when
