@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/afloat/afloat/cmd/afloat/internal/assigncli"
+	"github.com/afloat/afloat/cmd/afloat/internal/drillcli"
 	"github.com/afloat/afloat/internal/cli"
 )
 
@@ -45,13 +46,13 @@ var commands = []cli.Entry{
 		Synopsis: "afloat sim bots --scenario NAME [--seeds A-B] [--bots LIST] | --all | --shipped",
 		Summary:  "the bots' points over many seeds: do nothing, runbook, expert"},
 
-	{Path: "drill", Run: runDrill, Notes: printLevers,
+	{Path: "drill", Run: drillcli.Run, Notes: drillNotes,
 		Synopsis: "afloat drill [--listen HOST:PORT [--allow-remote]] [--scenario NAME] [--seed N] [--speed 5s|realtime]\n             [--token-file FILE] [--console URL] [--postmortem FILE]",
 		Summary:  "run a scenario as a live service for your own Prometheus and\nAlertmanager: /metrics, levers, a postmortem at the end"},
-	{Path: "drill lever", Run: runDrillLever, Notes: printLevers,
+	{Path: "drill lever", Run: drillcli.Lever, Notes: drillNotes,
 		Synopsis: "afloat drill lever [--addr HOST:PORT] [--token-file FILE] NAME [VALUE]",
 		Summary:  "pull a lever of a running drill (rollback, fleet-floor 20, …)"},
-	{Path: "drill rules", Run: runDrillRules,
+	{Path: "drill rules", Run: drillcli.Rules,
 		Synopsis: "afloat drill rules [--speed 5s|realtime] FILE",
 		Summary:  "a Prometheus rules file with its windows scaled to a drill's\nspeed (docs/drill-alerts.yml's [1h] is [5m] at 5 s a minute)"},
 
@@ -167,6 +168,13 @@ var helpFiles embed.FS
 func helpText(name string) string {
 	b, _ := helpFiles.ReadFile("help/" + name + ".txt")
 	return string(b)
+}
+
+// drillNotes are the notes of drill and drill lever: help/drill.txt, then
+// the levers.
+func drillNotes(w io.Writer) {
+	note("drill")(w)
+	drillcli.PrintLevers(w)
 }
 
 // note returns the notes of a command: help/name.txt after a blank line.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/afloat/afloat/cmd/afloat/internal/drillcli"
 	"github.com/afloat/afloat/drill"
 	"github.com/afloat/afloat/internal/vclock"
 	"github.com/afloat/afloat/sim"
@@ -18,7 +19,7 @@ import (
 // TestDrillRefusesBadCommandLines: afloat drill names the flag at fault
 // and what it allows, exit 2, before it listens.
 func TestDrillRefusesBadCommandLines(t *testing.T) {
-	t.Setenv(drillTokenEnv, "")
+	t.Setenv(drillcli.TokenEnv, "")
 	for i, tc := range []struct {
 		args []string
 		want string
@@ -66,14 +67,14 @@ func TestDrillLeverCommand(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(drillTokenEnv, "")
+	t.Setenv(drillcli.TokenEnv, "")
 
 	clock.Advance(12500 * time.Millisecond)
 	status, out, errOut := call(t, "", "drill", "lever", "rollback", "--addr", addr, "--token-file", tokenFile)
 	if status != 0 || !strings.HasPrefix(out, "rollback takes effect at 09:13 (minute 13)") {
 		t.Fatalf("drill lever rollback: status %d, stdout %q, stderr %q", status, out, errOut)
 	}
-	t.Setenv(drillTokenEnv, token)
+	t.Setenv(drillcli.TokenEnv, token)
 	status, out, errOut = call(t, "", "drill", "lever", "--addr", addr, "heavy-feature", "false")
 	if status != 0 || !strings.HasPrefix(out, "heavy_feature false takes effect at 09:13 (minute 13)") {
 		t.Fatalf("drill lever heavy-feature false: status %d, stdout %q, stderr %q", status, out, errOut)
@@ -94,7 +95,7 @@ func TestDrillLeverCommand(t *testing.T) {
 		{token, []string{}, "want a lever's NAME and its VALUE"},
 		{token, []string{"fleet-floor", "20", "21"}, "want a lever's NAME and its VALUE"},
 	} {
-		t.Setenv(drillTokenEnv, tc.env)
+		t.Setenv(drillcli.TokenEnv, tc.env)
 		status, out, errOut := call(t, "", append([]string{"drill", "lever", "--addr", addr}, tc.args...)...)
 		if status != 2 || out != "" || !strings.Contains(errOut, tc.want) {
 			t.Errorf("step %d: drill lever %q: status %d, stdout %q, stderr %q; want 2 saying %q", i, tc.args, status, out, errOut, tc.want)
@@ -105,7 +106,7 @@ func TestDrillLeverCommand(t *testing.T) {
 	}
 
 	clock.Advance(10 * time.Minute)
-	t.Setenv(drillTokenEnv, token)
+	t.Setenv(drillcli.TokenEnv, token)
 	status, out, errOut = call(t, "", "drill", "lever", "--addr", addr, "rollback")
 	if status != 2 || out != "" || !strings.Contains(errOut, "drill: the drill has ended at 11:00 (minute 120)") {
 		t.Errorf("a lever after the end: status %d, stdout %q, stderr %q", status, out, errOut)

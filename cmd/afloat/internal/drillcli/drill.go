@@ -1,4 +1,4 @@
-package main
+package drillcli
 
 import (
 	"errors"
@@ -15,12 +15,12 @@ import (
 	"github.com/afloat/afloat/sim"
 )
 
-// drillTokenEnv holds a drill's token when no --token-file names one.
-const drillTokenEnv = "AFLOAT_DRILL_TOKEN"
+// TokenEnv holds a drill's token when no --token-file names one.
+const TokenEnv = "AFLOAT_DRILL_TOKEN"
 
-// runDrill runs a drill until SIGINT or SIGTERM; the postmortem is
+// Run runs a drill until SIGINT or SIGTERM; the postmortem is
 // written when it ends.
-func runDrill(c *cli.Command, args []string) int {
+func Run(c *cli.Command, args []string) int {
 	cfg := drill.DefaultConfig()
 	var speed, tokenFile, postmortem, logFormat, logLevel string
 	c.StringVar(&cfg.Addr, "listen", cfg.Addr, "`HOST:PORT` to serve the drill on (port 0: any free port); a loopback address unless --allow-remote")
@@ -28,7 +28,7 @@ func runDrill(c *cli.Command, args []string) int {
 	c.StringVar(&cfg.Scenario, "scenario", cfg.Scenario, "`NAME` of the scenario: "+strings.Join(sim.ScenarioNames(), ", "))
 	c.Var((*cli.Uint32)(&cfg.Seed), "seed", "seed of the run, `N` from 0 to 4294967295: the same seed and levers give the same drill")
 	c.StringVar(&speed, "speed", cfg.Speed.String(), "wall time a simulated minute takes: a `DURATION` from 100ms to 10m, or realtime")
-	c.StringVar(&tokenFile, "token-file", "", "`FILE` holding the token levers need (mode 0600; or set "+drillTokenEnv+"); on loopback without one the drill makes one and prints it")
+	c.StringVar(&tokenFile, "token-file", "", "`FILE` holding the token levers need (mode 0600; or set "+TokenEnv+"); on loopback without one the drill makes one and prints it")
 	c.StringVar(&cfg.Console, "console", cfg.Console, "`URL` of the afloat console the postmortem's share link opens in")
 	c.StringVar(&postmortem, "postmortem", "-", "`FILE` the postmortem is written to when the drill ends; - for standard output")
 	c.StringVar(&logFormat, "log-format", "text", "log format: text or json")
@@ -47,7 +47,7 @@ func runDrill(c *cli.Command, args []string) int {
 	if made {
 		cfg.Token = drill.NewToken()
 	} else if cfg.Token == "" {
-		return c.Refuse(fmt.Errorf("--allow-remote needs a token of your own to hand to the team: --token-file FILE or %s", drillTokenEnv))
+		return c.Refuse(fmt.Errorf("--allow-remote needs a token of your own to hand to the team: --token-file FILE or %s", TokenEnv))
 	}
 	if cfg.Logger, err = cli.NewLogger(c.Stderr, logFormat, logLevel); err == nil {
 		err = cfg.Validate()
@@ -59,7 +59,7 @@ func runDrill(c *cli.Command, args []string) int {
 		fmt.Fprintf(c.Stderr, "afloat drill: WARNING: %s\n", w)
 	}
 	if made {
-		fmt.Fprintf(c.Stderr, "afloat drill: levers need this drill's token; for afloat drill lever:\n  export %s=%s\n", drillTokenEnv, cfg.Token)
+		fmt.Fprintf(c.Stderr, "afloat drill: levers need this drill's token; for afloat drill lever:\n  export %s=%s\n", TokenEnv, cfg.Token)
 	}
 	cfg.Postmortem = c.Stdout
 	if postmortem != "-" {
@@ -70,11 +70,11 @@ func runDrill(c *cli.Command, args []string) int {
 	return c.Fail(drill.Run(ctx, cfg), drill.ErrInvalidConfig)
 }
 
-// runDrillLever pulls a lever of a running drill.
-func runDrillLever(c *cli.Command, args []string) int {
+// Lever pulls a lever of a running drill.
+func Lever(c *cli.Command, args []string) int {
 	var addr, tokenFile string
 	c.StringVar(&addr, "addr", drill.DefaultConfig().Addr, "the drill's `HOST:PORT` (or http://HOST:PORT)")
-	c.StringVar(&tokenFile, "token-file", "", "`FILE` holding the drill's token (or set "+drillTokenEnv+")")
+	c.StringVar(&tokenFile, "token-file", "", "`FILE` holding the drill's token (or set "+TokenEnv+")")
 	lever, status, ok := parseInterleaved(c, args)
 	if !ok {
 		return status
@@ -84,7 +84,7 @@ func runDrillLever(c *cli.Command, args []string) int {
 	}
 	token, err := drillToken(tokenFile)
 	if err == nil && token == "" {
-		err = fmt.Errorf("--token-file: want the drill's token in a FILE, or in %s (afloat drill prints it when it starts)", drillTokenEnv)
+		err = fmt.Errorf("--token-file: want the drill's token in a FILE, or in %s (afloat drill prints it when it starts)", TokenEnv)
 	}
 	if err != nil {
 		return c.Refuse(err)
@@ -141,7 +141,7 @@ func drillToken(tokenFile string) (string, error) {
 	if tokenFile != "" {
 		return config.ReadTokenFile("--token-file", tokenFile)
 	}
-	return strings.TrimSpace(os.Getenv(drillTokenEnv)), nil
+	return strings.TrimSpace(os.Getenv(TokenEnv)), nil
 }
 
 // laterFile is a file created when first written: a drill stopped before
@@ -162,14 +162,11 @@ func (l *laterFile) Write(p []byte) (int, error) {
 	return l.f.Write(p)
 }
 
-// printLevers lists the levers under the flags of drill and drill lever.
-func printLevers(w io.Writer) {
-	note("drill")(w)
-	sim.WriteControls(w)
-}
+// PrintLevers lists the levers, for the help of drill and drill lever.
+func PrintLevers(w io.Writer) { sim.WriteControls(w) }
 
-// runDrillRules writes a rules file scaled to a drill's speed.
-func runDrillRules(c *cli.Command, args []string) int {
+// Rules writes a rules file scaled to a drill's speed.
+func Rules(c *cli.Command, args []string) int {
 	var speed string
 	c.StringVar(&speed, "speed", drill.DefaultConfig().Speed.String(), "the drill's speed: a `DURATION` a simulated minute, 100ms to 10m, or realtime")
 	files, status, ok := parseInterleaved(c, args)
