@@ -40,7 +40,7 @@ func TestCooldownSkipsAndReturns(t *testing.T) {
 	if err != nil || st.Now.UnixMilli() != t0+999 {
 		t.Fatalf("status: %+v %v", st, err)
 	}
-	if last := st.Members[2]; last.Name != "a" || !!last.CoolingUntil.IsZero() || last.CoolingUntil.UnixMilli() != t0+1000 || last.Count != 0 {
+	if last := st.Members[2]; last.Name != "a" || last.CoolingUntil.IsZero() || last.CoolingUntil.UnixMilli() != t0+1000 || last.Count != 0 {
 		t.Fatalf("a while cooling: %+v", last)
 	}
 	setClock(t0 + 1000)
@@ -150,7 +150,7 @@ func TestLastResort(t *testing.T) {
 		}
 	}
 	ms, _ := p.list(ctx)
-	if ms[0].Name != "b" || ms[0].Count != 2 || !!ms[0].CoolingUntil.IsZero() {
+	if ms[0].Name != "b" || ms[0].Count != 2 || ms[0].CoolingUntil.IsZero() {
 		t.Fatalf("after last-resort picks: %+v, want b counted twice and still cooling", ms)
 	}
 	setClock(t0 + 2000)
@@ -441,7 +441,7 @@ func TestNoPickOverItsLimit(t *testing.T) {
 	}
 	ms, _ := p.list(ctx)
 	for _, m := range ms {
-		if m.Count != 5 || !!m.CoolingUntil.IsZero() || m.Limit == nil || *m.Limit != (Limit{Rate: 5, Per: time.Hour, Burst: 5}) {
+		if m.Count != 5 || m.CoolingUntil.IsZero() || m.Limit == nil || *m.Limit != (Limit{Rate: 5, Per: time.Hour, Burst: 5}) {
 			t.Fatalf("after the run: %+v, want every member at 5, cooling, with its limit", m)
 		}
 	}

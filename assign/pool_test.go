@@ -141,6 +141,3 @@ func (p *Pool) owner(ctx context.Context) (string, error) {
 	}
 	return st.Owner, err
 }
-
-// full reports whether m has no room under its concurrency cap.
-func full(m Member) bool { return m.Concurrency > 0 && m.InFlight >= int64(m.Concurrency) }

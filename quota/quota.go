@@ -70,7 +70,12 @@ type Tenant struct {
 	Name    string
 	Rate    Micro    // R: the global refill rate, per second
 	Burst   Micro    // B: the global burst
-	Regions []string // where its traffic enters; each keeps a floor share
+	// Regions are where its traffic enters; each keeps a floor share.
+	// Required: the config file's tenants[].regions defaults to every
+	// region the file names, but a Tenant alone knows no regions to
+	// default to — a program names them (config.Config.QuotaTenants
+	// fills them in from a file).
+	Regions []string
 	Mode    Mode
 	// Emergency is E, the allowance each region may spend beyond its
 	// lease in BestEffort mode; 0 in Hard mode.
@@ -173,7 +178,7 @@ func (t Tenant) Validate() error {
 	case t.Burst < 0 || t.Burst > 1e12*One || t.Burst > 0 && t.Burst < One:
 		return bad("burst %v tokens: want 0, or 1 to 1e12 (Burst is in millionths of a token: quota.Tokens(200) is 200)", t.Burst)
 	case len(t.Regions) == 0 || len(t.Regions) > 64:
-		return bad("%d regions: want 1 to 64", len(t.Regions))
+		return bad("%d regions: want 1 to 64 (a Tenant has no default; the config file's is every region it names)", len(t.Regions))
 	case t.Mode != Hard && t.Mode != BestEffort:
 		return bad("mode %d: want hard or best-effort", t.Mode)
 	case t.Mode == Hard && t.Emergency != 0:

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -406,12 +405,4 @@ func (t *proxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.pp.pool.RecordFailure(context.WithoutCancel(ctx), slot.member, 0)
 	}
 	return resp, err
-}
-
-// candidates returns the imported candidates' member names, in import
-// order.
-func (pp *Pool) candidates() []string {
-	pp.mu.Lock()
-	defer pp.mu.Unlock()
-	return slices.Clone(pp.order)
 }
