@@ -14,7 +14,10 @@ import (
 // runbook's.
 func TestParNeverAboveTheRunbook(t *testing.T) {
 	ctx := context.Background()
-	const seeds = 1000
+	seeds := 1000
+	if testing.Short() {
+		seeds = 200 // make test; all 1,000 in make test-long
+	}
 	byRunbook := 0
 	for _, sc := range sim.Scenarios() {
 		for seed := 1; seed <= seeds; seed++ {
