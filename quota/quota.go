@@ -67,9 +67,9 @@ func ParseMode(s string) (Mode, error) {
 // Tenant is what a tenant bought and how its quota is run. The zero value
 // of each optional field takes the default given with it.
 type Tenant struct {
-	Name    string
-	Rate    Micro    // R: the global refill rate, per second
-	Burst   Micro    // B: the global burst
+	Name  string
+	Rate  Micro // R: the global refill rate, per second
+	Burst Micro // B: the global burst
 	// Regions are where its traffic enters; each keeps a floor share.
 	// Required: the config file's tenants[].regions defaults to every
 	// region the file names, but a Tenant alone knows no regions to
