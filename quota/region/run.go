@@ -405,6 +405,10 @@ type callDone struct {
 	n        int    // requests or returns it carried
 	fresh    bool   // a call of first leases
 	shutdown bool   // ctx ended: no failure of the coordinator's
+	// noLeader: the call failed unavailable with no answer from a
+	// leader (none elected, or none reachable), rather than refused by
+	// one for its own reasons.
+	noLeader bool
 	// strained: the coordinator said it could not keep up — the call
 	// failed as a whole (busy, timed out, every request refused for its
 	// own reasons), or some of its requests were refused busy or not
@@ -634,6 +638,21 @@ func (r *runner) failed(now int64, d callDone) {
 	base := min(l.cfg.MaxRetry, l.cfg.Retry<<min(r.fails-1, 30))
 	wait := time.Duration(float64(base) * (0.5 + l.draw("", r.failedCalls)))
 	wait = max(wait, d.wait)
+	if d.noLeader {
+		// No coordinator answered as the leader: one is being elected
+		// (a successor leads within the session's TTL, 5 s by default,
+		// about half a default lease), or none is reachable. The call
+		// cost no coordinator any work, so waiting longer spares none;
+		// but a region whose doubled wait ran past the end of the
+		// leases it was renewing would let them lapse, and every lapse
+		// is a first lease the new leader must write to give back — a
+		// storm of them just as it takes over. So the region asks again
+		// within half the time left to the soonest of those leases,
+		// never sooner than half the first retry.
+		if end := soonestEnd(now, d.renewals); end > now {
+			wait = min(wait, max(time.Duration(end-now)/2, l.cfg.Retry/2))
+		}
+	}
 	r.waitUntil = max(r.waitUntil, now+int64(wait))
 	if d.why == failBusy && d.need > r.patience() {
 		// Refused because what the coordinator has queued ahead would not
@@ -654,6 +673,18 @@ func (r *runner) failed(now int64, d callDone) {
 		r.logger.Warn("quota region: a call to the coordinator failed; the region waits before it asks again",
 			"region", l.cfg.Region, "call", d.what, "n", d.n, "reason", d.why.String(), "wait", wait, "err", d.err)
 	}
+}
+
+// soonestEnd is the earliest end of a valid lease among the tenants of a
+// call, at now; 0 when none holds one (a call of first leases).
+func soonestEnd(now int64, batch []*bucket) int64 {
+	var end int64
+	for _, b := range batch {
+		if s := b.cur.Load(); s != nil && s.valid(now) && (end == 0 || s.until < end) {
+			end = s.until
+		}
+	}
+	return end
 }
 
 // publish updates what RunStats says of Run's state.
@@ -689,6 +720,7 @@ func (r *runner) renew(ctx context.Context, batch []*bucket, reqs []quota.Reques
 			l.counters.renewFailures.Add(int64(len(reqs)))
 			d.why, d.wait, d.need = failureOf(err, timedOut)
 			d.err = err
+			d.noLeader = d.why == failUnavailable
 		}
 		return d
 	}
