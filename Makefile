@@ -228,6 +228,12 @@ BROWSER_TESTS := ^Test[A-Za-z0-9]*(EndToEnd|InBrowser)$$
 # beside the browser tests, without it (the server's goroutines around
 # that computation are tested under -race by the others).
 NORACE_WEB := ^TestOverloadCompareAnswer$$
+# AT_SCALE are the quota processes' tests at their most tenants (100,000:
+# a scrape of every series): 21 CPU-seconds under -race, most of the race
+# group's longest package. unit-etcd runs them without it, as it runs
+# every test of those packages; the same collectors, at a few tenants,
+# are under -race here.
+AT_SCALE := ^Test(Coordinator)?MetricsAtMaxTenants$$
 
 # AFLOAT_REQUIRE_BROWSER, AFLOAT_REQUIRE_REDIS and AFLOAT_REQUIRE_PROMTOOL
 # turn the skips of the browser tests (no chromium), the Redis tests (no
@@ -245,7 +251,7 @@ $(UNITS): export AFLOAT_REQUIRE_PROMTOOL := 1
 unit: $(UNITS)
 
 unit-race:
-	$(NICE) $(GO) test -short -race -count=1 -skip '$(BROWSER_TESTS)|$(NORACE_WEB)' $$($(GO) list ./... | grep -Ev '$(NORACE_RE)')
+	$(NICE) $(GO) test -short -race -count=1 -skip '$(BROWSER_TESTS)|$(NORACE_WEB)|$(AT_SCALE)' $$($(GO) list ./... | grep -Ev '$(NORACE_RE)')
 
 # MUTATION runs the mutation checks: tests that plant a deliberate fault
 # and show that the checker (or the property) catches it. The faults exist
@@ -277,7 +283,7 @@ unit-browser:
 # LONG_TESTS are the tests that skip under -short, or do less under it,
 # outside the models (whose every test runs again at full size below). internal/conventions
 # checks that every test that skips under -short is named here.
-LONG_TESTS := ^(TestVersionNamesTheCommit|TestLayoutEndToEnd|TestHindsightBoundsEveryFigure|TestGameAccessibilityEndToEnd|TestMysteryDebriefEndToEnd|TestConsoleEndToEnd|TestOverloadLabEndToEnd|TestQuotaLabEndToEnd|TestQuotaEndToEnd|TestQuotaRegionKilled|TestQuotaLeaderPaused|TestQuotaAtScale|TestTwoAgentsOneRegion|TestForgedEpochUnderTraffic|TestQuotaCoordinatorDamagedDataDir|TestQuotaStartUpEndsOnSIGTERM|TestServeUnderAbuse|TestBusyMachineIsFlagged|TestSoakShort|TestShrinkUnderLoad|TestQuotaSurvivesEtcdElections|TestFiftyWorkersStayLevel|TestTokenRotationUnderTraffic|TestQuotaRestoreUnderTraffic|TestLeversEndToEnd|TestRunStopsEndToEnd|TestWatchLinksEndToEnd|TestBotsPlayTheGameEndToEnd|TestAssignLLMDemoEndToEnd|TestPickMatchesModel|TestDrillAlertsEndToEnd)$$
+LONG_TESTS := ^(TestVersionNamesTheCommit|TestLayoutEndToEnd|TestHindsightBoundsEveryFigure|TestGameAccessibilityEndToEnd|TestMysteryDebriefEndToEnd|TestConsoleEndToEnd|TestOverloadLabEndToEnd|TestQuotaLabEndToEnd|TestQuotaEndToEnd|TestQuotaRegionKilled|TestQuotaLeaderPaused|TestQuotaAtScale|TestTwoAgentsOneRegion|TestForgedEpochUnderTraffic|TestQuotaCoordinatorDamagedDataDir|TestQuotaStartUpEndsOnSIGTERM|TestServeUnderAbuse|TestBusyMachineIsFlagged|TestSoakShort|TestShrinkUnderLoad|TestQuotaSurvivesEtcdElections|TestFiftyWorkersStayLevel|TestTokenRotationUnderTraffic|TestQuotaRestoreUnderTraffic|TestLeversEndToEnd|TestRunStopsEndToEnd|TestWatchLinksEndToEnd|TestBotsPlayTheGameEndToEnd|TestAssignLLMDemoEndToEnd|TestPickMatchesModel|TestDrillAlertsEndToEnd|TestScriptFlushUnderLoad|TestRestartUnderLoad|TestKilledConnections|TestNewerOperationsAcrossFaults)$$
 
 # long is make test-long's: the tests that skip under -short, with the
 # binaries they exec built once; the models at full size (the 120-seed

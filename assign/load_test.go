@@ -156,6 +156,10 @@ func waitFor(t *testing.T, cond func() bool) {
 // fallback resends each refused one, and only those), and the server's
 // total is exactly the successes.
 func TestScriptFlushUnderLoad(t *testing.T) {
+	every := int64(2000) // picks between flushes; make test (-short) a fifth
+	if testing.Short() {
+		every = 400
+	}
 	for _, batch := range []int{0, 16} {
 		t.Run("batch="+strconv.Itoa(batch), func(t *testing.T) {
 			srv, c := newClient(t)
@@ -168,7 +172,7 @@ func TestScriptFlushUnderLoad(t *testing.T) {
 			stop := make(chan struct{})
 			wg := load(ctx, p, 20, batch, stop, 200, &o)
 			for i := range 5 {
-				waitFor(t, func() bool { return o.ok.Load() >= int64(2000*(i+1)) })
+				waitFor(t, func() bool { return o.ok.Load() >= every*int64(i+1) })
 				srv.MustDo("SCRIPT", "FLUSH")
 			}
 			close(stop)
@@ -194,6 +198,10 @@ func TestScriptFlushUnderLoad(t *testing.T) {
 // ambiguous outcome for those in flight), and after it every pick the
 // fallback can save succeeds.
 func TestRestartUnderLoad(t *testing.T) {
+	before, after := int64(3000), int64(500) // picks before the restart and after it; make test (-short) a fifth
+	if testing.Short() {
+		before, after = 600, 100
+	}
 	for _, batch := range []int{0, 16} {
 		t.Run("batch="+strconv.Itoa(batch), func(t *testing.T) {
 			srv, c := newClient(t)
@@ -205,12 +213,12 @@ func TestRestartUnderLoad(t *testing.T) {
 			var o outcomes
 			stop := make(chan struct{})
 			wg := load(ctx, p, 20, batch, stop, 500, &o)
-			waitFor(t, func() bool { return o.ok.Load() >= 3000 })
+			waitFor(t, func() bool { return o.ok.Load() >= before })
 			srv.Restart()
 			// Calls that were failing as the server came back may still
 			// record their failure: count from when picks succeed again.
 			back := o.ok.Load()
-			waitFor(t, func() bool { return o.ok.Load() >= back+500 })
+			waitFor(t, func() bool { return o.ok.Load() >= back+after })
 			beforeReloads := p.ScriptReloads()
 			failedBy := o.ambiguous.Load() + o.unsent.Load()
 			close(stop)
@@ -262,14 +270,18 @@ func contains(s, sub string) bool {
 // ids, retrying each ambiguous pick with its id until it gets an answer
 // makes the total exactly the number of distinct ids.
 func TestKilledConnections(t *testing.T) {
+	every := int64(1500) // picks between kills; make test (-short) a fifth
+	if testing.Short() {
+		every = 300
+	}
 	for _, client := range []string{"rueidis", "goredis"} {
 		for _, withIDs := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/ids=%v", client, withIDs), func(t *testing.T) { killedConnections(t, client, withIDs) })
+			t.Run(fmt.Sprintf("%s/ids=%v", client, withIDs), func(t *testing.T) { killedConnections(t, client, withIDs, every) })
 		}
 	}
 }
 
-func killedConnections(t *testing.T, client string, withIDs bool) {
+func killedConnections(t *testing.T, client string, withIDs bool, every int64) {
 	srv, c := newClient(t)
 	ctx := ctxFor(t)
 	cc := wrap(t, c)
@@ -326,14 +338,14 @@ func killedConnections(t *testing.T, client string, withIDs bool) {
 	// it sends anything.
 	reached := func() bool { return o.ambiguous.Load() > 0 || retries.Load() > 0 }
 	for i := 0; i < 5 || !reached() && i < 100; i++ {
-		next := o.ok.Load() + 1500
+		next := o.ok.Load() + every
 		if i >= 5 {
-			next = o.ok.Load() + 300
+			next = o.ok.Load() + every/5
 		}
 		waitFor(t, func() bool { return o.ok.Load() >= next })
 		srv.MustDo("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
 	}
-	last := o.ok.Load() + 1500
+	last := o.ok.Load() + every
 	waitFor(t, func() bool { return o.ok.Load() >= last })
 	done.Store(true)
 	wg.Wait()
@@ -521,6 +533,10 @@ func (l *mixedLoad) run(t *testing.T, ctx context.Context, cool []string, done *
 // at least the latest time a caller was told; and no pick sent after a
 // member was seen cooling got it.
 func TestNewerOperationsAcrossFaults(t *testing.T) {
+	every := int64(800) // operations between faults; make test (-short) a fourth
+	if testing.Short() {
+		every = 200
+	}
 	for _, fault := range []string{"script-flush", "restart", "client-kill"} {
 		t.Run(fault, func(t *testing.T) {
 			srv, c := newClient(t)
@@ -536,7 +552,7 @@ func TestNewerOperationsAcrossFaults(t *testing.T) {
 				rounds = 1
 			}
 			for i := range rounds {
-				waitFor(t, func() bool { return l.ops.Load() >= int64(800*(i+1)) })
+				waitFor(t, func() bool { return l.ops.Load() >= every*int64(i+1) })
 				switch fault {
 				case "script-flush":
 					srv.MustDo("SCRIPT", "FLUSH")
@@ -547,7 +563,7 @@ func TestNewerOperationsAcrossFaults(t *testing.T) {
 				}
 			}
 			after := l.ops.Load()
-			waitFor(t, func() bool { return l.ops.Load() >= after+800 })
+			waitFor(t, func() bool { return l.ops.Load() >= after+every })
 			done.Store(true)
 			wg.Wait()
 			if t.Failed() {
