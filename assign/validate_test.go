@@ -10,6 +10,7 @@ import (
 // Bad input gets ErrInvalid with a message that names the field and the
 // allowed range, and nothing is sent.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	_, rc := newClient(t)
 	c := wrap(t, rc)
 	ctx := ctxFor(t)
