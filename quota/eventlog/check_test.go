@@ -165,6 +165,46 @@ func TestRestartLive(t *testing.T) {
 	}
 }
 
+// TestUnloggedCover: a leader paused between sending a write and reading
+// its answer wakes deposed; it cannot settle the write, so it neither
+// logs nor answers its grant (lease 7), though etcd applied it. Its
+// successor restores lease 7 from the ledger (restart, live) and covers
+// the region's next renewal with it: no violation, counted in the report.
+// A cover by a lease neither granted nor restored (8) is still one, and
+// so is a region installing the unlogged lease, which no answer carried.
+func TestUnloggedCover(t *testing.T) {
+	start := Event{Kind: Start, Tenant: "t", Rate: 10 * quota.One, Burst: 10 * quota.One, N: 2, Why: "hard"}
+	run := func(cover uint64, install bool) Report {
+		c := NewChecker()
+		events := []Event{start,
+			{T: int64(s), Kind: Restart, Epoch: 2, Live: &[]uint64{7}},
+			{T: int64(2 * s), Kind: Lease, Tenant: "t", Region: "a", ID: 9, Epoch: 2, Rate: 5 * quota.One, Burst: 5 * quota.One,
+				Activates: int64(2 * s), Expires: int64(12 * s), Cover: cover},
+		}
+		if install {
+			events = append(events, Event{T: int64(3 * s), Kind: Install, Tenant: "t", Region: "a", ID: 7, Epoch: 1})
+		}
+		for _, e := range events {
+			line := e.AppendJSON(nil)
+			got, err := ParseEvent(line)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			c.Write(&got)
+		}
+		return c.Finish(int64(20 * s))
+	}
+	if rep := run(7, false); rep.Violations != 0 || rep.UnloggedCovers != 1 {
+		t.Errorf("covered by the restored, unlogged lease 7: %d violations %q, %d unlogged covers: want none, 1", rep.Violations, rep.Messages, rep.UnloggedCovers)
+	}
+	if rep := run(8, false); rep.Violations == 0 {
+		t.Errorf("covered by lease 8, neither granted nor restored: no violation")
+	}
+	if rep := run(7, true); rep.Violations == 0 {
+		t.Errorf("region a installed the unlogged lease 7: no violation")
+	}
+}
+
 func sum(ds []time.Duration) (d time.Duration) {
 	for _, x := range ds {
 		d += x
