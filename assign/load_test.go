@@ -556,7 +556,11 @@ func TestNewerOperationsAcrossFaults(t *testing.T) {
 			if fault == "restart" {
 				rounds = 1
 			}
-			for i := range rounds {
+			// A kill reaches the load only if a call is in flight: on a
+			// busy machine every worker can be between calls, three kills
+			// running (make test saw it once). Kill again until one does,
+			// up to 50 kills.
+			for i := 0; i < rounds || fault == "client-kill" && l.retries.Load() == 0 && i < 50; i++ {
 				waitFor(t, func() bool { return l.ops.Load() >= every*int64(i+1) })
 				switch fault {
 				case "script-flush":
