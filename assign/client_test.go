@@ -46,7 +46,6 @@ func usersClients(t *testing.T, srv *assigntest.Server) map[string]*Client {
 // one with them off is taken; a type whose retries cannot be read is
 // refused too.
 func TestFromGoRedisRefusesRetries(t *testing.T) {
-	t.Parallel()
 	addr := "127.0.0.1:1" // nothing is sent: the options are read
 	client := func(o *redis.Options) redis.UniversalClient {
 		o.Addr = addr
@@ -113,7 +112,6 @@ func TestFromGoRedisRefusesRetries(t *testing.T) {
 // commands (settings, streaks, its creator), and leases. Each client is
 // still the caller's after: it works, and the test closes it.
 func TestUsersClients(t *testing.T) {
-	t.Parallel()
 	srv := assigntest.Start(t)
 	for name, c := range usersClients(t, srv) {
 		t.Run(name, func(t *testing.T) {
@@ -238,7 +236,6 @@ func TestUsersClients(t *testing.T) {
 // (TestKilledConnections). Rounds of load and CLIENT KILL run until such
 // a pick shows, up to fifty.
 func TestGoRedisRetriesCountTwice(t *testing.T) {
-	t.Parallel()
 	srv := assigntest.Start(t)
 	ctx := ctxFor(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr}) // MaxRetries 3, the default

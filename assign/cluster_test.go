@@ -108,7 +108,6 @@ func owner(t *testing.T, nodes []clusterNode, key string) int {
 // level and count once; and after SCRIPT FLUSH on every node the EVAL
 // fallback, routed by key, reloads the script where it is needed.
 func TestRedisCluster(t *testing.T) {
-	t.Parallel()
 	nodes := startCluster(t)
 	ctx := ctxFor(t)
 	c, err := redisurl.Dial(nodes[0].srv.URL, ErrInvalid)

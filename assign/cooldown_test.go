@@ -14,7 +14,6 @@ import (
 // A cooling member is skipped by every pick until its release time on the
 // pool's clock, and comes back by itself, with its count, exactly then.
 func TestCooldownSkipsAndReturns(t *testing.T) {
-	t.Parallel()
 	_, c := newClient(t)
 	ctx := ctxFor(t)
 	const t0 = 5_000_000
@@ -63,7 +62,6 @@ func TestCooldownSkipsAndReturns(t *testing.T) {
 // again; a retry-after cools the member; the evicted member comes back by
 // Restore's policy with its streak reset.
 func TestFailureStreakEvicts(t *testing.T) {
-	t.Parallel()
 	_, c := newClient(t)
 	ctx := ctxFor(t)
 	const t0 = 7_000_000
@@ -119,7 +117,6 @@ func TestFailureStreakEvicts(t *testing.T) {
 // When every member cools, a pick fails with the earliest release time,
 // or, under LastResortEarliest, takes the member that comes back first.
 func TestLastResort(t *testing.T) {
-	t.Parallel()
 	_, c := newClient(t)
 	ctx := ctxFor(t)
 	const t0 = 9_000_000
@@ -165,7 +162,6 @@ func TestLastResort(t *testing.T) {
 // A member of weight w takes w times the share: within 1 % of its share
 // of 10,000 picks, and the counts are the exact quotients.
 func TestWeightsShare(t *testing.T) {
-	t.Parallel()
 	_, c := newClient(t)
 	ctx := ctxFor(t)
 	p := newPool(t, c, "weights")
@@ -215,7 +211,6 @@ func TestWeightsShare(t *testing.T) {
 // that started after a cooldown was set returns that member, and the
 // members cooled before the workers started are never picked.
 func TestNoPickWhileCooling(t *testing.T) {
-	t.Parallel()
 	_, c := newClient(t)
 	ctx := ctxFor(t)
 	p := newPool(t, c, "cooling-workers")
@@ -287,7 +282,6 @@ func TestNoPickWhileCooling(t *testing.T) {
 // restart (SHUTDOWN SAVE) lose none, and a pick after either still skips
 // the cooling member, by the script sent again (NOSCRIPT, then EVAL).
 func TestCooldownSurvivesFlushAndRestart(t *testing.T) {
-	t.Parallel()
 	srv, c := newClient(t)
 	ctx := ctxFor(t)
 	p := newPool(t, c, "faults")
@@ -339,7 +333,6 @@ func TestCooldownSurvivesFlushAndRestart(t *testing.T) {
 // pulls ahead of the others; it moves when the member cools or leaves,
 // and its record carries the pool's sticky TTL from its last pick.
 func TestPickSticky(t *testing.T) {
-	t.Parallel()
 	_, c := newClient(t)
 	ctx := ctxFor(t)
 	p := newPool(t, c, "sticky", WithStickyTTL(time.Minute))
@@ -377,7 +370,6 @@ func TestPickSticky(t *testing.T) {
 // succeed, 5 per member, and every other pick is refused with the time
 // the first member has room again.
 func TestNoPickOverItsLimit(t *testing.T) {
-	t.Parallel()
 	_, c := newClient(t)
 	ctx := ctxFor(t)
 	p := newPool(t, c, "limited-workers")
@@ -464,7 +456,6 @@ func TestNoPickOverItsLimit(t *testing.T) {
 // a cooling member, none a limited one more than 20 times, and every
 // pick and lease is counted once.
 func TestNoLeaseOverItsCap(t *testing.T) {
-	t.Parallel()
 	_, c := newClient(t)
 	ctx := ctxFor(t)
 	p := newPool(t, c, "capped-workers")
@@ -560,7 +551,6 @@ func TestNoLeaseOverItsCap(t *testing.T) {
 // score (count / weight, 17 digits) as round(score × weight), exact for
 // counts below 2^51, and a pick adds exactly one.
 func TestWeightedCountExact(t *testing.T) {
-	t.Parallel()
 	_, c := newClient(t)
 	ctx := ctxFor(t)
 	// 61 / 7, 1 / 49, 63 / 999, 1001 / 1000: doubles whose product with
@@ -595,7 +585,6 @@ func TestWeightedCountExact(t *testing.T) {
 // holds anything else, and meta goes (the pick is the plain one again)
 // when nothing else is left.
 func TestMetaDueAndTable(t *testing.T) {
-	t.Parallel()
 	_, c := newClient(t)
 	ctx := ctxFor(t)
 	const t0 = 7_000_000

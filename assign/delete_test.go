@@ -41,7 +41,6 @@ func scanPool(t *testing.T, c rueidis.Client, name string) []string {
 // least-in-flight Leases of the same name, which still works, and a pool
 // whose name starts with the same letters keeps all of its keys.
 func TestDeleteLeavesNothing(t *testing.T) {
-	t.Parallel()
 	srv, c := newClient(t)
 	ctx := ctxFor(t)
 	cmds := make(rueidis.Commands, 0, 3000)

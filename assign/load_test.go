@@ -44,7 +44,6 @@ func spread(t *testing.T, p *Pool) (int64, int64) {
 // and 100,000 instrumented picks took a minute on a busy machine; make
 // test-long runs the full count.
 func TestFiftyWorkersStayLevel(t *testing.T) {
-	t.Parallel()
 	_, c := newClient(t)
 	ctx := ctxFor(t)
 	p := newPool(t, c, "level")
@@ -157,7 +156,6 @@ func waitFor(t *testing.T, cond func() bool) {
 // fallback resends each refused one, and only those), and the server's
 // total is exactly the successes.
 func TestScriptFlushUnderLoad(t *testing.T) {
-	t.Parallel()
 	every := int64(2000) // picks between flushes; make test (-short) a fifth
 	if testing.Short() {
 		every = 400
@@ -200,7 +198,6 @@ func TestScriptFlushUnderLoad(t *testing.T) {
 // ambiguous outcome for those in flight), and after it every pick the
 // fallback can save succeeds.
 func TestRestartUnderLoad(t *testing.T) {
-	t.Parallel()
 	before, after := int64(3000), int64(500) // picks before the restart and after it; make test (-short) a fifth
 	if testing.Short() {
 		before, after = 600, 100
@@ -273,7 +270,6 @@ func contains(s, sub string) bool {
 // ids, retrying each ambiguous pick with its id until it gets an answer
 // makes the total exactly the number of distinct ids.
 func TestKilledConnections(t *testing.T) {
-	t.Parallel()
 	every := int64(1500) // picks between kills; make test (-short) a fifth
 	if testing.Short() {
 		every = 300
@@ -537,7 +533,6 @@ func (l *mixedLoad) run(t *testing.T, ctx context.Context, cool []string, done *
 // at least the latest time a caller was told; and no pick sent after a
 // member was seen cooling got it.
 func TestNewerOperationsAcrossFaults(t *testing.T) {
-	t.Parallel()
 	every := int64(800) // operations between faults; make test (-short) a fourth
 	if testing.Short() {
 		every = 200

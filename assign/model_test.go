@@ -486,7 +486,6 @@ func testClockPool(t testing.TB, c rueidis.Client, name string, ms int64) (*Pool
 // pool after each step: ten seeds of 200 steps in make test (-short),
 // thirty in make test-long.
 func TestPickMatchesModel(t *testing.T) {
-	t.Parallel()
 	_, c := newClient(t)
 	names := []string{"a", "b", "c", "d", "e", "ab", "B", "z9"} // "B" < "a" in byte order
 	seeds := uint64(30)

@@ -10,7 +10,6 @@ import (
 // none and is never made again over; Reset empties and refills only the
 // creator's pool, and refuses anyone else's, changing nothing.
 func TestCreateOwnerReset(t *testing.T) {
-	t.Parallel()
 	_, c := newClient(t)
 	ctx := ctxFor(t)
 

@@ -27,7 +27,6 @@ func counts(t *testing.T, p *Pool) map[string]int64 {
 // a and b take 20 picks each (30); c comes back. Then 20 more picks show
 // what the policy does to the pool.
 func TestRestorePolicies(t *testing.T) {
-	t.Parallel()
 	_, c := newClient(t)
 	ctx := ctxFor(t)
 	for _, tc := range []struct {
@@ -82,7 +81,6 @@ func TestRestorePolicies(t *testing.T) {
 // Add never overwrites: a member already active keeps its count, and a
 // removed one stays removed.
 func TestAddNeverOverwrites(t *testing.T) {
-	t.Parallel()
 	_, c := newClient(t)
 	ctx := ctxFor(t)
 	p := newPool(t, c, "nx")
@@ -125,7 +123,6 @@ func TestAddNeverOverwrites(t *testing.T) {
 // ends them, a second release is harmless, a lease past its deadline is
 // reclaimed by the server's clock, and counts never go negative.
 func TestLeases(t *testing.T) {
-	t.Parallel()
 	srv, c := newClient(t, "--enable-debug-command", "yes")
 	ctx := ctxFor(t)
 	l, err := NewLeases(wrap(t, c), "inflight")
@@ -189,7 +186,6 @@ func TestLeases(t *testing.T) {
 // Many goroutines acquiring and releasing, some twice, some never (left to
 // expire): at the end nothing is in flight and no count went below zero.
 func TestLeasesUnderLoad(t *testing.T) {
-	t.Parallel()
 	srv, c := newClient(t, "--enable-debug-command", "yes")
 	ctx := ctxFor(t)
 	l, _ := NewLeases(wrap(t, c), "inflight-load")
@@ -239,7 +235,6 @@ func TestLeasesUnderLoad(t *testing.T) {
 // form (a flag, a JSON field); an unknown name, or a policy out of range,
 // is refused with ErrInvalid and the names allowed.
 func TestRestorePolicyText(t *testing.T) {
-	t.Parallel()
 	for p := RestoreCurrentMinimum; p <= RestoreZero; p++ {
 		b, err := p.MarshalText()
 		var back RestorePolicy = 7

@@ -50,7 +50,6 @@ func newPool(t testing.TB, c rueidis.Client, name string, opts ...Option) *Pool 
 func ctxFor(t testing.TB) context.Context { return assigntest.Context(t, time.Minute) }
 
 func TestPickOrderTiesAndEmpty(t *testing.T) {
-	t.Parallel()
 	_, c := newClient(t)
 	ctx := ctxFor(t)
 	p := newPool(t, c, "basics")
@@ -101,7 +100,6 @@ func TestPickOrderTiesAndEmpty(t *testing.T) {
 // nil or hold the server: the client never sends one, but the script can
 // be called by anyone who has its SHA.
 func TestPickManyRefusesBadCounts(t *testing.T) {
-	t.Parallel()
 	_, c := newClient(t)
 	ctx := ctxFor(t)
 	p := newPool(t, c, "many")

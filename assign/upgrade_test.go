@@ -54,7 +54,6 @@ func oldLayout(t *testing.T, c rueidis.Client, p *Pool, t0 int64, withNext bool)
 // after the server reports its scripts lost, and its sorted set made a
 // skiplist again.
 func TestUpgradeFromOldLayout(t *testing.T) {
-	t.Parallel()
 	_, c := newClient(t)
 	ctx := ctxFor(t)
 	const t0 = 9_000_000

@@ -10,7 +10,6 @@ import (
 // Bad input gets ErrInvalid with a message that names the field and the
 // allowed range, and nothing is sent.
 func TestBadInput(t *testing.T) {
-	t.Parallel()
 	_, rc := newClient(t)
 	c := wrap(t, rc)
 	ctx := ctxFor(t)
