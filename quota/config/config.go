@@ -324,20 +324,25 @@ func ParseConfig(data []byte) (*Config, error) {
 	if len(data) > maxConfig {
 		return nil, fmt.Errorf("%w: %d bytes: want at most %d", ErrConfigFile, len(data), maxConfig)
 	}
-	var cfg Config
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&cfg); err != nil {
+	// Parsed once, into a tree: decoded from it, then walked by
+	// checkNumbers, which also refuses a key no field has (as the
+	// decoder's KnownFields does, which decoding from a tree has not). A
+	// file of 100,000 tenants (7.5 MB) took a region agent 5 s to start
+	// when it was parsed twice — 8 s beside two others — and a restarted
+	// region waits that long for its first leases.
+	var doc yaml.Node
+	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%w: the file is empty", ErrConfigFile)
 		}
 		return nil, fmt.Errorf("%w: %v", ErrConfigFile, err)
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err == nil {
-		if err := checkNumbers(&doc, reflect.TypeFor[Config](), "", 0); err != nil {
-			return nil, err
-		}
+	var cfg Config
+	if err := doc.Decode(&cfg); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfigFile, err)
+	}
+	if err := checkNumbers(&doc, reflect.TypeFor[Config](), "", 0); err != nil {
+		return nil, err
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err

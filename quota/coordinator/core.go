@@ -593,8 +593,19 @@ func (c *Core) background(x *Step) {
 		return
 	}
 	x.Ops = rest
-	c.deferred = append(c.deferred, Step{Ops: ends, Background: true, at: x.at})
+	// In steps of at most backgroundOps, so that a call's writes can go
+	// between them: a detach of a region of 100,000 tenants was one step
+	// of 100,000 ends, written over a hundred transactions that nothing
+	// could pass.
+	for len(ends) > 0 {
+		n := min(len(ends), backgroundOps)
+		c.deferred = append(c.deferred, Step{Ops: ends[:n:n], Background: true, at: x.at})
+		ends = ends[n:]
+	}
 }
+
+// backgroundOps is the most ends a background step takes (background).
+const backgroundOps = 512
 
 // ended records the end of lease l.
 func (x *Step) ended(l counted, why EndReason) {

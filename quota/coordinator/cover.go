@@ -69,9 +69,12 @@ func mayCover(l counted, epoch uint64) bool {
 }
 
 // idBlock is how many lease IDs a reservation takes at a time; a new one
-// is proposed when fewer than half of them are left. Large, so that
-// 60,000 covered renewals a second cost about one reservation a second.
-const idBlock = 1 << 16
+// is proposed when fewer than half of them are left. Large, so that at
+// 60,000 covered renewals a second the half left lasts half a minute:
+// a reservation queued behind seconds of writes still lands before the
+// IDs run out. (With 65,536, half a second of writes queued was enough:
+// every renewal then needed a write of its own, which queued more.)
+const idBlock = 1 << 22
 
 // extension is what a step that reserves IDs tells Advance once written.
 type extension struct {
@@ -110,7 +113,9 @@ func (c *Core) coverable(t quota.Tenant, rs *regionState, req quota.Request, rat
 	switch {
 	case rs.cover == 0 || c.nextID >= c.idsAck:
 		return false
-	case req.Holding == 0 || held.ID != req.Holding || rs.proposed != 0:
+	case req.Holding == 0 || rs.proposed != 0:
+		return false
+	case held.ID != req.Holding && !lostCovered(rs, req.Holding):
 		return false
 	case slices.ContainsFunc(rs.live, func(l counted) bool { return l.ID > held.ID }) || coverOf(rs, rs.cover) != rs.cover:
 		// A newer lease counts, or the cover ended. (The held lease may
@@ -123,6 +128,28 @@ func (c *Core) coverable(t quota.Tenant, rs *regionState, req quota.Request, rat
 	case last.Mode != t.Mode || last.Emergency != t.Emergency || last.Ceiling != quota.MaxBurstShare(t) ||
 		last.ValidFor != t.LeaseDuration || last.Margin != t.Margin():
 		return false
+	}
+	return true
+}
+
+// lostCovered says whether a region that holds h, not the newest lease
+// it was answered, was left behind by covered answers it never got (a
+// call it gave up on): h stands on the region's cover (is it, or is
+// covered by it), and so does every lease newer than h. Then h, those
+// leases and a new covered lease all have the cover's shares, and the
+// cover counts until the last of them ends, so a covered answer changes
+// no sum, as for the newest. Without it, every covered answer of a call
+// that timed out cost a write at its tenant's next renewal — under a
+// strained coordinator, the calls timing out by the thousand made the
+// writes that made more calls time out.
+func lostCovered(rs *regionState, h uint64) bool {
+	if coverOf(rs, h) != rs.cover {
+		return false
+	}
+	for _, l := range rs.live {
+		if l.ID > h && l.cover != rs.cover {
+			return false
+		}
 	}
 	return true
 }

@@ -154,6 +154,53 @@ func TestCoveredRenewals(t *testing.T) {
 	}
 }
 
+// TestCoveredAfterLostAnswers: covered answers the region never got (it
+// gave up on their calls) leave it holding an older lease on the same
+// cover; its next renewals are covered all the same — no write — and
+// every lease that counts has the cover's shares, so the region counts
+// for them once. On the code before, each renewal after a lost answer
+// was written: a strained coordinator's timeouts became writes.
+func TestCoveredAfterLostAnswers(t *testing.T) {
+	l := NewMemLedger()
+	c := newCovering(t, l, 0)
+	ms := time.Millisecond
+	renew := func(now time.Duration, held uint64) (Step, Answer) {
+		t.Helper()
+		x, err := c.Core.Renew(now, quota.Request{Tenant: "acme", Region: "eu", Seq: seq(), Holding: held, Epoch: c.Epoch(), Demand: quota.Tokens(100)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x, c.run(t, x)
+	}
+	_, a := renew(0, 0)
+	held := a.Grant.Lease.ID
+	var now time.Duration
+	for round := range 20 {
+		// Two answers lost, then one the region installs, all within
+		// the lease it holds.
+		for k := range 3 {
+			now += 30 * ms
+			x, a := renew(now, held)
+			if !x.Covered {
+				t.Fatalf("round %d, renewal %d holding %d: written (%+v), want covered", round, k, held, a.Grant.Lease)
+			}
+			if k == 2 {
+				held = a.Grant.Lease.ID
+			}
+		}
+		rs := c.tenants["acme"].regions["eu"]
+		rate, burst := peak(rs)
+		for _, lv := range rs.live {
+			if lv.Rate != rate || lv.Burst != burst {
+				t.Fatalf("round %d: lease %d counts %d/%d beside %d/%d", round, lv.ID, lv.Rate, lv.Burst, rate, burst)
+			}
+		}
+	}
+	if c.puts != 1 {
+		t.Fatalf("%d lease records written: want the first one only", c.puts)
+	}
+}
+
 // TestCoveredNeedsProof: an answer without a write — a covered lease, an
 // unchanged one — is given only for a step taken while leadership was
 // proven (Core.Led): at or before the newest proof's asking, or before

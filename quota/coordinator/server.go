@@ -484,6 +484,13 @@ func (s *Server) submit(ctx context.Context, prio bulkhead.Priority, n int, prop
 		if step.Covered && s.core.Proven(at) {
 			// Its answer rests on no write (cover.go), and leadership is
 			// proven: answered below, once journalled, ahead of the queue.
+			if coveredSt == nil {
+				// Room for the rest of the call at once: in the steady
+				// state nearly every renewal is covered, and a Step is
+				// large — growing by doubling allocated twice the
+				// call's steps and copied them on the way.
+				covered, coveredSt = make([]int, 0, n-i), make([]Step, 0, n-i)
+			}
 			covered, coveredSt = append(covered, i), append(coveredSt, step)
 			continue
 		}

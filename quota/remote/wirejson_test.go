@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"testing"
+
+	"github.com/afloat/afloat/internal/strictjson"
 )
 
 // fill sets everything v holds to random values of the sorts JSON
@@ -138,6 +140,88 @@ func FuzzDecodeAnswer(f *testing.F) {
 		}
 		if err == nil && !reflect.DeepEqual(got, want) {
 			t.Fatalf("decodeAnswer(%q) = %+v; json.Unmarshal: %+v", raw, got, want)
+		}
+	})
+}
+
+// TestRenewBodyWritesAsEncodingJSON: over many random bodies, a renewal
+// body is written as json.Marshal writes it, and read back as
+// strictjson.Decode reads it — by the reader's own path when every name
+// in it is plain.
+func TestRenewBodyWritesAsEncodingJSON(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	own := 0
+	for i := range 3000 {
+		var body RenewBody
+		fill(r, reflect.ValueOf(&body).Elem())
+		if i%2 == 0 {
+			for k := range body.Requests {
+				body.Requests[k].Tenant = fmt.Sprintf("t%05d", r.IntN(100_000))
+				body.Requests[k].Region = "eu"
+			}
+		}
+		got := appendRenewBody(nil, &body)
+		want, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("step %d: appendRenewBody(%+v) =\n%s\nwant\n%s", i, body, got, want)
+		}
+		var ref RenewBody
+		refErr := strictjson.Decode(got, &ref)
+		rd := answerReader{b: got, ok: true}
+		read := rd.renewBody()
+		if rd.ok {
+			own++
+			if refErr != nil || !reflect.DeepEqual(read, ref) {
+				t.Fatalf("step %d: the reader's own path on\n%s\n= %+v, want %+v (%v)", i, got, read, ref, refErr)
+			}
+		}
+		var dec RenewBody
+		if err := decodeRenewBody(got, &dec); fmt.Sprint(err) != fmt.Sprint(refErr) || err == nil && !reflect.DeepEqual(dec, ref) {
+			t.Fatalf("step %d: decodeRenewBody(%s) = %+v, %v; strictjson: %+v, %v", i, got, dec, err, ref, refErr)
+		}
+	}
+	if own < 1000 {
+		t.Fatalf("the reader's own path read %d of 3,000 bodies: want every plain one", own)
+	}
+}
+
+// FuzzDecodeRenewBody: decodeRenewBody reads any body as strictjson.Decode
+// into a zero RenewBody does: the same body, or the same refusal.
+func FuzzDecodeRenewBody(f *testing.F) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for range 8 {
+		var body RenewBody
+		fill(r, reflect.ValueOf(&body).Elem())
+		f.Add(appendRenewBody(nil, &body))
+	}
+	for _, s := range []string{
+		`{"incarnation":1,"requests":[]}`, `{"incarnation":1,"requests":null}`, `{"incarnation":1,"requests":[],"patience_ms":0}`,
+		`{"incarnation":1,"requests":[{"tenant":"a","region":"eu","seq":1,"holding":0,"epoch":2,"demand":-1,"balance":0}],"patience_ms":900}`,
+		`{"incarnation":1,"requests":[{"tenant":"a","region":"eu","seq":1,"holding":0,"epoch":2,"incarnation":1,"demand":0,"balance":0},{"tenant":"b","region":"eu","seq":2,"holding":0,"epoch":2,"demand":0,"balance":0}]}`,
+		`{"incarnation":1,"requests":[{"tenant":"a","region":"eu","seq":1,"holding":0,"epoch":2,"demand":-0,"balance":0}]}`,
+		`{"incarnation":1,"requests":[{"tenant":"a","region":"eu","seq":-1,"holding":0,"epoch":2,"demand":0,"balance":0}]}`,
+		`{"incarnation":1,"requests":[{"tenant":"a","region":"eu","seq":1,"holding":0,"epoch":2,"demand":1.0,"balance":0}]}`,
+		`{"incarnation":1,"requests":[{"tenant":"a","region":"eu","seq":1,"holding":0,"epoch":2,"demand":0,"balance":9223372036854775808}]}`,
+		`{"incarnation":1,"requests":[{"tenant":"a","region":"eu","seq":1,"seq":1,"holding":0,"epoch":2,"demand":0,"balance":0}]}`,
+		`{"incarnation":1,"requests":[{"tenant":"a\u00e9","region":"eu","seq":1,"holding":0,"epoch":2,"demand":0,"balance":0}]}`,
+		`{"incarnation":1,"requests":[{"tenant":"` + "\xff" + `","region":"eu","seq":1,"holding":0,"epoch":2,"demand":0,"balance":0}]}`,
+		`{"incarnation":18446744073709551616,"requests":[]}`, `{"incarnation":01,"requests":[]}`, `{"requests":[],"incarnation":1}`,
+		`{"incarnation":1,"requests":[]} `, `{"incarnation":1,"requests":[]}x`, `{"incarnation":1,"requests":[],"x":1}`, `{"Incarnation":1,"requests":[]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var got, want RenewBody
+		err := decodeRenewBody(raw, &got)
+		wantErr := strictjson.Decode(raw, &want)
+		if fmt.Sprint(err) != fmt.Sprint(wantErr) {
+			t.Fatalf("decodeRenewBody(%q): %v; strictjson: %v", raw, err, wantErr)
+		}
+		if err == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("decodeRenewBody(%q) = %+v; strictjson: %+v", raw, got, want)
 		}
 	})
 }
