@@ -103,6 +103,7 @@ type tenantState struct {
 	credit  quota.Micro
 	regions map[string]*regionState // t.Regions, and removed regions whose leases still count
 	names   []string                // regions' keys, sorted: the order steps end leases in
+	states  []*regionState          // regions[names[i]]: expire's walk, without a lookup
 	version uint64                  // of its configuration; 0 for a tenant restored only from leases
 	by      string                  // who made the configuration
 	// deleted: an operator deleted the tenant, or the ledger holds leases
@@ -618,18 +619,30 @@ func (x *Step) ended(l counted, why EndReason) {
 // expire ends the leases of a tenant whose counted interval is over. (A
 // loop of its own, not end with a closure: it runs on every call, and a
 // closure that escapes is an allocation each time.)
+//
+// It runs on every renewal and at every lease's end, 100,000 tenants' worth
+// a second at scale: it looks the regions up by position (states) and
+// leaves a list with nothing expired untouched, rather than copying
+// every lease of it over itself.
 func (x *Step) expire(ts *tenantState, now time.Duration) {
-	for _, r := range ts.names {
-		rs := ts.regions[r]
-		kept := rs.live[:0]
-		for _, l := range rs.live {
-			if l.until > now {
-				kept = append(kept, l)
+	for _, rs := range ts.states {
+		live := rs.live
+		k := 0
+		for k < len(live) && live[k].until > now {
+			k++
+		}
+		if k == len(live) {
+			continue
+		}
+		kept := live[:k]
+		for i := k; i < len(live); i++ {
+			if live[i].until > now {
+				kept = append(kept, live[i])
 				continue
 			}
-			x.ended(l, Expired)
+			x.ended(live[i], Expired)
 		}
-		clear(rs.live[len(kept):])
+		clear(live[len(kept):])
 		rs.live = kept
 	}
 }

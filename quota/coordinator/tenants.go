@@ -78,6 +78,7 @@ func (ts *tenantState) region(name string) *regionState {
 	ts.regions[name] = rs
 	i, _ := slices.BinarySearch(ts.names, name)
 	ts.names = slices.Insert(ts.names, i, name)
+	ts.states = slices.Insert(ts.states, i, rs)
 	return rs
 }
 
@@ -107,7 +108,9 @@ func (c *Core) forget() {
 			}
 			if rs := ts.regions[name]; len(rs.live) == 0 {
 				delete(ts.regions, name)
-				ts.names = slices.DeleteFunc(ts.names, func(n string) bool { return n == name })
+				i := slices.Index(ts.names, name)
+				ts.names = slices.Delete(ts.names, i, i+1)
+				ts.states = slices.Delete(ts.states, i, i+1)
 			} else {
 				pending = true
 			}
