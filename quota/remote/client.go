@@ -374,14 +374,9 @@ func (c *Client) after(ans Answer, k int, inc uint64) {
 // send posts body to the leader (see leaders.do) and checks the answer; it
 // says which endpoint answered.
 func (c *Client) send(ctx context.Context, path string, body any, want int) (Answer, int, error) {
-	var data []byte
-	if rb, ok := body.(RenewBody); ok {
-		data = appendRenewBody(make([]byte, 0, 64+128*len(rb.Requests)), &rb) // as json.Marshal, faster
-	} else {
-		var err error
-		if data, err = json.Marshal(body); err != nil {
-			return Answer{}, 0, err
-		}
+	data, err := json.Marshal(body)
+	if err != nil {
+		return Answer{}, 0, err
 	}
 	var ans Answer
 	k, err := c.l.do(ctx, http.MethodPost, path, data, func(raw []byte) error {
