@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -366,8 +367,10 @@ func TestBusyNeedWaitsLonger(t *testing.T) {
 				time.Sleep(3 * time.Second)
 				synctest.Wait()
 				calls := rec.snapshot()
-				if len(calls) < 2 || calls[0].patience != cfg.Retry || calls[1].patience != tc.want {
-					t.Fatalf("calls %+v: want the first with a deadline %v after it was sent, the next %v", calls, cfg.Retry, tc.want)
+				// The first call, of first leases, waits four retry
+				// intervals at least (TestFirstLeasesWaitForTheirWrites).
+				if len(calls) < 2 || calls[0].patience != 4*cfg.Retry || calls[1].patience != tc.want {
+					t.Fatalf("calls %+v: want the first with a deadline %v after it was sent, the next %v", calls, 4*cfg.Retry, tc.want)
 				}
 				time.Sleep(30 * time.Second)
 				synctest.Wait()
@@ -382,7 +385,7 @@ func TestBusyNeedWaitsLonger(t *testing.T) {
 // TestTimeoutsBackOffAndWaitLonger: a coordinator that answers nothing
 // times the region's calls out; each call's deadline is the region's
 // patience, which doubles with each timeout (0.5, 1, 2, 4, 8 s, then no
-// more: MaxRetry), and the region waits before each next call at least half its
+// more: MaxRetry; for these calls of first leases never under 2 s), and the region waits before each next call at least half its
 // backoff (the retry interval doubled per failure in a row); once the
 // coordinator answers, every tenant is leased and the patience and the
 // size of a call come back. The same backoff follows calls that fail unreachable
@@ -434,6 +437,9 @@ func TestTimeoutsBackOffAndWaitLonger(t *testing.T) {
 					if tc.err == errHang {
 						want = min(most, retry<<i) // doubled by each timeout, up to MaxRetry
 					}
+					// Calls of first leases, every one here: four retry
+					// intervals at least (TestFirstLeasesWaitForTheirWrites).
+					want = max(want, 4*retry)
 					if i < len(calls) && calls[i].patience != want {
 						t.Errorf("call %d's deadline %v after it was sent, want %v", i, calls[i].patience, want)
 					}
@@ -456,6 +462,55 @@ func TestTimeoutsBackOffAndWaitLonger(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestFirstLeasesWaitForTheirWrites: a call of first leases — each a
+// write at the coordinator — waits four retry intervals (2 s) at least,
+// not the renewals' 500 ms: a coordinator that takes 1.5 s to write a
+// region's first leases leases them all in the first call, with no call
+// timed out. (At 500 ms such calls timed out and were sent again, each
+// time after writes that counted against their tenants: a region's
+// restart at 20,000 tenants took 24 s to lease them all, 11 s with
+// this.) Virtual time (synctest).
+func TestFirstLeasesWaitForTheirWrites(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		names, srv, stop := manyTenants(t, 50)
+		defer stop()
+		slow := &slowFirst{Coordinator: srv, delay: 1500 * time.Millisecond}
+		l, err := region.New(region.DefaultConfig("eu", names...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		defer cancel()
+		wg.Go(func() { l.Run(ctx, slow) })
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		st := l.RunStats()
+		if ls := l.Leases(l.Now(), 0); ls.Leased != len(names) || st.BatchesTimedOut != 0 {
+			t.Errorf("%d of %d leased 2 s in, %d calls timed out: want every tenant, none", ls.Leased, len(names), st.BatchesTimedOut)
+		}
+	})
+}
+
+// slowFirst answers a call of first leases (no request holds a lease)
+// after delay, unless its caller gives up first.
+type slowFirst struct {
+	region.Coordinator
+	delay time.Duration
+}
+
+func (s *slowFirst) RenewBatch(ctx context.Context, reqs []quota.Request) ([]quota.Result, error) {
+	if !slices.ContainsFunc(reqs, func(r quota.Request) bool { return r.Holding != 0 }) {
+		select {
+		case <-time.After(s.delay):
+		case <-ctx.Done():
+			return nil, fmt.Errorf("slow: %w", ctx.Err())
+		}
+	}
+	return s.Coordinator.RenewBatch(ctx, reqs)
 }
 
 // TestTimeoutsShrinkTheCall: a coordinator too slow to answer a whole
