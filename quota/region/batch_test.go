@@ -280,15 +280,8 @@ func TestBusyBacksOffTheRegion(t *testing.T) {
 			return nil
 		}}
 		rec := &recorder{Coordinator: f, start: time.Now()}
-		l, err := region.New(region.DefaultConfig("eu", names...))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		defer wg.Wait()
-		defer cancel()
-		wg.Go(func() { l.Run(ctx, rec) })
+		l, done := runRegion(t, region.DefaultConfig("eu", names...), rec)
+		defer done()
 		time.Sleep(time.Second)
 		synctest.Wait()
 		st := l.RunStats()
@@ -355,15 +348,8 @@ func TestBusyNeedWaitsLonger(t *testing.T) {
 				rec := &recorder{Coordinator: f, start: time.Now()}
 				cfg := region.DefaultConfig("eu", names...)
 				cfg.MaxRetry = 2 * time.Second
-				l, err := region.New(cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				ctx, cancel := context.WithCancel(context.Background())
-				var wg sync.WaitGroup
-				defer wg.Wait()
-				defer cancel()
-				wg.Go(func() { l.Run(ctx, rec) })
+				l, done := runRegion(t, cfg, rec)
+				defer done()
 				time.Sleep(3 * time.Second)
 				synctest.Wait()
 				calls := rec.snapshot()
@@ -410,15 +396,8 @@ func TestTimeoutsBackOffAndWaitLonger(t *testing.T) {
 					return nil
 				}}
 				rec := &recorder{Coordinator: f, start: time.Now()}
-				l, err := region.New(region.DefaultConfig("eu", names...))
-				if err != nil {
-					t.Fatal(err)
-				}
-				ctx, cancel := context.WithCancel(context.Background())
-				var wg sync.WaitGroup
-				defer wg.Wait()
-				defer cancel()
-				wg.Go(func() { l.Run(ctx, rec) })
+				l, done := runRegion(t, region.DefaultConfig("eu", names...), rec)
+				defer done()
 				time.Sleep(2 * time.Minute)
 				synctest.Wait()
 				calls := rec.snapshot()
@@ -477,15 +456,8 @@ func TestFirstLeasesWaitForTheirWrites(t *testing.T) {
 		names, srv, stop := manyTenants(t, 50)
 		defer stop()
 		slow := &slowFirst{Coordinator: srv, delay: 1500 * time.Millisecond}
-		l, err := region.New(region.DefaultConfig("eu", names...))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		defer wg.Wait()
-		defer cancel()
-		wg.Go(func() { l.Run(ctx, slow) })
+		l, done := runRegion(t, region.DefaultConfig("eu", names...), slow)
+		defer done()
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
 		st := l.RunStats()
@@ -529,15 +501,8 @@ func TestTimeoutsShrinkTheCall(t *testing.T) {
 			return nil
 		}}
 		rec := &recorder{Coordinator: f, start: time.Now()}
-		l, err := region.New(region.DefaultConfig("eu", names...))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		defer wg.Wait()
-		defer cancel()
-		wg.Go(func() { l.Run(ctx, rec) })
+		l, done := runRegion(t, region.DefaultConfig("eu", names...), rec)
+		defer done()
 		time.Sleep(30 * time.Second)
 		synctest.Wait()
 		// Two calls a round (the in-flight bound), sent at one instant:
@@ -601,15 +566,8 @@ func TestAllRefusedIsACallFailure(t *testing.T) {
 	} {
 		synctest.Test(t, func(t *testing.T) {
 			rec := &recorder{Coordinator: refusing{err: tc.err}, start: time.Now()}
-			l, err := region.New(region.DefaultConfig("eu", "acme"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			var wg sync.WaitGroup
-			defer wg.Wait()
-			defer cancel()
-			wg.Go(func() { l.Run(ctx, rec) })
+			l, done := runRegion(t, region.DefaultConfig("eu", "acme"), rec)
+			defer done()
 			time.Sleep(10 * time.Second)
 			synctest.Wait()
 			calls := rec.snapshot()
@@ -864,15 +822,8 @@ func TestElectionLapsesNoLease(t *testing.T) {
 					}
 					return nil
 				}}
-				l, err := region.New(region.DefaultConfig("eu", names...))
-				if err != nil {
-					t.Fatal(err)
-				}
-				ctx, cancel := context.WithCancel(context.Background())
-				var wg sync.WaitGroup
-				defer wg.Wait()
-				defer cancel()
-				wg.Go(func() { l.Run(ctx, f) })
+				l, done := runRegion(t, region.DefaultConfig("eu", names...), f)
+				defer done()
 				fewest, when := len(names), time.Duration(0)
 				for time.Since(start) < at+20*time.Second {
 					time.Sleep(50 * time.Millisecond)
@@ -894,5 +845,22 @@ func TestElectionLapsesNoLease(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// runRegion starts a limiter of cfg running against c; done stops it and
+// waits for Run to return.
+func runRegion(t *testing.T, cfg region.Config, c region.Coordinator) (l *region.Limiter, done func()) {
+	t.Helper()
+	l, err := region.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { l.Run(ctx, c) })
+	return l, func() {
+		cancel()
+		wg.Wait()
 	}
 }

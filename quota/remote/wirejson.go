@@ -232,12 +232,7 @@ func (r *answerReader) answer(want int) Answer {
 		}
 	}
 	r.expect("}")
-	for r.i < len(r.b) && (r.b[r.i] == ' ' || r.b[r.i] == '\t' || r.b[r.i] == '\r' || r.b[r.i] == '\n') {
-		r.i++
-	}
-	if r.i != len(r.b) {
-		r.ok = false
-	}
+	r.end()
 	return ans
 }
 
@@ -283,6 +278,16 @@ func (r *answerReader) grant() quota.Grant {
 	}
 	r.expect("}")
 	return g
+}
+
+// end reads the white space after the value, which must end the body.
+func (r *answerReader) end() {
+	for r.i < len(r.b) && (r.b[r.i] == ' ' || r.b[r.i] == '\t' || r.b[r.i] == '\r' || r.b[r.i] == '\n') {
+		r.i++
+	}
+	if r.i != len(r.b) {
+		r.ok = false
+	}
 }
 
 // skip reads s if it comes next.
@@ -452,12 +457,7 @@ func (r *answerReader) renewBody() RenewBody {
 		b.PatienceMS = r.int(64)
 	}
 	r.expect("}")
-	for r.i < len(r.b) && (r.b[r.i] == ' ' || r.b[r.i] == '\t' || r.b[r.i] == '\r' || r.b[r.i] == '\n') {
-		r.i++
-	}
-	if r.i != len(r.b) {
-		r.ok = false
-	}
+	r.end()
 	return b
 }
 
