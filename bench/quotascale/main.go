@@ -122,6 +122,7 @@ func run(args []string, stdout io.Writer) error {
 	out := fs.String("out", "", "write the report as JSON to `FILE`")
 	dir := fs.String("dir", "", "the run's folder (default: a new temporary one, removed at the end unless --keep)")
 	keep := fs.Bool("keep", false, "keep the run's folder (the processes' output, etcd's data)")
+	eventLogs := fs.Bool("event-logs", false, "give every coordinator and agent an --event-log in the run's folder, for afloat quota check and for reading what happened (with --keep)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -165,6 +166,7 @@ func run(args []string, stdout io.Writer) error {
 	}
 	cfg := scale.DefaultConfig(*afloat, *etcdBin, *dir)
 	cfg.Tenants, cfg.Rate, cfg.Burst, cfg.Lease, cfg.MaxTxnOps, cfg.Coordinators = *tenants, *rate, *burst, *lease, *maxTxnOps, *coordinators
+	cfg.EventLogs = *eventLogs
 	c, err := scale.New(cfg)
 	if err != nil {
 		return err

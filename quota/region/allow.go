@@ -52,8 +52,8 @@ func (b *bucket) spend(now, cost, ceil int64) (*state, bool) {
 		b.refusedLarge.Add(cost)
 		return s, false
 	}
-	for s.valid(now) {
-		ok, retry, idle := s.take(now, cost)
+	for s.valid(s.at(now)) {
+		ok, retry, idle := s.take(s.at(now), cost)
 		if retry {
 			s = b.cur.Load()
 			continue

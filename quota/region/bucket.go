@@ -136,6 +136,17 @@ func (s *state) withCaches(k int, overBurst bool) {
 // valid says whether the state may admit at now.
 func (s *state) valid(now int64) bool { return s.lease.ID != 0 && now >= s.from && now < s.until }
 
+// at is the instant a reading of the clock stands for on s: now, or s's
+// start if s was installed after now was read. A reader reads the clock,
+// then the lease in use; a renewal installed between the two starts its
+// lease at its own, later reading, and the reader's instant is only
+// stale — the lease in use was valid when it was read. Read at the stale
+// instant, the new lease was not valid yet and the old one was gone: a
+// decision refused "no lease" and a readiness scan of 20,000 tenants,
+// which takes milliseconds while renewals install thousands a second,
+// named a few tenants as waiting at nearly every look.
+func (s *state) at(now int64) int64 { return max(now, s.from) }
+
 // cost is what n tokens advance tat by: rounded up, so that rounding
 // never admits more than the lease allows.
 func (s *state) cost(n int64) int64 {

@@ -112,6 +112,7 @@ func (l *Limiter) DecideAt(now int64, tenant string, cost int64) Decision {
 	ceil := b.ceil.Load()
 	s, ok := b.spend(now, cost, ceil)
 	d := Decision{Allowed: ok, MaxCost: ceil - 1, tenant: tenant, region: l.cfg.Region, cost: cost}
+	now = s.at(now) // the instant the decision was made on s (spend)
 	valid := s.valid(now)
 	if valid {
 		d.LeaseID, d.Rate, d.Burst = s.lease.ID, s.lease.Rate, s.lease.Burst

@@ -711,3 +711,32 @@ func TestLimiterSaysItsLeaseChanges(t *testing.T) {
 		t.Fatal("step 8: a returned lease said to have run out too")
 	}
 }
+
+// TestReadBeforeInstall: a reader that read the clock before a renewal
+// was installed and the lease in use after it — a decision, a readiness
+// scan, a status — reads the new lease as in use and valid, not "no
+// lease": the lease starts at the install's own reading of the clock,
+// later than the reader's.
+func TestReadBeforeInstall(t *testing.T) {
+	l := newLimiter(t)
+	if in := grantAt(t, l, 0, 0, 100, 200, nil); in.Outcome != Accepted {
+		t.Fatalf("first lease: %v", in.Outcome)
+	}
+	renew := 5 * sec // the bucket has filled meanwhile
+	if in := grantAt(t, l, renew, renew, 100, 200, nil); in.Outcome != Accepted {
+		t.Fatalf("renewal: %v", in.Outcome)
+	}
+	stale := renew - ms // the clock as read before the renewal's install
+	if !l.AllowAt(stale, "acme", 1) {
+		t.Fatal("AllowAt at a reading before the renewal's install refused a full bucket")
+	}
+	if d := l.DecideAt(stale, "acme", 1); !d.Allowed || d.LeaseID == 0 {
+		t.Fatalf("DecideAt at a reading before the renewal's install: %+v, want allowed under the lease in use", d)
+	}
+	if ls := l.Leases(stale, 10); ls.Leased != 1 {
+		t.Fatalf("Leases at a reading before the renewal's install: %+v, want the tenant leased", ls)
+	}
+	if st := l.Status(stale, "acme"); !st.Valid {
+		t.Fatalf("Status at a reading before the renewal's install: %+v, want valid", st)
+	}
+}

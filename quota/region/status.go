@@ -27,6 +27,7 @@ func (l *Limiter) Status(now int64, tenant string) Status {
 		return Status{}
 	}
 	s := b.cur.Load()
+	now = s.at(now) // a lease installed after now was read is the one in use
 	st := Status{Lease: s.lease, Valid: s.valid(now), Until: s.until, Reserve: quota.Micro(b.reserve.Load()),
 		Allowance: quota.Micro(b.reserveCap.Load())}
 	if st.Valid {

@@ -162,7 +162,7 @@ func (l *Limiter) Leases(now int64, list int) Leases {
 	ix := l.idx.Load()
 	out := Leases{Tenants: len(ix.list)}
 	for _, n := range ix.list {
-		if n.b.cur.Load().valid(now) {
+		if s := n.b.cur.Load(); s.valid(s.at(now)) {
 			out.Leased++
 		} else if len(out.Waiting) < list {
 			out.Waiting = append(out.Waiting, n.tenant)
