@@ -281,7 +281,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	var journalErr error
 	wg.Go(func() {
-		err := a.lim.Run(rctx, holdWatch{a.metrics.timed(client), a}, region.WithLogger(log), region.WithJournal(agentJournal{a}))
+		// At the end the leases go with the region's detach, one write,
+		// rather than returned one by one: a write each (region.WithExit).
+		exit := func(ctx context.Context) error { return a.detach(ctx, client) }
+		err := a.lim.Run(rctx, holdWatch{a.metrics.timed(client), a}, region.WithLogger(log), region.WithJournal(agentJournal{a}), region.WithExit(exit))
 		if errors.Is(err, region.ErrJournal) {
 			journalErr = err
 		}
@@ -303,10 +306,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	scancel()
 	cancel()
 	wg.Wait()
-	// Every lease went back (Limiter.Run returns after giving them back)
-	// and nothing spends any more: detach, so that the next agent of the
-	// region (a rolling update's) need not wait for the leases to end.
-	a.detach(client)
+	// Run detached as it ended (WithExit): nothing spent any more, and the
+	// next agent of the region (a rolling update's) need not wait for the
+	// leases to end. This detach is for an agent whose Run did not get
+	// there; it does nothing after one that did.
+	dctx, dcancel := context.WithTimeout(context.Background(), 2*time.Second)
+	a.detach(dctx, client) //nolint:errcheck // said in the log
+	dcancel()
 	if err := a.events.Close(); err != nil && runErr == nil {
 		runErr = err
 	}

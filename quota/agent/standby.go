@@ -79,17 +79,17 @@ func (a *Agent) standby() string {
 	return waitText(a.o.Name, held.HeldError, held.Wait-time.Since(held.at))
 }
 
-// detach ends the agent's hold on its region, once it spends nothing.
-func (a *Agent) detach(client *remote.Client) {
+// detach ends the agent's hold on its region, once it spends nothing:
+// every lease of the region stops counting at the coordinator.
+func (a *Agent) detach(ctx context.Context, client *remote.Client) error {
 	if client.Incarnation() == 0 {
-		return // never attached, or superseded: nothing to hand over
+		return nil // never attached, superseded or detached: nothing to hand over
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
 	if err := client.Detach(ctx); err != nil {
 		a.o.Logger.Warn("quota region: detach failed; the next agent of the region waits until the leases end",
 			"region", a.o.Name, "err", err)
-		return
+		return err
 	}
 	a.o.Logger.Info("quota region: detached; the next agent of the region may attach at once", "region", a.o.Name)
+	return nil
 }

@@ -582,16 +582,23 @@ func (x *Step) end(rs *regionState, why EndReason, drop func(counted) bool) {
 // now but whose ledger records may go when the ledger is idle: an agent's
 // detach ends every lease of its region at once.
 func (c *Core) background(x *Step) {
-	var ends, rest []Op
+	n := 0
+	for _, op := range x.Ops {
+		if op.Kind == EndLease {
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	// Sized at once: a detach moves 100,000 of them.
+	ends, rest := make([]Op, 0, n), make([]Op, 0, len(x.Ops)-n)
 	for _, op := range x.Ops {
 		if op.Kind == EndLease {
 			ends = append(ends, op)
 		} else {
 			rest = append(rest, op)
 		}
-	}
-	if len(ends) == 0 {
-		return
 	}
 	x.Ops = rest
 	// In steps of at most backgroundOps, so that a call's writes can go

@@ -223,6 +223,37 @@ func (c *Core) renewCovered(x Step, ts *tenantState, rs *regionState, req quota.
 	return x
 }
 
+// Keep answers req — a renewal whose grant Renew proposed and Abandon
+// took back, its write unable to land by the caller's deadline behind
+// the writes queued ahead — with a covered lease at the shares the region
+// holds, when a covered answer may stand on its cover there (coverable,
+// with nothing to transfer): the region keeps its shares on no write
+// until a renewal's write can land, which changes no sum (see above).
+// Refused instead, such a renewal — one whose tenant's traffic moved its
+// shares — asked again behind the same queue and was refused again, until
+// its lease lapsed: the last tenants leased again after every region
+// restarted at 100,000 tenants were such ones, seconds after the rest
+// (docs/quota/design.md, "The coordinator's own overload"). false when no
+// covered answer may be given: Renew's refusal stands.
+func (c *Core) Keep(now time.Duration, req quota.Request) (x Step, ok bool) {
+	defer func() { x.at = now }()
+	if c.stopped != nil {
+		return Step{}, false
+	}
+	ts, rs, err := c.lookup(req.Tenant, req.Region)
+	if err != nil || c.admit(req.Region, req.Epoch, req.Incarnation) != nil || c.restoring(now) != nil {
+		return Step{}, false
+	}
+	held := rs.last.Lease
+	if held.ID == 0 || !c.coverable(ts.t, rs, req, held.Rate, held.Burst, 0) {
+		return Step{}, false
+	}
+	targets := ts.targets(now)
+	target := targets[req.Region]
+	short := held.Rate < target.Rate || held.Burst < target.Burst
+	return c.renewCovered(x, ts, rs, req, targets, now, short), true
+}
+
 // reserveIDs adds a reservation of IDs to x when one is due: none is on
 // its way, and fewer than half a block are left.
 func (c *Core) reserveIDs(x *Step) {

@@ -481,3 +481,113 @@ func TestDetachEndsInTheBackground(t *testing.T) {
 		}
 	})
 }
+
+// TestBackgroundWaitsForAPause: the records of a detach's 200 ends wait
+// while another region's calls keep the ledger writing, even with the
+// queue empty between them (a call every 50 ms, each a write of a few
+// milliseconds), and go once the calls pause. When every region
+// restarted at once at 100,000 tenants, background writes slipped in
+// between the calls of first leases and each call waited for one: twice
+// the time to lease every tenant again.
+func TestBackgroundWaitsForAPause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		tenants := manyTenants(200)
+		l := &opsLedger{MemLedger: NewMemLedger()}
+		srv, err := NewServer(ctx, Config{Tenants: tenants}, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go srv.Run(ctx)
+		inc, err := srv.Attach(ctx, "eu", "test:1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs := make([]quota.Request, len(tenants))
+		for i, tn := range tenants {
+			reqs[i] = quota.Request{Tenant: tn.Name, Region: "eu", Seq: seq(), Demand: -1, Incarnation: inc}
+		}
+		if _, err := srv.RenewBatch(ctx, reqs); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		l.slow.Store(true)
+		l.mu.Lock()
+		before := len(l.writes)
+		l.mu.Unlock()
+		if err := srv.Detach(ctx, "eu", inc); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 20 {
+			time.Sleep(50 * time.Millisecond)
+			if _, err := srv.Renew(ctx, quota.Request{Tenant: tenants[i].Name, Region: "us", Seq: seq(), Demand: -1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l.mu.Lock()
+		during := l.writes[before:]
+		l.mu.Unlock()
+		for i, w := range during {
+			for _, op := range w {
+				if op.Kind == EndLease {
+					t.Fatalf("write %d after the detach ends a lease while us's calls come every 50 ms: want the background to wait for a pause", i)
+				}
+			}
+		}
+		time.Sleep(2 * time.Second) // a pause: the background's turn
+		synctest.Wait()
+		if n := len(l.Backup().snap.Leases); n != 20 {
+			t.Fatalf("the ledger holds %d leases after a pause: want us's 20 (eu's ended records deleted)", n)
+		}
+	})
+}
+
+// TestLateRenewalKeepsItsShares: a renewal that asks for other shares
+// — a write — when the write cannot land by its call's deadline is
+// answered with a covered lease at the shares the region holds (no
+// write, Core.Keep), not refused busy; one with nothing to stand on (a
+// first lease) is refused as before. Refused, such renewals (a tenant
+// with traffic) asked again behind the same queue and were refused again
+// until their leases lapsed.
+func TestLateRenewalKeepsItsShares(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		tn := quota.Tenant{Name: "acme", Rate: 100 * quota.One, Burst: 200 * quota.One, Regions: []string{"eu", "us"}}
+		l := &slowLedger{MemLedger: NewMemLedger(), per: 10 * time.Millisecond}
+		srv, err := NewServer(ctx, Config{Tenants: []quota.Tenant{tn}}, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go srv.Run(ctx)
+		held, err := srv.Renew(ctx, quota.Request{Tenant: "acme", Region: "eu", Seq: seq(), Demand: 5 * quota.One})
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		late, lcancel := context.WithTimeout(ctx, 5*time.Millisecond)
+		defer lcancel()
+		g, err := srv.Renew(late, quota.Request{Tenant: "acme", Region: "eu", Seq: seq(), Demand: 95 * quota.One, Holding: held.Lease.ID})
+		if err != nil {
+			t.Fatalf("a renewal whose write cannot land in time: %v, want a covered lease at the shares held", err)
+		}
+		if g.Lease.ID == held.Lease.ID || g.Lease.Rate != held.Lease.Rate || g.Lease.Burst != held.Lease.Burst {
+			t.Fatalf("grant %+v after %+v: want a new lease at the same shares", g.Lease, held.Lease)
+		}
+		if st := srv.Stats(); st.Kept != 1 {
+			t.Fatalf("stats %+v: want one renewal kept at its shares", st)
+		}
+		// Once the write can land, the shares move.
+		moved, err := srv.Renew(ctx, quota.Request{Tenant: "acme", Region: "eu", Seq: seq(), Demand: 95 * quota.One, Holding: g.Lease.ID})
+		if err != nil || moved.Lease.Rate == held.Lease.Rate {
+			t.Fatalf("the next renewal, with time for its write: %+v, %v: want the shares moved", moved.Lease, err)
+		}
+		first, fcancel := context.WithTimeout(ctx, 5*time.Millisecond)
+		defer fcancel()
+		if _, err := srv.Renew(first, quota.Request{Tenant: "acme", Region: "us", Seq: seq(), Demand: 5 * quota.One}); !errors.Is(err, quota.ErrBusy) {
+			t.Fatalf("a first lease whose write cannot land in time: %v, want busy", err)
+		}
+	})
+}

@@ -368,6 +368,57 @@ func TestBusyNeedWaitsLonger(t *testing.T) {
 	}
 }
 
+// partlyBusy answers a call's requests from the coordinator, but the
+// first call's first request it refuses busy, saying how long a call
+// needs (as a coordinator whose writes queued ahead would land after the
+// call's deadline refuses a renewal that needs a write).
+type partlyBusy struct {
+	region.Coordinator
+	need time.Duration
+	once sync.Once
+}
+
+func (p *partlyBusy) RenewBatch(ctx context.Context, reqs []quota.Request) ([]quota.Result, error) {
+	res, err := p.Coordinator.RenewBatch(ctx, reqs)
+	if err == nil {
+		p.once.Do(func() {
+			res[0] = quota.Result{Err: &quota.BusyError{Wait: 100 * time.Millisecond, Why: "the writes queued ahead", Need: p.need}}
+		})
+	}
+	return res, err
+}
+
+// TestBusyRequestsWaitLonger: a call of first leases answered with one
+// of them refused busy, saying how long a call needs, makes the region's
+// next calls wait that long, as a call refused whole does
+// (TestBusyNeedWaitsLonger): asked again with the patience that failed,
+// such a request would be refused every time. Virtual time (synctest).
+func TestBusyRequestsWaitLonger(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		names, srv, stop := manyTenants(t, 50)
+		defer stop()
+		rec := &recorder{Coordinator: &partlyBusy{Coordinator: srv, need: 3 * time.Second}, start: time.Now()}
+		cfg := region.DefaultConfig("eu", names...)
+		cfg.MaxRetry = 2 * time.Second
+		l, done := runRegion(t, cfg, rec)
+		defer done()
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		calls := rec.snapshot()
+		if len(calls) < 2 || calls[0].n != len(names) || calls[1].n != 1 || calls[1].patience != 3*time.Second {
+			t.Fatalf("calls %+v: want the first of every tenant, the next of the one refused with a deadline 3s after it was sent", calls)
+		}
+		if got := l.Leases(l.Now(), 0).Leased; got != len(names) {
+			t.Fatalf("%d of %d tenants leased", got, len(names))
+		}
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		if st := l.RunStats(); st.Patience != cfg.Retry {
+			t.Errorf("patience %v after answers came at once: want %v", st.Patience, cfg.Retry)
+		}
+	})
+}
+
 // TestTimeoutsBackOffAndWaitLonger: a coordinator that answers nothing
 // times the region's calls out; each call's deadline is the region's
 // patience, which doubles with each timeout (0.5, 1, 2, 4, 8 s, then no

@@ -40,6 +40,12 @@ const minBatch = 64
 // shutdownGrace bounds the returns Run sends once ctx has ended.
 const shutdownGrace = 2 * time.Second
 
+// exitGrace bounds the exit's call (WithExit), longer than the returns':
+// one call, but it ends every lease of the region at the coordinator, a
+// few hundred milliseconds of its time at 100,000 tenants, and when it
+// fails the region's next agent waits a whole lease for them to end.
+const exitGrace = 5 * time.Second
+
 // Journal records what Run does to the leases, for the region's event
 // log, which an audit holds against the global bound (afloat quota check
 // merges the logs of every process). Each call returns once its record is
@@ -98,12 +104,33 @@ type RunOption func(*runOptions)
 type runOptions struct {
 	journal Journal
 	logger  *slog.Logger
+	exit    func(context.Context) error
 }
 
 // WithJournal has Run record what it does to the leases in j (see
 // Journal for what Run does when a record fails). By default it records
 // nothing.
 func WithJournal(j Journal) RunOption { return func(o *runOptions) { o.journal = j } }
+
+// WithExit has Run end its leases, when ctx ends, with one call of exit
+// instead of giving them back one by one: Run takes every valid lease out
+// of use and records it given back (Journal.Returned), then calls exit,
+// which must end every lease of the region at the coordinator at once —
+// an agent's detach (quota/remote Client.Detach, coordinator.Core.Detach)
+// — within the grace period Run gives it (its context: 5 s). A return is a
+// write at the coordinator, one for each lease: a region of 100,000
+// tenants cannot have its returns written in a grace period, and a detach
+// that queues behind them is not written either, so that the next agent
+// of the region waits for every lease to run out (docs/benchmarks.md,
+// "Quota at scale"). The detach is one write. What it does not do is move
+// the leases' unspent balances to the other regions (quota.Lease.Transfer):
+// they get the region's share at their next renewal, and fill it at the
+// rate. If exit fails, the leases count at the coordinator until they
+// end, as returns that were lost; Run says so (WithLogger) and counts them
+// (RunStats.ReturnFailures).
+func WithExit(exit func(context.Context) error) RunOption {
+	return func(o *runOptions) { o.exit = exit }
+}
 
 // WithLogger logs what goes wrong in Run to logger, at level Warn: each
 // call to the coordinator that fails as a whole (with the wait the region
@@ -253,8 +280,9 @@ func (l *Limiter) RunStats() RunStats {
 // Run runs at most InFlight goroutines besides its own, and its memory is
 // linear in the tenants served, whatever the backlog. It returns when ctx
 // ends, after giving every valid lease back (within a grace period of its
-// own), so that a region that shuts down cleanly hands its tokens on at
-// once instead of letting them expire. It returns ctx's error, joined with
+// own) — or ending them all with one call, WithExit — so that a region
+// that shuts down cleanly hands its share on at once instead of letting
+// its leases expire. It returns ctx's error, joined with
 // one wrapping ErrJournal if its Journal failed; ErrRunning at once if
 // another Run of the limiter is running.
 func (l *Limiter) Run(ctx context.Context, c Coordinator, opts ...RunOption) error {
@@ -399,7 +427,7 @@ type callDone struct {
 	patience time.Duration // the call's
 	why      failure
 	wait     time.Duration // the coordinator's, if it said busy
-	need     time.Duration // the patience it said a call needs, if it said busy
+	need     time.Duration // the patience it said a call needs, if it said busy — the call, or some of its requests
 	err      error
 	what     string // "renewals" or "returns", for the log
 	n        int    // requests or returns it carried
@@ -564,10 +592,10 @@ func (r *runner) sendRenewals(ctx context.Context, now int64, h *bucketHeap, siz
 	if len(batch) == 0 {
 		return false
 	}
-	least := time.Duration(0)
+	least := min(l.cfg.MaxPatience, time.Duration(1+len(reqs)/sizePatience)*l.cfg.Retry)
 	if fresh {
 		r.inFlightFresh++
-		least = min(l.cfg.MaxPatience, freshPatience*l.cfg.Retry)
+		least = max(least, min(l.cfg.MaxPatience, freshPatience*l.cfg.Retry))
 	}
 	r.start(func(patience time.Duration) callDone {
 		d := r.renew(ctx, batch, reqs, max(patience, least))
@@ -588,6 +616,19 @@ func (r *runner) sendRenewals(ctx context.Context, now int64, h *bucketHeap, siz
 // first calls timing out; 11 s with this, and a start at 100,000 tenants
 // 37 s instead of 60–66 s (docs/benchmarks.md).
 const freshPatience = 4
+
+// sizePatience is how many requests a call carries for each retry
+// interval its patience takes at least beyond the first (750 ms for a
+// full call with the agent's retry, 1.5 s with DefaultConfig's): its
+// body and its answer are read, written and sent in time that grows with
+// what it carries, and a coordinator on busy cores took longer than the
+// quarter of the patience its handler leaves for that. Calls of 2,048
+// renewals then timed out every few seconds at 100,000 tenants with two
+// busy loops on the cores, each throwing away the answers the coordinator
+// had given (mostly covered renewals) and backing the region off;
+// their tenants' leases lapsed, and every lapse cost a first lease —
+// writes the coordinator was short of (docs/benchmarks.md).
+const sizePatience = 1024
 
 // start runs a call on a goroutine of its own, with the region's patience.
 func (r *runner) start(call func(patience time.Duration) callDone) {
@@ -636,6 +677,15 @@ func (r *runner) finish(d callDone) {
 			if r.need < l.cfg.Retry {
 				r.need = 0
 			}
+		}
+		if d.fresh && d.need > r.patience() {
+			// Some of its first leases were refused for the writes queued
+			// ahead of them: asked again with the same patience, they
+			// would be refused again. (A renewal is not refused so where
+			// the coordinator can keep its shares on no write instead,
+			// coordinator.Core.Keep; and a longer patience for every
+			// renewal would leave a paused leader later.)
+			r.need = min(d.need, l.cfg.MaxPatience)
 		}
 	default:
 		r.failed(now, d)
@@ -774,6 +824,12 @@ func (r *runner) renew(ctx context.Context, batch []*bucket, reqs []quota.Reques
 			refusal(&l.counters, res.Err).Add(1)
 			if !tenants(res.Err) && !errors.Is(res.Err, quota.ErrRegionHeld) {
 				d.strained = true
+			}
+			var busy *quota.BusyError
+			if errors.As(res.Err, &busy) {
+				// Refused for the writes queued ahead of it: it says how
+				// long a call needs (finish).
+				d.need = max(d.need, busy.Need)
 			}
 			if !errors.Is(res.Err, quota.ErrRegionHeld) {
 				if refused++; firstErr == nil {
@@ -927,6 +983,23 @@ func (r *runner) sendReturns(ctx context.Context, rets []quota.Return, patience 
 	return d
 }
 
+// exitAll ends rets — every lease Run held, taken out of use and
+// recorded given back — with one call of exit (WithExit).
+func (r *runner) exitAll(ctx context.Context, rets []quota.Return) {
+	l := r.l
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), exitGrace)
+	defer cancel()
+	if err := r.exit(ctx); err != nil {
+		l.counters.returnFailures.Add(int64(len(rets)))
+		if r.logger != nil {
+			r.logger.Warn("quota region: the leases could not be ended at once at shutdown; the coordinator counts them until they expire",
+				"region", l.cfg.Region, "leases", len(rets), "err", err)
+		}
+		return
+	}
+	l.counters.returns.Add(int64(len(rets)))
+}
+
 // recorded notes the journal's answer to a record of what (install or
 // return) for tenant, and says whether it was written.
 func (r *runner) recorded(err error, what, tenant string) bool {
@@ -961,7 +1034,7 @@ func (r *runner) journalErr() error {
 
 // returnAll gives back, once Run's ctx has ended, what is queued and
 // every valid lease, in batches, InFlight calls at a time, until ctx (the
-// grace period) ends.
+// grace period) ends; or, WithExit, ends them all with one call of exit.
 func (r *runner) returnAll(ctx context.Context) {
 	l := r.l
 	rets := r.returns
@@ -982,6 +1055,10 @@ func (r *runner) returnAll(ctx context.Context) {
 		} else if lease, at, ok := l.Expired(now, n.tenant); ok {
 			r.lapsed(at, lease)
 		}
+	}
+	if r.exit != nil {
+		r.exitAll(ctx, rets)
+		return
 	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, l.cfg.InFlight)

@@ -22,8 +22,7 @@
 //	http.ListenAndServe(addr, h)
 //
 //	c, err := remote.NewClient(remote.ClientConfig{Endpoints: urls, Region: "eu", Token: tok, OnNudge: lim.Nudge})
-//	lim.Run(ctx, c) // returns once the leases went back
-//	c.Detach(context.Background())
+//	lim.Run(ctx, c, region.WithExit(c.Detach)) // at the end, one detach ends every lease
 //
 //	op, err := remote.NewOperator(remote.OperatorConfig{Endpoints: urls, Token: opToken})
 //	list, err := op.List(ctx) // {"tenants":[...]}, from the leader

@@ -373,6 +373,10 @@ func (h *handler) renew(w http.ResponseWriter, r *http.Request) {
 	for i, r := range results {
 		if r.Err != nil {
 			ans.Results[i] = Result{Error: r.Err.Error(), Code: codeOf(r.Err)}
+			var busy *quota.BusyError
+			if errors.As(r.Err, &busy) {
+				ans.Results[i].PatienceMS = patienceFor(busy.Need).Milliseconds()
+			}
 			continue
 		}
 		g := r.Grant

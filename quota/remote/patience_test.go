@@ -258,13 +258,14 @@ func TestBusyAndBatches(t *testing.T) {
 	if _, err := c.RenewBatch(ctx, reqs[:1]); !errors.As(err, &busy) || busy.Need != 4*time.Second {
 		t.Errorf("renewals refused busy for the writes ahead: %v, want a *quota.BusyError needing 4 s", err)
 	}
-	// One request refused so, in a call answered: its result is busy.
+	// One request refused so, in a call answered: its result is busy,
+	// and says the patience a call needs, as a call refused whole does.
 	back.mu.Lock()
-	back.busy, back.each = nil, &quota.BusyError{Why: "the writes queued ahead"}
+	back.busy, back.each = nil, &quota.BusyError{Why: "the writes queued ahead", Need: 3 * time.Second}
 	back.mu.Unlock()
 	res, err = c.RenewBatch(ctx, reqs[:1])
-	if err != nil || len(res) != 1 || !errors.Is(res[0].Err, quota.ErrBusy) {
-		t.Errorf("a request refused busy alone: %+v, %v: want its result busy", res, err)
+	if err != nil || len(res) != 1 || !errors.As(res[0].Err, &busy) || busy.Need != 4*time.Second {
+		t.Errorf("a request refused busy alone: %+v, %v: want its result busy, needing 4 s", res, err)
 	}
 }
 

@@ -116,6 +116,11 @@ type Result struct {
 	Grant *quota.Grant `json:"grant,omitempty"`
 	Error string       `json:"error,omitempty"`
 	Code  string       `json:"code,omitempty"`
+	// PatienceMS, in a request refused busy (code busy) for the writes
+	// queued ahead of it, is the patience a call needs for it not to be
+	// refused so again (a Refusal's patience_ms, for one request); the
+	// region's next calls wait that long. Omitted otherwise.
+	PatienceMS int64 `json:"patience_ms,omitempty"`
 }
 
 // Answer is the body of a 200 answer.
@@ -251,8 +256,8 @@ func errOf(r Result) error {
 		base = quota.ErrConfig
 	case CodeBusy:
 		// A request refused alone: its write would have landed after
-		// the call's deadline.
-		base = quota.ErrBusy
+		// the call's deadline. The patience it needs rides along.
+		base = &quota.BusyError{Need: time.Duration(min(max(r.PatienceMS, 0), MaxPatience.Milliseconds())) * time.Millisecond}
 	default:
 		return &remoteError{msg: r.Error}
 	}

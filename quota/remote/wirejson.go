@@ -92,6 +92,11 @@ func appendResult(out []byte, r *Result) []byte {
 	if r.Code != "" {
 		out = append(out, sep+`"code":`...)
 		out = appendString(out, r.Code)
+		sep = ","
+	}
+	if r.PatienceMS != 0 {
+		out = append(out, sep+`"patience_ms":`...)
+		out = strconv.AppendInt(out, r.PatienceMS, 10)
 	}
 	return append(out, '}')
 }
@@ -203,7 +208,10 @@ func (r *answerReader) answer(want int) Answer {
 					res.Error, first = r.string(), false
 				}
 				if first && r.skip(`"code":`) || !first && r.skip(`,"code":`) {
-					res.Code = r.string()
+					res.Code, first = r.string(), false
+				}
+				if first && r.skip(`"patience_ms":`) || !first && r.skip(`,"patience_ms":`) {
+					res.PatienceMS = r.int(64)
 				}
 				r.expect("}")
 				ans.Results = append(ans.Results, res)

@@ -123,7 +123,8 @@ func FuzzDecodeAnswer(f *testing.F) {
 	}
 	for _, s := range []string{
 		`{"epoch":1,"results":[{}]}`, `{"epoch":1,"results":null}`, `{"epoch":1,"results":[]}`,
-		`{"epoch":1,"results":[{"code":"busy"}],"nudges":[]}`, ` {"epoch":1,"results":[]}`, `{"results":[],"epoch":1}`,
+		`{"epoch":1,"results":[{"code":"busy"}],"nudges":[]}`, `{"epoch":1,"results":[{"error":"e","code":"busy","patience_ms":1334}]}`,
+		`{"epoch":1,"results":[{"patience_ms":-5}]}`, `{"epoch":1,"results":[{"code":"busy","patience_ms":1.5}]}`, ` {"epoch":1,"results":[]}`, `{"results":[],"epoch":1}`,
 		`{"epoch":1,"results":[{"grant":null}]}`, `{"Epoch":1,"results":[]}`, `{"epoch":1.0,"results":[]}`, `{"epoch":-1,"results":[]}`,
 		`{"epoch":18446744073709551616,"results":[]}`, `{"epoch":01,"results":[]}`, `{"epoch":1,"results":[],"x":1}`,
 		`{"epoch":1,"results":[{"error":"a\u00e9\"b","code":"x"}]}`, `{"epoch":1,"results":[{"error":"` + "\xff" + `"}]}`,
