@@ -79,6 +79,8 @@ type report struct {
 	LeaseS       float64 `json:"lease_s"`
 	MaxTxnOps    int     `json:"max_txn_ops"`
 	Coordinators int     `json:"coordinators"`
+	// MemoryMB is the coordinators' --memory-limit-mb; 0 for none.
+	MemoryMB int `json:"coordinator_memory_limit_mb,omitempty"`
 
 	Goals struct {
 		LeasedWithinS    float64 `json:"leased_within_s"`
@@ -123,6 +125,7 @@ func run(args []string, stdout io.Writer) error {
 	dir := fs.String("dir", "", "the run's folder (default: a new temporary one, removed at the end unless --keep)")
 	keep := fs.Bool("keep", false, "keep the run's folder (the processes' output, etcd's data)")
 	eventLogs := fs.Bool("event-logs", false, "give every coordinator and agent an --event-log in the run's folder, for afloat quota check and for reading what happened (with --keep)")
+	memoryMB := fs.Int("coordinator-memory-limit-mb", 0, "the coordinators' --memory-limit-mb, `MB` MiB (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -166,7 +169,7 @@ func run(args []string, stdout io.Writer) error {
 	}
 	cfg := scale.DefaultConfig(*afloat, *etcdBin, *dir)
 	cfg.Tenants, cfg.Rate, cfg.Burst, cfg.Lease, cfg.MaxTxnOps, cfg.Coordinators = *tenants, *rate, *burst, *lease, *maxTxnOps, *coordinators
-	cfg.EventLogs = *eventLogs
+	cfg.EventLogs, cfg.CoordinatorMemoryMB = *eventLogs, *memoryMB
 	c, err := scale.New(cfg)
 	if err != nil {
 		return err
@@ -176,7 +179,7 @@ func run(args []string, stdout io.Writer) error {
 
 	rep := &report{Date: time.Now().UTC().Format(time.RFC3339), Command: "cd bench/quotascale && go run . " + strings.Join(args, " "),
 		Commit: commit(), Go: runtime.Version(), CPUs: runtime.NumCPU(), CPUModel: cpuModel(), LoadBefore: loadavg(), Etcd: etcdVersion(*etcdBin),
-		Tenants: cfg.Tenants, Regions: len(cfg.Regions), Rate: cfg.Rate, Burst: cfg.Burst, LeaseS: cfg.Lease.Seconds(), MaxTxnOps: cfg.MaxTxnOps,
+		Tenants: cfg.Tenants, Regions: len(cfg.Regions), Rate: cfg.Rate, Burst: cfg.Burst, LeaseS: cfg.Lease.Seconds(), MaxTxnOps: cfg.MaxTxnOps, MemoryMB: cfg.CoordinatorMemoryMB,
 		Coordinators: cfg.Coordinators, LeasingCPU: map[string]float64{}, PeakRSS: map[string]int64{}}
 	if *keep {
 		rep.Dir = *dir
@@ -306,8 +309,12 @@ func runFaults(ctx context.Context, c *scale.Cluster, pause, bound time.Duration
 }
 
 func printSummary(w io.Writer, rep *report) {
-	fmt.Fprintf(w, "\nquota at scale: %d tenants × %d regions, %d coordinators, etcd --max-txn-ops %s; load %v → %v\n",
-		rep.Tenants, rep.Regions, rep.Coordinators, txnOps(rep.MaxTxnOps), rep.LoadBefore, rep.LoadAfter)
+	limit := ""
+	if rep.MemoryMB != 0 {
+		limit = fmt.Sprintf(" (--memory-limit-mb %d)", rep.MemoryMB)
+	}
+	fmt.Fprintf(w, "\nquota at scale: %d tenants × %d regions, %d coordinators%s, etcd --max-txn-ops %s; load %v → %v\n",
+		rep.Tenants, rep.Regions, rep.Coordinators, limit, txnOps(rep.MaxTxnOps), rep.LoadBefore, rep.LoadAfter)
 	row := func(what, measured, goal string) { fmt.Fprintf(w, "  %-72s %-44s %s\n", what, measured, goal) }
 	row("measure", "measured", "goal")
 	leased := "NOT within " + rep.Leasing.Took.Round(time.Second).String() + fmt.Sprintf(" (best %d of %d pairs)", rep.Leasing.Best.Pairs(), rep.Tenants*rep.Regions)

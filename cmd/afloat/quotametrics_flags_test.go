@@ -12,7 +12,7 @@ import (
 
 // TestQuotaMetricsFlags: --metrics-tenants and --metrics-top reach the
 // processes' options, whose refusals name the flag and the range, before
-// anything starts.
+// anything starts; so is a --memory-limit-mb out of range.
 func TestQuotaMetricsFlags(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "quota.yaml")
 	if err := os.WriteFile(cfg, []byte(`regions:
@@ -35,6 +35,9 @@ tenants:
 		{append(region, "--metrics-tenants", ","), "--metrics-tenants \",\": empty"},
 		{append(coordinator, "--metrics-tenants", "acme,acme"), `--metrics-tenants: "acme" given twice`},
 		{append(coordinator, "--metrics-tenants", strings.Repeat("t,", 100)+"u"), "--metrics-tenants: 101 names: want 0 to 100"},
+		{append(coordinator, "--memory-limit-mb", "63"), "--memory-limit-mb 63: want 64 to 1048576 (MiB), or 0 for none"},
+		{append(coordinator, "--memory-limit-mb", "-1"), "--memory-limit-mb -1: want 64 to 1048576 (MiB), or 0 for none"},
+		{append(coordinator, "--memory-limit-mb", "1048577"), "--memory-limit-mb 1048577: want 64 to 1048576 (MiB), or 0 for none"},
 	} {
 		var out, errOut bytes.Buffer
 		st := run(c.args, strings.NewReader(""), &out, &errOut)

@@ -50,8 +50,16 @@ func runQuotaCoordinator(c *cli.Command, args []string) int {
 	c.StringVar(&o.TLSKey, "tls-key", "", "the private key of --tls-cert, in `FILE` (PEM)")
 	c.StringVar(&o.ClientCA, "client-ca", "", "verify the regions' client certificates against the CAs in `FILE` (PEM): one naming the region ("+remote.RegionURI("NAME")+") stands in for its token")
 	c.Var((*cli.List)(&o.MetricsTenants), "metrics-tenants", "while leading, export on /metrics the tenants' own series (afloat_quota_coordinator_tenant_…) of `NAMES`, comma-separated, at most 100; the sums over every tenant are exported without it")
+	var memoryMB int
+	c.IntVar(&memoryMB, "memory-limit-mb", 0, "a soft limit on the process's memory, in `MB` MiB, 64 to 1048576: the collector works harder near it (the Go runtime's GOMEMLIMIT, which sets it without the flag; 0: none)")
 	if status, ok := c.ParseFlags(args); !ok {
 		return status
+	}
+	if memoryMB != 0 && (memoryMB < minMemoryMB || memoryMB > maxMemoryMB) {
+		return c.Refuse(fmt.Errorf("--memory-limit-mb %d: want %d to %d (MiB), or 0 for none", memoryMB, minMemoryMB, maxMemoryMB))
+	}
+	if memoryMB != 0 {
+		debug.SetMemoryLimit(int64(memoryMB) << 20)
 	}
 	var err error
 	o.Config, err = loadConfig(configPath)
@@ -122,6 +130,13 @@ func runQuotaRegion(c *cli.Command, args []string) int {
 	defer stop()
 	return c.Fail(a.Run(ctx))
 }
+
+// The range of --memory-limit-mb: a coordinator's heap is tens of MiB
+// with a few tenants, and no limit above a TiB means anything.
+const (
+	minMemoryMB = 64
+	maxMemoryMB = 1 << 20
+)
 
 // hangups delivers SIGHUP, on which the quota's processes read their
 // config file and certificates again (tokens rotate without a restart).

@@ -106,6 +106,9 @@ func (c *Cluster) build(addrs []string) {
 		if cfg.EventLogs {
 			args = append(args, "--event-log", filepath.Join(cfg.Dir, fmt.Sprintf("coordinator-%d.jsonl", k)))
 		}
+		if cfg.CoordinatorMemoryMB != 0 {
+			args = append(args, "--memory-limit-mb", strconv.Itoa(cfg.CoordinatorMemoryMB))
+		}
 		name := fmt.Sprintf("coordinator-%d", k)
 		c.Coordinators = append(c.Coordinators, &Process{Name: fmt.Sprintf("coordinator %d", k), Log: log(name), bin: cfg.Afloat, args: args})
 	}

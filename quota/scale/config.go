@@ -42,6 +42,9 @@ type Config struct {
 	// EventLogs gives every coordinator and agent an --event-log in Dir,
 	// for afloat quota check.
 	EventLogs bool
+	// CoordinatorMemoryMB, when not 0, is the coordinators'
+	// --memory-limit-mb (64 to 1048576).
+	CoordinatorMemoryMB int
 }
 
 // DefaultConfig is the bench's cluster: 100,000 tenants of R 100/s, B
@@ -81,6 +84,8 @@ func (c Config) Validate() error {
 		return bad("coordinators %d: want 1 to 5", c.Coordinators)
 	case c.MaxTxnOps != 0 && (c.MaxTxnOps < 8 || c.MaxTxnOps > 1_000_000):
 		return bad("max txn ops %d: want 0 (etcd's default) or 8 to 1000000", c.MaxTxnOps)
+	case c.CoordinatorMemoryMB != 0 && (c.CoordinatorMemoryMB < 64 || c.CoordinatorMemoryMB > 1<<20):
+		return bad("coordinator memory %d MiB: want 0 (no limit) or 64 to 1048576", c.CoordinatorMemoryMB)
 	}
 	seen := map[string]bool{}
 	for _, r := range c.Regions {
