@@ -407,6 +407,31 @@ func (l *opsLedger) Commit(ctx context.Context, epoch uint64, ops ...Op) error {
 	return l.MemLedger.Commit(ctx, epoch, ops...)
 }
 
+// leasedRegion runs a server of 200 tenants on l, with an agent attached
+// to eu (its incarnation inc) and every tenant leased there; called in a
+// synctest bubble, it returns once the server is idle.
+func leasedRegion(t *testing.T, ctx context.Context, l Ledger, opts ...ServerOption) (srv *Server, tenants []quota.Tenant, inc uint64) {
+	t.Helper()
+	tenants = manyTenants(200)
+	srv, err := NewServer(ctx, Config{Tenants: tenants}, l, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Run(ctx)
+	if inc, err = srv.Attach(ctx, "eu", "test:1"); err != nil {
+		t.Fatal(err)
+	}
+	reqs := make([]quota.Request, len(tenants))
+	for i, tn := range tenants {
+		reqs[i] = quota.Request{Tenant: tn.Name, Region: "eu", Seq: seq(), Demand: -1, Incarnation: inc}
+	}
+	if _, err := srv.RenewBatch(ctx, reqs); err != nil {
+		t.Fatal(err)
+	}
+	synctest.Wait()
+	return srv, tenants, inc
+}
+
 // TestDetachEndsInTheBackground: an agent's detach ends every lease of
 // its region at once; its answer waits only for the holder's record, and
 // the leases' records go when the ledger has nothing else to write — a
@@ -416,26 +441,9 @@ func TestDetachEndsInTheBackground(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		tenants := manyTenants(200)
 		l := &opsLedger{MemLedger: NewMemLedger()}
 		j := &coverJournal{}
-		srv, err := NewServer(ctx, Config{Tenants: tenants}, l, WithJournal(j))
-		if err != nil {
-			t.Fatal(err)
-		}
-		go srv.Run(ctx)
-		inc, err := srv.Attach(ctx, "eu", "test:1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		reqs := make([]quota.Request, len(tenants))
-		for i, tn := range tenants {
-			reqs[i] = quota.Request{Tenant: tn.Name, Region: "eu", Seq: seq(), Demand: -1, Incarnation: inc}
-		}
-		if _, err := srv.RenewBatch(ctx, reqs); err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait()
+		srv, tenants, inc := leasedRegion(t, ctx, l, WithJournal(j))
 		l.mu.Lock()
 		before := len(l.writes)
 		l.mu.Unlock()
@@ -493,25 +501,8 @@ func TestBackgroundWaitsForAPause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		tenants := manyTenants(200)
 		l := &opsLedger{MemLedger: NewMemLedger()}
-		srv, err := NewServer(ctx, Config{Tenants: tenants}, l)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go srv.Run(ctx)
-		inc, err := srv.Attach(ctx, "eu", "test:1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		reqs := make([]quota.Request, len(tenants))
-		for i, tn := range tenants {
-			reqs[i] = quota.Request{Tenant: tn.Name, Region: "eu", Seq: seq(), Demand: -1, Incarnation: inc}
-		}
-		if _, err := srv.RenewBatch(ctx, reqs); err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait()
+		srv, tenants, inc := leasedRegion(t, ctx, l)
 		l.slow.Store(true)
 		l.mu.Lock()
 		before := len(l.writes)

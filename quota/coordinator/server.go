@@ -483,6 +483,16 @@ func (s *Server) submit(ctx context.Context, prio bulkhead.Priority, n int, prop
 	s.proof()
 	var covered []int    // the calls whose steps are covered and proven,
 	var coveredSt []Step // and those steps: none in most calls
+	cover := func(i int, st Step) {
+		if coveredSt == nil {
+			// Room for the rest of the call at once: in the steady
+			// state nearly every renewal is covered, and a Step is
+			// large — growing by doubling allocated twice the call's
+			// steps and copied them on the way.
+			covered, coveredSt = make([]int, 0, n-i), make([]Step, 0, n-i)
+		}
+		covered, coveredSt = append(covered, i), append(coveredSt, st)
+	}
 	var late *quota.BusyError
 	refused := 0
 	for i := range n {
@@ -494,14 +504,7 @@ func (s *Server) submit(ctx context.Context, prio bulkhead.Priority, n int, prop
 		if step.Covered && s.core.Proven(at) {
 			// Its answer rests on no write (cover.go), and leadership is
 			// proven: answered below, once journalled, ahead of the queue.
-			if coveredSt == nil {
-				// Room for the rest of the call at once: in the steady
-				// state nearly every renewal is covered, and a Step is
-				// large — growing by doubling allocated twice the
-				// call's steps and copied them on the way.
-				covered, coveredSt = make([]int, 0, n-i), make([]Step, 0, n-i)
-			}
-			covered, coveredSt = append(covered, i), append(coveredSt, step)
+			cover(i, step)
 			continue
 		}
 		// A step without ops needs a proof of leadership instead, which
@@ -522,10 +525,7 @@ func (s *Server) submit(ctx context.Context, prio bulkhead.Priority, n int, prop
 							s.queue = append(s.queue, pending{at: at, step: rest})
 							ahead += len(rest.Ops)
 						}
-						if coveredSt == nil {
-							covered, coveredSt = make([]int, 0, n-i), make([]Step, 0, n-i)
-						}
-						covered, coveredSt = append(covered, i), append(coveredSt, kept)
+						cover(i, kept)
 						continue
 					}
 				}
