@@ -79,14 +79,20 @@ type endAt struct {
 	ts    *tenantState
 }
 
-// count adds a counted lease to a region and watches its end.
+// count adds a counted lease to a region and watches its end. A region
+// renewing steadily counts three leases (the written cover, the lease it
+// holds and the one it is granted): room for three at once, where
+// append's doubling made it four, 100,000 tenants × 3 regions over.
 func (c *Core) count(ts *tenantState, rs *regionState, l counted) {
+	if len(rs.live) == cap(rs.live) {
+		rs.live = slices.Grow(rs.live, max(3, len(rs.live)))
+	}
 	rs.live = append(rs.live, l)
 	c.ends.Push(endAt{l.until, ts})
-	set := c.byRegion[l.Region]
+	set := c.byRegion[rs.name]
 	if set == nil {
 		set = map[*tenantState]struct{}{}
-		c.byRegion[l.Region] = set
+		c.byRegion[rs.name] = set
 	}
 	set[ts] = struct{}{}
 }
@@ -99,26 +105,29 @@ type holder struct {
 }
 
 type tenantState struct {
-	t       quota.Tenant
-	credit  quota.Micro
-	regions map[string]*regionState // t.Regions, and removed regions whose leases still count
-	names   []string                // regions' keys, sorted: the order steps end leases in
-	states  []*regionState          // regions[names[i]]: expire's walk, without a lookup
-	version uint64                  // of its configuration; 0 for a tenant restored only from leases
-	by      string                  // who made the configuration
+	t      quota.Tenant
+	credit quota.Micro
+	// names are its regions — t.Regions, and removed regions whose leases
+	// still count — sorted: the order steps end leases in; states[i] is
+	// names[i]'s state (regionOf). Two slices, not a map: a map of three
+	// regions was a quarter of a kilobyte a tenant.
+	names   []string
+	states  []*regionState
+	version uint64 // of its configuration; 0 for a tenant restored only from leases
+	by      string // who made the configuration
 	// deleted: an operator deleted the tenant, or the ledger holds leases
 	// of a tenant it no longer has. It grants nothing, and is forgotten
 	// once its leases have stopped counting; until then they count, also
 	// against a tenant created again under its name.
 	deleted bool
 	// split is the burst split in force (stickySplit): each region's
-	// target burst share; nil until the first is drawn, and after a
-	// change of the tenant's configuration.
-	split map[string]quota.Micro
+	// target burst share, in the order of t.Regions; nil until the first
+	// is drawn, and after a change of the tenant's configuration.
+	split []quota.Micro
 	// The targets last drawn (targets), and what they were drawn from:
 	// most calls of a settled tenant draw the same again.
 	drawnFrom []targetIn
-	drawn     map[string]quota.Share
+	drawn     []quota.Share // in the order of t.Regions
 	// expiring is the Expire pass that last visited it.
 	expiring uint64
 }
@@ -153,16 +162,43 @@ type regionState struct {
 	// cover is the written lease whose ledger record stands for the
 	// region's newest grant (cover.go), as acknowledged written.
 	cover uint64
+	// ts and name are whose region this is and its name (lease).
+	ts   *tenantState
+	name string
 }
 
-// counted is a lease and the end of the interval in which it counts.
+// counted is a lease and the end of the interval in which it counts. It
+// holds the lease's terms, not its tenant's and region's names, which its
+// region has (regionState.lease): the core counts two or three leases in
+// each of hundreds of thousands of regions, and the names were a third
+// of each.
 type counted struct {
-	quota.Lease
+	terms
 	until time.Duration
 	// cover is, for a covered lease (one not written to the ledger:
 	// cover.go), the written lease whose record stands for it; 0 for a
 	// written lease.
 	cover uint64
+}
+
+// terms are a lease's own fields (quota.Lease's but its names).
+type terms struct {
+	ID                 uint64
+	Epoch              uint64
+	Rate, Burst        quota.Micro
+	Activates, Expires time.Duration
+	Transfer           quota.Micro
+}
+
+// termsOf is l's terms.
+func termsOf(l quota.Lease) terms {
+	return terms{ID: l.ID, Epoch: l.Epoch, Rate: l.Rate, Burst: l.Burst, Activates: l.Activates, Expires: l.Expires, Transfer: l.Transfer}
+}
+
+// lease is the whole lease l of the region.
+func (rs *regionState) lease(l counted) quota.Lease {
+	return quota.Lease{ID: l.ID, Tenant: rs.ts.t.Name, Region: rs.name, Epoch: l.Epoch, Rate: l.Rate, Burst: l.Burst,
+		Activates: l.Activates, Expires: l.Expires, Transfer: l.Transfer}
 }
 
 // EndReason says why a lease stopped counting.
@@ -238,7 +274,7 @@ func New(cfg Config, snap Snapshot, now time.Duration) (*Core, error) {
 		if ts == nil {
 			// A deleted tenant's lease may still be spent: it counts, and
 			// against a tenant created again under the name.
-			ts = &tenantState{t: quota.Tenant{Name: l.Tenant}, regions: map[string]*regionState{}, deleted: true}
+			ts = &tenantState{t: quota.Tenant{Name: l.Tenant}, deleted: true}
 			c.tenants[l.Tenant] = ts
 			c.forgetting = true
 		}
@@ -246,10 +282,11 @@ func New(cfg Config, snap Snapshot, now time.Duration) (*Core, error) {
 		if !ts.t.HasRegion(l.Region) {
 			c.forgetting = true
 		}
+		l.Tenant, l.Region = ts.t.Name, ts.regionName(l.Region)
 		// As long as it was granted for (its tenant's lease duration may
 		// have shrunk since), and a whole one from now.
 		d := max(ts.t.LeaseDuration+ts.t.Margin(), l.Expires-l.Activates)
-		c.count(ts, rs, counted{Lease: l, until: now + d})
+		c.count(ts, rs, counted{terms: termsOf(l), until: now + d})
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.tenants)) {
 		c.order = append(c.order, c.tenants[name])
@@ -298,7 +335,7 @@ func Open(ctx context.Context, cfg Config, ledger Ledger, now time.Duration) (*C
 func (c *Core) allRegions() []*regionState {
 	var out []*regionState
 	for _, ts := range c.tenants {
-		for _, rs := range ts.regions {
+		for _, rs := range ts.states {
 			out = append(out, rs)
 		}
 	}
@@ -324,7 +361,7 @@ func (c *Core) lookup(tenant, region string) (*tenantState, *regionState, error)
 	if ts == nil || ts.deleted {
 		return nil, nil, fmt.Errorf("%w: %q", quota.ErrUnknownTenant, tenant)
 	}
-	rs := ts.regions[region]
+	rs := ts.regionOf(region)
 	if rs == nil || !ts.t.HasRegion(region) {
 		return nil, nil, fmt.Errorf("%w: tenant %q has no region %q", quota.ErrUnknownRegion, tenant, region)
 	}
@@ -440,7 +477,7 @@ func (c *Core) Advance(x Step, err error) (Answer, error) {
 	a := x.ans
 	var rs *regionState
 	if ts := c.tenants[a.tenant]; ts != nil && a.tenant != "" {
-		rs = ts.regions[a.region]
+		rs = ts.regionOf(a.region)
 	}
 	if a.fresh && rs != nil && rs.proposed == a.seq {
 		rs.proposed = 0
@@ -530,7 +567,7 @@ func (c *Core) Abandon(x Step) (rest Step, ok bool) {
 	}
 	a := x.ans
 	if ts := c.tenants[a.tenant]; ts != nil && a.tenant != "" {
-		if rs := ts.regions[a.region]; rs != nil {
+		if rs := ts.regionOf(a.region); rs != nil {
 			if x.Granted.ID != 0 && a.fresh {
 				id := x.Granted.ID
 				rs.live = slices.DeleteFunc(rs.live, func(l counted) bool { return l.ID == id })
@@ -570,7 +607,7 @@ func (x *Step) end(rs *regionState, why EndReason, drop func(counted) bool) {
 			kept = append(kept, l)
 			continue
 		}
-		x.ended(l, why)
+		x.ended(rs, l, why)
 	}
 	clear(rs.live[len(kept):])
 	rs.live = kept
@@ -616,11 +653,11 @@ func (c *Core) background(x *Step) {
 const backgroundOps = 512
 
 // ended records the end of lease l.
-func (x *Step) ended(l counted, why EndReason) {
+func (x *Step) ended(rs *regionState, l counted, why EndReason) {
 	if l.cover == 0 { // a covered lease was never written
-		x.Ops = append(x.Ops, Op{Kind: EndLease, ID: l.ID, Tenant: l.Tenant})
+		x.Ops = append(x.Ops, Op{Kind: EndLease, ID: l.ID, Tenant: rs.ts.t.Name})
 	}
-	x.Ended = append(x.Ended, Ended{l.Lease, why})
+	x.Ended = append(x.Ended, Ended{rs.lease(l), why})
 }
 
 // expire ends the leases of a tenant whose counted interval is over. (A
@@ -647,7 +684,7 @@ func (x *Step) expire(ts *tenantState, now time.Duration) {
 				kept = append(kept, live[i])
 				continue
 			}
-			x.ended(live[i], Expired)
+			x.ended(rs, live[i], Expired)
 		}
 		clear(live[len(kept):])
 		rs.live = kept
@@ -660,22 +697,24 @@ func (x *Step) expire(ts *tenantState, now time.Duration) {
 // not spending (its lease has run out): its last demand and its peak no
 // longer hold a share.
 //
-// The map returned is the tenant's own, kept for the next call: a
+// The targets returned are the tenant's own, kept for the next call: a
 // settled tenant — the same demands and peaks — gets the same targets
-// without drawing them again. Callers must not change it.
-func (ts *tenantState) targets(now time.Duration) map[string]quota.Share {
+// without drawing them again. Kept as a slice in the order of t.Regions,
+// not Allocate's map: a map of three shares was a third of a kilobyte a
+// tenant.
+func (ts *tenantState) targets(now time.Duration) targetShares {
 	t := ts.t
 	var buf [8]targetIn
 	in := buf[:0]
 	for _, name := range t.Regions {
 		var ti targetIn
-		if r := ts.regions[name]; r.ever && now-r.heard < t.LeaseDuration+t.Margin() {
+		if r := ts.regionOf(name); r.ever && now-r.heard < t.LeaseDuration+t.Margin() {
 			ti = targetIn{active: true, demand: r.demand, peak: r.peakNow(t, now)}
 		}
 		in = append(in, ti)
 	}
 	if ts.drawn != nil && slices.Equal(in, ts.drawnFrom) {
-		return ts.drawn
+		return targetShares{t.Regions, ts.drawn}
 	}
 	ts.drawnFrom = append(ts.drawnFrom[:0], in...)
 	demand := make(map[string]quota.Micro, len(t.Regions))
@@ -687,8 +726,28 @@ func (ts *tenantState) targets(now time.Duration) map[string]quota.Share {
 	}
 	shares := quota.Allocate(t, demand, peaks)
 	ts.stickySplit(shares)
-	ts.drawn = shares
-	return shares
+	ts.drawn = make([]quota.Share, len(t.Regions))
+	for i, name := range t.Regions {
+		ts.drawn[i] = shares[name]
+	}
+	return targetShares{t.Regions, ts.drawn}
+}
+
+// targetShares are the regions' target shares (tenantState.targets).
+type targetShares struct {
+	regions []string
+	shares  []quota.Share
+}
+
+// of is the region's target share; zero for a region the tenant does
+// not have.
+func (s targetShares) of(region string) quota.Share {
+	for i, r := range s.regions {
+		if r == region {
+			return s.shares[i]
+		}
+	}
+	return quota.Share{}
 }
 
 // A region's peak is the largest demand it reported lately, averaged
@@ -763,22 +822,27 @@ const splitSlack = 32
 // so it sums to at most B and keeps every floor; the price is that a
 // region's burst may lag its peak by up to B/32.
 func (ts *tenantState) stickySplit(shares map[string]quota.Share) {
+	regions := ts.t.Regions // Allocate's keys
 	slack := ts.t.Burst / splitSlack
-	keep := len(ts.split) == len(shares)
-	for name, s := range shares {
-		if old, ok := ts.split[name]; !ok || old > s.Burst+slack || s.Burst > old+slack {
+	keep := len(ts.split) == len(regions) && len(shares) == len(regions)
+	for i, name := range regions {
+		if !keep {
+			break
+		}
+		if s, ok := shares[name]; !ok || ts.split[i] > s.Burst+slack || s.Burst > ts.split[i]+slack {
 			keep = false
 		}
 	}
 	if !keep {
-		ts.split = make(map[string]quota.Micro, len(shares))
-		for name, s := range shares {
-			ts.split[name] = s.Burst
+		ts.split = make([]quota.Micro, len(regions))
+		for i, name := range regions {
+			ts.split[i] = shares[name].Burst
 		}
 		return
 	}
-	for name, s := range shares {
-		s.Burst = ts.split[name]
+	for i, name := range regions {
+		s := shares[name]
+		s.Burst = ts.split[i]
 		shares[name] = s
 	}
 }
@@ -818,6 +882,7 @@ func (c *Core) Renew(now time.Duration, req quota.Request) (x Step, err error) {
 	if err != nil {
 		return Step{}, err
 	}
+	req.Tenant, req.Region = ts.t.Name, ts.regionName(req.Region)
 	if err := c.admit(req.Region, req.Epoch, req.Incarnation); err != nil {
 		return Step{}, err
 	}
@@ -848,9 +913,10 @@ func (c *Core) Renew(now time.Duration, req quota.Request) (x Step, err error) {
 	rs.balance = max(0, req.Balance)
 	rs.heard, rs.ever = now, true
 	targets := ts.targets(now)
-	target := targets[req.Region]
+	target := targets.of(req.Region)
 	var otherRate, otherBurst quota.Micro
-	for name, r := range ts.regions {
+	for i, r := range ts.states {
+		name := ts.names[i]
 		if name != req.Region {
 			pr, pb := peak(r)
 			otherRate += pr
@@ -897,7 +963,7 @@ func (c *Core) Renew(now time.Duration, req quota.Request) (x Step, err error) {
 		Rate: rate, Burst: burst, Transfer: transfer,
 		Activates: now, Expires: now + t.LeaseDuration + t.Margin(),
 	}
-	x.Ops = append(x.Ops, Op{Kind: PutLease, Lease: lease})
+	x.Ops = append(x.Ops, Op{Kind: PutLease, Lease: &lease})
 	c.reserveIDs(&x)
 	x.Granted = lease
 	if transfer > 0 {
@@ -909,7 +975,7 @@ func (c *Core) Renew(now time.Duration, req quota.Request) (x Step, err error) {
 		x.end(rs, Superseded, func(counted) bool { return true })
 	}
 	c.nextID++
-	c.count(ts, rs, counted{Lease: lease, until: lease.Expires})
+	c.count(ts, rs, counted{terms: termsOf(lease), until: lease.Expires})
 
 	c.grant(&x, ts, rs, req, targets, now, lease, short)
 	return x, nil
@@ -918,7 +984,7 @@ func (c *Core) Renew(now time.Duration, req quota.Request) (x Step, err error) {
 // grant makes lease, which x proposes, the answer to req: the grant the
 // region installs, and the regions to nudge; and marks the request's
 // grant as on its way (rs.proposed) until Advance.
-func (c *Core) grant(x *Step, ts *tenantState, rs *regionState, req quota.Request, targets map[string]quota.Share, now time.Duration, lease quota.Lease, short bool) {
+func (c *Core) grant(x *Step, ts *tenantState, rs *regionState, req quota.Request, targets targetShares, now time.Duration, lease quota.Lease, short bool) {
 	t := ts.t
 	nudges := c.nudges(ts, req.Region, targets, now, short, len(x.Ended) > 0)
 	g := quota.Grant{
@@ -996,7 +1062,7 @@ func (c *Core) unchanged(t quota.Tenant, rs *regionState, req quota.Request, now
 // that share may be free, the refusing regions that could take it —
 // room appearing is signalled so, and not by regions asking over and
 // over. Each region at most once per nudgeEvery.
-func (c *Core) nudges(ts *tenantState, from string, targets map[string]quota.Share, now time.Duration, short, ended bool) []quota.Nudge {
+func (c *Core) nudges(ts *tenantState, from string, targets targetShares, now time.Duration, short, ended bool) []quota.Nudge {
 	t := ts.t
 	var out []quota.Nudge
 	nudge := func(name string, r *regionState) {
@@ -1008,9 +1074,9 @@ func (c *Core) nudges(ts *tenantState, from string, targets map[string]quota.Sha
 	}
 	if short {
 		for _, name := range t.Regions {
-			r := ts.regions[name]
+			r := ts.regionOf(name)
 			pr, pb := peak(r)
-			if name == from || (pr <= targets[name].Rate && pb <= targets[name].Burst) {
+			if name == from || (pr <= targets.of(name).Rate && pb <= targets.of(name).Burst) {
 				continue
 			}
 			nudge(name, r)
@@ -1028,10 +1094,10 @@ func (c *Core) nudges(ts *tenantState, from string, targets map[string]quota.Sha
 // beside the live leases: a region that refuses asks at the ordinary
 // cadence unless told so. A small room (under 1/64 of R) is left to the
 // next renewal.
-func room(ts *tenantState, from string, targets map[string]quota.Share, nudge func(string, *regionState)) {
+func room(ts *tenantState, from string, targets targetShares, nudge func(string, *regionState)) {
 	t := ts.t
 	var used quota.Micro
-	for _, r := range ts.regions {
+	for _, r := range ts.states {
 		pr, _ := peak(r)
 		used += pr
 	}
@@ -1040,9 +1106,9 @@ func room(ts *tenantState, from string, targets map[string]quota.Share, nudge fu
 		return
 	}
 	for _, name := range t.Regions {
-		r := ts.regions[name]
+		r := ts.regionOf(name)
 		pr, _ := peak(r)
-		if name == from || !r.ever || r.demand <= pr || min(free, targets[name].Rate-pr) < max(1, t.Rate/64) {
+		if name == from || !r.ever || r.demand <= pr || min(free, targets.of(name).Rate-pr) < max(1, t.Rate/64) {
 			continue
 		}
 		nudge(name, r)
@@ -1157,8 +1223,8 @@ func (c *Core) Live(tenant string) []quota.Lease {
 	}
 	var out []quota.Lease
 	for _, r := range ts.names {
-		for _, l := range ts.regions[r].live {
-			out = append(out, l.Lease)
+		for _, l := range ts.regionOf(r).live {
+			out = append(out, ts.regionOf(r).lease(l))
 		}
 	}
 	return out

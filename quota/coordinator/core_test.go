@@ -386,7 +386,7 @@ func TestLedgerAllOrNothing(t *testing.T) {
 	l := NewMemLedger()
 	snap, _ := l.Fence(ctx)
 	err := l.Commit(ctx, snap.Epoch,
-		Op{Kind: PutLease, Lease: quota.Lease{ID: 1, Tenant: "acme"}},
+		Op{Kind: PutLease, Lease: &quota.Lease{ID: 1, Tenant: "acme"}},
 		Op{Kind: SetCredit, Tenant: "acme", Credit: -1})
 	if err == nil || !strings.Contains(err.Error(), "want 0 or more") {
 		t.Fatalf("negative credit: %v", err)
@@ -394,12 +394,12 @@ func TestLedgerAllOrNothing(t *testing.T) {
 	if s, _ := l.Fence(ctx); len(s.Leases) != 0 {
 		t.Fatalf("a refused commit left %d leases", len(s.Leases))
 	}
-	if err := l.Commit(ctx, snap.Epoch, Op{Kind: PutLease, Lease: quota.Lease{ID: 2}}); !errors.Is(err, quota.ErrStaleEpoch) {
+	if err := l.Commit(ctx, snap.Epoch, Op{Kind: PutLease, Lease: &quota.Lease{ID: 2}}); !errors.Is(err, quota.ErrStaleEpoch) {
 		t.Fatalf("stale write: %v", err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := l.Commit(cctx, 2, Op{Kind: PutLease, Lease: quota.Lease{ID: 3}}); !errors.Is(err, context.Canceled) {
+	if err := l.Commit(cctx, 2, Op{Kind: PutLease, Lease: &quota.Lease{ID: 3}}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("canceled: %v", err)
 	}
 }

@@ -192,12 +192,12 @@ func (c *Core) takenOver(rs *regionState, req quota.Request, rate, burst, transf
 // lease, and keeps its cover counting until that lease ends. The step x
 // (with the ends Renew made) is answered without a write; its ops, and a
 // new reservation of IDs if one is due, go to a deferred step.
-func (c *Core) renewCovered(x Step, ts *tenantState, rs *regionState, req quota.Request, targets map[string]quota.Share, now time.Duration, short bool) Step {
+func (c *Core) renewCovered(x Step, ts *tenantState, rs *regionState, req quota.Request, targets targetShares, now time.Duration, short bool) Step {
 	t := ts.t
 	var cover quota.Lease
 	for _, l := range rs.live {
 		if l.ID == rs.cover {
-			cover = l.Lease
+			cover = rs.lease(l)
 		}
 	}
 	lease := quota.Lease{
@@ -206,7 +206,7 @@ func (c *Core) renewCovered(x Step, ts *tenantState, rs *regionState, req quota.
 		Activates: now, Expires: now + t.LeaseDuration + t.Margin(),
 	}
 	c.nextID++
-	c.count(ts, rs, counted{Lease: lease, until: lease.Expires, cover: rs.cover})
+	c.count(ts, rs, counted{terms: termsOf(lease), until: lease.Expires, cover: rs.cover})
 	for i := range rs.live {
 		if l := &rs.live[i]; l.ID == rs.cover {
 			l.until = max(l.until, lease.Expires)
@@ -244,12 +244,13 @@ func (c *Core) Keep(now time.Duration, req quota.Request) (x Step, ok bool) {
 	if err != nil || c.admit(req.Region, req.Epoch, req.Incarnation) != nil || c.restoring(now) != nil {
 		return Step{}, false
 	}
+	req.Tenant, req.Region = ts.t.Name, ts.regionName(req.Region)
 	held := rs.last.Lease
 	if held.ID == 0 || !c.coverable(ts.t, rs, req, held.Rate, held.Burst, 0) {
 		return Step{}, false
 	}
 	targets := ts.targets(now)
-	target := targets[req.Region]
+	target := targets.of(req.Region)
 	short := held.Rate < target.Rate || held.Burst < target.Burst
 	return c.renewCovered(x, ts, rs, req, targets, now, short), true
 }

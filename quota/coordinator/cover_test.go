@@ -120,7 +120,7 @@ func TestCoveredRenewals(t *testing.T) {
 			}
 			// The cover counts here until the covered lease ends.
 			var until time.Duration
-			for _, lv := range c.tenants["acme"].regions["eu"].live {
+			for _, lv := range c.tenants["acme"].regionOf("eu").live {
 				if lv.ID == x.Cover {
 					until = lv.until
 				}
@@ -188,7 +188,7 @@ func TestCoveredAfterLostAnswers(t *testing.T) {
 				held = a.Grant.Lease.ID
 			}
 		}
-		rs := c.tenants["acme"].regions["eu"]
+		rs := c.tenants["acme"].regionOf("eu")
 		rate, burst := peak(rs)
 		for _, lv := range rs.live {
 			if lv.Rate != rate || lv.Burst != burst {
@@ -289,7 +289,7 @@ func TestCoverSurvivesFailover(t *testing.T) {
 	// The successor takes over at once, on a clock that reads 0 (its own
 	// monotonic clock): it counts the cover's record whole from there.
 	s := newCovering(t, l, 0)
-	rs := s.tenants["acme"].regions["eu"]
+	rs := s.tenants["acme"].regionOf("eu")
 	var until time.Duration
 	for _, lv := range rs.live {
 		until = max(until, lv.until)
@@ -680,7 +680,7 @@ func TestSuccessorCoversOnRestoredRecords(t *testing.T) {
 		t.Fatalf("granted %+v with %d records written: want a lease of the successor's above %d, nothing written", g.Lease, s.puts-puts, held)
 	}
 	var until time.Duration
-	for _, lv := range s.tenants["acme"].regions["eu"].live {
+	for _, lv := range s.tenants["acme"].regionOf("eu").live {
 		if lv.ID == x.Cover {
 			until = lv.until
 		}

@@ -77,7 +77,7 @@ func (c *Core) counts(region string, now time.Duration) (time.Duration, bool) {
 	var last time.Duration
 	any := false
 	for _, ts := range c.leasing(region) {
-		for _, l := range ts.regions[region].live {
+		for _, l := range ts.regionOf(region).live {
 			if l.until > now {
 				last, any = max(last, l.until), true
 			}
@@ -94,7 +94,7 @@ func (c *Core) leasing(region string) []*tenantState {
 	set := c.byRegion[region]
 	out := make([]*tenantState, 0, len(set))
 	for ts := range set {
-		if rs := ts.regions[region]; rs == nil || len(rs.live) == 0 {
+		if rs := ts.regionOf(region); rs == nil || len(rs.live) == 0 {
 			delete(set, ts)
 			continue
 		}
@@ -108,7 +108,7 @@ func (c *Core) leasing(region string) []*tenantState {
 // says so.
 func (x *Step) endRegion(c *Core, region string, why EndReason, drop func(counted) bool) {
 	for _, ts := range c.leasing(region) {
-		x.end(ts.regions[region], why, drop)
+		x.end(ts.regionOf(region), why, drop)
 	}
 }
 
@@ -147,7 +147,7 @@ func (c *Core) Attach(now time.Duration, region string, id uint64, agent string)
 	x.at = now
 	c.background(&x)
 	c.holders[region] = &holder{id: id, agent: agent}
-	x.Ops = append(x.Ops, Op{Kind: PutHolder, Holder: Holder{Region: region, Incarnation: id, Agent: agent}})
+	x.Ops = append(x.Ops, Op{Kind: PutHolder, Holder: &Holder{Region: region, Incarnation: id, Agent: agent}})
 	return x, nil
 }
 
@@ -175,7 +175,7 @@ func (c *Core) Detach(now time.Duration, region string, id uint64) (x Step, err 
 	x.Ops = slices.Grow(x.Ops, len(tenants))
 	x.Ended = slices.Grow(x.Ended, len(tenants))
 	for _, ts := range tenants {
-		rs := ts.regions[region]
+		rs := ts.regionOf(region)
 		x.end(rs, Expired, func(l counted) bool { return l.until <= now })
 		x.end(rs, Detached, func(counted) bool { return true })
 	}
@@ -183,7 +183,7 @@ func (c *Core) Detach(now time.Duration, region string, id uint64) (x Step, err 
 	x.at = now
 	c.background(&x)
 	c.holders[region] = &holder{}
-	x.Ops = append(x.Ops, Op{Kind: PutHolder, Holder: Holder{Region: region}})
+	x.Ops = append(x.Ops, Op{Kind: PutHolder, Holder: &Holder{Region: region}})
 	return x, nil
 }
 

@@ -62,7 +62,7 @@ type TenantChange struct {
 }
 
 func newTenantState(t quota.Tenant, version uint64, by string) *tenantState {
-	ts := &tenantState{t: t, version: version, by: by, regions: map[string]*regionState{}}
+	ts := &tenantState{t: t, version: version, by: by}
 	for _, r := range t.Regions {
 		ts.region(r)
 	}
@@ -71,21 +71,40 @@ func newTenantState(t quota.Tenant, version uint64, by string) *tenantState {
 
 // region returns the region's state, adding it if it is new.
 func (ts *tenantState) region(name string) *regionState {
-	if rs := ts.regions[name]; rs != nil {
+	if rs := ts.regionOf(name); rs != nil {
 		return rs
 	}
-	rs := &regionState{}
-	ts.regions[name] = rs
+	rs := &regionState{ts: ts, name: name}
 	i, _ := slices.BinarySearch(ts.names, name)
 	ts.names = slices.Insert(ts.names, i, name)
 	ts.states = slices.Insert(ts.states, i, rs)
 	return rs
 }
 
+// regionOf is the region's state, nil if the tenant has no such region.
+func (ts *tenantState) regionOf(name string) *regionState {
+	if i, ok := slices.BinarySearch(ts.names, name); ok {
+		return ts.states[i]
+	}
+	return nil
+}
+
+// regionName is the tenant's own copy of a region's name it has (the
+// config's, or the first lease's it was restored from), for the leases
+// and answers the core keeps: each request's and each ledger record's
+// decoding made a string of its own, and hundreds of thousands of live
+// leases held one each.
+func (ts *tenantState) regionName(name string) string {
+	if i, ok := slices.BinarySearch(ts.names, name); ok {
+		return ts.names[i]
+	}
+	return name
+}
+
 // bursts is the sum of the regions' largest live bursts.
 func (ts *tenantState) bursts() quota.Micro {
 	var sum quota.Micro
-	for _, rs := range ts.regions {
+	for _, rs := range ts.states {
 		_, b := peak(rs)
 		sum += b
 	}
@@ -106,8 +125,7 @@ func (c *Core) forget() {
 			if !gone(name) {
 				continue
 			}
-			if rs := ts.regions[name]; len(rs.live) == 0 {
-				delete(ts.regions, name)
+			if rs := ts.regionOf(name); len(rs.live) == 0 {
 				i := slices.Index(ts.names, name)
 				ts.names = slices.Delete(ts.names, i, i+1)
 				ts.states = slices.Delete(ts.states, i, i+1)
@@ -138,7 +156,7 @@ func (c *Core) Seeding() []Step {
 			continue // changed by an operator since: that write holds it
 		}
 		rec := TenantRecord{Tenant: ts.t, Version: ts.version, By: ts.by}
-		steps = append(steps, Step{Ops: []Op{{Kind: PutTenant, Tenant: name, Record: rec}},
+		steps = append(steps, Step{Ops: []Op{{Kind: PutTenant, Tenant: name, Record: &rec}},
 			Tenant: &TenantChange{Op: "seed", By: SeedBy, New: ts.t, Version: ts.version}})
 	}
 	if len(steps) == 0 {
@@ -209,7 +227,7 @@ func (c *Core) PutTenant(now time.Duration, t quota.Tenant, by string, create bo
 		x.Ops = append(x.Ops, Op{Kind: SetCredit, Tenant: t.Name, Credit: ts.credit})
 	}
 	rec := TenantRecord{Tenant: t, Version: ts.version, By: by}
-	x.Ops = append(x.Ops, Op{Kind: PutTenant, Tenant: t.Name, Record: rec})
+	x.Ops = append(x.Ops, Op{Kind: PutTenant, Tenant: t.Name, Record: &rec})
 	ch.New, ch.Version = t, ts.version
 	x.Tenant = ch
 	return rec, x, nil

@@ -324,7 +324,11 @@ func (l *Ledger) Fence(ctx context.Context) (coordinator.Snapshot, error) {
 	// leader wrote is in it, and nothing it writes can change it now. It
 	// moves the write chain: a write of an earlier epoch still in flight
 	// — the same session's, whose election key, reused, has the same
-	// revision — can no longer land after it.
+	// revision — can no longer land after it. The leases and the tenants
+	// are then read at that revision in pages (readPages): in one
+	// response, 100,000 tenants' records and 300,000 leases were a
+	// transient of hundreds of megabytes on top of the successor's
+	// state, which made its peak memory.
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	l.mu.Lock()
@@ -333,10 +337,8 @@ func (l *Ledger) Fence(ctx context.Context) (coordinator.Snapshot, error) {
 	l.mu.Unlock()
 	resp, err := l.cfg.Client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(e.Key()), "=", e.Rev())).
-		Then(clientv3.OpGet(p+"lease/", clientv3.WithPrefix()),
-			clientv3.OpGet(p+"credit/", clientv3.WithPrefix()),
+		Then(clientv3.OpGet(p+"credit/", clientv3.WithPrefix()),
 			clientv3.OpGet(p+"nextid"),
-			clientv3.OpGet(p+"tenant/", clientv3.WithPrefix()),
 			clientv3.OpGet(p+"tenants-seeded"),
 			clientv3.OpGet(p+"holder/", clientv3.WithPrefix()),
 			clientv3.OpGet(p+"restored"),
@@ -348,57 +350,94 @@ func (l *Ledger) Fence(ctx context.Context) (coordinator.Snapshot, error) {
 	if !resp.Succeeded {
 		return coordinator.Snapshot{}, fmt.Errorf("%w: lost the election while reading the ledger", quota.ErrStaleEpoch)
 	}
+	rev := resp.Header.Revision
 	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
-		var ls quota.Lease
-		if err := json.Unmarshal(kv.Value, &ls); err != nil || ls.ID == 0 {
-			return coordinator.Snapshot{}, fmt.Errorf("%w: %s: not a lease: %q", ErrForeign, kv.Key, kv.Value)
-		}
-		snap.Leases = append(snap.Leases, ls)
-		snap.NextID = max(snap.NextID, ls.ID+1)
-	}
-	for _, kv := range resp.Responses[1].GetResponseRange().Kvs {
 		v, err := strconv.ParseInt(string(kv.Value), 10, 64)
 		if err != nil || v < 0 {
 			return coordinator.Snapshot{}, fmt.Errorf("%w: %s: not a credit: %q", ErrForeign, kv.Key, kv.Value)
 		}
 		snap.Credit[strings.TrimPrefix(string(kv.Key), p+"credit/")] = quota.Micro(v)
 	}
-	if kvs := resp.Responses[2].GetResponseRange().Kvs; len(kvs) > 0 {
+	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
 		v, err := strconv.ParseUint(string(kvs[0].Value), 10, 64)
 		if err != nil {
 			return coordinator.Snapshot{}, fmt.Errorf("%w: %snextid: %q", ErrForeign, p, kvs[0].Value)
 		}
 		snap.NextID = max(snap.NextID, v)
 	}
+	snap.Seeded = len(resp.Responses[2].GetResponseRange().Kvs) > 0
 	for _, kv := range resp.Responses[3].GetResponseRange().Kvs {
-		var rec coordinator.TenantRecord
-		if err := json.Unmarshal(kv.Value, &rec); err != nil || p+"tenant/"+rec.Name != string(kv.Key) {
-			return coordinator.Snapshot{}, fmt.Errorf("%w: %s: not a tenant: %q", ErrForeign, kv.Key, kv.Value)
-		}
-		snap.Tenants = append(snap.Tenants, rec)
-	}
-	snap.Seeded = len(resp.Responses[4].GetResponseRange().Kvs) > 0
-	for _, kv := range resp.Responses[5].GetResponseRange().Kvs {
 		var h coordinator.Holder
 		if err := json.Unmarshal(kv.Value, &h); err != nil || p+"holder/"+h.Region != string(kv.Key) {
 			return coordinator.Snapshot{}, fmt.Errorf("%w: %s: not a region's holder: %q", ErrForeign, kv.Key, kv.Value)
 		}
 		snap.Holders = append(snap.Holders, h)
 	}
-	if kvs := resp.Responses[6].GetResponseRange().Kvs; len(kvs) > 0 {
+	if kvs := resp.Responses[4].GetResponseRange().Kvs; len(kvs) > 0 {
 		var r coordinator.Restored
 		if err := json.Unmarshal(kvs[0].Value, &r); err != nil {
 			return coordinator.Snapshot{}, fmt.Errorf("%w: %srestored: %q", ErrForeign, p, kvs[0].Value)
 		}
 		snap.Restored = &r
 	}
+	err = l.readPages(ctx, p+"lease/", rev, func(kv *mvccpb.KeyValue) error {
+		var ls quota.Lease
+		if err := json.Unmarshal(kv.Value, &ls); err != nil || ls.ID == 0 {
+			return fmt.Errorf("%w: %s: not a lease: %q", ErrForeign, kv.Key, kv.Value)
+		}
+		snap.Leases = append(snap.Leases, ls)
+		snap.NextID = max(snap.NextID, ls.ID+1)
+		return nil
+	})
+	if err != nil {
+		return coordinator.Snapshot{}, err
+	}
+	err = l.readPages(ctx, p+"tenant/", rev, func(kv *mvccpb.KeyValue) error {
+		var rec coordinator.TenantRecord
+		if err := json.Unmarshal(kv.Value, &rec); err != nil || p+"tenant/"+rec.Name != string(kv.Key) {
+			return fmt.Errorf("%w: %s: not a tenant: %q", ErrForeign, kv.Key, kv.Value)
+		}
+		snap.Tenants = append(snap.Tenants, rec)
+		return nil
+	})
+	if err != nil {
+		return coordinator.Snapshot{}, err
+	}
 	snap.NextID = max(snap.NextID, 1)
 	l.mu.Lock()
 	l.election, l.key, l.epoch, l.nextID = e, e.Key(), e.Rev(), snap.NextID
-	l.writeRev, l.unknown = resp.Header.Revision, ""
-	l.lastCompact = max(l.lastCompact, resp.Header.Revision)
+	l.writeRev, l.unknown = rev, ""
+	l.lastCompact = max(l.lastCompact, rev)
 	l.mu.Unlock()
 	return snap, nil
+}
+
+// fencePage is how many keys a page of the fence's read holds
+// (readPages): about a megabyte of leases.
+const fencePage = 5_000
+
+// readPages reads every key under prefix as of revision rev, fencePage
+// keys at a time, and hands each to each, in the order of the keys. A
+// revision compacted meanwhile fails it: the successor campaigns again.
+func (l *Ledger) readPages(ctx context.Context, prefix string, rev int64, each func(*mvccpb.KeyValue) error) error {
+	from, end := prefix, clientv3.GetPrefixRangeEnd(prefix)
+	for {
+		resp, err := l.cfg.Client.Get(ctx, from, clientv3.WithRange(end), clientv3.WithRev(rev),
+			clientv3.WithLimit(fencePage), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+		if err != nil {
+			return fmt.Errorf("etcdledger: reading the ledger (%s): %w", strings.TrimPrefix(prefix, l.cfg.Prefix), err)
+		}
+		for _, kv := range resp.Kvs {
+			if err := each(kv); err != nil {
+				return err
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return nil
+		}
+		// The next page starts just after the last key read.
+		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
 }
 
 // Commit implements coordinator.Ledger: one transaction, guarded by the
@@ -433,7 +472,7 @@ func (l *Ledger) Commit(ctx context.Context, epoch uint64, ops ...coordinator.Op
 	for i, op := range ops {
 		switch op.Kind {
 		case coordinator.PutLease:
-			if op.Lease.ID == 0 {
+			if op.Lease == nil || op.Lease.ID == 0 {
 				return fmt.Errorf("etcdledger: op %d: lease ID 0", i)
 			}
 			v, err := json.Marshal(op.Lease)
@@ -457,8 +496,8 @@ func (l *Ledger) Commit(ctx context.Context, epoch uint64, ops ...coordinator.Op
 				set(k, clientv3.OpPut(k, strconv.FormatInt(int64(op.Credit), 10)))
 			}
 		case coordinator.PutTenant:
-			if op.Tenant == "" || op.Record.Name != op.Tenant {
-				return fmt.Errorf("etcdledger: op %d: tenant record %q under the name %q", i, op.Record.Name, op.Tenant)
+			if op.Tenant == "" || op.Record == nil || op.Record.Name != op.Tenant {
+				return fmt.Errorf("etcdledger: op %d: tenant record %q under the name %q", i, recordName(op.Record), op.Tenant)
 			}
 			v, err := json.Marshal(op.Record)
 			if err != nil {
@@ -478,7 +517,7 @@ func (l *Ledger) Commit(ctx context.Context, epoch uint64, ops ...coordinator.Op
 		case coordinator.ReserveIDs:
 			next = max(next, op.ID) // written below, with every write
 		case coordinator.PutHolder:
-			if op.Holder.Region == "" {
+			if op.Holder == nil || op.Holder.Region == "" {
 				return fmt.Errorf("etcdledger: op %d: a holder without a region", i)
 			}
 			v, err := json.Marshal(op.Holder)
@@ -794,3 +833,12 @@ func isDone(c <-chan struct{}) bool {
 
 // timeoutClose bounds Close's resignation.
 const timeoutClose = 2 * time.Second
+
+// recordName is a PutTenant op's record's name, "" without one: for the
+// refusal of an op whose record is missing or misnamed.
+func recordName(r *coordinator.TenantRecord) string {
+	if r == nil {
+		return ""
+	}
+	return r.Name
+}

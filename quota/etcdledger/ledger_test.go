@@ -5,6 +5,7 @@ package etcdledger_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -67,8 +68,8 @@ func TestFencingAndRestore(t *testing.T) {
 	}
 	lease := quota.Lease{ID: 1, Tenant: "acme", Region: "eu", Epoch: snap.Epoch, Rate: 5 * quota.One, Burst: 10 * quota.One, Expires: time.Second}
 	if err := a.Commit(ctx, snap.Epoch,
-		coordinator.Op{Kind: coordinator.PutLease, Lease: lease},
-		coordinator.Op{Kind: coordinator.PutLease, Lease: quota.Lease{ID: 2, Tenant: "acme", Region: "us"}},
+		coordinator.Op{Kind: coordinator.PutLease, Lease: &lease},
+		coordinator.Op{Kind: coordinator.PutLease, Lease: &quota.Lease{ID: 2, Tenant: "acme", Region: "us"}},
 		coordinator.Op{Kind: coordinator.EndLease, ID: 2}, // put and ended in one batch: deleted
 		coordinator.Op{Kind: coordinator.SetCredit, Tenant: "acme", Credit: 3 * quota.One},
 		coordinator.Op{Kind: coordinator.SetCredit, Tenant: "acme", Credit: 4 * quota.One}, // the last wins
@@ -103,7 +104,7 @@ func TestFencingAndRestore(t *testing.T) {
 	if len(s2.Leases) != 1 || s2.Leases[0] != lease || s2.Credit["acme"] != 4*quota.One || s2.NextID != 3 {
 		t.Fatalf("restored %+v", s2)
 	}
-	if err := a.Commit(ctx, snap.Epoch, coordinator.Op{Kind: coordinator.PutLease, Lease: quota.Lease{ID: 9}}); !errors.Is(err, quota.ErrStaleEpoch) {
+	if err := a.Commit(ctx, snap.Epoch, coordinator.Op{Kind: coordinator.PutLease, Lease: &quota.Lease{ID: 9}}); !errors.Is(err, quota.ErrStaleEpoch) {
 		t.Fatalf("the deposed leader wrote: %v", err)
 	}
 	// A leader whose key is gone (its session expired) cannot write even
@@ -112,7 +113,7 @@ func TestFencingAndRestore(t *testing.T) {
 	if _, err := cli.Delete(ctx, "/afloat/quota/election/", clientv3.WithPrefix()); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Commit(ctx, s2.Epoch, coordinator.Op{Kind: coordinator.PutLease, Lease: quota.Lease{ID: 10}}); !errors.Is(err, quota.ErrStaleEpoch) {
+	if err := b.Commit(ctx, s2.Epoch, coordinator.Op{Kind: coordinator.PutLease, Lease: &quota.Lease{ID: 10}}); !errors.Is(err, quota.ErrStaleEpoch) {
 		t.Fatalf("a leader without its key wrote: %v", err)
 	}
 }
@@ -151,7 +152,7 @@ func TestTooManyOps(t *testing.T) {
 	}
 	var ops []coordinator.Op
 	for i := range l.MaxOps() + 1 {
-		ops = append(ops, coordinator.Op{Kind: coordinator.PutLease, Lease: quota.Lease{ID: uint64(i + 1)}})
+		ops = append(ops, coordinator.Op{Kind: coordinator.PutLease, Lease: &quota.Lease{ID: uint64(i + 1)}})
 	}
 	if err := l.Commit(ctx, snap.Epoch, ops...); err == nil {
 		t.Fatal("a transaction over the limit was accepted")
@@ -268,5 +269,58 @@ func TestLeadingOnlyOnceLoaded(t *testing.T) {
 	}
 	if addr, loaded, err := b.Leading(ctx); err != nil || addr != "http://c" || !loaded {
 		t.Fatalf("step 3: Leading after the successor's fence: %q %v %v, want http://c loaded", addr, loaded, err)
+	}
+}
+
+// TestFenceReadsInPages: a successor reads a ledger larger than a page of
+// the fence's read (5,000 keys) whole — every lease and tenant, across the
+// pages' boundaries, none twice.
+func TestFenceReadsInPages(t *testing.T) {
+	newClient := etcd(t)
+	ctx := context.Background()
+	a := open(t, newClient(), "c")
+	snap, err := a.Fence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const leases, tenants = 12_001, 12_000
+	var ops []coordinator.Op
+	flush := func() {
+		for len(ops) > 0 {
+			k := min(len(ops), a.MaxOps())
+			if err := a.Commit(ctx, snap.Epoch, ops[:k]...); err != nil {
+				t.Fatal(err)
+			}
+			ops = ops[k:]
+		}
+	}
+	for i := range leases {
+		ops = append(ops, coordinator.Op{Kind: coordinator.PutLease, Lease: &quota.Lease{ID: uint64(i + 1), Tenant: fmt.Sprintf("t%05d", i%tenants), Region: "eu", Epoch: snap.Epoch}})
+	}
+	for i := range tenants {
+		name := fmt.Sprintf("t%05d", i)
+		ops = append(ops, coordinator.Op{Kind: coordinator.PutTenant, Tenant: name,
+			Record: &coordinator.TenantRecord{Tenant: quota.Tenant{Name: name, Rate: quota.One, Burst: quota.One}, Version: 1}})
+	}
+	flush()
+	b := open(t, newClient(), "c")
+	a.Close()
+	s2, err := b.Fence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s2.Leases) != leases || len(s2.Tenants) != tenants {
+		t.Fatalf("the successor read %d leases and %d tenants, want %d and %d", len(s2.Leases), len(s2.Tenants), leases, tenants)
+	}
+	ids := map[uint64]bool{}
+	for _, l := range s2.Leases {
+		ids[l.ID] = true
+	}
+	names := map[string]bool{}
+	for _, r := range s2.Tenants {
+		names[r.Name] = true
+	}
+	if len(ids) != leases || len(names) != tenants || s2.NextID != leases+1 {
+		t.Fatalf("%d distinct leases, %d distinct tenants, next ID %d: want %d, %d, %d", len(ids), len(names), s2.NextID, leases, tenants, leases+1)
 	}
 }

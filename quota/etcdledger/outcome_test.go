@@ -99,7 +99,7 @@ func TestUnknownOutcomeResolved(t *testing.T) {
 		t.Fatal(err)
 	}
 	put := func(id uint64) coordinator.Op {
-		return coordinator.Op{Kind: coordinator.PutLease, Lease: quota.Lease{ID: id, Tenant: "acme", Region: "eu", Epoch: snap.Epoch}}
+		return coordinator.Op{Kind: coordinator.PutLease, Lease: &quota.Lease{ID: id, Tenant: "acme", Region: "eu", Epoch: snap.Epoch}}
 	}
 	want := map[uint64]bool{}
 	for i, tc := range []struct {
@@ -172,7 +172,7 @@ func TestCancelRacingCommit(t *testing.T) {
 		id := uint64(i + 1)
 		wctx, cancel := context.WithCancel(ctx)
 		time.AfterFunc(time.Duration(i%40)*50*time.Microsecond, cancel)
-		err := l.Commit(wctx, snap.Epoch, coordinator.Op{Kind: coordinator.PutLease, Lease: quota.Lease{ID: id, Tenant: "acme", Region: "eu"}})
+		err := l.Commit(wctx, snap.Epoch, coordinator.Op{Kind: coordinator.PutLease, Lease: &quota.Lease{ID: id, Tenant: "acme", Region: "eu"}})
 		cancel()
 		switch {
 		case err == nil:

@@ -34,8 +34,8 @@ func TestBackupAndRestore(t *testing.T) {
 	lease := func(id uint64) quota.Lease {
 		return quota.Lease{ID: id, Tenant: "acme", Region: "eu", Epoch: snap.Epoch, Rate: quota.One, Burst: quota.One, Expires: 3 * time.Second}
 	}
-	if err := a.Commit(ctx, snap.Epoch, coordinator.Op{Kind: coordinator.PutTenant, Tenant: "acme", Record: coordinator.TenantRecord{Tenant: tenant, Version: 1}},
-		coordinator.Op{Kind: coordinator.PutLease, Lease: lease(1)}); err != nil {
+	if err := a.Commit(ctx, snap.Epoch, coordinator.Op{Kind: coordinator.PutTenant, Tenant: "acme", Record: &coordinator.TenantRecord{Tenant: tenant, Version: 1}},
+		coordinator.Op{Kind: coordinator.PutLease, Lease: new(lease(1))}); err != nil {
 		t.Fatal(err)
 	}
 	file := filepath.Join(t.TempDir(), "snap.db")
@@ -47,7 +47,7 @@ func TestBackupAndRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	if err := a.Commit(ctx, snap.Epoch, coordinator.Op{Kind: coordinator.PutLease, Lease: lease(7)}, coordinator.Op{Kind: coordinator.EndLease, ID: 1}); err != nil {
+	if err := a.Commit(ctx, snap.Epoch, coordinator.Op{Kind: coordinator.PutLease, Lease: new(lease(7))}, coordinator.Op{Kind: coordinator.EndLease, ID: 1}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := etcdledger.Config{Client: cli, Cluster: "c"}

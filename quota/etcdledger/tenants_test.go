@@ -31,14 +31,14 @@ func TestTenantsFenced(t *testing.T) {
 	beta := acme
 	beta.Name = "beta"
 	if err := a.Commit(ctx, snap.Epoch,
-		coordinator.Op{Kind: coordinator.PutTenant, Tenant: "acme", Record: acme},
-		coordinator.Op{Kind: coordinator.PutTenant, Tenant: "beta", Record: beta},
+		coordinator.Op{Kind: coordinator.PutTenant, Tenant: "acme", Record: &acme},
+		coordinator.Op{Kind: coordinator.PutTenant, Tenant: "beta", Record: &beta},
 		coordinator.Op{Kind: coordinator.DeleteTenant, Tenant: "beta"},
 		coordinator.Op{Kind: coordinator.MarkSeeded},
 	); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Commit(ctx, snap.Epoch, coordinator.Op{Kind: coordinator.PutTenant, Tenant: "x", Record: acme}); err == nil {
+	if err := a.Commit(ctx, snap.Epoch, coordinator.Op{Kind: coordinator.PutTenant, Tenant: "x", Record: &acme}); err == nil {
 		t.Fatal("a record under another name was written")
 	}
 	a.Close()

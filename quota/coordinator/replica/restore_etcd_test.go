@@ -49,7 +49,7 @@ func TestBackupRestoreDataDir(t *testing.T) {
 		snap, err := l.Fence(ctx)
 		opstest.Must(t, err)
 		opstest.Must(t, l.Commit(ctx, snap.Epoch, coordinator.Op{Kind: coordinator.PutTenant, Tenant: "acme",
-			Record: coordinator.TenantRecord{Tenant: quota.Tenant{Name: "acme", Rate: quota.One, Burst: quota.One, LeaseDuration: 4 * time.Second}, Version: 1}}))
+			Record: &coordinator.TenantRecord{Tenant: quota.Tenant{Name: "acme", Rate: quota.One, Burst: quota.One, LeaseDuration: 4 * time.Second}, Version: 1}}))
 		opstest.Must(t, l.Close())
 	})
 	o := replica.Options{Config: cfg, DataDir: dir, Listen: "127.0.0.1:0", Logger: opstest.QuietLog()}
