@@ -335,9 +335,7 @@ func Open(ctx context.Context, cfg Config, ledger Ledger, now time.Duration) (*C
 func (c *Core) allRegions() []*regionState {
 	var out []*regionState
 	for _, ts := range c.tenants {
-		for _, rs := range ts.states {
-			out = append(out, rs)
-		}
+		out = append(out, ts.states...)
 	}
 	return out
 }
