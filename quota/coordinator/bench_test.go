@@ -33,38 +33,11 @@ func BenchmarkCoveredRenewals(b *testing.B) {
 	}
 	go srv.Run(ctx)
 	regions := []string{"eu", "us", "ap"}
-	held := make(map[string][]uint64, len(regions))
-	var seq uint64
-	const batch = 2048
-	epoch := srv.Epoch()
-	renew := func(r string, from int) {
-		reqs := make([]quota.Request, 0, batch)
-		for i := from; i < min(from+batch, len(tenants)); i++ {
-			seq++
-			reqs = append(reqs, quota.Request{Tenant: tenants[i].Name, Region: r, Seq: seq, Holding: held[r][i], Epoch: epoch, Demand: 0})
-		}
-		res, err := srv.RenewBatch(ctx, reqs)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for k, x := range res {
-			if x.Err != nil {
-				b.Fatal(x.Err)
-			}
-			held[r][from+k] = x.Grant.Lease.ID
-		}
-	}
-	for _, r := range regions {
-		held[r] = make([]uint64, len(tenants))
-	}
+	w := newRenewer(srv, tenants, regions)
 	// The first leases, then renewals until the shares settle and a
 	// quarter of a lease has passed: from then on they are covered.
 	for range 3 {
-		for _, r := range regions {
-			for from := 0; from < len(tenants); from += batch {
-				renew(r, from)
-			}
-		}
+		w.sweep(ctx, b)
 	}
 	time.Sleep(200 * time.Millisecond)
 	before := srv.Stats()
@@ -72,18 +45,18 @@ func BenchmarkCoveredRenewals(b *testing.B) {
 	n := 0
 	for b.Loop() {
 		r := regions[n%len(regions)]
-		renew(r, (n/len(regions)*batch)%len(tenants))
+		w.renew(ctx, b, r, (n/len(regions)*renewBatch)%len(tenants))
 		n++
 	}
 	b.StopTimer()
 	after := srv.Stats()
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*batch), "ns/renewal")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*renewBatch), "ns/renewal")
 	// Covered, or answered unchanged when a faster machine brings a
 	// tenant's renewal back within a quarter lease: either way without a
 	// write, which is what it measures. (Only covered ones were counted,
 	// and on a fast machine the benchmark refused to report.)
-	if ops := after.Ops - before.Ops; ops > int64(n*batch)/2 {
-		b.Fatalf("%d ledger operations for %d renewals: the benchmark measures writes, not renewals answered without one", ops, n*batch)
+	if ops := after.Ops - before.Ops; ops > int64(n*renewBatch)/2 {
+		b.Fatalf("%d ledger operations for %d renewals: the benchmark measures writes, not renewals answered without one", ops, n*renewBatch)
 	}
 }
 
@@ -125,32 +98,9 @@ func steadyHeap(b *testing.B, n int) float64 {
 	done := make(chan struct{})
 	go func() { srv.Run(ctx); close(done) }()
 	regions := []string{"eu", "us", "ap"}
-	held := make([][]uint64, len(regions))
-	for r := range regions {
-		held[r] = make([]uint64, n)
-	}
-	var seq uint64
-	const batch = 2048
+	w := newRenewer(srv, tenants, regions)
 	for round := range 5 {
-		for r, region := range regions {
-			for from := 0; from < n; from += batch {
-				reqs := make([]quota.Request, 0, batch)
-				for i := from; i < min(from+batch, n); i++ {
-					seq++
-					reqs = append(reqs, quota.Request{Tenant: tenants[i].Name, Region: region, Seq: seq, Holding: held[r][i], Epoch: srv.Epoch()})
-				}
-				res, err := srv.RenewBatch(ctx, reqs)
-				if err != nil {
-					b.Fatal(err)
-				}
-				for k, x := range res {
-					if x.Err != nil {
-						b.Fatal(x.Err)
-					}
-					held[r][from+k] = x.Grant.Lease.ID
-				}
-			}
-		}
+		w.sweep(ctx, b)
 		if round >= 1 {
 			time.Sleep(600 * time.Millisecond)
 		}
@@ -166,4 +116,54 @@ func steadyHeap(b *testing.B, n int) float64 {
 	cancel()
 	<-done
 	return live
+}
+
+// renewer renews leases through a Server as regions' agents do, for the
+// benchmarks: in batches of renewBatch, each request holding the lease the
+// last answer gave its tenant there.
+type renewer struct {
+	srv     *Server
+	tenants []quota.Tenant
+	regions []string
+	held    map[string][]uint64
+	seq     uint64
+}
+
+// renewBatch is a full call of an agent's.
+const renewBatch = 2048
+
+func newRenewer(srv *Server, tenants []quota.Tenant, regions []string) *renewer {
+	w := &renewer{srv: srv, tenants: tenants, regions: regions, held: make(map[string][]uint64, len(regions))}
+	for _, r := range regions {
+		w.held[r] = make([]uint64, len(tenants))
+	}
+	return w
+}
+
+// renew renews, in region, the batch of tenants from from on.
+func (w *renewer) renew(ctx context.Context, b *testing.B, region string, from int) {
+	reqs := make([]quota.Request, 0, renewBatch)
+	for i := from; i < min(from+renewBatch, len(w.tenants)); i++ {
+		w.seq++
+		reqs = append(reqs, quota.Request{Tenant: w.tenants[i].Name, Region: region, Seq: w.seq, Holding: w.held[region][i], Epoch: w.srv.Epoch()})
+	}
+	res, err := w.srv.RenewBatch(ctx, reqs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for k, x := range res {
+		if x.Err != nil {
+			b.Fatal(x.Err)
+		}
+		w.held[region][from+k] = x.Grant.Lease.ID
+	}
+}
+
+// sweep renews every tenant in every region once.
+func (w *renewer) sweep(ctx context.Context, b *testing.B) {
+	for _, r := range w.regions {
+		for from := 0; from < len(w.tenants); from += renewBatch {
+			w.renew(ctx, b, r, from)
+		}
+	}
 }

@@ -282,7 +282,7 @@ func New(cfg Config, snap Snapshot, now time.Duration) (*Core, error) {
 		if !ts.t.HasRegion(l.Region) {
 			c.forgetting = true
 		}
-		l.Tenant, l.Region = ts.t.Name, ts.regionName(l.Region)
+		l.Tenant, l.Region = ts.t.Name, rs.name
 		// As long as it was granted for (its tenant's lease duration may
 		// have shrunk since), and a whole one from now.
 		d := max(ts.t.LeaseDuration+ts.t.Margin(), l.Expires-l.Activates)
@@ -880,7 +880,9 @@ func (c *Core) Renew(now time.Duration, req quota.Request) (x Step, err error) {
 	if err != nil {
 		return Step{}, err
 	}
-	req.Tenant, req.Region = ts.t.Name, ts.regionName(req.Region)
+	// The tenant's own strings for the names, not the request's: the
+	// leases and answers the core keeps would hold each request's.
+	req.Tenant, req.Region = ts.t.Name, rs.name
 	if err := c.admit(req.Region, req.Epoch, req.Incarnation); err != nil {
 		return Step{}, err
 	}

@@ -244,7 +244,7 @@ func (c *Core) Keep(now time.Duration, req quota.Request) (x Step, ok bool) {
 	if err != nil || c.admit(req.Region, req.Epoch, req.Incarnation) != nil || c.restoring(now) != nil {
 		return Step{}, false
 	}
-	req.Tenant, req.Region = ts.t.Name, ts.regionName(req.Region)
+	req.Tenant, req.Region = ts.t.Name, rs.name
 	held := rs.last.Lease
 	if held.ID == 0 || !c.coverable(ts.t, rs, req, held.Rate, held.Burst, 0) {
 		return Step{}, false

@@ -89,18 +89,6 @@ func (ts *tenantState) regionOf(name string) *regionState {
 	return nil
 }
 
-// regionName is the tenant's own copy of a region's name it has (the
-// config's, or the first lease's it was restored from), for the leases
-// and answers the core keeps: each request's and each ledger record's
-// decoding made a string of its own, and hundreds of thousands of live
-// leases held one each.
-func (ts *tenantState) regionName(name string) string {
-	if i, ok := slices.BinarySearch(ts.names, name); ok {
-		return ts.names[i]
-	}
-	return name
-}
-
 // bursts is the sum of the regions' largest live bursts.
 func (ts *tenantState) bursts() quota.Micro {
 	var sum quota.Micro
