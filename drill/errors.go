@@ -21,6 +21,9 @@ var (
 	// ErrUnauthorized: a request that changes the drill came without the
 	// drill's bearer token.
 	ErrUnauthorized = errors.New("drill: a valid token is required (Authorization: Bearer TOKEN)")
+	// ErrBadStatus: what a drill's GET /status answered (ReadStatus) is
+	// not a drill's status: another server, or a status no drill sends.
+	ErrBadStatus = errors.New("drill: not a drill's status")
 )
 
 // LeverError says what is wrong with a lever: the field at fault

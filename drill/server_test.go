@@ -428,3 +428,82 @@ func mustQuery(t *testing.T, q string) url.Values {
 	}
 	return v
 }
+
+// TestReadStatus: ReadStatus reads a running drill's status as GET
+// /status gives it, and RunSoFar is the run the console replays; an
+// answer that is not a drill's status — another server's, a scenario
+// the model does not know, a minute or a lever out of range, too long —
+// is refused as ErrBadStatus naming the field.
+func TestReadStatus(t *testing.T) {
+	s, hs, clock := startServer(t, "bad-deploy", time.Second)
+	ctx := t.Context()
+	clock.Advance(20 * time.Second)
+	if _, err := s.Lever(sim.ControlRollback, 0); err != nil {
+		t.Fatal(err)
+	}
+	st, err := ReadStatus(ctx, hs.Client(), hs.URL+"/")
+	if err != nil || st.Minute != 20 || st.Ended || !reflect.DeepEqual(st.Actions, []sim.Action{{Minute: 21, Control: sim.ControlRollback}}) {
+		t.Fatalf("ReadStatus at minute 20 = %+v, %v", st, err)
+	}
+	if got, want := st.RunSoFar().Query().Encode(), "actions=21%3Arollback&noise=1&scenario=bad-deploy&seed=7"; got != want {
+		t.Errorf("RunSoFar's query = %s, want %s", got, want)
+	}
+	clock.Advance(5 * time.Minute)
+	if st, err := ReadStatus(ctx, hs.Client(), hs.URL); err != nil || !st.Ended || st.Minute != st.Minutes {
+		t.Errorf("ReadStatus after the end = %+v, %v", st, err)
+	}
+
+	good := `{"scenario":"bad-deploy","minute":3,"minutes":120,"ended":false,"actions":[]}`
+	for _, tc := range []struct {
+		status int
+		body   string
+		msg    string
+	}{
+		{http.StatusNotFound, `{"error":"no such page"}`, "answered 404 Not Found"},
+		{http.StatusOK, `<html>a console</html>`, "invalid character"},
+		{http.StatusOK, strings.Replace(good, "bad-deploy", "meteor", 1), `scenario "meteor": want one of`},
+		{http.StatusOK, strings.Replace(good, "120", "60", 1), "minutes 60: want 120"},
+		{http.StatusOK, strings.Replace(good, `"minute":3`, `"minute":-1`, 1), "minute -1 (ended false): want 0 to 119"},
+		{http.StatusOK, strings.Replace(good, `"minute":3`, `"minute":120`, 1), "minute 120 (ended false)"},
+		{http.StatusOK, strings.Replace(good, `[]`, `[{"minute":4,"control":"fleet_floor","value":99}]`, 1), "fleet_floor takes an integer from 0 to 40, got 99"},
+		{http.StatusOK, strings.Replace(good, `[]`, `[{"minute":9,"control":"rollback"}]`, 1), "actions[0]: minute 9: want"},
+		{http.StatusOK, strings.Replace(good, `[]`, `[{"minute":4,"control":"rollback"},{"minute":2,"control":"rollback"}]`, 1), "actions[1]: minute 2: want 4 to 4"},
+		{http.StatusOK, `{"scenario":"` + strings.Repeat("x", maxStatus) + `"}`, "more than 1048576 bytes"},
+	} {
+		other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(tc.status)
+			io.WriteString(w, tc.body) //nolint:errcheck
+		}))
+		_, err := ReadStatus(ctx, other.Client(), other.URL)
+		other.Close()
+		if !errors.Is(err, ErrBadStatus) || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%d %.80s: %v; want ErrBadStatus saying %q", tc.status, tc.body, err, tc.msg)
+		}
+	}
+	if _, err := ReadStatus(ctx, hs.Client(), "http://127.0.0.1:1"); err == nil || errors.Is(err, ErrBadStatus) {
+		t.Errorf("nothing listening: %v; want a connection error", err)
+	}
+}
+
+// FuzzStatus: whatever a drill's GET /status answers, decoding it and
+// checking it never panics, and a status that passes the checks is one
+// the console replays: its RunSoFar's share link parses back to it.
+func FuzzStatus(f *testing.F) {
+	f.Add([]byte(`{"scenario":"bad-deploy","seed":7,"minute":30,"minutes":120,"actions":[{"minute":31,"control":"fleet_floor","value":20}]}`))
+	f.Add([]byte(`{"scenario":"mystery","minute":240,"minutes":240,"ended":true,"actions":[{"minute":3,"control":"rollback"}]}`))
+	f.Add([]byte(`{"scenario":"surge","minute":0,"minutes":90,"actions":null}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var st Status
+		if json.Unmarshal(body, &st) != nil || st.check() != nil {
+			return
+		}
+		run := st.RunSoFar()
+		back, err := sim.ParseQuery(run.Query())
+		if err != nil {
+			t.Fatalf("status %s: its run's link %s does not parse: %v", body, run.Query().Encode(), err)
+		}
+		if back.Scenario != run.Scenario || back.Seed != run.Seed || !back.Noise || len(back.Actions) != len(run.Actions) {
+			t.Fatalf("status %s: its run %+v parses back as %+v", body, run, back)
+		}
+	})
+}

@@ -48,6 +48,12 @@ type Config struct {
 	AssignPool  string
 	AssignWrite bool
 
+	// Drill is the base URL of a running afloat drill (http://host:port)
+	// the console follows: GET /api/drill reads its status, and the play
+	// page at /?drill=1 shows the run so far, read-only (docs/drill.md).
+	// "" follows none.
+	Drill string
+
 	// AllowRemote must be set to listen beyond loopback: the console has
 	// no authentication. With it the console also answers to any Host
 	// name; without it only to localhost and loopback addresses, which
@@ -114,6 +120,11 @@ func (c Config) Validate() error {
 	if c.AssignPool != "" {
 		if err := assign.CheckPoolName(c.AssignPool); err != nil {
 			return fmt.Errorf("%w: assign pool: %v", ErrConfig, err)
+		}
+	}
+	if c.Drill != "" {
+		if err := checkDrillURL(c.Drill); err != nil {
+			return err
 		}
 	}
 	if c.MaxInFlight < 1 || c.MaxInFlight > bulkhead.MaxLimit {
@@ -207,6 +218,11 @@ func newHandler(c Config) (http.Handler, *lab) {
 	mux.HandleFunc("GET /api/explain", api.explain)
 	mux.HandleFunc("POST /api/explain", api.explain)
 	mux.HandleFunc("POST /api/bot", api.bot)
+	var follower *drillFollower
+	if c.Drill != "" {
+		follower = newDrillFollower(c.Drill)
+	}
+	mux.HandleFunc("GET /api/drill", follower.get)
 	mux.HandleFunc("POST /api/overload/compare", jsonHandler(labMaxBody, decodeCompare, lab.compare))
 	mux.HandleFunc("GET /api/overload/game", lab.game)
 	mux.HandleFunc("GET /api/overload/live", lab.liveGet)
@@ -276,6 +292,7 @@ func newHandler(c Config) (http.Handler, *lab) {
 // apiMethods lists the methods of each endpoint, for 405 answers.
 var apiMethods = map[string]string{
 	"/api/scenarios": "GET",
+	"/api/drill":     "GET",
 	"/api/run":       "GET, POST",
 	"/api/debrief":   "GET, POST",
 	"/api/explain":   "GET, POST",

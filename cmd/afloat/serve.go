@@ -20,6 +20,7 @@ func runServe(c *cli.Command, args []string) int {
 	c.StringVar(&cfg.RedisURL, "redis", os.Getenv("AFLOAT_REDIS_URL"), "Redis `URL` of the assignment lab (default $AFLOAT_REDIS_URL; unset: an in-process demo server)")
 	c.StringVar(&cfg.AssignPool, "assign-pool", "afloat-console", "pool `NAME` the assignment lab uses on that Redis")
 	c.BoolVar(&cfg.AssignWrite, "assign-write", false, "let the assignment lab change --assign-pool even if the lab did not create it (otherwise it only shows it; it never resets such a pool)")
+	c.StringVar(&cfg.Drill, "drill", "", "`URL` of a running afloat drill to follow: the play page at /?drill=1 shows it read-only, for a facilitator to project (docs/drill.md)")
 	if status, ok := c.ParseFlags(args); !ok {
 		return status
 	}

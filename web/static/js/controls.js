@@ -162,9 +162,10 @@ export function buildControls() {
 export function syncControls() {
   const f = state.frames[state.shown];
   if (!f) return;
-  // Levers are off once the game is over, and while a shared run plays
-  // back (its levers are the run's own).
-  const locked = state.over || state.watching;
+  // Levers are off once the game is over, while a shared run plays back
+  // (its levers are the run's own), and while a drill is followed (the
+  // team pulls them, with afloat drill lever).
+  const locked = state.over || state.watching || state.drill;
   for (const spec of state.info.controls) {
     const id = spec.control;
     const el = $(`control-${id}`);

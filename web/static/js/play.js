@@ -5,6 +5,7 @@
 // and keyboard shortcuts.
 import { t } from "./i18n.js";
 import { $, state, perf, clockOf, announce, showError, clearError, deploysSeen, bestStars } from "./state.js";
+import { api } from "./api.js";
 import { decodeRun } from "./share.js";
 import { Charts } from "./charts.js";
 import { hooks, ensureFrames, step, play, pause, updatePlayButton, invalidateFrom, runParams } from "./playback.js";
@@ -143,7 +144,7 @@ function labelRun() {
 // saveRun keeps the run in the URL and in localStorage, so that a reload
 // (or the next visit) resumes it.
 function saveRun() {
-  if (!state.scenario || state.shown < 0) return;
+  if (!state.scenario || state.shown < 0 || state.drill) return; // a followed drill's URL stays /?drill=1
   const extra = { at: state.shown + 1, mode: state.difficulty };
   // A shared run keeps the link it came from: at stays the sharer's
   // minute, not the one shown (else a reload 10 minutes into a watch
@@ -206,6 +207,7 @@ async function openRun(params) {
 }
 
 function showReplay() {
+  if (state.drill) return; // no watching, taking over or forking the team's run
   const at = state.replayedTo;
   // A run shared whole (a watch link's, or one shared at its end) is
   // said to be whole: a watch opens it at minute 0, not at its last.
@@ -228,6 +230,85 @@ async function startWatching() {
   syncControls();
   play();
   announce(t("replay.watching"));
+}
+
+// followDrill shows the drill this console follows (GET /api/drill; the
+// console's --drill): the run so far — the scenario, the seed and the
+// levers the team pulled — as a shared run stopped at the minute under
+// way, its levers locked, a minute more each time the drill moves on, for
+// a facilitator to project. A lever pulled changes only minutes to come,
+// so the run is opened anew; a minute more is a frame more. It asks every
+// second until the drill ends (docs/drill.md, "Project the drill").
+let drillView = null;
+let drillTimer = 0;
+
+async function followDrill() {
+  state.drill = true;
+  let run = "";
+  const poll = async () => {
+    drillTimer = 0;
+    if (!state.drill) return;
+    let v;
+    try {
+      v = await api("/api/drill", "");
+    } catch (err) {
+      if (!state.drill) return;
+      showError(t("drill.error", { message: err.message }));
+      drillTimer = setTimeout(poll, 3000);
+      return;
+    }
+    if (!state.drill) return;
+    const upTo = Math.min(v.minute + 1, v.minutes);
+    try {
+      if (v.run !== run || !state.scenario) {
+        const decoded = decodeRun(new URLSearchParams(v.run), state.info);
+        if (decoded.error) throw new Error(`${decoded.error.field}: ${decoded.error.message}`);
+        const r = decoded.run;
+        await startGame(r.scenario, r.seed, r.noise, r.actions, upTo, "realistic", upTo);
+        run = v.run;
+      } else if (upTo - 1 > state.shown) {
+        state.replayedTo = upTo;
+        await ensureFrames(upTo);
+        show(upTo - 1);
+      }
+      if (v.ended) {
+        state.over = true;
+        syncControls();
+        updatePlayButton();
+      }
+      clearError();
+    } catch (err) {
+      showError(t("drill.error", { message: err.message }));
+      drillTimer = setTimeout(poll, 3000);
+      return;
+    }
+    drillView = v;
+    showDrill();
+    if (!v.ended) drillTimer = setTimeout(poll, 1000);
+  };
+  await poll();
+}
+
+// showDrill says which drill the page follows and where it is.
+function showDrill() {
+  const v = drillView;
+  $("drill").hidden = !state.drill || !v;
+  if ($("drill").hidden) return;
+  const vars = { url: v.url, minute: Math.min(v.minute, v.minutes - 1), minutes: v.minutes, clock: v.clock, speed: v.speed };
+  $("drill-note").textContent = t(v.ended ? "drill.ended" : "drill.following", vars);
+  const pm = $("drill-postmortem");
+  pm.hidden = !v.ended;
+  pm.href = `${v.url}/postmortem`;
+}
+
+// stopFollowing leaves the drill: the page plays one's own runs again.
+function stopFollowing() {
+  if (!state.drill) return;
+  state.drill = false;
+  drillView = null;
+  clearTimeout(drillTimer);
+  $("drill").hidden = true;
+  history.replaceState(null, "", `/${location.hash}`);
 }
 
 // fork makes the shared run one's own from minute k: what came after is
@@ -260,6 +341,7 @@ function updateShareLink() {
 }
 
 export function newGame() {
+  stopFollowing();
   pause();
   stopFlash();
   state.scenario = null;
@@ -281,6 +363,7 @@ export function newGame() {
 
 // playAgain starts the same seed afresh.
 export async function playAgain() {
+  stopFollowing();
   const { name } = state.scenario;
   await startGame(name, state.seed, state.noise, [], 1, state.difficulty);
   if (location.hash !== "#play") location.hash = "#play";
@@ -361,7 +444,7 @@ function setup() {
   hooks.show = show;
   // Moving a lever in a shared run takes it over from the minute shown.
   hooks.beforeAct = () => {
-    if (state.shared) fork(state.shown);
+    if (state.shared && !state.drill) fork(state.shown);
   };
   // A shared run played back to its sharer's minute stops there: the
   // levers are one's own from here (moving one takes the run over).
@@ -394,6 +477,7 @@ function setup() {
       return;
     }
     clearError();
+    stopFollowing();
     const name = document.querySelector('input[name="scenario"]:checked').value;
     const difficulty = document.querySelector('input[name="difficulty"]:checked').value;
     await startGame(name, seed, $("noise").checked, [], 1, difficulty);
@@ -403,6 +487,7 @@ function setup() {
   });
   $("resume-run").addEventListener("click", async () => {
     const query = $("resume").dataset.query;
+    stopFollowing();
     if (query && (await openRun(new URLSearchParams(query)))) {
       render();
       $("play").focus();
@@ -458,7 +543,8 @@ function setup() {
 // start opens the run the page's query carries (a reload, or a share
 // link), or offers the one kept from the last visit.
 async function start(params) {
-  if (params.has("scenario")) await openRun(params);
+  if (params.get("drill") === "1") await followDrill();
+  else if (params.has("scenario")) await openRun(params);
   else showResume();
 }
 
@@ -490,6 +576,7 @@ function relabel() {
   if (state.scenario) {
     labelRun();
     if (state.replayedTo) showReplay();
+    showDrill();
     if (state.shown >= 0) show(state.shown);
   }
   restoreTyped(typed);

@@ -23,6 +23,7 @@ export const state = {
   hints: new Map(), // minute seen → the runbook's advice after it (training)
   watching: false, // playing a shared run back: the levers are the run's
   shared: false, // opened from a share link: the run is someone else's until forked
+  drill: false, // following a running drill (/?drill=1): the run is the team's, read-only
   over: false, // the run has ended (its last minute, or the budget gone)
   away: false, // the game page is not shown: the run is paused and does not step
 };

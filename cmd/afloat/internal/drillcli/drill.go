@@ -61,6 +61,9 @@ func Run(c *cli.Command, args []string) int {
 	if made {
 		fmt.Fprintf(c.Stderr, "afloat drill: levers need this drill's token; for afloat drill lever:\n  export %s=%s\n", TokenEnv, cfg.Token)
 	}
+	// The console follows a drill it is told of; say how, for the
+	// facilitator who projects it.
+	fmt.Fprintf(c.Stderr, "afloat drill: to project it: afloat serve --drill http://%s, then open %s/?drill=1\n", cfg.Addr, strings.TrimRight(cfg.Console, "/"))
 	cfg.Postmortem = c.Stdout
 	if postmortem != "-" {
 		cfg.Postmortem = &laterFile{path: postmortem}
