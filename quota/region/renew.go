@@ -16,6 +16,14 @@ func (l *Limiter) Request(now int64, tenant string) (quota.Request, error) {
 	if b == nil {
 		return quota.Request{}, fmt.Errorf("%w: %q is not served in region %q", quota.ErrUnknownTenant, tenant, l.cfg.Region)
 	}
+	return l.request(now, b), nil
+}
+
+// request is Request for a bucket in hand (Run's schedule holds them):
+// a lookup of its tenant by name fewer, of the four or so a renewal
+// cost an agent.
+func (l *Limiter) request(now int64, b *bucket) quota.Request {
+	tenant := b.name
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	defer l.noteAsk(b) // for decisions, which read no field under mu
@@ -51,7 +59,7 @@ func (l *Limiter) Request(now int64, tenant string) (quota.Request, error) {
 	return quota.Request{
 		Tenant: tenant, Region: l.cfg.Region, Seq: b.seq,
 		Holding: b.held, Epoch: b.epoch, Demand: demand, Balance: bal,
-	}, nil
+	}
 }
 
 // draw is a uniform draw in [0, 1) for tenant's request seq. It is a
@@ -113,9 +121,11 @@ func (l *Limiter) Nudge(n quota.Nudge) {
 // and sooner only when the coordinator nudges it because share was freed.
 func (l *Limiter) Due(now int64, tenant string) bool {
 	b := l.bucket(tenant)
-	if b == nil {
-		return false
-	}
+	return b != nil && l.due(now, b)
+}
+
+// due is Due for a bucket in hand.
+func (l *Limiter) due(now int64, b *bucket) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.seq == b.seq0 {

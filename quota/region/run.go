@@ -491,10 +491,13 @@ func (r *runner) look(now int64, b *bucket) {
 	// A lease's end is one of the instants a tenant is looked at: said
 	// here, when it comes (or at the next install, if a call is under
 	// way then).
-	if lease, at, ok := l.Expired(now, b.name); ok {
+	b.mu.Lock()
+	lease, at, ok := b.expired(now)
+	b.mu.Unlock()
+	if ok {
 		r.lapsed(at, lease)
 	}
-	if l.Due(now, b.name) {
+	if l.due(now, b) {
 		b.run.order = r.order
 		r.order++
 		if s := b.cur.Load(); s.valid(now) {
@@ -578,14 +581,11 @@ func (r *runner) sendRenewals(ctx context.Context, now int64, h *bucketHeap, siz
 			r.drop(b)
 			continue
 		}
-		if !l.Due(now, b.name) { // no longer (its demand settled, say)
+		if !l.due(now, b) { // no longer (its demand settled, say)
 			r.later(now, b)
 			continue
 		}
-		req, err := l.Request(now, b.name)
-		if err != nil {
-			continue // removed meanwhile
-		}
+		req := l.request(now, b) // b is the tenant's bucket (above)
 		b.run.calling = true
 		batch, reqs = append(batch, b), append(reqs, req)
 	}

@@ -81,35 +81,51 @@ const (
 	readyHeap
 )
 
-// bucketHeap is a binary min-heap of buckets that know their place in it
-// (runState.pos), so that one can be taken out of the middle.
+// bucketHeap is a min-heap of buckets that know their place in it
+// (runState.pos), so that one can be taken out of the middle. Each item
+// carries its bucket's key as it was pushed (a key does not change while
+// its bucket is in a heap: Run takes a bucket out to schedule it anew):
+// the comparisons of a sift read the heap's own array, not a bucket each
+// — at 100,000 tenants the buckets are scattered over hundreds of MB, and
+// following them was a quarter of an agent's CPU (docs/benchmarks.md,
+// BenchmarkScheduleHeap).
 type bucketHeap struct {
 	which int
-	items []*bucket
+	items []heapItem
+}
+
+// heapItem is a bucket in a heap, with its key: timers' at (order 0), or
+// ready and fresh's urgency and order.
+type heapItem struct {
+	key   int64
+	order uint64
+	b     *bucket
 }
 
 func (h *bucketHeap) len() int { return len(h.items) }
 
 func (h *bucketHeap) less(i, j int) bool {
-	a, b := &h.items[i].run, &h.items[j].run
-	if h.which == timersHeap {
-		return a.at < b.at
-	}
-	if a.urgency != b.urgency {
-		return a.urgency < b.urgency
+	a, b := &h.items[i], &h.items[j]
+	if a.key != b.key {
+		return a.key < b.key
 	}
 	return a.order < b.order
 }
 
 func (h *bucketHeap) swap(i, j int) {
 	h.items[i], h.items[j] = h.items[j], h.items[i]
-	h.items[i].run.pos[h.which] = i + 1
-	h.items[j].run.pos[h.which] = j + 1
+	h.items[i].b.run.pos[h.which] = i + 1
+	h.items[j].b.run.pos[h.which] = j + 1
 }
+
+// arity is the heap's: four children a node, so half the levels of a
+// binary heap — each level a bucket's place written (pos) — for a few
+// more comparisons, which read the heap's own array.
+const arity = 4
 
 func (h *bucketHeap) up(i int) {
 	for i > 0 {
-		p := (i - 1) / 2
+		p := (i - 1) / arity
 		if !h.less(i, p) {
 			return
 		}
@@ -121,13 +137,15 @@ func (h *bucketHeap) up(i int) {
 func (h *bucketHeap) down(i int) {
 	n := len(h.items)
 	for {
-		l := 2*i + 1
+		l := arity*i + 1
 		if l >= n {
 			return
 		}
 		m := l
-		if r := l + 1; r < n && h.less(r, l) {
-			m = r
+		for c := l + 1; c < min(l+arity, n); c++ {
+			if h.less(c, m) {
+				m = c
+			}
 		}
 		if !h.less(m, i) {
 			return
@@ -137,19 +155,23 @@ func (h *bucketHeap) down(i int) {
 	}
 }
 
-// push adds b, which is in no heap of this kind.
+// push adds b, which is in no heap of this kind, by its key now.
 func (h *bucketHeap) push(b *bucket) {
-	h.items = append(h.items, b)
+	it := heapItem{key: b.run.at, b: b}
+	if h.which != timersHeap {
+		it.key, it.order = b.run.urgency, b.run.order
+	}
+	h.items = append(h.items, it)
 	b.run.pos[h.which] = len(h.items)
 	h.up(len(h.items) - 1)
 }
 
 // min is the least bucket; the heap must not be empty.
-func (h *bucketHeap) min() *bucket { return h.items[0] }
+func (h *bucketHeap) min() *bucket { return h.items[0].b }
 
 // pop takes out the least bucket; the heap must not be empty.
 func (h *bucketHeap) pop() *bucket {
-	b := h.items[0]
+	b := h.items[0].b
 	h.remove(b)
 	return b
 }
@@ -157,14 +179,14 @@ func (h *bucketHeap) pop() *bucket {
 // remove takes b out, if it is in this heap.
 func (h *bucketHeap) remove(b *bucket) {
 	i := b.run.pos[h.which] - 1
-	if i < 0 || i >= len(h.items) || h.items[i] != b {
+	if i < 0 || i >= len(h.items) || h.items[i].b != b {
 		return
 	}
 	last := len(h.items) - 1
 	if i != last {
 		h.swap(i, last)
 	}
-	h.items[last] = nil
+	h.items[last] = heapItem{}
 	h.items = h.items[:last]
 	b.run.pos[h.which] = 0
 	if i != last {
@@ -173,12 +195,12 @@ func (h *bucketHeap) remove(b *bucket) {
 	}
 	// Let a heap that held a crowd (a region's start) give the memory back.
 	if c := cap(h.items); c > 1024 && len(h.items) < c/4 {
-		h.items = append([]*bucket(nil), h.items...)
+		h.items = append([]heapItem(nil), h.items...)
 	}
 }
 
 // has says whether b is in this heap.
 func (h *bucketHeap) has(b *bucket) bool {
 	i := b.run.pos[h.which] - 1
-	return i >= 0 && i < len(h.items) && h.items[i] == b
+	return i >= 0 && i < len(h.items) && h.items[i].b == b
 }
