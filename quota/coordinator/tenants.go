@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/afloat/afloat/quota"
@@ -329,4 +330,74 @@ func (s *Server) TenantRecord(name string) (TenantRecord, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.core.TenantRecord(name)
+}
+
+// RegionShare is a region's part of a tenant as the core counts it: the
+// largest rate and burst of the tenant's live leases there, and how many
+// leases count there (an old one not yet confirmed returned and its
+// replacement are two).
+type RegionShare struct {
+	Region      string
+	Rate, Burst quota.Micro
+	Leases      int
+}
+
+// Shares calls f for each tenant served (not deleted) whose name comes
+// after after, in name order, at most limit of them, with its
+// configuration and its regions' shares: every region of its
+// configuration, and any other where a lease of it still counts. It
+// returns the last name it visited, and whether more tenants follow. f
+// must keep neither t nor shares, which are the core's and reused.
+func (c *Core) Shares(after string, limit int, f func(t *quota.Tenant, shares []RegionShare)) (last string, more bool) {
+	i := 0
+	if after != "" {
+		i, _ = slices.BinarySearchFunc(c.order, after, func(a *tenantState, n string) int { return strings.Compare(a.t.Name, n) })
+		if i < len(c.order) && c.order[i].t.Name == after {
+			i++
+		}
+	}
+	var shares []RegionShare
+	for n := 0; i < len(c.order) && n < limit; i++ {
+		ts := c.order[i]
+		if ts.deleted {
+			continue
+		}
+		n++
+		shares = shares[:0]
+		for k, name := range ts.names {
+			s := RegionShare{Region: name}
+			for _, l := range ts.states[k].live {
+				s.Rate, s.Burst, s.Leases = max(s.Rate, l.Rate), max(s.Burst, l.Burst), s.Leases+1
+			}
+			shares = append(shares, s)
+		}
+		f(&ts.t, shares)
+		last = ts.t.Name
+	}
+	return last, i < len(c.order)
+}
+
+// sharesChunk is how many tenants Server.Shares visits under one hold of
+// the server's lock: renewals go on between the holds.
+const sharesChunk = 2048
+
+// Shares is Core.Shares over every tenant served, taking the server's
+// lock for sharesChunk tenants at a time: a metrics scrape at 100,000
+// tenants holds it some fifty times briefly, where a hold a tenant (and
+// its leases copied out) cost the leader as much CPU as its renewals
+// while Prometheus scraped it every second (docs/benchmarks.md). A
+// tenant created or deleted meanwhile is visited or not, as its name
+// falls; none is visited twice. f runs under the lock: it must not call
+// the server.
+func (s *Server) Shares(f func(t *quota.Tenant, shares []RegionShare)) {
+	after := ""
+	for {
+		s.mu.Lock()
+		last, more := s.core.Shares(after, sharesChunk, f)
+		s.mu.Unlock()
+		if !more || last == "" {
+			return
+		}
+		after = last
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -246,5 +247,64 @@ func TestTenantOps(t *testing.T) {
 	}
 	if slices.ContainsFunc(c.Live("acme"), func(l quota.Lease) bool { return l.Region == "us" }) {
 		t.Fatal("the removed region's lease counts after its end")
+	}
+}
+
+// TestShares: Shares visits the tenants served in name order, a chunk at
+// a time from the name after which the last chunk stopped, each once,
+// with every region's share as the core counts it (the largest of its
+// live leases there, and how many); a deleted tenant is not visited, and
+// one created between two chunks is, if its name comes later.
+func TestShares(t *testing.T) {
+	c := newCore(t, NewMemLedger(), 0) // acme, in ap, eu and us
+	for _, name := range []string{"x1", "x2", "x3", "x4", "x5"} {
+		tn := quota.Tenant{Name: name, Rate: 10 * quota.One, Burst: 100 * quota.One, Regions: []string{"eu", "us"}}
+		if _, _, err := c.PutTenant(0, tn, "bob", true, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := c.Renew(ctx, 0, quota.Request{Tenant: "x2", Region: "eu", Seq: 1, Demand: quota.One}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteTenant(0, "x3", "bob", 0); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	visit := func(tn *quota.Tenant, shares []RegionShare) {
+		seen = append(seen, tn.Name)
+		if tn.Name == "acme" {
+			if len(shares) != 3 {
+				t.Errorf("acme: shares %+v, want ap, eu and us", shares)
+			}
+			return
+		}
+		if len(shares) != 2 || shares[0].Region != "eu" || shares[1].Region != "us" {
+			t.Errorf("%s: shares %+v, want eu and us", tn.Name, shares)
+			return
+		}
+		want := 0
+		if tn.Name == "x2" {
+			want = 1
+		}
+		if shares[0].Leases != want || (want == 1) != (shares[0].Rate > 0 && shares[0].Burst > 0) || shares[1].Leases != 0 {
+			t.Errorf("%s: shares %+v, want %d lease in eu with its rate and burst, none in us", tn.Name, shares, want)
+		}
+	}
+	last, more := c.Shares("", 2, visit)
+	if last != "x1" || !more {
+		t.Fatalf("the first chunk ends at %q (more %v), want x1 and more", last, more)
+	}
+	if _, _, err := c.PutTenant(0, quota.Tenant{Name: "x2b", Rate: quota.One, Burst: quota.One, Regions: []string{"eu", "us"}}, "bob", true, 0); err != nil {
+		t.Fatal(err)
+	}
+	last, more = c.Shares(last, 2, visit)
+	if last != "x2b" || !more {
+		t.Fatalf("the second chunk ends at %q (more %v), want x2b and more", last, more)
+	}
+	if last, more = c.Shares(last, 2, visit); last != "x5" || more {
+		t.Fatalf("the third chunk ends at %q (more %v), want x5 and no more", last, more)
+	}
+	if got := strings.Join(seen, " "); got != "acme x1 x2 x2b x4 x5" {
+		t.Errorf("visited %s, want acme x1 x2 x2b x4 x5: in name order, each once, the deleted x3 left out", got)
 	}
 }

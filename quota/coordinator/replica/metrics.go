@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -116,11 +117,11 @@ func (c *coordCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// share is a region's part of one tenant as the leader counts it: the
-// largest rate and burst of its live leases there, and how many.
-type share struct {
-	rate, burst quota.Micro
-	n           int
+// ownSeries is what a tenant of --metrics-tenants has series of.
+type ownSeries struct {
+	name                   string
+	rate, burst, allowance quota.Micro
+	shares                 []coordinator.RegionShare
 }
 
 // regionSum is a region's shares summed over the tenants. In float64:
@@ -158,57 +159,47 @@ func (c *coordCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.proofs, st.Unproven, "failed")
 	counter(c.covered, st.Covered)
 
-	recs := srv.Tenants()
 	sums := map[string]*regionSum{}
 	var rate, burst float64
-	served := 0
-	for _, rec := range recs {
-		t, name := rec.Tenant, rec.Name
+	tenants := 0
+	var own []ownSeries
+	srv.Shares(func(t *quota.Tenant, shares []coordinator.RegionShare) {
+		tenants++
 		rate += t.Rate.Float()
 		burst += t.Burst.Float()
-		shares := map[string]*share{}
-		for _, r := range t.Regions {
-			shares[r] = &share{}
-		}
-		// One short hold of the server's lock per tenant, not one for
-		// the whole scrape: renewals go on between.
-		for _, l := range srv.Live(name) {
-			s := shares[l.Region]
-			if s == nil {
-				s = &share{}
-				shares[l.Region] = s
-			}
-			s.rate, s.burst, s.n = max(s.rate, l.Rate), max(s.burst, l.Burst), s.n+1
-		}
-		for r, s := range shares {
-			sum := sums[r]
+		for _, s := range shares {
+			sum := sums[s.Region]
 			if sum == nil {
 				sum = &regionSum{}
-				sums[r] = sum
+				sums[s.Region] = sum
 			}
-			sum.rate += s.rate.Float()
-			sum.burst += s.burst.Float()
-			sum.leases += s.n
-			if s.n > 0 {
+			sum.rate += s.Rate.Float()
+			sum.burst += s.Burst.Float()
+			sum.leases += s.Leases
+			if s.Leases > 0 {
 				sum.leased++
 			} else {
 				sum.unheld++
 			}
 		}
-		if !c.named[name] {
-			continue
+		if c.named[t.Name] {
+			// Copied out, and sent once the server's lock is let go: a
+			// send may wait for the registry.
+			own = append(own, ownSeries{name: t.Name, rate: t.Rate, burst: t.Burst, allowance: t.Emergency, shares: slices.Clone(shares)})
 		}
-		served++
-		gauge(c.tenantRate, t.Rate.Float(), name)
-		gauge(c.tenantBurst, t.Burst.Float(), name)
-		gauge(c.tenantAllowance, t.Emergency.Float(), name)
-		for r, s := range shares {
-			gauge(c.tenantShareRate, s.rate.Float(), name, r)
-			gauge(c.tenantShareBurst, s.burst.Float(), name, r)
-			gauge(c.tenantLeases, float64(s.n), name, r)
+	})
+	for _, o := range own {
+		gauge(c.tenantRate, o.rate.Float(), o.name)
+		gauge(c.tenantBurst, o.burst.Float(), o.name)
+		gauge(c.tenantAllowance, o.allowance.Float(), o.name)
+		for _, s := range o.shares {
+			gauge(c.tenantShareRate, s.Rate.Float(), o.name, s.Region)
+			gauge(c.tenantShareBurst, s.Burst.Float(), o.name, s.Region)
+			gauge(c.tenantLeases, float64(s.Leases), o.name, s.Region)
 		}
 	}
-	gauge(c.tenants, float64(len(recs)))
+	served := len(own)
+	gauge(c.tenants, float64(tenants))
 	gauge(c.rate, rate)
 	gauge(c.burst, burst)
 	gauge(c.missing, float64(len(c.named)-served))
