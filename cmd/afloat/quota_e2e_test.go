@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -27,6 +25,7 @@ import (
 
 	"github.com/afloat/afloat/internal/cli"
 	"github.com/afloat/afloat/internal/faultproxy"
+	"github.com/afloat/afloat/internal/freeport"
 	"github.com/afloat/afloat/quota/eventlog"
 )
 
@@ -320,51 +319,17 @@ type cluster struct {
 }
 
 // freeAddr is a free loopback address below the kernel's ephemeral port
-// range. The processes bind it later, and again after a restart; a port
-// from the ephemeral range (what listening on port 0 gives) may meanwhile
-// become the local end of an outgoing connection — one run found a
-// coordinator's event log missing because it could not bind its port,
-// twice. Ports are random, checked free, and never handed out twice by
-// one test binary.
+// range (internal/freeport): the processes bind it later, and again after
+// a restart — one run found a coordinator's event log missing because it
+// could not bind a port of that range, taken meanwhile as the local end
+// of an outgoing connection, twice.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	freeMu.Lock()
-	defer freeMu.Unlock()
-	lo, hi := 20000, ephemeralLow()-1
-	for range 1000 {
-		port := lo + rand.IntN(hi-lo+1)
-		if freeUsed[port] {
-			continue
-		}
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue
-		}
-		l.Close()
-		freeUsed[port] = true
-		return l.Addr().String()
+	addr, err := freeport.Addr()
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no free loopback port below the ephemeral range")
-	return ""
-}
-
-var (
-	freeMu   sync.Mutex
-	freeUsed = map[int]bool{}
-)
-
-// ephemeralLow is the first port of the kernel's ephemeral range (Linux's
-// default 32768 where it cannot be read, or where it leaves too little
-// room below it).
-func ephemeralLow() int {
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if n, err := strconv.Atoi(f[0]); err == nil && n > 24000 {
-				return n
-			}
-		}
-	}
-	return 32768
+	return addr
 }
 
 func newCluster(t *testing.T, bin, dir string) *cluster {

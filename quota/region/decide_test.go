@@ -212,8 +212,13 @@ func TestDecideOneLease(t *testing.T) {
 				if d.Rate == fast {
 					want, limit = fast, time.Millisecond
 				}
+				// A refusal's wait is that of its own lease's refill: a few
+				// tokens' worth (a cost of 3, and a step of the installer's
+				// clock, 1 ms, that the state's instant may be ahead of the
+				// clock read: 4 ms seen under -race), never the slow
+				// lease's second.
 				if d.Rate != want || d.Burst != want || d.Remaining > d.Burst ||
-					d.RetryKnown && d.RetryAfter > 3*limit {
+					d.RetryKnown && d.RetryAfter > 5*limit {
 					t.Errorf("lease %d: %+v: not one lease's decision", d.LeaseID, d)
 					return
 				}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/afloat/afloat/internal/freeport"
 	"github.com/afloat/afloat/quota/config"
 )
 
@@ -61,16 +61,19 @@ func MustConfig(t testing.TB, s string) *config.Config {
 // QuietLog is a logger that discards everything.
 func QuietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// FreeAddr reserves a loopback port and frees it, so that a process can
-// be given another's address before that one listens.
+// FreeAddr is a free loopback address, so that a process can be given
+// another's address before that one listens: below the kernel's
+// ephemeral range (internal/freeport), whose ports outgoing connections
+// may take meanwhile — under make test's load one did ("bind: address
+// already in use", a coordinator started seconds after its address was
+// chosen).
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // WaitFor polls cond every 50 ms for up to 30 s, and fails the test if
