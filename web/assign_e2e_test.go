@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -37,23 +36,10 @@ func startAssignConsole(t *testing.T) (string, *assigntest.Server) {
 // of srv.
 func serveAssignConsole(t *testing.T, srv *assigntest.Server, pool string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	c := DefaultConfig()
 	c.RedisURL = srv.URL
 	c.AssignPool = pool
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, ln, c) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	return "http://" + ln.Addr().String()
+	return serveConsole(t, c)
 }
 
 // poolOnRedis puts a pool on srv before the console starts, as another

@@ -28,13 +28,20 @@ func startConsole(t testing.TB) string {
 	if u := os.Getenv("AFLOAT_CONSOLE_URL"); u != "" {
 		return strings.TrimSuffix(u, "/")
 	}
+	return serveConsole(t, DefaultConfig())
+}
+
+// serveConsole serves the console configured as c on a free loopback
+// port for the length of the test and returns its base URL.
+func serveConsole(t testing.TB, c Config) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, ln, DefaultConfig()) }()
+	go func() { done <- Serve(ctx, ln, c) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

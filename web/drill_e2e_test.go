@@ -1,9 +1,10 @@
 package web
 
 import (
-	"context"
 	"fmt"
-	"net"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,28 +12,6 @@ import (
 
 	"github.com/afloat/afloat/sim"
 )
-
-// startConsoleFollowing serves a console that follows the drill at url,
-// on a free loopback port, for the length of the test.
-func startConsoleFollowing(t *testing.T, url string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := DefaultConfig()
-	c.Drill = url
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, ln, c) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	return "http://" + ln.Addr().String()
-}
 
 // TestDrillViewEndToEnd, in English, Welsh and Tagalog: a console started
 // with --drill, opened at /?drill=1, shows the running drill read-only
@@ -48,7 +27,9 @@ func TestDrillViewEndToEnd(t *testing.T) {
 	if _, err := s.Lever(sim.ControlFleetFloor, 20); err != nil {
 		t.Fatal(err)
 	}
-	base := startConsoleFollowing(t, drillURL)
+	c := DefaultConfig()
+	c.Drill = drillURL
+	base := serveConsole(t, c)
 	b := newBrowser(t)
 	ctx := b.ctx
 	const state = `window.afloat.state`
@@ -90,8 +71,19 @@ func TestDrillViewEndToEnd(t *testing.T) {
 	if note, want := b.text(ctx, "#drill-note"), fill(cat["drill.ended"], map[string]any{"url": drillURL, "minutes": 120, "clock": "11:00"}); note != want {
 		t.Errorf("at the end the drill note says %q, want %q", note, want)
 	}
-	if href := evaluate[string](b, ctx, `document.getElementById("drill-postmortem").href`); href != drillURL+"/postmortem" {
+	href := evaluate[string](b, ctx, `document.getElementById("drill-postmortem").href`)
+	if href != drillURL+"/postmortem" {
 		t.Errorf("the postmortem link goes to %s, want %s/postmortem", href, drillURL)
+	}
+	// What the link opens (in a tab of its own): the drill's postmortem.
+	resp, err := http.Get(href)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(pm), "#") {
+		t.Errorf("the postmortem link answers %s: %.200s", resp.Status, pm)
 	}
 	// A new game leaves the drill.
 	b.do(ctx, "a new game", click("#new-game"), waitFor(`!`+state+`.drill && document.getElementById("drill").hidden && !location.search.includes("drill")`))

@@ -20,7 +20,7 @@ import (
 
 // leadingServer runs a server of tenants on an in-memory ledger until the
 // test ends.
-func leadingServer(t *testing.T, tenants []quota.Tenant) *coordinator.Server {
+func leadingServer(t testing.TB, tenants []quota.Tenant) *coordinator.Server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := coordinator.NewServer(ctx, coordinator.Config{Tenants: tenants}, coordinator.NewMemLedger())
@@ -36,7 +36,7 @@ func leadingServer(t *testing.T, tenants []quota.Tenant) *coordinator.Server {
 
 // metricsOf serves the metrics of a replica that leads with srv, naming
 // named.
-func metricsOf(t *testing.T, srv *coordinator.Server, named []string) *httptest.Server {
+func metricsOf(t testing.TB, srv *coordinator.Server, named []string) *httptest.Server {
 	t.Helper()
 	current := func() *coordinator.Server { return srv }
 	ts := httptest.NewServer(newCoordMetrics(current, named).handler(http.NotFoundHandler(),
@@ -47,7 +47,7 @@ func metricsOf(t *testing.T, srv *coordinator.Server, named []string) *httptest.
 
 // renew renews each tenant's lease in region, in calls of at most
 // remote.MaxBatch, as a region agent does.
-func renew(t *testing.T, srv *coordinator.Server, region string, tenants []string) {
+func renew(t testing.TB, srv *coordinator.Server, region string, tenants []string) {
 	t.Helper()
 	for len(tenants) > 0 {
 		n := min(len(tenants), remote.MaxBatch)
@@ -126,18 +126,8 @@ func TestCoordinatorMetricsAggregates(t *testing.T) {
 // three regions, each leased in one, scrapes in under 10,000 series with
 // 100 tenants named and without; the sums count every tenant.
 func TestCoordinatorMetricsAtMaxTenants(t *testing.T) {
-	const n = 100_000
-	tenants := make([]quota.Tenant, n)
-	names := make([]string, n)
-	for i := range tenants {
-		names[i] = fmt.Sprintf("tenant-%06d", i)
-		// Hour-long leases: none expires while a loaded machine takes
-		// its time over the scrapes.
-		tenants[i] = quota.Tenant{Name: names[i], Rate: quota.One, Burst: quota.One, Regions: []string{"eu", "us", "ap"},
-			LeaseDuration: time.Hour}.WithDefaults()
-	}
-	srv := leadingServer(t, tenants)
-	renew(t, srv, "eu", names)
+	const n = maxTenants
+	srv, names := leaderAtMaxTenants(t)
 	for i, named := range [][]string{nil, names[:ops.MaxMetricsTenants]} {
 		ts := metricsOf(t, srv, named)
 		count, per := seriesIn(t, ts.URL)
@@ -166,6 +156,27 @@ func TestCoordinatorMetricsAtMaxTenants(t *testing.T) {
 			}
 		}
 	}
+}
+
+// maxTenants is the most tenants a leader serves.
+const maxTenants = 100_000
+
+// leaderAtMaxTenants runs a leader of maxTenants tenants in three
+// regions, each leased in eu, and gives their names.
+func leaderAtMaxTenants(t testing.TB) (*coordinator.Server, []string) {
+	t.Helper()
+	tenants := make([]quota.Tenant, maxTenants)
+	names := make([]string, maxTenants)
+	for i := range tenants {
+		names[i] = fmt.Sprintf("tenant-%06d", i)
+		// Hour-long leases: none expires while a loaded machine takes
+		// its time over the scrapes.
+		tenants[i] = quota.Tenant{Name: names[i], Rate: quota.One, Burst: quota.One, Regions: []string{"eu", "us", "ap"},
+			LeaseDuration: time.Hour}.WithDefaults()
+	}
+	srv := leadingServer(t, tenants)
+	renew(t, srv, "eu", names)
+	return srv, names
 }
 
 // seriesIn counts the series of one scrape of base's /metrics: the
