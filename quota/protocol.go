@@ -37,6 +37,13 @@ type Request struct {
 	Seq uint64 `json:"seq"`
 	// Holding is the lease the region uses now; 0 for none.
 	Holding uint64 `json:"holding"`
+	// Resumed: the region does not use Holding yet — its agent was
+	// handed the lease by the agent it replaced, which stopped spending
+	// under it (region.Handover) — so it cannot keep it unchanged
+	// (Grant.Unchanged: it never measured that lease's end): the answer
+	// is a lease to install, covered by Holding's record where nothing
+	// else changes.
+	Resumed bool `json:"resumed,omitempty"`
 	// Epoch is the highest coordinator epoch the region has seen.
 	Epoch uint64 `json:"epoch"`
 	// Incarnation is the agent's, as the coordinator issued it when the

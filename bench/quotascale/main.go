@@ -81,6 +81,8 @@ type report struct {
 	Coordinators int     `json:"coordinators"`
 	// MemoryMB is the coordinators' --memory-limit-mb; 0 for none.
 	MemoryMB int `json:"coordinator_memory_limit_mb,omitempty"`
+	// Handover: the agents ran with --handover-file.
+	Handover bool `json:"handover"`
 
 	Goals struct {
 		LeasedWithinS    float64 `json:"leased_within_s"`
@@ -126,6 +128,7 @@ func run(args []string, stdout io.Writer) error {
 	keep := fs.Bool("keep", false, "keep the run's folder (the processes' output, etcd's data)")
 	eventLogs := fs.Bool("event-logs", false, "give every coordinator and agent an --event-log in the run's folder, for afloat quota check and for reading what happened (with --keep)")
 	memoryMB := fs.Int("coordinator-memory-limit-mb", 0, "the coordinators' --memory-limit-mb, `MB` MiB (0: none)")
+	handover := fs.Bool("handover", true, "give every agent a --handover-file, so that the regions' restart resumes the leases (false: each restarted agent detaches and attaches again)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -169,7 +172,7 @@ func run(args []string, stdout io.Writer) error {
 	}
 	cfg := scale.DefaultConfig(*afloat, *etcdBin, *dir)
 	cfg.Tenants, cfg.Rate, cfg.Burst, cfg.Lease, cfg.MaxTxnOps, cfg.Coordinators = *tenants, *rate, *burst, *lease, *maxTxnOps, *coordinators
-	cfg.EventLogs, cfg.CoordinatorMemoryMB = *eventLogs, *memoryMB
+	cfg.EventLogs, cfg.CoordinatorMemoryMB, cfg.Handover = *eventLogs, *memoryMB, *handover
 	c, err := scale.New(cfg)
 	if err != nil {
 		return err
@@ -179,7 +182,7 @@ func run(args []string, stdout io.Writer) error {
 
 	rep := &report{Date: time.Now().UTC().Format(time.RFC3339), Command: "cd bench/quotascale && go run . " + strings.Join(args, " "),
 		Commit: commit(), Go: runtime.Version(), CPUs: runtime.NumCPU(), CPUModel: cpuModel(), LoadBefore: loadavg(), Etcd: etcdVersion(*etcdBin),
-		Tenants: cfg.Tenants, Regions: len(cfg.Regions), Rate: cfg.Rate, Burst: cfg.Burst, LeaseS: cfg.Lease.Seconds(), MaxTxnOps: cfg.MaxTxnOps, MemoryMB: cfg.CoordinatorMemoryMB,
+		Tenants: cfg.Tenants, Regions: len(cfg.Regions), Rate: cfg.Rate, Burst: cfg.Burst, LeaseS: cfg.Lease.Seconds(), MaxTxnOps: cfg.MaxTxnOps, MemoryMB: cfg.CoordinatorMemoryMB, Handover: cfg.Handover,
 		Coordinators: cfg.Coordinators, LeasingCPU: map[string]float64{}, PeakRSS: map[string]int64{}}
 	if *keep {
 		rep.Dir = *dir
@@ -312,6 +315,9 @@ func printSummary(w io.Writer, rep *report) {
 	limit := ""
 	if rep.MemoryMB != 0 {
 		limit = fmt.Sprintf(" (--memory-limit-mb %d)", rep.MemoryMB)
+	}
+	if rep.Handover {
+		limit += ", agents with --handover-file"
 	}
 	fmt.Fprintf(w, "\nquota at scale: %d tenants × %d regions, %d coordinators%s, etcd --max-txn-ops %s; load %v → %v\n",
 		rep.Tenants, rep.Regions, rep.Coordinators, limit, txnOps(rep.MaxTxnOps), rep.LoadBefore, rep.LoadAfter)

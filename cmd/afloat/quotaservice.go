@@ -103,6 +103,7 @@ func runQuotaRegion(c *cli.Command, args []string) int {
 	c.StringVar(&o.ClientKey, "client-key", "", "the private key of --client-cert, in `FILE` (PEM)")
 	c.Var((*cli.List)(&o.MetricsTenants), "metrics-tenants", "export on /metrics the tenants' own series (afloat_quota_region_tenant_…) of `NAMES`, comma-separated, at most 100; the sums over every tenant are exported without it")
 	c.IntVar(&o.MetricsTop, "metrics-top", 0, "also export the own series of the `N` tenants refused the most tokens since the agent started (besides --metrics-tenants), 0 (none) to 100")
+	c.StringVar(&o.HandoverFile, "handover-file", "", "on SIGTERM, leave the region's leases to the next agent in `FILE` (mode 0600: it holds the region's hold) instead of ending them; at start, resume from FILE if a previous agent left it: a restart renews every lease without a ledger write")
 	if status, ok := c.ParseFlags(args); !ok {
 		return status
 	}

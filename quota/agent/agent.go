@@ -133,6 +133,16 @@ type Options struct {
 	// tokens since the agent started: 0 (none) to 100.
 	MetricsTenants []string
 	MetricsTop     int
+	// HandoverFile, if not empty, is where the agent leaves the region's
+	// leases to the next agent when it stops, instead of ending them,
+	// and where it resumes from when it starts, if a predecessor left a
+	// file there (docs/quota/operations.md, "Restarting an agent"): a
+	// restart then renews every tenant's lease without a ledger write,
+	// where without a handover each is a first lease to write. Its
+	// folder must exist; the file holds the region's incarnation, a
+	// secret (mode 0600). An agent killed (kill -9) leaves none: its
+	// successor waits for its leases to end, as without the option.
+	HandoverFile string
 
 	certs     *ops.ServerCerts // the listeners' (TLSCert), nil for plain
 	clientTLS *tls.Config      // to the coordinators, nil for the default
@@ -232,9 +242,10 @@ func (a *Agent) unix(now int64) int64 { return a.start.UnixNano() + now }
 func (a *Agent) Run(ctx context.Context) error {
 	o := a.o
 	log := o.Logger
+	inc := a.resume()
 	client, err := remote.NewClient(remote.ClientConfig{
 		Endpoints: o.Coordinators, Region: o.Name, Token: o.Config.Regions[o.Name].Token,
-		OnNudge: a.lim.Nudge, TLS: o.clientTLS,
+		OnNudge: a.lim.Nudge, TLS: o.clientTLS, Incarnation: inc,
 	})
 	if err != nil {
 		return err
@@ -280,11 +291,17 @@ func (a *Agent) Run(ctx context.Context) error {
 	rctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	var journalErr error
+	var handover region.Handover
 	wg.Go(func() {
 		// At the end the leases go with the region's detach, one write,
-		// rather than returned one by one: a write each (region.WithExit).
+		// rather than returned one by one: a write each (region.WithExit)
+		// — or, with a handover file, to the next agent.
 		exit := func(ctx context.Context) error { return a.detach(ctx, client) }
-		err := a.lim.Run(rctx, holdWatch{a.metrics.timed(client), a}, region.WithLogger(log), region.WithJournal(agentJournal{a}), region.WithExit(exit))
+		end := region.WithExit(exit)
+		if o.HandoverFile != "" {
+			end = region.WithHandover(&handover)
+		}
+		err := a.lim.Run(rctx, holdWatch{a.metrics.timed(client), a}, region.WithLogger(log), region.WithJournal(agentJournal{a}), end)
 		if errors.Is(err, region.ErrJournal) {
 			journalErr = err
 		}
@@ -309,10 +326,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	// Run detached as it ended (WithExit): nothing spent any more, and the
 	// next agent of the region (a rolling update's) need not wait for the
 	// leases to end. This detach is for an agent whose Run did not get
-	// there; it does nothing after one that did.
-	dctx, dcancel := context.WithTimeout(context.Background(), 2*time.Second)
-	a.detach(dctx, client) //nolint:errcheck // said in the log
-	dcancel()
+	// there; it does nothing after one that did — or after a handover,
+	// which leaves the hold to the next agent.
+	if o.HandoverFile == "" || !a.handOver(client, handover) {
+		dctx, dcancel := context.WithTimeout(context.Background(), 2*time.Second)
+		a.detach(dctx, client) //nolint:errcheck // said in the log
+		dcancel()
+	}
 	if err := a.events.Close(); err != nil && runErr == nil {
 		runErr = err
 	}
@@ -365,6 +385,9 @@ func (o *Options) check() error {
 		return err
 	}
 	if err := o.checkMetrics(); err != nil {
+		return err
+	}
+	if err := checkHandoverFile(o.HandoverFile); err != nil {
 		return err
 	}
 	var err error

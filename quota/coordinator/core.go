@@ -1041,7 +1041,7 @@ func (c *Core) unchanged(t quota.Tenant, rs *regionState, req quota.Request, now
 	last := rs.last
 	held := last.Lease
 	switch {
-	case req.Holding == 0 || held.ID != req.Holding || rs.proposed != 0:
+	case req.Holding == 0 || held.ID != req.Holding || rs.proposed != 0 || req.Resumed:
 		return quota.Grant{}, false
 	case len(rs.live) == 0 || rs.live[len(rs.live)-1].ID != held.ID:
 		return quota.Grant{}, false // ended (expired), or a newer lease counts

@@ -109,6 +109,9 @@ type bucket struct {
 	validFor   int64
 	mode       quota.Mode
 	held       uint64 // highest lease ID installed
+	// resumed is the lease handed over by the region's previous agent
+	// (Resume), named by the next request while nothing is installed.
+	resumed uint64
 	// using is the lease the region spends under as its journal knows
 	// it — installed, and its end not yet said (Expired, Installed) —
 	// and usingUntil that lease's end on this clock.

@@ -56,9 +56,13 @@ func (l *Limiter) request(now int64, b *bucket) quota.Request {
 	if s.valid(now) {
 		bal = s.balance(now)
 	}
+	holding, resumed := b.held, false
+	if holding == 0 && b.resumed != 0 {
+		holding, resumed = b.resumed, true
+	}
 	return quota.Request{
 		Tenant: tenant, Region: l.cfg.Region, Seq: b.seq,
-		Holding: b.held, Epoch: b.epoch, Demand: demand, Balance: bal,
+		Holding: holding, Resumed: resumed, Epoch: b.epoch, Demand: demand, Balance: bal,
 	}
 }
 

@@ -105,6 +105,9 @@ type runOptions struct {
 	journal Journal
 	logger  *slog.Logger
 	exit    func(context.Context) error
+	// handover receives the leases at the end instead of any return
+	// (WithHandover).
+	handover *Handover
 }
 
 // WithJournal has Run record what it does to the leases in j (see
@@ -1032,6 +1035,26 @@ func (r *runner) journalErr() error {
 	return fmt.Errorf("%w: %d records not written; the first: %w", ErrJournal, r.failures, r.first)
 }
 
+// handOver takes every valid lease out of use and puts it in h, giving
+// nothing back (WithHandover). A lease whose record fails stays out of
+// use but is not handed on: the journal must say where spending under
+// it stopped before anyone spends under it again.
+func (r *runner) handOver(h *Handover) {
+	l := r.l
+	h.Region = l.cfg.Region
+	h.Leases = h.Leases[:0]
+	for _, n := range l.idx.Load().list {
+		now := l.Now()
+		if ret, hl, ok := l.handedOver(now, n.tenant, n.b); ok {
+			if r.record(now, ret) {
+				h.Leases = append(h.Leases, hl)
+			}
+		} else if lease, at, ok := l.Expired(now, n.tenant); ok {
+			r.lapsed(at, lease)
+		}
+	}
+}
+
 // returnAll gives back, once Run's ctx has ended, what is queued and
 // every valid lease, in batches, InFlight calls at a time, until ctx (the
 // grace period) ends; or, WithExit, ends them all with one call of exit.
@@ -1047,6 +1070,10 @@ func (r *runner) returnAll(ctx context.Context) {
 	}
 	for _, lp := range l.takeLapsed() {
 		r.lapsed(lp.at, lp.lease)
+	}
+	if h := r.handover; h != nil {
+		r.handOver(h)
+		return
 	}
 	for _, n := range l.idx.Load().list {
 		now := l.Now()

@@ -38,6 +38,12 @@ type ClientConfig struct {
 	// Agent describes this agent when it attaches (AttachBody); default
 	// the host name and process id, "host:pid".
 	Agent string
+	// Incarnation, if not 0, is one handed over by the region's previous
+	// agent, which stopped spending under it (region.Handover): the
+	// client renews as it without attaching. The coordinator verifies it
+	// as any incarnation; should it no longer hold the region, the client
+	// attaches as usual.
+	Incarnation uint64
 }
 
 // Client is a region's side of the API: it implements region.Coordinator.
@@ -98,6 +104,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		return nil, fmt.Errorf("%w: remote: agent %q: want 1 to %d printable characters", quota.ErrConfig, cfg.Agent, MaxAgent)
 	}
 	c := &Client{cfg: cfg}
+	c.inc.Store(cfg.Incarnation)
 	c.l.endpoints, c.l.region, c.l.http, c.l.limit = endpoints, cfg.Region, cfg.HTTP, 4*MaxBody
 	c.l.token.Store(&cfg.Token)
 	return c, nil

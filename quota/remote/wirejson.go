@@ -449,6 +449,9 @@ func (r *answerReader) renewBody() RenewBody {
 		q.Seq = r.uint()
 		r.expect(`,"holding":`)
 		q.Holding = r.uint()
+		if r.skip(`,"resumed":true`) {
+			q.Resumed = true
+		}
 		r.expect(`,"epoch":`)
 		q.Epoch = r.uint()
 		if r.skip(`,"incarnation":`) {

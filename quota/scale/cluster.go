@@ -120,6 +120,9 @@ func (c *Cluster) build(addrs []string) {
 		if cfg.EventLogs {
 			args = append(args, "--event-log", filepath.Join(cfg.Dir, "region-"+r+".jsonl"))
 		}
+		if cfg.Handover {
+			args = append(args, "--handover-file", filepath.Join(cfg.Dir, "region-"+r+".handover"))
+		}
 		c.Agents = append(c.Agents, &Process{Name: "region " + r, Log: log("region-" + r), bin: cfg.Afloat, args: args})
 	}
 }

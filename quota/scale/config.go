@@ -45,16 +45,21 @@ type Config struct {
 	// CoordinatorMemoryMB, when not 0, is the coordinators'
 	// --memory-limit-mb (64 to 1048576).
 	CoordinatorMemoryMB int
+	// Handover gives every agent a --handover-file in Dir, so that an
+	// agent restarted (RestartAgents) resumes its predecessor's leases
+	// rather than waiting for first leases to be written.
+	Handover bool
 }
 
 // DefaultConfig is the bench's cluster: 100,000 tenants of R 100/s, B
 // 200, 10 s leases, in three regions (eu, us, ap), two coordinators, on
-// etcd's default transaction limit; no event logs.
+// etcd's default transaction limit; no event logs; agents that hand
+// their leases over across a restart.
 func DefaultConfig(afloat, etcd, dir string) Config {
 	return Config{
 		Afloat: afloat, Etcd: etcd, Dir: dir,
 		Tenants: 100_000, Rate: 100, Burst: 200, Lease: 10 * time.Second,
-		Regions: []string{"eu", "us", "ap"}, Coordinators: 2,
+		Regions: []string{"eu", "us", "ap"}, Coordinators: 2, Handover: true,
 	}
 }
 
