@@ -423,6 +423,7 @@ fuzz:
 	$(GO) test ./quota/eventlog -run '^$$' -fuzz '^FuzzCheckLogs$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/eventlog -run '^$$' -fuzz '^FuzzParseCounts$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/config -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./quota/config -run '^$$' -fuzz '^FuzzConfigJSON$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/agent -run '^$$' -fuzz '^FuzzAllowBody$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/agent -run '^$$' -fuzz '^FuzzDecodeAllow$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./quota/remote -run '^$$' -fuzz '^FuzzRenewBody$$' -fuzztime $(FUZZTIME)

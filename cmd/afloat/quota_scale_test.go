@@ -60,7 +60,7 @@ func TestQuotaAtScale(t *testing.T) {
 		}
 		tenants = n
 	}
-	dir := evidenceDir(t, "quota-scale", "*.jsonl", "*.stderr", "quota.yaml")
+	dir := evidenceDir(t, "quota-scale", "*.jsonl", "*.stderr", "quota.json")
 	if keep := os.Getenv("AFLOAT_QUOTA_SCALE_LOGS"); keep != "" {
 		if err := os.MkdirAll(keep, 0o755); err != nil {
 			t.Fatal(err)

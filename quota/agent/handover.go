@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/afloat/afloat/internal/strictjson"
 	"github.com/afloat/afloat/quota/region"
@@ -36,10 +37,13 @@ const maxHandover = 64 << 20
 
 // handoverFile is the file's content.
 type handoverFile struct {
-	Version     int                  `json:"version"`
-	Region      string               `json:"region"`
-	Incarnation uint64               `json:"incarnation"`
-	Leases      []region.HandedLease `json:"leases"`
+	Version     int    `json:"version"`
+	Region      string `json:"region"`
+	Incarnation uint64 `json:"incarnation"`
+	// Written is when the file was written (Unix ns), from which each
+	// lease's Left is counted.
+	Written int64                `json:"written_unix_ns"`
+	Leases  []region.HandedLease `json:"leases"`
 }
 
 // checkHandoverFile checks Options.HandoverFile: empty, or a path in a
@@ -93,10 +97,14 @@ func takeHandover(path, regionName string) (*handoverFile, error) {
 	case h.Incarnation == 0 || h.Incarnation >= 1<<53:
 		return nil, fmt.Errorf("--handover-file %s: incarnation: want 1 to 2^53-1", path)
 	}
+	// What is left of each lease, counted from now: only an order to
+	// renew them in, so a clock that moved costs nothing but that order.
+	since := time.Duration(time.Now().UnixNano() - h.Written)
 	for i, l := range h.Leases {
 		if l.Tenant == "" || l.Lease == 0 {
 			return nil, fmt.Errorf("--handover-file %s: leases[%d]: want a tenant and a lease other than 0", path, i)
 		}
+		h.Leases[i].Left = l.Left - since
 	}
 	return &h, nil
 }
@@ -178,7 +186,8 @@ func (a *Agent) handOver(client *remote.Client, h region.Handover) bool {
 	if inc == 0 {
 		return false
 	}
-	err := writeHandover(o.HandoverFile, handoverFile{Version: handoverVersion, Region: o.Name, Incarnation: inc, Leases: h.Leases})
+	err := writeHandover(o.HandoverFile, handoverFile{Version: handoverVersion, Region: o.Name, Incarnation: inc,
+		Written: time.Now().UnixNano(), Leases: h.Leases})
 	if err != nil {
 		o.Logger.Warn("quota region: the handover file could not be written; detaching instead", "region", o.Name,
 			"file", o.HandoverFile, "err", err)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/afloat/afloat/quota/region"
 )
@@ -19,8 +20,8 @@ import (
 func TestHandoverFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "eu.handover")
-	h := handoverFile{Version: handoverVersion, Region: "eu", Incarnation: 42,
-		Leases: []region.HandedLease{{Tenant: "a", Lease: 7, Epoch: 2}, {Tenant: "b", Lease: 9, Epoch: 2}}}
+	h := handoverFile{Version: handoverVersion, Region: "eu", Incarnation: 42, Written: time.Now().Add(-time.Second).UnixNano(),
+		Leases: []region.HandedLease{{Tenant: "a", Lease: 7, Epoch: 2, Left: 5 * time.Second}, {Tenant: "b", Lease: 9, Epoch: 2, Left: 10 * time.Second}}}
 	if err := writeHandover(path, h); err != nil {
 		t.Fatal(err)
 	}
@@ -32,8 +33,13 @@ func TestHandoverFile(t *testing.T) {
 		t.Errorf("mode %04o, want 0600", st.Mode().Perm())
 	}
 	got, err := takeHandover(path, "eu")
-	if err != nil || got == nil || got.Incarnation != 42 || len(got.Leases) != 2 || got.Leases[1] != h.Leases[1] {
+	if err != nil || got == nil || got.Incarnation != 42 || len(got.Leases) != 2 || got.Leases[1].Lease != 9 || got.Leases[1].Tenant != "b" {
 		t.Fatalf("takeHandover: %+v, %v; want what was written", got, err)
+	}
+	// What is left of each lease counts from the file's writing: a
+	// second ago.
+	if left := got.Leases[0].Left; left > 4*time.Second || left < 3*time.Second {
+		t.Errorf("lease 7 has %v left; want 4 s less the time since", left)
 	}
 	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the file is still there after it was taken: %v", err)

@@ -2,6 +2,7 @@ package region
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/afloat/afloat/quota"
 )
@@ -48,6 +49,11 @@ type HandedLease struct {
 	Tenant string `json:"tenant"`
 	Lease  uint64 `json:"lease"`
 	Epoch  uint64 `json:"epoch"`
+	// Left is how long the lease had to run when it was handed over (to
+	// Resume: when it is resumed; 0 or less for over, or not known). The
+	// next limiter renews the leases that end soonest first: those it
+	// renews after they end cost a ledger write each.
+	Left time.Duration `json:"left_ns"`
 }
 
 // WithHandover has Run, when ctx ends, take every valid lease out of use
@@ -83,7 +89,10 @@ func (l *Limiter) Resume(h Handover) (int, error) {
 		}
 		b.mu.Lock()
 		if b.held == 0 && b.seq == b.seq0 {
-			b.resumed = hl.Lease
+			b.resumed, b.resumedUntil = hl.Lease, 0
+			if hl.Left > 0 {
+				b.resumedUntil = l.Now() + int64(hl.Left)
+			}
 			b.epoch = max(b.epoch, hl.Epoch)
 			atomicMax(&l.epochHigh, b.epoch)
 			n++
@@ -96,9 +105,10 @@ func (l *Limiter) Resume(h Handover) (int, error) {
 // handedOver takes tenant's valid lease out of use, as giveBack does, for
 // a handover: the lease and the epoch to hand on.
 func (l *Limiter) handedOver(now int64, tenant string, b *bucket) (quota.Return, HandedLease, bool) {
+	until := b.cur.Load().until // Run alone installs, and it is here
 	ret, ok := l.giveBack(now, tenant, b)
 	if !ok {
 		return quota.Return{}, HandedLease{}, false
 	}
-	return ret, HandedLease{Tenant: tenant, Lease: ret.LeaseID, Epoch: ret.Epoch}, true
+	return ret, HandedLease{Tenant: tenant, Lease: ret.LeaseID, Epoch: ret.Epoch, Left: time.Duration(until - now)}, true
 }

@@ -76,6 +76,11 @@ func TestHandoverResumesWithoutWrites(t *testing.T) {
 			if h.Region != "eu" || len(h.Leases) != n {
 				t.Fatalf("the handover holds %d leases of region %q, want %d of eu", len(h.Leases), h.Region, n)
 			}
+			for _, hl := range h.Leases {
+				if hl.Left <= 0 || hl.Left > 10*time.Second {
+					t.Fatalf("lease %d of %s handed over with %v left: want what it had, within a lease", hl.Lease, hl.Tenant, hl.Left)
+				}
+			}
 			if got := len(j.returns); got < n {
 				t.Errorf("the journal recorded %d leases given back, want every one (%d)", got, n)
 			}

@@ -134,7 +134,7 @@ func (l *Limiter) Install(now int64, g quota.Grant) Installed {
 	if g.Seq == b.seq {
 		b.failures = 0
 	}
-	b.held, b.resumed = g.Lease.ID, 0
+	b.held, b.resumed, b.resumedUntil = g.Lease.ID, 0, 0
 	b.leaseSent, b.short = sent.at, g.Short
 	b.setCeiling(g)
 	b.validFor = int64(g.ValidFor)

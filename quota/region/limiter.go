@@ -110,8 +110,11 @@ type bucket struct {
 	mode       quota.Mode
 	held       uint64 // highest lease ID installed
 	// resumed is the lease handed over by the region's previous agent
-	// (Resume), named by the next request while nothing is installed.
-	resumed uint64
+	// (Resume), named by the next request while nothing is installed,
+	// and resumedUntil its end as handed over, on this clock (0: not
+	// known): Run renews it among the renewals, by that end.
+	resumed      uint64
+	resumedUntil int64
 	// using is the lease the region spends under as its journal knows
 	// it — installed, and its end not yet said (Expired, Installed) —
 	// and usingUntil that lease's end on this clock.

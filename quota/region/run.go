@@ -496,6 +496,7 @@ func (r *runner) look(now int64, b *bucket) {
 	// way then).
 	b.mu.Lock()
 	lease, at, ok := b.expired(now)
+	resumedUntil := b.resumedUntil // 0 once anything is installed
 	b.mu.Unlock()
 	if ok {
 		r.lapsed(at, lease)
@@ -505,6 +506,12 @@ func (r *runner) look(now int64, b *bucket) {
 		r.order++
 		if s := b.cur.Load(); s.valid(now) {
 			b.run.urgency = s.until
+			r.ready.push(b)
+		} else if resumedUntil > now {
+			// A lease handed over (Resume) is renewed as the previous
+			// agent would have: among the renewals, by its end —
+			// renewed once it has ended, it costs a write.
+			b.run.urgency = resumedUntil
 			r.ready.push(b)
 		} else {
 			b.run.urgency = noLease

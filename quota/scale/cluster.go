@@ -55,7 +55,7 @@ func New(cfg Config) (*Cluster, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	c := &Cluster{cfg: cfg, ConfigFile: filepath.Join(cfg.Dir, "quota.yaml"),
+	c := &Cluster{cfg: cfg, ConfigFile: filepath.Join(cfg.Dir, cfg.ConfigName()),
 		http: &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 8}}}
 	if err := cfg.writeQuotaFile(c.ConfigFile); err != nil {
 		return nil, err

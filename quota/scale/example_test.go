@@ -10,14 +10,25 @@ import (
 )
 
 // The cluster's config file holds every tenant in every region, one line
-// a tenant.
+// a tenant: JSON, or YAML.
 func ExampleConfig_WriteQuota() {
 	cfg := scale.DefaultConfig("afloat", "etcd", "/tmp/run")
 	cfg.Tenants, cfg.Regions, cfg.MaxTxnOps = 2, []string{"eu", "us"}, 1024
 	if err := cfg.WriteQuota(os.Stdout); err != nil {
 		fmt.Println(err)
 	}
+	cfg.YAML = true
+	if err := cfg.WriteQuota(os.Stdout); err != nil {
+		fmt.Println(err)
+	}
 	// Output:
+	// {"cluster": "scale",
+	//  "regions": {"eu": {"token": "eu-token-scale-0123456789"}, "us": {"token": "us-token-scale-0123456789"}},
+	//  "etcd": {"max_txn_ops": 1024},
+	//  "tenants": [
+	//   {"name": "t00000", "rate": 100, "burst": 200, "mode": "hard", "lease_duration": "10s"},
+	//   {"name": "t00001", "rate": 100, "burst": 200, "mode": "hard", "lease_duration": "10s"}
+	//  ]}
 	// # Written by quota/scale: 2 tenants in regions [eu us].
 	// cluster: scale
 	// regions:
