@@ -56,9 +56,11 @@ type HandedLease struct {
 	Left time.Duration `json:"left_ns"`
 }
 
-// WithHandover has Run, when ctx ends, take every valid lease out of use
-// and record it given back (Journal.Returned) — the region spends
-// nothing more — but give none back and end none at the coordinator:
+// WithHandover has Run, when ctx ends, let the calls under way be
+// answered (each within its patience) and install what they grant, then
+// take every valid lease out of use and record it given back
+// (Journal.Returned) — the region spends nothing more — but give none
+// back and end none at the coordinator:
 // it puts them in *h instead, for the region's next agent (Resume). The
 // coordinator counts them until they end or the next agent renews them.
 // Returns already queued for leases replaced earlier are not sent

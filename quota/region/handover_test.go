@@ -3,10 +3,12 @@ package region_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/afloat/afloat/quota"
 	"github.com/afloat/afloat/quota/region"
 )
 
@@ -141,4 +143,94 @@ func TestResumeRefuses(t *testing.T) {
 	if err != nil || q.Holding != 0 || q.Resumed {
 		t.Errorf("b's request: %+v, %v; want none held", q, err)
 	}
+}
+
+// slowAnswers passes renewals to the coordinator at once but, while slow,
+// holds each answer until gate is closed or the call's ctx ends — as an
+// HTTP client cancelled mid-call loses an answer the coordinator gave.
+type slowAnswers struct {
+	holding
+	slow    atomic.Bool
+	gate    chan struct{}
+	waiting atomic.Int32
+}
+
+func (s *slowAnswers) RenewBatch(ctx context.Context, reqs []quota.Request) ([]quota.Result, error) {
+	res, err := s.holding.RenewBatch(ctx, reqs)
+	if !s.slow.Load() {
+		return res, err
+	}
+	s.waiting.Add(1)
+	select {
+	case <-s.gate:
+		return res, err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TestHandoverWaitsForCallsUnderWay: a limiter stopped WithHandover while
+// a call of renewals is under way lets it be answered and installs its
+// grants before it hands over, so that every lease handed over is the
+// newest the coordinator answered the region. Cancelled, the call's
+// tenants handed over the leases they held before it, and their next
+// requests named leases older than the coordinator's newest — which, in
+// a cluster whose writes are queued, needed writes of their own.
+// Virtual time (synctest).
+func TestHandoverWaitsForCallsUnderWay(t *testing.T) {
+	const n = 500
+	synctest.Test(t, func(t *testing.T) {
+		names, srv, stop := manyTenants(t, n)
+		defer stop()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		inc, err := srv.Attach(ctx, "eu", "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		coord := &slowAnswers{holding: holding{srv, inc}, gate: make(chan struct{})}
+		l, err := region.New(region.DefaultConfig("eu", names...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var h region.Handover
+		rctx, rcancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Go(func() { l.Run(rctx, coord, region.WithHandover(&h)) })
+		time.Sleep(7 * time.Second) // leased, and renewing
+		synctest.Wait()
+		if got := l.Leases(l.Now(), 0).Leased; got != n {
+			t.Fatalf("%d of %d tenants leased", got, n)
+		}
+		coord.slow.Store(true)
+		for range 1000 {
+			if coord.waiting.Load() > 0 {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+			synctest.Wait()
+		}
+		if coord.waiting.Load() == 0 {
+			t.Fatal("no call of renewals under way in 10 s")
+		}
+		rcancel()
+		time.Sleep(100 * time.Millisecond) // the answer is on its way
+		close(coord.gate)
+		wg.Wait()
+		older := 0
+		for _, hl := range h.Leases {
+			newest := uint64(0)
+			for _, ls := range srv.Live(hl.Tenant) {
+				if ls.Region == "eu" {
+					newest = max(newest, ls.ID)
+				}
+			}
+			if hl.Lease < newest {
+				older++
+			}
+		}
+		if older > 0 || len(h.Leases) != n {
+			t.Errorf("%d of %d leases handed over are older than the newest the coordinator answered: want every one the newest", older, len(h.Leases))
+		}
+	})
 }

@@ -323,7 +323,7 @@ func (l *Limiter) Run(ctx context.Context, c Coordinator, opts ...RunOption) err
 			sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 			defer cancel()
 			defer context.AfterFunc(sctx, stopReturns)()
-			for r.inFlight > 0 { // renewals end at once, cancelled with ctx; returns within the grace
+			for r.inFlight > 0 { // renewals end at once, cancelled with ctx (WithHandover: answered); returns within the grace
 				r.finish(<-r.done)
 			}
 			r.returnAll(sctx)
@@ -607,8 +607,19 @@ func (r *runner) sendRenewals(ctx context.Context, now int64, h *bucketHeap, siz
 		r.inFlightFresh++
 		least = max(least, min(l.cfg.MaxPatience, freshPatience*l.cfg.Retry))
 	}
+	// With a handover, a call under way when ctx ends is answered (within
+	// its patience) rather than cancelled: its grants are installed and
+	// handed over. Cancelled, its tenants would hand over the leases they
+	// held before it — while the coordinator had answered it, and was
+	// still writing its grants — and the next agent's first requests,
+	// naming the older leases, would need writes of their own behind those
+	// (docs/benchmarks.md, "The quota at scale").
+	cctx := ctx
+	if r.handover != nil {
+		cctx = context.WithoutCancel(ctx)
+	}
 	r.start(func(patience time.Duration) callDone {
-		d := r.renew(ctx, batch, reqs, max(patience, least))
+		d := r.renew(cctx, batch, reqs, max(patience, least))
 		d.fresh = fresh
 		return d
 	})
