@@ -39,6 +39,32 @@ func (h holding) ReturnBatch(ctx context.Context, rets []quota.Return) ([]error,
 	return h.srv.ReturnBatch(ctx, own)
 }
 
+// waitLeased steps virtual time (synctest) 10 ms at a time, for a second
+// at most, until n of l's tenants hold a lease, and says how many do.
+func waitLeased(l *region.Limiter, n int) int {
+	for range 100 {
+		time.Sleep(10 * time.Millisecond)
+		synctest.Wait()
+		if got := l.Leases(l.Now(), 0).Leased; got == n {
+			return got
+		}
+	}
+	return l.Leases(l.Now(), 0).Leased
+}
+
+// attachedTenants is manyTenants with region eu attached, as an agent
+// attaches it: the incarnation its calls carry (holding).
+func attachedTenants(t *testing.T, n int) (names []string, srv *coordinator.Server, inc uint64, stop func()) {
+	t.Helper()
+	names, srv, stop = manyTenants(t, n)
+	inc, err := srv.Attach(context.Background(), "eu", "test")
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	return names, srv, inc, stop
+}
+
 // TestExitEndsTheLeasesAtOnce: WithExit, a region that shuts down ends
 // its 5,000 leases with one call (the detach) and sends no return, and
 // its journal records every one given back; the coordinator then counts
@@ -49,14 +75,10 @@ func TestExitEndsTheLeasesAtOnce(t *testing.T) {
 	const n = 5_000
 	for _, failing := range []bool{false, true} {
 		synctest.Test(t, func(t *testing.T) {
-			names, srv, stop := manyTenants(t, n)
+			names, srv, inc, stop := attachedTenants(t, n)
 			defer stop()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			inc, err := srv.Attach(ctx, "eu", "test")
-			if err != nil {
-				t.Fatal(err)
-			}
 			rec := &recorder{Coordinator: holding{srv, inc}, start: time.Now()}
 			l, err := region.New(region.DefaultConfig("eu", names...))
 			if err != nil {
@@ -75,14 +97,7 @@ func TestExitEndsTheLeasesAtOnce(t *testing.T) {
 			rctx, rcancel := context.WithCancel(ctx)
 			var wg sync.WaitGroup
 			wg.Go(func() { l.Run(rctx, rec, region.WithJournal(j), region.WithExit(exit)) })
-			for range 100 {
-				time.Sleep(10 * time.Millisecond)
-				synctest.Wait()
-				if l.Leases(l.Now(), 0).Leased == n {
-					break
-				}
-			}
-			if got := l.Leases(l.Now(), 0).Leased; got != n {
+			if got := waitLeased(l, n); got != n {
 				t.Fatalf("failing %v: %d of %d tenants leased after a second", failing, got, n)
 			}
 			time.Sleep(7 * time.Second) // renewals, and leases they replaced given back

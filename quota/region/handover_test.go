@@ -33,27 +33,16 @@ func TestHandoverResumesWithoutWrites(t *testing.T) {
 	}{{true, 7 * time.Second}, {true, 500 * time.Millisecond}, {false, 7 * time.Second}} {
 		resume := c.resume
 		synctest.Test(t, func(t *testing.T) {
-			names, srv, stop := manyTenants(t, n)
+			names, srv, inc, stop := attachedTenants(t, n)
 			defer stop()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			inc, err := srv.Attach(ctx, "eu", "test")
-			if err != nil {
-				t.Fatal(err)
-			}
 			run := func(l *region.Limiter, opts ...region.RunOption) (stopRun func(), rec *recorder) {
 				rec = &recorder{Coordinator: holding{srv, inc}, start: time.Now()}
 				rctx, rcancel := context.WithCancel(ctx)
 				var wg sync.WaitGroup
 				wg.Go(func() { l.Run(rctx, rec, opts...) })
-				for range 100 {
-					time.Sleep(10 * time.Millisecond)
-					synctest.Wait()
-					if l.Leases(l.Now(), 0).Leased == n {
-						break
-					}
-				}
-				if got := l.Leases(l.Now(), 0).Leased; got != n {
+				if got := waitLeased(l, n); got != n {
 					t.Fatalf("resume %v: %d of %d tenants leased after a second", resume, got, n)
 				}
 				return func() { rcancel(); wg.Wait() }, rec
@@ -180,14 +169,10 @@ func (s *slowAnswers) RenewBatch(ctx context.Context, reqs []quota.Request) ([]q
 func TestHandoverWaitsForCallsUnderWay(t *testing.T) {
 	const n = 500
 	synctest.Test(t, func(t *testing.T) {
-		names, srv, stop := manyTenants(t, n)
+		names, srv, inc, stop := attachedTenants(t, n)
 		defer stop()
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		inc, err := srv.Attach(ctx, "eu", "test")
-		if err != nil {
-			t.Fatal(err)
-		}
 		coord := &slowAnswers{holding: holding{srv, inc}, gate: make(chan struct{})}
 		l, err := region.New(region.DefaultConfig("eu", names...))
 		if err != nil {
